@@ -1,0 +1,91 @@
+"""Input checks shared by the microdata modules (private).
+
+Error messages name columns, categories and row positions, never the
+confidential values themselves.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def check_columns(data: pd.DataFrame, columns: Sequence[str], what: str = "key") -> list[str]:
+    """Return ``columns`` as a list after checking that each exists in ``data``."""
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("microdata must be a pandas DataFrame")
+    if isinstance(columns, str):
+        columns = [columns]
+    cols = list(columns)
+    if not cols:
+        raise ValueError(f"at least one {what} column is required")
+    for c in cols:
+        if c not in data.columns:
+            raise ValueError(f"unknown {what} column {c!r}")
+    if len(set(cols)) != len(cols):
+        raise ValueError(f"duplicated {what} column in {cols!r}")
+    return cols
+
+
+def check_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarray | None,
+                  n: int | None = None) -> np.ndarray | None:
+    """Return the weights as a float array; ValueError for NaN, infinite or <= 0 weights."""
+    if weights is None:
+        return None
+    if isinstance(weights, str):
+        if weights not in data.columns:
+            raise ValueError(f"unknown weight column {weights!r}")
+        name = weights
+        w = pd.to_numeric(data[weights], errors="coerce").to_numpy(dtype=float)
+    else:
+        name = "weights"
+        w = np.asarray(weights, dtype=float)
+    n = len(data) if n is None else n
+    if w.shape != (n,):
+        raise ValueError(f"{name}: expected {n} weights, got shape {w.shape}")
+    bad = ~np.isfinite(w) | (w <= 0)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise ValueError(
+            f"weight column {name!r} must be finite and > 0; "
+            f"{rows.size} bad row(s), first at row position {int(rows[0])}")
+    return w
+
+
+def check_fraction(pi: float, name: str = "sampling_fraction") -> float:
+    pi = float(pi)
+    if not (0.0 < pi < 1.0) or not np.isfinite(pi):
+        raise ValueError(f"{name} must lie strictly between 0 and 1")
+    return pi
+
+
+def check_transition_matrix(P: np.ndarray, categories: Sequence | None = None,
+                            name: str = "P", axis: int = 1, atol: float = 1e-9) -> np.ndarray:
+    """Validate a stochastic matrix.
+
+    ``axis=1``: rows sum to one (PRAM ``P``, rows = true category);
+    ``axis=0``: columns sum to one (misclassification ``M``, columns = true category).
+    """
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or P.shape[0] != P.shape[1]:
+        raise ValueError(f"transition matrix {name} must be square, got shape {P.shape}")
+    labels = list(categories) if categories is not None else list(range(P.shape[0]))
+    if len(labels) != P.shape[0]:
+        raise ValueError(f"transition matrix {name} has {P.shape[0]} rows but "
+                         f"{len(labels)} categories")
+    if not np.isfinite(P).all():
+        i, j = np.argwhere(~np.isfinite(P))[0]
+        raise ValueError(f"transition matrix {name} has a non-finite entry at "
+                         f"({labels[i]!r}, {labels[j]!r})")
+    if (P < 0).any():
+        i, j = np.argwhere(P < 0)[0]
+        raise ValueError(f"transition matrix {name} has a negative entry at "
+                         f"({labels[i]!r}, {labels[j]!r})")
+    sums = P.sum(axis=axis)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if bad.size:
+        part = "row" if axis == 1 else "column"
+        raise ValueError(f"transition matrix {name}: {part} for category "
+                         f"{labels[bad[0]]!r} sums to {sums[bad[0]]:.6g}, not 1")
+    return P
