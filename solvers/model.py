@@ -1,0 +1,231 @@
+"""Solver-independent problem and result containers.
+
+Nothing here knows about tables: a :class:`LinearProgram` is just a sparse
+``min/max c'x  s.t.  row_lower <= A x <= row_upper,  col_lower <= x <= col_upper``
+with optional integrality, and a :class:`SolveResult` is what every backend returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Every status a backend may report (see :class:`SolveResult`).
+STATUSES = (
+    "optimal",
+    "time_limit",
+    "time_limit_no_solution",
+    "infeasible",
+    "unbounded",
+    "error",
+)
+
+
+def _as_float_vector(x, n: int, default: float, name: str) -> np.ndarray:
+    """Return ``x`` as a fresh float64 vector of length ``n`` (``default`` when ``x`` is None)."""
+    if x is None:
+        return np.full(n, default, dtype=np.float64)
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim == 0:  # a scalar applies to every entry
+        return np.full(n, float(arr), dtype=np.float64)
+    arr = arr.ravel()
+    if arr.shape[0] != n:
+        raise ValueError(f"LinearProgram: {name} has length {arr.shape[0]}, expected {n}")
+    return arr.copy()
+
+
+@dataclass
+class LinearProgram:
+    """A sparse linear (or mixed-integer) program.
+
+    ``sense c'x + offset`` subject to ``row_lower <= A x <= row_upper`` and
+    ``col_lower <= x <= col_upper``; ``integrality[j]`` True makes ``x_j`` integer.
+
+    Parameters
+    ----------
+    c : array of length n
+        Objective coefficients.
+    A : scipy.sparse matrix (m x n), dense array, or None
+        Constraint matrix; stored as CSR float64. None (or a 0 x n matrix) means no rows.
+    row_lower, row_upper : arrays of length m
+        Row bounds; ``-inf`` / ``+inf`` allowed. Equal bounds make an equality row.
+        None means ``-inf`` / ``+inf``.
+    col_lower, col_upper : arrays of length n, or scalars
+        Column bounds. Defaults 0 and ``+inf`` (non-negative variables).
+    integrality : bool array of length n, or None
+        True marks an integer variable. None (or all False) makes the problem an LP.
+    sense : {"min", "max"}
+    offset : float
+        Constant added to the objective value.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> lp = LinearProgram(c=np.array([1.0, 2.0]), A=sp.csr_matrix([[1.0, 1.0]]),
+    ...                    row_lower=np.array([1.0]), row_upper=np.array([np.inf]))
+    >>> lp.n_cols, lp.n_rows, lp.is_mip
+    (2, 1, False)
+    """
+
+    c: np.ndarray
+    A: sp.csr_matrix | None = None
+    row_lower: np.ndarray | None = None
+    row_upper: np.ndarray | None = None
+    col_lower: np.ndarray | None = None
+    col_upper: np.ndarray | None = None
+    integrality: np.ndarray | None = None
+    sense: str = "min"
+    offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        c = np.asarray(self.c, dtype=np.float64)
+        if c.ndim != 1:
+            raise ValueError(f"LinearProgram: c must be a 1-D vector, got shape {c.shape}")
+        n = c.shape[0]
+        self.c = c.copy()
+        if not np.all(np.isfinite(self.c)):
+            raise ValueError("LinearProgram: c contains non-finite values")
+
+        if self.A is None:
+            A = sp.csr_matrix((0, n), dtype=np.float64)
+        elif sp.issparse(self.A):
+            A = sp.csr_matrix(self.A, dtype=np.float64)
+        else:
+            dense = np.asarray(self.A, dtype=np.float64)
+            if dense.size == 0:
+                dense = dense.reshape(0, n)
+            if dense.ndim != 2:
+                raise ValueError(f"LinearProgram: A must be 2-D, got shape {dense.shape}")
+            A = sp.csr_matrix(dense)
+        if A.shape[1] != n:
+            if A.shape[0] == 0:  # an empty matrix of the wrong width is still "no rows"
+                A = sp.csr_matrix((0, n), dtype=np.float64)
+            else:
+                raise ValueError(
+                    f"LinearProgram: A has {A.shape[1]} columns but c has length {n}"
+                )
+        A.sum_duplicates()  # backends expect one entry per (row, col)
+        if A.nnz and not np.all(np.isfinite(A.data)):
+            raise ValueError("LinearProgram: A contains non-finite coefficients")
+        self.A = A
+        m = A.shape[0]
+
+        self.row_lower = _as_float_vector(self.row_lower, m, -np.inf, "row_lower")
+        self.row_upper = _as_float_vector(self.row_upper, m, np.inf, "row_upper")
+        self.col_lower = _as_float_vector(self.col_lower, n, 0.0, "col_lower")
+        self.col_upper = _as_float_vector(self.col_upper, n, np.inf, "col_upper")
+        for name in ("row_lower", "row_upper", "col_lower", "col_upper"):
+            if np.any(np.isnan(getattr(self, name))):
+                raise ValueError(f"LinearProgram: {name} contains NaN")
+        bad = np.flatnonzero(self.row_lower > self.row_upper)
+        if bad.size:
+            raise ValueError(
+                f"LinearProgram: row_lower > row_upper for row(s) {bad[:10].tolist()}"
+            )
+        bad = np.flatnonzero(self.col_lower > self.col_upper)
+        if bad.size:
+            raise ValueError(
+                f"LinearProgram: col_lower > col_upper for column(s) {bad[:10].tolist()}"
+            )
+
+        if self.integrality is not None:
+            integ = np.asarray(self.integrality).ravel()
+            if integ.shape[0] != n:
+                raise ValueError(
+                    f"LinearProgram: integrality has length {integ.shape[0]}, expected {n}"
+                )
+            self.integrality = integ.astype(bool)
+
+        sense = str(self.sense).lower()
+        if sense in ("minimize", "minimise"):
+            sense = "min"
+        elif sense in ("maximize", "maximise"):
+            sense = "max"
+        if sense not in ("min", "max"):
+            raise ValueError(f"LinearProgram: sense must be 'min' or 'max', got {self.sense!r}")
+        self.sense = sense
+        self.offset = float(self.offset)
+
+    @property
+    def n_cols(self) -> int:
+        """Number of variables."""
+        return int(self.c.shape[0])
+
+    @property
+    def n_rows(self) -> int:
+        """Number of constraint rows."""
+        return int(self.A.shape[0])
+
+    @property
+    def is_mip(self) -> bool:
+        """True when at least one variable is integer."""
+        return self.integrality is not None and bool(np.any(self.integrality))
+
+    def with_objective(self, c: np.ndarray, sense: str | None = None) -> "LinearProgram":
+        """Return a copy with another objective (the matrix is shared, not copied)."""
+        return LinearProgram(
+            c=c,
+            A=self.A,
+            row_lower=self.row_lower,
+            row_upper=self.row_upper,
+            col_lower=self.col_lower,
+            col_upper=self.col_upper,
+            integrality=self.integrality,
+            sense=self.sense if sense is None else sense,
+            offset=0.0,
+        )
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve, identical in shape for every backend.
+
+    Attributes
+    ----------
+    status : str
+        ``"optimal"`` (for MIPs: optimal within the requested relative gap),
+        ``"time_limit"`` (stopped by the time limit with a feasible solution in ``x``),
+        ``"time_limit_no_solution"``, ``"infeasible"``, ``"unbounded"``, ``"error"``.
+    objective : float or None
+        ``c'x + offset`` in the problem's own sense; None without a solution.
+    x : ndarray or None
+        Primal solution (None unless ``has_solution``).
+    duals : ndarray or None
+        Row duals of an LP, HiGHS convention: ``duals[i]`` is the derivative of the
+        optimal objective (in the problem's own sense, min or max) with respect to the
+        active bound of row ``i``; so ``c = A' duals + reduced_costs``. None for MIPs or
+        when the backend gives none.
+    reduced_costs : ndarray or None
+        Column duals, same convention (derivative with respect to the active column bound).
+    mip_gap : float or None
+        Relative MIP gap reported by the solver (0 when the search closed); None for LPs
+        or when the backend does not report it.
+    runtime : float
+        Wall-clock seconds spent in the backend (including model building).
+    backend : str
+    log_summary : str
+        One-line summary: backend, status, iterations / nodes, time.
+    """
+
+    status: str
+    objective: float | None = None
+    x: np.ndarray | None = None
+    duals: np.ndarray | None = None
+    reduced_costs: np.ndarray | None = None
+    mip_gap: float | None = None
+    runtime: float = 0.0
+    backend: str = ""
+    log_summary: str = ""
+    extra: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def has_solution(self) -> bool:
+        """True when ``x`` holds a feasible point (status optimal or time_limit)."""
+        return self.x is not None and self.status in ("optimal", "time_limit")
+
+    @property
+    def proven_optimal(self) -> bool:
+        """True when the solver proved optimality (within the MIP gap for MIPs)."""
+        return self.status == "optimal"

@@ -1,0 +1,186 @@
+"""PuLP backend: CBC by default, or any solver PuLP knows (commercial ones included)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from .model import LinearProgram, SolveResult
+
+__all__ = ["solve_pulp", "pulp_available"]
+
+
+def _import_pulp():
+    try:
+        import pulp
+    except ImportError as exc:
+        raise ImportError(
+            "the 'pulp' backend needs the PuLP package (pip install pulp); "
+            f"import failed with: {exc}"
+        ) from exc
+    return pulp
+
+
+def pulp_available() -> bool:
+    try:
+        _import_pulp()
+        return True
+    except ImportError:
+        return False
+
+
+def _bound(v: float) -> float | None:
+    # PuLP spells an infinite bound as None.
+    return None if not np.isfinite(v) else float(v)
+
+
+def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, options):
+    kwargs: dict[str, Any] = {"msg": bool(verbose)}
+    if time_limit is not None:
+        kwargs["timeLimit"] = float(time_limit)
+    if mip_gap is not None:
+        kwargs["gapRel"] = float(mip_gap)
+    if threads is not None:
+        kwargs["threads"] = int(threads)
+    kwargs.update(options)
+    try:
+        solver = pulp.getSolver(name, **kwargs)
+    except pulp.PulpSolverError as exc:
+        raise ValueError(
+            f"PuLP solver {name!r} unknown; PuLP lists {pulp.listSolvers()}"
+        ) from exc
+    except TypeError:
+        kwargs.pop("threads", None)  # not every PuLP solver takes threads
+        solver = pulp.getSolver(name, **kwargs)
+    if not solver.available():
+        raise ImportError(
+            f"PuLP solver {name!r} is not available on this machine; available: "
+            f"{pulp.listSolvers(onlyAvailable=True)}"
+        )
+    return solver
+
+
+def solve_pulp(
+    lp: LinearProgram,
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    verbose: bool = False,
+    solver: str = "PULP_CBC_CMD",
+    **options: Any,
+) -> SolveResult:
+    """Solve ``lp`` through PuLP.
+
+    ``solver`` is any name from ``pulp.listSolvers()`` (e.g. ``"PULP_CBC_CMD"``,
+    ``"HiGHS"``, ``"HiGHS_CMD"``, ``"GUROBI_CMD"``, ``"CPLEX_CMD"``); remaining
+    ``options`` go to that solver's constructor.
+    """
+    pulp = _import_pulp()
+    t0 = time.perf_counter()
+    n, m = lp.n_cols, lp.n_rows
+    sense = pulp.LpMaximize if lp.sense == "max" else pulp.LpMinimize
+    prob = pulp.LpProblem("tabprotect_lp", sense)
+
+    integ = lp.integrality if lp.is_mip else np.zeros(n, dtype=bool)
+    # Variables in a plain list: LpVariable.dicts is slow for large n.
+    xs = [
+        pulp.LpVariable(
+            f"x{j}",
+            lowBound=_bound(lp.col_lower[j]),
+            upBound=_bound(lp.col_upper[j]),
+            cat=pulp.LpInteger if integ[j] else pulp.LpContinuous,
+        )
+        for j in range(n)
+    ]
+    nz = np.flatnonzero(lp.c)
+    obj = pulp.LpAffineExpression([(xs[j], float(lp.c[j])) for j in nz], constant=lp.offset)
+    prob.setObjective(obj)
+
+    # For each row remember which PuLP constraint(s) carry its dual.
+    row_cons: list[list[Any]] = [[] for _ in range(m)]
+    A = lp.A
+    indptr, indices, data = A.indptr, A.indices, A.data
+    for i in range(m):
+        lo, up = lp.row_lower[i], lp.row_upper[i]
+        if not np.isfinite(lo) and not np.isfinite(up):
+            continue  # a free row constrains nothing
+        s, e = indptr[i], indptr[i + 1]
+        terms = [(xs[j], float(v)) for j, v in zip(indices[s:e].tolist(), data[s:e].tolist())]
+        if lo == up:
+            parts = [("e", pulp.LpConstraintEQ, lo)]
+        else:
+            parts = []
+            if np.isfinite(lo):
+                parts.append(("l", pulp.LpConstraintGE, lo))
+            if np.isfinite(up):
+                parts.append(("u", pulp.LpConstraintLE, up))
+        for tag, csense, rhs in parts:
+            con = pulp.LpConstraint(pulp.LpAffineExpression(terms), sense=csense,
+                                    rhs=float(rhs), name=f"r{i}{tag}")
+            prob.addConstraint(con)
+            row_cons[i].append(con)
+
+    if n == 0:
+        # PuLP cannot write a model without variables; decide feasibility directly.
+        ok = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))
+        st = "optimal" if ok else "infeasible"
+        return SolveResult(status=st, objective=lp.offset if ok else None,
+                           x=np.zeros(0) if ok else None, runtime=time.perf_counter() - t0,
+                           backend="pulp", log_summary=f"pulp: {st} (no columns)")
+
+    sv = _make_solver(pulp, solver, verbose, time_limit, mip_gap, threads, options)
+    try:
+        prob.solve(sv)
+    except pulp.PulpSolverError as exc:
+        rt = time.perf_counter() - t0
+        return SolveResult(status="error", runtime=rt, backend="pulp",
+                           log_summary=f"pulp/{solver}: error: {exc}")
+
+    st, sol_st = prob.status, prob.sol_status
+    has_sol = sol_st in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    if st == pulp.LpStatusOptimal and sol_st == pulp.LpSolutionIntegerFeasible:
+        status = "time_limit"  # CBC stopped (time limit) with an incumbent
+    elif st == pulp.LpStatusOptimal:
+        status = "optimal"
+    elif st == pulp.LpStatusInfeasible:
+        status = "infeasible"
+    elif st == pulp.LpStatusUnbounded:
+        status = "unbounded"
+    elif st == pulp.LpStatusNotSolved and time_limit is not None:
+        status = "time_limit" if has_sol else "time_limit_no_solution"
+    else:
+        status = "error"
+
+    objective = x = duals = rc = None
+    if status in ("optimal", "time_limit"):
+        x = np.array([v.varValue if v.varValue is not None else np.nan for v in xs],
+                     dtype=np.float64)
+        if np.isnan(x).any():
+            status, x = ("error" if status == "optimal" else "time_limit_no_solution"), None
+        else:
+            objective = float(lp.c @ x + lp.offset)
+            if not lp.is_mip and status == "optimal":
+                duals = _row_duals(row_cons, m)
+                rc = np.array([v.dj if v.dj is not None else np.nan for v in xs],
+                              dtype=np.float64)
+                if duals is None or np.isnan(rc).any():
+                    duals = rc = None
+    rt = time.perf_counter() - t0
+    summary = (f"pulp/{solver}: {status} (status={pulp.LpStatus.get(st, st)}, "
+               f"sol_status={pulp.LpSolution.get(sol_st, sol_st)}) time={rt:.3f}s")
+    return SolveResult(status=status, objective=objective, x=x, duals=duals,
+                       reduced_costs=rc, mip_gap=(0.0 if (lp.is_mip and status == "optimal" and mip_gap is None) else None),
+                       runtime=rt, backend="pulp", log_summary=summary)
+
+
+def _row_duals(row_cons, m: int) -> np.ndarray | None:
+    """Row duals: a ranged row became two constraints; at most one is active, add them."""
+    duals = np.zeros(m, dtype=np.float64)
+    for i, cons in enumerate(row_cons):
+        for con in cons:
+            if con.pi is None:
+                return None
+            duals[i] += float(con.pi)
+    return duals

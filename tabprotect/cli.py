@@ -1,0 +1,80 @@
+"""The ``tabprotect`` command line.
+
+Subcommands live in ``tabprotect/commands/<module>.py``; each module defines
+``COMMANDS = {"name": (add_arguments, run, "one-line help", "examples")}`` where
+``add_arguments(parser)`` adds its arguments and ``run(args) -> int`` does the work.
+Bad input raises :class:`tabprotect.errors.InputError`: printed as one line, exit code 2
+(``--debug`` shows the traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import traceback
+
+from tabprotect.errors import InputError
+
+EPILOG = """examples:
+  tabprotect demo                          run the bundled demo job
+  tabprotect audit job.toml                audit a suppressed table
+  tabprotect primary job.toml              apply the sensitivity rules
+  tabprotect protect job.toml --time-limit 60
+  tabprotect round job.toml
+  tabprotect COMMAND --help                help and examples for one command
+"""
+
+
+def _discover() -> dict[str, tuple]:
+    import tabprotect.commands as pkg
+    found: dict[str, tuple] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"tabprotect.commands.{info.name}")
+        for name, entry in getattr(module, "COMMANDS", {}).items():
+            found[name] = entry
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tabprotect", description="Protect statistical tables before publication: "
+        "sensitivity rules, secondary suppression, rounding, LP audit, microdata risk.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from tabprotect import __version__
+    parser.add_argument("--version", action="version", version=f"tabprotect {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, entry in _discover().items():
+        add_arguments, run, help_text = entry[0], entry[1], entry[2]
+        examples = entry[3] if len(entry) > 3 else None
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           epilog=("examples:\n" + examples) if examples else None,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks on errors")
+        add_arguments(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args._run(args) or 0)
+    except InputError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"tabprotect {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Linear relations of a table: a sparse matrix ``A`` with ``A @ x = 0`` for the true table.
+
+Each row is one relation ``total - sum(parts) = 0``: coefficient +1 on the total and -1 on
+each part.  ``relation_total[r]`` is the column of relation ``r``'s total cell.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from tabprotect.model.hierarchy import Hierarchy
+
+
+def product_relations(hierarchies: Sequence[Hierarchy]) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Relations of the cartesian-product table of ``hierarchies`` (C order of cells).
+
+    For every dimension, every non-leaf code and every combination of the other
+    dimensions' codes: ``cell(parent, others) - sum(cell(child, others)) = 0``.
+
+    Returns
+    -------
+    A : csr_matrix, shape (relations, cells)
+    relation_total : int64 array, the total cell of each relation
+
+    Examples
+    --------
+    >>> h = Hierarchy.flat(["a", "b"], total="T")
+    >>> A, tot = product_relations([h])
+    >>> A.toarray()
+    array([[ 1., -1., -1.]])
+    """
+    shape = tuple(len(h) for h in hierarchies)
+    n = int(np.prod(shape)) if shape else 1
+    cell_ids = np.arange(n, dtype=np.int64).reshape(shape)
+    rows_parts, cols_parts, data_parts, totals = [], [], [], []
+    next_row = 0
+    for d, h in enumerate(hierarchies):
+        edges = h.edges()
+        if not edges:
+            continue
+        # ids[j] = the cells with code j in dimension d, one per combination of the others
+        ids = np.moveaxis(cell_ids, d, 0).reshape(shape[d], -1)
+        n_other = ids.shape[1]
+        codes, local_rel, coef = [], [], []
+        for r, (p, children) in enumerate(edges):
+            codes.append(p)
+            local_rel.append(r)
+            coef.append(1.0)
+            codes.extend(children)
+            local_rel.extend([r] * len(children))
+            coef.extend([-1.0] * len(children))
+        codes = np.asarray(codes, dtype=np.int64)
+        local_rel = np.asarray(local_rel, dtype=np.int64)
+        coef = np.asarray(coef)
+        # relation row = next_row + local_rel * n_other + other-combination
+        other = np.arange(n_other, dtype=np.int64)
+        rows_parts.append((next_row + local_rel[:, None] * n_other + other[None, :]).ravel())
+        cols_parts.append(ids[codes].ravel())
+        data_parts.append(np.repeat(coef, n_other))
+        parents = np.asarray([p for p, _ in edges], dtype=np.int64)
+        totals.append(ids[parents].ravel())
+        next_row += len(edges) * n_other
+    if next_row == 0:
+        return sp.csr_matrix((0, n)), np.zeros(0, dtype=np.int64)
+    A = sp.csr_matrix((np.concatenate(data_parts),
+                       (np.concatenate(rows_parts), np.concatenate(cols_parts))),
+                      shape=(next_row, n))
+    A.sort_indices()
+    return A, np.concatenate(totals)
+
+
+def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
+                            n_cells: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Relations given as ``(rel, cell, coef)`` triplets (the CSV/JJ form).
+
+    The total of each relation is its cell with a coefficient of sign opposite to the
+    majority (the ``-1`` in ``total = sum(parts)`` files); -1 when ambiguous.
+    Rows are renumbered 0..m-1 in order of first appearance of ``rel``.
+    """
+    rel = np.asarray(rel)
+    uniq, row = np.unique(rel, return_inverse=True)
+    A = sp.csr_matrix((np.asarray(coef, dtype=float), (row, np.asarray(cell, dtype=np.int64))),
+                      shape=(len(uniq), n_cells))
+    A.sum_duplicates()
+    A.sort_indices()
+    total = np.full(A.shape[0], -1, dtype=np.int64)
+    for r in range(A.shape[0]):
+        lo, hi = A.indptr[r], A.indptr[r + 1]
+        vals = A.data[lo:hi]
+        neg = np.flatnonzero(vals < 0)
+        pos = np.flatnonzero(vals > 0)
+        if len(neg) == 1 and len(pos) >= 1:
+            total[r] = A.indices[lo + neg[0]]
+        elif len(pos) == 1 and len(neg) >= 1:
+            total[r] = A.indices[lo + pos[0]]
+    return A, total
+
+
+def relation_residuals(A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+    """``A @ x``: zero for an additive table."""
+    return A @ np.asarray(x, dtype=float)

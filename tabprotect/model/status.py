@@ -1,0 +1,33 @@
+"""Cell status letters (tau-Argus): S safe, U primary unsafe, M secondary, P protected, Z empty."""
+from __future__ import annotations
+
+import numpy as np
+
+from tabprotect.errors import InputError
+
+SAFE = "S"        # published
+PRIMARY = "U"     # unsafe by a primary rule: suppressed
+SECONDARY = "M"   # suppressed to protect primaries
+PROTECTED = "P"   # must be published (never suppressed)
+EMPTY = "Z"       # empty/zero cell, published
+LETTERS = (SAFE, PRIMARY, SECONDARY, PROTECTED, EMPTY)
+SUPPRESSED = (PRIMARY, SECONDARY)
+
+
+def check_status(status, n: int, source: str = "status") -> np.ndarray:
+    """Validate and normalise a status array (upper-case single letters)."""
+    arr = np.asarray(status).astype(str)
+    if arr.shape != (n,):
+        raise InputError(f"{source}: expected {n} status letters, got {arr.shape}")
+    arr = np.char.upper(np.char.strip(arr)).astype("<U1")
+    bad = ~np.isin(arr, LETTERS)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{source}: cell #{i} has unknown status '{arr[i]}' "
+                         f"(expected one of {', '.join(LETTERS)})")
+    return arr
+
+
+def is_suppressed(status: np.ndarray) -> np.ndarray:
+    """Mask of cells whose value is not published."""
+    return np.isin(status, SUPPRESSED)

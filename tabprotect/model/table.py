@@ -1,0 +1,623 @@
+"""The table model shared by every tabprotect module.
+
+A :class:`Table` is a set of cells held in flat numpy arrays (index 0..n-1) plus the
+sparse matrix of linear relations between them.  A *product* table is the cartesian
+product of its dimensions' codes (totals and subtotals included); a *general* table is
+given by its relations only (tau-Argus JJ files, Castro's benchmark tables, linked tables).
+Nothing mutates a Table: :meth:`Table.replace` returns a new one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from tabprotect.errors import InputError
+from tabprotect.model.hierarchy import Hierarchy
+from tabprotect.model.relations import product_relations, relations_from_triplets
+from tabprotect.model.status import EMPTY, SAFE, check_status
+
+Number = float | int
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """A named dimension of a product table and its hierarchy."""
+
+    name: str
+    hierarchy: Hierarchy
+
+
+def _as_float(x, n: int, default: float, what: str) -> np.ndarray:
+    if x is None:
+        return np.full(n, default, dtype=float)
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0:
+        return np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise InputError(f"{what}: expected {n} values, got {arr.shape[0]}")
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """Cells as flat arrays plus the sparse relation matrix ``A`` (``A @ value == 0``).
+
+    Attributes
+    ----------
+    value : cell values (magnitude; the count for frequency tables)
+    freq : number of contributors per cell
+    relations : csr_matrix (relations x cells), +1 on the total and -1 on each part
+    relation_total : the total cell of each relation (-1 if unknown)
+    dimensions : the dimensions of a product table (empty for a general table)
+    top : (cells x k) largest contributions, descending, or None
+    cost : suppression cost per cell or None (the method's cost function decides)
+    lb, ub : attacker's a-priori bounds (default 0 and +inf)
+    status : tau-Argus letters S U M P Z per cell
+    upl, lpl, spl : upper, lower and sliding protection levels (value units)
+    kind : ``"magnitude"`` or ``"frequency"``
+    extra : further per-cell arrays (e.g. shadow variable, holding-level top contributions)
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> rows = Hierarchy.flat(["r1", "r2"], total="T")
+    >>> t = Table.from_frame(pd.DataFrame({"row": ["r1", "r2"], "value": [3.0, 4.0]}),
+    ...                      {"row": rows}, compute_totals=True)
+    >>> t.value.tolist()
+    [7.0, 3.0, 4.0]
+    """
+
+    value: np.ndarray
+    freq: np.ndarray
+    relations: sp.csr_matrix
+    relation_total: np.ndarray
+    dimensions: tuple[Dimension, ...] = ()
+    general_labels: pd.DataFrame | None = None
+    top: np.ndarray | None = None
+    cost: np.ndarray | None = None
+    lb: np.ndarray | None = None
+    ub: np.ndarray | None = None
+    status: np.ndarray | None = None
+    upl: np.ndarray | None = None
+    lpl: np.ndarray | None = None
+    spl: np.ndarray | None = None
+    kind: str = "magnitude"
+    name: str = ""
+    extra: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self):
+        n = len(self.value)
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        set_("value", np.asarray(self.value, dtype=float))
+        set_("freq", _as_float(self.freq, n, 0.0, "freq"))
+        set_("lb", _as_float(self.lb, n, 0.0, "lb"))
+        set_("ub", _as_float(self.ub, n, np.inf, "ub"))
+        set_("upl", _as_float(self.upl, n, 0.0, "upl"))
+        set_("lpl", _as_float(self.lpl, n, 0.0, "lpl"))
+        set_("spl", _as_float(self.spl, n, 0.0, "spl"))
+        if self.cost is not None:
+            set_("cost", _as_float(self.cost, n, 1.0, "cost"))
+        if self.status is None:
+            st = np.full(n, SAFE, dtype="<U1")
+            st[(self.freq == 0) & (self.value == 0)] = EMPTY
+            set_("status", st)
+        else:
+            set_("status", check_status(self.status, n))
+        if self.top is not None:
+            top = np.asarray(self.top, dtype=float)
+            if top.ndim == 1:
+                top = top[:, None]
+            set_("top", top)
+        if not sp.isspmatrix_csr(self.relations):
+            set_("relations", sp.csr_matrix(self.relations))
+        if self.relations.shape[1] != n:
+            raise InputError(f"relations have {self.relations.shape[1]} columns for {n} cells")
+        set_("relation_total", np.asarray(self.relation_total, dtype=np.int64))
+        if self.kind not in ("magnitude", "frequency"):
+            raise InputError(f"table kind must be 'magnitude' or 'frequency', not {self.kind!r}")
+
+    # ------------------------------------------------------------ constructors
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame,
+                   dimensions: Mapping[str, Hierarchy] | Sequence[Dimension],
+                   value: str = "value", freq: str | None = "freq",
+                   top: Sequence[str] | str | None = None, cost: str | None = None,
+                   lb: str | None = None, ub: str | None = None, status: str | None = None,
+                   upl: str | None = None, lpl: str | None = None, spl: str | None = None,
+                   extra: Sequence[str] = (), compute_totals: bool = False,
+                   tolerance: float = 1e-6, kind: str | None = None, name: str = "",
+                   source: str = "cells") -> "Table":
+        """Build a product table from a long frame of cells, one column per dimension.
+
+        Parameters
+        ----------
+        frame : one row per cell; the dimension columns hold codes
+        dimensions : ``{column: Hierarchy}`` (order = dimension order)
+        value, freq : column names (``freq=None`` when absent; a missing optional
+            column named by default is simply not used)
+        top : a column prefix (``"top"`` -> ``top1, top2, ...``) or list of columns
+        compute_totals : compute every total/subtotal from the leaf cells; totals present
+            in ``frame`` are then checked against them.  Otherwise cells absent from the
+            frame are empty (0) and every relation is checked.
+        tolerance : absolute tolerance of the additivity check, relative to
+            ``max(1, |total|)`` (decimals in files)
+        kind : ``"magnitude"`` or ``"frequency"`` (default: frequency when ``value`` is
+            integral and equals ``freq``)
+        source : name used in error messages (e.g. the file name)
+
+        Examples
+        --------
+        >>> reg = Hierarchy.flat(["a", "b"], total="T")
+        >>> df = pd.DataFrame({"reg": ["a", "b", "T"], "value": [1, 2, 3], "freq": [1, 1, 2]})
+        >>> Table.from_frame(df, {"reg": reg}).n_cells
+        3
+        """
+        dims = _as_dimensions(dimensions)
+        if len(frame) == 0:
+            raise InputError(f"{source}: no cells (empty file or frame)")
+        names = [d.name for d in dims]
+        for col in names + [value]:
+            if col not in frame.columns:
+                raise InputError(f"{source}: column '{col}' not found "
+                                 f"(columns: {', '.join(map(str, frame.columns))})")
+        for opt, label in ((cost, "cost"), (lb, "lb"), (ub, "ub"), (status, "status"),
+                           (upl, "upl"), (lpl, "lpl"), (spl, "spl"), *[(e, "extra") for e in extra]):
+            if opt is not None and opt not in frame.columns:
+                raise InputError(f"{source}: {label} column '{opt}' not found")
+        if freq is not None and freq not in frame.columns:
+            freq = None
+        top_cols = _top_columns(frame, top, source)
+        shape = tuple(len(d.hierarchy) for d in dims)
+        n = int(np.prod(shape))
+        # positions of each row in each dimension
+        pos = []
+        for d in dims:
+            codes = frame[d.name].astype(str).str.strip()
+            p = d.hierarchy.lookup(codes)
+            bad = np.flatnonzero(p < 0)
+            if len(bad):
+                rows = ", ".join(str(r + 2) for r in bad[:3])
+                raise InputError(f"{source} row {bad[0] + 2}: code '{codes.iloc[bad[0]]}' of "
+                                 f"'{d.name}' is not in its hierarchy (rows {rows}"
+                                 f"{' ...' if len(bad) > 3 else ''})")
+            pos.append(p)
+        flat = np.ravel_multi_index(tuple(pos), shape) if dims else np.zeros(len(frame), int)
+        dup = pd.Series(flat).duplicated(keep="first").to_numpy()
+        if dup.any():
+            r = int(np.flatnonzero(dup)[0])
+            first = int(np.flatnonzero(flat == flat[r])[0])
+            raise InputError(f"{source} row {r + 2}: cell {_cell_name(dims, pos, r)} is "
+                             f"duplicated (first at row {first + 2})")
+
+        def column(col: str, what: str, allow_nan: bool = False,
+                   allow_negative: bool = True) -> np.ndarray:
+            raw = pd.to_numeric(frame[col], errors="coerce")
+            bad = raw.isna() & ~frame[col].isna()
+            if bad.any():
+                r = int(np.flatnonzero(bad.to_numpy())[0])
+                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                                 f"{_cell_name(dims, pos, r)} is not a number")
+            arr = raw.to_numpy(dtype=float)
+            if not allow_nan and np.isnan(arr).any():
+                r = int(np.flatnonzero(np.isnan(arr))[0])
+                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                                 f"{_cell_name(dims, pos, r)} is missing")
+            if not allow_negative and (arr < 0).any():
+                r = int(np.flatnonzero(arr < 0)[0])
+                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                                 f"{_cell_name(dims, pos, r)} is negative")
+            return arr
+
+        def scatter(vals: np.ndarray, fill: float) -> np.ndarray:
+            out = np.full(n, fill, dtype=float)
+            out[flat] = vals
+            return out
+
+        present = np.zeros(n, dtype=bool)
+        present[flat] = True
+        v = scatter(column(value, "value"), 0.0)
+        f = scatter(column(freq, "freq", allow_negative=False), 0.0) if freq else None
+        kw: dict = {}
+        for key, col, fill in (("cost", cost, 1.0), ("lb", lb, 0.0), ("ub", ub, np.inf),
+                               ("upl", upl, 0.0), ("lpl", lpl, 0.0), ("spl", spl, 0.0)):
+            if col is not None:
+                kw[key] = scatter(column(col, key, allow_nan=(key == "ub")), fill)
+                if key == "ub":
+                    kw[key] = np.where(np.isnan(kw[key]), np.inf, kw[key])
+        if top_cols:
+            t = np.zeros((n, len(top_cols)))
+            for j, c in enumerate(top_cols):
+                t[flat, j] = np.nan_to_num(column(c, "top", allow_nan=True), nan=0.0)
+            kw["top"] = t
+        if status is not None:
+            st = np.full(n, "", dtype="<U1")
+            given = frame[status].fillna("").astype(str).str.strip().str.upper().str[:1]
+            st[flat] = given.to_numpy()
+            kw["status_given"] = st
+        ex = {c: scatter(column(c, c, allow_nan=True), np.nan) for c in extra}
+
+        hierarchies = [d.hierarchy for d in dims]
+        A, rel_total = product_relations(hierarchies)
+        leaf_mask = _leaf_cells(hierarchies)
+        if compute_totals:
+            computed_v = aggregate_leaves(v, hierarchies)
+            computed_f = aggregate_leaves(f, hierarchies) if f is not None else None
+            check = present & ~leaf_mask
+            _compare(source, dims, shape, "value", v, computed_v, check, tolerance)
+            if f is not None:
+                _compare(source, dims, shape, "freq", f, computed_f, check, tolerance)
+            v, f = computed_v, computed_f
+            if kw.get("top") is not None:
+                kw["top"] = _aggregate_top(kw["top"], hierarchies, leaf_mask)
+        else:
+            _check_additive(source, dims, shape, "value", A, rel_total, v, tolerance)
+            if f is not None:
+                _check_additive(source, dims, shape, "freq", A, rel_total, f, tolerance)
+        if kind is None:
+            kind = ("frequency" if f is not None and np.allclose(v, f) and
+                    np.allclose(v, np.round(v)) and (top_cols is None or not top_cols)
+                    else "magnitude")
+        status_given = kw.pop("status_given", None)
+        table = cls(value=v, freq=f if f is not None else np.where(v != 0, np.nan, 0.0),
+                    relations=A, relation_total=rel_total, dimensions=tuple(dims),
+                    kind=kind, name=name, extra=ex, **kw)
+        if f is None:
+            # unknown contributor counts: nan, except where the cell is empty
+            table = table.replace(freq=np.where(v != 0, np.nan, 0.0))
+        table._check_bounds(source)
+        if status_given is not None:
+            st = table.status.copy()
+            has = status_given != ""
+            st[has] = status_given[has]
+            table = table.replace(status=check_status(st, n, source=source))
+        return table
+
+    @classmethod
+    def from_csv(cls, path: str | Path, dimensions, **kwargs) -> "Table":
+        """:meth:`from_frame` on a CSV file (codes read as strings)."""
+        frame = read_frame(path, dtype_str=[d for d in _dimension_names(dimensions)])
+        kwargs.setdefault("source", Path(path).name)
+        return cls.from_frame(frame, dimensions, **kwargs)
+
+    @classmethod
+    def from_arrays(cls, dimensions: Mapping[str, Hierarchy] | Sequence[Dimension],
+                    value, freq=None, **kwargs) -> "Table":
+        """Build a product table from full arrays in cell order (C order over dimensions,
+        every code of every hierarchy included).
+
+        Examples
+        --------
+        >>> h = Hierarchy.flat(["a", "b"], total="T")
+        >>> Table.from_arrays({"x": h}, [3, 1, 2]).n_cells
+        3
+        """
+        dims = _as_dimensions(dimensions)
+        A, rel_total = product_relations([d.hierarchy for d in dims])
+        value = np.asarray(value, dtype=float).ravel()
+        if freq is None:
+            freq = np.where(value != 0, np.nan, 0.0)
+        return cls(value=value, freq=np.asarray(freq, dtype=float).ravel(), relations=A,
+                   relation_total=rel_total, dimensions=tuple(dims), **kwargs)
+
+    @classmethod
+    def from_relations(cls, value, relations: sp.spmatrix, relation_total=None,
+                       labels: pd.DataFrame | Sequence | None = None, freq=None,
+                       **kwargs) -> "Table":
+        """A general table: cells plus explicit linear relations (``A @ value == 0``).
+
+        Examples
+        --------
+        >>> A = sp.csr_matrix([[1.0, -1.0, -1.0]])
+        >>> Table.from_relations([5.0, 2.0, 3.0], A).n_relations
+        1
+        """
+        value = np.asarray(value, dtype=float)
+        A = sp.csr_matrix(relations, dtype=float)
+        if relation_total is None:
+            coo = A.tocoo()
+            _, relation_total = relations_from_triplets(coo.row, coo.col, coo.data, len(value))
+        if labels is None:
+            labels = pd.DataFrame({"cell": np.arange(len(value))})
+        elif not isinstance(labels, pd.DataFrame):
+            labels = pd.DataFrame({"cell": list(labels)})
+        if freq is None:
+            freq = np.where(value != 0, np.nan, 0.0)
+        return cls(value=value, freq=freq, relations=A, relation_total=relation_total,
+                   general_labels=labels.reset_index(drop=True), **kwargs)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def n_cells(self) -> int:
+        return len(self.value)
+
+    @property
+    def n_relations(self) -> int:
+        return self.relations.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        """Number of codes per dimension for a product table; None for a general table."""
+        if not self.dimensions:
+            return None
+        return tuple(len(d.hierarchy) for d in self.dimensions)
+
+    @property
+    def dimension_names(self) -> list[str]:
+        if self.dimensions:
+            return [d.name for d in self.dimensions]
+        return list(self.general_labels.columns)
+
+    def hierarchy(self, name: str) -> Hierarchy:
+        for d in self.dimensions:
+            if d.name == name:
+                return d.hierarchy
+        raise InputError(f"table has no dimension '{name}'")
+
+    @cached_property
+    def positions(self) -> tuple[np.ndarray, ...]:
+        """Per dimension, the code position of every cell (product tables)."""
+        if not self.dimensions:
+            raise InputError("a general table has no dimension positions")
+        return tuple(np.unravel_index(np.arange(self.n_cells), self.shape))
+
+    @cached_property
+    def labels(self) -> pd.DataFrame:
+        """One row per cell, one categorical column of codes per dimension."""
+        if not self.dimensions:
+            return self.general_labels
+        cols = {}
+        for d, p in zip(self.dimensions, self.positions):
+            cols[d.name] = pd.Categorical.from_codes(p, categories=list(d.hierarchy.codes))
+        return pd.DataFrame(cols)
+
+    @property
+    def index(self) -> pd.MultiIndex:
+        """A pandas MultiIndex of the cells' codes (for users)."""
+        return pd.MultiIndex.from_frame(self.labels)
+
+    @cached_property
+    def is_inner(self) -> np.ndarray:
+        """True for cells that are no relation's total (leaf in every dimension)."""
+        mask = np.ones(self.n_cells, dtype=bool)
+        mask[self.relation_total[self.relation_total >= 0]] = False
+        return mask
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Sum over dimensions of the code depths (0 = grand total) for product tables."""
+        if not self.dimensions:
+            return np.zeros(self.n_cells, dtype=np.int64)
+        return sum(d.hierarchy.depth[p] for d, p in zip(self.dimensions, self.positions))
+
+    @property
+    def suppressed(self) -> np.ndarray:
+        """Mask of suppressed cells (status U or M)."""
+        return np.isin(self.status, ("U", "M"))
+
+    @property
+    def primary(self) -> np.ndarray:
+        return self.status == "U"
+
+    def cell(self, *codes: str, **by_name: str) -> int:
+        """Index of the cell with the given codes (positional or by dimension name).
+
+        Examples
+        --------
+        >>> h = Hierarchy.flat(["a", "b"], total="T")
+        >>> Table.from_arrays({"x": h}, [3, 1, 2]).cell("b")
+        2
+        """
+        if not self.dimensions:
+            if len(codes) != 1:
+                raise InputError("a general table's cell is addressed by one label")
+            col = self.general_labels.columns[0]
+            hit = np.flatnonzero(self.general_labels[col].astype(str).to_numpy() == str(codes[0]))
+            if len(hit) != 1:
+                raise InputError(f"cell '{codes[0]}' not found")
+            return int(hit[0])
+        if by_name:
+            codes = tuple(by_name.get(d.name, d.hierarchy.root) for d in self.dimensions)
+        if len(codes) != len(self.dimensions):
+            raise InputError(f"expected {len(self.dimensions)} codes, got {len(codes)}")
+        pos = tuple(d.hierarchy.index(str(c)) for d, c in zip(self.dimensions, codes))
+        return int(np.ravel_multi_index(pos, self.shape))
+
+    def cell_name(self, i: int) -> str:
+        """Readable name of cell ``i``, e.g. ``(region=R1, nace=A01)``."""
+        row = self.labels.iloc[int(i)]
+        return "(" + ", ".join(f"{k}={v}" for k, v in row.items()) + ")"
+
+    def replace(self, **changes) -> "Table":
+        """A new Table with some fields replaced (the original is unchanged)."""
+        new = dataclasses.replace(self, **changes)
+        for attr in ("positions", "labels", "is_inner", "depth"):
+            if attr in self.__dict__ and "dimensions" not in changes \
+                    and "general_labels" not in changes:
+                new.__dict__[attr] = self.__dict__[attr]
+        return new
+
+    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status")) -> pd.DataFrame:
+        """Cells as a long DataFrame: code columns, then the requested arrays."""
+        out = self.labels.copy()
+        for c in out.columns:
+            if isinstance(out[c].dtype, pd.CategoricalDtype):
+                out[c] = out[c].astype(str)
+        for c in columns:
+            if c == "top" and self.top is not None:
+                for j in range(self.top.shape[1]):
+                    out[f"top{j + 1}"] = self.top[:, j]
+            elif c in self.extra:
+                out[c] = self.extra[c]
+            else:
+                out[c] = getattr(self, c)
+        return out
+
+    def check_additivity(self, tolerance: float = 1e-6, what: str = "value",
+                         values: np.ndarray | None = None) -> None:
+        """Raise :class:`InputError` naming the first relation whose total differs from the
+        sum of its parts."""
+        vals = getattr(self, what) if values is None else values
+        _check_additive(self.name or "table", self.dimensions, self.shape, what,
+                        self.relations, self.relation_total, vals, tolerance, table=self)
+
+    def _check_bounds(self, source: str) -> None:
+        low = self.value < self.lb - 1e-9
+        if low.any():
+            i = int(np.flatnonzero(low)[0])
+            what = "negative" if self.lb[i] == 0 else "below its a-priori lower bound"
+            raise InputError(f"{source}: cell {self.cell_name(i)} has a {what} value "
+                             f"({int(low.sum())} such cell(s)); give a lower bound (lb column) "
+                             f"to allow it")
+        high = self.value > self.ub + 1e-9
+        if high.any():
+            i = int(np.flatnonzero(high)[0])
+            raise InputError(f"{source}: cell {self.cell_name(i)} is above its a-priori "
+                             f"upper bound")
+
+    def __repr__(self) -> str:
+        dims = " x ".join(f"{d.name}[{len(d.hierarchy)}]" for d in self.dimensions) or "general"
+        counts = {s: int((self.status == s).sum()) for s in "SUMPZ" if (self.status == s).any()}
+        return (f"Table({self.name + ': ' if self.name else ''}{dims}, {self.kind}, "
+                f"cells={self.n_cells}, relations={self.n_relations}, status={counts})")
+
+
+# ---------------------------------------------------------------- helpers
+def _as_dimensions(dimensions) -> list[Dimension]:
+    if isinstance(dimensions, Mapping):
+        dims = []
+        for k, h in dimensions.items():
+            if not isinstance(h, Hierarchy):
+                raise InputError(f"dimension '{k}': expected a Hierarchy")
+            if not h.name:
+                object.__setattr__(h, "name", k)
+            dims.append(Dimension(k, h))
+        return dims
+    return list(dimensions)
+
+
+def _dimension_names(dimensions) -> list[str]:
+    return [d.name for d in _as_dimensions(dimensions)]
+
+
+def _top_columns(frame: pd.DataFrame, top, source: str) -> list[str] | None:
+    if top is None:
+        return None
+    if isinstance(top, str):
+        cols = []
+        k = 1
+        while f"{top}{k}" in frame.columns:
+            cols.append(f"{top}{k}")
+            k += 1
+        if not cols:
+            raise InputError(f"{source}: no columns '{top}1', '{top}2', ... found")
+        return cols
+    missing = [c for c in top if c not in frame.columns]
+    if missing:
+        raise InputError(f"{source}: top-contribution column(s) {missing} not found")
+    return list(top)
+
+
+def _cell_name(dims, pos, row: int) -> str:
+    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[p[row]]}" for d, p in zip(dims, pos)) + ")"
+
+
+def _cell_name_flat(dims, shape, i: int, table=None) -> str:
+    if table is not None:
+        return table.cell_name(i)
+    if not dims:
+        return f"#{i}"
+    pos = np.unravel_index(i, shape)
+    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[p]}" for d, p in zip(dims, pos)) + ")"
+
+
+def _leaf_cells(hierarchies: Sequence[Hierarchy]) -> np.ndarray:
+    mask = np.ones(1, dtype=bool)
+    for h in hierarchies:
+        mask = np.logical_and.outer(mask, h.is_leaf).ravel()
+    return mask
+
+
+def aggregate_leaves(values: np.ndarray, hierarchies: Sequence[Hierarchy]) -> np.ndarray:
+    """Every total and subtotal computed from the leaf cells (other cells ignored).
+
+    Works one dimension at a time: along dimension d, each non-leaf code becomes the sum
+    of its children, deepest codes first, so multi-level hierarchies are exact.
+    """
+    shape = tuple(len(h) for h in hierarchies)
+    arr = np.where(_leaf_cells(hierarchies), values, 0.0).reshape(shape).copy()
+    for d, h in enumerate(hierarchies):
+        moved = np.moveaxis(arr, d, 0)  # a view: writes go into arr
+        depth = h.depth
+        for p in sorted((p for p, _ in h.edges()), key=lambda p: -depth[p]):
+            moved[p] = moved[list(h.children[p])].sum(axis=0)
+    return arr.ravel()
+
+
+def _aggregate_top(top: np.ndarray, hierarchies, leaf_mask) -> np.ndarray:
+    """Largest contributions of aggregates from their leaves' largest contributions."""
+    shape = tuple(len(h) for h in hierarchies)
+    k = top.shape[1]
+    arr = np.where(leaf_mask[:, None], top, 0.0).reshape(shape + (k,)).copy()
+    for d, h in enumerate(hierarchies):
+        moved = np.moveaxis(arr, d, 0)
+        depth = h.depth
+        for p in sorted((p for p, _ in h.edges()), key=lambda p: -depth[p]):
+            stacked = np.concatenate([moved[c] for c in h.children[p]], axis=-1)
+            moved[p] = -np.sort(-stacked, axis=-1)[..., :k]
+    return arr.reshape(-1, k)
+
+
+def _compare(source, dims, shape, what, given, computed, check, tolerance) -> None:
+    scale = np.maximum(1.0, np.abs(computed))
+    bad = check & (np.abs(given - computed) > tolerance * scale)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{source}: total cell {_cell_name_flat(dims, shape, i)} is not the "
+                         f"sum of its parts ({what}; {int(bad.sum())} non-additive total(s))")
+
+
+def _check_additive(source, dims, shape, what, A, rel_total, values, tolerance,
+                    table=None) -> None:
+    if A.shape[0] == 0:
+        return
+    resid = A @ values
+    scale = np.maximum(1.0, np.abs(values[np.maximum(rel_total, 0)]))
+    bad = np.abs(resid) > tolerance * scale
+    bad &= ~np.isnan(resid)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        t = int(rel_total[r])
+        name = _cell_name_flat(dims, shape, t, table) if t >= 0 else f"relation {r}"
+        raise InputError(f"{source}: total cell {name} is not the sum of its parts ({what}; "
+                         f"{int(bad.sum())} non-additive relation(s); missing totals can be "
+                         f"computed with compute_totals)")
+
+
+def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> pd.DataFrame:
+    """Read a CSV or Parquet file with clear errors; code columns stay strings."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+            for c in dtype_str:
+                if c in frame.columns:
+                    frame[c] = frame[c].astype(str)
+        else:
+            frame = pd.read_csv(path, dtype={c: str for c in dtype_str}, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path.name}: empty file") from None
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path.name}: cannot read ({exc})") from None
+    if len(frame) == 0:
+        raise InputError(f"{path.name}: no data rows")
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
