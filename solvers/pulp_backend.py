@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,11 @@ def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, o
         kwargs["threads"] = int(threads)
     kwargs.update(options)
     try:
-        solver = pulp.getSolver(name, **kwargs)
+        with warnings.catch_warnings():
+            # PuLP 3.x flags its bundled CBC (PULP_CBC_CMD) as deprecated in favour of
+            # COIN_CMD + a separately installed CBC; we prefer COIN_CMD when present.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.getSolver(name, **kwargs)
     except pulp.PulpSolverError as exc:
         raise ValueError(
             f"PuLP solver {name!r} unknown; PuLP lists {pulp.listSolvers()}"
@@ -62,22 +67,39 @@ def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, o
     return solver
 
 
+_DEFAULT_SOLVER: str | None = None
+
+
+def _default_solver(pulp) -> str:
+    global _DEFAULT_SOLVER
+    if _DEFAULT_SOLVER is None:
+        try:
+            avail = pulp.listSolvers(onlyAvailable=True)
+        except Exception:  # pragma: no cover
+            avail = []
+        _DEFAULT_SOLVER = "COIN_CMD" if "COIN_CMD" in avail else "PULP_CBC_CMD"
+    return _DEFAULT_SOLVER
+
+
 def solve_pulp(
     lp: LinearProgram,
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
     verbose: bool = False,
-    solver: str = "PULP_CBC_CMD",
+    solver: str | None = None,
     **options: Any,
 ) -> SolveResult:
     """Solve ``lp`` through PuLP.
 
     ``solver`` is any name from ``pulp.listSolvers()`` (e.g. ``"PULP_CBC_CMD"``,
     ``"HiGHS"``, ``"HiGHS_CMD"``, ``"GUROBI_CMD"``, ``"CPLEX_CMD"``); remaining
-    ``options`` go to that solver's constructor.
+    ``options`` go to that solver's constructor. Default: CBC (``COIN_CMD`` when a CBC
+    binary is installed, else PuLP's bundled ``PULP_CBC_CMD``).
     """
     pulp = _import_pulp()
+    if solver is None:
+        solver = _default_solver(pulp)
     t0 = time.perf_counter()
     n, m = lp.n_cols, lp.n_rows
     sense = pulp.LpMaximize if lp.sense == "max" else pulp.LpMinimize
@@ -155,15 +177,19 @@ def solve_pulp(
 
     objective = x = duals = rc = None
     if status in ("optimal", "time_limit"):
-        x = np.array([v.varValue if v.varValue is not None else np.nan for v in xs],
-                     dtype=np.float64)
+        # A variable in no constraint and with zero cost never reaches the solver
+        # (varValue None): any value within its bounds is optimal; take the one nearest 0.
+        free_val = np.clip(0.0, lp.col_lower, lp.col_upper)
+        x = np.array([v.varValue if v.varValue is not None else free_val[j]
+                      for j, v in enumerate(xs)], dtype=np.float64)
         if np.isnan(x).any():
             status, x = ("error" if status == "optimal" else "time_limit_no_solution"), None
         else:
             objective = float(lp.c @ x + lp.offset)
             if not lp.is_mip and status == "optimal":
                 duals = _row_duals(row_cons, m)
-                rc = np.array([v.dj if v.dj is not None else np.nan for v in xs],
+                rc = np.array([v.dj if v.dj is not None else
+                               (0.0 if v.varValue is None else np.nan) for v in xs],
                               dtype=np.float64)
                 if duals is None or np.isnan(rc).any():
                     duals = rc = None

@@ -1,0 +1,418 @@
+"""Tests of the solvers package: every LP / MILP goes through every backend."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solvers import BACKENDS, HighsModel, LinearProgram, SolveResult, available_backends, solve
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    HAVE_HYPOTHESIS = True
+except ImportError:  # pragma: no cover
+    HAVE_HYPOTHESIS = False
+
+BACKEND_LIST = available_backends()
+backends = pytest.mark.parametrize("backend", BACKEND_LIST)
+INF = np.inf
+
+
+def _tol(backend: str) -> float:
+    # CBC's solution file carries ~8 significant digits.
+    return 1e-5 if backend == "pulp" else 1e-7
+
+
+def _check_feasible(lp: LinearProgram, x: np.ndarray, tol: float = 1e-6) -> None:
+    ax = lp.A @ x if lp.n_rows else np.zeros(0)
+    assert np.all(ax >= lp.row_lower - tol) and np.all(ax <= lp.row_upper + tol)
+    assert np.all(x >= lp.col_lower - tol) and np.all(x <= lp.col_upper + tol)
+    if lp.is_mip:
+        xi = x[lp.integrality]
+        assert np.allclose(xi, np.round(xi), atol=1e-6)
+
+
+# ---------------------------------------------------------------- API basics
+def test_backends_listed():
+    assert set(BACKENDS) == {"highs", "pulp", "scipy"}
+    assert "highs" in BACKEND_LIST
+
+
+def test_unknown_backend_lists_available():
+    lp = LinearProgram(c=np.ones(1), A=None, row_lower=[], row_upper=[])
+    with pytest.raises(ValueError, match="available backends: .*highs"):
+        solve(lp, backend="gurobi_magic")
+
+
+def test_validation_errors():
+    with pytest.raises(ValueError, match="columns"):
+        LinearProgram(c=np.ones(3), A=sp.csr_matrix(np.ones((2, 2))),
+                      row_lower=np.zeros(2), row_upper=np.ones(2))
+    with pytest.raises(ValueError, match="row_lower has length"):
+        LinearProgram(c=np.ones(2), A=sp.csr_matrix(np.ones((2, 2))),
+                      row_lower=np.zeros(3), row_upper=np.ones(2))
+    with pytest.raises(ValueError, match="col_lower > col_upper"):
+        LinearProgram(c=np.ones(2), A=None, row_lower=[], row_upper=[],
+                      col_lower=[1, 0], col_upper=[0, 1])
+    with pytest.raises(ValueError, match="sense"):
+        LinearProgram(c=np.ones(1), A=None, row_lower=[], row_upper=[], sense="up")
+
+
+def test_linear_program_defaults_and_csr():
+    lp = LinearProgram(c=[1, 2], A=np.array([[1, 1]]), row_lower=[0], row_upper=[1])
+    assert sp.isspmatrix_csr(lp.A) and lp.A.dtype == np.float64
+    assert lp.n_cols == 2 and lp.n_rows == 1 and not lp.is_mip
+    assert np.all(lp.col_lower == 0) and np.all(np.isinf(lp.col_upper))
+    lp2 = LinearProgram(c=[1, 2], A=None, row_lower=[], row_upper=[], integrality=[True, False])
+    assert lp2.is_mip and lp2.n_rows == 0
+
+
+# ---------------------------------------------------------------- LPs
+def _small_lp(sense="max"):
+    # max 3x + 2y  s.t.  x + y <= 4,  x + 3y <= 6,  0 <= x <= 3,  y >= 0
+    # optimum x=3, y=1, obj 11; duals (0, 2/3); reduced costs (7/3, 0)
+    c = np.array([3.0, 2.0]) if sense == "max" else np.array([-3.0, -2.0])
+    return LinearProgram(c=c, A=sp.csr_matrix([[1.0, 1.0], [1.0, 3.0]]),
+                         row_lower=[-INF, -INF], row_upper=[4.0, 6.0],
+                         col_upper=[3.0, INF], sense=sense, offset=1.0)
+
+
+@backends
+@pytest.mark.parametrize("sense", ["max", "min"])
+def test_small_lp_optimum_and_duals(backend, sense):
+    lp = _small_lp(sense)
+    res = solve(lp, backend=backend)
+    assert isinstance(res, SolveResult) and res.backend == backend
+    assert res.status == "optimal" and res.proven_optimal and res.has_solution
+    sign = 1.0 if sense == "max" else -1.0
+    assert res.objective == pytest.approx(sign * 11.0 + 1.0, abs=_tol(backend))
+    np.testing.assert_allclose(res.x, [3.0, 1.0], atol=_tol(backend))
+    # duals: derivative of the optimal objective w.r.t. the active bound (HiGHS convention)
+    assert res.duals is not None and res.reduced_costs is not None
+    np.testing.assert_allclose(res.duals, sign * np.array([0.0, 2 / 3]), atol=_tol(backend))
+    np.testing.assert_allclose(res.reduced_costs, sign * np.array([7 / 3, 0.0]),
+                               atol=_tol(backend))
+    # c = A' y + z
+    np.testing.assert_allclose(lp.A.T @ res.duals + res.reduced_costs, lp.c, atol=1e-5)
+    assert res.mip_gap is None and res.runtime >= 0 and res.log_summary
+
+
+@backends
+def test_ge_rows_duals(backend):
+    # min x + y  s.t.  x + 2y >= 4,  4 <= 3x + y <= 100  -> (1.6, 1.2), duals (0.4, 0.2)
+    lp = LinearProgram(c=np.array([1.0, 1.0]), A=sp.csr_matrix([[1.0, 2.0], [3.0, 1.0]]),
+                       row_lower=[4.0, 6.0], row_upper=[INF, 100.0])
+    res = solve(lp, backend=backend)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(2.8, abs=_tol(backend))
+    np.testing.assert_allclose(res.duals, [0.4, 0.2], atol=_tol(backend))
+
+
+@backends
+def test_equality_rows_and_free_variables(backend):
+    # min x0 + x1 + x2 s.t. x0 - x1 = 2, x1 + x2 = 1, x0 free, x1 free, x2 in [-5, 5]
+    # -> obj = (2 + x1) + x1 + (1 - x1) = 3 + x1, x1 bounded by x2 = 1 - x1 <= 5 -> x1 >= -4
+    lp = LinearProgram(c=np.ones(3), A=sp.csr_matrix([[1.0, -1.0, 0.0], [0.0, 1.0, 1.0]]),
+                       row_lower=[2.0, 1.0], row_upper=[2.0, 1.0],
+                       col_lower=[-INF, -INF, -5.0], col_upper=[INF, INF, 5.0])
+    res = solve(lp, backend=backend)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(-1.0, abs=_tol(backend))
+    np.testing.assert_allclose(res.x, [-2.0, -4.0, 5.0], atol=_tol(backend))
+    _check_feasible(lp, res.x)
+    # the duals certify the optimum: c = A'y + z
+    np.testing.assert_allclose(lp.A.T @ res.duals + res.reduced_costs, lp.c, atol=1e-5)
+
+
+@backends
+def test_lp_without_rows(backend):
+    lp = LinearProgram(c=np.array([1.0, -2.0, 0.0]), A=None, row_lower=[], row_upper=[],
+                       col_lower=[1.0, -1.0, 0.0], col_upper=[4.0, 3.0, 1.0], offset=0.5)
+    res = solve(lp, backend=backend)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(1.0 - 6.0 + 0.5, abs=_tol(backend))
+    np.testing.assert_allclose(res.x[:2], [1.0, 3.0], atol=_tol(backend))
+
+
+@backends
+def test_infeasible_lp(backend):
+    lp = LinearProgram(c=np.ones(2), A=sp.csr_matrix([[1.0, 1.0], [1.0, 1.0]]),
+                       row_lower=[5.0, -INF], row_upper=[INF, 3.0])
+    res = solve(lp, backend=backend)
+    assert res.status == "infeasible"
+    assert not res.has_solution and res.x is None and res.objective is None
+
+
+@backends
+@pytest.mark.parametrize("mip", [False, True])
+def test_unbounded(backend, mip):
+    lp = LinearProgram(c=np.array([-1.0, -1.0]), A=sp.csr_matrix([[1.0, -1.0]]),
+                       row_lower=[-INF], row_upper=[1.0],
+                       integrality=np.array([mip, mip]))
+    res = solve(lp, backend=backend)
+    assert res.status == "unbounded"
+    assert not res.has_solution
+
+
+@backends
+def test_infeasible_mip(backend):
+    lp = LinearProgram(c=np.ones(2), A=sp.csr_matrix([[2.0, 2.0]]), row_lower=[1.0],
+                       row_upper=[1.0], integrality=np.array([True, True]))
+    assert solve(lp, backend=backend).status == "infeasible"
+
+
+# ---------------------------------------------------------------- MILPs
+def _knapsack(seed=3, n=10):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, 20, size=n).astype(float)
+    v = rng.integers(1, 30, size=n).astype(float)
+    cap = float(np.floor(w.sum() / 2))
+    return w, v, cap
+
+
+def _brute_force_knapsack(w, v, cap):
+    best = 0.0
+    for bits in itertools.product([0, 1], repeat=len(w)):
+        b = np.array(bits)
+        if w @ b <= cap:
+            best = max(best, float(v @ b))
+    return best
+
+
+@backends
+@pytest.mark.parametrize("seed", [3, 7])
+def test_knapsack_matches_brute_force(backend, seed):
+    w, v, cap = _knapsack(seed)
+    lp = LinearProgram(c=v, A=sp.csr_matrix(w[None, :]), row_lower=[-INF], row_upper=[cap],
+                       col_upper=np.ones(len(w)), integrality=np.ones(len(w), bool),
+                       sense="max")
+    res = solve(lp, backend=backend)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(_brute_force_knapsack(w, v, cap), abs=1e-6)
+    _check_feasible(lp, res.x)
+    assert res.duals is None
+    assert res.mip_gap is None or res.mip_gap <= 1e-4
+
+
+@backends
+def test_general_integer_min(backend):
+    # min 3x + 5y  s.t. 2x + 3y >= 7 (x, y integer >= 0): best 11 (x=2, y=1)
+    lp = LinearProgram(c=np.array([3.0, 5.0]), A=sp.csr_matrix([[2.0, 3.0]]),
+                       row_lower=[7.0], row_upper=[INF], integrality=np.array([True, True]))
+    res = solve(lp, backend=backend)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(11.0, abs=1e-6)
+
+
+def _hard_knapsack():
+    # 60 items, 5 correlated constraints: HiGHS does not close the gap in 20 s, so a
+    # short limit always stops the search (but an "optimal" answer is still accepted).
+    rng = np.random.default_rng(0)
+    n, k = 60, 5
+    W = rng.integers(20, 100, size=(k, n)).astype(float)
+    v = W.sum(0) + rng.integers(-10, 10, size=n)
+    return LinearProgram(c=v, A=sp.csr_matrix(W), row_lower=np.full(k, -INF),
+                         row_upper=W.sum(1) / 2, col_upper=np.ones(n),
+                         integrality=np.ones(n, bool), sense="max")
+
+
+@backends
+def test_time_limit(backend):
+    lp = _hard_knapsack()
+    res = solve(lp, backend=backend, time_limit=0.05)
+    assert res.status in {"time_limit", "time_limit_no_solution", "optimal"}
+    assert res.runtime < 10.0  # the limit was honoured (generous: CBC start-up, slow CI)
+    if res.status == "time_limit":
+        assert res.has_solution and not res.proven_optimal
+        _check_feasible(lp, res.x)
+        assert res.objective == pytest.approx(lp.c @ res.x)
+    elif res.status == "time_limit_no_solution":
+        assert not res.has_solution and res.x is None
+    else:
+        _check_feasible(lp, res.x)
+
+
+@backends
+def test_mip_gap_option(backend):
+    lp = _hard_knapsack()
+    res = solve(lp, backend=backend, mip_gap=0.05, time_limit=5.0)
+    assert res.status in {"optimal", "time_limit"}
+    _check_feasible(lp, res.x)
+
+
+# ---------------------------------------------------------------- HighsModel
+def _polytope():
+    # a 2 x 3 table with margins: 6 inner cells, 2 row totals, 3 column totals, 1 grand
+    # total; cells 0, 1, 3, 4 suppressed (bounds [0, inf)), the rest fixed.
+    X = np.array([[5.0, 3.0, 7.0], [2.0, 8.0, 4.0]])
+    vals = np.concatenate([X.ravel(), X.sum(1), X.sum(0), [X.sum()]])
+    n = vals.size
+    rows = []
+    for i in range(2):
+        r = np.zeros(n); r[3 * i:3 * i + 3] = 1; r[6 + i] = -1; rows.append(r)
+    for j in range(3):
+        r = np.zeros(n); r[[j, 3 + j]] = 1; r[8 + j] = -1; rows.append(r)
+    r = np.zeros(n); r[6:8] = 1; r[11] = -1; rows.append(r)
+    A = sp.csr_matrix(np.array(rows))
+    supp = np.zeros(n, bool); supp[[0, 1, 3, 4]] = True
+    lo = np.where(supp, 0.0, vals); up = np.where(supp, INF, vals)
+    return LinearProgram(c=np.zeros(n), A=A, row_lower=np.zeros(A.shape[0]),
+                         row_upper=np.zeros(A.shape[0]), col_lower=lo, col_upper=up)
+
+
+def _fresh_min_max(lp, j, backend="highs"):
+    c = np.zeros(lp.n_cols); c[j] = 1.0
+    lo = solve(lp.with_objective(c, "min"), backend=backend)
+    hi = solve(lp.with_objective(c, "max"), backend=backend)
+    return lo, hi
+
+
+@backends
+def test_highs_model_min_max_matches_fresh_solves(backend):
+    lp = _polytope()
+    model = HighsModel(lp)
+    assert model.n_cols == lp.n_cols and model.n_rows == lp.n_rows
+    for j in range(lp.n_cols):
+        lo, hi, status = model.minimize_maximize(j)
+        flo, fhi = _fresh_min_max(lp, j, backend)
+        assert status == "optimal"
+        assert lo == pytest.approx(flo.objective, abs=_tol(backend))
+        assert hi == pytest.approx(fhi.objective, abs=_tol(backend))
+    # cell 0: x0 + x1 = 8 (row 0), x0 + x3 = 7 (column 0) -> x0 in [0, 7]
+    assert model.minimize_maximize(0)[:2] == pytest.approx((0.0, 7.0))
+
+
+@backends
+def test_highs_model_add_rows_and_bounds(backend):
+    lp = _polytope()
+    model = HighsModel(lp)
+    assert model.minimize_maximize(0) == (pytest.approx(0.0), pytest.approx(7.0), "optimal")
+    # an intruder learns x0 <= 6: add the row, re-solve warm, compare with a fresh LP
+    new = model.add_rows(sp.csr_matrix(np.eye(lp.n_cols)[[0]]), [-INF], [6.0])
+    assert new.tolist() == [lp.n_rows] and model.n_rows == lp.n_rows + 1
+    A2 = sp.vstack([lp.A, sp.csr_matrix(np.eye(lp.n_cols)[[0]])], format="csr")
+    lp2 = LinearProgram(c=lp.c, A=A2, row_lower=np.append(lp.row_lower, -INF),
+                        row_upper=np.append(lp.row_upper, 6.0), col_lower=lp.col_lower,
+                        col_upper=lp.col_upper)
+    for j in (0, 1, 3, 4):
+        lo, hi, status = model.minimize_maximize(j)
+        flo, fhi = _fresh_min_max(lp2, j, backend)
+        assert status == "optimal"
+        assert (lo, hi) == pytest.approx((flo.objective, fhi.objective), abs=_tol(backend))
+    # column bounds: x1 >= 2
+    model.set_col_bounds([1], [2.0], [INF])
+    lp3 = LinearProgram(c=lp.c, A=A2, row_lower=lp2.row_lower, row_upper=lp2.row_upper,
+                        col_lower=np.where(np.arange(lp.n_cols) == 1, 2.0, lp.col_lower),
+                        col_upper=lp.col_upper)
+    for j in (0, 1, 3, 4):
+        lo, hi, _ = model.minimize_maximize(j)
+        flo, fhi = _fresh_min_max(lp3, j, backend)
+        assert (lo, hi) == pytest.approx((flo.objective, fhi.objective), abs=_tol(backend))
+    # row bounds: make the new row infeasible with x1 >= 2 ... x0 >= 7 -> x1 <= 1
+    model.set_row_bounds(new, [7.0], [INF])
+    assert model.minimize_maximize(0)[2] == "infeasible"
+    assert model.solve().status == "infeasible"
+
+
+def test_highs_model_objective_and_unbounded():
+    lp = LinearProgram(c=np.zeros(3), A=sp.csr_matrix([[1.0, -1.0, 0.0]]), row_lower=[0.0],
+                       row_upper=[0.0], col_upper=[INF, INF, 4.0])
+    model = HighsModel(lp)
+    lo, hi, status = model.minimize_maximize(0)
+    assert (lo, status) == (0.0, "unbounded") and hi == INF
+    lo, hi, status = model.minimize_maximize(2)
+    assert (lo, hi, status) == (0.0, 4.0, "optimal")
+    # sparse objective replaces the previous one entirely
+    model.set_objective(indices=[1, 2], values=[1.0, -1.0], sense="min")
+    res = model.solve()
+    assert res.status == "optimal" and res.objective == pytest.approx(-4.0)
+    model.set_objective(np.array([0.0, 0.0, 2.0]), sense="max")
+    res = model.solve()
+    assert res.objective == pytest.approx(8.0)
+    np.testing.assert_allclose(res.duals, [0.0])
+
+
+def test_highs_model_add_cols_and_integrality():
+    # max x0 + x1 s.t. x0 + x1 <= 2.5
+    lp = LinearProgram(c=np.array([1.0]), A=sp.csr_matrix([[1.0]]), row_lower=[-INF],
+                       row_upper=[2.5], col_upper=[INF], sense="max")
+    model = HighsModel(lp)
+    assert model.solve().objective == pytest.approx(2.5)
+    new = model.add_cols([2.0], [0.0], [1.0], sp.csc_matrix([[1.0]]))
+    assert new.tolist() == [1] and model.n_cols == 2
+    assert model.solve().objective == pytest.approx(1.5 + 2.0)
+    model.set_integrality([0], True)
+    res = model.solve()
+    assert res.status == "optimal" and res.objective == pytest.approx(1.0 + 2 * 1.0)
+    model.set_integrality([0], False)
+    assert model.solve().objective == pytest.approx(3.5)
+
+
+def test_highs_model_time_limit_does_not_accumulate():
+    # HiGHS times LPs on a clock that accumulates over runs; HighsModel compensates, so
+    # many fast re-solves never trip a per-solve limit.
+    lp = _polytope()
+    model = HighsModel(lp, time_limit=0.5)
+    for _ in range(30):
+        for j in (0, 1, 3, 4):
+            assert model.minimize_maximize(j)[2] == "optimal"
+    model.highs.setOptionValue("time_limit", 0.5)  # sanity: accessor works
+
+
+def test_highs_model_mip_time_limit():
+    model = HighsModel(_hard_knapsack())
+    res = model.solve(time_limit=0.05)
+    assert res.status in {"time_limit", "time_limit_no_solution", "optimal"}
+    if res.status == "time_limit":
+        assert res.has_solution and res.mip_gap is not None and res.mip_gap > 0
+
+
+# ---------------------------------------------------------------- property test
+if HAVE_HYPOTHESIS:
+
+    @st.composite
+    def bounded_lps(draw):
+        n = draw(st.integers(1, 5))
+        m = draw(st.integers(0, 4))
+        ints = st.integers(-5, 5)
+        A = np.array([[draw(ints) for _ in range(n)] for _ in range(m)], float).reshape(m, n)
+        c = np.array([draw(ints) for _ in range(n)], float)
+        lo = np.array([draw(st.integers(-5, 0)) for _ in range(n)], float)
+        up = lo + np.array([draw(st.integers(0, 6)) for _ in range(n)], float)
+        rl, ru = [], []
+        for _ in range(m):
+            kind = draw(st.sampled_from(["le", "ge", "eq", "range"]))
+            b = float(draw(st.integers(-8, 8)))
+            if kind == "le":
+                rl.append(-INF); ru.append(b)
+            elif kind == "ge":
+                rl.append(b); ru.append(INF)
+            elif kind == "eq":
+                rl.append(b); ru.append(b)
+            else:
+                rl.append(b); ru.append(b + draw(st.integers(0, 5)))
+        integ = None
+        if draw(st.booleans()):
+            integ = np.array([draw(st.booleans()) for _ in range(n)])
+        return LinearProgram(c=c, A=sp.csr_matrix(A), row_lower=rl, row_upper=ru,
+                             col_lower=lo, col_upper=up, integrality=integ,
+                             sense=draw(st.sampled_from(["min", "max"])))
+
+    @settings(max_examples=30, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(bounded_lps())
+    def test_backends_agree(lp):
+        results = {b: solve(lp, backend=b) for b in BACKEND_LIST}
+        statuses = {b: r.status for b, r in results.items()}
+        assert len(set(statuses.values())) == 1, statuses
+        if results["highs"].status == "optimal":
+            ref = results["highs"].objective
+            for b, r in results.items():
+                assert r.objective == pytest.approx(ref, abs=1e-6 * max(1.0, abs(ref)) * (
+                    10 if b == "pulp" else 1)), (b, r.objective, ref)
+                _check_feasible(lp, r.x, tol=1e-5)
