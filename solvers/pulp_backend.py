@@ -107,8 +107,11 @@ def solve_pulp(
 
     integ = lp.integrality if lp.is_mip else np.zeros(n, dtype=bool)
     # Variables in a plain list: LpVariable.dicts is slow for large n.
+    # PuLP >= 3.3 wants variables created through the problem (LpVariable(...) directly
+    # is deprecated there); older PuLP only has the constructor.
+    make_var = getattr(prob, "add_variable", None) or pulp.LpVariable
     xs = [
-        pulp.LpVariable(
+        make_var(
             f"x{j}",
             lowBound=_bound(lp.col_lower[j]),
             upBound=_bound(lp.col_upper[j]),
