@@ -138,7 +138,7 @@ def household_risk(risk: np.ndarray, household: np.ndarray | pd.Series) -> np.nd
 
     Examples
     --------
-    >>> household_risk(np.array([0.5, 0.5, 0.1]), np.array([1, 1, 2])).tolist()
+    >>> household_risk(np.array([0.5, 0.5, 0.1]), np.array([1, 1, 2])).round(6).tolist()
     [0.75, 0.75, 0.1]
     """
     r = np.asarray(risk, dtype=float)
