@@ -193,7 +193,7 @@ def _categories_and_codes(series: pd.Series, categories: Sequence | None, column
             pass
     else:
         cats = list(categories)
-    codes = pd.Categorical(series, categories=cats).codes.astype(np.int64)
+    codes = pd.Index(cats).get_indexer(series).astype(np.int64)
     bad = (codes < 0) & series.notna().to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
