@@ -11,6 +11,11 @@ import numpy as np
 import pandas as pd
 
 
+def label(v):
+    """A category label for messages (numpy scalars shown as plain Python values)."""
+    return v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v
+
+
 def check_columns(data: pd.DataFrame, columns: Sequence[str], what: str = "key") -> list[str]:
     """Return ``columns`` as a list after checking that each exists in ``data``."""
     if not isinstance(data, pd.DataFrame):
@@ -77,15 +82,15 @@ def check_transition_matrix(P: np.ndarray, categories: Sequence | None = None,
     if not np.isfinite(P).all():
         i, j = np.argwhere(~np.isfinite(P))[0]
         raise ValueError(f"transition matrix {name} has a non-finite entry at "
-                         f"({labels[i]!r}, {labels[j]!r})")
+                         f"({label(labels[i])!r}, {label(labels[j])!r})")
     if (P < 0).any():
         i, j = np.argwhere(P < 0)[0]
         raise ValueError(f"transition matrix {name} has a negative entry at "
-                         f"({labels[i]!r}, {labels[j]!r})")
+                         f"({label(labels[i])!r}, {label(labels[j])!r})")
     sums = P.sum(axis=axis)
     bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
     if bad.size:
         part = "row" if axis == 1 else "column"
         raise ValueError(f"transition matrix {name}: {part} for category "
-                         f"{labels[bad[0]]!r} sums to {sums[bad[0]]:.6g}, not 1")
+                         f"{label(labels[bad[0]])!r} sums to {sums[bad[0]]:.6g}, not 1")
     return P

@@ -43,7 +43,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns, check_fraction
+from ._validate import check_columns, check_fraction, label
 from .keys import combine_codes, encode_keys
 
 __all__ = ["LogLinearRisk", "loglinear_risk", "pr_population_unique", "expected_inverse",
@@ -145,7 +145,7 @@ def _resolve_pi(data: pd.DataFrame, keys: list[str], codes: np.ndarray, cats: li
         lev = np.empty(len(cats[j]))
         for i, c in enumerate(cats[j]):
             if c not in sampling_fraction:
-                raise ValueError(f"sampling_fraction has no value for category {c!r} of {pi_key!r}")
+                raise ValueError(f"sampling_fraction has no value for category {label(c)!r} of {pi_key!r}")
             lev[i] = check_fraction(sampling_fraction[c], f"sampling_fraction[{c!r}]")
         if (codes[:, j] < 0).any():
             raise ValueError(f"pi_key {pi_key!r} has missing values")
@@ -175,7 +175,7 @@ def _resolve_pi(data: pd.DataFrame, keys: list[str], codes: np.ndarray, cats: li
     np.maximum.at(hi, codes[:, j], arr)
     badc = np.flatnonzero(hi - lo > 1e-12)
     if badc.size:
-        raise ValueError(f"{name} is not constant within category {cats[j][badc[0]]!r} of {pi_key!r}")
+        raise ValueError(f"{name} is not constant within category {label(cats[j][badc[0]])!r} of {pi_key!r}")
     return arr, lo, {c: float(v) for c, v in zip(cats[j], lo)}
 
 

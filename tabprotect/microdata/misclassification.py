@@ -30,7 +30,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns, check_fraction, check_transition_matrix
+from ._validate import check_columns, check_fraction, check_transition_matrix, label
 from .keys import combine_codes
 from .loglinear import LogLinearRisk, loglinear_risk
 
@@ -62,7 +62,7 @@ class KeyMisclassification:
             pos = M.columns.get_indexer(vals)
             bad = (pos < 0) & vals.notna().to_numpy()
             if bad.any():
-                raise ValueError(f"column {k!r}: category {vals.iloc[int(np.flatnonzero(bad)[0])]!r} "
+                raise ValueError(f"column {k!r}: category {label(vals.iloc[int(np.flatnonzero(bad)[0])])!r} "
                                  "is not in the misclassification matrix")
             out *= np.where(pos >= 0, d.values[pos.clip(min=0)], 1.0)
         return out

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns, check_transition_matrix
+from ._validate import check_columns, check_transition_matrix, label
 
 __all__ = ["generate_pram_matrix", "invariant_matrix", "apply_transition", "pram", "invariant_pram",
            "PramResult", "PramEstimate", "pram_estimate", "pram_variance"]
@@ -55,14 +55,14 @@ def generate_pram_matrix(categories: Sequence, d: float | Mapping = 0.8, unpertu
         raise ValueError("duplicated category in the PRAM categories")
     for c in unperturbed:
         if c not in cats:
-            raise ValueError(f"unperturbed category {c!r} is not a category of the variable")
+            raise ValueError(f"unperturbed category {label(c)!r} is not a category of the variable")
     rng = np.random.default_rng(seed)
     dd = np.empty(K)
     for i, c in enumerate(cats):
         v = d.get(c, d.get("default", 0.8)) if isinstance(d, Mapping) else d
         v = float(v)
         if not (0.0 < v <= 1.0):
-            raise ValueError(f"retention probability d for category {c!r} must lie in (0, 1]")
+            raise ValueError(f"retention probability d for category {label(c)!r} must lie in (0, 1]")
         dd[i] = v
     if spread == "random":
         dd = dd + (1.0 - dd) * rng.random(K)
@@ -197,7 +197,7 @@ def _categories_and_codes(series: pd.Series, categories: Sequence | None, column
     bad = (codes < 0) & series.notna().to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"column {column!r}: category {series.iloc[i]!r} is not in the transition matrix")
+        raise ValueError(f"column {column!r}: category {label(series.iloc[i])!r} is not in the transition matrix")
     return cats, codes
 
 
@@ -242,7 +242,7 @@ def _matrix_for(P, cats, variable, stratum):
         check_transition_matrix(P.values, idx, name=f"P[{variable}]")
         for c in cats:
             if c not in idx:
-                raise ValueError(f"column {variable!r}: category {c!r} is not in the transition matrix")
+                raise ValueError(f"column {variable!r}: category {label(c)!r} is not in the transition matrix")
         return P
     arr = np.asarray(P, dtype=float)
     check_transition_matrix(arr, cats if arr.shape[0] == len(cats) else None, name=f"P[{variable}]")
