@@ -1,0 +1,108 @@
+"""R-U map and the `risk` / `perturb` commands (called through their run functions)."""
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabprotect.commands.risk import COMMANDS
+from tabprotect.microdata import info_loss_tables, plot_ru_map, ru_map
+
+
+@pytest.fixture
+def sample():
+    rng = np.random.default_rng(0)
+    n = 600
+    return pd.DataFrame({"age": rng.integers(0, 60, n), "sex": rng.integers(1, 3, n),
+                         "region": rng.choice(["N", "S", "E", "W"], n),
+                         "w": rng.uniform(20, 80, n), "hid": np.arange(n) // 3})
+
+
+def test_info_loss_measures():
+    a = pd.DataFrame({"x": [1, 1, 1, 1, 2, 2, 3, 3, 3]})
+    b = pd.DataFrame({"x": [1, 2, 2, 2, 2, 2, 3, 3, 3]})
+    il = info_loss_tables(a, b, [["x"]])
+    # counts (4, 2, 3) -> (1, 5, 3)
+    hd = np.sqrt((1 - 2) ** 2 + (np.sqrt(5) - np.sqrt(2)) ** 2) / np.sqrt(2)
+    assert il["hellinger"] == pytest.approx(hd)
+    assert il["aad"] == pytest.approx(6 / 3)
+    assert info_loss_tables(a, a, [["x"]]) == {"hellinger": 0.0, "aad": 0.0}
+
+
+def test_ru_map_orders_methods(sample, tmp_path):
+    methods = [{"method": "pram", "variables": ["age"], "d": d} for d in (0.9, 0.6)]
+    methods += [{"method": "invariant_pram", "variables": ["age"], "d": 0.6, "a": 1.0},
+                {"method": "swap", "variable": "region", "control": ["sex"], "rate": 0.2}]
+    m = ru_map(sample, ["age", "sex", "region"], [["age", "sex"], ["region"]], methods, 0.01, seed=1)
+    f = m.frame.set_index("label")
+    assert f.loc["original", "hellinger"] == 0
+    # more perturbation: less risk and more loss
+    assert f.loc["pram d=0.6", "tau2_misclassified"] < f.loc["pram d=0.9", "tau2_misclassified"]
+    assert f.loc["pram d=0.6", "hellinger"] > f.loc["pram d=0.9", "hellinger"]
+    assert (f["tau2_misclassified"].iloc[1:] < f.loc["original", "tau2_misclassified"]).all()
+    fig = plot_ru_map(m.frame, tmp_path / "ru.png")
+    assert (tmp_path / "ru.png").stat().st_size > 1000
+    assert fig is not None
+
+
+def _args(**kw):
+    return argparse.Namespace(**kw)
+
+
+def test_risk_command(sample, tmp_path):
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "job.toml").write_text(
+        '[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\nweight = "w"\nhousehold = "hid"\n'
+        'sampling_fraction = 0.02\n[risk]\nk = 3\nloglinear = true\nmethod = "exact"\n'
+        '[output]\ndir = "out"\n')
+    add, run, help_text = COMMANDS["risk"][:3]
+    p = argparse.ArgumentParser()
+    add(p)
+    args = p.parse_args([str(tmp_path / "job.toml")])
+    assert run(args) == 0
+    rec = pd.read_csv(tmp_path / "out" / "risk_records.csv")
+    summ = json.loads((tmp_path / "out" / "risk_records_summary.json").read_text())
+    assert len(rec) == len(sample) and {"fk", "Fk", "risk", "household_risk", "expected_inverse"} <= set(rec)
+    assert summ["n_sample_uniques"] == int((rec.fk == 1).sum())
+    assert summ["individual"]["method"] == "exact"
+    assert summ["loglinear"]["tau2"] == pytest.approx(rec.expected_inverse.sum())
+    # -o chooses the file
+    assert run(_args(job=str(tmp_path / "job.toml"), output=str(tmp_path / "r.parquet"))) == 0
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == len(sample)
+
+
+def test_perturb_command(sample, tmp_path):
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    base = ('[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\nsampling_fraction = 0.02\n'
+            '[output]\ndir = "out"\n')
+    run = COMMANDS["perturb"][1]
+    (tmp_path / "pram.toml").write_text(base + '[perturb]\nmethod = "invariant_pram"\nvariables = ["age"]\n'
+                                        'd = 0.7\na = 0.9\nseed = 5\n')
+    assert run(_args(job=str(tmp_path / "pram.toml"), output=None, seed=None)) == 0
+    out = pd.read_csv(tmp_path / "out" / "perturbed.csv")
+    assert (out["sex"] == sample["sex"]).all() and (out["age"] != sample["age"]).any()
+    mats = pd.read_csv(tmp_path / "out" / "perturbed_matrices.csv")
+    assert np.allclose(mats.groupby("true")["probability"].sum(), 1.0)
+    summ = json.loads((tmp_path / "out" / "perturbed_summary.json").read_text())
+    assert summ["risk"]["tau2_misclassified"] < summ["risk"]["tau2_original"]
+    (tmp_path / "swap.toml").write_text(base + '[perturb]\nmethod = "swap"\nvariable = "region"\n'
+                                        'control = ["sex"]\nrate = 0.1\ntargeted = true\nseed = 1\n')
+    assert run(_args(job=str(tmp_path / "swap.toml"), output=str(tmp_path / "sw.csv"), seed=None)) == 0
+    sw = pd.read_csv(tmp_path / "sw.csv")
+    assert (sw["region"] != sample["region"]).sum() == 2 * round(0.1 * len(sample) / 2)
+
+
+def test_commands_raise_input_errors(sample, tmp_path):
+    from tabprotect.errors import InputError
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "bad.toml").write_text('[microdata]\nfile = "s.csv"\nkeys = ["age", "nope"]\n[risk]\n')
+    with pytest.raises(InputError, match="'nope'"):
+        COMMANDS["risk"][1](_args(job=str(tmp_path / "bad.toml"), output=None))
+    (tmp_path / "bad2.toml").write_text('[microdata]\nfile = "s.csv"\nkeys = ["age"]\n'
+                                        '[perturb]\nmethod = "pram"\nvariables = ["age"]\n'
+                                        'matrix = {age = {"0" = {"0" = 0.5}}}\n')
+    with pytest.raises(InputError):
+        COMMANDS["perturb"][1](_args(job=str(tmp_path / "bad2.toml"), output=None, seed=None))
+    with pytest.raises(InputError, match="not found"):
+        COMMANDS["risk"][1](_args(job=str(tmp_path / "missing.toml"), output=None))
