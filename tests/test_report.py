@@ -1,0 +1,194 @@
+"""HTML report and JSON audit trail: opened, parsed and checked."""
+import base64
+import json
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabprotect.audit import audit
+from tabprotect.cli import main
+from tabprotect.infoloss import info_loss
+from tabprotect.model import Hierarchy, Table
+from tabprotect.report import Run, audit_trail, sha256_file, write_report
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class ReportParser(HTMLParser):
+    """Collects the tables (id -> rows of cell texts) and images of a report."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.images: list[str] = []
+        self.headings: list[str] = []
+        self._table = None
+        self._row = None
+        self._cell = None
+        self._heading = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self._table = attrs.get("id", f"table{len(self.tables)}")
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+        elif tag == "img":
+            self.images.append(attrs["src"])
+        elif tag in ("h1", "h2"):
+            self._heading = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag in ("h1", "h2") and self._heading is not None:
+            self.headings.append("".join(self._heading))
+            self._heading = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._heading is not None:
+            self._heading.append(data)
+
+
+def parse(path) -> ReportParser:
+    p = ReportParser()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def suppressed_table() -> Table:
+    """ORACLES A1 with distinctive (confidential) values in the suppressed block."""
+    rows = Hierarchy.flat(["1", "2", "3"], total="T")
+    cols = Hierarchy.flat(["1", "2"], total="T")
+    x11, x12, x21, x22 = 4111.25, 3222.5, 2333.75, 1444.125
+    r1, r2, r3 = x11 + x12, x21 + x22, 3000.0 + 3000.0
+    value = [r1 + r2 + r3, x11 + x21 + 3000, x12 + x22 + 3000, r1, x11, x12, r2, x21, x22,
+             r3, 3000, 3000]
+    t = Table.from_arrays({"r": rows, "c": cols}, value, [20, 11, 9, 9, 5, 4, 4, 3, 1, 7, 3, 4])
+    st = t.status.copy()
+    st[[t.cell("1", "1"), t.cell("2", "2")]] = "U"
+    st[[t.cell("1", "2"), t.cell("2", "1")]] = "M"
+    upl = np.where(st == "U", 0.1 * t.value, 0.0)
+    return t.replace(status=st, upl=upl, lpl=upl)
+
+
+def test_report_contains_tables_and_images(tmp_path):
+    t = suppressed_table()
+    res = audit(t)
+    inp = tmp_path / "cells.csv"
+    t.to_frame().to_csv(inp, index=False)
+    run = Run(t, title="A1 block", published=t, audit=res, inputs=[inp],
+              parameters={"protect": {"method": "manual"}}, timings={"audit": 0.01})
+    html_path, json_path = write_report(run, tmp_path)
+    rep = parse(html_path)
+    for section in ("Summary", "Published table", "Audit", "Information loss", "Plots"):
+        assert section in rep.headings
+    # summary says the audit passed
+    summary = {r[0]: r[1] for r in rep.tables["summary"]}
+    assert summary["audit"] == "PASSED"
+    # published table: a cross table whose suppressed cells show no value
+    pub = rep.tables["published"]
+    assert pub[0] == ["r \\ c", "T", "1", "2"]
+    row1 = next(r for r in pub if r[0].strip() == "1")
+    assert row1[2] == "\u00d7" and row1[3] == "\u00d7" and row1[1] == "7,333.75"
+    # audit table: one row per suppressed cell, with the LP intervals
+    audit_rows = rep.tables["audit"]
+    header = audit_rows[0]
+    assert len(audit_rows) - 1 == 4
+    lower = header.index("lower")
+    cell11 = next(r for r in audit_rows[1:] if r[0] == "1" and r[1] == "1")
+    assert cell11[lower] == f"{res.lower[t.cell('1', '1')]:,.2f}"
+    # information loss: the number of suppressed cells
+    loss = {r[0]: r[1] for r in rep.tables["infoloss"][1:]}
+    assert loss["suppressed"] == "4"
+    assert rep.tables["infoloss-levels"]
+    # images: embedded PNGs (loss by level, interval widths)
+    assert len(rep.images) == 2
+    for src in rep.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG_MAGIC
+    # the JSON trail: checksums, versions, parameters, results
+    trail = json.loads(json_path.read_text())
+    assert trail["inputs"][0]["sha256"] == sha256_file(inp)
+    assert {"tabprotect", "numpy", "highspy"} <= set(trail["versions"])
+    assert trail["parameters"]["protect"]["method"] == "manual"
+    assert trail["results"]["audit_passed"] is True
+    assert trail["results"]["status_counts"]["U"] == 2
+    # ... and no confidential cell value
+    text = json_path.read_text()
+    for v in ("4111.25", "3222.5", "2333.75", "1444.125"):
+        assert v not in text
+
+
+def test_failed_audit_is_flagged(tmp_path):
+    t = suppressed_table()
+    st = t.status.copy()
+    st[t.cell("1", "2")] = "S"   # publish a secondary: X11 = row total - X12 is disclosed
+    t2 = t.replace(status=st)
+    run = Run(t2, published=t2, audit=audit(t2))
+    html_path, json_path = write_report(run, tmp_path / "bad.html")
+    rep = parse(html_path)
+    assert {r[0]: r[1] for r in rep.tables["summary"]}["audit"] == "FAILED"
+    prot = rep.tables["audit"][0].index("protected")
+    assert rep.tables["audit"][1][prot] == "no"   # unprotected cells listed first
+    assert json.loads(json_path.read_text())["results"]["audit_passed"] is False
+
+
+def test_rounding_and_ru_map_report(tmp_path):
+    rows = Hierarchy.flat(["A", "B", "C"], total="Total")
+    cols = Hierarchy.flat(["M", "F"], total="Total")
+    t = Table.from_arrays({"row": rows, "sex": cols},
+                          [39, 16, 23, 1, 1, 0, 6, 3, 3, 32, 12, 20], kind="frequency")
+    # a zero-restricted controlled rounding to base 5 (ORACLES A4)
+    rounded = np.array([40, 15, 25, 0, 0, 0, 5, 0, 5, 35, 15, 20], dtype=float)
+    ru = pd.DataFrame({"label": ["original", "pram d=0.8"], "method": ["original", "pram"],
+                       "hellinger": [0.0, 1.5], "tau2_misclassified": [12.0, 4.0]})
+    run = Run(t, kind="rounding", rounded=rounded, ru_map=ru,
+              info=info_loss(t, rounded))
+    html_path, _ = write_report(run, tmp_path)
+    rep = parse(html_path)
+    pub = rep.tables["published"]
+    # published values are the rounded ones
+    assert pub[1][1:] == [f"{v:,.0f}" for v in rounded[:3]]
+    loss = {r[0]: r[1] for r in rep.tables["infoloss"][1:]}
+    assert "hellinger" in loss and "rcv" in loss
+    assert "ru-map" in rep.tables
+    assert len(rep.images) == 2   # loss by level + R-U map (no audit)
+
+
+def test_report_command_on_bundled_job(tmp_path, capsys):
+    from importlib import resources
+    job = resources.files("tabprotect") / "data" / "demo_audit" / "job.toml"
+    code = main(["report", str(job), "--output-dir", str(tmp_path), "--quiet"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "audit: PASSED" in out
+    rep = parse(tmp_path / "report.html")
+    assert {"summary", "published", "audit", "infoloss"} <= set(rep.tables)
+    audit_csv = pd.read_csv(tmp_path / "audit.csv")
+    published = pd.read_csv(tmp_path / "published.csv")
+    # suppressed values are blank in the published file
+    assert published.loc[published["status"].isin(["U", "M"]), "value"].isna().all()
+    assert audit_csv["protected"].all()
+
+
+def test_report_command_needs_something_to_report(tmp_path, capsys):
+    cells = tmp_path / "cells.csv"
+    cells.write_text("r,value\na,1\nb,2\n")
+    job = tmp_path / "job.toml"
+    job.write_text('[input]\ncells = "cells.csv"\ndimensions = ["r"]\ncompute_totals = true\n')
+    assert main(["report", str(job), "--quiet"]) == 2
+    assert "nothing to report" in capsys.readouterr().err
