@@ -56,7 +56,7 @@ from tabprotect.model.table import Table, read_frame
 
 __all__ = ["Rule", "FrequencyRule", "DominanceRule", "PPercentRule", "PQRule", "RequestRule",
            "ZeroRule", "GroupDisclosureRule", "ManualStatus", "PrimaryResult", "apply_rules",
-           "rules_from_spec", "top_k_needed", "EVALUATION_ORDER"]
+           "rules_from_spec", "rules_from_job", "top_k_needed", "EVALUATION_ORDER"]
 
 EVALUATION_ORDER = ("empty", "dominance", "p", "pq", "request", "frequency", "zero", "group",
                     "manual")
@@ -765,6 +765,19 @@ def rules_from_spec(spec: Mapping[str, Any], job_or_base=None) -> list[Rule]:
             raise InputError(f"{label}: manual file {path} not found")
         rules.append(ManualStatus(path, float(spec.get("manual_safety_range", 10.0))))
     return rules
+
+
+def rules_from_job(job) -> list[Rule]:
+    """The rules of a job's ``[rules]`` section (file names relative to the job file).
+
+    Examples
+    --------
+    >>> from tabprotect.io.job import load_job
+    >>> job = load_job(spec={"rules": {"frequency": {"n": 3}}}, base=".")
+    >>> [r.label for r in rules_from_job(job)]
+    ['frequency(3)']
+    """
+    return rules_from_spec(job.section("rules"), job)
 
 
 def top_k_needed(rules: Sequence[Rule]) -> int:
