@@ -1,0 +1,549 @@
+"""Optimal secondary suppression (Fischetti & Salazar-González): the minimum-cost pattern
+that meets every primary cell's upper, lower and sliding protection levels.
+
+Two exact engines share the attacker oracle of :mod:`tabprotect.secondary.repair`:
+
+* ``compact`` — one MILP: binary ``z_i`` per candidate cell and, per primary cell and
+  direction, a deviation vector ``f`` with ``A f = 0``, ``-(a_i - lb_i) z_i <= f_i <=
+  (ub_i - a_i) z_i`` and ``f_s >= UPL'_s`` (``<= -LPL'_s``).  Needs finite deviation
+  ranges: given bounds, or bounds the relations imply for every pattern
+  (:func:`~tabprotect.secondary.repair.derived_upper_bounds`); never a big-M.  Used for
+  small tables; memory grows with primaries x cells.
+* ``benders`` — row generation: a master MILP over ``z`` only, with the capacity cuts
+  derived from the duals of the attacker LPs at the master's solutions, repeated until
+  every attacker LP is satisfied.  Cut coefficients are capped at the right-hand side, so
+  infinite bounds need no big-M.  Memory grows with the cuts.  First the master's LP
+  relaxation is tightened by fractional separation (cheap), then the integer master is
+  re-solved, warm-started with the best protected pattern known (from the greedy repair
+  heuristic), until its optimum passes the oracle (proven optimal) or the time runs out
+  (best protected pattern, flagged unproven, with the gap to the master's bound).
+
+Single-contributor attackers (``freq == 1``) are part of the model: for a primary ``s``
+and a single-contributor cell ``j`` the attacker problem with ``y_j = 0`` must also be
+satisfied.  The initial master holds, for each primary and relation containing it, "some
+other cell of the relation is suppressed" (and, with a single-contributor cell ``j`` in
+the relation, "some cell other than ``s`` and ``j``").
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram
+from tabprotect.errors import InfeasibleRulesError
+from tabprotect.secondary.base import MethodOutcome, register_method
+from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+
+#: compact MILP only when (primaries x directions x model columns) stays below this
+COMPACT_LIMIT = 60_000
+
+
+def candidate_cells(table, empty: str = "publish") -> np.ndarray:
+    """Cells a method may add as secondary suppressions.
+
+    Not the primaries (already suppressed), never ``P`` cells, empty ``Z`` cells only with
+    ``empty="suppress"``, and never a cell whose a-priori bounds pin it (``lb == ub``):
+    suppressing it hides nothing.
+    """
+    st = table.status
+    ok = np.isin(st, ("S", "M"))
+    if empty == "suppress":
+        ok |= st == "Z"
+    elif empty != "publish":
+        raise ValueError(f"empty must be 'publish' or 'suppress', not {empty!r}")
+    ok &= table.ub > table.lb
+    ok &= st != "M"  # already suppressed: fixed, not a decision
+    return ok
+
+
+class _Master:
+    """The Benders master: a HiGHS MILP over the candidate cells' z, plus cuts."""
+
+    def __init__(self, cost_c: np.ndarray, n_cells: int, cand_idx: np.ndarray,
+                 fixed: np.ndarray, threads: int | None, mip_gap: float | None):
+        self.cand = cand_idx
+        self.col = np.full(n_cells, -1, dtype=np.int64)
+        self.col[cand_idx] = np.arange(len(cand_idx))
+        self.fixed = fixed
+        k = len(cand_idx)
+        lp = LinearProgram(c=cost_c, A=None, row_lower=[], row_upper=[],
+                           col_lower=np.zeros(k), col_upper=np.ones(k),
+                           integrality=np.ones(k, bool))
+        # threads: HiGHS fixes its thread pool at the first run in the process and then
+        # rejects a different 'threads' value with an error status, so it is not passed
+        self.model = HighsModel(lp, mip_gap=mip_gap)
+        self.k = k
+        self.n_cuts = 0
+        self.cost = cost_c
+
+    def add(self, cols_list, coef_list, rhs_list) -> int:
+        """Add cuts given over cell indices; fixed cells move to the right-hand side."""
+        rows, cols, vals, lo = [], [], [], []
+        r = 0
+        for cols_c, coef_c, rhs in zip(cols_list, coef_list, rhs_list):
+            fixed_part = coef_c[self.fixed[cols_c]].sum()
+            rhs = rhs - fixed_part
+            if rhs <= 1e-12:
+                continue
+            c = self.col[cols_c]
+            keep = c >= 0
+            if not keep.any():
+                raise _Unprotectable(cols_c)
+            cc = np.minimum(coef_c[keep], rhs)
+            # scale to rhs 1 for a well-conditioned master
+            rows.append(np.full(keep.sum(), r))
+            cols.append(c[keep])
+            vals.append(cc / rhs)
+            lo.append(1.0)
+            r += 1
+        if r == 0:
+            return 0
+        R = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                          shape=(r, self.k))
+        # a cut is only valid for binary z as a whole; nothing is rounded down
+        self.model.add_rows(R, np.full(r, 1.0 - 1e-9), np.full(r, np.inf))
+        self.n_cuts += r
+        return r
+
+    def relax(self, on: bool) -> None:
+        self.model.set_integrality(np.arange(self.k), not on)
+
+
+class _Unprotectable(Exception):
+    def __init__(self, cells):
+        super().__init__("no candidate cell can help")
+        self.cells = cells
+
+
+def _initial_cover_rows(table, req: Requirements, cand: np.ndarray, fixed: np.ndarray):
+    """For each primary s and relation containing it: another cell must be suppressed
+    (one other than a single-contributor cell j, too).  Returned as cuts over cells."""
+    A = table.relations.tocsr()
+    AT = A.T.tocsr()
+    useful = (cand | fixed) & ((req.up > 0) | (req.down > 0))
+    cols_l, coef_l, rhs_l = [], [], []
+    seen = set()
+    for p, s in enumerate(req.primary):
+        if req.need_up[p] <= 0 and req.need_down[p] <= 0 and req.need_width[p] <= 0:
+            continue
+        for r in AT.indices[AT.indptr[s]:AT.indptr[s + 1]]:
+            cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
+            others = cells[(cells != s) & useful[cells]]
+            excl = [-1] + [int(j) for j in others[req.singleton[others]]]
+            for j in excl:
+                cl = others[others != j]
+                key = (tuple(cl.tolist()))
+                if key in seen:
+                    continue
+                seen.add(key)
+                cols_l.append(cl)
+                coef_l.append(np.ones(len(cl)))
+                rhs_l.append(1.0)
+    return cols_l, coef_l, rhs_l
+
+
+def _cost_of(mask, cost):
+    return float(cost[mask].sum())
+
+
+def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
+            time_limit: float | None = None, mip_gap: float | None = None,
+            threads: int | None = 1, progress: Callable[[str, float], None] | None = None,
+            start: np.ndarray | None = None, max_rounds: int = 10_000) -> MethodOutcome:
+    """Row generation on the master MILP (see the module docstring).
+
+    ``start`` is an optional protected pattern (bool mask) used as the first incumbent.
+    """
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+    fixed = np.isin(table.status, ("U", "M"))
+    cand_idx = np.flatnonzero(cand)
+    oracle = AttackerOracle(table, req)
+    repair = GreedyRepair(table, req, cost, cand, oracle)
+    stats = {"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
+             "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0}
+
+    def left():
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
+    def report(msg, frac):
+        if progress is not None:
+            progress(msg, frac)
+
+    # ---- incumbent: given start or greedy repair from the primaries alone
+    th = time.perf_counter()
+    best = None
+    if start is not None:
+        chk = oracle.check(start, cuts=False)
+        stats["lp_solves"] += chk.n_lp
+        if chk.ok:
+            best = np.asarray(start, bool).copy()
+    if best is None:
+        pattern, unmet = repair.run(fixed, deadline=deadline)
+        if not unmet and (deadline is None or time.perf_counter() < deadline):
+            best = pattern
+    stats["heuristic_seconds"] += time.perf_counter() - th
+    best_cost = _cost_of(best & ~fixed, cost) if best is not None else np.inf
+    report("incumbent", 0.05)
+
+    master = _Master(cost[cand_idx], table.n_cells, cand_idx, fixed, threads, mip_gap)
+    cols_l, coef_l, rhs_l = _initial_cover_rows(table, req, cand, fixed)
+    try:
+        master.add(cols_l, coef_l, rhs_l)
+    except _Unprotectable as exc:
+        raise InfeasibleRulesError(_unprotectable_message(table, exc.cells)) from None
+
+    def add_cuts(check):
+        try:
+            n = master.add([c.cols for c in check.cuts], [c.coef for c in check.cuts],
+                           [c.rhs for c in check.cuts])
+        except _Unprotectable as exc:
+            raise InfeasibleRulesError(_unprotectable_message(table, exc.cells)) from None
+        stats["cuts"] += n
+        return n
+
+    def full_z(zc):
+        z = fixed.astype(float)
+        z[cand_idx] = zc
+        return z
+
+    # ---- phase 1: LP relaxation with fractional separation
+    master.relax(True)
+    last = -np.inf
+    stall = 0
+    lower_bound = 0.0
+    for _ in range(max_rounds):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        tm = time.perf_counter()
+        res = master.model.solve(time_limit=left())
+        stats["master_seconds"] += time.perf_counter() - tm
+        if res.status != "optimal":
+            break
+        lower_bound = max(lower_bound, float(res.objective))
+        stats["rounds_lp"] += 1
+        zc = np.clip(res.x, 0.0, 1.0)
+        to = time.perf_counter()
+        chk = oracle.check(full_z(zc), deadline=deadline)
+        stats["oracle_seconds"] += time.perf_counter() - to
+        stats["lp_solves"] += chk.n_lp
+        if chk.ok or add_cuts(chk) == 0:
+            break
+        if res.objective <= last * (1 + 1e-4) + 1e-12:
+            stall += 1
+            if stall >= 3:
+                break
+        else:
+            stall = 0
+        last = float(res.objective)
+        report(f"LP round {stats['rounds_lp']}: bound {res.objective:.6g}", 0.2)
+    master.relax(False)
+
+    # ---- phase 2: integer master until its optimum passes the oracle
+    proven = False
+    solver_status = "time_limit"
+    seen_patterns = set()
+    for _ in range(max_rounds):
+        remaining = left()
+        if remaining is not None and remaining <= 0:
+            break
+        if best is not None:
+            _set_start(master, best[cand_idx])
+        tm = time.perf_counter()
+        res = master.model.solve(time_limit=remaining)
+        stats["master_seconds"] += time.perf_counter() - tm
+        stats["rounds_mip"] += 1
+        bound = _mip_bound(master, res)
+        if bound is not None:
+            lower_bound = max(lower_bound, bound)
+        if res.status == "infeasible":
+            raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
+        if not res.has_solution:
+            break
+        zc = np.round(res.x[: master.k]).astype(bool)
+        z = fixed.copy()
+        z[cand_idx] = zc
+        key = zc.tobytes()
+        to = time.perf_counter()
+        chk = oracle.check(z, deadline=deadline)
+        stats["oracle_seconds"] += time.perf_counter() - to
+        stats["lp_solves"] += chk.n_lp
+        if chk.ok:
+            c = _cost_of(z & ~fixed, cost)
+            if c < best_cost:
+                best, best_cost = z, c
+            if res.status == "optimal":
+                proven = True
+                solver_status = "optimal"
+                break
+            continue
+        if key in seen_patterns:
+            # numerically the cut did not cut this pattern off: exclude it and its subsets
+            # (an under-protected pattern stays under-protected with fewer suppressions)
+            off = np.flatnonzero(~zc)
+            master.model.add_rows(sp.csr_matrix((np.ones(len(off)), (np.zeros(len(off), int),
+                                                 off)), shape=(1, master.k)), [1.0], [np.inf])
+        seen_patterns.add(key)
+        add_cuts(chk)
+        # cheap incumbent: repair the master's pattern
+        if deadline is None or time.perf_counter() < deadline:
+            th = time.perf_counter()
+            pattern, unmet = repair.run(z, deadline=deadline)
+            stats["heuristic_seconds"] += time.perf_counter() - th
+            if not unmet and (deadline is None or time.perf_counter() < deadline):
+                chk2 = oracle.check(pattern, cuts=False)
+                if chk2.ok:
+                    c = _cost_of(pattern & ~fixed, cost)
+                    if c < best_cost:
+                        best, best_cost = pattern, c
+        if best is not None and lower_bound >= best_cost * (1 - (mip_gap or 1e-9)) - 1e-9:
+            proven = True
+            solver_status = "optimal"
+            break
+        report(f"MIP round {stats['rounds_mip']}: bound {lower_bound:.6g}, "
+               f"best {best_cost:.6g}", 0.5)
+
+    if best is None:
+        # no protected pattern within the time: fall back to the greedy repair, untimed
+        pattern, unmet = repair.run(fixed)
+        best = pattern
+        best_cost = _cost_of(best & ~fixed, cost)
+    status = table.status.copy()
+    status[best & ~fixed] = "M"
+    gap = 0.0 if proven else ((best_cost - lower_bound) / best_cost if best_cost > 0 else 0.0)
+    stats.update(engine="benders", lower_bound=lower_bound, cost=best_cost,
+                 master_cuts=master.n_cuts, seconds=time.perf_counter() - t0)
+    report("done", 1.0)
+    return MethodOutcome(status=status, proven_optimal=proven, solver_status=solver_status,
+                         mip_gap=max(0.0, gap), details=stats)
+
+
+def _set_start(master: _Master, zc: np.ndarray) -> None:
+    """Hand HiGHS a known protected pattern as its first incumbent (it satisfies every
+    valid cut, so it is feasible for the master)."""
+    h = master.model.highs
+    try:
+        idx = np.arange(master.k, dtype=np.int32)
+        h.setSolution(int(master.k), idx, zc.astype(float))
+    except Exception:  # older highspy: no sparse setSolution; the search still works
+        pass
+
+
+def _mip_bound(master: _Master, res) -> float | None:
+    try:
+        info = master.model.highs.getInfo()
+        b = float(info.mip_dual_bound)
+        if np.isfinite(b):
+            return b
+    except Exception:
+        pass
+    if res.status == "optimal" and res.objective is not None:
+        return float(res.objective)
+    return None
+
+
+def _unprotectable_message(table, cells) -> str:
+    return ("a primary cell cannot be protected: no cell that may be suppressed can give it "
+            "its protection (cells with status P, empty cells and cells with lb == ub are "
+            "never suppressed)")
+
+
+# ---------------------------------------------------------------- compact MILP
+def compact(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
+            time_limit: float | None = None, mip_gap: float | None = None,
+            threads: int | None = 1, progress: Callable[[str, float], None] | None = None,
+            max_rounds: int = 50) -> MethodOutcome:
+    """The compact deviation-vector MILP (needs finite deviation ranges on the cells that
+    may move).  Single-contributor attackers are added as further deviation vectors (with
+    ``f_j = 0``) when the oracle finds one violated, and the MILP is re-solved."""
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+    fixed = np.isin(table.status, ("U", "M"))
+    movable = np.flatnonzero((cand | fixed) & ((req.up > 0) | (req.down > 0)))
+    if np.isinf(req.up[movable]).any() or np.isinf(req.down[movable]).any():
+        raise ValueError("compact model needs finite deviation ranges")
+    oracle = AttackerOracle(table, req)
+    cand_idx = np.flatnonzero(cand)
+    zcol = np.full(table.n_cells, -1, dtype=np.int64)
+    zcol[cand_idx] = np.arange(len(cand_idx))
+    A = table.relations.tocsr()[:, movable].tocsc()
+    rows_used = np.flatnonzero(np.diff(A.tocsr().indptr) > 0)
+    A = A.tocsr()[rows_used]
+    mloc = {int(c): k for k, c in enumerate(movable)}
+    # conditions: (primary slot, direction(s), attacker j)
+    conditions = []
+    for p, s in enumerate(req.primary):
+        if req.need_up[p] > 0 or req.need_width[p] > 0:
+            conditions.append((p, "up", -1))
+        if req.need_down[p] > 0 or req.need_width[p] > 0:
+            conditions.append((p, "down", -1))
+    stats = {"engine": "compact", "rounds": 0, "vectors": 0}
+    proven = False
+    status_txt = "time_limit"
+    best = None
+    gap = None
+    for _ in range(max_rounds):
+        lp, nz = _compact_lp(A, movable, mloc, zcol, cand_idx, cost, req, conditions, fixed)
+        remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        model = HighsModel(lp, mip_gap=mip_gap)  # threads: see _Master
+        res = model.solve(time_limit=remaining)
+        stats["rounds"] += 1
+        stats["vectors"] = len(conditions)
+        if res.status == "infeasible":
+            raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
+        if not res.has_solution:
+            break
+        z = fixed.copy()
+        z[cand_idx] = np.round(res.x[:nz]) > 0.5
+        chk = oracle.check(z, cuts=False)
+        gap = res.mip_gap
+        if chk.ok:
+            best = z
+            proven = res.status == "optimal"
+            status_txt = res.status
+            break
+        new = {(int(oracle.slot[s]), kind, j) for s, kind, j in chk.violated}
+        added = 0
+        for p, kind, j in new:
+            kinds = ("up", "down") if kind == "width" else (kind,)
+            for kd in kinds:
+                if (p, kd, j) not in conditions:
+                    conditions.append((p, kd, j))
+                    added += 1
+        if added == 0 or (deadline is not None and time.perf_counter() > deadline):
+            break
+    if best is None:
+        repair = GreedyRepair(table, req, cost, cand, oracle)
+        start = z if "z" in locals() else fixed
+        best, _ = repair.run(start)
+        proven = False
+        status_txt = "time_limit"
+    status = table.status.copy()
+    status[best & ~fixed] = "M"
+    stats.update(cost=_cost_of(best & ~fixed, cost), seconds=time.perf_counter() - t0)
+    return MethodOutcome(status=status, proven_optimal=proven, solver_status=status_txt,
+                         mip_gap=0.0 if proven else gap, details=stats)
+
+
+def _compact_lp(A, movable, mloc, zcol, cand_idx, cost, req, conditions, fixed):
+    """Columns: z (candidates), then one block of len(movable) deviations per condition."""
+    nz = len(cand_idx)
+    k = len(movable)
+    m = A.shape[0]
+    up = req.up[movable]
+    dn = req.down[movable]
+    is_cand = zcol[movable] >= 0
+    blocks_A, row_lo, row_hi = [], [], []
+    col_lo, col_hi = [np.zeros(nz)], [np.ones(nz)]
+    n_rows = 0
+    link_rows, link_cols, link_vals = [], [], []
+    # per condition: A f = 0 (m rows), f_i - up_i z_i <= 0, f_i + dn_i z_i >= 0 (candidates)
+    cand_pos = np.flatnonzero(is_cand)
+    zc = zcol[movable][cand_pos]
+    by_primary: dict[int, dict[str, int]] = {}
+    for b, (p, kind, j) in enumerate(conditions):
+        off = nz + b * k
+        blocks_A.append((n_rows, off))
+        row_lo.append(np.zeros(m))
+        row_hi.append(np.zeros(m))
+        n_rows += m
+        lo = -dn.copy()
+        hi = up.copy()
+        s = int(req.primary[p])
+        ls = mloc[s]
+        if kind == "up":
+            lo[ls] = max(lo[ls], req.need_up[p] if req.need_up[p] > 0 else lo[ls])
+        else:
+            hi[ls] = min(hi[ls], -req.need_down[p] if req.need_down[p] > 0 else hi[ls])
+        if j >= 0 and j in mloc:
+            lo[mloc[j]] = hi[mloc[j]] = 0.0
+        col_lo.append(lo)
+        col_hi.append(hi)
+        r = np.arange(len(cand_pos))
+        # f_i - up_i z_i <= 0
+        link_rows += [n_rows + r, n_rows + r, n_rows + len(cand_pos) + r,
+                      n_rows + len(cand_pos) + r]
+        link_cols += [off + cand_pos, zc, off + cand_pos, zc]
+        link_vals += [np.ones(len(r)), -up[cand_pos], np.ones(len(r)), dn[cand_pos]]
+        row_lo += [np.full(len(r), -np.inf), np.zeros(len(r))]
+        row_hi += [np.zeros(len(r)), np.full(len(r), np.inf)]
+        n_rows += 2 * len(cand_pos)
+        by_primary.setdefault((p, j), {})[kind] = off + ls
+    # sliding: f^up_s - f^down_s >= SPL
+    slide_rows = []
+    for (p, _j), cols in by_primary.items():
+        if req.need_width[p] > 0 and "up" in cols and "down" in cols:
+            slide_rows.append((n_rows, cols["up"], cols["down"], req.need_width[p]))
+            row_lo.append(np.array([req.need_width[p]]))
+            row_hi.append(np.array([np.inf]))
+            n_rows += 1
+    n_cols = nz + len(conditions) * k
+    Acoo = A.tocoo()
+    parts_r, parts_c, parts_v = [], [], []
+    for r0, off in blocks_A:
+        parts_r.append(Acoo.row + r0)
+        parts_c.append(Acoo.col + off)
+        parts_v.append(Acoo.data)
+    for r, cu, cd, _ in slide_rows:
+        parts_r.append(np.array([r, r]))
+        parts_c.append(np.array([cu, cd]))
+        parts_v.append(np.array([1.0, -1.0]))
+    M = sp.csr_matrix((np.concatenate(parts_v + link_vals),
+                       (np.concatenate(parts_r + link_rows), np.concatenate(parts_c + link_cols))),
+                      shape=(n_rows, n_cols))
+    c = np.zeros(n_cols)
+    c[:nz] = cost[cand_idx]
+    integ = np.zeros(n_cols, bool)
+    integ[:nz] = True
+    lp = LinearProgram(c=c, A=M, row_lower=np.concatenate(row_lo), row_upper=np.concatenate(row_hi),
+                       col_lower=np.concatenate(col_lo), col_upper=np.concatenate(col_hi),
+                       integrality=integ)
+    return lp, nz
+
+
+# ---------------------------------------------------------------- the method
+@register_method("optimal")
+def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
+            progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+            engine: str = "auto", mip_gap: float | None = None, threads: int | None = 1,
+            empty: str = "publish", start: np.ndarray | None = None,
+            **_ignored) -> MethodOutcome:
+    """Minimum-cost secondary suppression (exact; proven optimal unless time runs out).
+
+    Parameters
+    ----------
+    engine : ``"compact"``, ``"benders"`` or ``"auto"`` (compact for small tables with
+        finite deviation ranges, Benders otherwise)
+    singleton : protect against single-contributor attackers as well
+    mip_gap : relative gap at which the search may stop (default: HiGHS' default, 1e-4;
+        0 for an exact optimum)
+    empty : ``"publish"`` (empty cells are never secondary suppressions) or ``"suppress"``
+    start : a protected pattern (bool mask) to start from (warm start)
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+    >>> out = optimal(t, np.ones(9))
+    >>> int((out.status == "M").sum()), out.proven_optimal
+    (3, True)
+    """
+    req = Requirements.from_table(table, singleton=singleton)
+    cand = candidate_cells(table, empty)
+    if engine == "auto":
+        movable = (cand | np.isin(table.status, ("U", "M"))) & ((req.up > 0) | (req.down > 0))
+        finite = np.isfinite(req.up[movable]).all() and np.isfinite(req.down[movable]).all()
+        size = 2 * len(req.primary) * int(movable.sum())
+        engine = "compact" if finite and size <= COMPACT_LIMIT else "benders"
+    kw = dict(time_limit=time_limit, mip_gap=mip_gap, threads=threads, progress=progress)
+    if engine == "compact":
+        return compact(table, cost, req, cand, **kw)
+    if engine == "benders":
+        return benders(table, cost, req, cand, start=start, **kw)
+    raise ValueError(f"engine must be 'auto', 'compact' or 'benders', not {engine!r}")

@@ -1,0 +1,278 @@
+"""``protect``: the one entry point for every secondary-suppression method.
+
+It validates the table, runs the registered method, then audits the pattern on the full
+table (with the single-contributor attacker) and repairs any shortfall by further
+suppression until the audit passes.  Nothing is reported safe that has not passed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from tabprotect.audit import AuditResult, audit
+from tabprotect.errors import InfeasibleRulesError, InputError
+from tabprotect.model.table import Table
+from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
+from tabprotect.secondary.optimal import candidate_cells
+from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+
+#: rounds of audit-and-repair before giving up (each round suppresses more)
+MAX_REPAIR_ROUNDS = 6
+
+
+@dataclass
+class ProtectResult:
+    """A protected table and everything needed to trust it.
+
+    Attributes
+    ----------
+    table : the table with the final status (U primary, M secondary)
+    method, parameters : what was run
+    cost : total suppression cost of the secondary cells (the cost function's units)
+    proven_optimal : the method proved the pattern has minimum cost (and no repair was
+        needed afterwards)
+    mip_gap : relative gap to the best bound (optimal method), None when not known
+    solver_status, solver : the method's status and details (iterations, cuts, ...)
+    repaired : cells the audit-and-repair loop added after the method
+    audit : the final :class:`~tabprotect.audit.AuditResult` (the judge)
+    seconds : wall-clock time of the whole call
+    """
+
+    table: Table
+    method: str
+    parameters: dict[str, Any]
+    cost: float
+    proven_optimal: bool
+    mip_gap: float | None
+    solver_status: str
+    solver: dict[str, Any]
+    repaired: np.ndarray
+    audit: AuditResult
+    seconds: float
+    method_seconds: float = 0.0
+    audit_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> np.ndarray:
+        return self.table.status
+
+    @property
+    def passed(self) -> bool:
+        """The final pattern passed the full-table audit."""
+        return self.audit.passed
+
+    @property
+    def n_primary(self) -> int:
+        return int((self.table.status == "U").sum())
+
+    @property
+    def n_secondary(self) -> int:
+        return int((self.table.status == "M").sum())
+
+    def summary(self) -> dict[str, Any]:
+        """Counts, cost, value and share suppressed, verdict and times (for reports)."""
+        t = self.table
+        sec = t.status == "M"
+        sup = t.suppressed
+        total_value = float(np.abs(t.value).sum())
+        return {
+            "method": self.method,
+            "cells": t.n_cells,
+            "primary": self.n_primary,
+            "secondary": self.n_secondary,
+            "cost": self.cost,
+            "value_secondary": float(np.abs(t.value[sec]).sum()),
+            "value_suppressed": float(np.abs(t.value[sup]).sum()),
+            "share_value_suppressed": (float(np.abs(t.value[sup]).sum()) / total_value
+                                       if total_value > 0 else 0.0),
+            "repaired": int(len(self.repaired)),
+            "proven_optimal": self.proven_optimal,
+            "mip_gap": self.mip_gap,
+            "solver_status": self.solver_status,
+            "audit": "PASSED" if self.passed else "FAILED",
+            "unprotected_primary": int((~self.audit.protected).sum()),
+            "method_seconds": round(self.method_seconds, 3),
+            "audit_seconds": round(self.audit_seconds, 3),
+            "seconds": round(self.seconds, 3),
+        }
+
+    def to_frame(self, flag: bool = False) -> pd.DataFrame:
+        """The published table: suppressed values (and their contributor counts) blanked,
+        status letters, and the intruder's interval for every suppressed cell.
+
+        ``flag=True`` keeps a ``published`` column (False for suppressed cells) instead of
+        relying on the blanks alone.
+        """
+        t = self.table
+        out = t.to_frame(("value", "freq", "status"))
+        sup = t.suppressed
+        out["value"] = np.where(sup, np.nan, t.value)
+        out["freq"] = np.where(sup, np.nan, t.freq)
+        out["lower"] = np.where(sup, self.audit.lower, np.nan)
+        out["upper"] = np.where(sup, self.audit.upper, np.nan)
+        if flag:
+            out["published"] = ~sup
+        return out
+
+
+def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "value", *,
+            time_limit: float | None = None,
+            progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+            repair: bool = True, mip_gap: float | None = None, threads: int | None = 1,
+            backend: str = "highs", cost_column: str | None = None, empty: str = "publish",
+            **method_options) -> ProtectResult:
+    """Secondary suppression with audit and repair.
+
+    Parameters
+    ----------
+    table : primary cells have status ``U`` and protection levels ``upl/lpl/spl``; ``P``
+        cells are never suppressed; ``M`` cells already suppressed stay suppressed
+    method : a registered method (``METHODS``): ``"optimal"``, ...
+    cost : ``"unity"``, ``"freq"``, ``"value"``, ``"log"``, ``"column"`` or an array
+    time_limit : seconds for the method (the best pattern found is returned, audited)
+    progress : ``progress(message, fraction)``
+    singleton : protect against (and audit with) single-contributor attackers
+    repair : repair audit shortfalls by further suppression (otherwise only report them)
+    mip_gap, threads, backend : solver settings for methods that solve MILPs
+    cost_column : the extra array used by ``cost="column"``
+    empty : ``"publish"`` (default: empty cells are never secondary suppressions) or
+        ``"suppress"``
+    **method_options : passed to the method (e.g. ``engine="benders"``)
+
+    Raises
+    ------
+    InfeasibleRulesError : a primary cell cannot be protected even with every cell that
+        may be suppressed suppressed (its name is in the message)
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+    >>> res = protect(t, cost="unity")
+    >>> res.n_secondary, res.passed, res.proven_optimal
+    (3, True, True)
+    """
+    t0 = time.perf_counter()
+    if method not in METHODS:
+        raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
+    if not isinstance(table, Table):
+        raise InputError("protect() needs a tabprotect Table")
+    params = {"cost": cost if isinstance(cost, str) else "array", "time_limit": time_limit,
+              "singleton": singleton, "repair": repair, "mip_gap": mip_gap,
+              "threads": threads, "backend": backend, "empty": empty, **method_options}
+    if cost_column is not None:
+        params["cost_column"] = cost_column
+    c = cost_vector(table, cost, column=cost_column)
+    notes: list[str] = []
+
+    if not (table.status == "U").any():
+        res = audit(table, singleton=singleton)
+        return ProtectResult(table=table, method=method, parameters=params,
+                             cost=float(c[table.status == "M"].sum()), proven_optimal=True,
+                             mip_gap=0.0, solver_status="nothing to do", solver={},
+                             repaired=np.zeros(0, np.int64), audit=res,
+                             seconds=time.perf_counter() - t0, audit_seconds=res.runtime,
+                             notes=["no primary cells: nothing to protect"])
+
+    req = Requirements.from_table(table, singleton=singleton)
+    cand = candidate_cells(table, empty)
+    oracle = AttackerOracle(table, req)
+    _check_feasible(table, req, cand, oracle)
+
+    tm = time.perf_counter()
+    outcome: MethodOutcome = METHODS[method](
+        table, c, time_limit=time_limit, progress=progress, singleton=singleton,
+        mip_gap=mip_gap, threads=threads, backend=backend, empty=empty, **method_options)
+    method_seconds = time.perf_counter() - tm
+    status = np.asarray(outcome.status).astype("<U1")
+    _check_outcome(table, status)
+
+    # ---- audit and repair
+    ta = time.perf_counter()
+    protected_table = table.replace(status=status)
+    result = audit(protected_table, singleton=singleton)
+    repaired: list[np.ndarray] = []
+    rounds = 0
+    integer = result.integer
+    while not result.passed and repair and rounds < MAX_REPAIR_ROUNDS:
+        rounds += 1
+        suppressed = protected_table.suppressed
+        # each round asks a little more than the levels, in case the audit's integer
+        # intervals (frequency tables) are narrower than the LP the repair reasons with
+        margin = (rounds - 1) * (1.0 if integer else 1e-4)
+        rq = _with_margin(req, margin, table.value)
+        rep = GreedyRepair(protected_table, rq, c, cand & ~suppressed)
+        new_mask, unmet = rep.run(suppressed, primaries=result.shortfalls)
+        added = np.flatnonzero(new_mask & ~suppressed)
+        if len(added) == 0:
+            notes.append(f"repair round {rounds}: no cell could be added")
+            break
+        repaired.append(added)
+        status = status.copy()
+        status[added] = "M"
+        protected_table = table.replace(status=status)
+        result = audit(protected_table, singleton=singleton)
+    audit_seconds = time.perf_counter() - ta
+    rep_cells = np.concatenate(repaired) if repaired else np.zeros(0, np.int64)
+    if len(rep_cells):
+        notes.append(f"audit-and-repair added {len(rep_cells)} cell(s) in {rounds} round(s)")
+    if not result.passed:
+        notes.append("the final pattern did NOT pass the audit: do not publish it")
+    proven = bool(outcome.proven_optimal and len(rep_cells) == 0 and result.passed)
+    return ProtectResult(table=protected_table, method=method, parameters=params,
+                         cost=float(c[status == "M"].sum()), proven_optimal=proven,
+                         mip_gap=outcome.mip_gap, solver_status=outcome.solver_status,
+                         solver=dict(outcome.details), repaired=rep_cells, audit=result,
+                         seconds=time.perf_counter() - t0, method_seconds=method_seconds,
+                         audit_seconds=audit_seconds, notes=notes)
+
+
+def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Requirements:
+    if margin <= 0:
+        return req
+    s_val = np.abs(value[req.primary])
+    extra = margin * (1.0 if margin >= 1 else np.maximum(1.0, s_val))
+    bump = lambda need: np.where(need > 0, need + extra, need)  # noqa: E731
+    return Requirements(up=req.up, down=req.down, primary=req.primary,
+                        need_up=np.minimum(bump(req.need_up), req.up[req.primary]),
+                        need_down=np.minimum(bump(req.need_down), req.down[req.primary]),
+                        need_width=bump(req.need_width), singleton=req.singleton, tol=req.tol)
+
+
+def _check_feasible(table: Table, req: Requirements, cand: np.ndarray,
+                    oracle: AttackerOracle) -> None:
+    """Every primary must be protectable with every candidate cell suppressed."""
+    everything = cand | table.suppressed
+    chk = oracle.check(everything, cuts=False)
+    if chk.ok:
+        return
+    bad = sorted({s for s, _, _ in chk.violated})
+    names = ", ".join(table.cell_name(s) for s in bad[:5])
+    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+    why = {kind for _, kind, _ in chk.violated}
+    single = any(j >= 0 for _, _, j in chk.violated)
+    raise InfeasibleRulesError(
+        f"primary cell(s) {names}{more} cannot be protected even with every other cell "
+        f"suppressed ({'/'.join(sorted(why))} protection level"
+        f"{'; against a single-contributor attacker' if single else ''}; P cells, empty cells "
+        f"and cells with lb == ub are never suppressed)")
+
+
+def _check_outcome(table: Table, status: np.ndarray) -> None:
+    """A method may only add M cells: primaries stay U, P cells stay published."""
+    if status.shape != table.status.shape:
+        raise RuntimeError("method returned a status array of the wrong length")
+    was_p = table.status == "P"
+    if (status[was_p] != "P").any():
+        raise RuntimeError("method suppressed a cell with status P")
+    was_u = table.status == "U"
+    if (status[was_u] != "U").any():
+        raise RuntimeError("method changed a primary cell's status")

@@ -1,0 +1,435 @@
+"""The attacker problems every secondary method is judged by, their Benders cuts, and the
+greedy repair of an under-protected pattern.
+
+For a suppression pattern ``z`` (1 = unpublished) the intruder's freedom in cell ``i`` is
+the deviation ``y_i = x_i - a_i`` with
+
+    A y = 0,    -(a_i - lb_i) z_i <= y_i <= (ub_i - a_i) z_i.
+
+Primary cell ``s`` is protected upwards when ``max y_s >= UPL'_s`` (``UPL'`` is the
+protection level capped at the a-priori bound, as in :func:`tabprotect.audit.audit`),
+downwards when ``max -y_s >= LPL'_s`` and for the sliding level when the two maxima add up
+to ``SPL_s``.  A contributor of a single-contributor cell ``j`` knows ``x_j``: the same
+conditions must hold with ``y_j = 0`` (for a published ``j`` nothing changes, so the
+condition can be imposed for every single-contributor cell whatever the pattern).
+
+Benders (capacity) cuts: for any row multipliers ``lam`` let ``r = c - A' lam`` with
+``c = +-e_s``; weak LP duality gives, for every pattern ``z``,
+
+    max c'y  <=  sum_i ( (ub_i - a_i) r_i^+ + (a_i - lb_i) r_i^- ) z_i,
+
+so ``sum_i coef_i z_i >= UPL'_s`` is a valid inequality.  Because ``z`` is binary, each
+coefficient can be capped at the right-hand side, which also turns an infinite bound into
+a finite coefficient without any big-M.  With ``lam`` the optimal duals of the attacker LP
+at the current pattern the cut is tight there (strong duality), so a violated condition
+always yields a violated cut.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from solvers import HighsModel, LinearProgram
+
+#: relative tolerance of "protected"; tighter than the audit's 1e-6 so that what the
+#: methods call protected also passes the audit
+PROTECTION_TOL = 1e-7
+
+
+@dataclass
+class Requirements:
+    """Deviation ranges, protection requirements and single-contributor cells of a table.
+
+    Attributes
+    ----------
+    up, down : how far each cell may move up (``ub - a``) and down (``a - lb``); 0 for a
+        cell that can never be suppressed usefully
+    primary : indices of the primary cells
+    need_up, need_down, need_width : ``UPL'``, ``LPL'`` and ``SPL`` per primary
+    singleton : mask of single-contributor cells (``freq == 1``)
+    tol : absolute tolerance per primary
+    """
+
+    up: np.ndarray
+    down: np.ndarray
+    primary: np.ndarray
+    need_up: np.ndarray
+    need_down: np.ndarray
+    need_width: np.ndarray
+    singleton: np.ndarray
+    tol: np.ndarray
+
+    @classmethod
+    def from_table(cls, table, singleton: bool = True) -> "Requirements":
+        a = table.value
+        up = derived_upper_bounds(table) - a
+        down = a - table.lb
+        up = np.where(up < 0, 0.0, up)
+        down = np.where(down < 0, 0.0, down)
+        primary = np.flatnonzero(table.status == "U")
+        s_val = a[primary]
+        need_up = np.minimum(table.ub[primary], s_val + table.upl[primary]) - s_val
+        need_down = s_val - np.maximum(table.lb[primary], s_val - table.lpl[primary])
+        need_width = table.spl[primary].astype(float)
+        single = (table.freq == 1) if singleton else np.zeros(table.n_cells, bool)
+        tol = PROTECTION_TOL * np.maximum(1.0, np.abs(s_val))
+        return cls(up=up, down=down, primary=primary, need_up=np.maximum(need_up, 0.0),
+                   need_down=np.maximum(need_down, 0.0), need_width=need_width,
+                   singleton=np.asarray(single, bool), tol=tol)
+
+
+def derived_upper_bounds(table) -> np.ndarray:
+    """Upper bounds implied by the relations for every pattern (no big-M).
+
+    A part of a relation can never exceed its total minus the other parts' lower bounds;
+    a cell that is always published (status ``P``) is bounded by its value.  Propagated
+    top-down to a fixed point.  Cells that no finite bound reaches keep ``ub`` (maybe inf).
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> t = Table.from_arrays({"x": Hierarchy.flat(["a", "b"], total="T")}, [3, 1, 2])
+    >>> derived_upper_bounds(t.replace(status=np.array(["P", "S", "S"]))).tolist()
+    [3.0, 3.0, 3.0]
+    """
+    ub = table.ub.astype(float).copy()
+    always = table.status == "P"
+    ub[always] = np.minimum(ub[always], table.value[always])
+    A = table.relations.tocsr()
+    totals = table.relation_total
+    if A.shape[0] == 0:
+        return ub
+    lb = table.lb
+    # relation rows with a known total and non-negative lower bounds only
+    coo = A.tocoo()
+    rel_total = totals[coo.row]
+    is_part = coo.col != rel_total
+    rows, cols = coo.row[is_part], coo.col[is_part]
+    ok_rel = totals >= 0
+    part_lb = np.zeros(A.shape[0])
+    np.add.at(part_lb, rows, lb[cols])
+    has_neg = np.zeros(A.shape[0], bool)
+    np.logical_or.at(has_neg, rows, lb[cols] < 0)
+    # the total's coefficient must be opposite to each part's (total = sum of parts)
+    keep = ok_rel[rows] & ~has_neg[rows]
+    rows, cols = rows[keep], cols[keep]
+    for _ in range(64):
+        bound = ub[totals[rows]] - (part_lb[rows] - lb[cols])
+        new = ub.copy()
+        np.minimum.at(new, cols, bound)
+        if np.array_equal(new, ub):
+            break
+        ub = new
+    return ub
+
+
+def components(A: sp.csr_matrix, cells: np.ndarray) -> list[np.ndarray]:
+    """Cells grouped into components linked through relations they share."""
+    if len(cells) == 0:
+        return []
+    sub = A[:, cells].tocsr()
+    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+    sub = sub[rows]
+    m, s = sub.shape
+    coo = sub.tocoo()
+    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
+    _, labels = connected_components(graph, directed=False)
+    cell_labels = labels[m:]
+    order = np.argsort(cell_labels, kind="stable")
+    splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
+    return [cells[g] for g in np.split(order, splits)]
+
+
+@dataclass
+class Cut:
+    """``sum(coef * z[cols]) >= rhs`` over cell indices ``cols`` (all cells, fixed ones
+    included; :meth:`BendersCuts` moves fixed ones to the right-hand side)."""
+
+    cols: np.ndarray
+    coef: np.ndarray
+    rhs: float
+    primary: int
+    kind: str  # "up", "down", "width"
+    attacker: int = -1  # single-contributor cell fixed by the attacker, -1 for none
+
+
+@dataclass
+class Check:
+    """Outcome of checking one pattern against every attacker problem."""
+
+    violated: list[tuple[int, str, int]] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)
+    n_lp: int = 0
+    runtime: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violated
+
+
+class AttackerOracle:
+    """Solves the attacker LPs of a pattern and returns the violated conditions and cuts.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+    >>> oracle = AttackerOracle(t, Requirements.from_table(t))
+    >>> oracle.check(t.status == "U").ok
+    False
+    >>> oracle.check(np.isin(np.arange(9), [4, 5, 7, 8])).ok
+    True
+    """
+
+    def __init__(self, table, req: Requirements):
+        self.table = table
+        self.req = req
+        self.A = table.relations.tocsr()
+        self.AT = self.A.T.tocsr()
+        self.slot = np.full(table.n_cells, -1, dtype=np.int64)
+        self.slot[req.primary] = np.arange(len(req.primary))
+
+    def check(self, z: np.ndarray, *, cuts: bool = True, primaries: np.ndarray | None = None,
+              deadline: float | None = None, first_only: bool = False) -> Check:
+        """Check pattern ``z`` (bool, or floats in [0, 1] for fractional separation).
+
+        ``primaries`` restricts the check to some primary cells; ``first_only`` stops at the
+        first violated condition (feasibility tests).
+        """
+        t0 = time.perf_counter()
+        req = self.req
+        z = np.asarray(z, dtype=float)
+        out = Check()
+        active = np.flatnonzero(z > 1e-9)
+        want = np.zeros(self.table.n_cells, bool)
+        want[req.primary if primaries is None else primaries] = True
+        for comp in components(self.A, active):
+            targets = comp[want[comp]]
+            if len(targets) == 0:
+                continue
+            self._check_component(comp, targets, z, out, cuts, deadline, first_only)
+            if first_only and out.violated:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        out.runtime = time.perf_counter() - t0
+        return out
+
+    # ------------------------------------------------------------ internals
+    def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
+        req = self.req
+        sub = self.A[:, comp].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        lo = -req.down[comp] * z[comp]
+        hi = req.up[comp] * z[comp]
+        lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
+                           row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
+        model = HighsModel(lp)
+        local = {int(c): k for k, c in enumerate(comp)}
+        attackers = [-1]
+        if req.singleton.any():
+            attackers += [int(j) for j in comp[req.singleton[comp]]]
+        for j in attackers:
+            if j >= 0:
+                model.set_col_bounds([local[j]], 0.0, 0.0)
+            for s in targets:
+                if s == j:
+                    continue
+                self._check_primary(int(s), j, model, local, comp, rows, z, out, cuts)
+                if first_only and out.violated:
+                    return
+                if deadline is not None and time.perf_counter() > deadline:
+                    return
+            if j >= 0:
+                model.set_col_bounds([local[j]], lo[local[j]], hi[local[j]])
+
+    def _solve(self, model, k, sign):
+        model.set_objective(indices=[k], values=[float(sign)], sense="max")
+        res = model.solve()
+        if res.status == "unbounded":
+            return np.inf, None
+        if res.status != "optimal":
+            raise RuntimeError(f"attacker LP ended with status {res.status}")
+        return float(res.objective), res.duals
+
+    def _check_primary(self, s, j, model, local, comp, rows, z, out, cuts):
+        req = self.req
+        p = self.slot[s]
+        k = local[s]
+        need = {"up": req.need_up[p], "down": req.need_down[p]}
+        width = req.need_width[p]
+        tol = req.tol[p]
+        results = {}
+        for kind, sign in (("up", 1.0), ("down", -1.0)):
+            if need[kind] <= 0 and width <= 0:
+                continue
+            val, duals = self._solve(model, k, sign)
+            out.n_lp += 1
+            results[kind] = (val, duals, sign)
+            if need[kind] > 0 and val < need[kind] - tol:
+                out.violated.append((s, kind, j))
+                if cuts:
+                    out.cuts.append(self._cut(s, sign, duals, rows, need[kind], kind, j))
+        if width > 0 and "up" in results and "down" in results:
+            (vu, du, _), (vd, dd, _) = results["up"], results["down"]
+            if vu + vd < width - tol:
+                out.violated.append((s, "width", j))
+                if cuts:
+                    cu = self._cut(s, 1.0, du, rows, width, "up", j)
+                    cd = self._cut(s, -1.0, dd, rows, width, "down", j)
+                    cols = np.concatenate([cu.cols, cd.cols])
+                    coef = np.concatenate([cu.coef, cd.coef])
+                    merged = sp.csr_matrix((coef, (np.zeros(len(cols), int), cols)),
+                                           shape=(1, self.table.n_cells))
+                    merged.sum_duplicates()
+                    out.cuts.append(Cut(merged.indices.astype(np.int64), merged.data, width,
+                                        s, "width", j))
+
+    def _cut(self, s, sign, duals, rows, rhs, kind, j) -> Cut:
+        """The capacity cut from the attacker LP's row duals (see the module docstring)."""
+        req = self.req
+        lam = np.zeros(self.A.shape[0])
+        lam[rows] = duals
+        r = -(self.AT @ lam)
+        r[s] += sign
+        nz = np.flatnonzero(np.abs(r) > 1e-12)
+        rn = r[nz]
+        up, down = req.up[nz], req.down[nz]
+        coef = np.where(rn > 0, np.where(np.isinf(up) & (rn <= 1e-9), 0.0, up * rn), 0.0)
+        coef = coef + np.where(rn < 0, np.where(np.isinf(down) & (rn >= -1e-9), 0.0,
+                                                 down * -rn), 0.0)
+        if j >= 0:
+            coef[nz == j] = 0.0  # the attacker knows x_j: its deviation is 0 whatever z_j
+        coef = np.where(np.isinf(coef), rhs, coef)
+        keep = coef > 0
+        return Cut(nz[keep].astype(np.int64), coef[keep], float(rhs), s, kind, j)
+
+
+# ---------------------------------------------------------------- greedy repair
+class GreedyRepair:
+    """Adds suppressions until every attacker problem is satisfied.
+
+    For each violated condition (primary ``s``, direction, attacker ``j``) it solves one LP
+    over the whole table: the cheapest deviation vector ``y`` with ``A y = 0``,
+    ``y_s >= UPL'_s`` (or ``<= -LPL'_s``), ``y_j = 0``, within the deviation ranges, where
+    moving an already suppressed cell is free and moving a candidate costs its suppression
+    cost per unit of range.  Every cell that moves is suppressed; ``y`` itself then proves
+    the condition holds, and suppressing more never weakens another condition, so the loop
+    ends with a protected pattern (or finds a condition no candidate can meet).
+    """
+
+    def __init__(self, table, req: Requirements, cost: np.ndarray, candidates: np.ndarray,
+                 oracle: AttackerOracle | None = None):
+        self.table = table
+        self.req = req
+        self.cost = cost
+        self.candidates = candidates
+        self.oracle = oracle or AttackerOracle(table, req)
+        n = table.n_cells
+        A = table.relations.tocsr()
+        self.n = n
+        # columns: p (up moves) then q (down moves), y = p - q
+        self.lp = LinearProgram(c=np.zeros(2 * n), A=sp.hstack([A, -A]).tocsr(),
+                                row_lower=np.zeros(A.shape[0]), row_upper=np.zeros(A.shape[0]),
+                                col_lower=np.zeros(2 * n), col_upper=np.zeros(2 * n))
+        self.model: HighsModel | None = None
+
+    def _weights(self, suppressed: np.ndarray, need: float) -> np.ndarray:
+        req = self.req
+        free = 1e-6 * float(np.median(self.cost)) / max(need, 1e-9)
+        scale_up = np.minimum(req.up, need)
+        scale_dn = np.minimum(req.down, need)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wu = np.where(scale_up > 0, self.cost / scale_up, 0.0)
+            wd = np.where(scale_dn > 0, self.cost / scale_dn, 0.0)
+        wu = np.where(suppressed, free, wu)
+        wd = np.where(suppressed, free, wd)
+        return np.concatenate([wu, wd])
+
+    def _bounds(self, suppressed: np.ndarray):
+        movable = suppressed | self.candidates
+        up = np.where(movable, self.req.up, 0.0)
+        dn = np.where(movable, self.req.down, 0.0)
+        return up, dn
+
+    def run(self, suppressed: np.ndarray, *, deadline: float | None = None,
+            progress: Callable[[str, float], None] | None = None,
+            primaries: np.ndarray | None = None) -> tuple[np.ndarray, list]:
+        """Extend the mask ``suppressed``; returns it and the conditions left unmet."""
+        suppressed = np.asarray(suppressed, bool).copy()
+        unmet: list = []
+        if self.model is None:
+            self.model = HighsModel(self.lp)
+        for _ in range(10_000):
+            check = self.oracle.check(suppressed, cuts=False, primaries=primaries,
+                                      deadline=deadline)
+            if check.ok:
+                return suppressed, unmet
+            changed = False
+            unmet = []
+            for s, kind, j in check.violated:
+                if deadline is not None and time.perf_counter() > deadline:
+                    break
+                added = self._fix_one(suppressed, s, kind, j)
+                if added is None:
+                    unmet.append((s, kind, j))
+                elif len(added):
+                    suppressed[added] = True
+                    changed = True
+            if not changed:
+                return suppressed, unmet
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        return suppressed, unmet
+
+    def _fix_one(self, suppressed, s, kind, j) -> np.ndarray | None:
+        req = self.req
+        p = self.oracle.slot[s]
+        n = self.n
+        need_up = req.need_up[p] * (1 + 1e-6) + req.tol[p]
+        need_dn = req.need_down[p] * (1 + 1e-6) + req.tol[p]
+        if kind == "width":
+            # half of the missing width each way is enough: y_up - y_down >= SPL
+            need_up = max(need_up, 0.5 * req.need_width[p] * (1 + 1e-6) + req.tol[p])
+            need_dn = max(need_dn, 0.5 * req.need_width[p] * (1 + 1e-6) + req.tol[p])
+            kinds = ("up", "down")
+        else:
+            kinds = (kind,)
+        added_all = []
+        for kd in kinds:
+            need = need_up if kd == "up" else need_dn
+            up, dn = self._bounds(suppressed)
+            if j >= 0:
+                up[j] = dn[j] = 0.0
+            col_lo = np.zeros(2 * n)
+            col_hi = np.concatenate([up, dn])
+            if kd == "up":
+                if up[s] < need - 1e-9:
+                    return None
+                col_lo[s] = need
+                col_hi[n + s] = 0.0
+            else:
+                if dn[s] < need - 1e-9:
+                    return None
+                col_lo[n + s] = need
+                col_hi[s] = 0.0
+            m = self.model
+            m.set_col_bounds(np.arange(2 * n), col_lo, col_hi)
+            m.set_objective(self._weights(suppressed, need), sense="min")
+            res = m.solve()
+            if res.status != "optimal":
+                return None
+            y = res.x[:n] - res.x[n:]
+            moved = np.flatnonzero((np.abs(y) > 1e-9 * max(1.0, need)) & ~suppressed)
+            added_all.append(moved)
+            suppressed = suppressed.copy()
+            suppressed[moved] = True
+        return np.concatenate(added_all) if added_all else np.zeros(0, np.int64)

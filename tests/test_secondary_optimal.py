@@ -1,0 +1,207 @@
+"""The optimal method against brute force: on small tables every suppression pattern is
+enumerated, each judged by the independent LP audit, and the cheapest one that passes
+must cost exactly what the optimal method returns."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tabprotect.audit import audit
+from tabprotect.errors import InfeasibleRulesError
+from tabprotect.model import Hierarchy, Table
+from tabprotect.model.table import aggregate_leaves
+from tabprotect.secondary import cost_vector, protect
+from tabprotect.secondary.optimal import optimal
+from tabprotect.secondary.repair import derived_upper_bounds
+
+
+# ---------------------------------------------------------------- table builders
+def hier_table(seed: int, n_primary: int = 2, rows=None, cols=None, finite_ub=False,
+               freq_one: bool = False, p_cells: int = 0) -> Table:
+    rng = np.random.default_rng(seed)
+    rows = rows or Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2")])
+    cols = cols or Hierarchy.flat(["a", "b"], total="T")
+    shape = (len(rows), len(cols))
+    v = aggregate_leaves(rng.integers(1, 40, size=shape).ravel().astype(float), [rows, cols])
+    f = aggregate_leaves(rng.integers(2, 6, size=shape).ravel().astype(float), [rows, cols])
+    t = Table.from_arrays({"r": rows, "c": cols}, v, freq=f)
+    inner = np.flatnonzero(t.is_inner)
+    prim = rng.choice(inner, size=n_primary, replace=False)
+    st = t.status.copy()
+    st[prim] = "U"
+    freq = t.freq.copy()
+    if freq_one:
+        freq[prim] = 1.0
+    others = np.flatnonzero(st == "S")
+    if p_cells:
+        st[rng.choice(others, size=p_cells, replace=False)] = "P"
+    level = np.where(st == "U", np.round(0.3 * v + 1), 0.0)
+    kw = {}
+    if finite_ub:
+        kw["ub"] = np.full(t.n_cells, 2 * v.max())
+    return t.replace(status=st, upl=level, lpl=level, freq=freq, **kw)
+
+
+def _determined(table: Table, sup: np.ndarray) -> bool:
+    """A primary alone (among suppressed cells) in some relation is exactly disclosed:
+    a quick necessary condition that only skips patterns the audit would reject anyway."""
+    A = table.relations
+    for s in np.flatnonzero(table.status == "U"):
+        for r in A[:, s].nonzero()[0]:
+            cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
+            if sup[cells].sum() == 1:
+                return True
+    return False
+
+
+def brute_force(table: Table, cost: np.ndarray, singleton: bool = True) -> float:
+    """Minimum cost over every pattern of the candidate cells that passes the audit."""
+    cand = np.flatnonzero(table.status == "S")
+    assert len(cand) <= 16, "brute force is for tiny tables"
+    patterns = []
+    for k in range(len(cand) + 1):
+        for combo in itertools.combinations(cand, k):
+            patterns.append((float(cost[list(combo)].sum()), combo))
+    patterns.sort(key=lambda p: p[0])
+    base = table.status == "U"
+    for c, combo in patterns:
+        sup = base.copy()
+        sup[list(combo)] = True
+        if _determined(table, sup):
+            continue
+        st = table.status.copy()
+        st[list(combo)] = "M"
+        if audit(table.replace(status=st), singleton=singleton).passed:
+            return c
+    return np.inf
+
+
+def secondary_cost(status: np.ndarray, cost: np.ndarray) -> float:
+    return float(cost[status == "M"].sum())
+
+
+# ---------------------------------------------------------------- brute force
+@pytest.mark.parametrize("seed,cost_name,engine", [
+    (1, "unity", "benders"), (2, "value", "benders"), (13, "value", "compact"),
+    (4, "unity", "compact"),
+])
+def test_optimal_cost_equals_brute_force(seed, cost_name, engine):
+    table = hier_table(seed, finite_ub=(engine == "compact"), p_cells=2)
+    cost = cost_vector(table, cost_name)
+    out = optimal(table, cost, engine=engine)
+    assert out.details["engine"] == engine
+    assert out.proven_optimal
+    got = secondary_cost(out.status, cost)
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert got == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10, 22))
+@pytest.mark.parametrize("cost_name", ["unity", "value", "log"])
+def test_optimal_cost_equals_brute_force_many(seed, cost_name):
+    table = hier_table(seed, n_primary=1 + seed % 3, finite_ub=bool(seed % 2), p_cells=1,
+                       freq_one=seed % 4 == 0)
+    cost = cost_vector(table, cost_name)
+    best = brute_force(table, cost)
+    if not np.isfinite(best):  # P cells can make a table unprotectable: both must agree
+        with pytest.raises(InfeasibleRulesError):
+            protect(table, cost=cost_name)
+        return
+    res = protect(table, cost=cost_name)
+    assert res.passed and res.proven_optimal and len(res.repaired) == 0
+    assert res.cost == pytest.approx(best, rel=1e-6)
+
+
+def test_engines_agree_on_a_larger_table():
+    rows = Hierarchy.flat([f"r{i}" for i in range(5)], total="T")
+    cols = Hierarchy.flat([f"c{i}" for i in range(5)], total="T")
+    table = hier_table(7, n_primary=4, rows=rows, cols=cols, finite_ub=True)
+    cost = cost_vector(table, "value")
+    a = optimal(table, cost, engine="compact", mip_gap=0.0)
+    b = optimal(table, cost, engine="benders", mip_gap=0.0)
+    assert a.proven_optimal and b.proven_optimal
+    assert secondary_cost(a.status, cost) == pytest.approx(secondary_cost(b.status, cost))
+    for st in (a.status, b.status):
+        assert audit(table.replace(status=st), singleton=True).passed
+
+
+# ---------------------------------------------------------------- singletons
+def test_two_singletons_do_not_protect_each_other():
+    # row 1: two single-contributor primaries and one safe cell; each contributor knows
+    # its own value, so suppressing just the pair (plus the column partners) is not enough
+    rows = Hierarchy.flat(["1", "2"], total="T")
+    cols = Hierarchy.flat(["a", "b", "c"], total="T")
+    inner = np.array([[20.0, 30.0, 50.0], [40.0, 35.0, 45.0]])
+    v = np.zeros((3, 4))
+    v[1:, 1:] = inner
+    v[0, 1:] = inner.sum(0)
+    v[1:, 0] = inner.sum(1)
+    v[0, 0] = inner.sum()
+    freq = np.full((3, 4), 3.0)
+    freq[1, 1] = freq[1, 2] = 1.0
+    t = Table.from_arrays({"r": rows, "c": cols}, v.ravel(), freq=freq.ravel())
+    st = t.status.copy()
+    st[[t.cell("1", "a"), t.cell("1", "b")]] = "U"
+    lvl = np.where(st == "U", 5.0, 0.0)
+    t = t.replace(status=st, upl=lvl, lpl=lvl)
+    cost = cost_vector(t, "unity")
+    with_single = optimal(t, cost, singleton=True)
+    without = optimal(t, cost, singleton=False)
+    assert audit(t.replace(status=with_single.status), singleton=True).passed
+    # the pair pattern (2 secondaries: the two cells below) fails the singleton audit
+    assert secondary_cost(without.status, cost) == 2
+    assert not audit(t.replace(status=without.status), singleton=True).passed
+    assert secondary_cost(with_single.status, cost) == brute_force(t, cost, singleton=True)
+    assert secondary_cost(with_single.status, cost) > 2
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_singleton_primaries_brute_force(seed):
+    table = hier_table(seed, n_primary=2, freq_one=True, p_cells=1)
+    cost = cost_vector(table, "unity")
+    out = optimal(table, cost, singleton=True)
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == brute_force(table, cost, singleton=True)
+
+
+# ---------------------------------------------------------------- rules of the model
+def test_p_cells_are_never_suppressed_and_cost_stays_minimal():
+    table = hier_table(8, p_cells=3)
+    cost = cost_vector(table, "value")
+    out = optimal(table, cost)
+    assert (out.status[table.status == "P"] == "P").all()
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost))
+
+
+def test_unprotectable_primary_is_named():
+    rows = Hierarchy.flat(["1", "2"], total="T")
+    cols = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": rows, "c": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    st = np.array(["P", "P", "P", "P", "U", "P", "P", "S", "S"])
+    t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+    with pytest.raises(InfeasibleRulesError, match=r"r=1, c=a"):
+        protect(t, cost="unity")
+
+
+def test_derived_bounds_never_cut_a_feasible_table():
+    # every cell of a non-negative table is below every total above it
+    table = hier_table(9, p_cells=2)
+    ub = derived_upper_bounds(table)
+    assert (ub >= table.value - 1e-9).all()
+    fixed = table.status == "P"
+    assert np.isfinite(ub[fixed]).all()
+
+
+def test_time_limit_returns_an_audited_pattern():
+    rows = Hierarchy.flat([f"r{i}" for i in range(12)], total="T")
+    cols = Hierarchy.flat([f"c{i}" for i in range(12)], total="T")
+    table = hier_table(11, n_primary=20, rows=rows, cols=cols)
+    res = protect(table, cost="value", time_limit=0.01, engine="benders")
+    assert res.passed
+    assert audit(res.table, singleton=True).passed
+    assert res.n_secondary > 0
+    if not res.proven_optimal:
+        assert res.solver_status == "time_limit"
