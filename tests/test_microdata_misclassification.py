@@ -31,6 +31,7 @@ def test_known_population_risk_against_explicit_kronecker():
         j = cells.index(tuple(row[keys]))
         mjj = Mfull[j, j]
         exact = (mjj / (1 - pi * mjj)) / np.sum(F * Mfull[j] / (1 - pi * Mfull[j]))
+        assert F[j] > 0
         assert out.loc[i, "exact"] == pytest.approx(exact, rel=1e-10)
         assert out.loc[i, "approx"] == pytest.approx(mjj / (Mfull[j] @ F), rel=1e-10)
         assert out.loc[i, "M_jj"] == pytest.approx(mjj)

@@ -28,13 +28,30 @@ def encode_keys(data: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, li
     ([0, 1, -1], ['x', 'y'])
     """
     keys = check_columns(data, keys)
-    codes = np.empty((len(data), len(keys)), dtype=np.int64)
+    # column-major: every key is written and read as one contiguous column
+    codes = np.empty((len(data), len(keys)), dtype=np.int64, order="F")
     cats = []
     for j, k in enumerate(keys):
-        c, u = pd.factorize(data[k], sort=True, use_na_sentinel=True)
+        c, u = _factorize(data[k])
         codes[:, j] = c
-        cats.append(np.asarray(u))
+        cats.append(u)
     return codes, cats
+
+
+def _factorize(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted factorisation; a lookup table for integer columns of moderate range (O(n))."""
+    x = col.to_numpy()
+    if x.dtype.kind in "iub" and x.size:
+        dtype = x.dtype
+        x = x.astype(np.int64, copy=False) if x.dtype.kind == "b" else x
+        mn, mx = int(x.min()), int(x.max())
+        if mx - mn < 10_000_000:
+            shifted = (x - mn) if mn != 0 else x
+            present = np.bincount(shifted, minlength=mx - mn + 1) > 0
+            lut = np.cumsum(present) - 1
+            return lut[shifted].astype(np.int64), (np.flatnonzero(present) + mn).astype(dtype)
+    c, u = pd.factorize(col, sort=True, use_na_sentinel=True)
+    return c.astype(np.int64, copy=False), np.asarray(u)
 
 
 def combine_codes(codes: np.ndarray, levels: Sequence[int] | None = None) -> tuple[np.ndarray, int]:

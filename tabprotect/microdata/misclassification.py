@@ -154,7 +154,10 @@ def record_risk_known_population(released: pd.DataFrame, population: pd.DataFram
 
     Returns a frame indexed like the selected records with ``M_jj``, ``F_j``
     (true population count of the released value), ``F_tilde``
-    (``sum_k M_jk F_k``), ``exact`` and ``approx`` (``M_jj / F_tilde``).
+    (``sum_k M_jk F_k``), ``exact`` and ``approx`` (``M_jj / F_tilde``).  Both
+    measures are 0 when ``F_j = 0``: the formulas are conditional on the
+    intruder's target (true value j) existing, and with no population unit of
+    value j no match can be correct.
 
     Examples
     --------
@@ -220,6 +223,10 @@ def record_risk_known_population(released: pd.DataFrame, population: pd.DataFram
     with np.errstate(divide="ignore", invalid="ignore"):
         exact = (mjj / (1.0 - pi * mjj)) / denom
         approx = mjj / Ftilde
+    # the formulas assume a population unit with true value j exists (the intruder's
+    # target); with F_j = 0 nobody can be matched correctly
+    exact = np.where(Fj > 0, exact, 0.0)
+    approx = np.where(Fj > 0, approx, 0.0)
     return pd.DataFrame({"M_jj": mjj, "F_j": Fj, "F_tilde": Ftilde, "exact": exact, "approx": approx},
                         index=sel.index)
 
