@@ -1,0 +1,239 @@
+"""The HTTP service, served by uvicorn on localhost and called with a real HTTP client."""
+import contextlib
+import io
+import json
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+import uvicorn
+
+from tabprotect.audit import audit
+from tabprotect.io.job import build_table, load_job
+from tabprotect.report import sha256_file
+from tabprotect.service.app import create_app
+from tabprotect.service.config import load_config
+
+TOKEN = "test-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+DEMO = resources.files("tabprotect") / "data" / "demo_audit"
+TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(store: Path, **settings):
+    """Run the app with uvicorn in a background thread; yield its base URL."""
+    port = free_port()
+    config = load_config(tokens=[TOKEN], store=store, port=port,
+                         **{"workers": 2, "pool": "process", **settings})
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "server did not stop"
+
+
+def demo_files(status_changes: dict | None = None) -> list:
+    """The bundled demo job's spec and files, optionally with changed statuses."""
+    cells = (DEMO / "cells.csv").read_bytes()
+    if status_changes:
+        frame = pd.read_csv(io.BytesIO(cells), dtype={"region": str, "activity": str})
+        for (r, a), s in status_changes.items():
+            frame.loc[(frame.region == r) & (frame.activity == a), "status"] = s
+        cells = frame.to_csv(index=False).encode()
+    return [("spec", ("job.toml", (DEMO / "job.toml").read_bytes(), "application/toml")),
+            ("files", ("cells.csv", cells, "text/csv")),
+            ("files", ("region.csv", (DEMO / "region.csv").read_bytes(), "text/csv"))]
+
+
+def wait_finished(client: httpx.Client, job_id: str) -> dict:
+    deadline = time.monotonic() + TIMEOUT
+    seen_progress = []
+    while time.monotonic() < deadline:
+        rec = client.get(f"/jobs/{job_id}").json()
+        seen_progress.append(rec["progress"])
+        assert 0 <= rec["progress"] <= 1
+        if rec["state"] in ("finished", "failed"):
+            return rec
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish in {TIMEOUT} s")
+
+
+def local_audit(cells_bytes: bytes | None = None, tmp: Path | None = None):
+    """The independent audit of the same table, computed here."""
+    if cells_bytes is not None:
+        for name in ("job.toml", "region.csv"):
+            (tmp / name).write_bytes((DEMO / name).read_bytes())
+        (tmp / "cells.csv").write_bytes(cells_bytes)
+        table = build_table(load_job(tmp / "job.toml"))
+    else:
+        with resources.as_file(DEMO / "job.toml") as job:
+            table = build_table(load_job(job))
+    return table, audit(table)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return tmp_path / "service" / "jobs.sqlite"
+
+
+def test_submit_poll_fetch(store, tmp_path):
+    with serve(store) as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+        assert client.get("/health").json()["status"] == "ok"
+        resp = client.post("/jobs", files=demo_files())
+        assert resp.status_code == 202, resp.text
+        job_id = resp.json()["id"]
+        assert resp.json()["state"] in ("queued", "running", "finished")
+        rec = wait_finished(client, job_id)
+        assert rec["state"] == "finished", rec["error"]
+        assert rec["progress"] == 1.0 and rec["result"]["audit_passed"] is True
+        assert set(rec["links"]) >= {"table", "audit", "report", "trail"}
+
+        table_csv = client.get(f"/jobs/{job_id}/table")
+        assert table_csv.status_code == 200
+        assert table_csv.headers["content-type"].startswith("text/csv")
+        published = pd.read_csv(io.StringIO(table_csv.text), dtype={"region": str})
+        hidden = published["status"].isin(["U", "M"])
+        assert hidden.sum() == 8 and published.loc[hidden, "value"].isna().all()
+
+        # the served audit equals an independent audit computed here
+        table, expected = local_audit()
+        served = pd.read_csv(io.StringIO(client.get(f"/jobs/{job_id}/audit").text))
+        assert np.allclose(served["lower"], expected.lower)
+        assert np.allclose(served["upper"], expected.upper)
+
+        report = client.get(f"/jobs/{job_id}/report")
+        assert report.headers["content-type"].startswith("text/html")
+        assert '<table id="audit">' in report.text and "data:image/png;base64," in report.text
+        trail = client.get(f"/jobs/{job_id}/trail").json()
+        uploaded = {Path(i["path"]).name: i["sha256"] for i in trail["inputs"]}
+        with resources.as_file(DEMO / "cells.csv") as cells:
+            assert uploaded["cells.csv"] == sha256_file(cells)
+        assert any(j["id"] == job_id for j in client.get("/jobs").json())
+        assert client.get("/openapi.json").json()["paths"]["/jobs"]["post"]
+
+
+def test_auth_failures(store):
+    with serve(store) as url, httpx.Client(base_url=url, timeout=30) as client:
+        assert client.get("/health").status_code == 200
+        missing = client.get("/jobs")
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"] == "Bearer"
+        assert client.get("/jobs", headers={"Authorization": "Bearer wrong-token-xx"}) \
+            .status_code == 401
+        assert client.post("/jobs", files=demo_files()).status_code == 401
+        assert client.get("/jobs", headers=AUTH).status_code == 200
+
+
+def test_no_token_no_service(store):
+    from tabprotect.errors import InputError
+    with pytest.raises(InputError, match="token"):
+        create_app(load_config(store=store))
+
+
+def test_bad_uploads(store):
+    with serve(store, max_request_bytes=200_000) as url, \
+            httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+        files = demo_files()
+        # a file the spec names is missing
+        r = client.post("/jobs", files=[files[0], files[1]])
+        assert r.status_code == 422 and "region.csv" in r.json()["detail"]
+        # spec that is not TOML
+        r = client.post("/jobs", files=[("spec", ("job.toml", b"[input\ncells=", "text/plain"))]
+                        + files[1:])
+        assert r.status_code == 422 and "TOML" in r.json()["detail"]
+        # an unknown section
+        r = client.post("/jobs", files=[("spec", ("job.json", json.dumps(
+            {"input": {"cells": "cells.csv", "dimensions": ["region"]}, "bogus": {}}).encode(),
+            "application/json"))] + files[1:])
+        assert r.status_code == 422 and "bogus" in r.json()["detail"]
+        # a cells file whose code is not in the hierarchy
+        bad = (DEMO / "cells.csv").read_bytes().replace(b"S2,C", b"S9,C")
+        r = client.post("/jobs", files=[files[0], ("files", ("cells.csv", bad, "text/csv")),
+                                        files[2]])
+        assert r.status_code == 422 and "S9" in r.json()["detail"]
+        # not a file name we accept
+        r = client.post("/jobs", files=files + [("files", ("../evil.sh", b"x", "text/plain"))])
+        assert r.status_code == 422
+        # too large
+        big = [("files", ("big.csv", b"a,b\n" + b"1,2\n" * 100_000, "text/csv"))]
+        assert client.post("/jobs", files=files + big).status_code == 413
+        # unknown job, result of a job that does not exist
+        assert client.get("/jobs/" + "0" * 32).status_code == 404
+        assert client.get("/jobs/not-an-id/table").status_code == 404
+        # nothing was stored for the refused submissions
+        assert client.get("/jobs").json() == []
+
+
+def test_restart_keeps_finished_job(store):
+    # the store is what must survive; a thread pool keeps this test quick
+    with serve(store, pool="thread") as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+        job_id = client.post("/jobs", files=demo_files()).json()["id"]
+        assert wait_finished(client, job_id)["state"] == "finished"
+        first_table = client.get(f"/jobs/{job_id}/table").text
+    with serve(store, pool="thread") as url, \
+            httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+        rec = client.get(f"/jobs/{job_id}").json()
+        assert rec["state"] == "finished" and rec["result"]["audit_passed"] is True
+        assert client.get(f"/jobs/{job_id}/table").text == first_table
+        assert client.get(f"/jobs/{job_id}/report").status_code == 200
+
+
+def test_two_concurrent_jobs(store, tmp_path):
+    # the second job publishes S1|A: then S2|A and the primary S2|B follow from the margins
+    changes = {("S1", "A"): "S"}
+    with serve(store) as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+        with ThreadPoolExecutor(2) as pool:
+            posted = list(pool.map(lambda f: client.post("/jobs", files=f),
+                                   [demo_files(), demo_files(changes)]))
+        ids = [r.json()["id"] for r in posted]
+        assert all(r.status_code == 202 for r in posted) and ids[0] != ids[1]
+        with ThreadPoolExecutor(2) as pool:
+            recs = list(pool.map(lambda j: wait_finished(client, j), ids))
+        assert [r["state"] for r in recs] == ["finished", "finished"]
+        # each verdict agrees with an independent audit of its own table
+        bad_cells = demo_files(changes)[1][1][1]
+        (tmp_path / "bad").mkdir()
+        _, expected_bad = local_audit(bad_cells, tmp_path / "bad")
+        assert expected_bad.passed is False
+        assert recs[0]["result"]["audit_passed"] is True
+        assert recs[1]["result"]["audit_passed"] is False
+        served = pd.read_csv(io.StringIO(client.get(f"/jobs/{ids[1]}/audit").text))
+        assert np.allclose(served["lower"], expected_bad.lower)
+
+
+def test_uploads_deleted_after_retention(store):
+    with serve(store, pool="thread", upload_retention_seconds=0.0,
+               cleanup_interval_seconds=0.2) as url, \
+            httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+        job_id = client.post("/jobs", files=demo_files()).json()["id"]
+        assert wait_finished(client, job_id)["state"] == "finished"
+        deadline = time.monotonic() + 10
+        while not client.get(f"/jobs/{job_id}").json()["uploads_deleted"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        folder = store.parent / "jobs" / job_id
+        assert not (folder / "input").exists()
+        assert client.get(f"/jobs/{job_id}/table").status_code == 200
