@@ -717,7 +717,7 @@ def rules_from_spec(spec: Mapping[str, Any], job_or_base=None) -> list[Rule]:
     base = None
     label = "[rules]"
     if job_or_base is not None:
-        if hasattr(job_or_base, "resolve"):
+        if hasattr(job_or_base, "section"):      # a Job
             base = job_or_base
             label = f"{job_or_base.label} [rules]"
         else:
@@ -755,7 +755,7 @@ def rules_from_spec(spec: Mapping[str, Any], job_or_base=None) -> list[Rule]:
             rules.append(cls(**kwargs))
     if "manual" in spec:
         m = spec["manual"]
-        if hasattr(base, "resolve"):
+        if hasattr(base, "section"):
             path = base.resolve(m)
         elif base is not None:
             path = base / m

@@ -150,7 +150,7 @@ def test_shadow_cost_and_request():
 
 
 # ------------------------------------------------------------------ brute force
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 40), seed=st.integers(0, 10_000), weights=st.booleans())
 def test_every_level_equals_brute_force_on_records(n, seed, weights):
     df = records(n, seed, with_weights=weights, with_holdings=not weights)
