@@ -133,7 +133,8 @@ def _input_files(job) -> list[Path]:
 
 
 def run_job(job, *, output_dir: str | Path | None = None, method: str | None = None,
-            progress: Progress | None = None) -> Run:
+            progress: Progress | None = None,
+            protect_options: dict[str, Any] | None = None) -> Run:
     """Run a job file's steps and write the published table and the audit.
 
     Steps, each when the job asks for it: build the table (cells file or microdata);
@@ -147,6 +148,7 @@ def run_job(job, *, output_dir: str | Path | None = None, method: str | None = N
     job : a :class:`tabprotect.io.job.Job` (see :func:`tabprotect.io.job.load_job`)
     output_dir : overrides ``[output] dir``
     method : protection method overriding ``[protect] method``
+    protect_options : options overriding the ``[protect]`` section (e.g. ``time_limit``)
     progress : called as ``progress(step, fraction_done)``
     """
     from tabprotect.infoloss import info_loss
@@ -167,7 +169,8 @@ def run_job(job, *, output_dir: str | Path | None = None, method: str | None = N
             run.table = table
     protect_opts = job.section("protect")
     if method is not None or "protect" in spec:
-        _protect_step(run, job, method or protect_opts.get("method", "optimal"), progress)
+        _protect_step(run, job, method or protect_opts.get("method", "optimal"), progress,
+                      protect_options or {})
     elif "round" in spec:
         _round_step(run, job, progress)
     else:
@@ -216,22 +219,43 @@ def _apply_job_rules(job, table: Table) -> Table:
     return result.table
 
 
-def _protect_step(run: Run, job, method: str, progress: Progress | None) -> None:
+PROTECT_KEYS = ("cost", "time_limit", "singleton", "repair", "mip_gap", "empty",
+                "cost_column", "engine", "backend")
+
+
+def _protect_step(run: Run, job, method: str, progress: Progress | None,
+                  overrides: dict[str, Any]) -> None:
     from tabprotect.secondary import protect
-    opts = dict(job.section("protect"))
-    opts.pop("method", None)
+    opts = {**job.section("protect"), **overrides}
+    unknown = set(opts) - set(PROTECT_KEYS) - {"method"}
+    if unknown:
+        raise InputError(f"{job.label} [protect]: unknown key(s) {sorted(unknown)} "
+                         f"(known: method, {', '.join(PROTECT_KEYS)})")
     table = run.table
     if not (table.status == "U").any():
         raise InputError(f"{job.label}: no primary unsafe cells (status U) to protect; give "
                          f"[rules] or a status column")
-    kwargs = {k: opts[k] for k in ("cost", "time_limit") if k in opts}
+    kwargs = {k: opts[k] for k in PROTECT_KEYS if k in opts}
     with _timed(run.timings, f"protect ({method})", progress, 0.2):
-        result = protect(table, method=method, **kwargs)
+        result = protect(table, method=method, progress=_scaled(progress, 0.2, 0.75),
+                         **kwargs)
     run.kind = "suppression"
     run.method = method
     run.published = result.table
     run.audit = result.audit
-    run.results = _result_numbers(result)
+    summary = result.summary() if hasattr(result, "summary") else _result_numbers(result)
+    run.results = {k: v for k, v in summary.items() if k not in ("cells", "method", "audit")}
+    run.notes.extend(getattr(result, "notes", []) or [])
+    if not getattr(result, "proven_optimal", False) and method == "optimal":
+        run.notes.append("the optimal method stopped before proving optimality (time "
+                         "limit): the pattern is the best found, and it is audited")
+
+
+def _scaled(progress: Progress | None, start: float, end: float) -> Progress | None:
+    """Map a step's own progress (0..1) into [start, end] of the whole run."""
+    if progress is None:
+        return None
+    return lambda step, frac: progress(step, start + (end - start) * max(0.0, min(1.0, frac)))
 
 
 def _result_numbers(result) -> dict:

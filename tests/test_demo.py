@@ -3,16 +3,17 @@ import json
 import time
 
 import pandas as pd
+import pytest
 
 from tabprotect.audit import audit
 from tabprotect.cli import main
 from tabprotect.io.job import build_table, load_job
 
 
-def test_demo_writes_report(tmp_path, capsys, monkeypatch):
+def test_demo_audit_job_writes_report(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)          # nothing may depend on the repository's folders
     start = time.perf_counter()
-    assert main(["demo", "--quiet"]) == 0
+    assert main(["demo", "--job", "demo_audit", "--quiet"]) == 0
     assert time.perf_counter() - start < 60
     out_dir = tmp_path / "tabprotect-demo"
     printed = capsys.readouterr().out
@@ -36,6 +37,33 @@ def test_demo_writes_report(tmp_path, capsys, monkeypatch):
         sorted(checked.lower[unpub].round(6))
 
 
-def test_demo_output_option(tmp_path, capsys):
-    assert main(["demo", "--output", str(tmp_path / "x"), "--quiet"]) == 0
-    assert (tmp_path / "x" / "report.html").is_file()
+def check_full_demo(out_dir, printed):
+    """primary rules -> protection -> audit -> report, checked by an independent audit."""
+    assert f"report: {out_dir / 'report.html'}" in printed
+    html = (out_dir / "report.html").read_text()
+    assert '<table id="published">' in html and "data:image/png;base64," in html
+    job = load_job(out_dir / "job" / "job.toml")
+    from tabprotect.primary import apply_rules, rules_from_job
+    primary = apply_rules(build_table(job), rules_from_job(job)).table
+    cells = pd.read_csv(out_dir / "cells.csv", dtype=str)
+    status = cells["status"].to_numpy()
+    # every primary cell of the rules is suppressed, and the pattern passes the audit
+    assert (status[primary.status == "U"] == "U").all()
+    assert (status == "M").any()
+    assert audit(primary.replace(status=status)).passed
+    assert json.loads((out_dir / "report.json").read_text())["results"]["audit_passed"]
+
+
+def test_full_demo_job_with_fast_method(tmp_path, capsys):
+    out_dir = tmp_path / "x"
+    assert main(["demo", "--output", str(out_dir), "--method", "hypercube", "--quiet"]) == 0
+    check_full_demo(out_dir, capsys.readouterr().out)
+
+
+@pytest.mark.slow
+def test_default_demo_under_a_minute(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    assert main(["demo", "--quiet"]) == 0
+    assert time.perf_counter() - start < 60
+    check_full_demo(tmp_path / "tabprotect-demo", capsys.readouterr().out)
