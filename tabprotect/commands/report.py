@@ -14,7 +14,7 @@ REPORT_EXAMPLES = """  tabprotect report job.toml                 run the job's 
 
 COMPARE_EXAMPLES = """  tabprotect compare job.toml                      methods from [compare] (default: all)
   tabprotect compare job.toml --methods optimal,modular,hypercube --time-limit 30
-  tabprotect compare job.toml --report             also write compare.html
+  tabprotect compare job.toml --report             also write compare_report.html
 """
 
 SERVE_EXAMPLES = """  TABPROTECT_TOKENS=secret-token tabprotect serve --port 8000
@@ -57,7 +57,7 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", help="comma-separated methods (overrides [compare] methods)")
     p.add_argument("--time-limit", type=float, help="seconds per method")
     p.add_argument("--output-dir", help="folder for compare.csv/json (overrides [output] dir)")
-    p.add_argument("--report", action="store_true", help="also write compare.html + .json")
+    p.add_argument("--report", action="store_true", help="also write compare_report.html + .json")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -87,7 +87,7 @@ def run_compare(args) -> int:
             run.audit = best.audit
             run.notes.append(f"published table and audit shown for '{best.label}', the "
                              f"passing method with the least information loss")
-        html_path, trail = write_report(run, out / "compare.html")
+        html_path, trail = write_report(run, out / "compare_report.html")
         print(f"report: {html_path}\naudit trail: {trail}")
     return 0 if result.frame["audit_passed"].fillna(False).astype(bool).all() else 1
 
