@@ -594,6 +594,7 @@ def _duckdb_connect(threads, memory_limit):
     if memory_limit:
         con.execute(f"SET memory_limit = '{memory_limit}'")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
     return con
 
 
@@ -628,7 +629,7 @@ def _leaves_duckdb(src, spec: _Spec, threads, memory_limit, say) -> _Leaves:
         for j, c in enumerate(spec.numeric_columns):
             num.append(f"TRY_CAST({q(c)} AS DOUBLE) AS v{j}")
             num.append(f"({q(c)} IS NOT NULL AND TRY_CAST({q(c)} AS DOUBLE) IS NULL) AS bad{j}")
-        wexpr = f"TRY_CAST({q(spec.weight)} AS DOUBLE)" if spec.weight else "1.0"
+        wexpr = f"TRY_CAST({q(spec.weight)} AS DOUBLE)" if spec.weight else "CAST(1 AS DOUBLE)"
         inner = ", ".join(keys + num + [f"{wexpr} AS w"] + (
             [f"lower(trim(CAST({q(spec.request)} AS VARCHAR))) IN ('1','true','yes','y','t',"
              f"'1.0') AS req"] if spec.request else []))
@@ -666,18 +667,26 @@ def _leaves_duckdb(src, spec: _Spec, threads, memory_limit, say) -> _Leaves:
                    f"{source}) GROUP BY {kcols}")
             say("duckdb: one pass over the file")
             try:
-                return con.execute(sql).df()
+                relation = con.sql(sql)
+                fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+                arrow = fetch()
             except Exception as exc:
                 raise InputError(f"{label}: cannot tabulate ({str(exc).splitlines()[0]})") \
                     from None
+            if hasattr(arrow, "read_all"):      # duckdb >= 1.4 returns a reader
+                arrow = arrow.read_all()
+            cand = arrow.column("cand").combine_chunks() if rv is not None else None
+            frame = arrow.drop_columns(["cand"]).to_pandas() if rv is not None \
+                else arrow.to_pandas()
+            return frame, cand
 
-        res = run(spec.top_k)
+        res, cand = run(spec.top_k)
         _duck_checks(res, spec, ncol, src, label)
         if rv is not None and len(res):
             wmin = float(res["wmin"].min())
             K = _candidates_needed(spec.top_k, wmin)
             if K > spec.top_k:
-                res = run(K)
+                res, cand = run(K)
         else:
             K = spec.top_k
         # map codes -> positions, per distinct code
@@ -703,23 +712,13 @@ def _leaves_duckdb(src, spec: _Spec, threads, memory_limit, say) -> _Leaves:
             req_max = res["req_max"].fillna(0).to_numpy(dtype=float)
         cand_x = cand_w = None
         if rv is not None:
-            cand_x = np.zeros((len(res), K))
-            cand_w = np.zeros((len(res), K))
-            for r, lst in enumerate(res["cand"]):
-                if lst is None:
-                    continue
-                lst = list(lst)
-                if not lst:
-                    continue
-                xs = np.fromiter((float(e["x"]) for e in lst), float, len(lst))
-                ws = np.fromiter((float(e["w"]) for e in lst), float, len(lst))
-                o = np.argsort(-xs, kind="stable")
-                xs, ws = xs[o], ws[o]
-                before = np.cumsum(ws) - ws
-                ok = before < spec.top_k - 1e-12
-                m = int(ok.sum())
-                cand_x[r, :m] = xs[ok][:K]
-                cand_w[r, :m] = ws[ok][:K]
+            import pyarrow.compute as pc
+            lengths = pc.list_value_length(cand).fill_null(0).to_numpy(zero_copy_only=False)
+            flat = cand.flatten()
+            xs = flat.field("x").to_numpy(zero_copy_only=False).astype(float)
+            ws = flat.field("w").to_numpy(zero_copy_only=False).astype(float)
+            row = np.repeat(np.arange(len(res)), lengths)
+            cand_x, cand_w = _leaf_candidates(row, xs, ws, len(res), spec.top_k, K)
         holdings = None
         if spec.holding is not None and rv is not None:
             say("duckdb: holding sums")
