@@ -99,8 +99,15 @@ def store(tmp_path):
     return tmp_path / "service" / "jobs.sqlite"
 
 
-def test_submit_poll_fetch(store, tmp_path):
-    with serve(store) as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+@pytest.fixture(scope="module")
+def shared_url(tmp_path_factory):
+    """One server with a process pool for several tests (worker start-up is the cost)."""
+    with serve(tmp_path_factory.mktemp("shared") / "jobs.sqlite") as url:
+        yield url
+
+
+def test_submit_poll_fetch(shared_url):
+    with httpx.Client(base_url=shared_url, headers=AUTH, timeout=30) as client:
         assert client.get("/health").json()["status"] == "ok"
         resp = client.post("/jobs", files=demo_files())
         assert resp.status_code == 202, resp.text
@@ -132,11 +139,14 @@ def test_submit_poll_fetch(store, tmp_path):
         with resources.as_file(DEMO / "cells.csv") as cells:
             assert uploaded["cells.csv"] == sha256_file(cells)
         assert any(j["id"] == job_id for j in client.get("/jobs").json())
+        # a deleted job is gone
+        assert client.delete(f"/jobs/{job_id}").json()["deleted"] is True
+        assert client.get(f"/jobs/{job_id}").status_code == 404
         assert client.get("/openapi.json").json()["paths"]["/jobs"]["post"]
 
 
-def test_auth_failures(store):
-    with serve(store) as url, httpx.Client(base_url=url, timeout=30) as client:
+def test_auth_failures(shared_url):
+    with httpx.Client(base_url=shared_url, timeout=30) as client:
         assert client.get("/health").status_code == 200
         missing = client.get("/jobs")
         assert missing.status_code == 401
@@ -201,10 +211,10 @@ def test_restart_keeps_finished_job(store):
         assert client.get(f"/jobs/{job_id}/report").status_code == 200
 
 
-def test_two_concurrent_jobs(store, tmp_path):
+def test_two_concurrent_jobs(shared_url, tmp_path):
     # the second job publishes S1|A: then S2|A and the primary S2|B follow from the margins
     changes = {("S1", "A"): "S"}
-    with serve(store) as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:
+    with httpx.Client(base_url=shared_url, headers=AUTH, timeout=30) as client:
         with ThreadPoolExecutor(2) as pool:
             posted = list(pool.map(lambda f: client.post("/jobs", files=f),
                                    [demo_files(), demo_files(changes)]))
