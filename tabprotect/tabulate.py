@@ -497,9 +497,11 @@ def _leaves_pandas(frame: pd.DataFrame, spec: _Spec, say, source: str,
     if req is not None and spec.kind != "magnitude":
         raise InputError("the request variable applies to magnitude tables (give a response)")
     say("summing cells")
-    # every record's cell, dropped ones included, so that n_missing reaches its cell
-    ucell, inv = np.unique(cell, return_inverse=True)
-    g = len(ucell)
+    # every record's cell, dropped ones included, so that n_missing reaches its cell;
+    # leaf arrays are indexed by the flat cell id directly (no sort needed)
+    g = int(np.prod(spec.shape))
+    ucell = np.arange(g, dtype=np.int64)
+    inv = cell
     kept = keep.astype(float)
     freq = np.bincount(inv, weights=kept, minlength=g)
     wk = kept * w if w is not None else kept
@@ -537,7 +539,32 @@ def _leaves_pandas(frame: pd.DataFrame, spec: _Spec, say, source: str,
 
 
 def _leaf_candidates(gi: np.ndarray, x: np.ndarray, w: np.ndarray, g: int, k: int, K: int):
-    """Per group, the largest contributions (and weights) covering the first k weight units."""
+    """Per group, the largest contributions (and weights) covering the first k weight units.
+
+    For small K, K rounds of "largest remaining value per group" (``np.maximum.at`` is a
+    linear pass) beat sorting millions of records; otherwise one lexsort.
+    """
+    cand_x = np.zeros((g, K))
+    cand_w = np.zeros((g, K))
+    if K <= 8:
+        work = np.asarray(x, dtype=float).copy()
+        for j in range(K):
+            best = np.full(g, -np.inf)
+            np.maximum.at(best, gi, work)
+            at_best = best[gi]
+            hit = np.flatnonzero((work == at_best) & (at_best > -np.inf))
+            if len(hit) == 0:
+                break
+            groups, first = np.unique(gi[hit], return_index=True)
+            rec = hit[first]
+            cand_x[groups, j] = x[rec]
+            cand_w[groups, j] = w[rec]
+            work[rec] = -np.inf
+        before = np.cumsum(cand_w, axis=1) - cand_w
+        drop = before >= k - 1e-12
+        cand_x[drop] = 0.0
+        cand_w[drop] = 0.0
+        return cand_x, cand_w
     order = np.lexsort((-x, gi))
     gs = gi[order]
     xs = x[order]
@@ -549,8 +576,6 @@ def _leaf_candidates(gi: np.ndarray, x: np.ndarray, w: np.ndarray, g: int, k: in
     cw = np.cumsum(ws)
     before = cw - ws - (cw[group_start] - ws[group_start])
     take = (before < k - 1e-12) & (rank < K)
-    cand_x = np.zeros((g, K))
-    cand_w = np.zeros((g, K))
     cand_x[gs[take], rank[take]] = xs[take]
     cand_w[gs[take], rank[take]] = ws[take]
     return cand_x, cand_w

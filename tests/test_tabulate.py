@@ -121,6 +121,18 @@ def test_small_weights_need_more_candidates_and_still_merge_exactly():
     np.testing.assert_allclose(t.top[t.cell("a")], [8.5, 3.5])
 
 
+@pytest.mark.parametrize("w_min", [0.5, 0.15])     # few candidates / many (sorting path)
+def test_weighted_tops_equal_brute_force_for_small_weights(w_min):
+    rng = np.random.default_rng(3)
+    df = records(200, 11)
+    df["w"] = rng.uniform(w_min, 3.0, len(df))
+    t = tabulate(df, {"region": REGION, "nace": NACE}, "x", weight="w", top_k=3)
+    brute_force(df, ["region", "nace"], [REGION, NACE], t, weight="w")
+    d = tabulate(df, {"region": REGION, "nace": NACE}, "x", weight="w", top_k=3,
+                 engine="duckdb")
+    np.testing.assert_allclose(d.top, t.top, rtol=1e-12)
+
+
 def test_holding_spanning_leaves_is_summed_at_every_level():
     df = pd.DataFrame({"region": ["N1", "N2", "N1", "S1"], "x": [60.0, 30.0, 10.0, 5.0],
                        "h": ["G", "G", None, None]})
