@@ -1,0 +1,442 @@
+"""Audit of a rounded table: what an intruder knows of every cell.
+
+The intruder sees the published rounded values ``a_i``, knows the base ``b`` and the
+rounding method, and knows that the *true* table is additive (``A x = 0``) and integral.
+The method alone confines each true value to a range (tau-Argus manual sec. 2.14):
+
+=====================================  ===================================================
+method                                 true value ``x`` of a cell published as ``a``
+=====================================  ===================================================
+deterministic (ties up)                ``a - b/2 <= x < a + b/2``, i.e. integers
+                                       ``[ceil(a - b/2), ceil(a + b/2) - 1]`` (and ``>= 0``)
+random, controlled (zero-restricted)   ``a = 0``: ``[0, b-1]``; otherwise ``[a-b+1, a+b-1]``
+controlled with K extra steps          ``a < (K+1) b``: ``[0, (K+1) b - 1]``;
+                                       otherwise ``[a-(K+1) b+1, a+(K+1) b-1]``
+random, totals from inner cells        inner cells as random; totals: no own range
+small-count (threshold t)              inner ``a = 0``: ``[0, t-1]``; ``a = b``:
+                                       ``[1, max(b, t-1)]``; other inner values are exact
+                                       (large counts are published unrounded); totals: no
+                                       own range (they are sums of rounded cells)
+unpublished cell                       the table's a-priori bounds (default ``[0, inf)``)
+=====================================  ===================================================
+
+The audit intersects these ranges with additivity and integrality: for every cell the
+integer minimum and maximum over ``{x integer : A x = 0, lo <= x <= hi}``.  Intervals can
+be far narrower than the ranges; the audit flags
+
+* **narrower** cells: the interval is strictly inside the method's range,
+* **exact** disclosure: the interval is a single value (where the method promised more),
+* **pinned small values**: the interval lies inside ``[1, small_max]`` (default 1 and 2),
+  so the intruder learns that the cell holds a group of one or two units.
+
+How it stays fast and exact: fixed cells are substituted out; the rest splits into
+independent components; per component one persistent HiGHS model is built and only the
+objective changes.  A first few LPs push *all* unresolved cells down (then up) at once:
+every cell sitting at its range's end in an integral feasible solution has that end as its
+exact bound (no feasible table goes beyond the range), and a vertex of an LP with ``m``
+rows has all but ``m`` variables at a bound, so most cells are settled by a handful of
+LPs.  The remaining cells get their own min/max LP, warm-started; a fractional optimum
+triggers the integer program for that bound (integrality is exact, never assumed).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from solvers import HighsModel, LinearProgram
+from tabprotect.errors import InputError
+from tabprotect.model.table import Table
+
+_TOL = 1e-6
+AUDIT_METHODS = ("deterministic", "random", "controlled", "small-count")
+
+
+@dataclass
+class RoundedAuditResult:
+    """Intervals of the true values of a rounded table, as an intruder can compute them.
+
+    Arrays have one entry per cell.
+
+    Attributes
+    ----------
+    published : the rounded values the audit assumed published (nan where unpublished)
+    range_lower, range_upper : the range the method alone implies for each cell
+    lower, upper : integer min and max of each cell given everything the intruder knows
+    is_published : mask of the cells the intruder sees
+    narrower : interval strictly inside the method's range
+    exact : single-value interval where the method's range had more than one value
+    pinned_small : interval inside ``[1, small_max]``
+    true_inside : when true values are known: each lies in its interval (a check of the
+        audit and of the rounding; None otherwise)
+    """
+
+    published: np.ndarray
+    range_lower: np.ndarray
+    range_upper: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    is_published: np.ndarray
+    narrower: np.ndarray
+    exact: np.ndarray
+    pinned_small: np.ndarray
+    base: int
+    method: str
+    k_step: int
+    small_max: int
+    n_components: int
+    n_lp: int
+    n_mip: int
+    runtime: float
+    true_inside: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """No exact disclosure and no pinned small value."""
+        return not bool(self.exact.any() or self.pinned_small.any())
+
+    def summary(self) -> dict[str, Any]:
+        width = self.upper - self.lower
+        fin = np.isfinite(width) & self.is_published
+        return {
+            "cells": int(len(self.lower)),
+            "published": int(self.is_published.sum()),
+            "narrower_than_method": int(self.narrower.sum()),
+            "exactly_disclosed": int(self.exact.sum()),
+            "pinned_small_values": int(self.pinned_small.sum()),
+            "min_width_published": float(width[fin].min()) if fin.any() else None,
+            "mean_width_published": float(width[fin].mean()) if fin.any() else None,
+            "passed": self.passed,
+            "components": self.n_components,
+            "lp_solved": self.n_lp,
+            "mip_solved": self.n_mip,
+            "seconds": round(self.runtime, 3),
+        }
+
+    def to_frame(self, table: Table, only_flagged: bool = False,
+                 include_true: bool = False) -> pd.DataFrame:
+        """Cells with ``published, range_lower, range_upper, lower, upper`` and the flags.
+
+        ``include_true`` adds the true value (never for files that leave the office)."""
+        out = table.to_frame(())
+        if include_true:
+            out["value"] = table.value
+        out["published"] = self.published
+        out["range_lower"] = self.range_lower
+        out["range_upper"] = self.range_upper
+        out["lower"] = self.lower
+        out["upper"] = self.upper
+        out["narrower"] = self.narrower
+        out["exact"] = self.exact
+        out["pinned_small"] = self.pinned_small
+        if only_flagged:
+            out = out[self.narrower | self.exact | self.pinned_small]
+        return out
+
+
+def method_ranges(published: np.ndarray, base: int, method: str, *, k_step: int = 0,
+                  threshold: int | None = None, inner: np.ndarray | None = None,
+                  margins_from_interior: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Integer range of each true value implied by the method alone (ORACLES/tau-Argus).
+
+    Examples
+    --------
+    >>> lo, hi = method_ranges(np.array([0.0, 5.0, 10.0]), 5, "controlled")
+    >>> lo.tolist(), hi.tolist()
+    ([0.0, 1.0, 6.0], [4.0, 9.0, 14.0])
+    """
+    a = np.asarray(published, dtype=float)
+    b = float(base)
+    n = len(a)
+    if inner is None:
+        inner = np.ones(n, dtype=bool)
+    if method == "deterministic":
+        lo = np.ceil(a - b / 2.0 - 1e-9)
+        hi = np.ceil(a + b / 2.0 - 1e-9) - 1.0
+    elif method in ("random", "controlled"):
+        reach = (int(k_step) + 1) * b
+        lo = np.where(a < reach - _TOL, 0.0, a - reach + 1.0)
+        hi = a + reach - 1.0
+        if method == "random" and margins_from_interior:
+            lo = np.where(inner, lo, 0.0)
+            hi = np.where(inner, hi, np.inf)
+    elif method == "small-count":
+        t = float(threshold if threshold is not None else base)
+        zero = np.abs(a) <= _TOL
+        at_base = np.abs(a - b) <= _TOL
+        lo = np.where(zero, 0.0, np.where(at_base, 1.0, a))
+        hi = np.where(zero, t - 1.0, np.where(at_base, max(b, t - 1.0), a))
+        # zero stays zero when nothing below the threshold is rounded (t <= 1)
+        hi = np.where(zero & (t <= 1), 0.0, hi)
+        lo = np.where(inner, lo, 0.0)
+        hi = np.where(inner, hi, np.inf)
+    else:
+        raise InputError(f"audit-rounded: method must be one of {', '.join(AUDIT_METHODS)}, "
+                         f"not {method!r}")
+    return np.maximum(lo, 0.0), hi
+
+
+def audit_rounded(rounded, base: int | None = None, method: str | None = None, *,
+                  published: np.ndarray | None = None, k_step: int | None = None,
+                  threshold: int | None = None, margins_from_interior: bool | None = None,
+                  true_values: np.ndarray | None = None, small_max: int = 2,
+                  time_limit: float | None = None, threads: int | None = 1,
+                  progress: Callable[[int, int], None] | None = None) -> RoundedAuditResult:
+    """Integer intervals of the true values of a rounded table, as an intruder sees them.
+
+    Parameters
+    ----------
+    rounded : a :class:`~tabprotect.rounding.RoundingResult` (base, method and its
+        parameters are taken from it, and the true values are checked to lie inside
+        their intervals), or a :class:`Table` whose ``value`` holds the published rounded
+        values (give ``base`` and ``method``)
+    base, method : the rounding base and method the intruder assumes
+    published : mask of the cells the intruder sees (e.g. only the margins); default all
+    k_step : controlled rounding with up to ``k_step`` extra steps (default: from the
+        result, 0 otherwise)
+    threshold : small-count threshold (default: from the result, else ``base``)
+    margins_from_interior : random rounding whose totals are sums of rounded inner cells
+    true_values : the true table, to check that each lies in its interval (optional)
+    small_max : values ``1..small_max`` are "small" for the pinned-value flag
+    time_limit : seconds for the whole audit (cells not reached keep their method range,
+        and the result says so)
+    threads : solver threads
+    progress : ``progress(done_components, total_components)``
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r}, [10, 5, 5], kind="frequency")   # published
+    >>> res = audit_rounded(t, base=5, method="controlled")
+    >>> res.lower.tolist(), res.upper.tolist()
+    ([6.0, 1.0, 1.0], [14.0, 9.0, 9.0])
+    """
+    start = time.perf_counter()
+    from tabprotect.rounding import RoundingResult  # local: rounding imports this module
+    params: dict[str, Any] = {}
+    if isinstance(rounded, RoundingResult):
+        table = rounded.rounded_table
+        base = rounded.base if base is None else base
+        method = rounded.method if method is None else method
+        params = rounded.params
+        if true_values is None:
+            true_values = rounded.table.value
+        if k_step is None and method == "controlled":
+            # the intruder assumes the relaxation only when the rounding needed it
+            k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
+    elif isinstance(rounded, Table):
+        table = rounded
+    else:
+        raise InputError("audit_rounded: give a RoundingResult or a Table of rounded values")
+    if base is None or method is None:
+        raise InputError("audit_rounded: give the rounding base and method")
+    base = int(base)
+    if base < 1:
+        raise InputError("audit_rounded: the base must be a positive integer")
+    k_step = int(k_step or 0)
+    if threshold is None:
+        threshold = params.get("threshold")
+    if margins_from_interior is None:
+        margins_from_interior = bool(params.get("margins_from_interior", False))
+    n = table.n_cells
+    a = table.value.astype(float)
+    if published is None:
+        is_pub = np.ones(n, dtype=bool)
+    else:
+        is_pub = np.asarray(published, dtype=bool)
+        if is_pub.shape != (n,):
+            raise InputError(f"audit_rounded: 'published' must have {n} entries")
+    inner = table.is_inner
+    r_lo, r_hi = method_ranges(a, base, method, k_step=k_step, threshold=threshold,
+                               inner=inner, margins_from_interior=margins_from_interior)
+    box_lo = np.where(is_pub, r_lo, np.ceil(table.lb - 1e-9))
+    box_hi = np.where(is_pub, r_hi, np.where(np.isfinite(table.ub),
+                                             np.floor(table.ub + 1e-9), np.inf))
+    box_lo = np.maximum(box_lo, np.ceil(table.lb - 1e-9))
+    box_hi = np.minimum(box_hi, table.ub)
+    notes: list[str] = []
+    if method == "small-count" and threshold is not None and base > threshold:
+        notes.append(f"small-count with base {base} > threshold {threshold}: a published "
+                     f"{base} means 1..{threshold - 1} or exactly {base}; the audit uses the "
+                     f"hull [1, {base}] (intervals may be reported wider than they are)")
+    if np.any(box_lo > box_hi):
+        i = int(np.flatnonzero(box_lo > box_hi)[0])
+        raise InputError(f"audit_rounded: cell {table.cell_name(i)} has an empty range "
+                         f"(published value inconsistent with base {base} and method {method})")
+    lower, upper = box_lo.copy(), box_hi.copy()
+    counters = {"lp": 0, "mip": 0}
+    deadline = None if time_limit is None else start + time_limit
+    free = box_lo < box_hi
+    comps = _components(table.relations, free)
+    _check_fixed_rows(table, free, box_lo)
+    for k, cells in enumerate(comps):
+        lo, hi = _ComponentAudit(table, free, box_lo, box_hi, cells, threads).bounds(
+            counters, deadline)
+        lower[cells] = lo
+        upper[cells] = hi
+        if progress is not None:
+            progress(k + 1, len(comps))
+    if deadline is not None and time.perf_counter() > deadline:
+        notes.append("time limit reached: some cells keep their method range (the audit may "
+                     "understate what an intruder can derive)")
+    width_range = r_hi - r_lo
+    narrower = is_pub & ((lower > r_lo + _TOL) | (upper < r_hi - _TOL))
+    exact = (np.abs(upper - lower) <= _TOL) & (width_range > _TOL) & is_pub
+    exact |= (np.abs(upper - lower) <= _TOL) & ~is_pub
+    pinned = (lower >= 1 - _TOL) & (upper <= small_max + _TOL)
+    inside = None
+    if true_values is not None:
+        tv = np.asarray(true_values, dtype=float)
+        inside = (tv >= lower - _TOL) & (tv <= upper + _TOL)
+        if not inside.all():
+            i = int(np.flatnonzero(~inside)[0])
+            notes.append(f"{int((~inside).sum())} true value(s) outside their interval (first "
+                         f"{table.cell_name(i)}): the rounding does not follow the stated "
+                         f"method/base")
+    return RoundedAuditResult(
+        published=np.where(is_pub, a, np.nan), range_lower=np.where(is_pub, r_lo, box_lo),
+        range_upper=np.where(is_pub, r_hi, box_hi), lower=lower, upper=upper,
+        is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned, base=base,
+        method=method, k_step=k_step, small_max=int(small_max), n_components=len(comps),
+        n_lp=counters["lp"], n_mip=counters["mip"], runtime=time.perf_counter() - start,
+        true_inside=inside, notes=notes)
+
+
+# ---------------------------------------------------------------- internals
+def _components(A: sp.csr_matrix, free: np.ndarray) -> list[np.ndarray]:
+    cells = np.flatnonzero(free)
+    if len(cells) == 0:
+        return []
+    sub = A[:, cells].tocsr()
+    m, s = sub.shape
+    coo = sub.tocoo()
+    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
+    _, labels = connected_components(graph, directed=False)
+    cell_labels = labels[m:]
+    order = np.argsort(cell_labels, kind="stable")
+    splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
+    return [cells[g] for g in np.split(order, splits)]
+
+
+def _check_fixed_rows(table: Table, free: np.ndarray, box_lo: np.ndarray) -> None:
+    """Relations whose cells are all known exactly must balance."""
+    A = table.relations
+    if A.shape[0] == 0:
+        return
+    touches_free = (abs(A) @ free.astype(float)) > 0.5
+    resid = A @ np.where(free, 0.0, box_lo)
+    bad = ~touches_free & (np.abs(resid) > _TOL)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        t = int(table.relation_total[r])
+        raise InputError(f"audit_rounded: the published values of total {table.cell_name(t)} "
+                         f"and its parts cannot come from an additive table with this method")
+
+
+class _ComponentAudit:
+    def __init__(self, table, free, box_lo, box_hi, cells, threads):
+        A = table.relations
+        sub = A[:, cells].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        self.M = sub[rows]
+        fixed = ~free
+        self.rhs = -np.asarray(A[rows][:, fixed] @ box_lo[fixed], dtype=float) \
+            if fixed.any() else np.zeros(len(rows))
+        self.lo = box_lo[cells].astype(float)
+        self.hi = box_hi[cells].astype(float)
+        self.k = len(cells)
+        self.threads = threads
+        self._mip = None
+
+    def _lp(self, integer: bool) -> LinearProgram:
+        return LinearProgram(c=np.zeros(self.k), A=self.M, row_lower=self.rhs,
+                             row_upper=self.rhs, col_lower=self.lo, col_upper=self.hi,
+                             integrality=np.ones(self.k, bool) if integer else None)
+
+    def bounds(self, counters, deadline):
+        k = self.k
+        lo_done = np.zeros(k, dtype=bool)
+        hi_done = np.zeros(k, dtype=bool)
+        out_lo = self.lo.copy()
+        out_hi = self.hi.copy()
+        model = HighsModel(self._lp(False), threads=self.threads, simplex_strategy=1)
+
+        def absorb(x):
+            # an integral feasible table at a cell's range end proves that end is exact
+            if x is None or np.abs(x - np.round(x)).max(initial=0.0) > _TOL:
+                return
+            lo_done[:] |= np.abs(x - self.lo) <= _TOL
+            hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= _TOL)
+
+        # bulk pushes: all unresolved cells down together, then up, while it helps
+        for _ in range(6):
+            progress = False
+            for sense, done in (("min", lo_done), ("max", hi_done)):
+                todo = np.flatnonzero(~done)
+                if len(todo) == 0 or _late(deadline):
+                    continue
+                before = int(done.sum())
+                model.set_objective(indices=todo, values=np.ones(len(todo)), sense=sense)
+                res = model.solve()
+                import os
+                if os.environ.get("TP_DEBUG"):
+                    print(sense, len(todo), res.log_summary)
+                counters["lp"] += 1
+                if res.status == "infeasible":
+                    raise InputError("audit_rounded: no additive integer table is consistent "
+                                     "with the published values, base and method")
+                if res.status == "optimal":
+                    absorb(res.x)
+                progress |= int(done.sum()) > before
+            if not progress:
+                break
+        # the rest: one LP per bound, warm
+        for sense, done, out in (("min", lo_done, out_lo), ("max", hi_done, out_hi)):
+            for j in np.flatnonzero(~done):
+                if done[j]:
+                    continue  # settled by an earlier solution in this loop
+                if _late(deadline):
+                    break
+                model.set_objective(indices=[j], values=[1.0], sense=sense)
+                res = model.solve()
+                counters["lp"] += 1
+                if res.status == "unbounded":
+                    out[j] = -np.inf if sense == "min" else np.inf
+                    done[j] = True
+                    continue
+                if res.status != "optimal":
+                    continue
+                xj = float(res.x[j])
+                if np.abs(res.x - np.round(res.x)).max(initial=0.0) > _TOL:
+                    xj = self._integer_bound(j, sense, counters)
+                else:
+                    absorb(res.x)
+                out[j] = xj
+                done[j] = True
+        out_lo = np.where(lo_done, np.where(np.isfinite(out_lo), np.ceil(out_lo - _TOL),
+                                            out_lo), self.lo)
+        out_hi = np.where(hi_done, np.where(np.isfinite(out_hi), np.floor(out_hi + _TOL),
+                                            out_hi), self.hi)
+        # a bound never leaves the method's range (an unfinished MILP reports +-inf)
+        return np.maximum(out_lo, self.lo) + 0.0, np.minimum(out_hi, self.hi) + 0.0
+
+    def _integer_bound(self, j, sense, counters) -> float:
+        if self._mip is None:
+            self._mip = HighsModel(self._lp(True), threads=self.threads)
+        self._mip.set_objective(indices=[j], values=[1.0], sense=sense)
+        res = self._mip.solve()
+        counters["mip"] += 1
+        if res.status != "optimal":
+            return -np.inf if sense == "min" else np.inf
+        return float(round(res.x[j]))
+
+
+def _late(deadline) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
