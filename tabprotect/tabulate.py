@@ -380,6 +380,9 @@ def _code_positions(values: pd.Series, dim: Dimension, spec: _Spec, source: str,
     h = dim.hierarchy
     leaf = h.is_leaf
     total_like = (pos_u >= 0) & ~leaf[np.maximum(pos_u, 0)]
+    if total_like.any():    # unused categories of a categorical column do not count
+        used = np.bincount(codes[codes >= 0], minlength=len(uniq)) > 0
+        total_like &= used
     if total_like.any():
         j = int(np.flatnonzero(total_like)[0])
         rows = np.flatnonzero(codes == j)[:3]

@@ -350,3 +350,14 @@ def test_tabulate_job_on_demo_fixture(tmp_path):
     with pytest.raises(InputError, match="unknown key"):
         tabulate_job(load_job(spec={"microdata": {"file": "x.csv", "dimensions": ["a"],
                                                   "bogus": 1}}, base=tmp_path))
+
+
+def test_categorical_codes_with_unused_categories():
+    df = pd.DataFrame({"region": pd.Categorical(["N1", "S1", "N1"],
+                                                categories=["N1", "S1", "N", "zz"]),
+                       "x": [1.0, 2.0, 4.0]})
+    t = tabulate(df, {"region": REGION}, "x", top_k=2)
+    assert t.value[t.cell("N")] == 5.0 and t.top[t.cell("T")].tolist() == [4.0, 2.0]
+    df.loc[1, "region"] = "zz"
+    with pytest.raises(InputError, match="code 'zz' of 'region'"):
+        tabulate(df, {"region": REGION}, "x")
