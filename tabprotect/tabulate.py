@@ -94,7 +94,8 @@ def tabulate(microdata: pd.DataFrame | str | Path,
         ``"zero"`` (a contributor with value 0) or ``"drop"`` (the record is left out of the
         cell).  With ``zero``/``drop`` the records concerned are counted per cell in
         ``extra["n_missing"]`` and a warning gives the total, so nothing disappears silently.
-    engine : ``"pandas"``, ``"duckdb"`` or ``"auto"`` (duckdb for files, pandas for frames)
+    engine : ``"pandas"``, ``"duckdb"`` or ``"auto"`` (duckdb for files when installed,
+        pandas for frames)
     threads, memory_limit : duckdb settings (e.g. ``threads=1``, ``memory_limit="2GB"``);
         duckdb spills to disk beyond the memory limit, so files larger than memory work
     progress : called with short messages while the work proceeds
@@ -124,7 +125,11 @@ def tabulate(microdata: pd.DataFrame | str | Path,
         if not path.exists():
             raise InputError(f"{path}: microdata file not found")
         if engine == "auto":
-            engine = "duckdb"
+            try:
+                import duckdb  # noqa: F401  (optional: the 'files' extra)
+                engine = "duckdb"
+            except ImportError:
+                engine = "pandas"
         if engine == "duckdb":
             leaves = _leaves_duckdb(path, spec, threads, memory_limit, say)
         elif engine == "pandas":
