@@ -149,7 +149,7 @@ def build_table(job: Job, progress=None) -> Table:
         freq=freq if freq in frame.columns else None,
         top=spec.get("top"), cost=spec.get("cost"), lb=spec.get("lb"), ub=spec.get("ub"),
         status=spec.get("status"), upl=spec.get("upl"), lpl=spec.get("lpl"),
-        spl=spec.get("spl"), compute_totals=bool(spec.get("compute_totals", False)),
+        spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=bool(spec.get("compute_totals", False)),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
 

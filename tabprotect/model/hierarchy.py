@@ -244,6 +244,8 @@ class Hierarchy:
         for row in sub.itertuples(index=False):
             prev = str(total)
             for code in row:
+                if code == prev:
+                    continue  # a code repeated at the next level passes through unchanged
                 if code in seen:
                     if seen[code] != prev:
                         raise InputError(f"hierarchy {name}: code '{code}' has two parents "

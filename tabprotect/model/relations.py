@@ -72,12 +72,14 @@ def product_relations(hierarchies: Sequence[Hierarchy]) -> tuple[sp.csr_matrix, 
 
 
 def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
-                            n_cells: int) -> tuple[sp.csr_matrix, np.ndarray]:
+                            n_cells: int, total_sign: float = 1.0
+                            ) -> tuple[sp.csr_matrix, np.ndarray]:
     """Relations given as ``(rel, cell, coef)`` triplets (the CSV/JJ form).
 
-    The total of each relation is its cell with a coefficient of sign opposite to the
-    majority (the ``-1`` in ``total = sum(parts)`` files); -1 when ambiguous.
-    Rows are renumbered 0..m-1 in order of first appearance of ``rel``.
+    The total of each relation is its one cell whose coefficient has the sign
+    ``total_sign`` (+1 in the model's ``total - parts`` form, -1 in files written as
+    ``-total + parts``); failing that, the one cell of the other sign; -1 when ambiguous.
+    Rows are renumbered 0..m-1 in the sorted order of ``rel``.
     """
     rel = np.asarray(rel)
     uniq, row = np.unique(rel, return_inverse=True)
@@ -88,13 +90,13 @@ def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
     total = np.full(A.shape[0], -1, dtype=np.int64)
     for r in range(A.shape[0]):
         lo, hi = A.indptr[r], A.indptr[r + 1]
-        vals = A.data[lo:hi]
-        neg = np.flatnonzero(vals < 0)
-        pos = np.flatnonzero(vals > 0)
-        if len(neg) == 1 and len(pos) >= 1:
-            total[r] = A.indices[lo + neg[0]]
-        elif len(pos) == 1 and len(neg) >= 1:
-            total[r] = A.indices[lo + pos[0]]
+        signed = A.data[lo:hi] * total_sign
+        first = np.flatnonzero(signed > 0)
+        other = np.flatnonzero(signed < 0)
+        if len(first) == 1 and len(other) >= 1:
+            total[r] = A.indices[lo + first[0]]
+        elif len(other) == 1 and len(first) >= 1:
+            total[r] = A.indices[lo + other[0]]
     return A, total
 
 

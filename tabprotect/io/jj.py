@@ -1,0 +1,250 @@
+"""tau-Argus JJ format and the cells + relations CSV pair (general tables).
+
+JJ (tau-Argus 4.1 manual sec. 5.5), free format, whitespace separated::
+
+    0
+    <number of cells>
+    <index> <value> <cost> <status> <lower bound> <upper bound> <lpl> <upl> <spl>
+    ...
+    <number of relations>
+    0 <k> : <total> (-1) <part> (1) <part> (1) ...
+
+Status letters: ``s`` safe, ``u`` primary, ``m`` secondary, ``z`` protected or empty.
+sdcTable's writer puts the cell frequency after the value (10 fields per cell line); both
+layouts are read, the manual's is written.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tabprotect.errors import InputError
+from tabprotect.model.relations import relations_from_triplets
+from tabprotect.model.table import Table, read_frame
+
+_JJ_STATUS_IN = {"s": "S", "u": "U", "m": "M", "z": "Z", "p": "P"}
+
+
+def read_jj(path: str | Path) -> Table:
+    """Read a JJ file into a general :class:`Table`.
+
+    ``z`` cells with a non-zero value become ``P`` (protected); with value 0, ``Z``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> text = "0\\n3\\n0 5 1 s 0 10 0 0 0\\n1 2 1 u 0 10 1 1 0\\n2 3 1 s 0 10 0 0 0\\n1\\n0 3 : 0 (-1) 1 (1) 2 (1)\\n"
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.jj"); _ = open(p, "w").write(text)
+    >>> read_jj(p).status.tolist()
+    ['S', 'U', 'S']
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    lines = [ln.strip() for ln in path.read_text().splitlines()]
+    lines = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
+    if len(lines) < 2:
+        raise InputError(f"{path.name}: empty or truncated JJ file")
+    pos = 1  # line 0 is the leading "0"
+    try:
+        n = int(lines[pos][1].split()[0])
+    except (ValueError, IndexError):
+        raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of cells") from None
+    pos += 1
+    value = np.zeros(n)
+    freq = np.full(n, np.nan)
+    cost = np.zeros(n)
+    status = np.full(n, "S", dtype="<U1")
+    lb = np.zeros(n)
+    ub = np.full(n, np.inf)
+    lpl = np.zeros(n)
+    upl = np.zeros(n)
+    spl = np.zeros(n)
+    seen = np.zeros(n, dtype=bool)
+    for _ in range(n):
+        if pos >= len(lines):
+            raise InputError(f"{path.name}: file ends after {pos - 2} of {n} cells")
+        lineno, ln = lines[pos]
+        f = ln.split()
+        try:
+            if len(f) == 9:
+                idx, v, c, s, lo, hi, lp, up, sl = f
+                fr = None
+            elif len(f) == 10:
+                idx, v, fr, c, s, lo, hi, lp, up, sl = f
+            else:
+                raise ValueError
+            idx = int(idx)
+            if not 0 <= idx < n:
+                raise InputError(f"{path.name} line {lineno}: cell index {idx} out of range")
+            if seen[idx]:
+                raise InputError(f"{path.name} line {lineno}: cell {idx} is duplicated")
+            seen[idx] = True
+            value[idx] = float(v)
+            if fr is not None:
+                freq[idx] = float(fr)
+            cost[idx] = float(c)
+            letter = s.lower()
+            if letter not in _JJ_STATUS_IN:
+                raise InputError(f"{path.name} line {lineno}: unknown status '{s}'")
+            status[idx] = _JJ_STATUS_IN[letter]
+            lb[idx], ub[idx] = float(lo), float(hi)
+            lpl[idx], upl[idx], spl[idx] = float(lp), float(up), float(sl)
+        except ValueError:
+            raise InputError(f"{path.name} line {lineno}: expected 9 or 10 fields "
+                             f"(index value [freq] cost status lb ub lpl upl spl)") from None
+        pos += 1
+    z = status == "Z"
+    status[z & (value != 0)] = "P"
+    if pos >= len(lines):
+        raise InputError(f"{path.name}: missing the number of relations")
+    try:
+        m = int(lines[pos][1].split()[0])
+    except ValueError:
+        raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of "
+                         f"relations") from None
+    pos += 1
+    rel, cell, coef = [], [], []
+    pattern = re.compile(r"(\d+)\s*\(\s*([-+]?\d+(?:\.\d*)?)\s*\)")
+    for r in range(m):
+        if pos >= len(lines):
+            raise InputError(f"{path.name}: file ends after {r} of {m} relations")
+        lineno, ln = lines[pos]
+        if ":" not in ln:
+            raise InputError(f"{path.name} line {lineno}: relation without ':'")
+        head, body = ln.split(":", 1)
+        terms = pattern.findall(body)
+        try:
+            k = int(head.split()[1])
+        except (IndexError, ValueError):
+            raise InputError(f"{path.name} line {lineno}: expected '0 k : ...'") from None
+        if len(terms) != k:
+            raise InputError(f"{path.name} line {lineno}: relation says {k} cells but lists "
+                             f"{len(terms)}")
+        for c, cf in terms:
+            c = int(c)
+            if not 0 <= c < n:
+                raise InputError(f"{path.name} line {lineno}: cell {c} out of range")
+            rel.append(r)
+            cell.append(c)
+            coef.append(float(cf))
+        pos += 1
+    # JJ writes total (-1) parts (1); the model uses +1 on the total: flip the sign.
+    A, total = relations_from_triplets(np.asarray(rel), np.asarray(cell),
+                                       -np.asarray(coef), n)
+    return Table.from_relations(value, A, relation_total=total, freq=freq, cost=cost,
+                                status=status, lb=lb, ub=ub, lpl=lpl, upl=upl, spl=spl,
+                                name=path.stem)
+
+
+def write_jj(table: Table, path: str | Path, cost: np.ndarray | None = None) -> Path:
+    """Write a table (product or general) in the JJ layout of the tau-Argus manual.
+
+    Infinite upper bounds are written as the sum of absolute values times 10 (a finite
+    number tau-Argus accepts); relations in the model's form ``total - parts``.
+    """
+    path = Path(path)
+    n = table.n_cells
+    c = cost if cost is not None else (table.cost if table.cost is not None else np.ones(n))
+    big = 10.0 * max(1.0, float(np.abs(table.value).sum()))
+    ub = np.where(np.isfinite(table.ub), table.ub, big)
+    lb = np.where(np.isfinite(table.lb), table.lb, -big)
+    letters = {"S": "s", "U": "u", "M": "m", "Z": "z", "P": "z"}
+    out = ["0", str(n)]
+    for i in range(n):
+        out.append(f"{i} {_fmt(table.value[i])} {_fmt(c[i])} {letters[table.status[i]]} "
+                   f"{_fmt(lb[i])} {_fmt(ub[i])} {_fmt(table.lpl[i])} {_fmt(table.upl[i])} "
+                   f"{_fmt(table.spl[i])}")
+    A = table.relations
+    out.append(str(A.shape[0]))
+    for r in range(A.shape[0]):
+        lo, hi = A.indptr[r], A.indptr[r + 1]
+        cols, vals = A.indices[lo:hi], A.data[lo:hi]
+        tot = table.relation_total[r]
+        order = sorted(range(len(cols)), key=lambda j: (cols[j] != tot, cols[j]))
+        terms = " ".join(f"{cols[j]} ({_fmt_coef(-vals[j])})" for j in order)
+        out.append(f"0 {len(cols)} : {terms}")
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x)) if not float(x).is_integer() else f"{x:.1f}"
+
+
+def _fmt_coef(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path | pd.DataFrame,
+                         id_column: str = "cell", source: str | None = None) -> Table:
+    """A general table from a cells file and a relations file ``rel,cell,coef``.
+
+    The cells file has an id column (``cell``; 0..n-1 or labels), ``value`` and optional
+    ``freq, cost, lb, ub, status, upl, lpl, spl``.  Each relation says
+    ``total = sum(parts)``; coefficients may be given either as -1 on the total and +1 on
+    the parts (Castro's files) or the reverse.
+
+    Examples
+    --------
+    >>> cells = pd.DataFrame({"cell": ["T", "a", "b"], "value": [5, 2, 3]})
+    >>> rel = pd.DataFrame({"rel": [0, 0, 0], "cell": ["T", "a", "b"], "coef": [-1, 1, 1]})
+    >>> read_cells_relations(cells, rel).n_relations
+    1
+    """
+    cf = cells if isinstance(cells, pd.DataFrame) else read_frame(cells, dtype_str=[id_column])
+    rf = relations if isinstance(relations, pd.DataFrame) else read_frame(
+        relations, dtype_str=["cell"])
+    src = source or (Path(cells).name if not isinstance(cells, pd.DataFrame) else "cells")
+    if id_column not in cf.columns:
+        raise InputError(f"{src}: id column '{id_column}' not found")
+    for col in ("rel", "cell", "coef"):
+        if col not in rf.columns:
+            raise InputError(f"relations: column '{col}' not found (expected rel,cell,coef)")
+    ids = cf[id_column].astype(str)
+    if ids.duplicated().any():
+        raise InputError(f"{src}: cell '{ids[ids.duplicated()].iloc[0]}' is duplicated")
+    position = pd.Series(np.arange(len(cf)), index=ids.to_numpy())
+    rcell = rf["cell"].astype(str)
+    unknown = ~rcell.isin(position.index)
+    if unknown.any():
+        r = int(np.flatnonzero(unknown.to_numpy())[0])
+        raise InputError(f"relations row {r + 2}: cell '{rcell.iloc[r]}' is not in {src}")
+    coef = rf["coef"].to_numpy(dtype=float)
+    # which sign marks the total: the sign that occurs once per relation in most relations
+    neg_once = rf.assign(neg=coef < 0).groupby("rel")["neg"].sum().eq(1).mean()
+    pos_once = rf.assign(pos=coef > 0).groupby("rel")["pos"].sum().eq(1).mean()
+    total_sign = -1.0 if neg_once >= pos_once else 1.0
+    A, total = relations_from_triplets(rf["rel"].to_numpy(), position[rcell].to_numpy(),
+                                       coef, len(cf), total_sign=total_sign)
+    # orient every row as +1 on the total
+    sign = np.ones(A.shape[0])
+    for r in range(A.shape[0]):
+        if total[r] >= 0 and A[r, total[r]] < 0:
+            sign[r] = -1.0
+    import scipy.sparse as sp
+    A = sp.diags(sign) @ A
+    def col(name, default=None):
+        if name in cf.columns:
+            return pd.to_numeric(cf[name], errors="coerce").to_numpy(dtype=float)
+        return default
+    value = col("value")
+    if value is None:
+        raise InputError(f"{src}: column 'value' not found")
+    if np.isnan(value).any():
+        r = int(np.flatnonzero(np.isnan(value))[0])
+        raise InputError(f"{src} row {r + 2}: value of cell '{ids.iloc[r]}' is missing")
+    kw = {k: col(k) for k in ("cost", "lb", "ub", "upl", "lpl", "spl") if k in cf.columns}
+    if "ub" in kw:
+        kw["ub"] = np.where(np.isnan(kw["ub"]), np.inf, kw["ub"])
+    if "status" in cf.columns:
+        kw["status"] = cf["status"].fillna("S").astype(str).str.upper().str[:1].to_numpy()
+    table = Table.from_relations(value, A, relation_total=total,
+                                 labels=pd.DataFrame({id_column: ids.to_numpy()}),
+                                 freq=col("freq"), name=Path(str(src)).stem, **kw)
+    table.check_additivity()
+    table._check_bounds(src)
+    return table

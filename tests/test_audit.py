@@ -1,0 +1,207 @@
+"""tabprotect.audit: feasibility intervals against published oracles and brute force."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tabprotect.audit import audit
+from tabprotect.model import Hierarchy, Table
+
+
+def two_way(inner, rows=None, cols=None, kind="magnitude"):
+    inner = np.asarray(inner, float)
+    rows = rows or [str(i + 1) for i in range(inner.shape[0])]
+    cols = cols or [str(j + 1) for j in range(inner.shape[1])]
+    frame = pd.DataFrame([(r, c, inner[i, j]) for i, r in enumerate(rows)
+                          for j, c in enumerate(cols)], columns=["r", "c", "value"])
+    return Table.from_frame(frame, {"r": Hierarchy.flat(rows), "c": Hierarchy.flat(cols)},
+                            freq=None, compute_totals=True, kind=kind)
+
+
+def suppress(table, cells, letter="U"):
+    st_ = table.status.copy()
+    for codes in cells:
+        st_[table.cell(*codes)] = letter
+    return table.replace(status=st_)
+
+
+def test_oracle_a1_handbook_2x2_block():
+    # SDC Handbook 4.2: rows 1..3 x cols 1..2; the 2x2 block suppressed (true values
+    # consistent with the published margins: row totals 7, 3; column totals 9, 7)
+    t = suppress(two_way([[5, 2], [1, 2], [3, 3]]), [("1", "1"), ("1", "2"), ("2", "1"),
+                                                     ("2", "2")])
+    res = audit(t)
+    got = {c: (res.lower[t.cell(*c)], res.upper[t.cell(*c)])
+           for c in [("1", "1"), ("1", "2"), ("2", "1"), ("2", "2")]}
+    assert got == {("1", "1"): (3, 6), ("1", "2"): (1, 4), ("2", "1"): (0, 3),
+                   ("2", "2"): (0, 3)}
+    assert res.n_components == 1
+
+
+def test_oracle_a2_two_suppressions_per_relation_yet_disclosed():
+    inner = [[30, 47, 64, 89], [90, 124, 5, 31], [92, 100, 59, 85], [800, 991, 651, 685]]
+    t = two_way(inner, rows=list("wxyz"), cols=list("abcd"))
+    cells = [("w", "a"), ("w", "b"), ("w", "c"), ("x", "a"), ("x", "c"), ("y", "b"),
+             ("y", "d"), ("z", "b"), ("z", "d")]
+    t = suppress(t, cells)
+    res = audit(t)
+    expected = {("w", "b"): (47, 47), ("w", "a"): (25, 94), ("w", "c"): (0, 69),
+                ("x", "a"): (26, 95), ("x", "c"): (0, 69), ("y", "b"): (0, 185),
+                ("y", "d"): (0, 185), ("z", "b"): (906, 1091), ("z", "d"): (585, 770)}
+    for c, (lo, hi) in expected.items():
+        i = t.cell(*c)
+        assert (res.lower[i], res.upper[i]) == pytest.approx((lo, hi))
+    assert res.exact.sum() == 1 and res.exact[t.cell("w", "b")]
+    # an exactly disclosed primary is never protected, whatever its levels
+    assert not res.protected[t.cell("w", "b")] and not res.passed
+    # one more suppression fixes it
+    fixed = audit(suppress(t, [("w", "d")], "M"))
+    assert not fixed.exact.any()
+
+
+def _brute_force_intervals(table, unpublished, limit):
+    """Integer min/max of each unpublished cell by enumerating every assignment."""
+    cells = np.flatnonzero(unpublished)
+    A = table.relations.toarray()
+    x = table.value.copy()
+    lo = {i: np.inf for i in cells}
+    hi = {i: -np.inf for i in cells}
+    for combo in itertools.product(range(limit + 1), repeat=len(cells)):
+        x[cells] = combo
+        if np.all(np.abs(A @ x) < 1e-9):
+            for i, v in zip(cells, combo):
+                lo[i] = min(lo[i], v)
+                hi[i] = max(hi[i], v)
+    return lo, hi
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_intervals_match_brute_force_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    # 3-D table 2x2x2 inner with margins: LP vertices can be fractional here
+    hs = {"a": Hierarchy.flat(["0", "1"]), "b": Hierarchy.flat(["0", "1"]),
+          "c": Hierarchy.flat(["0", "1"])}
+    frame = pd.DataFrame([(i, j, k, int(rng.integers(0, 4))) for i in "01" for j in "01"
+                          for k in "01"], columns=["a", "b", "c", "value"])
+    t = Table.from_frame(frame, hs, freq=None, compute_totals=True, kind="frequency")
+    n_sup = int(rng.integers(3, 7))
+    unpublished = np.zeros(t.n_cells, bool)
+    unpublished[rng.choice(t.n_cells, n_sup, replace=False)] = True
+    limit = int(t.value.max())
+    lo, hi = _brute_force_intervals(t, unpublished, limit)
+    res = audit(t, unpublished=unpublished, integer=True)
+    for i in np.flatnonzero(unpublished):
+        assert res.lower[i] == lo[i] and res.upper[i] == hi[i], t.cell_name(i)
+
+
+def test_integer_mode_tighter_than_lp_on_fractional_polytope():
+    # A 3-D 2x2x2 table with only the grand total and the inner cells hidden behind
+    # all 2-D margins: the LP bound can be fractional, the integer bound is not.
+    hs = {"a": Hierarchy.flat(["0", "1"]), "b": Hierarchy.flat(["0", "1"]),
+          "c": Hierarchy.flat(["0", "1"])}
+    vals = {("0", "0", "0"): 1, ("0", "0", "1"): 0, ("0", "1", "0"): 0, ("0", "1", "1"): 1,
+            ("1", "0", "0"): 0, ("1", "0", "1"): 1, ("1", "1", "0"): 1, ("1", "1", "1"): 0}
+    frame = pd.DataFrame([(*k, v) for k, v in vals.items()], columns=["a", "b", "c", "value"])
+    t = Table.from_frame(frame, hs, freq=None, compute_totals=True, kind="frequency")
+    unpublished = t.is_inner.copy()
+    lp = audit(t, unpublished=unpublished, integer=False)
+    ip = audit(t, unpublished=unpublished, integer=True)
+    lo, hi = _brute_force_intervals(t, unpublished, 1)
+    for i in np.flatnonzero(unpublished):
+        assert ip.lower[i] == lo[i] and ip.upper[i] == hi[i]
+        assert lp.lower[i] <= ip.lower[i] and lp.upper[i] >= ip.upper[i]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_property_intervals_contain_true_value(data):
+    nr = data.draw(st.integers(2, 4))
+    nc = data.draw(st.integers(2, 4))
+    inner = data.draw(st.lists(st.integers(0, 50), min_size=nr * nc, max_size=nr * nc))
+    t = two_way(np.reshape(inner, (nr, nc)))
+    mask = np.asarray(data.draw(st.lists(st.booleans(), min_size=t.n_cells,
+                                         max_size=t.n_cells)))
+    res = audit(t, unpublished=mask)
+    assert np.all(res.lower <= t.value + 1e-7) and np.all(res.upper >= t.value - 1e-7)
+    assert np.all(res.lower[~mask] == t.value[~mask])
+
+
+def test_protection_verdict_against_levels():
+    t = suppress(two_way([[5, 2], [1, 2], [3, 3]]), [("1", "1")])
+    t = suppress(t, [("1", "2"), ("2", "1"), ("2", "2")], "M")
+    i = t.cell("1", "1")  # interval [3, 6], value 5
+    upl = np.zeros(t.n_cells)
+    lpl = np.zeros(t.n_cells)
+    upl[i], lpl[i] = 1, 2
+    assert audit(t.replace(upl=upl, lpl=lpl)).passed
+    upl[i] = 1.5  # needs 6.5 > 6
+    res = audit(t.replace(upl=upl, lpl=lpl))
+    assert not res.passed and res.shortfalls.tolist() == [i]
+    upl[i], lpl[i] = 1, 2.5  # needs 2.5 < 3
+    assert not audit(t.replace(upl=upl, lpl=lpl)).passed
+    spl = np.zeros(t.n_cells)
+    spl[i] = 3
+    assert audit(t.replace(spl=spl)).passed
+    spl[i] = 3.5
+    assert not audit(t.replace(spl=spl)).passed
+    # the lower requirement is capped at the a-priori bound: value 1 needs [0, ...]
+    j = t.cell("2", "1")
+    st2 = t.status.copy()
+    st2[j] = "U"
+    lpl2 = np.zeros(t.n_cells)
+    lpl2[j] = 5
+    assert audit(t.replace(status=st2, lpl=lpl2)).protected[j]
+
+
+def test_published_primary_is_unprotected():
+    t = two_way([[5, 2], [1, 2]])
+    st_ = t.status.copy()
+    st_[t.cell("1", "1")] = "U"
+    res = audit(t.replace(status=st_), unpublished=np.zeros(t.n_cells, bool))
+    assert not res.passed
+
+
+def test_only_margins_published():
+    t = two_way([[5, 2, 1], [1, 2, 7]])
+    res = audit(t, unpublished=t.is_inner)
+    i = t.cell("1", "1")
+    # row 1 total 8, column 1 total 6: x11 in [max(0, 8 - 3 - 9 + ...)...]; check by brute force
+    lo, hi = _brute_force_intervals(t, t.is_inner, int(t.value.max()))
+    assert res.lower[i] == lo[i] and res.upper[i] == hi[i]
+    assert res.n_components == 1
+
+
+def test_singleton_attack():
+    # row: T = a + b, both suppressed; a has one contributor: its owner knows a, so b is
+    # disclosed to it although the plain audit gives b a wide interval
+    h = Hierarchy.flat(["a", "b", "c"], total="T")
+    frame = pd.DataFrame({"x": ["a", "b", "c"], "value": [10.0, 20.0, 30.0],
+                          "freq": [1, 3, 4]})
+    t = Table.from_frame(frame, {"x": h}, compute_totals=True)
+    st_ = t.status.copy()
+    st_[t.cell("a")] = "U"
+    st_[t.cell("b")] = "U"
+    upl = np.where(st_ == "U", 2.0, 0.0)
+    t = t.replace(status=st_, upl=upl, lpl=upl)
+    assert audit(t).passed
+    res = audit(t, singleton=True)
+    assert not res.protected[t.cell("b")]
+    assert res.protected[t.cell("a")]  # b has 3 contributors: none knows b exactly
+    st_[t.cell("c")] = "M"
+    assert audit(t.replace(status=st_), singleton=True).passed
+
+
+def test_large_components_progress_and_counts():
+    rng = np.random.default_rng(3)
+    t = two_way(rng.integers(1, 100, size=(30, 30)))
+    mask = np.zeros(t.n_cells, bool)
+    mask[rng.choice(np.flatnonzero(t.is_inner), 200, replace=False)] = True
+    calls = []
+    res = audit(t, unpublished=mask, progress=lambda d, n: calls.append((d, n)))
+    assert calls and calls[-1][0] == calls[-1][1] == res.n_components
+    assert res.n_lp + res.n_lp_skipped == 2 * mask.sum()
+    assert np.all(res.lower <= t.value) and np.all(res.upper >= t.value)
