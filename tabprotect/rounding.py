@@ -18,8 +18,10 @@ and the remainder ``r = x - floor_b(x)``:
   equality system ``A_nm d = -A floor_b(x) / b`` and the deviation ``|R_i - x_i| =
   r_i + d_i (b - 2 r_i)`` is linear in ``d``.  Two-dimensional tables are a network flow
   (node-arc incidence matrix, totally unimodular): the LP relaxation solved by simplex has an
-  integral optimal vertex, which is checked, so no branching is needed.  Three and more
-  dimensions need the MILP, and a zero-restricted solution may not exist; the error says so
+  integral optimal vertex, which is checked, so no branching is needed.  That holds for
+  two-way tables with subtotals in at most one dimension; with hierarchies in both
+  dimensions, and in three and more dimensions, the MILP is needed and a zero-restricted
+  solution may not exist; the error says so
   and ``k_step=K`` allows cells to move up to ``K`` further multiples (each extra step
   penalised).  Large hierarchical tables are solved by partitioning along a hierarchy
   (top slice first, then each parent's children with the parent's rounded slice fixed):
@@ -345,10 +347,16 @@ class _ControlledRounder:
             return rounded, path, optimal, notes
         everything = np.ones(table.n_cells, dtype=bool)
         fixed = np.zeros(table.n_cells, dtype=bool)
-        network = len(dims) == 2
+        # a two-way table with subtotals in at most one dimension is a network: its
+        # relation matrix is a node-arc incidence matrix (totally unimodular), so the LP
+        # optimum found by simplex is integral and a solution always exists.  With
+        # hierarchies in both dimensions that fails (zero-restricted rounding may not
+        # exist, see the tests); the LP is still tried first and its integrality checked.
+        network = len(dims) == 2 and sum(len(d.hierarchy.edges()) > 1 for d in dims) <= 1
+        lp_first = len(dims) == 2
         values, status, path, optimal = self._solve_part(everything, fixed, np.zeros(0),
-                                                         network, k_step, penalty, notes,
-                                                         label="the table")
+                                                         lp_first, k_step, penalty, notes,
+                                                         label="the table", network=network)
         return values, path, optimal, notes
 
     def _run_partitioned(self, d: int, k_step, penalty, notes):
@@ -382,7 +390,8 @@ class _ControlledRounder:
         return rounded, path, False
 
     # -- one sub-problem: round `cells`, with `fixed` cells at `fixed_values`
-    def _solve_part(self, cells, fixed, fixed_values, network, k_step, penalty, notes, label):
+    def _solve_part(self, cells, fixed, fixed_values, lp_first, k_step, penalty, notes, label,
+                    network=False):
         A = self.A
         in_scope = cells | fixed
         # relations entirely inside (cells + already fixed) and touching the cells
@@ -394,7 +403,7 @@ class _ControlledRounder:
         base_vals = np.where(cells, self.low, 0.0)
         base_vals[fixed] = fixed_values[fixed] if len(fixed_values) else 0.0
         free = cells & self.nonmult
-        sol = self._zero_restricted(rows, free, base_vals, network, label)
+        sol = self._zero_restricted(rows, free, base_vals, lp_first, label, network)
         if sol is not None:
             vals, path, optimal = sol
             out = np.where(cells, vals, np.nan)
@@ -416,7 +425,7 @@ class _ControlledRounder:
         r = -(self.A[rows] @ base_vals) / self.base
         return np.round(r)
 
-    def _zero_restricted(self, rows, free, base_vals, network, label):
+    def _zero_restricted(self, rows, free, base_vals, lp_first, label, network=False):
         b = self.base
         cols = np.flatnonzero(free)
         M = self.A[rows][:, cols].tocsr()
@@ -429,16 +438,16 @@ class _ControlledRounder:
         c = self.w[cols] * (b - 2.0 * self.rem[cols])
         lp = LinearProgram(c=c, A=M, row_lower=rhs, row_upper=rhs, col_lower=np.zeros(len(cols)),
                            col_upper=np.ones(len(cols)),
-                           integrality=None if network else np.ones(len(cols), dtype=bool))
-        res = self._solve(lp, simplex=network)
+                           integrality=None if lp_first else np.ones(len(cols), dtype=bool))
+        res = self._solve(lp, simplex=lp_first)
         if res.status == "infeasible":
             return None
-        if network and res.has_solution and \
+        if lp_first and res.has_solution and \
                 np.abs(res.x - np.round(res.x)).max(initial=0.0) > 1e-6:
-            # not totally unimodular after all (e.g. hierarchies in both dimensions): branch
+            # fractional vertex (not a network): branch and bound on the same model
             lp.integrality = np.ones(len(cols), dtype=bool)
             res = self._solve(lp)
-            network = False
+            lp_first = False
             if res.status == "infeasible":
                 return None
         if not res.has_solution:
@@ -447,7 +456,11 @@ class _ControlledRounder:
         d = np.round(res.x)
         vals = base_vals.copy()
         vals[cols] += b * d
-        path = "network-flow LP (integral vertex)" if network else "MILP"
+        if lp_first:
+            path = "network-flow LP (integral vertex)" if network else \
+                "LP relaxation (integral vertex)"
+        else:
+            path = "MILP"
         return vals, path, res.status == "optimal"
 
     def _k_step(self, rows, cells, fixed, base_vals, K, penalty, label):

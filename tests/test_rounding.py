@@ -176,8 +176,18 @@ def test_a6_statcan_controlled_rounding_base100():
 
 
 # ---------------------------------------------------------------- properties
+@st.composite
+def two_way_one_hierarchy(draw, max_leaves: int, max_value: int):
+    """Two-way tables with subtotals in at most one dimension (the network case)."""
+    kind = draw(st.sampled_from(["flat", "two-level"]))
+    n1, n2 = draw(st.integers(2, max_leaves)), draw(st.integers(2, max_leaves))
+    hs = {"x": hierarchy(kind, n1, "x"), "y": hierarchy("flat", n2, "y")}
+    inner = draw(st.lists(st.integers(0, max_value), min_size=n1 * n2, max_size=n1 * n2))
+    return product_table(hs, np.asarray(inner, dtype=float))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hierarchical_tables(ndim=2, max_leaves=4, max_value=12), st.sampled_from([2, 3, 5]))
+@given(two_way_one_hierarchy(max_leaves=4, max_value=12), st.sampled_from([2, 3, 5]))
 def test_controlled_2d_additive_zero_restricted_optimal(table, base):
     res = round_table(table, base, "controlled", audit=False)
     r = res.rounded
@@ -192,8 +202,12 @@ def test_controlled_2d_additive_zero_restricted_optimal(table, base):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hierarchical_tables(ndim=3, max_leaves=3, max_value=6), st.sampled_from([2, 3]))
+@given(st.one_of(hierarchical_tables(ndim=3, max_leaves=3, max_value=6),
+                 hierarchical_tables(ndim=2, max_leaves=4, max_value=6)),
+       st.sampled_from([2, 3]))
 def test_controlled_3d_additive_and_zero_restricted_or_proven_infeasible(table, base):
+    """3-D tables and 2-D tables with hierarchies in both dimensions: zero-restricted
+    rounding may not exist; then brute force must agree and the K-step result is used."""
     res = round_table(table, base, "controlled", k_step=1, audit=False)
     r = res.rounded
     assert np.array_equal(r, totals_from_inner(table, r))
@@ -230,6 +244,18 @@ def test_partitioned_3d_hierarchical_is_exactly_additive():
 
 
 # ---------------------------------------------------------------- K-step fallback
+def test_two_way_with_two_hierarchies_can_be_infeasible():
+    # found by the property test: subtotals in both dimensions break the network structure
+    hx = hierarchy("two-level", 3, "x")
+    hy = hierarchy("two-level", 4, "y")
+    t = product_table({"x": hx, "y": hy}, [1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 1])
+    assert enumerate_controlled(t, 2) == []
+    with pytest.raises(ZeroRestrictedInfeasible):
+        round_table(t, 2, "controlled", audit=False)
+    res = round_table(t, 2, "controlled", k_step=1, audit=False)
+    assert np.array_equal(res.rounded, totals_from_inner(t, res.rounded))
+
+
 def infeasible_3d_table() -> Table:
     hs = {d: Hierarchy.flat([f"{d}1", f"{d}2"], total="T") for d in "xyz"}
     return product_table(hs, [1, 0, 2, 1, 2, 1, 1, 0])
