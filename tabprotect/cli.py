@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, entry in _discover().items():
         add_arguments, run, help_text = entry[0], entry[1], entry[2]
         examples = entry[3] if len(entry) > 3 else None
-        p = sub.add_parser(name, help=help_text, description=help_text,
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text,
                            epilog=("examples:\n" + examples) if examples else None,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

@@ -93,6 +93,8 @@ def read_jj(path: str | Path) -> Table:
             status[idx] = _JJ_STATUS_IN[letter]
             lb[idx], ub[idx] = float(lo), float(hi)
             lpl[idx], upl[idx], spl[idx] = float(lp), float(up), float(sl)
+        except InputError:
+            raise
         except ValueError:
             raise InputError(f"{path.name} line {lineno}: expected 9 or 10 fields "
                              f"(index value [freq] cost status lb ub lpl upl spl)") from None

@@ -1,0 +1,123 @@
+"""The command line: help, the audit command, and bad input (one line, exit code 2)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from tabprotect.cli import main
+
+JOB = """
+[input]
+cells = "cells.csv"
+dimensions = ["region", "size"]
+value = "value"
+status = "status"
+compute_totals = {compute}
+
+[hierarchies.region]
+pairs = "region.csv"
+
+[output]
+dir = "out"
+"""
+
+CELLS = """region,size,value,status
+N1,s1,5,U
+N1,s2,7,M
+N2,s1,1,M
+N2,s2,9,M
+S,s1,4,
+S,s2,6,
+"""
+
+REGION = "parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n"
+
+
+def write_job(tmp_path, cells=CELLS, region=REGION, compute="true"):
+    (tmp_path / "job.toml").write_text(JOB.format(compute=compute))
+    (tmp_path / "cells.csv").write_text(cells)
+    (tmp_path / "region.csv").write_text(region)
+    return tmp_path / "job.toml"
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for cmd in ("audit", "demo"):
+        assert cmd in out
+
+
+def test_audit_command_writes_intervals(tmp_path, capsys):
+    job = write_job(tmp_path)
+    rc = main(["audit", str(job)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "PASSED" in out
+    frame = pd.read_csv(tmp_path / "out" / "audit.csv", dtype={"region": str, "size": str})
+    assert {"lower", "upper", "required_lower", "required_upper", "protected"} <= set(frame)
+    row = frame[(frame.region == "N1") & (frame["size"] == "s1")].iloc[0]
+    # N1,s1 = 5 with N1,s2 / N2,s1 / N2,s2 hidden: a 2x2 block inside N's rows
+    assert row.lower == 0 and row.upper == 6
+
+
+def test_audit_margins_only(tmp_path, capsys):
+    job = write_job(tmp_path)
+    rc = main(["audit", str(job), "--published-only-margins", "--all-cells"])
+    assert rc == 0
+    frame = pd.read_csv(tmp_path / "out" / "audit.csv")
+    assert len(frame) == 5 * 3
+
+
+BAD_CASES = {
+    "non-additive total": (CELLS + "N,s1,99,\n", REGION, "true", r"cells.csv: total cell \(region=N, size=s1\) is not the sum"),
+    "duplicated cell": (CELLS + "S,s2,6,\n", REGION, "true", r"row 8: cell \(region=S, size=s2\) is duplicated"),
+    "unknown code": (CELLS + "X9,s2,6,\n", REGION, "true", r"row 8: code 'X9' of 'region'"),
+    "cycle": (CELLS, REGION + "N1,N\n", "true", r"region.csv.*two parents|cycle"),
+    "two roots": (CELLS, REGION + "Other,S9\n", "true", r"2 roots"),
+    "negative value": (CELLS.replace("S,s1,4,", "S,s1,-4,"), REGION, "true", r"negative value"),
+    "missing value": (CELLS.replace("S,s1,4,", "S,s1,,"), REGION, "true", r"row 6: value column 'value' of cell \(region=S, size=s1\) is missing"),
+    "empty file": ("", REGION, "true", r"cells.csv: empty file"),
+    "not a number": (CELLS.replace("S,s1,4,", "S,s1,four,"), REGION, "true", r"not a number"),
+    "missing totals": (CELLS + "N,s1,3,\n", REGION, "false", r"not the sum of its parts"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys, case):
+    cells, region, compute, pattern = BAD_CASES[case]
+    job = write_job(tmp_path, cells, region, compute)
+    rc = main(["audit", str(job)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    import re
+    assert re.search(pattern, err), err
+    # no confidential value in the message
+    assert "99" not in err and "four" not in err
+
+
+def test_unknown_column_and_section(tmp_path, capsys):
+    job = write_job(tmp_path)
+    job.write_text(job.read_text().replace('value = "value"', 'value = "turnover"'))
+    assert main(["audit", str(job)]) == 2
+    assert "column 'turnover' not found" in capsys.readouterr().err
+    job.write_text(job.read_text() + "\n[bogus]\nx = 1\n")
+    assert main(["audit", str(job)]) == 2
+    assert "unknown section(s) ['bogus']" in capsys.readouterr().err
+    assert main(["audit", str(tmp_path / "nope.toml")]) == 2
+
+
+def test_console_script_no_traceback(tmp_path):
+    job = write_job(tmp_path, CELLS + "X9,s2,6,\n")
+    proc = subprocess.run([sys.executable, "-m", "tabprotect.cli", "audit", str(job)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "X9" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "tabprotect.cli", "--debug", "audit",
+                           str(job)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" in proc.stderr

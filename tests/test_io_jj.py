@@ -1,0 +1,81 @@
+"""tabprotect.io.jj: the JJ format and the cells + relations CSV pair."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabprotect.audit import audit
+from tabprotect.errors import InputError
+from tabprotect.io.jj import read_cells_relations, read_jj, write_jj
+from tabprotect.model import Hierarchy, Table
+
+
+def _table():
+    region = Hierarchy.from_pairs([("T", "N"), ("T", "S"), ("N", "N1"), ("N", "N2")])
+    size = Hierarchy.flat(["s1", "s2"])
+    frame = pd.DataFrame([(r, s, v) for (r, s), v in zip(
+        [(r, s) for r in ("N1", "N2", "S") for s in ("s1", "s2")], [5, 7, 1, 9, 4, 6])],
+        columns=["region", "size", "value"])
+    t = Table.from_frame(frame, {"region": region, "size": size}, freq=None,
+                         compute_totals=True)
+    st = t.status.copy()
+    st[[t.cell("N1", "s1"), t.cell("N2", "s1")]] = ["U", "M"]
+    upl = np.where(st == "U", 1.5, 0.0)
+    return t.replace(status=st, upl=upl, lpl=upl, cost=np.arange(t.n_cells) + 1.0)
+
+
+def test_jj_round_trip(tmp_path):
+    t = _table()
+    path = write_jj(t, tmp_path / "t.jj")
+    back = read_jj(path)
+    assert back.n_cells == t.n_cells and back.n_relations == t.n_relations
+    np.testing.assert_allclose(back.value, t.value)
+    np.testing.assert_allclose(back.upl, t.upl)
+    np.testing.assert_allclose(back.cost, t.cost)
+    assert back.status.tolist() == t.status.tolist()
+    assert sorted(back.relation_total.tolist()) == sorted(t.relation_total.tolist())
+    # the relations say the same: the true table satisfies them and the audit agrees
+    assert np.abs(back.relations @ back.value).max() == 0
+    a, b = audit(t), audit(back)
+    np.testing.assert_allclose(a.lower, b.lower)
+    np.testing.assert_allclose(np.minimum(a.upper, 1e9), np.minimum(b.upper, 1e9))
+
+
+def test_jj_reads_sdctable_layout_with_frequencies(tmp_path):
+    text = ("0\n3\n0 5 3 1 s 0 50 0 0 0\n1 2 1 1 u 0 50 1 1 0\n2 3 2 1 z 0 50 0 0 0\n"
+            "1\n0 3 : 0 (-1) 1 (1) 2 (1)\n")
+    p = tmp_path / "s.jj"
+    p.write_text(text)
+    t = read_jj(p)
+    assert t.freq.tolist() == [3, 1, 2]
+    assert t.status.tolist() == ["S", "U", "P"]
+    assert t.relation_total.tolist() == [0]
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("0\n2\n0 5 1 s 0 9 0 0 0\n", "ends after 1 of 2 cells"),
+    ("0\n1\n0 5 1 q 0 9 0 0 0\n0\n", "unknown status 'q'"),
+    ("0\n1\n0 5 1 s 0 9 0 0\n0\n", "expected 9 or 10 fields"),
+    ("0\n2\n0 5 1 s 0 9 0 0 0\n0 5 1 s 0 9 0 0 0\n0\n", "cell 0 is duplicated"),
+    ("0\n1\n0 5 1 s 0 9 0 0 0\n1\n0 2 : 0 (-1) 7 (1)\n", "cell 7 out of range"),
+])
+def test_jj_bad_input(tmp_path, text, msg):
+    p = tmp_path / "bad.jj"
+    p.write_text(text)
+    with pytest.raises(InputError, match=msg):
+        read_jj(p)
+
+
+def test_cells_relations_pair_castro_sign_convention():
+    cells = pd.DataFrame({"id": [0, 1, 2, 3], "value": [10.0, 4.0, 6.0, 6.0]})
+    rel = pd.DataFrame({"rel": [0, 0, 0, 1, 1], "cell": [0, 1, 2, 2, 3],
+                        "coef": [-1, 1, 1, -1, 1]})
+    t = read_cells_relations(cells, rel, id_column="id")
+    assert t.relation_total.tolist() == [0, 2]
+    assert np.abs(t.relations @ t.value).max() == 0
+    bad = cells.assign(value=[10.0, 4.0, 7.0, 6.0])
+    with pytest.raises(InputError, match="not the sum"):
+        read_cells_relations(bad, rel, id_column="id")
+    with pytest.raises(InputError, match="cell '9' is not in"):
+        read_cells_relations(cells, rel.assign(cell=[0, 1, 2, 2, 9]), id_column="id")
