@@ -1,0 +1,278 @@
+"""A simple, fast baseline: the attacker-LP loop ("greedy").
+
+For every primary cell whose feasibility interval is too narrow, solve one small linear
+program: the cheapest *deviation* ``f`` of the table that keeps every relation
+(``A f = 0``), keeps every cell inside its a-priori bounds (``lb <= x + f <= ub``), leaves
+``P`` and empty cells alone and moves the primary by its full protection level
+(``f_p = +UPL`` or ``-LPL``).  Already suppressed cells carry deviation for free; a
+published cell ``i`` costs ``cost_i * |f_i| / level`` (the LP relaxation of the optimal
+model for that one primary).  Every published cell the deviation touches is suppressed:
+``x + f`` is then a table the intruder cannot rule out, so the primary's interval reaches
+its required bound.  Repeat with the LP audit until it passes.
+
+The deviation LP is solved on a neighbourhood of the primary (its sub-tables for product
+tables, its relation neighbours for general tables; cells outside are held at 0, so a
+solution is valid for the whole table) and widened only when the neighbourhood has no
+deviation.  This is also the repair step of :func:`tabprotect.secondary.protect`:
+:func:`greedy_repair` takes the shortfalls of any pattern and adds suppressions.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import LinearProgram, solve
+from tabprotect.audit import AuditResult, audit
+from tabprotect.model.status import is_suppressed
+from tabprotect.model.table import Table
+from tabprotect.secondary.base import MethodOutcome, register_method
+
+_TOL = 1e-7
+
+
+def _neighbourhood(table: Table, cell: int, radius: int, split=None) -> np.ndarray:
+    """Cells within ``radius`` relation steps of ``cell`` (for product tables the
+    union of the cell's sub-tables counts as radius 0)."""
+    A = table.relations
+    At = _transpose(table)
+    if split is not None:
+        cells = np.unique(np.concatenate([split.subtable(k).cells
+                                          for k in split.subtables_of_cell(cell)]))
+    else:
+        cells = np.asarray([cell], dtype=np.int64)
+    for _ in range(radius if split is not None else radius + 1):
+        rows = np.unique(At[cells].indices)
+        if len(rows) == 0:
+            break
+        grown = np.unique(np.concatenate([cells, A[rows].indices]))
+        if len(grown) == len(cells):
+            break
+        cells = grown
+    return cells
+
+
+_TRANSPOSES: dict[int, sp.csr_matrix] = {}
+
+
+def _transpose(table: Table) -> sp.csr_matrix:
+    key = id(table.relations)
+    At = _TRANSPOSES.get(key)
+    if At is None or At.shape != table.relations.shape[::-1]:
+        At = table.relations.T.tocsr()
+        _TRANSPOSES.clear()  # keep one: the loop works on one table at a time
+        _TRANSPOSES[key] = At
+    return At
+
+
+def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: int,
+                      amount: float, *, cells: np.ndarray, time_limit: float | None = None
+                      ) -> np.ndarray | None:
+    """Cells (outside the suppressed set) on which the cheapest deviation moving ``cell``
+    by ``amount`` (signed) is non-zero; None when no such deviation exists on ``cells``.
+
+    Parameters
+    ----------
+    status : current status; ``U``/``M`` cells carry deviation for free, ``P`` and ``Z``
+        cells cannot move
+    cells : the neighbourhood the deviation may use (must contain ``cell``)
+    """
+    A = table.relations
+    At = _transpose(table)
+    rows = np.unique(At[cells].indices)
+    sub = A[rows][:, cells].tocsr() if len(rows) else sp.csr_matrix((0, len(cells)))
+    k = len(cells)
+    x = table.value[cells]
+    up = table.ub[cells] - x
+    down = x - table.lb[cells]
+    st = status[cells]
+    frozen = np.isin(st, ("P", "Z"))
+    up = np.where(frozen, 0.0, np.maximum(up, 0.0))
+    down = np.where(frozen, 0.0, np.maximum(down, 0.0))
+    free = np.isin(st, ("U", "M"))
+    w = np.where(free, 0.0, cost[cells] / max(abs(amount), 1e-12))
+    loc = int(np.searchsorted(cells, cell))
+    # columns: f_plus (k), f_minus (k)
+    col_lo = np.zeros(2 * k)
+    col_hi = np.concatenate([up, down])
+    if amount > 0:
+        col_lo[loc] = col_hi[loc] = amount
+        col_hi[k + loc] = 0.0
+    else:
+        col_lo[k + loc] = col_hi[k + loc] = -amount
+        col_hi[loc] = 0.0
+    if col_lo[loc] > col_hi[loc] + _TOL or col_lo[k + loc] > col_hi[k + loc] + _TOL:
+        return None  # the required move leaves the a-priori bounds
+    col_hi = np.maximum(col_hi, col_lo)
+    c = np.concatenate([w, w])
+    M = sp.hstack([sub, -sub]).tocsr()
+    zero = np.zeros(M.shape[0])
+    lp = LinearProgram(c=c, A=M, row_lower=zero, row_upper=zero, col_lower=col_lo,
+                       col_upper=col_hi)
+    # no threads option: HiGHS errors when it differs from the running thread pool
+    res = solve(lp, time_limit=time_limit)
+    if res.status != "optimal" or res.x is None:
+        return None
+    f = res.x[:k] - res.x[k:]
+    scale = max(1.0, abs(amount))
+    moved = np.abs(f) > 1e-7 * scale
+    return cells[moved & ~free]
+
+
+def _levels(table: Table, cell: int) -> tuple[float, float]:
+    """(up, down) amounts that give the primary its required interval."""
+    up = float(min(table.upl[cell], table.ub[cell] - table.value[cell]))
+    down = float(min(table.lpl[cell], table.value[cell] - table.lb[cell]))
+    if table.spl[cell] > up + down:
+        up = float(min(table.spl[cell] - down, table.ub[cell] - table.value[cell]))
+    # a primary always needs some uncertainty, even with zero protection levels
+    return up, down
+
+
+def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
+                  audit_result: AuditResult | None = None, time_limit: float | None = None,
+                  progress: Callable[[str, float], None] | None = None,
+                  max_radius: int = 4) -> np.ndarray:
+    """Add secondary suppressions so that each listed primary reaches its required interval.
+
+    For each cell in ``unprotected_cells`` (in the given order) and each direction whose
+    bound falls short (both directions when ``audit_result`` is None), solve the cheapest
+    deviation LP (see the module docstring) on a neighbourhood of the cell, widened up to
+    ``max_radius`` relation steps (then the whole table) when infeasible, and suppress (status
+    ``M``) every published cell it moves.  Suppressions made for earlier cells are free for
+    later ones.  The result is *not* audited here: call :func:`tabprotect.audit.audit` again
+    (a deviation LP proves its own direction; repairs of several primaries only add cells).
+
+    Parameters
+    ----------
+    table : the table with its current status (U primaries, M secondaries, P forced published)
+    cost : suppression cost per cell
+    unprotected_cells : indices of primary cells to repair (e.g. ``audit(...).shortfalls``)
+    audit_result : the audit of the current pattern; tells which direction falls short
+    time_limit : seconds for the whole repair (cells not reached keep their status)
+    progress : ``progress(message, fraction)``
+
+    Returns
+    -------
+    The new status array (a copy).
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0), lpl=np.where(st == "U", 1.0, 0))
+    >>> new = greedy_repair(t, np.ones(9), [4])
+    >>> int((new == "M").sum())
+    3
+    """
+    start = time.perf_counter()
+    status = table.status.copy()
+    cells = [int(c) for c in np.atleast_1d(np.asarray(unprotected_cells, dtype=np.int64))]
+    split = None
+    if table.dimensions:
+        from tabprotect.secondary.subtables import Split
+        split = Split(table)
+    tol = 1e-6
+    for n_done, p in enumerate(cells):
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
+        up, down = _levels(table, p)
+        directions = []
+        if audit_result is None:
+            directions = [up, -down]
+        else:
+            x = table.value[p]
+            scale = tol * max(1.0, abs(x))
+            if audit_result.upper[p] < x + up - scale or audit_result.exact[p]:
+                directions.append(up)
+            if audit_result.lower[p] > x - down + scale or audit_result.exact[p]:
+                directions.append(-down)
+            width = audit_result.upper[p] - audit_result.lower[p]
+            if width < table.spl[p] - scale and not directions:
+                directions.append(up if up > 0 else -down)
+        for amount in directions:
+            if amount == 0:
+                # zero level (e.g. a primary whose level was capped by its bounds): ask for
+                # a small positive move so that the cell is at least not exactly disclosed
+                room_up = table.ub[p] - table.value[p]
+                room_dn = table.value[p] - table.lb[p]
+                unit = max(1.0, 0.01 * abs(table.value[p]))
+                amount = min(unit, room_up) if room_up > 0 else -min(unit, room_dn)
+                if amount == 0:
+                    continue
+            support = None
+            for radius in list(range(max_radius + 1)) + [None]:
+                if radius is None:
+                    hood = np.arange(table.n_cells)
+                else:
+                    hood = _neighbourhood(table, p, radius, split)
+                left = None if time_limit is None else max(
+                    1.0, time_limit - (time.perf_counter() - start))
+                support = deviation_support(table, status, cost, p, amount, cells=hood,
+                                            time_limit=left)
+                if support is not None or len(hood) == table.n_cells:
+                    break
+            if support is not None and len(support):
+                status[support] = "M"
+        if progress is not None:
+            progress("greedy repair", (n_done + 1) / max(1, len(cells)))
+    return status
+
+
+@register_method("greedy")
+def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
+           progress: Callable[[str, float], None] | None = None, max_rounds: int = 20,
+           **options) -> MethodOutcome:
+    """The attacker-LP loop: repair every short primary, audit, repeat until the audit passes.
+
+    Options
+    -------
+    max_rounds : audit/repair rounds (default 20)
+    singleton : audit against single-contributor attackers too (default False)
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0), lpl=np.where(st == "U", 1.0, 0))
+    >>> out = greedy(t, np.ones(9))
+    >>> int((out.status == "M").sum())
+    3
+    """
+    start = time.perf_counter()
+    singleton = bool(options.get("singleton", False))
+    status = table.status.copy()
+    primaries = np.flatnonzero(status == "U")
+    # first round without an audit: every primary needs both directions anyway
+    order = primaries[np.argsort(-table.value[primaries], kind="stable")]
+
+    def remaining():
+        return None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - start))
+
+    status = greedy_repair(table.replace(status=status), cost, order, time_limit=remaining(),
+                           progress=progress)
+    rounds = 1
+    passed = False
+    for _ in range(max_rounds):
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
+        res = audit(table.replace(status=status), singleton=singleton, time_limit=remaining())
+        if res.passed:
+            passed = True
+            break
+        short = res.shortfalls
+        new = greedy_repair(table.replace(status=status), cost, short, audit_result=res,
+                            time_limit=remaining(), progress=progress)
+        rounds += 1
+        if (new != status).sum() == 0:
+            break  # no deviation can help (e.g. blocked by P cells): protect() reports it
+        status = new
+    return MethodOutcome(status=status, solver_status="heuristic",
+                         details={"rounds": rounds, "audit_passed": passed,
+                                  "secondaries": int((status == "M").sum())})

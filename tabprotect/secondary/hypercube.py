@@ -1,0 +1,303 @@
+"""Hypercube (GHMiter) secondary suppression: no LP, local, fast.
+
+In a non-hierarchical sub-table (see :mod:`tabprotect.secondary.subtables`) a *hypercube*
+with a corner at cell ``p`` picks, in every dimension ``d``, another code ``j_d`` of the same
+group; its ``2^k`` corners are the cells taking ``p``'s code or ``j_d`` in each dimension.
+Adding ``+t`` and ``-t`` to the corners with alternating signs keeps every relation of the
+sub-table (a step between two children flips the sign; a step between a child and the
+group's parent keeps it), so when every corner is suppressed the intruder cannot tell the
+true table from the moved one.  The *simple interval bound* of the cube: ``p`` can move up
+by ``t_up = min(ub - x over + corners, x - lb over - corners)`` and down by ``t_down``
+(the roles swapped).
+
+For each suppressed cell and each sub-table it belongs to, the method chooses, among the
+cubes with no ``P``, empty or zero corner whose bound meets the cell's requirement
+(``t_up >= UPL``, ``t_down >= LPL``, ``t_up + t_down >= SPL``; the protection levels come
+from the primary rules -- the sliding protection ratio of the dominance/p% rule or the
+frequency range, as tau-Argus does), one of least cost, where corners already suppressed
+cost nothing.  The corners become secondary suppressions with *carried* requirements: a
+corner of sign ``s`` must itself be able to move by what ``p`` needs, in every other
+sub-table it belongs to (that is how a move propagates through the hierarchy).  The work
+list is processed until nothing changes (sub-tables iterated until stable).
+
+Single-contributor cells (``freq == 1``; their contributor knows them) are made corners of
+at least two cubes that differ in every dimension, so no line through them has only one
+other suppressed cell.
+
+The bound is exact for the cube's own sub-table; across a hierarchy the requirement
+propagation is a heuristic (like GHMiter), so :func:`tabprotect.secondary.protect`'s audit
+and repair have the last word.  On a non-hierarchical table every primary's cube is a
+feasible move of the whole table, so the pattern passes the LP audit by construction.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from typing import Callable
+
+import numpy as np
+
+from tabprotect.errors import InputError
+from tabprotect.model.table import Table
+from tabprotect.secondary.base import MethodOutcome, register_method
+from tabprotect.secondary.subtables import Split
+
+_REL_TOL = 1e-9
+
+
+def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, how far a primary must be able to move up and down (0 elsewhere).
+
+    ``UPL`` and ``LPL`` capped by the a-priori bounds; a sliding level larger than
+    ``UPL + LPL`` raises the upward amount.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> t = Table.from_arrays({"x": Hierarchy.flat(["a", "b"], total="T")}, [5, 2, 3],
+    ...                       status=["S", "U", "S"], upl=[0, 1, 0], lpl=[0, 4, 0])
+    >>> [a.tolist() for a in requirements(t)]
+    [[0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
+    """
+    primary = table.status == "U"
+    x = table.value
+    up = np.where(primary, np.minimum(table.upl, table.ub - x), 0.0)
+    down = np.where(primary, np.minimum(table.lpl, x - table.lb), 0.0)
+    short = primary & (table.spl > up + down)
+    up = np.where(short, np.minimum(table.spl - down, table.ub - x), up)
+    return np.maximum(up, 0.0), np.maximum(down, 0.0)
+
+
+class _CubeSearch:
+    """The vectorised cube search of one cell in one sub-table."""
+
+    def __init__(self, table: Table, split: Split, cost: np.ndarray, max_candidates: int):
+        self.table = table
+        self.split = split
+        self.cost = cost
+        self.value = table.value
+        self.room_up = table.ub - table.value
+        self.room_down = table.value - table.lb
+        scale = np.maximum(1.0, np.abs(table.value))
+        # corners that may never be used: forced published, empty, zero, or fixed by bounds
+        self.unusable = (np.isin(table.status, ("P", "Z"))
+                         | (np.abs(table.value) <= _REL_TOL * scale)
+                         | (table.ub - table.lb <= _REL_TOL * scale))
+        self.shape = table.shape
+        self.strides = split.strides
+        self.max_candidates = max_candidates
+
+    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray):
+        """Every cube of ``p`` in sub-table ``key`` (grid of the other corners' codes).
+
+        Returns (corner cell indices (2^k x G), corner signs (2^k x G), alternative code
+        positions per cube (G x k)), or None when the sub-table is a single cell.
+        """
+        pos = np.unravel_index(p, self.shape)
+        alts, sigmas, dims = [], [], []
+        for d, (grp_of, k) in enumerate(zip(self.split.dims, key)):
+            grp = grp_of.members[k]
+            if len(grp) < 2:
+                continue
+            here = int(np.flatnonzero(grp == pos[d])[0])
+            others = np.flatnonzero(np.arange(len(grp)) != here)
+            # stepping between two children flips the sign; to or from the parent keeps it
+            sigma = np.where((here == 0) | (others == 0), 1, -1)
+            alts.append(grp[others])
+            sigmas.append(sigma)
+            dims.append(d)
+        if not dims:
+            return None
+        k = len(dims)
+        total = int(np.prod([len(a) for a in alts]))
+        if total > self.max_candidates:
+            # keep, per dimension, the alternatives whose line neighbour is cheapest
+            keep = max(1, int(np.floor(self.max_candidates ** (1.0 / k))))
+            for j, d in enumerate(dims):
+                if len(alts[j]) <= keep:
+                    continue
+                nb = p + (alts[j] - pos[d]) * self.strides[d]
+                score = np.where(self.unusable[nb], np.inf,
+                                 np.where(suppressed[nb], 0.0, self.cost[nb]))
+                order = np.lexsort((alts[j], score))[:keep]
+                order.sort()
+                alts[j] = alts[j][order]
+                sigmas[j] = sigmas[j][order]
+        grids = np.meshgrid(*alts, indexing="ij")
+        sgrids = np.meshgrid(*sigmas, indexing="ij")
+        offsets = [(g.ravel() - pos[d]) * self.strides[d] for g, d in zip(grids, dims)]
+        signs_d = [s.ravel() for s in sgrids]
+        n_cand = offsets[0].shape[0]
+        corners = np.empty((2 ** k, n_cand), dtype=np.int64)
+        signs = np.empty((2 ** k, n_cand), dtype=np.int64)
+        for c, pattern in enumerate(itertools.product((0, 1), repeat=k)):
+            idx = np.full(n_cand, p, dtype=np.int64)
+            sg = np.ones(n_cand, dtype=np.int64)
+            for j, bit in enumerate(pattern):
+                if bit:
+                    idx += offsets[j]
+                    sg *= signs_d[j]
+            corners[c] = idx
+            signs[c] = sg
+        choice = np.stack([g.ravel() for g in grids], axis=1)
+        return corners, signs, choice
+
+    def evaluate(self, corners, signs, suppressed):
+        """(usable, t_up, t_down, new cost) of every candidate cube."""
+        unusable = self.unusable[corners[1:]].any(axis=0)
+        plus = signs > 0
+        ru = self.room_up[corners]
+        rd = self.room_down[corners]
+        t_up = np.where(plus, ru, rd).min(axis=0)
+        t_down = np.where(plus, rd, ru).min(axis=0)
+        new_cost = np.where(suppressed[corners], 0.0, self.cost[corners]).sum(axis=0)
+        return ~unusable, t_up, t_down, new_cost
+
+
+@register_method("hypercube")
+def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
+              progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+              max_candidates: int = 20000, carry: int = 1, **options) -> MethodOutcome:
+    """GHMiter-style hypercube suppression on a product table (any number of dimensions).
+
+    Parameters
+    ----------
+    table : product table with primaries ``U`` and their protection levels
+    cost : suppression cost per cell (cube cost = cost of its not yet suppressed corners)
+    singleton : single-contributor suppressed cells get two cubes differing in every
+        dimension (default True)
+    max_candidates : cubes examined per cell and sub-table; larger sub-tables keep, per
+        dimension, the alternatives with the cheapest line neighbour
+    carry : how many generations of carried requirements to follow: a corner chosen for
+        a primary carries the primary's requirement into its other sub-tables (generation
+        1, the default), corners chosen there carry theirs (generation 2), ...; -1 follows
+        them until nothing changes, 0 protects the primaries in their own sub-tables only
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0],
+    ...                       lpl=[0, 0, 0, 0, 1, 0, 0, 0, 0])
+    >>> out = hypercube(t, np.ones(9))
+    >>> sorted(np.flatnonzero(out.status != "S").tolist())
+    [4, 5, 7, 8]
+    """
+    if not table.dimensions:
+        raise InputError("hypercube needs a product table (dimensions with hierarchies); "
+                         "use method 'gauss', 'greedy' or 'optimal' for a general table")
+    start = time.perf_counter()
+    split = Split(table)
+    search = _CubeSearch(table, split, np.asarray(cost, dtype=float), max_candidates)
+    status = table.status.copy()
+    suppressed = np.isin(status, ("U", "M"))
+    need_up, need_down = requirements(table)
+    freq = table.freq
+    scale = np.maximum(1.0, np.abs(table.value))
+    tol = 1e-7 * scale
+    # per (cell, sub-table): the (up, down) requirement already met there
+    met: dict[tuple[int, tuple], tuple[float, float]] = {}
+    generation = np.where(status == "U", 0, np.iinfo(np.int64).max).astype(np.int64)
+    queue: deque[tuple[int, tuple]] = deque()
+    primaries = np.flatnonzero(status == "U")
+    # top-down (shallow cells first), larger cells first within a level: deterministic
+    order = primaries[np.lexsort((primaries, -table.value[primaries], table.depth[primaries]))]
+    for p in order:
+        for key in split.subtables_of_cell(int(p)):
+            queue.append((int(p), key))
+    stats = {"events": 0, "cubes": 0, "no_feasible_cube": 0, "no_usable_cube": 0,
+             "singleton_second_cubes": 0}
+    timed_out = False
+    initial = len(queue)
+
+    def carry_requirement(s: int, up: float, down: float, key: tuple, gen: int) -> None:
+        if carry >= 0 and gen > carry:
+            return
+        up = min(up, search.room_up[s])
+        down = min(down, search.room_down[s])
+        if up <= need_up[s] + tol[s] and down <= need_down[s] + tol[s]:
+            met.setdefault((s, key), (need_up[s], need_down[s]))
+            return
+        need_up[s] = max(need_up[s], up)
+        need_down[s] = max(need_down[s], down)
+        met[(s, key)] = (need_up[s], need_down[s])
+        generation[s] = min(generation[s], gen)
+        for other in split.subtables_of_cell(s):
+            if other != key:
+                queue.append((s, other))
+
+    while queue:
+        if time_limit is not None and stats["events"] % 256 == 0 and \
+                time.perf_counter() - start > time_limit:
+            timed_out = True
+            break
+        p, key = queue.popleft()
+        stats["events"] += 1
+        done = met.get((p, key))
+        if done is not None and done[0] >= need_up[p] - tol[p] and \
+                done[1] >= need_down[p] - tol[p]:
+            continue
+        cand = search.candidates(p, key, suppressed)
+        if cand is None:
+            continue
+        corners, signs, choice = cand
+        usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
+        width_need = table.spl[p] if status[p] == "U" else 0.0
+        ok = (usable & (t_up >= need_up[p] - tol[p]) & (t_down >= need_down[p] - tol[p])
+              & (t_up + t_down >= width_need - tol[p]))
+        # ties on cost: prefer the cube hiding less value (keeps totals published)
+        new_value = np.where(suppressed[corners], 0.0, np.abs(search.value[corners])).sum(axis=0)
+        picks = []
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            best = idx[np.lexsort((idx, new_value[idx], new_cost[idx]))[0]]
+            picks.append(best)
+        elif usable.any():
+            # no cube is wide enough: take the one that comes closest (then cheapest), so
+            # the cell is at least not disclosed; the audit and repair finish the job
+            stats["no_feasible_cube"] += 1
+            idx = np.flatnonzero(usable)
+            ratio = np.minimum(t_up[idx] / np.maximum(need_up[p], tol[p]),
+                               t_down[idx] / np.maximum(need_down[p], tol[p]))
+            best = idx[np.lexsort((idx, new_value[idx], new_cost[idx], -ratio))[0]]
+            picks.append(best)
+        else:
+            stats["no_usable_cube"] += 1
+            met[(p, key)] = (need_up[p], need_down[p])
+            continue
+        if singleton and freq[p] == 1 and choice.shape[1] >= 1:
+            # a second cube with a different code in every dimension
+            differs = (choice != choice[picks[0]][None, :]).all(axis=1)
+            pool = np.flatnonzero(ok & differs) if (ok & differs).any() else \
+                np.flatnonzero(usable & differs)
+            if len(pool):
+                after = suppressed.copy()
+                after[corners[:, picks[0]]] = True
+                cost2 = np.where(after[corners[:, pool]], 0.0,
+                                 search.cost[corners[:, pool]]).sum(axis=0)
+                picks.append(pool[np.lexsort((pool, cost2))[0]])
+                stats["singleton_second_cubes"] += 1
+        met[(p, key)] = (need_up[p], need_down[p])
+        for b in picks:
+            stats["cubes"] += 1
+            cube = corners[:, b]
+            sg = signs[:, b]
+            fresh = cube[~suppressed[cube]]
+            status[fresh] = "M"
+            suppressed[fresh] = True
+            for s, sign in zip(cube[1:], sg[1:]):
+                s = int(s)
+                # moving p up by need_up moves s by sign * need_up, and so on
+                up = need_up[p] if sign > 0 else need_down[p]
+                down = need_down[p] if sign > 0 else need_up[p]
+                carry_requirement(s, up, down, key, int(generation[p]) + 1)
+        if progress is not None and stats["events"] % 1000 == 0:
+            progress("hypercube", min(0.99, stats["events"] / max(1, initial * 4)))
+    if progress is not None:
+        progress("hypercube", 1.0)
+    stats["secondaries"] = int((status == "M").sum())
+    stats["seconds"] = round(time.perf_counter() - start, 3)
+    return MethodOutcome(status=status, solver_status="time_limit" if timed_out else "heuristic",
+                         details=stats)
