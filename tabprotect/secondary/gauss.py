@@ -1,0 +1,284 @@
+"""Gaussian-elimination secondary suppression (Langsrud's method), exact and sparse.
+
+Every cell of an additive table is a linear combination of the inner cells: its *vector*.
+The intruder can compute a suppressed cell exactly iff its vector is in the span of the
+published cells' vectors.  Candidates for publication are taken one at a time, most
+expensive first (forced published ``P`` and empty ``Z`` cells before everything); a
+candidate is published unless that would put some primary cell in the span of the
+published cells, in which case it becomes a secondary suppression.  The result has no
+exact linear disclosure of any primary; interval protection (the protection levels) is
+then enforced by :func:`tabprotect.secondary.protect`'s audit and repair.
+
+Why it is near-linear: vectors are not written over the inner cells (a total would be a
+dense vector) but over an equivalent sparse basis of the same space: per dimension, every
+code except the last child of each parent is a basis element, and a last child is its
+parent minus its siblings.  A cell's vector is the product of its codes' vectors, so most
+cells are unit vectors and totals are as sparse as leaves; the span relations are the same
+as over the inner cells because the change of basis is invertible.  Elimination is exact
+on Python integers (fraction-free updates, divided by the gcd), incremental, with each
+primary kept reduced against the published basis; a primary enters the span exactly when
+its reduced vector becomes zero, which for a new basis vector ``r`` happens iff the
+primary's reduced vector is proportional to ``r`` -- that is the test.
+
+Singleton-aware variant (``singleton=True``): a single-contributor primary is known to its
+contributor, so the elimination is run a second time with those cells treated as
+published, checking the other primaries; the suppressions of both runs are kept (a
+subset of a safe published set stays safe, so the union is safe for both).
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from math import gcd
+from typing import Callable
+
+import numpy as np
+
+from tabprotect.errors import InputError
+from tabprotect.model.table import Table
+from tabprotect.secondary.base import MethodOutcome, register_method
+
+
+def _dimension_vectors(h) -> tuple[list[list[tuple[int, int]]], int]:
+    """Per code, its vector over the dimension's sparse basis; and the basis size."""
+    n = len(h)
+    last_child = np.zeros(n, dtype=bool)
+    for p, children in h.edges():
+        last_child[children[-1]] = True
+    basis_index = np.cumsum(~last_child) - 1
+    vecs: list[list[tuple[int, int]] | None] = [None] * n
+    for c in range(n):  # pre-order: a parent before its children
+        if not last_child[c]:
+            vecs[c] = [(int(basis_index[c]), 1)]
+        else:
+            p = int(h.parent[c])
+            acc: dict[int, int] = dict(vecs[p])
+            for s in h.children[p]:
+                if s != c:
+                    k = int(basis_index[s])
+                    acc[k] = acc.get(k, 0) - 1
+            vecs[c] = [(k, v) for k, v in acc.items() if v != 0]
+    return vecs, int((~last_child).sum())
+
+
+class CellVectors:
+    """Sparse integer vectors of the cells of a product table over the sparse basis.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> t = Table.from_arrays({"x": Hierarchy.flat(["a", "b"], total="T")}, [3, 1, 2])
+    >>> cv = CellVectors(t)
+    >>> [cv.vector(i) for i in range(3)]
+    [{0: 1}, {1: 1}, {0: 1, 1: -1}]
+    """
+
+    def __init__(self, table: Table):
+        if not table.dimensions:
+            raise InputError("gauss needs a product table (dimensions with hierarchies); "
+                             "use 'greedy' or 'optimal' for a general table")
+        self.shape = table.shape
+        per_dim = [_dimension_vectors(d.hierarchy) for d in table.dimensions]
+        self.vecs = [v for v, _ in per_dim]
+        sizes = [s for _, s in per_dim]
+        self.radix = [int(np.prod(sizes[d + 1:])) for d in range(len(sizes))]
+
+    def vector(self, cell: int) -> dict[int, int]:
+        pos = np.unravel_index(int(cell), self.shape)
+        parts = [self.vecs[d][p] for d, p in enumerate(pos)]
+        if all(len(p) == 1 for p in parts):
+            key = sum(k * r for (k, _), r in zip((p[0] for p in parts), self.radix))
+            coef = 1
+            for p in parts:
+                coef *= p[0][1]
+            return {key: coef}
+        out: dict[int, int] = {}
+        for combo in itertools.product(*parts):
+            key = 0
+            coef = 1
+            for (k, v), r in zip(combo, self.radix):
+                key += k * r
+                coef *= v
+            out[key] = out.get(key, 0) + coef
+        return {k: v for k, v in out.items() if v != 0}
+
+
+def _normalise(v: dict[int, int]) -> dict[int, int]:
+    g = 0
+    for x in v.values():
+        g = gcd(g, x)
+        if g == 1:
+            return v
+    if g > 1:
+        return {k: x // g for k, x in v.items()}
+    return v
+
+
+def _combine(a: dict[int, int], ca: int, b: dict[int, int], cb: int) -> dict[int, int]:
+    """``ca * a - cb * b`` without zeros, gcd-normalised."""
+    out = {k: ca * x for k, x in a.items()} if ca != 1 else dict(a)
+    for k, x in b.items():
+        y = out.get(k, 0) - cb * x
+        if y:
+            out[k] = y
+        else:
+            out.pop(k, None)
+    return _normalise(out)
+
+
+def _parallel(a: dict[int, int], b: dict[int, int]) -> bool:
+    if len(a) != len(b):
+        return False
+    it = iter(a)
+    k0 = next(it)
+    if k0 not in b:
+        return False
+    pa, pb = a[k0], b[k0]
+    for k, x in a.items():
+        y = b.get(k)
+        if y is None or x * pb != y * pa:
+            return False
+    return True
+
+
+class _Eliminator:
+    """Incremental exact elimination: a published basis in reduced echelon form (no basis
+    vector holds another's pivot) and the primaries' vectors reduced against it."""
+
+    def __init__(self, primaries: dict[int, dict[int, int]]):
+        self.basis: dict[int, dict[int, int]] = {}  # pivot -> vector
+        self.basis_holders: dict[int, set[int]] = {}  # key -> pivots whose vector holds it
+        self.primary = {u: _normalise(dict(v)) for u, v in primaries.items()}
+        self.holders: dict[int, set[int]] = {}  # key -> primaries holding it
+        for u, v in self.primary.items():
+            for k in v:
+                self.holders.setdefault(k, set()).add(u)
+        self.disclosed: set[int] = {u for u, v in self.primary.items() if not v}
+
+    def reduce(self, v: dict[int, int]) -> dict[int, int]:
+        # one pass suffices: basis vectors hold no other pivot
+        for k in [k for k in v if k in self.basis]:
+            x = v.get(k)
+            if not x:
+                continue
+            b = self.basis[k]
+            bk = b[k]
+            v = _combine(v, 1, b, x // bk) if x % bk == 0 else _combine(v, bk, b, x)
+        return v
+
+    @staticmethod
+    def _eliminate(store, holders, owner, vec, pivot, r):
+        """Eliminate ``pivot`` from ``store[owner]`` with ``r``; keep ``holders`` right."""
+        rp = r[pivot]
+        x = vec[pivot]
+        new = _combine(vec, 1, r, x // rp) if x % rp == 0 else _combine(vec, rp, r, x)
+        for k in vec.keys() - new.keys():
+            holders[k].discard(owner)
+        for k in new.keys() - vec.keys():
+            holders.setdefault(k, set()).add(owner)
+        store[owner] = new
+        return new
+
+    def offer(self, v: dict[int, int], force: bool = False) -> bool:
+        """Publish ``v`` unless it would disclose a primary (``force``: publish anyway).
+        Returns True when published."""
+        r = self.reduce(v)
+        if not r:
+            return True
+        if not force:
+            # a primary is disclosed iff its reduced vector is proportional to r: it must
+            # hold every key of r, so scanning the holders of r's rarest key is enough
+            rare = min(r, key=lambda k: len(self.holders.get(k, ())))
+            for u in self.holders.get(rare, ()):
+                if _parallel(self.primary[u], r):
+                    return False
+        # pivot: the key whose elimination touches the fewest vectors, then the smallest
+        pivot = min(r, key=lambda k: (len(self.holders.get(k, ()))
+                                      + len(self.basis_holders.get(k, ())), k))
+        for p in list(self.basis_holders.get(pivot, ())):
+            self._eliminate(self.basis, self.basis_holders, p, self.basis[p], pivot, r)
+        for u in list(self.holders.get(pivot, ())):
+            new = self._eliminate(self.primary, self.holders, u, self.primary[u], pivot, r)
+            if not new:
+                self.disclosed.add(u)
+        self.basis[pivot] = r
+        for k in r:
+            if k != pivot:
+                self.basis_holders.setdefault(k, set()).add(pivot)
+        return True
+
+
+def _run(table: Table, cost: np.ndarray, vectors: CellVectors, checked: np.ndarray,
+         known: np.ndarray, deadline: float | None) -> tuple[np.ndarray, int, bool]:
+    """One elimination: ``checked`` primaries must stay out of the span; ``known`` cells
+    are published first whatever happens.  Returns (secondary mask, #forced disclosures,
+    timed out)."""
+    status = table.status
+    prim = np.flatnonzero(checked)
+    elim = _Eliminator({int(u): vectors.vector(int(u)) for u in prim})
+    suppressed_now = np.isin(status, ("U", "M"))
+    forced = (np.isin(status, ("P", "Z")) | known) & ~checked
+    forced_idx = np.flatnonzero(forced & ~(suppressed_now & ~known))
+    for i in forced_idx:
+        elim.offer(vectors.vector(int(i)), force=True)
+    free = np.flatnonzero(~suppressed_now & ~forced)
+    # most expensive first: they are the last we want to suppress; ties by index
+    order = free[np.lexsort((free, -cost[free]))]
+    secondary = np.zeros(table.n_cells, dtype=bool)
+    timed_out = False
+    for n, i in enumerate(order):
+        if deadline is not None and n % 2048 == 0 and time.perf_counter() > deadline:
+            secondary[order[n:]] = True  # not examined in time: keep them hidden (safe)
+            timed_out = True
+            break
+        if not elim.offer(vectors.vector(int(i))):
+            secondary[i] = True
+    return secondary, len(elim.disclosed), timed_out
+
+
+@register_method("gauss")
+def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
+          progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+          **options) -> MethodOutcome:
+    """Suppress the cheapest cells that keep every primary out of the published span.
+
+    Parameters
+    ----------
+    cost : suppression cost; candidates are published in decreasing cost order
+    singleton : also protect against the contributors of single-contributor primaries
+    time_limit : cells not examined in time stay suppressed (safe, not minimal)
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"))
+    >>> out = gauss(t, t.value.copy())
+    >>> sorted(np.flatnonzero(out.status == "M").tolist())
+    [5, 7, 8]
+    """
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    vectors = CellVectors(table)
+    cost = np.asarray(cost, dtype=float)
+    primary = table.status == "U"
+    none = np.zeros(table.n_cells, dtype=bool)
+    secondary, disclosed, timed_out = _run(table, cost, vectors, primary, none, deadline)
+    if progress is not None:
+        progress("gauss", 0.5 if singleton else 1.0)
+    details = {"forced_disclosures": disclosed}
+    single = primary & (table.freq == 1)
+    if singleton and single.any() and (primary & ~single).any():
+        sec2, disc2, to2 = _run(table, cost, vectors, primary & ~single, single, deadline)
+        details["singleton_extra"] = int((sec2 & ~secondary).sum())
+        secondary |= sec2
+        timed_out |= to2
+    status = table.status.copy()
+    status[secondary] = "M"
+    if progress is not None:
+        progress("gauss", 1.0)
+    details["secondaries"] = int(secondary.sum())
+    details["seconds"] = round(time.perf_counter() - start, 3)
+    return MethodOutcome(status=status, solver_status="time_limit" if timed_out else "heuristic",
+                         details=details)

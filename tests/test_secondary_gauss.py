@@ -1,0 +1,118 @@
+"""Gaussian-elimination suppression: no primary is exactly disclosed (checked by the LP
+audit and by an independent rank test), and protect() finishes the interval protection."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tabprotect.audit import audit
+from tabprotect.model import Hierarchy, Table
+from tabprotect.secondary import protect
+from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.gauss import CellVectors, gauss
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import gen_tables  # noqa: E402
+
+
+def inner_matrix(t: Table) -> np.ndarray:
+    """Dense (cells x inner cells) 0/1 matrix: which inner cells each cell sums (small
+    tables only; independent of the method's sparse basis)."""
+    inner = np.flatnonzero(t.is_inner)
+    pos = [np.asarray(p) for p in t.positions]
+    leaves = [d.hierarchy.leaf_descendants() for d in t.dimensions]
+    M = np.zeros((t.n_cells, len(inner)))
+    inner_pos = [p[inner] for p in pos]
+    for i in range(t.n_cells):
+        ok = np.ones(len(inner), dtype=bool)
+        for d in range(len(pos)):
+            ok &= np.isin(inner_pos[d], leaves[d][pos[d][i]])
+        M[i, ok] = 1.0
+    return M
+
+
+def in_span(M: np.ndarray, published: np.ndarray, u: int) -> bool:
+    P = M[published]
+    if P.shape[0] == 0:
+        return False
+    r1 = np.linalg.matrix_rank(P)
+    r2 = np.linalg.matrix_rank(np.vstack([P, M[u]]))
+    return r1 == r2
+
+
+def test_cell_vectors_span_the_same_space_as_inner_cells():
+    t = gen_tables.generate([(2, 2), (3,)], seed=1)
+    cv = CellVectors(t)
+    keys = sorted({k for i in range(t.n_cells) for k in cv.vector(i)})
+    V = np.zeros((t.n_cells, len(keys)))
+    for i in range(t.n_cells):
+        for k, x in cv.vector(i).items():
+            V[i, keys.index(k)] = x
+    M = inner_matrix(t)
+    # same dimension, and V = M T for an invertible T: every relation of M holds for V
+    assert np.linalg.matrix_rank(V) == np.linalg.matrix_rank(M) == M.shape[1]
+    assert np.allclose(t.relations @ V, 0)
+
+
+def test_lone_primary():
+    r = Hierarchy.flat(["1", "2"], total="T")
+    c = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+                          status=list("SSSSUSSSS"))
+    out = gauss(t, t.value.copy())
+    assert sorted(np.flatnonzero(out.status == "M").tolist()) == [5, 7, 8]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["2d-small", "3d-small"]))
+def test_no_primary_in_the_published_span(seed, name):
+    t = gen_tables.preset(name, seed=seed)
+    out = gauss(t, cost_vector(t, "value"), singleton=False)
+    published = ~np.isin(out.status, ("U", "M"))
+    M = inner_matrix(t)
+    for u in np.flatnonzero(t.status == "U"):
+        assert not in_span(M, published, int(u)), t.cell_name(int(u))
+    # the LP audit agrees: no primary exactly disclosed
+    res = audit(t.replace(status=out.status))
+    assert not res.exact[t.status == "U"].any()
+    # greedy publication: each secondary would have disclosed a primary, given what was
+    # published before it (forced P/Z cells and the more expensive candidates)
+    c = cost_vector(t, "value")
+    rank = np.empty(t.n_cells, dtype=np.int64)
+    rank[np.lexsort((np.arange(t.n_cells), -c))] = np.arange(t.n_cells)
+    forced = np.isin(t.status, ("P", "Z"))
+    for i in np.flatnonzero(out.status == "M")[:6]:
+        before = forced | (published & (rank < rank[i]))
+        before[i] = True
+        assert any(in_span(M, before, int(u)) for u in np.flatnonzero(t.status == "U"))
+
+
+def test_singleton_variant_protects_against_the_contributor():
+    t = gen_tables.preset("3d-small", seed=11)
+    single = (t.status == "U") & (t.freq == 1)
+    assert single.any()
+    out = gauss(t, cost_vector(t, "value"), singleton=True)
+    published = ~np.isin(out.status, ("U", "M"))
+    M = inner_matrix(t)
+    known = published | single
+    for u in np.flatnonzero((t.status == "U") & ~single):
+        assert not in_span(M, known, int(u))
+
+
+@pytest.mark.parametrize("name", ["2d-small", "1k-3d"])
+def test_after_protect_the_audit_passes(name):
+    t = gen_tables.preset(name, seed=5)
+    res = protect(t, method="gauss", cost="value", singleton=False)
+    assert audit(res.table).passed
+
+
+def test_five_dimensional_and_deterministic():
+    t = gen_tables.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
+    a = gauss(t, cost_vector(t, "value")).status
+    b = gauss(t, cost_vector(t, "value")).status
+    assert (a == b).all()
+    assert not audit(t.replace(status=a)).exact[t.status == "U"].any()
