@@ -37,8 +37,13 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
 
-#: compact MILP only when (primaries x directions x model columns) stays below this
-COMPACT_LIMIT = 60_000
+#: compact MILP only when (primaries x directions x model columns) stays below this; the
+#: compact model's LP relaxation is weak, so Benders wins well before memory matters
+COMPACT_LIMIT = 2_000
+#: relative optimality gap of a "proven optimal" pattern unless the caller asks otherwise
+DEFAULT_MIP_GAP = 1e-6
+#: gap of the early master solves, whose only job is to produce patterns to cut off
+LOOSE_MIP_GAP = 0.02
 
 
 def candidate_cells(table, empty: str = "publish") -> np.ndarray:
@@ -107,6 +112,9 @@ class _Master:
         self.model.add_rows(R, np.full(r, 1.0 - 1e-9), np.full(r, np.inf))
         self.n_cuts += r
         return r
+
+    def set_gap(self, gap: float) -> None:
+        self.model.highs.setOptionValue("mip_rel_gap", float(gap))
 
     def relax(self, on: bool) -> None:
         self.model.set_integrality(np.arange(self.k), not on)
@@ -234,7 +242,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             break
         if res.objective <= last * (1 + 1e-4) + 1e-12:
             stall += 1
-            if stall >= 3:
+            if stall >= 5:
                 break
         else:
             stall = 0
@@ -242,7 +250,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         report(f"LP round {stats['rounds_lp']}: bound {res.objective:.6g}", 0.2)
     master.relax(False)
 
-    # ---- phase 2: integer master until its optimum passes the oracle
+    # ---- phase 2: integer master until its optimum passes the oracle.  Early masters are
+    # solved to a loose gap (their job is to produce patterns to cut off); once a master
+    # pattern passes, the gap is tightened to the target and the master re-solved.
+    target = DEFAULT_MIP_GAP if mip_gap is None else float(mip_gap)
+    loose = max(target, LOOSE_MIP_GAP)
+    current = loose
     proven = False
     solver_status = "time_limit"
     seen_patterns = set()
@@ -252,6 +265,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             break
         if best is not None:
             _set_start(master, best[cand_idx])
+        master.set_gap(current)
         tm = time.perf_counter()
         res = master.model.solve(time_limit=remaining)
         stats["master_seconds"] += time.perf_counter() - tm
@@ -273,33 +287,33 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         stats["lp_solves"] += chk.n_lp
         if chk.ok:
             c = _cost_of(z & ~fixed, cost)
-            if c < best_cost:
+            if c <= best_cost:
                 best, best_cost = z, c
-            if res.status == "optimal":
+            if res.status == "optimal" and current <= target:
                 proven = True
                 solver_status = "optimal"
                 break
-            continue
-        if key in seen_patterns:
-            # numerically the cut did not cut this pattern off: exclude it and its subsets
-            # (an under-protected pattern stays under-protected with fewer suppressions)
-            off = np.flatnonzero(~zc)
-            master.model.add_rows(sp.csr_matrix((np.ones(len(off)), (np.zeros(len(off), int),
-                                                 off)), shape=(1, master.k)), [1.0], [np.inf])
-        seen_patterns.add(key)
-        add_cuts(chk)
-        # cheap incumbent: repair the master's pattern
-        if deadline is None or time.perf_counter() < deadline:
-            th = time.perf_counter()
-            pattern, unmet = repair.run(z, deadline=deadline)
-            stats["heuristic_seconds"] += time.perf_counter() - th
-            if not unmet and (deadline is None or time.perf_counter() < deadline):
-                chk2 = oracle.check(pattern, cuts=False)
-                if chk2.ok:
+            current = target
+        elif chk.violated:
+            if key in seen_patterns:
+                # numerically the cut did not cut this pattern off: exclude it and its
+                # subsets (an under-protected pattern stays so with fewer suppressions)
+                off = np.flatnonzero(~zc)
+                master.model.add_rows(sp.csr_matrix(
+                    (np.ones(len(off)), (np.zeros(len(off), int), off)), shape=(1, master.k)),
+                    [1.0], [np.inf])
+            seen_patterns.add(key)
+            add_cuts(chk)
+            # cheap incumbent: repair the master's pattern
+            if deadline is None or time.perf_counter() < deadline:
+                th = time.perf_counter()
+                pattern, unmet = repair.run(z, deadline=deadline)
+                stats["heuristic_seconds"] += time.perf_counter() - th
+                if not unmet:
                     c = _cost_of(pattern & ~fixed, cost)
                     if c < best_cost:
                         best, best_cost = pattern, c
-        if best is not None and lower_bound >= best_cost * (1 - (mip_gap or 1e-9)) - 1e-9:
+        if best is not None and lower_bound >= best_cost * (1 - target) - 1e-9:
             proven = True
             solver_status = "optimal"
             break
@@ -333,6 +347,8 @@ def _set_start(master: _Master, zc: np.ndarray) -> None:
 
 
 def _mip_bound(master: _Master, res) -> float | None:
+    if res.status == "optimal" and res.objective is not None and res.mip_gap is not None:
+        return float(res.objective) * (1 - max(0.0, float(res.mip_gap)))
     try:
         info = master.model.highs.getInfo()
         b = float(info.mip_dual_bound)

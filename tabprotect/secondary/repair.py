@@ -166,10 +166,12 @@ class Check:
     cuts: list[Cut] = field(default_factory=list)
     n_lp: int = 0
     runtime: float = 0.0
+    complete: bool = True  # False when a deadline stopped the check early
 
     @property
     def ok(self) -> bool:
-        return not self.violated
+        """Every condition was checked and none is violated."""
+        return self.complete and not self.violated
 
 
 class AttackerOracle:
@@ -219,6 +221,7 @@ class AttackerOracle:
             if first_only and out.violated:
                 break
             if deadline is not None and time.perf_counter() > deadline:
+                out.complete = False
                 break
         out.runtime = time.perf_counter() - t0
         return out
@@ -247,6 +250,7 @@ class AttackerOracle:
                 if first_only and out.violated:
                     return
                 if deadline is not None and time.perf_counter() > deadline:
+                    out.complete = False
                     return
             if j >= 0:
                 model.set_col_bounds([local[j]], lo[local[j]], hi[local[j]])
@@ -372,12 +376,15 @@ class GreedyRepair:
             check = self.oracle.check(suppressed, cuts=False, primaries=primaries,
                                       deadline=deadline)
             if check.ok:
-                return suppressed, unmet
+                return suppressed, []
+            if not check.complete and not check.violated:
+                return suppressed, [(-1, "time", -1)]
             changed = False
             unmet = []
             for s, kind, j in check.violated:
                 if deadline is not None and time.perf_counter() > deadline:
-                    break
+                    unmet.append((s, kind, j))
+                    continue
                 added = self._fix_one(suppressed, s, kind, j)
                 if added is None:
                     unmet.append((s, kind, j))
@@ -385,10 +392,10 @@ class GreedyRepair:
                     suppressed[added] = True
                     changed = True
             if not changed:
-                return suppressed, unmet
+                return suppressed, unmet or check.violated
             if deadline is not None and time.perf_counter() > deadline:
-                break
-        return suppressed, unmet
+                return suppressed, [(-1, "time", -1)]
+        return suppressed, [(-1, "rounds", -1)]
 
     def _fix_one(self, suppressed, s, kind, j) -> np.ndarray | None:
         req = self.req
@@ -406,6 +413,9 @@ class GreedyRepair:
         added_all = []
         for kd in kinds:
             need = need_up if kd == "up" else need_dn
+            # the safety margin never asks more than the cell's range (a level capped at
+            # the a-priori bound must be reached exactly, not exceeded)
+            need = min(need, req.up[s] if kd == "up" else req.down[s])
             up, dn = self._bounds(suppressed)
             if j >= 0:
                 up[j] = dn[j] = 0.0
