@@ -1,0 +1,187 @@
+"""Modular (HiTaS) secondary suppression: optimal sub-tables, top-down, with backtracking.
+
+A hierarchical table is split into its non-hierarchical sub-tables (a parent code with its
+children in every dimension; :mod:`tabprotect.secondary.subtables`).  They are solved
+top-down (by level), each with the optimal method on the small flat table:
+
+* cells suppressed so far (primaries, and secondaries chosen in earlier sub-tables) are
+  primaries of the sub-table: a carried secondary gets the protection level it was chosen
+  for (the largest requirement of the primaries of the sub-table that suppressed it,
+  capped by its own a-priori range), so a move of the higher sub-table can be matched
+  below;
+* margin cells that a higher sub-table published (cells with the group's parent code in
+  some dimension) must stay published: status ``P`` in the sub-table;
+* when a sub-table cannot be protected that way, it is solved again with its margin cells
+  allowed (at ten times their cost) and every newly suppressed margin cell is carried
+  back: the higher sub-tables containing it are solved again with it as a primary
+  (backtracking), and so on until no sub-table changes.
+
+Sub-tables of one level are independent given the levels above; they are solved one after
+the other here (deterministic).  Any number of dimensions works: a sub-table is the
+product of one group per dimension.  The full-table audit and repair of
+:func:`tabprotect.secondary.protect` have the last word.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from typing import Callable
+
+import numpy as np
+
+from tabprotect.errors import InfeasibleRulesError, InputError
+from tabprotect.model.table import Table
+from tabprotect.secondary.base import MethodOutcome, register_method
+from tabprotect.secondary.hypercube import requirements
+from tabprotect.secondary.subtables import Split, subtable_table
+
+#: a sub-table solver: (flat sub-table, cost, time limit) -> its new status array
+SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]
+
+_MARGIN_PENALTY = 10.0
+
+
+def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None
+                            ) -> SubtableSolver:
+    """The default sub-table solver: :func:`tabprotect.secondary.optimal.optimal`.
+
+    Raises :class:`~tabprotect.errors.InfeasibleRulesError` when the sub-table's primaries
+    cannot be protected with its ``P`` cells published.
+    """
+    from tabprotect.secondary.optimal import optimal
+    from tabprotect.secondary.repair import AttackerOracle, Requirements
+
+    def solve(sub: Table, cost: np.ndarray, time_limit: float | None) -> np.ndarray:
+        req = Requirements.from_table(sub, singleton=singleton)
+        movable = np.isin(sub.status, ("S", "U", "M"))
+        chk = AttackerOracle(sub, req).check(movable, cuts=False)
+        if not chk.ok:
+            raise InfeasibleRulesError("sub-table cannot be protected with its margins")
+        out = optimal(sub, cost, time_limit=time_limit, singleton=singleton,
+                      mip_gap=mip_gap, threads=1)
+        return np.asarray(out.status)
+
+    return solve
+
+
+@register_method("modular")
+def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
+            progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+            mip_gap: float | None = None, solver: SubtableSolver | None = None,
+            subtable_time_limit: float | None = 60.0, max_passes: int = 20,
+            **options) -> MethodOutcome:
+    """HiTaS: every sub-table solved optimally, top-down, with backtracking.
+
+    Parameters
+    ----------
+    solver : sub-table solver (default :func:`optimal_subtable_solver`)
+    subtable_time_limit : seconds per sub-table solve
+    max_passes : how many times one sub-table may be solved (backtracking bound)
+    singleton, mip_gap : passed to the default solver
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0])
+    >>> out = modular(t, t.value.copy(), singleton=False)
+    >>> sorted(np.flatnonzero(out.status == "M").tolist())
+    [5, 7, 8]
+    """
+    if not table.dimensions:
+        raise InputError("modular needs a product table (dimensions with hierarchies); use "
+                         "method 'optimal' for a general table")
+    start = time.perf_counter()
+    solve = solver or optimal_subtable_solver(singleton=singleton, mip_gap=mip_gap)
+    split = Split(table)
+    cost = np.asarray(cost, dtype=float)
+    status = table.status.copy()
+    need_up, need_down = requirements(table)
+    spl = np.where(status == "U", table.spl, 0.0)
+    room_up = table.ub - table.value
+    room_down = table.value - table.lb
+
+    # work list of sub-tables, smallest level first; every sub-table holding a primary
+    heap: list[tuple[int, tuple]] = []
+    queued: set[tuple] = set()
+
+    def push(key: tuple) -> None:
+        if key not in queued:
+            queued.add(key)
+            heapq.heappush(heap, (split.level(key), key))
+
+    for p in np.flatnonzero(status == "U"):
+        for key in split.subtables_of_cell(int(p)):
+            push(key)
+    passes: dict[tuple, int] = {}
+    stats = {"subtables": len(split), "solves": 0, "backtracks": 0, "margin_retries": 0,
+             "unsolved": 0}
+    timed_out = False
+    while heap:
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            timed_out = True
+            break
+        _, key = heapq.heappop(heap)
+        queued.discard(key)
+        passes[key] = passes.get(key, 0) + 1
+        if passes[key] > max_passes:
+            stats["unsolved"] += 1
+            continue
+        sub = split.subtable(key)
+        cells = sub.cells
+        local = status[cells].copy()
+        hidden = np.isin(local, ("U", "M"))
+        if not hidden.any():
+            continue
+        local[hidden] = "U"  # everything suppressed so far must be protected here
+        margin_open = sub.margin & ~hidden & np.isin(local, ("S",))
+        strict = local.copy()
+        strict[margin_open] = "P"
+        levels = dict(status=strict, upl=need_up[cells], lpl=need_down[cells],
+                      spl=spl[cells])
+        left = None
+        if time_limit is not None:
+            left = max(1.0, time_limit - (time.perf_counter() - start))
+        tl = subtable_time_limit if left is None else (
+            left if subtable_time_limit is None else min(left, subtable_time_limit))
+        small = subtable_table(table, sub, **levels)
+        stats["solves"] += 1
+        try:
+            new_local = solve(small, cost[cells], tl)
+        except InfeasibleRulesError:
+            stats["margin_retries"] += 1
+            levels["status"] = local
+            small = subtable_table(table, sub, **levels)
+            c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
+            try:
+                new_local = solve(small, c2, tl)
+            except InfeasibleRulesError:
+                stats["unsolved"] += 1  # left to the full-table audit and repair
+                continue
+        added = np.flatnonzero((new_local == "M") & ~hidden)
+        if len(added) == 0:
+            continue
+        # carried protection level: what the sub-table's suppressed cells ask for
+        prim_up = float(need_up[cells][hidden].max(initial=0.0))
+        prim_down = float(need_down[cells][hidden].max(initial=0.0))
+        level = max(prim_up, prim_down)
+        for j in added:
+            s = int(cells[j])
+            status[s] = "M"
+            need_up[s] = max(need_up[s], min(level, room_up[s]))
+            need_down[s] = max(need_down[s], min(level, room_down[s]))
+            if sub.margin[j]:
+                stats["backtracks"] += 1
+            # every other sub-table holding s must now protect it (higher ones: backtrack)
+            for other in split.subtables_of_cell(s):
+                if other != key:
+                    push(other)
+        if progress is not None:
+            progress("modular", min(0.99, stats["solves"] / max(1, len(split))))
+    if progress is not None:
+        progress("modular", 1.0)
+    stats["secondaries"] = int((status == "M").sum())
+    stats["seconds"] = round(time.perf_counter() - start, 3)
+    return MethodOutcome(status=status, solver_status="time_limit" if timed_out else "heuristic",
+                         details=stats)
