@@ -1,0 +1,236 @@
+"""Secondary suppression at scale: modular, hypercube, gauss and greedy on generated
+hierarchical tables (10k, 100k, 1M cells; 3-D and 4-D) and on Castro's tables.
+
+Each (method, table) runs in its own process (clean peak-memory numbers, a hard timeout):
+the method through :func:`tabprotect.secondary.protect` (method, then full-table audit and
+repair), or -- for tables above ``--audit-max`` cells -- the method alone followed by the
+LP audit under a time limit.  Reported: method seconds, audit+repair seconds, peak RSS,
+number and value of secondaries, audit verdict, and the cost ratio to the optimum where
+an optimum is known.  pytauargus (tau-Argus' MOD) is tried on the same tables when it and
+the tau-Argus executable are installed; otherwise the row says why it did not run.
+
+Usage::
+
+    python benchmarks/bench_scale.py --quick            # 10k tables only
+    python benchmarks/bench_scale.py --tables 1m-3d --methods gauss hypercube
+    python benchmarks/bench_scale.py --out benchmarks/results/scale.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+GENERATED = ["10k-3d", "10k-4d", "100k-3d", "100k-4d", "1m-3d", "1m-4d"]
+METHODS = ["greedy", "hypercube", "gauss", "modular"]
+
+
+def load(name: str):
+    if name.startswith("castro:"):
+        from castro import load_castro
+        return load_castro(name.split(":", 1)[1])
+    import gen_tables
+    return gen_tables.preset(name, seed=2024)
+
+
+def run_one(method: str, name: str, time_limit: float, audit_max: int,
+            audit_limit: float) -> dict:
+    """One measurement in this process (called in a child process)."""
+    import numpy as np
+    from tabprotect.audit import audit
+    from tabprotect.secondary import METHODS as REG, protect
+    from tabprotect.secondary.base import cost_vector
+
+    t0 = time.perf_counter()
+    table = load(name)
+    load_s = time.perf_counter() - t0
+    cost = cost_vector(table, "value")
+    row = {"table": name, "method": method, "cells": table.n_cells,
+           "primaries": int((table.status == "U").sum()), "load_s": round(load_s, 2)}
+    if method not in REG:
+        row["error"] = "method not registered"
+        return row
+    try:
+        if table.n_cells <= audit_max:
+            res = protect(table, method=method, cost="value", time_limit=time_limit,
+                          singleton=False)
+            status = res.table.status
+            row.update(method_s=round(res.method_seconds, 2),
+                       audit_s=round(res.audit_seconds, 2), repaired=int(len(res.repaired)),
+                       verdict="PASSED" if res.passed else "FAILED",
+                       solver_status=res.solver_status)
+            # judged again by an independent audit call
+            row["audit_again"] = bool(audit(res.table).passed)
+        else:
+            tm = time.perf_counter()
+            out = REG[method](table, cost, time_limit=time_limit, progress=None,
+                              singleton=False)
+            row["method_s"] = round(time.perf_counter() - tm, 2)
+            status = out.status
+            row["solver_status"] = out.solver_status
+            ta = time.perf_counter()
+            res = audit(table.replace(status=status), time_limit=audit_limit)
+            row["audit_s"] = round(time.perf_counter() - ta, 2)
+            finished = row["audit_s"] < audit_limit
+            row["verdict"] = ("passed (no repair)" if res.passed and finished else
+                              f"{len(res.shortfalls)} short, no repair" if finished else
+                              f"audit unfinished in {audit_limit:.0f}s")
+            row["exact_primaries"] = int((res.exact & (table.status == "U")).sum())
+        sec = status == "M"
+        row["secondaries"] = int(sec.sum())
+        row["cost"] = float(cost[sec].sum())
+        row["value_secondary"] = float(np.abs(table.value[sec]).sum())
+    except Exception as exc:  # recorded, not hidden: the table shows the failure
+        row["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return row
+
+
+def run_optimal(name: str, time_limit: float) -> dict:
+    """The optimal method's cost on a (small) table, for the ratio column."""
+    from tabprotect.secondary.base import cost_vector
+    from tabprotect.secondary.optimal import optimal
+    table = load(name)
+    c = cost_vector(table, "value")
+    out = optimal(table, c, time_limit=time_limit, singleton=False)
+    return {"table": name, "method": "optimal", "cost": float(c[out.status == "M"].sum()),
+            "proven": bool(out.proven_optimal),
+            "lower_bound": out.details.get("lower_bound")}
+
+
+def run_tauargus(name: str) -> dict:
+    """pytauargus' modular method (MOD) on the same table, when it can run here."""
+    row = {"table": name, "method": "tau-Argus MOD (pytauargus)"}
+    try:
+        import pytauargus  # noqa: F401
+    except ImportError as exc:
+        row["error"] = f"pytauargus not installed ({exc.name})"
+        return row
+    exe = os.environ.get("TAUARGUS_EXE", "")
+    if not exe or not Path(exe).exists():
+        row["error"] = ("pytauargus is installed but needs the tau-Argus executable "
+                        "(Windows TauArgus.exe; set TAUARGUS_EXE); not available on this "
+                        "Linux machine")
+        return row
+    row["error"] = "tau-Argus batch run not wired for this platform"
+    return row
+
+
+def child(args) -> None:
+    if args.one[0] == "optimal":
+        out = run_optimal(args.one[1], args.time_limit)
+    else:
+        out = run_one(args.one[0], args.one[1], args.time_limit, args.audit_max,
+                      args.audit_limit)
+    print("RESULT " + json.dumps(out))
+
+
+def measure(method: str, name: str, args) -> dict:
+    cmd = [sys.executable, __file__, "--one", method, name, "--time-limit",
+           str(args.time_limit), "--audit-max", str(args.audit_max), "--audit-limit",
+           str(args.audit_limit)]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"table": name, "method": method, "error": f"killed after {args.timeout}s"}
+    wall = time.perf_counter() - t0
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            row = json.loads(line[7:])
+            row["wall_s"] = round(wall, 1)
+            return row
+    return {"table": name, "method": method,
+            "error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+
+
+def fmt(x, nd=0):
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return f"{x:,.{nd}f}"
+    return str(x)
+
+
+def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
+    lines = ["# Secondary suppression at scale (bench_scale.py)", "",
+             f"- command: `{command}`",
+             f"- machine: {platform.machine()}, {os.cpu_count()} cores, 24 GiB; Python "
+             f"{platform.python_version()}; {time.strftime('%Y-%m-%d')}",
+             "- cost function `value`; `singleton=False` (the generated tables contain "
+             "totals equal to one single-contributor cell, which no pattern protects "
+             "against that contributor); generated tables: seed 2024, rules p% (p=15) and "
+             "minimum frequency 3 (benchmarks/gen_tables.py)", "",
+             "| table | cells | primaries | method | method s | audit+repair s | peak MB | "
+             "secondaries | cost (value of secondaries) | cost / optimum | verdict | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        opt = optimum.get(r["table"])
+        ratio = ""
+        if opt and opt.get("cost") and r.get("cost") is not None:
+            ratio = f"{r['cost'] / opt['cost']:.3f}" + ("" if opt.get("proven") else " (vs best known)")
+        note = r.get("error", "")
+        if r.get("repaired"):
+            note = (note + f" repair added {r['repaired']}").strip()
+        if "exact_primaries" in r:
+            note = (note + f" exact primaries {r['exact_primaries']}").strip()
+        lines.append(
+            f"| {r['table']} | {fmt(r.get('cells'))} | {fmt(r.get('primaries'))} | "
+            f"{r['method']} | {fmt(r.get('method_s'), 1)} | {fmt(r.get('audit_s'), 1)} | "
+            f"{fmt(r.get('peak_mb'))} | {fmt(r.get('secondaries'))} | "
+            f"{fmt(r.get('cost'))} | {ratio} | {r.get('verdict', '')} | {note} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--one", nargs=2, metavar=("METHOD", "TABLE"), help=argparse.SUPPRESS)
+    ap.add_argument("--tables", nargs="*", default=None)
+    ap.add_argument("--methods", nargs="*", default=METHODS)
+    ap.add_argument("--castro", nargs="*", default=[],
+                    help="Castro tables (names from benchmarks/castro.py)")
+    ap.add_argument("--optimum", nargs="*", default=[],
+                    help="tables whose optimum to compute for the ratio column")
+    ap.add_argument("--quick", action="store_true", help="10k tables only")
+    ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--timeout", type=float, default=1500.0)
+    ap.add_argument("--audit-max", type=int, default=120_000)
+    ap.add_argument("--audit-limit", type=float, default=300.0)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    if args.one:
+        child(args)
+        return
+    tables = args.tables or (GENERATED[:2] if args.quick else GENERATED)
+    tables = list(tables) + [f"castro:{c}" for c in args.castro]
+    rows = []
+    optimum = {}
+    for name in args.optimum:
+        r = measure("optimal", name, args)
+        optimum[name] = r
+        print(json.dumps(r), flush=True)
+    for name in tables:
+        for m in args.methods:
+            r = measure(m, name, args)
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+        rows.append(run_tauargus(name))
+    md = to_markdown(rows, optimum, "python benchmarks/bench_scale.py " + " ".join(
+        a for a in (argv if argv is not None else sys.argv[1:])))
+    if args.out:
+        Path(args.out).write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
