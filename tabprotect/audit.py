@@ -245,6 +245,15 @@ class _ReducedSystem:
         pub_part = A[rows][:, published] @ table.value[published] if published.any() \
             else np.zeros(len(rows))
         self.rhs = -np.asarray(pub_part, dtype=float)
+        # Published values that add up only to rounding error (decimals, reconstructed
+        # benchmark values) must not make the intruder's system infeasible: each relation
+        # holds within 1e-9 of the magnitude of its terms.
+        # (applied only when the exact system is infeasible, so exact inputs stay exact)
+        magnitude = abs(A[rows]) @ np.abs(table.value)
+        self.row_tol = 1e-9 * np.maximum(1.0, np.asarray(magnitude, dtype=float))
+        self.relaxed = False
+        self.cells = cells
+        self.labels = table
         self.lb = table.lb[cells].astype(float)
         self.ub = table.ub[cells].astype(float)
         self.value = table.value[cells]
@@ -257,7 +266,9 @@ class _ReducedSystem:
             for j, v in fixed.items():
                 lb[j] = ub[j] = v
         k = len(lb)
-        return LinearProgram(c=np.zeros(k), A=self.A, row_lower=self.rhs, row_upper=self.rhs,
+        tol = self.row_tol if self.relaxed else 0.0
+        return LinearProgram(c=np.zeros(k), A=self.A, row_lower=self.rhs - tol,
+                             row_upper=self.rhs + tol,
                              col_lower=lb, col_upper=ub,
                              integrality=np.full(k, True) if integer else None)
 
@@ -297,12 +308,19 @@ class _ReducedSystem:
                         model.set_objective(indices=[j], values=[1.0], sense=sense)
                         res = model.solve()
                         counters["lp"] += 1
+                        if res.status == "infeasible" and not self.relaxed:
+                            model = self._relax(fixed)
+                            model.set_objective(indices=[j], values=[1.0], sense=sense)
+                            res = model.solve()
+                            counters["lp"] += 1
                         if res.status == "unbounded":
                             val = -np.inf if sense == "min" else np.inf
                         elif res.status != "optimal":
                             if res.status == "infeasible":
-                                raise InputError("audit: the published table is inconsistent "
-                                                 "(no table satisfies the relations and bounds)")
+                                raise InputError(
+                                    f"audit: no table satisfies the relations and bounds "
+                                    f"around cell {self.labels.cell_name(self.cells[j])} "
+                                    f"(published values not additive, or bounds too tight)")
                             continue
                         else:
                             val = float(res.x[j])
@@ -325,6 +343,17 @@ class _ReducedSystem:
             lo = np.where(np.isfinite(lo), np.ceil(lo - 1e-6), lo)
             hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), hi)
         return lo[targets] if len(targets) != k else lo, hi[targets] if len(targets) != k else hi
+
+    def _relax(self, fixed) -> HighsModel:
+        """Rebuild the model with every relation holding within rounding error."""
+        self.relaxed = True
+        self._model = HighsModel(self.lp(False))
+        self._int_model = None
+        if fixed:
+            idx = np.fromiter(fixed.keys(), dtype=np.int64)
+            vals = np.fromiter(fixed.values(), dtype=float)
+            self._model.set_col_bounds(idx, vals, vals)
+        return self._model
 
     def _integer_bound(self, j, sense, fixed, counters) -> float:
         """The LP optimum was fractional: solve the integer program for this bound."""
