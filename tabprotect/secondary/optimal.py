@@ -44,6 +44,8 @@ COMPACT_LIMIT = 2_000
 DEFAULT_MIP_GAP = 1e-6
 #: gap of the early master solves, whose only job is to produce patterns to cut off
 LOOSE_MIP_GAP = 0.02
+#: seconds for one early master solve (doubled whenever it finds nothing)
+ROUND_TIME_LIMIT = 3.0
 
 
 def candidate_cells(table, empty: str = "publish") -> np.ndarray:
@@ -256,6 +258,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     target = DEFAULT_MIP_GAP if mip_gap is None else float(mip_gap)
     loose = max(target, LOOSE_MIP_GAP)
     current = loose
+    round_limit = ROUND_TIME_LIMIT
     proven = False
     solver_status = "time_limit"
     seen_patterns = set()
@@ -266,8 +269,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         if best is not None:
             _set_start(master, best[cand_idx])
         master.set_gap(current)
+        # while the master's patterns are still being cut off, a master solve only needs
+        # a good pattern, not a proof: cap it, and let the cap grow when it finds nothing
+        limit = remaining if current <= target else (
+            round_limit if remaining is None else min(remaining, round_limit))
         tm = time.perf_counter()
-        res = master.model.solve(time_limit=remaining)
+        res = master.model.solve(time_limit=limit)
         stats["master_seconds"] += time.perf_counter() - tm
         stats["rounds_mip"] += 1
         bound = _mip_bound(master, res)
@@ -276,7 +283,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         if res.status == "infeasible":
             raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
         if not res.has_solution:
+            if limit is not None and (remaining is None or limit < remaining):
+                round_limit *= 2
+                continue
             break
+        capped = res.status == "time_limit"
         zc = np.round(res.x[: master.k]).astype(bool)
         z = fixed.copy()
         z[cand_idx] = zc
@@ -293,6 +304,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 proven = True
                 solver_status = "optimal"
                 break
+            if capped:
+                round_limit *= 2
             current = target
         elif chk.violated:
             if key in seen_patterns:

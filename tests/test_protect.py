@@ -1,0 +1,221 @@
+"""protect(): the entry point, the audit-and-repair loop, cost functions, results, CLI."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tabprotect.audit import audit
+from tabprotect.cli import main
+from tabprotect.errors import InputError
+from tabprotect.model import Hierarchy, Table
+from tabprotect.model.table import aggregate_leaves
+from tabprotect.secondary import METHODS, MethodOutcome, protect, register_method
+
+
+def a2_table() -> Table:
+    """ORACLES A2: inner cells w,x,y,z x a,b,c,d with totals."""
+    inner = np.array([[30, 47, 64, 89], [90, 124, 5, 31], [92, 100, 59, 85],
+                      [800, 991, 651, 685]], dtype=float)
+    rows = Hierarchy.flat(list("wxyz"), total="Total")
+    cols = Hierarchy.flat(list("abcd"), total="Total")
+    v = np.zeros((5, 5))
+    v[1:, 1:] = inner
+    v = aggregate_leaves(v.ravel(), [rows, cols])
+    return Table.from_arrays({"r": rows, "c": cols}, v, freq=np.full(25, 5.0))
+
+
+A2_STARRED = [("w", "a"), ("w", "b"), ("w", "c"), ("x", "a"), ("x", "c"), ("y", "b"),
+              ("y", "d"), ("z", "b"), ("z", "d")]
+
+
+def test_a2_pattern_is_repaired_until_the_audit_passes():
+    t = a2_table()
+    st_ = t.status.copy()
+    for code in A2_STARRED:
+        st_[t.cell(*code)] = "M"
+    wb = t.cell("w", "b")
+    st_[wb] = "U"
+    lvl = np.where(st_ == "U", 5.0, 0.0)
+    t = t.replace(status=st_, upl=lvl, lpl=lvl)
+    before = audit(t)
+    assert before.lower[wb] == before.upper[wb] == 47  # the oracle: exactly disclosed
+    res = protect(t, cost="unity")
+    assert res.passed
+    check = audit(res.table, singleton=True)
+    assert check.passed and check.upper[wb] >= 52 and check.lower[wb] <= 42
+    # the given suppressions stay; "one more suppression fixes it"
+    assert (res.status[st_ == "M"] == "M").all()
+    assert res.n_secondary == len(A2_STARRED) - 1 + 1
+
+
+def test_a1_style_block_protects_x11():
+    rows = Hierarchy.flat(["1", "2", "3"], total="Total")
+    cols = Hierarchy.flat(["1", "2"], total="Total")
+    inner = np.array([[4, 3], [2, 1], [3, 3]], dtype=float)  # A1: X11 in [3, 6]
+    v = np.zeros((4, 3))
+    v[1:, 1:] = inner
+    t = Table.from_arrays({"r": rows, "c": cols}, aggregate_leaves(v.ravel(), [rows, cols]),
+                          freq=np.full(12, 4.0))
+    st_ = t.status.copy()
+    x11 = t.cell("1", "1")
+    st_[x11] = "U"
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 2.0, 0.0),
+                  lpl=np.where(st_ == "U", 1.0, 0.0))
+    res = protect(t, cost="unity")
+    assert res.passed and res.proven_optimal
+    assert res.n_secondary == 3  # the smallest block around one inner cell
+    a = audit(res.table)
+    assert a.upper[x11] >= 6 and a.lower[x11] <= 3
+
+
+def test_nothing_to_do_without_primaries():
+    t = a2_table()
+    res = protect(t)
+    assert res.n_secondary == 0 and res.passed and res.solver_status == "nothing to do"
+
+
+def test_unknown_method_and_cost_are_input_errors():
+    t = a2_table()
+    with pytest.raises(InputError, match="unknown method"):
+        protect(t, method="nope")
+    st_ = t.status.copy()
+    st_[6] = "U"
+    with pytest.raises(InputError, match="unknown cost"):
+        protect(t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0)), cost="weird")
+
+
+@pytest.mark.parametrize("cost", ["unity", "freq", "value", "log", "column"])
+def test_cost_functions_and_p_cells(cost):
+    t = a2_table()
+    st_ = t.status.copy()
+    st_[t.cell("x", "c")] = "U"
+    st_[t.cell("x", "d")] = "P"
+    st_[t.cell("w", "c")] = "P"
+    lvl = np.where(st_ == "U", 3.0, 0.0)
+    rng = np.random.default_rng(1)
+    t = t.replace(status=st_, upl=lvl, lpl=lvl, cost=rng.uniform(1, 10, t.n_cells),
+                  freq=rng.integers(3, 9, t.n_cells).astype(float))
+    res = protect(t, cost=cost)
+    assert res.passed and audit(res.table, singleton=True).passed
+    assert (res.status[st_ == "P"] == "P").all()
+    from tabprotect.secondary import cost_vector
+    c = cost_vector(t, cost)
+    assert res.cost == pytest.approx(c[res.status == "M"].sum())
+
+
+def _under_protecting(table, cost, **_):
+    """A deliberately wrong method: adds one useless secondary."""
+    status = table.status.copy()
+    status[int(np.flatnonzero(status == "S")[0])] = "M"
+    return MethodOutcome(status=status, proven_optimal=True, solver_status="test")
+
+
+def test_repair_fixes_an_under_protected_method_result():
+    register_method("_test_under")(_under_protecting)
+    try:
+        t = a2_table()
+        st_ = t.status.copy()
+        st_[[t.cell("y", "c"), t.cell("z", "a")]] = "U"
+        lvl = np.where(st_ == "U", 10.0, 0.0)
+        t = t.replace(status=st_, upl=lvl, lpl=lvl)
+        unrepaired = protect(t, method="_test_under", repair=False)
+        assert not unrepaired.passed and not unrepaired.proven_optimal
+        res = protect(t, method="_test_under")
+        assert res.passed and len(res.repaired) > 0 and not res.proven_optimal
+        assert audit(res.table, singleton=True).passed
+    finally:
+        METHODS.pop("_test_under", None)
+
+
+def test_published_frame_blanks_suppressed_cells():
+    t = a2_table()
+    st_ = t.status.copy()
+    st_[t.cell("y", "c")] = "U"
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 5.0, 0.0))
+    res = protect(t, cost="value")
+    frame = res.to_frame(flag=True)
+    sup = res.table.suppressed
+    assert frame["value"][sup].isna().all()
+    assert (frame["value"][~sup] == t.value[~sup]).all()
+    assert (frame["published"] == ~sup).all()
+    assert (frame["upper"][sup] >= frame["lower"][sup]).all()
+    s = res.summary()
+    assert s["primary"] == 1 and s["secondary"] == res.n_secondary and s["audit"] == "PASSED"
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n_primary=st.integers(1, 3),
+       cost=st.sampled_from(["unity", "value", "log"]))
+def test_every_result_passes_an_independent_audit(seed, n_primary, cost):
+    rng = np.random.default_rng(seed)
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2")])
+    cols = Hierarchy.flat(["a", "b", "c"], total="T")
+    shape = (len(rows), len(cols))
+    v = aggregate_leaves(rng.integers(1, 50, size=shape).ravel().astype(float), [rows, cols])
+    f = aggregate_leaves(rng.integers(1, 5, size=shape).ravel().astype(float), [rows, cols])
+    t = Table.from_arrays({"r": rows, "c": cols}, v, freq=f)
+    st_ = t.status.copy()
+    st_[rng.choice(np.flatnonzero(t.is_inner), n_primary, replace=False)] = "U"
+    lvl = np.where(st_ == "U", np.round(0.25 * v + 1), 0.0)
+    t = t.replace(status=st_, upl=lvl, lpl=lvl)
+    res = protect(t, cost=cost)
+    assert res.passed
+    assert audit(res.table, singleton=True).passed
+
+
+# ---------------------------------------------------------------- CLI
+def _write_job(tmp_path, with_status: bool) -> str:
+    rng = np.random.default_rng(3)
+    rows, cols = ["r1", "r2", "r3"], ["c1", "c2", "c3"]
+    recs = []
+    for r in rows:
+        for c in cols:
+            recs.append({"row": r, "col": c, "value": float(rng.integers(5, 60)),
+                         "freq": int(rng.integers(4, 9))})
+    df = pd.DataFrame(recs)
+    if with_status:
+        df["status"] = "S"
+        df.loc[0, "status"] = "U"
+        df["upl"] = np.where(df["status"] == "U", 4.0, 0.0)
+        df["lpl"] = df["upl"]
+    else:
+        df.loc[4, "freq"] = 1  # the frequency rule makes this cell unsafe
+    df.to_csv(tmp_path / "cells.csv", index=False)
+    extra = 'status = "status"\nupl = "upl"\nlpl = "lpl"\n' if with_status else ""
+    rules = "" if with_status else "[rules.frequency]\nn = 3\nsafety_range = 10\n"
+    (tmp_path / "job.toml").write_text(
+        f'[input]\ncells = "cells.csv"\ndimensions = ["row", "col"]\ncompute_totals = true\n'
+        f'{extra}\n[hierarchies.row]\ncodes = {json.dumps(rows)}\n'
+        f'[hierarchies.col]\ncodes = {json.dumps(cols)}\n\n{rules}\n'
+        f'[protect]\ncost = "unity"\n\n[output]\ndir = "out"\n')
+    return str(tmp_path / "job.toml")
+
+
+@pytest.mark.parametrize("with_status", [True, False])
+def test_cli_protect_writes_published_table_and_summary(tmp_path, capsys, with_status):
+    job = _write_job(tmp_path, with_status)
+    code = main(["protect", job, "--time-limit", "30"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "audit: PASSED" in out
+    pub = pd.read_csv(tmp_path / "out" / "protected.csv")
+    summary = json.loads((tmp_path / "out" / "protected_summary.json").read_text())
+    sup = pub["status"].isin(["U", "M"])
+    assert summary["primary"] == int((pub["status"] == "U").sum()) >= 1
+    assert summary["secondary"] == int((pub["status"] == "M").sum()) >= 1
+    assert pub.loc[sup, "value"].isna().all() and pub.loc[~sup, "value"].notna().all()
+    assert summary["audit"] == "PASSED"
+
+
+def test_cli_without_primaries_is_an_input_error(tmp_path, capsys):
+    (tmp_path / "cells.csv").write_text("row,value\nr1,3\nr2,4\n")
+    (tmp_path / "job.toml").write_text('[input]\ncells = "cells.csv"\ndimensions = ["row"]\n'
+                                      'compute_totals = true\n')
+    assert main(["protect", str(tmp_path / "job.toml")]) == 2
+    assert "no primary cells" in capsys.readouterr().err
