@@ -69,6 +69,7 @@ class AuditResult:
     n_lp: int
     n_lp_skipped: int
     runtime: float
+    n_determined: int = 0
     attacker_notes: list[str] = field(default_factory=list)
 
     @property
@@ -91,6 +92,7 @@ class AuditResult:
             "components": self.n_components,
             "lp_solved": self.n_lp,
             "lp_skipped": self.n_lp_skipped,
+            "determined_without_lp": self.n_determined,
             "integer": self.integer,
             "singleton_attack": self.singleton,
             "seconds": round(self.runtime, 3),
@@ -161,15 +163,20 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     primary = (table.status == "U") & unpublished
     req_lo, req_hi, req_w = required_interval(table, primary)
 
-    comps, ncomp = _components(table.relations, unpublished)
-    counters = {"lp": 0, "skipped": 0}
+    # cells alone among the unpublished cells of some relation are known exactly; they are
+    # as good as published for the intruder (repeat: that may isolate further cells)
+    determined = _determined_cells(table.relations, unpublished)
+    lower[determined] = value[determined]
+    upper[determined] = value[determined]
+    comps, ncomp = _components(table.relations, unpublished & ~determined)
+    counters = {"lp": 0, "skipped": 0, "determined": int(determined.sum())}
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
     # worst case over attackers: the largest lower bound and smallest upper bound seen
     worst_lo = np.full(n, -np.inf)
     worst_hi = np.full(n, np.inf)
     for k, cells in enumerate(comps):
-        system = _ReducedSystem(table, unpublished, cells)
+        system = _ReducedSystem(table, unpublished & ~determined, cells)
         lo, hi = system.intervals(cells, integer, counters, deadline)
         lower[cells] = lo
         upper[cells] = hi
@@ -195,6 +202,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        primary=table.status == "U", protected=protected, exact=exact,
                        integer=bool(integer), singleton=singleton, n_components=ncomp,
                        n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
+                       n_determined=counters["determined"],
                        runtime=time.perf_counter() - start, attacker_notes=notes)
 
 
@@ -212,6 +220,24 @@ def required_interval(table: Table, primary: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------- internals
+def _determined_cells(A: sp.csr_matrix, unpublished: np.ndarray) -> np.ndarray:
+    """Unpublished cells that some relation pins down because every other cell of it is
+    published (or pinned down itself), found by repeated singleton-row elimination."""
+    determined = np.zeros(len(unpublished), dtype=bool)
+    free = unpublished.copy()
+    A = A.tocsc()
+    while free.any():
+        cols = np.flatnonzero(free)
+        sub = A[:, cols].tocsr()
+        singleton_rows = np.flatnonzero(np.diff(sub.indptr) == 1)
+        if len(singleton_rows) == 0:
+            break
+        hit = cols[np.unique(sub.indices[sub.indptr[singleton_rows]])]
+        determined[hit] = True
+        free[hit] = False
+    return determined
+
+
 def _components(A: sp.csr_matrix, unpublished: np.ndarray) -> tuple[list[np.ndarray], int]:
     """Suppressed cells grouped into components linked by relations."""
     cells = np.flatnonzero(unpublished)
@@ -249,8 +275,11 @@ class _ReducedSystem:
         # benchmark values) must not make the intruder's system infeasible: each relation
         # holds within 1e-9 of the magnitude of its terms.
         # (applied only when the exact system is infeasible, so exact inputs stay exact)
+        # The relaxation is the smallest that keeps the true table feasible (its own
+        # residual, with a margin), so exact disclosures stay (numerically) exact.
         magnitude = abs(A[rows]) @ np.abs(table.value)
-        self.row_tol = 1e-9 * np.maximum(1.0, np.asarray(magnitude, dtype=float))
+        residual = np.abs(A[rows] @ table.value)
+        self.row_tol = 1.5 * residual + 1e-12 * np.maximum(1.0, np.asarray(magnitude, float))
         self.relaxed = False
         self.cells = cells
         self.labels = table
