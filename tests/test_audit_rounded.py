@@ -205,3 +205,32 @@ def test_audit_frame():
     assert "value" not in f.columns  # true values only on request
     s = res.audit.summary()
     assert s["cells"] == 12 and s["published"] == 12
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_audit_rounded_on_non_additive_published_table(tmp_path):
+    import json
+
+    from tabprotect.cli import main
+    # A4 rounded conventionally (not additive): the published file keeps its totals
+    rows = [("A", "Male", 0), ("A", "Female", 0), ("A", "Total", 0), ("B", "Male", 5),
+            ("B", "Female", 5), ("B", "Total", 5), ("C", "Male", 10), ("C", "Female", 20),
+            ("C", "Total", 30), ("Total", "Male", 15), ("Total", "Female", 25),
+            ("Total", "Total", 40)]
+    (tmp_path / "pub.csv").write_text(
+        "row,sex,value\n" + "".join(f"{r},{c},{v}\n" for r, c, v in rows))
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "pub.csv"\ndimensions = ["row", "sex"]\n\n'
+        '[round]\nbase = 5\nmethod = "deterministic"\n\n[output]\ndir = "out"\n')
+    code = main(["audit-rounded", str(tmp_path / "job.toml")])
+    assert code in (0, 1)
+    import pandas as pd
+    out = pd.read_csv(tmp_path / "out" / "rounded_audit.csv")
+    assert len(out) == 12 and "value" not in out.columns
+    res = round_table(a4_table(), 5, "deterministic")
+    # same intervals as the Python API on the same published values
+    for _, r in out.iterrows():
+        i = res.table.cell(r["row"], r["sex"])
+        assert (r["lower"], r["upper"]) == (res.audit.lower[i], res.audit.upper[i])
+    summary = json.loads((tmp_path / "out" / "rounded_audit_summary.json").read_text())
+    assert summary["method"] == "deterministic"

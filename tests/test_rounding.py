@@ -369,3 +369,29 @@ def test_result_frames_and_summary():
     assert list(f.columns[-3:]) == ["value", "rounded", "deviation"]
     pub = res.publication_frame()
     assert "deviation" not in pub.columns and np.array_equal(pub["value"], res.rounded)
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_round_writes_rounded_table_and_summary(tmp_path):
+    import json
+
+    from tabprotect.cli import main
+    (tmp_path / "cells.csv").write_text(
+        "sex,marital,value\nMale,Married,362\nMale,Divorced,121\nMale,Widowed,121\n"
+        "Female,Married,362\nFemale,Divorced,0\nFemale,Widowed,241\n")
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "cells.csv"\ndimensions = ["sex", "marital"]\n'
+        'compute_totals = true\n\n[round]\nbase = 100\nmethod = "controlled"\n\n'
+        '[output]\ndir = "out"\n')
+    assert main(["round", str(tmp_path / "job.toml")]) == 0
+    import pandas as pd
+    pub = pd.read_csv(tmp_path / "out" / "rounded.csv")
+    assert set(pub.columns) == {"sex", "marital", "value"}
+    assert np.all(pub["value"] % 100 == 0)
+    total = pub[(pub.sex == "Total") & (pub.marital == "Total")]["value"].item()
+    inner = pub[(pub.sex != "Total") & (pub.marital != "Total")]["value"].sum()
+    assert total == inner == 1200
+    summary = json.loads((tmp_path / "out" / "rounding_summary.json").read_text())
+    assert summary["rounding"]["additive"] and summary["audit"]["passed"]
+    # bad base -> one-line error, exit code 2
+    assert main(["round", str(tmp_path / "job.toml"), "--base", "0"]) == 2
