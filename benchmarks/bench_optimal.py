@@ -85,9 +85,11 @@ def write_jj(table: Table, cost: np.ndarray, path: Path) -> None:
     lines = ["0", str(table.n_cells)]
     for i in range(table.n_cells):
         ub = table.ub[i] if np.isfinite(table.ub[i]) else 2.0e9
-        lines.append(f"{i} {table.value[i]:.6f} {cost[i]:.6f} {letter[table.status[i]]} "
-                     f"{table.lb[i]:.6f} {ub:.6f} {table.lpl[i]:.6f} {table.upl[i]:.6f} "
-                     f"{table.spl[i]:.6f}")
+        # integer costs, as tau-Argus writes them: the native FullJJ reader crashed
+        # (SIGSEGV) on fractional costs in our tests
+        lines.append(f"{i} {table.value[i]:.6f} {max(1, int(round(cost[i])))} "
+                     f"{letter[table.status[i]]} {table.lb[i]:.6f} {ub:.6f} "
+                     f"{table.lpl[i]:.6f} {table.upl[i]:.6f} {table.spl[i]:.1f}")
     lines.append(str(A.shape[0]))
     for r in range(A.shape[0]):
         cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
