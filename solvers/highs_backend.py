@@ -69,6 +69,9 @@ def _set_option(h, name: str, value: Any, *, strict: bool = True) -> bool:
     return ok
 
 
+_POOL_THREADS: int | None = None  # the size HiGHS' global thread pool was started with
+
+
 def _configure(h, *, verbose: bool, time_limit, mip_gap, threads, options: dict) -> None:
     h.setOptionValue("output_flag", bool(verbose))
     if verbose:
@@ -76,10 +79,16 @@ def _configure(h, *, verbose: bool, time_limit, mip_gap, threads, options: dict)
     _set_option(h, "time_limit", float(np.inf if time_limit is None else time_limit))
     if mip_gap is not None:
         _set_option(h, "mip_rel_gap", float(mip_gap))
-    if threads is not None:
-        # HiGHS fixes its global thread pool at the first run in the process; later
-        # changes are rejected or ignored by some versions. That only costs speed,
-        # never correctness, so do not fail on it.
+    global _POOL_THREADS
+    # HiGHS keeps one global thread pool per process, sized at the first run; a later
+    # model asking for a different size makes every one of its solves fail with an error
+    # status. So only the first request in a process sets it; later different requests
+    # run on the existing pool (costs speed at most, never correctness).
+    if _POOL_THREADS is None:
+        _POOL_THREADS = 0 if threads is None else int(threads)
+        if threads is not None:
+            _set_option(h, "threads", int(threads), strict=False)
+    elif threads is not None and int(threads) == _POOL_THREADS:
         _set_option(h, "threads", int(threads), strict=False)
     for key, value in options.items():
         _set_option(h, key, value)

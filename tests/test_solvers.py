@@ -416,3 +416,16 @@ if HAVE_HYPOTHESIS:
                 assert r.objective == pytest.approx(ref, abs=1e-6 * max(1.0, abs(ref)) * (
                     10 if b == "pulp" else 1)), (b, r.objective, ref)
                 _check_feasible(lp, r.x, tol=1e-5)
+
+
+def test_highs_thread_count_changes_never_break_later_solves():
+    # HiGHS sizes one global thread pool per process; a model asking for another size used
+    # to fail with an "error" status (seen when tests with threads=1 ran after others).
+    import scipy.sparse as sp
+    lp = LinearProgram(c=np.array([1.0, 1.0]), A=sp.csr_matrix([[1.0, 1.0]]),
+                       row_lower=np.array([1.0]), row_upper=np.array([np.inf]),
+                       col_lower=np.zeros(2), col_upper=np.full(2, 5.0),
+                       integrality=np.array([True, True]))
+    statuses = [solve(lp).status, solve(lp, threads=1).status, solve(lp, threads=2).status,
+                HighsModel(lp, threads=1).solve().status, solve(lp).status]
+    assert statuses == ["optimal"] * 5
