@@ -283,7 +283,7 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         upper[cells] = hi
         if progress is not None:
             progress(k + 1, len(comps))
-    if deadline is not None and time.perf_counter() > deadline:
+    if deadline is not None and (time.perf_counter() > deadline or counters.get("cut")):
         notes.append("time limit reached: some cells keep their method range (the audit may "
                      "understate what an intruder can derive)")
     width_range = r_hi - r_lo
@@ -386,13 +386,15 @@ class _ComponentAudit:
                     continue
                 before = int(done.sum())
                 model.set_objective(indices=todo, values=np.ones(len(todo)), sense=sense)
-                res = model.solve()
+                res = model.solve(time_limit=_remaining(deadline))
                 counters["lp"] += 1
                 if res.status == "infeasible":
                     raise InputError("audit_rounded: no additive integer table is consistent "
                                      "with the published values, base and method")
                 if res.status == "optimal":
                     absorb(res.x)
+                else:
+                    counters["cut"] = 1
                 progress |= int(done.sum()) > before
             if not progress:
                 break
@@ -404,13 +406,14 @@ class _ComponentAudit:
                 if _late(deadline):
                     break
                 model.set_objective(indices=[j], values=[1.0], sense=sense)
-                res = model.solve()
+                res = model.solve(time_limit=_remaining(deadline))
                 counters["lp"] += 1
                 if res.status == "unbounded":
                     out[j] = -np.inf if sense == "min" else np.inf
                     done[j] = True
                     continue
                 if res.status != "optimal":
+                    counters["cut"] = 1
                     continue
                 xj = float(res.x[j])
                 if np.abs(res.x - np.round(res.x)).max(initial=0.0) > _TOL:
@@ -435,6 +438,14 @@ class _ComponentAudit:
         if res.status != "optimal":
             return -np.inf if sense == "min" else np.inf
         return float(round(res.x[j]))
+
+
+def _remaining(deadline) -> float | None:
+    """Seconds left for one solve (None = no limit); a solve cut short reports no bound,
+    so the cell keeps its method range and the audit notes the time limit."""
+    if deadline is None:
+        return None
+    return max(0.1, deadline - time.perf_counter())
 
 
 def _late(deadline) -> bool:
