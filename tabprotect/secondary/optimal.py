@@ -44,6 +44,13 @@ COMPACT_LIMIT = 2_000
 DEFAULT_MIP_GAP = 1e-6
 #: gap of the early master solves, whose only job is to produce patterns to cut off
 LOOSE_MIP_GAP = 0.02
+#: the LP phase stops when the bound improved less than LP_STALL_TOL (relative) in each of
+#: LP_STALL_ROUNDS consecutive rounds
+LP_STALL_TOL = 1e-5
+LP_STALL_ROUNDS = 10
+#: a repaired pattern is pruned (redundant suppressions dropped) when it costs less than
+#: this multiple of the incumbent
+PRUNE_WITHIN = 1.15
 #: seconds for one early master solve (doubled whenever it finds nothing)
 ROUND_TIME_LIMIT = 3.0
 
@@ -79,16 +86,37 @@ class _Master:
         lp = LinearProgram(c=cost_c, A=None, row_lower=[], row_upper=[],
                            col_lower=np.zeros(k), col_upper=np.ones(k),
                            integrality=np.ones(k, bool))
-        # threads: HiGHS fixes its thread pool at the first run in the process and then
-        # rejects a different 'threads' value with an error status, so it is not passed
-        self.model = HighsModel(lp, mip_gap=mip_gap)
         self.k = k
         self.n_cuts = 0
         self.cost = cost_c
+        self.mip_gap = mip_gap
+        self.seen: set = set()  # rows already in the pool (no duplicate cuts)
+        # the cut pool: every cut ever found (scaled to rhs 1); only some are rows of the
+        # HiGHS model -- slack cuts make each master MILP slower and are re-added only
+        # when a master solution violates them
+        self.pool: list[sp.csr_matrix] = []
+        self._pool_csr: sp.csr_matrix | None = None
+        self.in_model = np.zeros(0, bool)
+        self.model_rows: list[int] = []  # pool index of each model row
+        self._integer = True
+        self._new_model(lp)
+
+    def _new_model(self, lp) -> None:
+        # threads: HiGHS fixes its thread pool at the first run in the process and then
+        # rejects a different 'threads' value with an error status, so it is not passed
+        self.model = HighsModel(lp, mip_gap=self.mip_gap)
+
+    @property
+    def pool_matrix(self) -> sp.csr_matrix:
+        if self._pool_csr is None or self._pool_csr.shape[0] != len(self.in_model):
+            self._pool_csr = (sp.vstack(self.pool).tocsr() if self.pool
+                              else sp.csr_matrix((0, self.k)))
+            self.pool = [self._pool_csr]
+        return self._pool_csr
 
     def add(self, cols_list, coef_list, rhs_list) -> int:
         """Add cuts given over cell indices; fixed cells move to the right-hand side."""
-        rows, cols, vals, lo = [], [], [], []
+        rows, cols, vals = [], [], []
         r = 0
         for cols_c, coef_c, rhs in zip(cols_list, coef_list, rhs_list):
             fixed_part = coef_c[self.fixed[cols_c]].sum()
@@ -100,25 +128,61 @@ class _Master:
             if not keep.any():
                 raise _Unprotectable(cols_c)
             cc = np.minimum(coef_c[keep], rhs)
+            key = (c[keep].tobytes(), np.round(cc / rhs, 9).tobytes())
+            if key in self.seen:
+                continue
+            self.seen.add(key)
             # scale to rhs 1 for a well-conditioned master
             rows.append(np.full(keep.sum(), r))
             cols.append(c[keep])
             vals.append(cc / rhs)
-            lo.append(1.0)
             r += 1
         if r == 0:
             return 0
         R = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                           shape=(r, self.k))
-        # a cut is only valid for binary z as a whole; nothing is rounded down
-        self.model.add_rows(R, np.full(r, 1.0 - 1e-9), np.full(r, np.inf))
+        start = len(self.in_model)
+        self.pool.append(R)
+        self.in_model = np.concatenate([self.in_model, np.ones(r, bool)])
+        self._add_to_model(R, np.arange(start, start + r))
         self.n_cuts += r
         return r
+
+    def _add_to_model(self, R, pool_idx) -> None:
+        # a cut is only valid for binary z as a whole; nothing is rounded down
+        self.model.add_rows(R, np.full(R.shape[0], 1.0 - 1e-9), np.full(R.shape[0], np.inf))
+        self.model_rows.extend(int(i) for i in pool_idx)
+
+    def rebuild(self, keep_pool_idx: np.ndarray) -> None:
+        """A fresh model holding only the given pool rows (the rest stay in the pool)."""
+        keep_pool_idx = np.unique(keep_pool_idx)
+        lp = LinearProgram(c=self.cost, A=None, row_lower=[], row_upper=[],
+                           col_lower=np.zeros(self.k), col_upper=np.ones(self.k),
+                           integrality=np.full(self.k, self._integer))
+        self._new_model(lp)
+        self.model_rows = []
+        self.in_model[:] = False
+        if len(keep_pool_idx):
+            self._add_to_model(self.pool_matrix[keep_pool_idx], keep_pool_idx)
+            self.in_model[keep_pool_idx] = True
+
+    def violated_pool_rows(self, zc: np.ndarray, tol: float = 1e-7) -> np.ndarray:
+        """Pool cuts outside the model that ``zc`` violates."""
+        if len(self.in_model) == 0 or self.in_model.all():
+            return np.zeros(0, np.int64)
+        lhs = self.pool_matrix @ zc
+        return np.flatnonzero((lhs < 1.0 - tol) & ~self.in_model)
+
+    def activate(self, pool_idx: np.ndarray) -> None:
+        if len(pool_idx):
+            self._add_to_model(self.pool_matrix[pool_idx], pool_idx)
+            self.in_model[pool_idx] = True
 
     def set_gap(self, gap: float) -> None:
         self.model.highs.setOptionValue("mip_rel_gap", float(gap))
 
     def relax(self, on: bool) -> None:
+        self._integer = not on
         self.model.set_integrality(np.arange(self.k), not on)
 
 
@@ -194,15 +258,30 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     if best is None:
         pattern, unmet = repair.run(fixed, deadline=deadline)
         if not unmet and (deadline is None or time.perf_counter() < deadline):
-            best = pattern
+            best = _prune(oracle, pattern, fixed, cost, deadline)
     stats["heuristic_seconds"] += time.perf_counter() - th
     best_cost = _cost_of(best & ~fixed, cost) if best is not None else np.inf
+
+    def improve(seed: np.ndarray) -> None:
+        """Repair a pattern, drop its redundant suppressions, keep it if cheaper."""
+        nonlocal best, best_cost
+        if deadline is not None and time.perf_counter() >= deadline:
+            return
+        th = time.perf_counter()
+        pattern, unmet = repair.run(seed, deadline=deadline)
+        # pruning costs one oracle check per suppression: only for promising patterns
+        if not unmet and _cost_of(pattern & ~fixed, cost) < PRUNE_WITHIN * best_cost:
+            pattern = _prune(oracle, pattern, fixed, cost, deadline)
+            c = _cost_of(pattern & ~fixed, cost)
+            if c < best_cost:
+                best, best_cost = pattern, c
+        stats["heuristic_seconds"] += time.perf_counter() - th
     report("incumbent", 0.05)
 
     master = _Master(cost[cand_idx], table.n_cells, cand_idx, fixed, threads, mip_gap)
     cols_l, coef_l, rhs_l = _initial_cover_rows(table, req, cand, fixed)
     try:
-        master.add(cols_l, coef_l, rhs_l)
+        n_cover = master.add(cols_l, coef_l, rhs_l)
     except _Unprotectable as exc:
         raise InfeasibleRulesError(_unprotectable_message(table, exc.cells)) from None
 
@@ -225,6 +304,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     last = -np.inf
     stall = 0
     lower_bound = 0.0
+    res = None
     for _ in range(max_rounds):
         if deadline is not None and time.perf_counter() > deadline:
             break
@@ -238,19 +318,40 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         zc = np.clip(res.x, 0.0, 1.0)
         to = time.perf_counter()
         chk = oracle.check(full_z(zc), deadline=deadline)
+        sep = oracle.separate(full_z(zc), deadline=deadline)
         stats["oracle_seconds"] += time.perf_counter() - to
-        stats["lp_solves"] += chk.n_lp
-        if chk.ok or add_cuts(chk) == 0:
+        stats["lp_solves"] += chk.n_lp + sep.n_lp
+        if add_cuts(chk) + add_cuts(sep) == 0:
             break
-        if res.objective <= last * (1 + 1e-4) + 1e-12:
+        if res.objective <= last * (1 + LP_STALL_TOL) + 1e-12:
             stall += 1
-            if stall >= 5:
+            if stall >= LP_STALL_ROUNDS:
                 break
         else:
             stall = 0
         last = float(res.objective)
         report(f"LP round {stats['rounds_lp']}: bound {res.objective:.6g}", 0.2)
+    # incumbents from the LP point: round at a few thresholds, repair, prune
+    if res is not None and res.status == "optimal":
+        zlp = np.clip(res.x[: master.k], 0.0, 1.0)
+        for theta in (0.5, 0.2, 1e-3):
+            seed = fixed.copy()
+            seed[cand_idx[zlp >= theta]] = True
+            improve(seed)
     master.relax(False)
+    # the integer master keeps the cover rows, the cuts tight at the last LP optimum and
+    # the cuts found after it; the others wait in the pool
+    keep = [np.arange(n_cover)]
+    if res is not None and res.status == "optimal" and res.duals is not None:
+        duals = np.asarray(res.duals)
+        rows_then = np.asarray(master.model_rows[:len(duals)])
+        keep.append(rows_then[np.abs(duals) > 1e-9])
+        keep.append(np.asarray(master.model_rows[len(duals):], dtype=np.int64))
+    else:
+        keep.append(np.asarray(master.model_rows, dtype=np.int64))
+    master.rebuild(np.concatenate(keep).astype(np.int64))
+    stats["pool_rows"] = len(master.in_model)
+    stats["mip_rows_start"] = int(master.in_model.sum())
 
     # ---- phase 2: integer master until its optimum passes the oracle.  Early masters are
     # solved to a loose gap (their job is to produce patterns to cut off); once a master
@@ -292,6 +393,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         z = fixed.copy()
         z[cand_idx] = zc
         key = zc.tobytes()
+        from_pool = master.violated_pool_rows(zc.astype(float))
+        if len(from_pool):
+            # a pooled cut already excludes this pattern: no attacker LP needed
+            master.activate(from_pool)
+            stats["pool_reactivated"] = stats.get("pool_reactivated", 0) + len(from_pool)
+            continue
         to = time.perf_counter()
         chk = oracle.check(z, deadline=deadline)
         stats["oracle_seconds"] += time.perf_counter() - to
@@ -311,21 +418,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             if key in seen_patterns:
                 # numerically the cut did not cut this pattern off: exclude it and its
                 # subsets (an under-protected pattern stays so with fewer suppressions)
-                off = np.flatnonzero(~zc)
-                master.model.add_rows(sp.csr_matrix(
-                    (np.ones(len(off)), (np.zeros(len(off), int), off)), shape=(1, master.k)),
-                    [1.0], [np.inf])
+                off = cand_idx[~zc]
+                master.add([off], [np.ones(len(off))], [1.0])
             seen_patterns.add(key)
             add_cuts(chk)
             # cheap incumbent: repair the master's pattern
-            if deadline is None or time.perf_counter() < deadline:
-                th = time.perf_counter()
-                pattern, unmet = repair.run(z, deadline=deadline)
-                stats["heuristic_seconds"] += time.perf_counter() - th
-                if not unmet:
-                    c = _cost_of(pattern & ~fixed, cost)
-                    if c < best_cost:
-                        best, best_cost = pattern, c
+            improve(z)
         if best is not None and lower_bound >= best_cost * (1 - target) - 1e-9:
             proven = True
             solver_status = "optimal"
@@ -346,6 +444,21 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     report("done", 1.0)
     return MethodOutcome(status=status, proven_optimal=proven, solver_status=solver_status,
                          mip_gap=max(0.0, gap), details=stats)
+
+
+def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,
+           deadline: float | None) -> np.ndarray:
+    """Drop suppressions a protected pattern does not need, dearest first (each removal
+    is kept only when the exact oracle still finds every condition met)."""
+    pattern = pattern.copy()
+    extra = np.flatnonzero(pattern & ~fixed)
+    for i in extra[np.argsort(-cost[extra], kind="stable")]:
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+        pattern[i] = False
+        if not oracle.check(pattern, cuts=False, first_only=True).ok:
+            pattern[i] = True
+    return pattern
 
 
 def _set_start(master: _Master, zc: np.ndarray) -> None:

@@ -226,6 +226,92 @@ class AttackerOracle:
         out.runtime = time.perf_counter() - t0
         return out
 
+    def separate(self, z: np.ndarray, *, deadline: float | None = None,
+                 min_violation: float = 1e-6) -> Check:
+        """Capacity cuts violated by a fractional ``z`` (separation for the master LP).
+
+        The exact check (:meth:`check`) bounds cell ``i`` by ``up_i z_i``; with a large
+        range and a small ``z_i`` that one cell already "protects" the primary and no
+        cut is found, although the capped cut (coefficients at most the level) is
+        violated.  Here the attacker LP bounds each cell by ``min(up_i, level) z_i``
+        instead; its duals are only used as multipliers ``lam`` of a capacity cut,
+        which is valid for any ``lam`` (weak duality), and the cut is kept when the
+        point violates it by more than ``min_violation`` (relative).
+        """
+        t0 = time.perf_counter()
+        req = self.req
+        z = np.asarray(z, dtype=float)
+        out = Check()
+        active = np.flatnonzero(z > 1e-9)
+        want = np.zeros(self.table.n_cells, bool)
+        want[req.primary] = True
+        for comp in components(self.A, active):
+            targets = comp[want[comp]]
+            if len(targets) == 0:
+                continue
+            sub = self.A[:, comp].tocsr()
+            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+            lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows],
+                               row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
+                               col_lower=-req.down[comp] * z[comp],
+                               col_upper=req.up[comp] * z[comp])
+            model = HighsModel(lp)
+            local = {int(c): k for k, c in enumerate(comp)}
+            attackers = [-1]
+            if req.singleton.any():
+                attackers += [int(j) for j in comp[req.singleton[comp]]]
+            all_cols = np.arange(len(comp))
+            for j in attackers:
+                for s in targets:
+                    if s == j:
+                        continue
+                    p = self.slot[s]
+                    levels = []
+                    if req.need_up[p] > 0:
+                        levels.append(("up", 1.0, req.need_up[p]))
+                    if req.need_down[p] > 0:
+                        levels.append(("down", -1.0, req.need_down[p]))
+                    if req.need_width[p] > 0:
+                        levels.append(("width", 0.0, req.need_width[p]))
+                    for kind, sign, rhs in levels:
+                        hi = np.minimum(req.up[comp], rhs) * z[comp]
+                        lo = -np.minimum(req.down[comp], rhs) * z[comp]
+                        if j >= 0:
+                            lo[local[j]] = hi[local[j]] = 0.0
+                        model.set_col_bounds(all_cols, lo, hi)
+                        if kind == "width":
+                            vu, du = self._solve(model, local[s], 1.0)
+                            vd, dd = self._solve(model, local[s], -1.0)
+                            out.n_lp += 2
+                            if du is None or dd is None:
+                                continue
+                            cu = self._cut(int(s), 1.0, du, rows, rhs, "up", j)
+                            cd = self._cut(int(s), -1.0, dd, rows, rhs, "down", j)
+                            cols = np.concatenate([cu.cols, cd.cols])
+                            coef = np.concatenate([cu.coef, cd.coef])
+                            merged = sp.csr_matrix(
+                                (coef, (np.zeros(len(cols), int), cols)),
+                                shape=(1, self.table.n_cells))
+                            merged.sum_duplicates()
+                            cut = Cut(merged.indices.astype(np.int64),
+                                      np.minimum(merged.data, rhs), rhs, int(s), "width", j)
+                        else:
+                            val, duals = self._solve(model, local[s], sign)
+                            out.n_lp += 1
+                            if duals is None:
+                                continue
+                            cut = self._cut(int(s), sign, duals, rows, rhs, kind, j)
+                        lhs = float(np.minimum(cut.coef, rhs) @ z[cut.cols])
+                        if lhs < rhs * (1.0 - min_violation):
+                            out.violated.append((int(s), kind, j))
+                            out.cuts.append(cut)
+                    if deadline is not None and time.perf_counter() > deadline:
+                        out.complete = False
+                        out.runtime = time.perf_counter() - t0
+                        return out
+        out.runtime = time.perf_counter() - t0
+        return out
+
     # ------------------------------------------------------------ internals
     def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
         req = self.req
