@@ -103,7 +103,7 @@ def test_singleton_variant_protects_against_the_contributor():
         assert not in_span(M, known, int(u))
 
 
-@pytest.mark.parametrize("name", ["2d-small", "1k-3d"])
+@pytest.mark.parametrize("name", ["2d-small", pytest.param("1k-3d", marks=pytest.mark.slow)])
 def test_after_protect_the_audit_passes(name):
     t = gen_tables.preset(name, seed=5)
     res = protect(t, method="gauss", cost="value", singleton=False)

@@ -64,7 +64,7 @@ def test_general_table():
     assert out.details["audit_passed"]
 
 
-@pytest.mark.parametrize("name", ["2d-small", "3d-small", "1k-3d"])
+@pytest.mark.parametrize("name", ["2d-small", "3d-small", pytest.param("1k-3d", marks=pytest.mark.slow)])
 def test_generated_tables_pass(name):
     t = gen_tables.preset(name, seed=7)
     out = greedy(t, cost_vector(t, "value"))

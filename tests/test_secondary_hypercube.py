@@ -93,7 +93,7 @@ def test_singletons_are_corners_of_two_cubes():
     assert res.passed
 
 
-@pytest.mark.parametrize("name", ["2d-small", "3d-small", "1k-3d"])
+@pytest.mark.parametrize("name", ["2d-small", "3d-small", pytest.param("1k-3d", marks=pytest.mark.slow)])
 def test_hierarchical_tables_pass_after_protect(name):
     t = gen_tables.preset(name, seed=3)
     # generated tables hold totals equal to a single-contributor child: no pattern can
