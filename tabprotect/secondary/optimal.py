@@ -48,6 +48,8 @@ LOOSE_MIP_GAP = 0.02
 #: LP_STALL_ROUNDS consecutive rounds
 LP_STALL_TOL = 1e-5
 LP_STALL_ROUNDS = 10
+#: share of the time limit the LP phase (fractional separation) may use at most
+LP_PHASE_SHARE = 0.5
 #: a repaired pattern is pruned (redundant suppressions dropped) when it costs less than
 #: this multiple of the incumbent
 PRUNE_WITHIN = 1.15
@@ -278,6 +280,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         stats["heuristic_seconds"] += time.perf_counter() - th
     report("incumbent", 0.05)
 
+    # with integer costs every pattern's cost is an integer: a bound rounds up
+    cc = cost[cand_idx]
+    integral_costs = bool(np.all(np.abs(cc - np.round(cc)) <= 1e-9))
     master = _Master(cost[cand_idx], table.n_cells, cand_idx, fixed, threads, mip_gap)
     cols_l, coef_l, rhs_l = _initial_cover_rows(table, req, cand, fixed)
     try:
@@ -305,15 +310,16 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     stall = 0
     lower_bound = 0.0
     res = None
+    lp_deadline = None if time_limit is None else t0 + LP_PHASE_SHARE * time_limit
     for _ in range(max_rounds):
-        if deadline is not None and time.perf_counter() > deadline:
+        if lp_deadline is not None and time.perf_counter() > lp_deadline:
             break
         tm = time.perf_counter()
         res = master.model.solve(time_limit=left())
         stats["master_seconds"] += time.perf_counter() - tm
         if res.status != "optimal":
             break
-        lower_bound = max(lower_bound, float(res.objective))
+        lower_bound = max(lower_bound, _round_bound(float(res.objective), integral_costs))
         stats["rounds_lp"] += 1
         zc = np.clip(res.x, 0.0, 1.0)
         to = time.perf_counter()
@@ -380,7 +386,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         stats["rounds_mip"] += 1
         bound = _mip_bound(master, res)
         if bound is not None:
-            lower_bound = max(lower_bound, bound)
+            lower_bound = max(lower_bound, _round_bound(bound, integral_costs))
         if res.status == "infeasible":
             raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
         if not res.has_solution:
@@ -398,6 +404,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             # a pooled cut already excludes this pattern: no attacker LP needed
             master.activate(from_pool)
             stats["pool_reactivated"] = stats.get("pool_reactivated", 0) + len(from_pool)
+            improve(z)
             continue
         to = time.perf_counter()
         chk = oracle.check(z, deadline=deadline)
@@ -444,6 +451,13 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     report("done", 1.0)
     return MethodOutcome(status=status, proven_optimal=proven, solver_status=solver_status,
                          mip_gap=max(0.0, gap), details=stats)
+
+
+def _round_bound(bound: float, integral: bool) -> float:
+    """A valid lower bound, rounded up to the next integer when every cost is one."""
+    if not integral:
+        return bound
+    return float(np.ceil(bound - 1e-6 * max(1.0, abs(bound))))
 
 
 def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,
