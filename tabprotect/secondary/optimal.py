@@ -373,8 +373,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         remaining = left()
         if remaining is not None and remaining <= 0:
             break
-        if best is not None:
-            _set_start(master, best[cand_idx])
+        # no MIP start (Highs.setSolution): with one, HiGHS 1.16 returned the start vector
+        # as the solution of a run whose optimum was cheaper (TARGUS, unity cost), which
+        # made a non-optimal pattern look proven
         master.set_gap(current)
         # while the master's patterns are still being cut off, a master solve only needs
         # a good pattern, not a proof: cap it, and let the cap grow when it finds nothing
@@ -396,6 +397,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             break
         capped = res.status == "time_limit"
         zc = np.round(res.x[: master.k]).astype(bool)
+        if not _consistent(master, res, zc):
+            # a solution vector that does not match the reported objective proves nothing
+            stats["inconsistent_master"] = stats.get("inconsistent_master", 0) + 1
+            break
         z = fixed.copy()
         z[cand_idx] = zc
         key = zc.tobytes()
@@ -475,15 +480,18 @@ def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost:
     return pattern
 
 
-def _set_start(master: _Master, zc: np.ndarray) -> None:
-    """Hand HiGHS a known protected pattern as its first incumbent (it satisfies every
-    valid cut, so it is feasible for the master)."""
-    h = master.model.highs
-    try:
-        idx = np.arange(master.k, dtype=np.int32)
-        h.setSolution(int(master.k), idx, zc.astype(float))
-    except Exception:  # older highspy: no sparse setSolution; the search still works
-        pass
+def _consistent(master: _Master, res, zc: np.ndarray) -> bool:
+    """The master's rounded solution has the reported objective and meets every model
+    row (guards the optimality claim against a solver returning a stale vector)."""
+    if res.objective is None:
+        return False
+    obj = float(master.cost @ zc)
+    if abs(obj - float(res.objective)) > 1e-6 * max(1.0, abs(obj)):
+        return False
+    rows = np.asarray(master.model_rows, dtype=np.int64)
+    if len(rows) == 0:
+        return True
+    return bool(((master.pool_matrix[rows] @ zc.astype(float)) >= 1.0 - 1e-6).all())
 
 
 def _mip_bound(master: _Master, res) -> float | None:
