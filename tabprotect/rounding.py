@@ -333,17 +333,15 @@ class _ControlledRounder:
         notes: list[str] = []
         table = self.table
         dims = table.dimensions
-        use_partition = False
-        part_dim = None
+        part_dims: list[int] = []
         if partition is True or (partition == "auto" and len(dims) >= 3
                                  and table.n_cells >= partition_min_cells):
-            part_dim = _partition_dimension(table)
-            use_partition = part_dim is not None
-            if partition is True and part_dim is None:
+            part_dims = _partition_dimensions(table)
+            if partition is True and not part_dims:
                 notes.append("no dimension has a hierarchy to partition along; the whole "
                              "table was solved at once")
-        if use_partition:
-            rounded, path, optimal = self._run_partitioned(part_dim, k_step, penalty, notes)
+        if part_dims:
+            rounded, path, optimal = self._run_partitioned(part_dims, k_step, penalty, notes)
             return rounded, path, optimal, notes
         everything = np.ones(table.n_cells, dtype=bool)
         fixed = np.zeros(table.n_cells, dtype=bool)
@@ -359,34 +357,36 @@ class _ControlledRounder:
                                                          label="the table", network=network)
         return values, path, optimal, notes
 
-    def _run_partitioned(self, d: int, k_step, penalty, notes):
-        """Top-down over the hierarchy of dimension ``d``: the root slice, then for each
-        parent (already rounded) its children's slices together."""
+    def _run_partitioned(self, dims: list[int], k_step, penalty, notes):
+        """Top-down over the hierarchy of the first partition dimension: its total's slice,
+        then for each parent (already rounded) its children's slices together.  Each such
+        part is split again top-down along the second partition dimension.
+
+        Every relation lies inside exactly one part (a relation along a partition
+        dimension links a parent's slice, rounded earlier, with its children's slices,
+        rounded together), so the result is exactly additive.
+        """
         table = self.table
-        h = table.dimensions[d].hierarchy
-        pos = table.positions[d]
         rounded = np.full(table.n_cells, np.nan)
         done = np.zeros(table.n_cells, dtype=bool)
-        paths, all_optimal, n_parts = set(), True, 0
-        stages = [np.array([0])]
-        order = sorted((p for p, _ in h.edges()), key=lambda p: h.depth[p])
-        stages += [np.asarray(h.children[p]) for p in order]
-        for codes in stages:
-            cells = np.isin(pos, codes)
-            label = f"{table.dimensions[d].name} in {{{', '.join(h.codes[c] for c in codes[:4])}" \
-                    f"{', ...' if len(codes) > 4 else ''}}}"
-            vals, _, path, optimal = self._solve_part(cells, done, rounded, False, k_step,
-                                                      penalty, notes, label=label)
-            rounded[cells] = vals[cells]
-            done |= cells
-            paths.add(path)
-            all_optimal &= optimal
-            n_parts += 1
-        notes.append(f"partitioned along '{table.dimensions[d].name}' into {n_parts} parts; "
-                     f"each part is optimal given its already rounded parent slice, the whole "
-                     f"is exactly additive but not necessarily of globally minimum deviation")
-        path = f"partitioned ({n_parts} parts along {table.dimensions[d].name}: " \
-               f"{'/'.join(sorted(paths))})"
+        paths, n_parts = set(), 0
+        for cells in _stages(table, dims[0], np.ones(table.n_cells, dtype=bool)):
+            inner_stages = _stages(table, dims[1], cells) if len(dims) > 1 else [cells]
+            for part in inner_stages:
+                if not part.any():
+                    continue
+                label = _part_label(table, part, dims)
+                vals, _, path, _ = self._solve_part(part, done, rounded, False, k_step,
+                                                    penalty, notes, label=label)
+                rounded[part] = vals[part]
+                done |= part
+                paths.add(path)
+                n_parts += 1
+        names = " and ".join(f"'{table.dimensions[d].name}'" for d in dims)
+        notes.append(f"partitioned along {names} into {n_parts} parts; each part is optimal "
+                     f"given its already rounded parent slices, the whole is exactly additive "
+                     f"but not necessarily of globally minimum deviation")
+        path = f"partitioned ({n_parts} parts along {names}: {'/'.join(sorted(paths))})"
         return rounded, path, False
 
     # -- one sub-problem: round `cells`, with `fixed` cells at `fixed_values`
@@ -511,16 +511,38 @@ class _ControlledRounder:
                      **options)
 
 
-def _partition_dimension(table: Table) -> int | None:
-    """The dimension to partition along: the one whose hierarchy has the most non-leaf
-    codes below the root (a flat dimension only splits off the total)."""
-    best, best_score = None, 0
+def _partition_dimensions(table: Table) -> list[int]:
+    """Up to two dimensions to partition along: those whose hierarchies have the most
+    non-leaf codes (a flat dimension only splits off its total, so it is used only when
+    its table is large in that dimension).  The last dimension is never used when it is
+    the only one left, so every part keeps at least one whole dimension."""
+    scored = []
     for d, dim in enumerate(table.dimensions):
         h = dim.hierarchy
-        score = len(h.edges())
-        if score > best_score:
-            best, best_score = d, score
-    return best
+        scored.append((len(h.edges()), len(h), d))
+    scored.sort(reverse=True)
+    chosen = [d for n_edges, size, d in scored if n_edges > 1 or size > 50]
+    return chosen[:min(2, len(table.dimensions) - 1)]
+
+
+def _stages(table: Table, d: int, within: np.ndarray) -> list[np.ndarray]:
+    """Cell masks, in solving order, that split ``within`` along dimension ``d``: the
+    total's slice, then per parent code (shallowest first) its children's slices."""
+    h = table.dimensions[d].hierarchy
+    pos = table.positions[d]
+    order = sorted((p for p, _ in h.edges()), key=lambda p: h.depth[p])
+    groups = [np.array([0])] + [np.asarray(h.children[p]) for p in order]
+    return [within & np.isin(pos, g) for g in groups]
+
+
+def _part_label(table: Table, part: np.ndarray, dims: list[int]) -> str:
+    bits = []
+    for d in dims:
+        codes = np.unique(table.positions[d][part])
+        names = [table.dimensions[d].hierarchy.codes[c] for c in codes[:3]]
+        bits.append(f"{table.dimensions[d].name} in {{{', '.join(names)}"
+                    f"{', ...' if len(codes) > 3 else ''}}}")
+    return "the part " + ", ".join(bits)
 
 
 # ---------------------------------------------------------------- small-count rounding
