@@ -50,6 +50,11 @@ LP_STALL_TOL = 1e-5
 LP_STALL_ROUNDS = 10
 #: share of the time limit the LP phase (fractional separation) may use at most
 LP_PHASE_SHARE = 0.5
+#: improving solutions of one master run checked besides its final one
+SAVED_PATTERNS = 8
+#: at most this share of the elapsed time goes to the repair heuristic once a protected
+#: pattern is known
+HEURISTIC_SHARE = 0.25
 #: a repaired pattern is pruned (redundant suppressions dropped) when it costs less than
 #: this multiple of the incumbent
 PRUNE_WITHIN = 1.15
@@ -107,6 +112,31 @@ class _Master:
         # threads: HiGHS fixes its thread pool at the first run in the process and then
         # rejects a different 'threads' value with an error status, so it is not passed
         self.model = HighsModel(lp, mip_gap=self.mip_gap)
+        # keep the improving solutions of each MIP run: each is a pattern to check
+        try:
+            self.model.highs.setOptionValue("mip_improving_solution_save", True)
+        except Exception:  # other HiGHS versions: only the final solution is checked
+            pass
+
+    def saved_patterns(self, final: np.ndarray, limit: int) -> list[np.ndarray]:
+        """Distinct rounded improving solutions of the last MIP run, besides ``final``."""
+        try:
+            saved = self.model.highs.getSavedMipSolutions()
+        except Exception:
+            return []
+        out, keys = [], {final.tobytes()}
+        for sol in list(saved)[::-1]:
+            x = np.asarray(sol.col_value, dtype=float)[: self.k]
+            if len(x) != self.k:
+                continue
+            zc = np.round(x).astype(bool)
+            if zc.tobytes() in keys:
+                continue
+            keys.add(zc.tobytes())
+            out.append(zc)
+            if len(out) >= limit:
+                break
+        return out
 
     @property
     def pool_matrix(self) -> sp.csr_matrix:
@@ -267,7 +297,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     def improve(seed: np.ndarray) -> None:
         """Repair a pattern, drop its redundant suppressions, keep it if cheaper."""
         nonlocal best, best_cost
-        if deadline is not None and time.perf_counter() >= deadline:
+        now = time.perf_counter()
+        if deadline is not None and now >= deadline:
+            return
+        # the heuristic only feeds the upper bound: keep it to a share of the time used
+        if best is not None and stats["heuristic_seconds"] > HEURISTIC_SHARE * (now - t0):
             return
         th = time.perf_counter()
         pattern, unmet = repair.run(seed, deadline=deadline)
@@ -434,8 +468,33 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 master.add([off], [np.ones(len(off))], [1.0])
             seen_patterns.add(key)
             add_cuts(chk)
+            # the capped separation at the same pattern often gives stronger cuts
+            to = time.perf_counter()
+            sep = oracle.separate(z.astype(float), deadline=deadline)
+            stats["oracle_seconds"] += time.perf_counter() - to
+            stats["lp_solves"] += sep.n_lp
+            add_cuts(sep)
             # cheap incumbent: repair the master's pattern
             improve(z)
+        # the run's other improving solutions: more patterns to cut off (or incumbents)
+        for zc2 in master.saved_patterns(zc, SAVED_PATTERNS):
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            z2 = fixed.copy()
+            z2[cand_idx] = zc2
+            if len(master.violated_pool_rows(zc2.astype(float))):
+                continue
+            to = time.perf_counter()
+            chk2 = oracle.check(z2, deadline=deadline)
+            stats["oracle_seconds"] += time.perf_counter() - to
+            stats["lp_solves"] += chk2.n_lp
+            stats["saved_patterns"] = stats.get("saved_patterns", 0) + 1
+            if chk2.ok:
+                c2 = _cost_of(z2 & ~fixed, cost)
+                if c2 < best_cost:
+                    best, best_cost = z2, c2
+            elif chk2.violated:
+                add_cuts(chk2)
         if best is not None and lower_bound >= best_cost * (1 - target) - 1e-9:
             proven = True
             solver_status = "optimal"
