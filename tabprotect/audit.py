@@ -70,11 +70,16 @@ class AuditResult:
     n_lp_skipped: int
     runtime: float
     n_determined: int = 0
+    incomplete: np.ndarray | None = None  # bounds not computed within the time limit
+
+    @property
+    def complete(self) -> bool:
+        return self.incomplete is None or not self.incomplete.any()
     attacker_notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return bool(self.protected.all())
+        return bool(self.protected.all()) and self.complete
 
     @property
     def shortfalls(self) -> np.ndarray:
@@ -93,6 +98,7 @@ class AuditResult:
             "lp_solved": self.n_lp,
             "lp_skipped": self.n_lp_skipped,
             "determined_without_lp": self.n_determined,
+            "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,
             "seconds": round(self.runtime, 3),
@@ -170,6 +176,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[determined] = value[determined]
     comps, ncomp = _components(table.relations, unpublished & ~determined)
     counters = {"lp": 0, "skipped": 0, "determined": int(determined.sum())}
+    incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
     # worst case over attackers: the largest lower bound and smallest upper bound seen
@@ -183,6 +190,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         if singleton:
             _singleton_attacks(table, system, cells, primary, integer, counters, deadline,
                                worst_lo, worst_hi, notes)
+        if system.incomplete:
+            incomplete[list(system.incomplete)] = True
         if progress is not None:
             progress(k + 1, ncomp)
 
@@ -192,8 +201,9 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     tol = _TOL * np.maximum(1.0, np.abs(value))
     ok = ((eff_hi >= req_hi - tol) & (eff_lo <= req_lo + tol)
           & (eff_hi - eff_lo >= req_w - tol))
-    # an exactly disclosed primary cell is never protected, whatever its levels say
-    ok &= ~exact
+    # an exactly disclosed primary cell is never protected, whatever its levels say; nor
+    # is one whose interval was not computed within the time limit
+    ok &= ~exact & ~incomplete
     protected = np.where(primary, ok, True)
     # a primary cell that is published is never protected
     protected &= ~((table.status == "U") & ~unpublished)
@@ -202,7 +212,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        primary=table.status == "U", protected=protected, exact=exact,
                        integer=bool(integer), singleton=singleton, n_components=ncomp,
                        n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
-                       n_determined=counters["determined"],
+                       n_determined=counters["determined"], incomplete=incomplete,
                        runtime=time.perf_counter() - start, attacker_notes=notes)
 
 
@@ -281,6 +291,7 @@ class _ReducedSystem:
         residual = np.abs(A[rows] @ table.value)
         self.row_tol = 1.5 * residual + 1e-12 * np.maximum(1.0, np.asarray(magnitude, float))
         self.relaxed = False
+        self.incomplete: set[int] = set()
         self.cells = cells
         self.labels = table
         self.lb = table.lb[cells].astype(float)
@@ -328,6 +339,9 @@ class _ReducedSystem:
             for j in targets:
                 for sense in ("min", "max"):
                     if deadline is not None and time.perf_counter() > deadline:
+                        # never computed: the interval stays infinite and the cell is
+                        # marked, so the verdict cannot pass on it
+                        self.incomplete.add(int(self.cells[j]))
                         continue
                     bound_hit = at_lb[j] if sense == "min" else at_ub[j]
                     if bound_hit:

@@ -226,3 +226,19 @@ def test_large_components_progress_and_counts():
     assert calls and calls[-1][0] == calls[-1][1] == res.n_components
     assert res.n_lp + res.n_lp_skipped == 2 * mask.sum()
     assert np.all(res.lower <= t.value) and np.all(res.upper >= t.value)
+
+
+def test_time_limit_never_passes_an_unfinished_audit():
+    rng = np.random.default_rng(7)
+    t = two_way(rng.integers(1, 100, size=(12, 12)))
+    st_ = t.status.copy()
+    inner = np.flatnonzero(t.is_inner)
+    st_[rng.choice(inner, 60, replace=False)] = "M"
+    st_[inner[0]] = "U"
+    st_[inner[1]] = "M"
+    t = t.replace(status=st_)
+    full = audit(t)
+    assert full.complete
+    cut = audit(t, time_limit=0.0)
+    assert not cut.complete and not cut.passed
+    assert cut.summary()["complete"] is False
