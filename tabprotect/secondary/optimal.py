@@ -50,6 +50,8 @@ LP_STALL_TOL = 1e-5
 LP_STALL_ROUNDS = 10
 #: share of the time limit the LP phase (fractional separation) may use at most
 LP_PHASE_SHARE = 0.5
+#: pool cuts with at most this slack (rhs scaled to 1) at the last LP point stay in the MILP
+KEEP_SLACK = 0.1
 #: improving solutions of one master run checked besides its final one
 SAVED_PATTERNS = 8
 #: at most this share of the elapsed time goes to the repair heuristic once a protected
@@ -386,6 +388,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         duals = np.asarray(res.duals)
         rows_then = np.asarray(master.model_rows[:len(duals)])
         keep.append(rows_then[np.abs(duals) > 1e-9])
+        # and the nearly tight ones: a MILP that only meets them again would be wasted
+        zlp = np.clip(res.x[: master.k], 0.0, 1.0)
+        keep.append(np.flatnonzero(master.pool_matrix @ zlp <= 1.0 + KEEP_SLACK))
         keep.append(np.asarray(master.model_rows[len(duals):], dtype=np.int64))
     else:
         keep.append(np.asarray(master.model_rows, dtype=np.int64))
@@ -440,6 +445,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         key = zc.tobytes()
         from_pool = master.violated_pool_rows(zc.astype(float))
         if len(from_pool):
+            for zc2 in master.saved_patterns(zc, SAVED_PATTERNS):
+                from_pool = np.union1d(from_pool, master.violated_pool_rows(zc2.astype(float)))
             # a pooled cut already excludes this pattern: no attacker LP needed
             master.activate(from_pool)
             stats["pool_reactivated"] = stats.get("pool_reactivated", 0) + len(from_pool)
