@@ -219,9 +219,14 @@ def _run(table: Table, cost: np.ndarray, vectors: CellVectors, checked: np.ndarr
     suppressed_now = np.isin(status, ("U", "M"))
     forced = (np.isin(status, ("P", "Z")) | known) & ~checked
     forced_idx = np.flatnonzero(forced & ~(suppressed_now & ~known))
-    for i in forced_idx:
-        elim.offer(vectors.vector(int(i)), force=True)
     free = np.flatnonzero(~suppressed_now & ~forced)
+    for n, i in enumerate(forced_idx):
+        if deadline is not None and n % 2048 == 0 and time.perf_counter() > deadline:
+            # the published span is not known yet: keep every candidate hidden (safe)
+            secondary = np.zeros(table.n_cells, dtype=bool)
+            secondary[free] = True
+            return secondary, len(elim.disclosed), True
+        elim.offer(vectors.vector(int(i)), force=True)
     # most expensive first: they are the last we want to suppress; ties by index
     order = free[np.lexsort((free, -cost[free]))]
     secondary = np.zeros(table.n_cells, dtype=bool)
