@@ -25,10 +25,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.errors import InputError
+from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 
@@ -251,21 +251,7 @@ def _determined_cells(A: sp.csr_matrix, unpublished: np.ndarray) -> np.ndarray:
 
 def _components(A: sp.csr_matrix, unpublished: np.ndarray) -> tuple[list[np.ndarray], int]:
     """Suppressed cells grouped into components linked by relations."""
-    cells = np.flatnonzero(unpublished)
-    if len(cells) == 0:
-        return [], 0
-    sub = A[:, cells].tocsr()
-    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-    sub = sub[rows]
-    m, s = sub.shape
-    # bipartite graph: relation nodes 0..m-1, cell nodes m..m+s-1
-    coo = sub.tocoo()
-    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
-    ncomp, labels = connected_components(graph, directed=False)
-    cell_labels = labels[m:]
-    order = np.argsort(cell_labels, kind="stable")
-    splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
-    groups = [cells[g] for g in np.split(order, splits)]
+    groups = linked_components(A, unpublished)
     return groups, len(groups)
 
 

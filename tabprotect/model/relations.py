@@ -103,3 +103,32 @@ def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
 def relation_residuals(A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
     """``A @ x``: zero for an additive table."""
     return A @ np.asarray(x, dtype=float)
+
+
+def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
+    """The cells of ``mask`` grouped into components: two cells are linked when some
+    relation contains both (relations of one component never touch another's cells).
+
+    Examples
+    --------
+    >>> A = sp.csr_matrix([[1.0, -1.0, -1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    >>> [c.tolist() for c in linked_components(A, np.array([True, True, False, True]))]
+    [[0, 1], [3]]
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    cells = np.flatnonzero(mask)
+    if len(cells) == 0:
+        return []
+    sub = A[:, cells].tocsr()
+    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+    sub = sub[rows]
+    m, s = sub.shape
+    # bipartite graph: relation nodes 0..m-1, cell nodes m..m+s-1 (no cells x cells matrix)
+    coo = sub.tocoo()
+    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
+    _, labels = connected_components(graph, directed=False)
+    cell_labels = labels[m:]
+    order = np.argsort(cell_labels, kind="stable")
+    splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
+    return [cells[g] for g in np.split(order, splits)]
