@@ -290,9 +290,15 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         if chk.ok:
             best = np.asarray(start, bool).copy()
     if best is None:
-        pattern, unmet = repair.run(fixed, deadline=deadline)
-        if not unmet and (deadline is None or time.perf_counter() < deadline):
-            best = _prune(oracle, pattern, fixed, cost, deadline)
+        # from the primaries alone the repair can be slow on big tables: a tenth of the
+        # time; without a result the LP phase's rounded points give the first incumbent
+        repair_by = None if time_limit is None else t0 + 0.1 * time_limit
+        pattern, unmet = repair.run(fixed, deadline=repair_by)
+        if not unmet and (repair_by is None or time.perf_counter() < repair_by):
+            # pruning costs an oracle check per suppression: a tenth of the time at most
+            prune_by = None if time_limit is None else min(
+                deadline, time.perf_counter() + 0.1 * time_limit)
+            best = _prune(oracle, pattern, fixed, cost, prune_by)
     stats["heuristic_seconds"] += time.perf_counter() - th
     best_cost = _cost_of(best & ~fixed, cost) if best is not None else np.inf
 
@@ -309,7 +315,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         pattern, unmet = repair.run(seed, deadline=deadline)
         # pruning costs one oracle check per suppression: only for promising patterns
         if not unmet and _cost_of(pattern & ~fixed, cost) < PRUNE_WITHIN * best_cost:
-            pattern = _prune(oracle, pattern, fixed, cost, deadline)
+            prune_by = None if time_limit is None else min(
+                deadline, time.perf_counter() + 0.1 * time_limit)
+            pattern = _prune(oracle, pattern, fixed, cost, prune_by)
             c = _cost_of(pattern & ~fixed, cost)
             if c < best_cost:
                 best, best_cost = pattern, c
