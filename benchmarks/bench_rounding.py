@@ -124,7 +124,9 @@ def run_audit(case: str, timeout: float) -> dict:
     from tabprotect.audit_rounded import audit_rounded
     from tabprotect.rounding import round_table
     table = make_table(case)
-    res = round_table(table, BASE, "controlled", audit=False, k_step=1)
+    # the rounding being audited gets its own limit (not counted in the audit's seconds)
+    res = round_table(table, BASE, "controlled", audit=False, k_step=1, time_limit=timeout,
+                      mip_gap=MIP_GAP)
     t0 = time.perf_counter()
     a = audit_rounded(res, time_limit=timeout)
     secs = time.perf_counter() - t0
@@ -174,7 +176,7 @@ def run_tauargus(case: str, timeout: float) -> dict:
     rounded = np.full(table.n_cells, np.nan)
     names = list(labels.columns)
     for r in rows:
-        codes = [str(r[c]) for c in names]
+        codes = [str(r[c]).strip() for c in names]  # the engine pads codes
         codes = [table.dimensions[k].hierarchy.root if c in ("Total", "") else c
                  for k, c in enumerate(codes)]
         rounded[table.cell(*codes)] = float(r["count"])
@@ -196,14 +198,16 @@ def child(case: str, what: str, timeout: float) -> None:
     print("RESULT " + json.dumps(out))
 
 
-def spawn(case: str, what: str, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--child", case, what, "--timeout", str(timeout)]
+def spawn(case: str, what: str, timeout: float, budget: float | None = None) -> dict:
+    cmd = [sys.executable, __file__, "--child", case, what, "--timeout", str(timeout),
+           "--base", str(BASE)]
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60,
+        budget = timeout if budget is None else budget
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget + 60,
                            env={**os.environ, "OMP_NUM_THREADS": "1"})
     except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"no result within {timeout + 60:.0f} s (killed)",
+        return {"ok": False, "error": f"no result within {budget + 60:.0f} s (killed)",
                 "seconds": time.perf_counter() - t0}
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -222,7 +226,12 @@ def main() -> None:
     ap.add_argument("--baseline-timeout", type=float, default=150,
                     help="seconds for the audit and the baselines")
     ap.add_argument("--child", nargs=2, metavar=("CASE", "WHAT"))
+    ap.add_argument("--base", type=int, default=5,
+                    help="rounding base (tau-Argus RND needs >= 10^(digits of the largest "
+                         "cell - 1))")
     args = ap.parse_args()
+    global BASE
+    BASE = args.base
     if args.child:
         child(args.child[0], args.child[1], args.timeout)
         return
@@ -232,7 +241,8 @@ def main() -> None:
             if what == "whole" and not case.startswith("3d"):
                 continue  # 2-D tables are never partitioned: same as tabprotect
             limit = args.timeout if what in ("tabprotect", "whole") else args.baseline_timeout
-            r = spawn(case, what, limit)
+            # the audit child rounds first, then audits: two limits
+            r = spawn(case, what, limit, budget=2 * limit if what == "audit" else limit)
             results[f"{case}/{what}"] = r
             print(f"{case:8s} {what:11s} " + json.dumps(r), flush=True)
     print(json.dumps(results, indent=1))
