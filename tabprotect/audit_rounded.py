@@ -47,9 +47,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from solvers import HighsModel, LinearProgram
+from tabprotect.model.relations import linked_components
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 
@@ -311,18 +311,7 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
 
 # ---------------------------------------------------------------- internals
 def _components(A: sp.csr_matrix, free: np.ndarray) -> list[np.ndarray]:
-    cells = np.flatnonzero(free)
-    if len(cells) == 0:
-        return []
-    sub = A[:, cells].tocsr()
-    m, s = sub.shape
-    coo = sub.tocoo()
-    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
-    _, labels = connected_components(graph, directed=False)
-    cell_labels = labels[m:]
-    order = np.argsort(cell_labels, kind="stable")
-    splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
-    return [cells[g] for g in np.split(order, splits)]
+    return linked_components(A, free)
 
 
 def _check_fixed_rows(table: Table, free: np.ndarray, box_lo: np.ndarray) -> None:

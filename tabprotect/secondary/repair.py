@@ -32,9 +32,9 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from solvers import HighsModel, LinearProgram
+from tabprotect.model.relations import linked_components
 
 #: relative tolerance of "protected"; tighter than the audit's 1e-6 so that what the
 #: methods call protected also passes the audit
@@ -130,19 +130,9 @@ def derived_upper_bounds(table) -> np.ndarray:
 
 def components(A: sp.csr_matrix, cells: np.ndarray) -> list[np.ndarray]:
     """Cells grouped into components linked through relations they share."""
-    if len(cells) == 0:
-        return []
-    sub = A[:, cells].tocsr()
-    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-    sub = sub[rows]
-    m, s = sub.shape
-    coo = sub.tocoo()
-    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
-    _, labels = connected_components(graph, directed=False)
-    cell_labels = labels[m:]
-    order = np.argsort(cell_labels, kind="stable")
-    splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
-    return [cells[g] for g in np.split(order, splits)]
+    mask = np.zeros(A.shape[1], dtype=bool)
+    mask[np.asarray(cells, dtype=np.int64)] = True
+    return linked_components(A, mask)
 
 
 @dataclass
