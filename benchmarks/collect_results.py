@@ -32,8 +32,9 @@ def main() -> None:
     for name in ORDER + sorted(set(files) - set(ORDER)):
         if name in files:
             text = files[name].read_text().strip()
-            if text.startswith("# "):  # demote the file's title to a section
-                text = "#" + text
+            # demote every heading one level: the file's title becomes a section
+            text = "\n".join("#" + ln if ln.startswith("#") else ln
+                              for ln in text.splitlines())
             parts.append(text + "\n")
     (ROOT / "BENCHMARKS.md").write_text("\n".join(parts))
 
