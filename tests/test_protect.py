@@ -219,3 +219,12 @@ def test_cli_without_primaries_is_an_input_error(tmp_path, capsys):
                                       'compute_totals = true\n')
     assert main(["protect", str(tmp_path / "job.toml")]) == 2
     assert "no primary cells" in capsys.readouterr().err
+
+
+def test_cli_protect_report_option(tmp_path, capsys):
+    job = _write_job(tmp_path, True)
+    assert main(["protect", job, "--time-limit", "30", "--report"]) == 0
+    html = (tmp_path / "out" / "report.html").read_text()
+    trail = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "PASSED" in html and "<img" in html
+    assert trail and "report written to" in capsys.readouterr().out

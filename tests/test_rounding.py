@@ -395,3 +395,20 @@ def test_cli_round_writes_rounded_table_and_summary(tmp_path):
     assert summary["rounding"]["additive"] and summary["audit"]["passed"]
     # bad base -> one-line error, exit code 2
     assert main(["round", str(tmp_path / "job.toml"), "--base", "0"]) == 2
+
+
+def test_cli_round_report_option(tmp_path, capsys):
+    import json
+
+    from tabprotect.cli import main
+    (tmp_path / "cells.csv").write_text(
+        "sex,marital,value\nMale,Married,362\nMale,Divorced,121\nMale,Widowed,121\n"
+        "Female,Married,362\nFemale,Divorced,0\nFemale,Widowed,241\n")
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "cells.csv"\ndimensions = ["sex", "marital"]\n'
+        'compute_totals = true\n\n[round]\nbase = 100\nmethod = "controlled"\n\n'
+        '[output]\ndir = "out"\n')
+    assert main(["round", str(tmp_path / "job.toml"), "--report"]) == 0
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<img" in html and "report written to" in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "report.json").read_text())

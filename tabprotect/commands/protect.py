@@ -37,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flag", action="store_true",
                    help="add a 'published' column next to the blanked values")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--report", action="store_true",
+                   help="also write report.html and its JSON audit trail (report.json)")
 
 
 def run(args) -> int:
@@ -85,6 +87,14 @@ def run(args) -> int:
     print_summary(summary)
     print(f"published table written to {out}")
     print(f"summary written to {summary_path}")
+    if args.report:
+        from tabprotect.report import Run, write_report
+        html, trail = write_report(Run(table, title=job.spec.get("job", {}).get(
+            "title", "tabprotect protect"), kind="suppression", method=method,
+            published=res.table, audit=res.audit, parameters=job.spec,
+            results={k: v for k, v in summary.items() if not isinstance(v, dict)}),
+            out.parent)
+        print(f"report written to {html} (audit trail {trail})")
     return 0 if res.passed else 1
 
 

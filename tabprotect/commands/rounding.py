@@ -59,6 +59,8 @@ def add_round_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--seed", type=int, default=None, help="random rounding seed")
     p.add_argument("--no-audit", action="store_true", help="do not audit the rounded table")
+    p.add_argument("--report", action="store_true",
+                   help="also write report.html and its JSON audit trail (report.json)")
 
 
 def add_audit_arguments(p: argparse.ArgumentParser) -> None:
@@ -130,6 +132,12 @@ def run_round(args) -> int:
     if audit is not None:
         _print_audit(audit)
     print("written: " + ", ".join(str(p) for p in written))
+    if args.report:
+        from tabprotect.report import Run, write_report
+        html, trail = write_report(Run(table, title=job.spec.get("job", {}).get(
+            "title", "tabprotect round"), kind="rounding", method=spec.get("method",
+            "controlled"), rounded=res.rounded, audit=audit, parameters=job.spec), out)
+        print(f"report written to {html} (audit trail {trail})")
     return 0 if audit is None or audit.passed else 1
 
 
