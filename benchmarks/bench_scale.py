@@ -211,7 +211,9 @@ def main(argv=None) -> None:
     if args.one:
         child(args)
         return
-    tables = args.tables or (GENERATED[:2] if args.quick else GENERATED)
+    if args.tables is None:
+        args.tables = [] if args.castro else (GENERATED[:2] if args.quick else GENERATED)
+    tables = args.tables
     tables = list(tables) + [f"castro:{c}" for c in args.castro]
     rows = []
     optimum = {}
