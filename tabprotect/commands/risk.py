@@ -67,12 +67,8 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_csv(path, index=False)
-    return path
+    from tabprotect.io.job import write_frame  # the one CSV/Parquet writer
+    return write_frame(frame, path)
 
 
 def _microdata(job: _Job):
