@@ -95,6 +95,7 @@ class RoundedAuditResult:
     runtime: float
     true_inside: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    n_certified: int = 0
 
     @property
     def passed(self) -> bool:
@@ -116,6 +117,7 @@ class RoundedAuditResult:
             "components": self.n_components,
             "lp_solved": self.n_lp,
             "mip_solved": self.n_mip,
+            "bounds_certified_without_lp": self.n_certified,
             "seconds": round(self.runtime, 3),
         }
 
@@ -187,7 +189,8 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
                   threshold: int | None = None, margins_from_interior: bool | None = None,
                   true_values: np.ndarray | None = None, small_max: int = 2,
                   time_limit: float | None = None, threads: int | None = 1,
-                  progress: Callable[[int, int], None] | None = None) -> RoundedAuditResult:
+                  progress: Callable[[int, int], None] | None = None,
+                  certificates: bool = True) -> RoundedAuditResult:
     """Integer intervals of the true values of a rounded table, as an intruder sees them.
 
     Parameters
@@ -208,6 +211,9 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         and the result says so)
     threads : solver threads
     progress : ``progress(done_components, total_components)``
+    certificates : settle bounds without LPs where one feasible move from a known
+        feasible table (the published values when additive, else ``true_values``) reaches
+        the range end (:func:`move_certificates`); False runs LPs for every bound
 
     Examples
     --------
@@ -276,11 +282,22 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     free = box_lo < box_hi
     comps = _components(table.relations, free)
     _check_fixed_rows(table, free, box_lo)
+    # certificates without LPs: from one feasible integer table, feasible moves that
+    # carry a cell to the end of its range prove that end is its exact bound
+    start_point = _feasible_start(table, [a, true_values], box_lo, box_hi)
+    lo_cert = np.zeros(n, dtype=bool)
+    hi_cert = np.zeros(n, dtype=bool)
+    if start_point is not None and certificates:
+        lo_cert, hi_cert = move_certificates(table, start_point, box_lo, box_hi)
+    n_certified = int(lo_cert[free].sum() + hi_cert[free].sum())
     for k, cells in enumerate(comps):
-        lo, hi = _ComponentAudit(table, free, box_lo, box_hi, cells, threads).bounds(
-            counters, deadline)
-        lower[cells] = lo
-        upper[cells] = hi
+        if lo_cert[cells].all() and hi_cert[cells].all():
+            pass  # every bound is its range end: lower/upper already hold the box
+        else:
+            lo, hi = _ComponentAudit(table, free, box_lo, box_hi, cells, threads).bounds(
+                counters, deadline, lo_cert[cells], hi_cert[cells])
+            lower[cells] = lo
+            upper[cells] = hi
         if progress is not None:
             progress(k + 1, len(comps))
     if deadline is not None and (time.perf_counter() > deadline or counters.get("cut")):
@@ -306,7 +323,103 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned, base=base,
         method=method, k_step=k_step, small_max=int(small_max), n_components=len(comps),
         n_lp=counters["lp"], n_mip=counters["mip"], runtime=time.perf_counter() - start,
-        true_inside=inside, notes=notes)
+        true_inside=inside, notes=notes, n_certified=n_certified)
+
+
+# ---------------------------------------------------------------- certificates
+def move_certificates(table: Table, start: np.ndarray, lower: np.ndarray,
+                      upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cells whose range ends are proven reachable by one move from a feasible table.
+
+    In a product table, adding ``t`` units to one inner cell ``d`` and to every total
+    containing it (its ancestors in every hierarchy) keeps the table additive.  From an
+    integer table ``start`` inside ``[lower, upper]`` the move is feasible for every
+    integer ``t`` up to ``up_d = min(upper - start)`` over those cells (down:
+    ``min(start - lower)``).  A cell ``c`` reaches its upper end when some inner cell
+    below it has ``up_d >= upper_c - start_c``: the move by exactly that amount is a
+    feasible integer table with ``c`` at ``upper_c``, so ``upper_c`` is ``c``'s exact
+    maximum (no feasible table leaves the range).  Likewise for the lower end.
+
+    Both passes work on the table's array shape, one hierarchy at a time: a minimum
+    over ancestors (parents before children), then a maximum over inner descendants.
+    Tables without dimensions, or whose relations are not the hierarchies' sums, get no
+    certificates (all False).
+
+    Returns ``(lower_reached, upper_reached)`` boolean arrays over the cells.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> h = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"x": h}, [10, 5, 5], kind="frequency")
+    >>> lo, hi = move_certificates(t, t.value, t.value - 4, t.value + 4)
+    >>> lo.tolist(), hi.tolist()
+    ([True, True, True], [True, True, True])
+    """
+    n = table.n_cells
+    none = (np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+    if not table.dimensions or n == 0:
+        return none
+    hs = [d.hierarchy for d in table.dimensions]
+    shape = tuple(len(h) for h in hs)
+    if int(np.prod(shape)) != n:
+        return none
+    # the relations must be exactly the hierarchies' sums: A K u = 0 for the aggregation
+    # K of a random inner vector u (fails with probability 0 otherwise)
+    from tabprotect.model.table import aggregate_leaves
+    inner = table.is_inner
+    u = np.random.default_rng(12345).normal(size=n)
+    if table.n_relations and np.abs(table.relations @ aggregate_leaves(u, hs)).max() > 1e-6:
+        return none
+    x0 = np.asarray(start, dtype=float)
+    hi_int = np.floor(upper + 1e-9)
+    lo_int = np.ceil(lower - 1e-9)
+    out = []
+    for slack in (x0 - lo_int, hi_int - x0):
+        slack = np.where(np.isnan(slack), 0.0, slack)
+        move = _min_over_ancestors(slack.reshape(shape), hs)
+        move = np.where(inner.reshape(shape), move, -np.inf)
+        best = _max_over_descendants(move, hs).ravel()
+        out.append(best >= slack - 1e-9)
+    return out[0], out[1]
+
+
+def _min_over_ancestors(arr: np.ndarray, hs) -> np.ndarray:
+    arr = arr.copy()
+    for d, h in enumerate(hs):
+        moved = np.moveaxis(arr, d, 0)  # a view: writes go into arr
+        for code in range(1, len(h)):  # pre-order: a parent comes before its children
+            moved[code] = np.minimum(moved[code], moved[int(h.parent[code])])
+    return arr
+
+
+def _max_over_descendants(arr: np.ndarray, hs) -> np.ndarray:
+    arr = arr.copy()
+    for d, h in enumerate(hs):
+        moved = np.moveaxis(arr, d, 0)
+        depth = h.depth
+        for p in sorted((p for p, _ in h.edges()), key=lambda p: -depth[p]):
+            kids = list(h.children[p])
+            moved[p] = np.maximum(moved[p], moved[kids].max(axis=0))
+    return arr
+
+
+def _feasible_start(table: Table, candidates, lower, upper) -> np.ndarray | None:
+    """The first candidate that is an integer, additive table inside the box."""
+    for x in candidates:
+        if x is None:
+            continue
+        x = np.asarray(x, dtype=float)
+        if x.shape != (table.n_cells,) or not np.all(np.isfinite(x)):
+            continue
+        if np.abs(x - np.round(x)).max(initial=0.0) > 1e-9:
+            continue
+        if np.any(x < lower - 1e-9) or np.any(x > upper + 1e-9):
+            continue
+        if table.n_relations and np.abs(table.relations @ x).max() > 1e-6:
+            continue
+        return x
+    return None
 
 
 # ---------------------------------------------------------------- internals
@@ -349,10 +462,12 @@ class _ComponentAudit:
                              row_upper=self.rhs, col_lower=self.lo, col_upper=self.hi,
                              integrality=np.ones(self.k, bool) if integer else None)
 
-    def bounds(self, counters, deadline):
+    def bounds(self, counters, deadline, lo_known=None, hi_known=None):
+        """Exact integer bounds of the component's cells; ``lo_known``/``hi_known`` mark
+        cells whose range end is already proven to be their bound."""
         k = self.k
-        lo_done = np.zeros(k, dtype=bool)
-        hi_done = np.zeros(k, dtype=bool)
+        lo_done = np.zeros(k, dtype=bool) if lo_known is None else lo_known.copy()
+        hi_done = np.zeros(k, dtype=bool) if hi_known is None else hi_known.copy()
         out_lo = self.lo.copy()
         out_hi = self.hi.copy()
         # dual simplex on every re-solve: after an objective change over thousands of

@@ -412,3 +412,89 @@ def test_cli_round_report_option(tmp_path, capsys):
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<img" in html and "report written to" in capsys.readouterr().out
     assert json.loads((tmp_path / "out" / "report.json").read_text())
+
+
+# ---------------------------------------------------------------- sifting
+@st.composite
+def bounded_lps(draw):
+    """Random feasible LPs with few rows and many 0/1 or wider columns: A x = A x_feas."""
+    m = draw(st.integers(1, 6))
+    n = draw(st.integers(m + 1, 40))
+    seed = draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    A = rng.choice([-1.0, 0.0, 0.0, 1.0, 2.0], size=(m, n))
+    upper = rng.integers(1, 4, size=n).astype(float)
+    x_feas = np.round(rng.uniform(0, upper))
+    c = rng.integers(-5, 6, size=n).astype(float)
+    return c, A, A @ x_feas, upper
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bounded_lps(), st.integers(0, 3))
+def test_sifted_lp_matches_whole_lp(problem, per_row):
+    import scipy.sparse as sp
+
+    from solvers import LinearProgram, solve
+    from tabprotect.rounding import sifted_lp
+    c, A, rhs, upper = problem
+    lower = np.zeros(len(c))
+    whole = solve(LinearProgram(c=c, A=sp.csr_matrix(A), row_lower=rhs, row_upper=rhs,
+                                col_lower=lower, col_upper=upper))
+    start = np.where(c < 0, upper, lower)  # each column's individually best bound
+    res = sifted_lp(c, sp.csr_matrix(A), rhs, lower, upper, start, per_row=per_row)
+    assert whole.status == "optimal" and res.status == "optimal"
+    assert res.objective == pytest.approx(whole.objective, abs=1e-6)
+    assert np.allclose(A @ res.x, rhs, atol=1e-6)
+    assert np.all(res.x >= lower - 1e-9) and np.all(res.x <= upper + 1e-9)
+
+
+def test_sifted_lp_reports_infeasible():
+    import scipy.sparse as sp
+
+    from tabprotect.rounding import sifted_lp
+    A = sp.csr_matrix(np.array([[1.0, 1.0, 1.0]]))
+    res = sifted_lp(np.ones(3), A, np.array([5.0]), np.zeros(3), np.ones(3), np.zeros(3))
+    assert res.status == "infeasible"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(two_way_one_hierarchy(max_leaves=6, max_value=30), st.sampled_from([3, 5, 10]))
+def test_sifting_path_equals_whole_lp_path(table, base):
+    """Force sifting on small 2-D tables: same minimum deviation as the whole-LP path,
+    additive (totals recomputed from inner cells) and zero-restricted."""
+    from tabprotect import rounding
+    plain = round_table(table, base, "controlled", audit=False)
+    old = rounding.SIFTING_MIN_COLUMNS
+    rounding.SIFTING_MIN_COLUMNS = 1
+    try:
+        sifted = round_table(table, base, "controlled", audit=False)
+    finally:
+        rounding.SIFTING_MIN_COLUMNS = old
+    if int((table.value % base != 0).sum()) > 0:
+        assert "sifting" in sifted.solver_path
+    r = sifted.rounded
+    assert np.array_equal(r, totals_from_inner(table, r))
+    assert adjacent(table.value, r, base).all()
+    assert sifted.proven_optimal
+    assert sifted.total_absolute_deviation == pytest.approx(plain.total_absolute_deviation)
+
+
+def test_sifting_on_a_biased_1d_remainder_table():
+    """Many cells with remainder 1 (nearest rounding goes down everywhere): the totals
+    force many cells up, which the initial working set must allow for."""
+    rows = Hierarchy.flat([f"r{i}" for i in range(30)], total="T")
+    cols = Hierarchy.flat([f"c{i}" for i in range(40)], total="T")
+    rng = np.random.default_rng(7)
+    inner = 5 * rng.integers(0, 4, size=1200) + 1 + (rng.random(1200) < 0.1)
+    table = product_table({"r": rows, "c": cols}, inner.astype(float))
+    from tabprotect import rounding
+    old = rounding.SIFTING_MIN_COLUMNS
+    rounding.SIFTING_MIN_COLUMNS = 1
+    try:
+        sifted = round_table(table, 5, "controlled", audit=False)
+    finally:
+        rounding.SIFTING_MIN_COLUMNS = old
+    plain = round_table(table, 5, "controlled", audit=False)
+    assert "sifting" in sifted.solver_path and "sifting" not in plain.solver_path
+    assert np.array_equal(sifted.rounded, totals_from_inner(table, sifted.rounded))
+    assert sifted.total_absolute_deviation == pytest.approx(plain.total_absolute_deviation)
