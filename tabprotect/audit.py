@@ -8,13 +8,17 @@ against its protection levels.
 Why it is fast (and still exact):
 
 * published cells are substituted out, so the LP has one column per *suppressed* cell;
+* cells alone among the unpublished cells of a relation are pinned down without an LP;
 * the suppressed cells split into independent components (cells linked through relations);
-  each component is its own small LP;
+  each component is its own small LP, and components can be solved in parallel processes;
 * per component one persistent HiGHS model is built once; only the objective changes
-  between the ``2 x cells`` solves, so every re-solve starts from the previous basis;
-* a bound is already known exactly when some earlier optimal solution of the component
-  sits at the cell's a-priori bound (every LP solution is a feasible table), so that LP is
-  skipped.
+  between the solves, so every re-solve starts from the previous basis;
+* every LP solution is a feasible table, so it is a *witness*: a bound is already known
+  exactly when some earlier solution sits at the cell's a-priori bound, and (verdict mode)
+  a primary cell is already proven protected when the witnesses seen so far spread it
+  across its required interval. Verdict mode first solves a few LPs with aggregate
+  objectives that push many primaries towards their requirements at once, and solves the
+  per-cell LPs only for what is left; an unprotected cell always gets its exact LP bound.
 """
 from __future__ import annotations
 
@@ -31,9 +35,13 @@ from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+from tabprotect.parallel import process_map
 
 _TOL = 1e-6
 _SENSE_ORDER = ("min", "max")
+MODES = ("intervals", "verdict")
+# below this many unpublished cells a process pool costs more than it saves
+_PARALLEL_MIN_CELLS = 5000
 
 
 @dataclass
@@ -45,12 +53,16 @@ class AuditResult:
 
     Attributes
     ----------
-    lower, upper : feasibility interval of every cell
+    lower, upper : feasibility interval of every cell. In ``mode="verdict"`` only the
+        bounds flagged in ``exact_lower``/``exact_upper`` are the interval's exact ends;
+        the others are values some feasible table attains (the true interval is at least
+        ``[lower, upper]``)
     required_lower, required_upper : the interval a primary cell's protection levels ask
         for (``value - LPL`` capped at ``lb``, ``value + UPL``); nan for other cells
     unpublished : mask of cells the intruder does not see
     protected : per cell, True unless it is a primary cell whose interval falls short
-    exact : unpublished cells whose interval is a single point (exact disclosure)
+    exact : unpublished cells whose interval is a single point (exact disclosure; in
+        verdict mode decided for primary cells only)
     passed : every primary cell is protected (and, for ``singleton`` audits, against every
         single-contributor attacker too)
     """
@@ -72,11 +84,15 @@ class AuditResult:
     runtime: float
     n_determined: int = 0
     incomplete: np.ndarray | None = None  # bounds not computed within the time limit
+    attacker_notes: list[str] = field(default_factory=list)
+    mode: str = "intervals"
+    exact_lower: np.ndarray | None = None
+    exact_upper: np.ndarray | None = None
+    n_certified: int = 0   # primary cells proven protected by witnesses, without own LP
 
     @property
     def complete(self) -> bool:
         return self.incomplete is None or not self.incomplete.any()
-    attacker_notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -90,6 +106,7 @@ class AuditResult:
     def summary(self) -> dict:
         """Counts for reports and the CLI."""
         return {
+            "mode": self.mode,
             "unpublished": int(self.unpublished.sum()),
             "primary": int(self.primary.sum()),
             "unprotected_primary": int((~self.protected).sum()),
@@ -99,6 +116,7 @@ class AuditResult:
             "lp_solved": self.n_lp,
             "lp_skipped": self.n_lp_skipped,
             "determined_without_lp": self.n_determined,
+            "certified_by_witness": self.n_certified,
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,
@@ -106,10 +124,14 @@ class AuditResult:
         }
 
     def to_frame(self, table: Table, only_unpublished: bool = False) -> pd.DataFrame:
-        """Cells with ``lower, upper, required_lower, required_upper, protected`` columns."""
+        """Cells with ``lower, upper, required_lower, required_upper, protected`` columns
+        (plus ``exact_lower``/``exact_upper`` in verdict mode)."""
         out = table.to_frame(("value", "freq", "status"))
         out["lower"] = self.lower
         out["upper"] = self.upper
+        if self.mode == "verdict":
+            out["exact_lower"] = self.exact_lower
+            out["exact_upper"] = self.exact_upper
         out["required_lower"] = self.required_lower
         out["required_upper"] = self.required_upper
         out["protected"] = self.protected
@@ -121,7 +143,8 @@ class AuditResult:
 
 def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool | None = None,
           singleton: bool = False, time_limit: float | None = None,
-          progress: Callable[[int, int], None] | None = None) -> AuditResult:
+          progress: Callable[[int, int], None] | None = None, mode: str = "intervals",
+          workers: int = 1) -> AuditResult:
     """Feasibility intervals of every unpublished cell and the protection verdict.
 
     Parameters
@@ -137,6 +160,10 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     time_limit : seconds for the whole audit (a cell whose bound was not computed in time
         gets the trivially safe interval and the audit fails)
     progress : called as ``progress(done_components, total_components)``
+    mode : ``"intervals"`` computes the exact interval of every unpublished cell;
+        ``"verdict"`` decides only whether each primary cell is protected (same verdict,
+        far fewer LPs on large patterns; see ``AuditResult.exact_lower``)
+    workers : processes for independent components (1 = in this process)
 
     Examples
     --------
@@ -144,14 +171,17 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
     >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
     >>> st = t.status.copy(); st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
-    >>> res = audit(t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0),
-    ...                       lpl=np.where(st == "U", 1.0, 0.0)))
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0),
+    ...               lpl=np.where(st == "U", 1.0, 0.0))
+    >>> res = audit(t)
     >>> float(res.lower[4]), float(res.upper[4])
     (1.0, 5.0)
-    >>> res.passed
-    True
+    >>> res.passed, audit(t, mode="verdict").passed
+    (True, True)
     """
-    start = time.perf_counter()
+    start = time.monotonic()
+    if mode not in MODES:
+        raise InputError(f"audit: mode must be one of {', '.join(MODES)}, not {mode!r}")
     n = table.n_cells
     if unpublished is None:
         unpublished = is_suppressed(table.status)
@@ -166,6 +196,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper = value.copy()
     lower[unpublished] = -np.inf
     upper[unpublished] = np.inf
+    exact_lower = np.ones(n, dtype=bool)
+    exact_upper = np.ones(n, dtype=bool)
 
     primary = (table.status == "U") & unpublished
     req_lo, req_hi, req_w = required_interval(table, primary)
@@ -175,30 +207,63 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     determined = _determined_cells(table.relations, unpublished)
     lower[determined] = value[determined]
     upper[determined] = value[determined]
-    comps, ncomp = _components(table.relations, unpublished & ~determined)
-    counters = {"lp": 0, "skipped": 0, "determined": int(determined.sum())}
+    free = unpublished & ~determined
+    comps, ncomp = _components(table.relations, free)
+    counters = {"lp": 0, "skipped": 0, "certified": 0}
     incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
     # worst case over attackers: the largest lower bound and smallest upper bound seen
     worst_lo = np.full(n, -np.inf)
     worst_hi = np.full(n, np.inf)
-    for k, cells in enumerate(comps):
-        system = _ReducedSystem(table, unpublished & ~determined, cells)
-        lo, hi = system.intervals(cells, integer, counters, deadline)
-        lower[cells] = lo
-        upper[cells] = hi
-        if singleton:
-            _singleton_attacks(table, system, cells, primary, integer, counters, deadline,
-                               worst_lo, worst_hi, notes)
-        if system.incomplete:
-            incomplete[list(system.incomplete)] = True
-        if progress is not None:
-            progress(k + 1, ncomp)
 
-    exact = unpublished & (np.abs(upper - lower) <= _TOL * np.maximum(1.0, np.abs(value)))
-    eff_lo = np.maximum(lower, np.where(np.isfinite(worst_lo), worst_lo, -np.inf))
-    eff_hi = np.minimum(upper, np.where(np.isfinite(worst_hi), worst_hi, np.inf))
+    builder = _SystemBuilder(table, free)
+    tasks = [_ComponentTask(system=builder.system(cells), primary=primary[cells],
+                            req_lo=req_lo[cells], req_hi=req_hi[cells], req_w=req_w[cells],
+                            freq=table.freq[cells] if singleton else None,
+                            integer=bool(integer), mode=mode, deadline=deadline)
+             for cells in comps]
+
+    def collect(k: int, out: "_ComponentOutcome") -> None:
+        cells = comps[k]
+        if out.infeasible_cell is not None:
+            raise InputError(
+                f"audit: no table satisfies the relations and bounds around cell "
+                f"{table.cell_name(cells[out.infeasible_cell])} (published values not "
+                f"additive, or bounds too tight)")
+        lower[cells] = out.lo
+        upper[cells] = out.hi
+        exact_lower[cells] = out.exact_lo
+        exact_upper[cells] = out.exact_hi
+        worst_lo[cells] = out.worst_lo
+        worst_hi[cells] = out.worst_hi
+        incomplete[cells[out.incomplete]] = True
+        for key in counters:
+            counters[key] += out.counters[key]
+        notes.extend(out.notes)
+
+    use_pool = (workers > 1 and len(tasks) > 1
+                and sum(len(c) for c in comps) >= _PARALLEL_MIN_CELLS)
+    if use_pool:
+        def arrived(k: int, out: "_ComponentOutcome") -> None:
+            arrived.done += 1
+            if progress is not None:
+                progress(arrived.done, ncomp)
+        arrived.done = 0
+        outcomes = process_map(_solve_component, tasks, workers,
+                               weights=[len(c) for c in comps], on_result=arrived)
+        for k, out in enumerate(outcomes):
+            collect(k, out)
+    else:
+        for k, task in enumerate(tasks):
+            collect(k, _solve_component(task))
+            if progress is not None:
+                progress(k + 1, ncomp)
+
+    exact = unpublished & exact_lower & exact_upper & (
+        np.abs(upper - lower) <= _TOL * np.maximum(1.0, np.abs(value)))
+    eff_lo = np.maximum(lower, worst_lo)
+    eff_hi = np.minimum(upper, worst_hi)
     tol = _TOL * np.maximum(1.0, np.abs(value))
     ok = ((eff_hi >= req_hi - tol) & (eff_lo <= req_lo + tol)
           & (eff_hi - eff_lo >= req_w - tol))
@@ -213,8 +278,10 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        primary=table.status == "U", protected=protected, exact=exact,
                        integer=bool(integer), singleton=singleton, n_components=ncomp,
                        n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
-                       n_determined=counters["determined"], incomplete=incomplete,
-                       runtime=time.perf_counter() - start, attacker_notes=notes)
+                       n_determined=int(determined.sum()), incomplete=incomplete,
+                       runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
+                       exact_lower=exact_lower, exact_upper=exact_upper,
+                       n_certified=counters["certified"])
 
 
 def required_interval(table: Table, primary: np.ndarray | None = None
@@ -255,137 +322,106 @@ def _components(A: sp.csr_matrix, unpublished: np.ndarray) -> tuple[list[np.ndar
     return groups, len(groups)
 
 
-class _ReducedSystem:
-    """The intruder's LP restricted to one component: variables = its suppressed cells."""
+class _SystemBuilder:
+    """Everything per relation computed once for the whole table, so that cutting out
+    one component costs time in the component's size, not the table's."""
 
-    def __init__(self, table: Table, unpublished: np.ndarray, cells: np.ndarray):
-        A = table.relations
-        sub = A[:, cells].tocsr()
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        self.A = sub[rows]
-        published = ~unpublished
+    def __init__(self, table: Table, unpublished: np.ndarray):
+        A = table.relations.tocsr()
+        self.A_csc = A.tocsc()
+        value = table.value
+        published_value = np.where(unpublished, 0.0, value)
         # rhs: -(published part of each relation)
-        pub_part = A[rows][:, published] @ table.value[published] if published.any() \
-            else np.zeros(len(rows))
-        self.rhs = -np.asarray(pub_part, dtype=float)
+        self.rhs = -np.asarray(A @ published_value, dtype=float)
         # Published values that add up only to rounding error (decimals, reconstructed
         # benchmark values) must not make the intruder's system infeasible: each relation
-        # holds within 1e-9 of the magnitude of its terms.
-        # (applied only when the exact system is infeasible, so exact inputs stay exact)
-        # The relaxation is the smallest that keeps the true table feasible (its own
-        # residual, with a margin), so exact disclosures stay (numerically) exact.
-        magnitude = abs(A[rows]) @ np.abs(table.value)
-        residual = np.abs(A[rows] @ table.value)
-        self.row_tol = 1.5 * residual + 1e-12 * np.maximum(1.0, np.asarray(magnitude, float))
+        # may hold within its own residual in the true table, with a margin (applied only
+        # when the exact system is infeasible, so exact inputs stay exact).
+        magnitude = np.asarray(abs(A) @ np.abs(value), dtype=float)
+        residual = np.abs(np.asarray(A @ value, dtype=float))
+        self.row_tol = 1.5 * residual + 1e-12 * np.maximum(1.0, magnitude)
+        self.lb = table.lb.astype(float)
+        self.ub = table.ub.astype(float)
+        self.value = value.astype(float)
+
+    def system(self, cells: np.ndarray) -> "_ReducedSystem":
+        sub = self.A_csc[:, cells].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        return _ReducedSystem(A=sub[rows], rhs=self.rhs[rows], row_tol=self.row_tol[rows],
+                              lb=self.lb[cells], ub=self.ub[cells], value=self.value[cells])
+
+
+class _InfeasibleSystem(Exception):
+    def __init__(self, local_cell: int):
+        super().__init__(local_cell)
+        self.local_cell = local_cell
+
+
+class _ReducedSystem:
+    """The intruder's LP restricted to one component: variables = its suppressed cells.
+    Holds arrays only (no table), so it can be sent to a worker process."""
+
+    def __init__(self, A, rhs, row_tol, lb, ub, value):
+        self.A, self.rhs, self.row_tol = A, rhs, row_tol
+        self.lb, self.ub, self.value = lb, ub, value
         self.relaxed = False
-        self.incomplete: set[int] = set()
-        self.cells = cells
-        self.labels = table
-        self.lb = table.lb[cells].astype(float)
-        self.ub = table.ub[cells].astype(float)
-        self.value = table.value[cells]
         self._model: HighsModel | None = None
-        self._int_model: HighsModel | None = None
+        self.incomplete: set[int] = set()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_model"] = None
+        return state
+
+    @property
+    def k(self) -> int:
+        return len(self.lb)
 
     def lp(self, integer: bool, fixed: dict[int, float] | None = None) -> LinearProgram:
         lb, ub = self.lb.copy(), self.ub.copy()
         if fixed:
             for j, v in fixed.items():
                 lb[j] = ub[j] = v
-        k = len(lb)
         tol = self.row_tol if self.relaxed else 0.0
-        return LinearProgram(c=np.zeros(k), A=self.A, row_lower=self.rhs - tol,
-                             row_upper=self.rhs + tol,
-                             col_lower=lb, col_upper=ub,
-                             integrality=np.full(k, True) if integer else None)
+        return LinearProgram(c=np.zeros(self.k), A=self.A, row_lower=self.rhs - tol,
+                             row_upper=self.rhs + tol, col_lower=lb, col_upper=ub,
+                             integrality=np.full(self.k, True) if integer else None)
 
-    def model(self, integer: bool = False) -> HighsModel:
-        if integer:
-            if self._int_model is None:
-                self._int_model = HighsModel(self.lp(True))
-            return self._int_model
+    def model(self, fixed: dict[int, float] | None = None) -> HighsModel:
         if self._model is None:
-            self._model = HighsModel(self.lp(False))
+            self._model = HighsModel(self.lp(False, fixed))
         return self._model
 
-    def intervals(self, cells, integer, counters, deadline, targets=None, fixed=None):
-        """min and max of each variable (or of ``targets`` only)."""
-        k = len(cells)
-        lo = np.full(k, -np.inf)
-        hi = np.full(k, np.inf)
-        if targets is None:
-            targets = np.arange(k)
-        model = self.model(False)
-        if fixed:
-            idx = np.fromiter(fixed.keys(), dtype=np.int64)
-            vals = np.fromiter(fixed.values(), dtype=float)
-            model.set_col_bounds(idx, vals, vals)
-        at_lb = np.zeros(k, dtype=bool)
-        at_ub = np.zeros(k, dtype=bool)
-        try:
-            # all minima first, then all maxima: consecutive LPs of one sense have nearby
-            # optimal bases, so each warm re-solve is short
-            for sense, j in [(sns, j) for sns in _SENSE_ORDER for j in targets]:
-                if True:
-                    if deadline is not None and time.perf_counter() > deadline:
-                        # never computed: the interval stays infinite and the cell is
-                        # marked, so the verdict cannot pass on it
-                        self.incomplete.add(int(self.cells[j]))
-                        continue
-                    bound_hit = at_lb[j] if sense == "min" else at_ub[j]
-                    if bound_hit:
-                        counters["skipped"] += 1
-                        val = self.lb[j] if sense == "min" else self.ub[j]
-                    else:
-                        model.set_objective(indices=[j], values=[1.0], sense=sense)
-                        res = model.solve()
-                        counters["lp"] += 1
-                        if res.status == "infeasible" and not self.relaxed:
-                            model = self._relax(fixed)
-                            model.set_objective(indices=[j], values=[1.0], sense=sense)
-                            res = model.solve()
-                            counters["lp"] += 1
-                        if res.status == "unbounded":
-                            val = -np.inf if sense == "min" else np.inf
-                        elif res.status != "optimal":
-                            if res.status == "infeasible":
-                                raise InputError(
-                                    f"audit: no table satisfies the relations and bounds "
-                                    f"around cell {self.labels.cell_name(self.cells[j])} "
-                                    f"(published values not additive, or bounds too tight)")
-                            continue
-                        else:
-                            val = float(res.x[j])
-                            xs = res.x
-                            # a finite bound attained by a feasible table is that bound's optimum
-                            at_lb |= np.isfinite(self.lb) & (
-                                np.abs(xs - self.lb) <= 1e-9 * np.maximum(1, np.abs(self.lb)))
-                            at_ub |= np.isfinite(self.ub) & (
-                                np.abs(xs - self.ub) <= 1e-9 * np.maximum(1, np.abs(self.ub)))
-                            if integer and np.abs(xs - np.round(xs)).max() > 1e-6:
-                                val = self._integer_bound(j, sense, fixed, counters)
-                    if sense == "min":
-                        lo[j] = val
-                    else:
-                        hi[j] = val
-        finally:
-            if fixed:
-                model.set_col_bounds(idx, self.lb[idx], self.ub[idx])
-        if integer:
-            lo = np.where(np.isfinite(lo), np.ceil(lo - 1e-6), lo)
-            hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), hi)
-        return lo[targets] if len(targets) != k else lo, hi[targets] if len(targets) != k else hi
+    def solve(self, c_idx, c_val, sense, fixed, counters):
+        """Solve with objective ``sum c_val * x[c_idx]``; returns ``(status, x)``, with
+        the relations relaxed to rounding error once if the exact system is infeasible."""
+        model = self.model(fixed)
+        model.set_objective(indices=c_idx, values=c_val, sense=sense)
+        res = model.solve()
+        counters["lp"] += 1
+        if res.status == "infeasible" and not self.relaxed:
+            self.relaxed = True
+            self._model = None
+            model = self.model(fixed)
+            model.set_objective(indices=c_idx, values=c_val, sense=sense)
+            res = model.solve()
+            counters["lp"] += 1
+        return res.status, res.x
 
-    def _relax(self, fixed) -> HighsModel:
-        """Rebuild the model with every relation holding within rounding error."""
-        self.relaxed = True
-        self._model = HighsModel(self.lp(False))
-        self._int_model = None
-        if fixed:
-            idx = np.fromiter(fixed.keys(), dtype=np.int64)
-            vals = np.fromiter(fixed.values(), dtype=float)
-            self._model.set_col_bounds(idx, vals, vals)
-        return self._model
+    def bound(self, j, sense, integer, fixed, counters):
+        """Exact min or max of ``x_j``: ``(value, solution or None)``."""
+        status, x = self.solve([j], [1.0], sense, fixed, counters)
+        if status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None
+        if status == "infeasible":
+            raise _InfeasibleSystem(j)
+        if status != "optimal":
+            return None, None
+        val = float(x[j])
+        if integer and np.abs(x - np.round(x)).max() > 1e-6:
+            val = self._integer_bound(j, sense, fixed, counters)
+            x = None
+        return val, x
 
     def _integer_bound(self, j, sense, fixed, counters) -> float:
         """The LP optimum was fractional: solve the integer program for this bound."""
@@ -397,19 +433,278 @@ class _ReducedSystem:
             return -np.inf if sense == "min" else np.inf
         return float(round(res.x[j]))
 
+    def at_bounds(self, x):
+        """Masks of variables sitting at their finite a-priori lower / upper bound."""
+        at_lb = np.isfinite(self.lb) & (
+            np.abs(x - self.lb) <= 1e-9 * np.maximum(1, np.abs(self.lb)))
+        at_ub = np.isfinite(self.ub) & (
+            np.abs(x - self.ub) <= 1e-9 * np.maximum(1, np.abs(self.ub)))
+        return at_lb, at_ub
 
-def _singleton_attacks(table, system, cells, primary, integer, counters, deadline,
-                       worst_lo, worst_hi, notes) -> None:
-    """Each single-contributor suppressed cell's contributor knows that cell: audit the
-    component's primaries with it fixed."""
-    local_primary = np.flatnonzero(primary[cells])
-    singles = np.flatnonzero(table.freq[cells] == 1)
-    for s in singles:
-        targets = local_primary[local_primary != s]
-        if len(targets) == 0:
-            continue
-        lo, hi = system.intervals(cells, integer, counters, deadline, targets=targets,
-                                  fixed={int(s): float(system.value[s])})
-        glob = cells[targets]
-        worst_lo[glob] = np.maximum(worst_lo[glob], lo)
-        worst_hi[glob] = np.minimum(worst_hi[glob], hi)
+    def fix(self, fixed):
+        if fixed:
+            idx = np.fromiter(fixed.keys(), dtype=np.int64)
+            vals = np.fromiter(fixed.values(), dtype=float)
+            self.model(fixed).set_col_bounds(idx, vals, vals)
+
+    def unfix(self, fixed):
+        if fixed and self._model is not None:
+            idx = np.fromiter(fixed.keys(), dtype=np.int64)
+            self._model.set_col_bounds(idx, self.lb[idx], self.ub[idx])
+
+
+@dataclass
+class _ComponentTask:
+    system: _ReducedSystem
+    primary: np.ndarray
+    req_lo: np.ndarray
+    req_hi: np.ndarray
+    req_w: np.ndarray
+    freq: np.ndarray | None   # given for singleton audits
+    integer: bool
+    mode: str
+    deadline: float | None
+
+
+@dataclass
+class _ComponentOutcome:
+    lo: np.ndarray
+    hi: np.ndarray
+    exact_lo: np.ndarray
+    exact_hi: np.ndarray
+    worst_lo: np.ndarray
+    worst_hi: np.ndarray
+    incomplete: np.ndarray
+    counters: dict
+    notes: list
+    infeasible_cell: int | None = None
+
+
+def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
+    """Intervals (or the verdict) of one component, plus its singleton attacks."""
+    system = task.system
+    k = system.k
+    counters = {"lp": 0, "skipped": 0, "certified": 0}
+    worst_lo = np.full(k, -np.inf)
+    worst_hi = np.full(k, np.inf)
+    try:
+        if task.mode == "verdict":
+            lo, hi, ex_lo, ex_hi = _verdict_bounds(system, task, np.arange(k), counters)
+        else:
+            lo, hi = _exact_intervals(system, np.arange(k), task.integer, counters,
+                                      task.deadline)
+            ex_lo = ex_hi = np.ones(k, dtype=bool)
+        if task.freq is not None:
+            targets_all = np.flatnonzero(task.primary)
+            for s in np.flatnonzero(task.freq == 1):
+                targets = targets_all[targets_all != s]
+                if len(targets) == 0:
+                    continue
+                fixed = {int(s): float(system.value[s])}
+                if task.mode == "verdict":
+                    a_lo, a_hi, _, _ = _verdict_bounds(system, task, targets, counters, fixed)
+                    a_lo, a_hi = a_lo[targets], a_hi[targets]
+                else:
+                    a_lo, a_hi = _exact_intervals(system, targets, task.integer, counters,
+                                                  task.deadline, fixed)
+                worst_lo[targets] = np.maximum(worst_lo[targets], a_lo)
+                worst_hi[targets] = np.minimum(worst_hi[targets], a_hi)
+    except _InfeasibleSystem as exc:
+        empty = np.zeros(k)
+        return _ComponentOutcome(empty, empty, empty.astype(bool), empty.astype(bool),
+                                 worst_lo, worst_hi, np.zeros(0, dtype=np.int64), counters,
+                                 [], infeasible_cell=exc.local_cell)
+    incomplete = np.fromiter(sorted(system.incomplete), dtype=np.int64,
+                             count=len(system.incomplete))
+    return _ComponentOutcome(lo, hi, ex_lo, ex_hi, worst_lo, worst_hi, incomplete,
+                             counters, [])
+
+
+def _out_of_time(deadline) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def _exact_intervals(system, targets, integer, counters, deadline, fixed=None):
+    """Exact min and max of each target variable (arrays aligned with ``targets``)."""
+    k = system.k
+    lo = np.full(k, -np.inf)
+    hi = np.full(k, np.inf)
+    at_lb = np.zeros(k, dtype=bool)
+    at_ub = np.zeros(k, dtype=bool)
+    system.fix(fixed)
+    try:
+        # all minima first, then all maxima: consecutive LPs of one sense have nearby
+        # optimal bases, so each warm re-solve is short
+        for sense in _SENSE_ORDER:
+            for j in targets:
+                if _out_of_time(deadline):
+                    # never computed: the interval stays infinite and the cell is
+                    # marked, so the verdict cannot pass on it
+                    system.incomplete.add(int(j))
+                    continue
+                if at_lb[j] if sense == "min" else at_ub[j]:
+                    counters["skipped"] += 1
+                    val = system.lb[j] if sense == "min" else system.ub[j]
+                else:
+                    val, x = system.bound(j, sense, integer, fixed, counters)
+                    if val is None:
+                        # no answer from the solver: never counted as a safe interval
+                        system.incomplete.add(int(j))
+                        continue
+                    if x is not None:
+                        # a finite bound attained by a feasible table is that bound's optimum
+                        hit_lb, hit_ub = system.at_bounds(x)
+                        at_lb |= hit_lb
+                        at_ub |= hit_ub
+                if sense == "min":
+                    lo[j] = val
+                else:
+                    hi[j] = val
+    finally:
+        system.unfix(fixed)
+    if integer:
+        lo = np.where(np.isfinite(lo), np.ceil(lo - 1e-6), lo)
+        hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), hi)
+    return lo[targets], hi[targets]
+
+
+def _verdict_bounds(system, task, targets, counters, fixed=None):
+    """Decide, for the primary cells among ``targets``, whether the intruder's interval
+    reaches the required one, with as few LPs as possible.
+
+    Returns ``lo, hi, exact_lo, exact_hi`` over all variables of the component: witness
+    values (attained by some feasible table) or, where flagged, exact LP bounds. A
+    primary cell is either certified by witnesses (its requirement is met) or has the
+    exact bound(s) that decide it.
+    """
+    k = system.k
+    integer = task.integer
+    # the true table is feasible: the first witness
+    lo = system.value.copy()
+    hi = system.value.copy()
+    ex_lo = np.zeros(k, dtype=bool)
+    ex_hi = np.zeros(k, dtype=bool)
+    tol = _TOL * np.maximum(1.0, np.abs(system.value))
+    req_lo = np.where(np.isnan(task.req_lo), np.inf, task.req_lo)
+    req_hi = np.where(np.isnan(task.req_hi), -np.inf, task.req_hi)
+    req_w = np.where(np.isnan(task.req_w), -np.inf, task.req_w)
+    want = np.zeros(k, dtype=bool)
+    want[targets] = True
+    want &= task.primary
+    if fixed:
+        for j, v in fixed.items():
+            lo[j] = hi[j] = v
+            ex_lo[j] = ex_hi[j] = True
+            want[j] = False
+    # scale of each primary's requirement, so that aggregate objectives weigh cells of
+    # very different magnitude alike
+    scale = np.maximum(np.maximum(req_hi - system.value, system.value - req_lo), 1.0)
+    scale = np.where(np.isfinite(scale), scale, 1.0)
+
+    def short_hi():
+        return want & (hi < req_hi - tol) & ~ex_hi
+
+    def short_lo():
+        return want & (lo > req_lo + tol) & ~ex_lo
+
+    def short_w():
+        # a positive width is always needed: an exactly disclosed primary is never safe
+        return want & ((hi - lo < req_w - tol) | (hi - lo <= tol)) & ~(ex_lo & ex_hi)
+
+    def absorb(x):
+        if x is None or (integer and np.abs(x - np.round(x)).max() > 1e-6):
+            return   # a fractional point is no witness for an integer intruder
+        np.minimum(lo, x, out=lo)
+        np.maximum(hi, x, out=hi)
+
+    def satisfied():
+        return want & ~short_hi() & ~short_lo() & ~short_w()
+
+    system.fix(fixed)
+    try:
+        # 1. aggregate LPs: push every open primary towards its requirement at once;
+        # rounds alternate up / down, later ones mix directions at random (seeded, so the
+        # audit is deterministic)
+        rng = np.random.default_rng(len(targets) * 7919 + k)
+        stalled = 0
+        capped = _cap_infinite_bounds(system, fixed, task)
+        for round_no in range(8):
+            up, down = short_hi(), short_lo()
+            width = short_w() & ~up & ~down
+            if not (up.any() or down.any() or width.any()) or _out_of_time(task.deadline):
+                break
+            coef = np.zeros(k)
+            if round_no == 0:
+                coef[up | width] = 1.0
+            elif round_no == 1:
+                coef[down | width] = -1.0
+            else:
+                sign = np.where(rng.random(k) < 0.5, 1.0, -1.0)
+                sign = np.where(up & ~down, 1.0, np.where(down & ~up, -1.0, sign))
+                coef[up | down | width] = sign[up | down | width]
+            idx = np.flatnonzero(coef)
+            if len(idx) == 0:
+                continue
+            before = int(satisfied().sum())
+            status, x = system.solve(idx, coef[idx] / scale[idx], "max", fixed, counters)
+            if status == "infeasible":
+                raise _InfeasibleSystem(int(idx[0]))
+            if status == "optimal":
+                absorb(x)
+            gained = int(satisfied().sum()) - before
+            stalled = stalled + 1 if gained <= max(1, 0.01 * len(idx)) else 0
+            if round_no >= 1 and stalled >= 2:
+                break
+        if capped is not None:
+            system.model(fixed).set_col_bounds(capped, system.lb[capped], system.ub[capped])
+        counters["certified"] += int(satisfied().sum())
+
+        # 2. per-cell LPs for what the witnesses did not settle; each solution is a new
+        # witness for the cells still open
+        for sense in ("max", "min"):
+            for j in np.flatnonzero(want):
+                if _out_of_time(task.deadline):
+                    if not satisfied()[j]:
+                        system.incomplete.add(int(j))
+                    continue
+                narrow = hi[j] - lo[j] < req_w[j] - tol[j] or hi[j] - lo[j] <= tol[j]
+                needs = (hi[j] < req_hi[j] - tol[j] or narrow) if sense == "max" else \
+                    (lo[j] > req_lo[j] + tol[j] or narrow)
+                if not needs or (ex_hi[j] if sense == "max" else ex_lo[j]):
+                    continue
+                val, x = system.bound(j, sense, integer, fixed, counters)
+                if val is None:
+                    system.incomplete.add(int(j))
+                    continue
+                absorb(x)
+                if sense == "max":
+                    hi[j] = np.floor(val + 1e-6) if integer and np.isfinite(val) else val
+                    ex_hi[j] = True
+                else:
+                    lo[j] = np.ceil(val - 1e-6) if integer and np.isfinite(val) else val
+                    ex_lo[j] = True
+        # an unfinished cell must not be counted as certified above
+        system.incomplete -= set(np.flatnonzero(satisfied() & want).tolist())
+    finally:
+        system.unfix(fixed)
+    return lo, hi, ex_lo, ex_hi
+
+
+def _cap_infinite_bounds(system, fixed, task):
+    """Give infinite a-priori bounds a far but finite value for the aggregate LPs, so a
+    sum objective cannot be unbounded (any point found is still a feasible table, hence a
+    witness). Returns the capped columns, or None."""
+    inf = ~(np.isfinite(system.lb) & np.isfinite(system.ub))
+    if fixed:
+        inf[list(fixed)] = False
+    if not inf.any():
+        return None
+    levels = np.nan_to_num(np.concatenate([np.abs(task.req_hi - system.value),
+                                           np.abs(system.value - task.req_lo),
+                                           np.abs(task.req_w)]), nan=0.0, posinf=0.0)
+    reach = 10.0 * (np.abs(system.value).max() + levels.max()) + 1.0
+    cols = np.flatnonzero(inf)
+    lo = np.maximum(system.lb[cols], system.value[cols] - reach)
+    hi = np.minimum(system.ub[cols], system.value[cols] + reach)
+    system.model(fixed).set_col_bounds(cols, lo, hi)
+    return cols

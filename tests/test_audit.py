@@ -1,6 +1,7 @@
 """tabprotect.audit: feasibility intervals against published oracles and brute force."""
 from __future__ import annotations
 
+import importlib
 import itertools
 
 import numpy as np
@@ -242,3 +243,148 @@ def test_time_limit_never_passes_an_unfinished_audit():
     cut = audit(t, time_limit=0.0)
     assert not cut.complete and not cut.passed
     assert cut.summary()["complete"] is False
+
+
+# ---------------------------------------------------------------- verdict mode
+def _random_pattern(rng, t, n_primary, n_secondary, levels=True):
+    st_ = t.status.copy()
+    cells = rng.permutation(t.n_cells)
+    st_[cells[:n_primary]] = "U"
+    st_[cells[n_primary:n_primary + n_secondary]] = "M"
+    prim = st_ == "U"
+    scale = np.maximum(t.value, 1.0)
+    upl = np.where(prim, np.round(rng.uniform(0, 0.6, t.n_cells) * scale), 0.0)
+    lpl = np.where(prim, np.round(rng.uniform(0, 0.6, t.n_cells) * scale), 0.0)
+    spl = np.where(prim & (rng.random(t.n_cells) < 0.3),
+                   np.round(rng.uniform(0, 1.2, t.n_cells) * scale), 0.0)
+    return t.replace(status=st_, upl=upl, lpl=lpl, spl=spl)
+
+
+def _three_way(rng, sizes, kind="magnitude"):
+    codes = [[str(i) for i in range(s)] for s in sizes]
+    hs = {name: Hierarchy.flat(c) for name, c in zip("abc", codes)}
+    rows = [(*combo, float(rng.integers(0, 30))) for combo in itertools.product(*codes)]
+    frame = pd.DataFrame(rows, columns=["a", "b", "c", "value"])
+    frame["freq"] = rng.integers(1, 4, len(frame))
+    return Table.from_frame(frame, hs, compute_totals=True, kind=kind)
+
+
+def _assert_verdict_agrees(t, **kw):
+    full = audit(t, **kw)
+    fast = audit(t, mode="verdict", **kw)
+    assert fast.mode == "verdict" and full.mode == "intervals"
+    np.testing.assert_array_equal(fast.protected, full.protected)
+    assert fast.passed == full.passed
+    unp = full.unpublished
+    # verdict bounds are attained by feasible tables: inside the exact interval ...
+    assert np.all(fast.lower[unp] >= full.lower[unp] - 1e-6)
+    assert np.all(fast.upper[unp] <= full.upper[unp] + 1e-6)
+    # ... and equal to it where they are flagged exact
+    lo_exact = unp & fast.exact_lower
+    hi_exact = unp & fast.exact_upper
+    np.testing.assert_allclose(fast.lower[lo_exact], full.lower[lo_exact], atol=1e-6)
+    np.testing.assert_allclose(fast.upper[hi_exact], full.upper[hi_exact], atol=1e-6)
+    # exact disclosure of primary cells is found in both modes
+    prim = full.primary & unp
+    np.testing.assert_array_equal(fast.exact[prim], full.exact[prim])
+    return full, fast
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_property_verdict_mode_agrees_with_intervals(data):
+    seed = data.draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    if data.draw(st.booleans()):
+        t = two_way(rng.integers(0, 40, size=(data.draw(st.integers(2, 6)),
+                                              data.draw(st.integers(2, 6)))))
+    else:
+        t = _three_way(rng, (3, 3, 2))
+    n = t.n_cells
+    t = _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 4))),
+                        data.draw(st.integers(0, n // 2)))
+    _assert_verdict_agrees(t)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_verdict_mode_integer_and_singleton_agree(seed):
+    rng = np.random.default_rng(100 + seed)
+    t = _three_way(rng, (3, 3, 3), kind="frequency")
+    t = _random_pattern(rng, t, 6, 14)
+    _assert_verdict_agrees(t, integer=True)
+    _assert_verdict_agrees(t, singleton=True)
+
+
+def test_verdict_mode_uses_fewer_lps_on_a_protected_pattern():
+    rng = np.random.default_rng(5)
+    t = two_way(rng.integers(5, 60, size=(25, 25)))
+    inner = np.flatnonzero(t.is_inner)
+    st_ = t.status.copy()
+    st_[rng.choice(inner, 60, replace=False)] = "U"
+    st_[inner[~np.isin(inner, np.flatnonzero(st_ == "U"))][:250]] = "M"
+    prim = st_ == "U"
+    t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), lpl=np.where(prim, 1.0, 0.0))
+    full, fast = _assert_verdict_agrees(t)
+    assert fast.n_certified > 0
+    assert fast.n_lp < full.n_lp / 3
+
+
+def test_verdict_mode_time_limit_never_passes():
+    rng = np.random.default_rng(7)
+    t = two_way(rng.integers(1, 100, size=(12, 12)))
+    st_ = t.status.copy()
+    inner = np.flatnonzero(t.is_inner)
+    st_[rng.choice(inner, 60, replace=False)] = "M"
+    st_[inner[0]] = "U"
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+    assert audit(t, mode="verdict").passed
+    cut = audit(t, mode="verdict", time_limit=0.0)
+    assert not cut.passed and not cut.complete
+
+
+def test_unknown_mode_is_an_input_error():
+    from tabprotect.errors import InputError
+
+    with pytest.raises(InputError, match="mode"):
+        audit(two_way([[1, 2], [3, 4]]), mode="fast")
+
+
+@pytest.mark.parametrize("mode", ["intervals", "verdict"])
+def test_worker_processes_give_the_same_result(monkeypatch, mode):
+    audit_module = importlib.import_module("tabprotect.audit")
+    monkeypatch.setattr(audit_module, "_PARALLEL_MIN_CELLS", 0)
+    rng = np.random.default_rng(11)
+    t = two_way(rng.integers(1, 50, size=(12, 12)))
+    # 2x2 blocks on disjoint rows and columns: independent components
+    st_ = t.status.copy()
+    for b in range(6):
+        r, c = str(2 * b + 1), str(2 * b + 2)
+        st_[[t.cell(r, r), t.cell(c, c)]] = "M"
+        st_[t.cell(c, r)] = "M"
+        st_[t.cell(r, c)] = "U"
+    prim = st_ == "U"
+    t = t.replace(status=st_, upl=np.where(prim, 2.0, 0.0), lpl=np.where(prim, 2.0, 0.0))
+    one = audit(t, mode=mode)
+    calls = []
+    two = audit(t, mode=mode, workers=2, progress=lambda d, n: calls.append((d, n)))
+    assert one.n_components > 1 and calls[-1] == (one.n_components, one.n_components)
+    for name in ("lower", "upper", "protected", "exact"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(two, name))
+    assert one.n_lp == two.n_lp
+
+
+def test_infeasible_system_names_the_cell_from_a_worker(monkeypatch):
+    from tabprotect.errors import InputError
+
+    audit_module = importlib.import_module("tabprotect.audit")
+
+    monkeypatch.setattr(audit_module, "_PARALLEL_MIN_CELLS", 0)
+    t = two_way([[5, 2], [1, 2]])
+    # bounds the true table violates: no table satisfies them
+    ub = t.ub.copy()
+    ub[t.cell("1", "1")] = 1.0
+    st_ = t.status.copy()
+    st_[[t.cell("1", "1"), t.cell("1", "2"), t.cell("2", "1"), t.cell("2", "2")]] = "M"
+    bad = t.replace(status=st_, ub=ub)
+    with pytest.raises(InputError, match="around cell"):
+        audit(bad, workers=2)
