@@ -10,7 +10,11 @@ Cases (each in its own subprocess, so peak memory is per case):
 Counts are negative binomial (many small counts and zeros, like real frequency tables).
 For each case: tabprotect's controlled rounding (time, peak RSS, deviation, additivity
 and zero-restriction re-checked from the inner cells), the audit of the rounded table, and
-same-run baselines: the plain MILP on the whole table (no network/LP path, no partition),
+same-run baselines: the whole LP relaxation without sifting (``lp-nosift``, the 2-D path
+before sifting), the audit with an LP for every bound (``audit-lp``, before move
+certificates), audits of deterministic and random rounding (``audit-deterministic``,
+``audit-random``: the true table is the feasible start), the plain MILP on the whole
+table (no network/LP path, no partition),
 CtrlRound (PyPI ``ctrlround``) and pytauargus' RND (PyPI ``pytauargus``, tau-Argus engine
 with HiGHS), each with a time limit.
 
@@ -111,6 +115,16 @@ def run_tabprotect(case: str, mode: str, timeout: float) -> dict:
         secs = time.perf_counter() - t0
         return {"seconds": secs, "path": path, "proven_optimal": optimal,
                 **check(table, vals), "peak_mb": peak_mb()}
+    elif mode == "lp-nosift":
+        # before this session's change: the whole LP relaxation, forced simplex, no sifting
+        from tabprotect import rounding
+        old = rounding.SIFTING_MIN_COLUMNS
+        rounding.SIFTING_MIN_COLUMNS = 10**12
+        try:
+            res = round_table(table, BASE, "controlled", audit=False, k_step=1,
+                              time_limit=timeout, mip_gap=MIP_GAP)
+        finally:
+            rounding.SIFTING_MIN_COLUMNS = old
     elif mode == "whole":
         res = round_table(table, BASE, "controlled", audit=False, k_step=1, partition=False,
                           time_limit=timeout, mip_gap=MIP_GAP)
@@ -120,21 +134,26 @@ def run_tabprotect(case: str, mode: str, timeout: float) -> dict:
             "cells": table.n_cells}
 
 
-def run_audit(case: str, timeout: float) -> dict:
+def run_audit(case: str, timeout: float, method: str = "controlled",
+              certificates: bool = True, round_limit: float | None = None) -> dict:
     from tabprotect.audit_rounded import audit_rounded
     from tabprotect.rounding import round_table
     table = make_table(case)
     # the rounding being audited gets its own limit (not counted in the audit's seconds)
-    res = round_table(table, BASE, "controlled", audit=False, k_step=1, time_limit=timeout,
-                      mip_gap=MIP_GAP)
+    round_limit = timeout if round_limit is None else round_limit
+    res = round_table(table, BASE, method, audit=False, k_step=1, time_limit=round_limit,
+                      mip_gap=MIP_GAP, seed=2024)
     t0 = time.perf_counter()
-    a = audit_rounded(res, time_limit=timeout)
+    a = audit_rounded(res, time_limit=timeout, certificates=certificates)
     secs = time.perf_counter() - t0
     s = a.summary()
-    return {"seconds": secs, "lp": s["lp_solved"], "mip": s["mip_solved"],
+    return {"seconds": secs, "lp": s["lp_solved"], "local_lp": s["local_lp_solved"],
+            "mip": s["mip_solved"], "certified": s["bounds_certified_without_lp"],
+            "bounds": 2 * int((a.range_lower < a.range_upper).sum()),
             "narrower": s["narrower_than_method"], "exact": s["exactly_disclosed"],
             "pinned_small": s["pinned_small_values"], "true_inside": bool(a.true_inside.all()),
-            "complete": not any("time limit" in n for n in a.notes), "peak_mb": peak_mb()}
+            "complete": not any("time limit" in n for n in a.notes), "peak_mb": peak_mb(),
+            "rounding_path": res.solver_path}
 
 
 def run_ctrlround(case: str, timeout: float) -> dict:
@@ -184,9 +203,16 @@ def run_tauargus(case: str, timeout: float) -> dict:
 
 
 WORKERS = {"tabprotect": lambda c, t: run_tabprotect(c, "default", t),
+           "lp-nosift": lambda c, t: run_tabprotect(c, "lp-nosift", t),
            "whole": lambda c, t: run_tabprotect(c, "whole", t),
            "plain-milp": lambda c, t: run_tabprotect(c, "plain-milp", t),
-           "audit": run_audit, "ctrlround": run_ctrlround, "tauargus": run_tauargus}
+           "audit": run_audit,
+           # the audit before certificates: LPs for every bound
+           "audit-lp": lambda c, t: run_audit(c, t, certificates=False),
+           # audits of non-additive roundings: the true table is the feasible start
+           "audit-deterministic": lambda c, t: run_audit(c, t, method="deterministic"),
+           "audit-random": lambda c, t: run_audit(c, t, method="random"),
+           "ctrlround": run_ctrlround, "tauargus": run_tauargus}
 
 
 def child(case: str, what: str, timeout: float) -> None:
@@ -219,8 +245,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", nargs="*", default=["2d-200", "2d-1000", "3d-100k"])
     ap.add_argument("--what", nargs="*",
-                    default=["tabprotect", "plain-milp", "whole", "audit", "ctrlround",
-                             "tauargus"])
+                    default=["tabprotect", "lp-nosift", "plain-milp", "whole", "audit",
+                             "audit-lp", "ctrlround", "tauargus"])
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds for tabprotect's rounding (tabprotect, whole)")
     ap.add_argument("--baseline-timeout", type=float, default=150,
@@ -240,9 +266,11 @@ def main() -> None:
         for what in args.what:
             if what == "whole" and not case.startswith("3d"):
                 continue  # 2-D tables are never partitioned: same as tabprotect
-            limit = args.timeout if what in ("tabprotect", "whole") else args.baseline_timeout
+            limit = args.timeout if what in ("tabprotect", "whole", "lp-nosift") \
+                else args.baseline_timeout
             # the audit child rounds first, then audits: two limits
-            r = spawn(case, what, limit, budget=2 * limit if what == "audit" else limit)
+            r = spawn(case, what, limit,
+                      budget=2 * limit if what.startswith("audit") else limit)
             results[f"{case}/{what}"] = r
             print(f"{case:8s} {what:11s} " + json.dumps(r), flush=True)
     print(json.dumps(results, indent=1))

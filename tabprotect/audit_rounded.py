@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from solvers import HighsModel, LinearProgram
+from solvers import HighsModel, LinearProgram, solve
 from tabprotect.model.relations import linked_components
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
@@ -96,6 +96,7 @@ class RoundedAuditResult:
     true_inside: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     n_certified: int = 0
+    n_local_lp: int = 0
 
     @property
     def passed(self) -> bool:
@@ -118,6 +119,7 @@ class RoundedAuditResult:
             "lp_solved": self.n_lp,
             "mip_solved": self.n_mip,
             "bounds_certified_without_lp": self.n_certified,
+            "local_lp_solved": self.n_local_lp,
             "seconds": round(self.runtime, 3),
         }
 
@@ -294,8 +296,12 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         if lo_cert[cells].all() and hi_cert[cells].all():
             pass  # every bound is its range end: lower/upper already hold the box
         else:
-            lo, hi = _ComponentAudit(table, free, box_lo, box_hi, cells, threads).bounds(
-                counters, deadline, lo_cert[cells], hi_cert[cells])
+            comp = _ComponentAudit(table, free, box_lo, box_hi, cells, threads)
+            lo_known, hi_known = lo_cert[cells], hi_cert[cells]
+            if start_point is not None and certificates:
+                comp.local_certificates(start_point[cells], lo_known, hi_known, counters,
+                                        deadline)
+            lo, hi = comp.bounds(counters, deadline, lo_known, hi_known)
             lower[cells] = lo
             upper[cells] = hi
         if progress is not None:
@@ -323,7 +329,8 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned, base=base,
         method=method, k_step=k_step, small_max=int(small_max), n_components=len(comps),
         n_lp=counters["lp"], n_mip=counters["mip"], runtime=time.perf_counter() - start,
-        true_inside=inside, notes=notes, n_certified=n_certified)
+        true_inside=inside, notes=notes, n_certified=n_certified,
+        n_local_lp=counters.get("local_lp", 0))
 
 
 # ---------------------------------------------------------------- certificates
@@ -374,14 +381,77 @@ def move_certificates(table: Table, start: np.ndarray, lower: np.ndarray,
     x0 = np.asarray(start, dtype=float)
     hi_int = np.floor(upper + 1e-9)
     lo_int = np.ceil(lower - 1e-9)
+    down = np.where(np.isnan(x0 - lo_int), 0.0, x0 - lo_int)
+    up = np.where(np.isnan(hi_int - x0), 0.0, hi_int - x0)
     out = []
-    for slack in (x0 - lo_int, hi_int - x0):
-        slack = np.where(np.isnan(slack), 0.0, slack)
+    for slack in (down, up):
         move = _min_over_ancestors(slack.reshape(shape), hs)
         move = np.where(inner.reshape(shape), move, -np.inf)
         best = _max_over_descendants(move, hs).ravel()
         out.append(best >= slack - 1e-9)
+    _cycle_certificates(hs, shape, np.flatnonzero(inner), down, up, out[0], out[1])
     return out[0], out[1]
+
+
+def _cycle_certificates(hs, shape, inner_cells, down, up, lo_ok, hi_ok,
+                        trials: int = 8, seed: int = 7) -> None:
+    """More certificates for inner cells: the alternating move over a box of inner
+    cells.  With a partner leaf ``i'_d`` that shares the parent of the cell's leaf
+    ``i_d`` in every dimension, adding ``t`` to the corners with an even number of
+    partner coordinates and subtracting ``t`` from the others changes no total (every
+    relation sees one ``+t`` and one ``-t`` or nothing).  The cell reaches its end when
+    every corner has the slack for ``t`` = the cell's own slack.  ``trials`` random
+    partner choices per cell; updates ``lo_ok``/``hi_ok`` in place."""
+    k = len(hs)
+    if len(inner_cells) == 0 or k * 2 ** k > 64:
+        return
+    coords = np.unravel_index(inner_cells, shape)
+    sib_tables = []
+    for h in hs:
+        # per code: its sibling leaves (padded), and how many
+        sibs = [[]] * len(h)
+        for p, kids in h.edges():
+            leaves = [c for c in kids if h.is_leaf[c]]
+            for c in leaves:
+                sibs[c] = [o for o in leaves if o != c]
+        width = max(1, max(len(x) for x in sibs))
+        table = np.full((len(h), width), -1, dtype=np.int64)
+        count = np.zeros(len(h), dtype=np.int64)
+        for c, lst in enumerate(sibs):
+            table[c, :len(lst)] = lst
+            count[c] = len(lst)
+        sib_tables.append((table, count))
+    has_partner = np.ones(len(inner_cells), dtype=bool)
+    for d in range(k):
+        has_partner &= sib_tables[d][1][coords[d]] > 0
+    rng = np.random.default_rng(seed)
+    corners = [np.array([(m >> d) & 1 for d in range(k)]) for m in range(2 ** k)]
+    for _ in range(trials):
+        todo = has_partner & ~(lo_ok[inner_cells] & hi_ok[inner_cells])
+        if not todo.any():
+            return
+        idx = np.flatnonzero(todo)
+        partner = []
+        for d in range(k):
+            table, count = sib_tables[d]
+            own = coords[d][idx]
+            pick = np.floor(rng.random(len(idx)) * count[own]).astype(np.int64)
+            partner.append(table[own, pick])
+        cell = inner_cells[idx]
+        need_up, need_down = up[cell], down[cell]
+        ok_up = np.ones(len(idx), dtype=bool)
+        ok_down = np.ones(len(idx), dtype=bool)
+        for sel in corners[1:]:
+            corner = np.ravel_multi_index(
+                tuple(np.where(sel[d], partner[d], coords[d][idx]) for d in range(k)), shape)
+            if sel.sum() % 2 == 0:   # moves with the cell
+                ok_up &= up[corner] >= need_up - 1e-9
+                ok_down &= down[corner] >= need_down - 1e-9
+            else:                    # moves against it
+                ok_up &= down[corner] >= need_up - 1e-9
+                ok_down &= up[corner] >= need_down - 1e-9
+        hi_ok[cell[ok_up]] = True
+        lo_ok[cell[ok_down]] = True
 
 
 def _min_over_ancestors(arr: np.ndarray, hs) -> np.ndarray:
@@ -462,6 +532,62 @@ class _ComponentAudit:
                              row_upper=self.rhs, col_lower=self.lo, col_upper=self.hi,
                              integrality=np.ones(self.k, bool) if integer else None)
 
+    def local_certificates(self, start, lo_done, hi_done, counters, deadline,
+                           batch: int = 8000, helpers: int = 2) -> None:
+        """Certify range ends with small LPs around a feasible integer table ``start``.
+
+        The unsettled cells are taken in random batches; each batch, with ``helpers``
+        times as many random other cells, forms a sub-problem in which every other cell
+        stays at ``start``: any solution of it is a feasible table of the whole
+        component.  Each batch is pushed down, then up, all at once; every cell at a range
+        end in an *integral* optimum has that end as its exact bound.  Updates
+        ``lo_done``/``hi_done`` in place (three passes at most).  Only worth it for large
+        components: small ones go straight to the LPs on the whole component.
+        """
+        if self.k <= 4 * batch:
+            return
+        rng = np.random.default_rng(2024)
+        M = self.M.tocsc()
+        # cells pushed together compete for the slack of shared totals, so a few cells of
+        # a batch miss their end; later passes retry them in new random company
+        for _pass, sense, done in [(p, *sd) for p in range(3)
+                                   for sd in (("min", lo_done), ("max", hi_done))]:
+            todo = np.flatnonzero(~done)
+            rng.shuffle(todo)
+            for first in range(0, len(todo), batch):
+                if _late(deadline):
+                    counters["cut"] = 1
+                    return
+                group = todo[first:first + batch]
+                group = group[~done[group]]
+                if len(group) == 0:
+                    continue
+                n_help = max(helpers * len(group), 2 * batch)
+                others = np.setdiff1d(rng.choice(self.k, size=min(self.k, n_help),
+                                                 replace=False), group)
+                cols = np.concatenate([group, others])
+                held = np.ones(self.k, dtype=bool)
+                held[cols] = False
+                sub = M[:, cols].tocsr()
+                rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+                rhs = (self.rhs - M @ np.where(held, start, 0.0))[rows]
+                c = np.zeros(len(cols))
+                c[:len(group)] = 1.0
+                lp = LinearProgram(c=c, A=sub[rows], row_lower=rhs, row_upper=rhs,
+                                   col_lower=self.lo[cols], col_upper=self.hi[cols],
+                                   sense=sense)
+                res = solve(lp, time_limit=_remaining(deadline), threads=self.threads)
+                counters["lp"] += 1
+                counters["local_lp"] = counters.get("local_lp", 0) + 1
+                if res.status != "optimal" or res.x is None:
+                    continue
+                x = start.copy()
+                x[cols] = res.x
+                if np.abs(x - np.round(x)).max(initial=0.0) > _TOL:
+                    continue
+                lo_done |= np.abs(x - self.lo) <= _TOL
+                hi_done |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= _TOL)
+
     def bounds(self, counters, deadline, lo_known=None, hi_known=None):
         """Exact integer bounds of the component's cells; ``lo_known``/``hi_known`` mark
         cells whose range end is already proven to be their bound."""
@@ -470,6 +596,8 @@ class _ComponentAudit:
         hi_done = np.zeros(k, dtype=bool) if hi_known is None else hi_known.copy()
         out_lo = self.lo.copy()
         out_hi = self.hi.copy()
+        if lo_done.all() and hi_done.all():
+            return out_lo, out_hi  # every bound is its range end
         # dual simplex on every re-solve: after an objective change over thousands of
         # columns, primal simplex from the old basis was 10-40x slower in our runs
         model = HighsModel(self._lp(False), threads=self.threads, simplex_strategy=1)
