@@ -29,14 +29,28 @@ be far narrower than the ranges; the audit flags
 * **pinned small values**: the interval lies inside ``[1, small_max]`` (default 1 and 2),
   so the intruder learns that the cell holds a group of one or two units.
 
-How it stays fast and exact: fixed cells are substituted out; the rest splits into
-independent components; per component one persistent HiGHS model is built and only the
-objective changes.  A first few LPs push *all* unresolved cells down (then up) at once:
-every cell sitting at its range's end in an integral feasible solution has that end as its
-exact bound (no feasible table goes beyond the range), and a vertex of an LP with ``m``
-rows has all but ``m`` variables at a bound, so most cells are settled by a handful of
-LPs.  The remaining cells get their own min/max LP, warm-started; a fractional optimum
-triggers the integer program for that bound (integrality is exact, never assumed).
+How it stays fast and exact, in this order:
+
+1. **Certificates without LPs.**  The data owner knows a feasible integer table: the
+   published values when they are additive and inside their ranges (controlled
+   rounding), else the true table.  From it, feasible *moves* carry cells to their range
+   ends: ``t`` units added to one inner cell and to every total containing it (all
+   relations stay balanced), or the alternating move over a box of sibling inner cells
+   (no total changes).  A cell whose range end is reached by such a feasible integer
+   table has that end as its exact bound (no feasible table leaves the range).  For
+   zero-restricted controlled rounding with every cell published this settles *every*
+   bound: the published table shifted by ``+-(b-1)`` along one inner cell's totals is
+   feasible.  See :func:`move_certificates`.
+2. **Local LPs** (components of more than 32 000 cells): the unsettled cells in random
+   batches, each with random helper cells, every other cell held at the feasible table;
+   any solution of such a sub-problem is a feasible table of the whole, so integral
+   optima certify range ends like step 1.
+3. **LPs on the whole component** for what is left: fixed cells are substituted out, the
+   rest splits into independent components, one persistent HiGHS model per component.
+   A few LPs push *all* unresolved cells down (then up) at once; cells at their range end
+   in an integral feasible solution are settled; the remaining cells get their own
+   min/max LP, warm-started; a fractional optimum triggers the integer program for that
+   bound (integrality is exact, never assumed).
 """
 from __future__ import annotations
 
@@ -292,6 +306,7 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     if start_point is not None and certificates:
         lo_cert, hi_cert = move_certificates(table, start_point, box_lo, box_hi)
     n_certified = int(lo_cert[free].sum() + hi_cert[free].sum())
+    block_ids = array_blocks(table) if start_point is not None and certificates else None
     for k, cells in enumerate(comps):
         if lo_cert[cells].all() and hi_cert[cells].all():
             pass  # every bound is its range end: lower/upper already hold the box
@@ -300,7 +315,8 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
             lo_known, hi_known = lo_cert[cells], hi_cert[cells]
             if start_point is not None and certificates:
                 comp.local_certificates(start_point[cells], lo_known, hi_known, counters,
-                                        deadline)
+                                        deadline, blocks=None if block_ids is None
+                                        else block_ids[cells])
             lo, hi = comp.bounds(counters, deadline, lo_known, hi_known)
             lower[cells] = lo
             upper[cells] = hi
@@ -454,6 +470,31 @@ def _cycle_certificates(hs, shape, inner_cells, down, up, lo_ok, hi_ok,
         lo_ok[cell[ok_down]] = True
 
 
+def array_blocks(table: Table, cells_per_block: int = 10_000) -> np.ndarray | None:
+    """Block number of every cell: each dimension's codes (pre-order, so subtrees stay
+    together) cut into equal runs, a block being one run per dimension.  None for tables
+    without dimensions.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> h = Hierarchy.flat(["a", "b", "c"], total="T")
+    >>> t = Table.from_arrays({"x": h, "y": h}, np.ones(16), kind="frequency")
+    >>> array_blocks(t, cells_per_block=4).reshape(4, 4).tolist()
+    [[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 3, 3], [2, 2, 3, 3]]
+    """
+    if not table.dimensions:
+        return None
+    shape = [len(d.hierarchy) for d in table.dimensions]
+    per_dim = max(1.0, (table.n_cells / cells_per_block) ** (1.0 / len(shape)))
+    ids = np.zeros(table.n_cells, dtype=np.int64)
+    for d, n in enumerate(shape):
+        runs = int(min(n, np.ceil(per_dim)))
+        run_of_code = (np.arange(n) * runs) // n
+        ids = ids * runs + run_of_code[table.positions[d]]
+    return ids
+
+
 def _min_over_ancestors(arr: np.ndarray, hs) -> np.ndarray:
     arr = arr.copy()
     for d, h in enumerate(hs):
@@ -533,31 +574,66 @@ class _ComponentAudit:
                              integrality=np.ones(self.k, bool) if integer else None)
 
     def local_certificates(self, start, lo_done, hi_done, counters, deadline,
-                           batch: int = 8000, helpers: int = 2) -> None:
+                           blocks: np.ndarray | None = None, batch: int = 8000,
+                           helpers: int = 2) -> None:
         """Certify range ends with small LPs around a feasible integer table ``start``.
 
-        The unsettled cells are taken in random batches; each batch, with ``helpers``
-        times as many random other cells, forms a sub-problem in which every other cell
-        stays at ``start``: any solution of it is a feasible table of the whole
-        component.  Each batch is pushed down, then up, all at once; every cell at a range
-        end in an *integral* optimum has that end as its exact bound.  Updates
-        ``lo_done``/``hi_done`` in place (three passes at most).  Only worth it for large
-        components: small ones go straight to the LPs on the whole component.
+        Each sub-problem frees a set of cells and holds every other cell at ``start``, so
+        any of its solutions is a feasible table of the whole component; its unsettled
+        cells are pushed down, then up, all at once, and every cell at a range end in an
+        *integral* optimum has that end as its exact bound.  First by ``blocks`` (cells
+        of one block of the table's array touch few relations: small, fast LPs), then the
+        rest in random batches with ``helpers`` times as many random other cells (up to
+        three passes: cells pushed together compete for the slack of shared totals).
+        Updates ``lo_done``/``hi_done`` in place.  Only for large components: small ones
+        go straight to the LPs on the whole component.
         """
         if self.k <= 4 * batch:
             return
         rng = np.random.default_rng(2024)
         M = self.M.tocsc()
-        # cells pushed together compete for the slack of shared totals, so a few cells of
-        # a batch miss their end; later passes retry them in new random company
+
+        def push(cols, n_obj, sense, done):
+            if _late(deadline):
+                counters["cut"] = 1
+                return False
+            held = np.ones(self.k, dtype=bool)
+            held[cols] = False
+            sub = M[:, cols].tocsr()
+            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+            rhs = (self.rhs - M @ np.where(held, start, 0.0))[rows]
+            c = np.zeros(len(cols))
+            c[:n_obj] = 1.0
+            lp = LinearProgram(c=c, A=sub[rows], row_lower=rhs, row_upper=rhs,
+                               col_lower=self.lo[cols], col_upper=self.hi[cols],
+                               sense=sense)
+            res = solve(lp, time_limit=_remaining(deadline), threads=self.threads)
+            counters["lp"] += 1
+            counters["local_lp"] = counters.get("local_lp", 0) + 1
+            if res.status == "optimal" and res.x is not None:
+                x = start.copy()
+                x[cols] = res.x
+                if np.abs(x - np.round(x)).max(initial=0.0) <= _TOL:
+                    lo_done[:] |= np.abs(x - self.lo) <= _TOL
+                    hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= _TOL)
+            return True
+
+        if blocks is not None:
+            order = np.argsort(blocks, kind="stable")
+            cuts = np.flatnonzero(np.diff(blocks[order])) + 1
+            for members in np.split(order, cuts):
+                for sense, done in (("min", lo_done), ("max", hi_done)):
+                    todo = members[~done[members]]
+                    if len(todo) == 0:
+                        continue
+                    rest = np.setdiff1d(members, todo)
+                    if not push(np.concatenate([todo, rest]), len(todo), sense, done):
+                        return
         for _pass, sense, done in [(p, *sd) for p in range(3)
                                    for sd in (("min", lo_done), ("max", hi_done))]:
             todo = np.flatnonzero(~done)
             rng.shuffle(todo)
             for first in range(0, len(todo), batch):
-                if _late(deadline):
-                    counters["cut"] = 1
-                    return
                 group = todo[first:first + batch]
                 group = group[~done[group]]
                 if len(group) == 0:
@@ -565,28 +641,8 @@ class _ComponentAudit:
                 n_help = max(helpers * len(group), 2 * batch)
                 others = np.setdiff1d(rng.choice(self.k, size=min(self.k, n_help),
                                                  replace=False), group)
-                cols = np.concatenate([group, others])
-                held = np.ones(self.k, dtype=bool)
-                held[cols] = False
-                sub = M[:, cols].tocsr()
-                rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-                rhs = (self.rhs - M @ np.where(held, start, 0.0))[rows]
-                c = np.zeros(len(cols))
-                c[:len(group)] = 1.0
-                lp = LinearProgram(c=c, A=sub[rows], row_lower=rhs, row_upper=rhs,
-                                   col_lower=self.lo[cols], col_upper=self.hi[cols],
-                                   sense=sense)
-                res = solve(lp, time_limit=_remaining(deadline), threads=self.threads)
-                counters["lp"] += 1
-                counters["local_lp"] = counters.get("local_lp", 0) + 1
-                if res.status != "optimal" or res.x is None:
-                    continue
-                x = start.copy()
-                x[cols] = res.x
-                if np.abs(x - np.round(x)).max(initial=0.0) > _TOL:
-                    continue
-                lo_done |= np.abs(x - self.lo) <= _TOL
-                hi_done |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= _TOL)
+                if not push(np.concatenate([group, others]), len(group), sense, done):
+                    return
 
     def bounds(self, counters, deadline, lo_known=None, hi_known=None):
         """Exact integer bounds of the component's cells; ``lo_known``/``hi_known`` mark

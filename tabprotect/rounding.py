@@ -18,7 +18,10 @@ and the remainder ``r = x - floor_b(x)``:
   equality system ``A_nm d = -A floor_b(x) / b`` and the deviation ``|R_i - x_i| =
   r_i + d_i (b - 2 r_i)`` is linear in ``d``.  Two-dimensional tables are a network flow
   (node-arc incidence matrix, totally unimodular): the LP relaxation solved by simplex has an
-  integral optimal vertex, which is checked, so no branching is needed.  That holds for
+  integral optimal vertex, which is checked, so no branching is needed.  Large LPs (from
+  ``SIFTING_MIN_COLUMNS`` free cells) are solved by sifting (:func:`sifted_lp`): HiGHS sees
+  only a working set of cells, started from nearest rounding, and reduced-cost pricing of
+  all cells proves the optimum for the whole LP.  That holds for
   two-way tables with subtotals in at most one dimension; with hierarchies in both
   dimensions, and in three and more dimensions, the MILP is needed and a zero-restricted
   solution may not exist; the error says so
