@@ -68,6 +68,11 @@ from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 
 _TOL = 1e-6
+#: local LPs (see _ComponentAudit.local_certificates): cells per random batch; they run on
+#: components of more than 4 batches of cells
+LOCAL_LP_BATCH = 8000
+#: cells per block of the table's array for the first local LPs
+LOCAL_LP_BLOCK = 10_000
 AUDIT_METHODS = ("deterministic", "random", "controlled", "small-count")
 
 
@@ -306,7 +311,8 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     if start_point is not None and certificates:
         lo_cert, hi_cert = move_certificates(table, start_point, box_lo, box_hi)
     n_certified = int(lo_cert[free].sum() + hi_cert[free].sum())
-    block_ids = array_blocks(table) if start_point is not None and certificates else None
+    block_ids = array_blocks(table, LOCAL_LP_BLOCK) \
+        if start_point is not None and certificates else None
     for k, cells in enumerate(comps):
         if lo_cert[cells].all() and hi_cert[cells].all():
             pass  # every bound is its range end: lower/upper already hold the box
@@ -574,7 +580,7 @@ class _ComponentAudit:
                              integrality=np.ones(self.k, bool) if integer else None)
 
     def local_certificates(self, start, lo_done, hi_done, counters, deadline,
-                           blocks: np.ndarray | None = None, batch: int = 8000,
+                           blocks: np.ndarray | None = None, batch: int | None = None,
                            helpers: int = 2) -> None:
         """Certify range ends with small LPs around a feasible integer table ``start``.
 
@@ -588,6 +594,7 @@ class _ComponentAudit:
         Updates ``lo_done``/``hi_done`` in place.  Only for large components: small ones
         go straight to the LPs on the whole component.
         """
+        batch = LOCAL_LP_BATCH if batch is None else batch
         if self.k <= 4 * batch:
             return
         rng = np.random.default_rng(2024)

@@ -309,3 +309,26 @@ def test_fully_published_controlled_rounding_needs_no_lp(table, base):
     if table.n_cells <= 12:
         blo, bhi = brute_force_intervals(table, audit.range_lower, audit.range_upper, cap=30)
         assert np.array_equal(audit.lower, blo) and np.array_equal(audit.upper, bhi)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchical_tables(), st.sampled_from(["random", "deterministic"]),
+       st.sampled_from([2, 3, 5]), st.booleans(), st.integers(0, 1000))
+def test_local_lps_give_the_same_intervals_as_lps_only(table, method, base, margins_only,
+                                                       seed):
+    """Local LPs (by blocks, then random batches) forced on small tables: never a
+    different interval than the LP-only audit."""
+    import tabprotect.audit_rounded as ar
+    res = round_table(table, base, method, seed=seed, audit=False)
+    published = ~leaf_mask(table) if margins_only else None
+    old = ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK
+    ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK = 2, 6
+    try:
+        local = audit_rounded(res, published=published)
+    finally:
+        ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK = old
+    exact = audit_rounded(res, published=published, certificates=False)
+    if table.n_cells > 8:
+        assert local.n_local_lp > 0 or local.n_lp == 0
+    assert np.array_equal(local.lower, exact.lower)
+    assert np.array_equal(local.upper, exact.upper)
