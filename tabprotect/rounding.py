@@ -446,7 +446,9 @@ class _ControlledRounder:
         c = self.w[cols] * (b - 2.0 * self.rem[cols])
         if lp_first and self.sifting and len(cols) >= SIFTING_MIN_COLUMNS:
             sol = self._sifted(c, M, rhs, cols, base_vals, label, network)
-            if sol is not False:
+            if sol == "fractional":
+                lp_first = False  # not a network: straight to branch and bound
+            elif sol is not False:
                 return sol
         lp = LinearProgram(c=c, A=M, row_lower=rhs, row_upper=rhs, col_lower=np.zeros(len(cols)),
                            col_upper=np.ones(len(cols)),
@@ -478,8 +480,8 @@ class _ControlledRounder:
     def _sifted(self, c, M, rhs, cols, base_vals, label, network):
         """The LP relaxation by sifting, started from every cell's individually best
         adjacent multiple (nearest rounding).  Returns the solution, None when
-        infeasible, or False when the whole-model route should decide (fractional
-        vertex: branch and bound is needed)."""
+        infeasible, ``"fractional"`` when the optimal vertex is fractional (branch and
+        bound is needed), or False when the whole-model route should decide."""
         remaining = None
         if self.deadline is not None:
             remaining = max(1.0, self.deadline - time.perf_counter())
@@ -495,7 +497,7 @@ class _ControlledRounder:
                                  f"before a solution was found; give a longer time_limit")
             return False
         if np.abs(res.x - np.round(res.x)).max(initial=0.0) > 1e-6:
-            return False
+            return "fractional"
         vals = base_vals.copy()
         vals[cols] += self.base * np.round(res.x)
         kind = "network-flow LP" if network else "LP relaxation"

@@ -498,3 +498,29 @@ def test_sifting_on_a_biased_1d_remainder_table():
     assert "sifting" in sifted.solver_path and "sifting" not in plain.solver_path
     assert np.array_equal(sifted.rounded, totals_from_inner(table, sifted.rounded))
     assert sifted.total_absolute_deviation == pytest.approx(plain.total_absolute_deviation)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchical_tables(ndim=2, max_leaves=5, max_value=9), st.sampled_from([2, 3]))
+def test_sifting_on_two_hierarchies_falls_back_correctly(table, base):
+    """Hierarchies in both dimensions (not a network): a fractional sifted vertex goes to
+    branch and bound; the result equals the whole-model path's (or both are infeasible)."""
+    from tabprotect import rounding
+
+    def run():
+        try:
+            return round_table(table, base, "controlled", audit=False)
+        except ZeroRestrictedInfeasible:
+            return None
+    plain = run()
+    old = rounding.SIFTING_MIN_COLUMNS
+    rounding.SIFTING_MIN_COLUMNS = 1
+    try:
+        sifted = run()
+    finally:
+        rounding.SIFTING_MIN_COLUMNS = old
+    assert (plain is None) == (sifted is None)
+    if sifted is not None:
+        assert np.array_equal(sifted.rounded, totals_from_inner(table, sifted.rounded))
+        assert adjacent(table.value, sifted.rounded, base).all()
+        assert sifted.total_absolute_deviation == pytest.approx(plain.total_absolute_deviation)
