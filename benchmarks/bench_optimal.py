@@ -26,6 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scipy.sparse.linalg import lsqr  # noqa: E402
+
 from benchmarks.castro import CASTRO_TABLES, load_castro  # noqa: E402
 from tabprotect.audit import audit  # noqa: E402
 from tabprotect.model import Hierarchy, Table  # noqa: E402
@@ -74,22 +76,58 @@ def run_tabprotect(table: Table, cost: str, time_limit: float) -> dict:
     return {"secondary": res.n_secondary, "cost": res.cost, "seconds": wall,
             "method_seconds": res.method_seconds, "proven": res.proven_optimal,
             "gap": res.mip_gap, "audit": "PASSED" if independent.passed else "FAILED",
-            "repaired": len(res.repaired), "engine": res.solver.get("engine", "")}
+            "repaired": len(res.repaired), "engine": res.solver.get("engine", ""),
+            "bound": res.solver.get("lower_bound"), "nodes": res.solver.get("nodes")}
 
 
 # ---------------------------------------------------------------- pytauargus
+def integer_table(table: Table) -> Table:
+    """The table with integer values, still exactly additive, and the protection levels
+    stated the way tau-Argus' optimal engine needs them; both solvers get this version.
+
+    * The Castro values are least-squares reconstructions with 6 decimals; the FullJJ
+      engine loops ("not possible to solve with NETOPT / dualopt") on them.  Cells that
+      are no relation's total are rounded; totals are recomputed from them.
+    * A level reaching past an a-priori bound: tabprotect (like the audit) asks the
+      interval to reach the bound; tau-Argus' own JJ writer instead moves the bound out
+      to ``value - LPL``.  Giving FullJJ a level beyond the bound made it loop too; the
+      levels are therefore capped at the bounds (``min(UPL, ub - a)``, ``min(LPL, a -
+      lb)``), which is what tabprotect protects anyway -- the same problem for both.
+    * Levels are rounded up to integers.
+    """
+    A = table.relations.tocsr()
+    is_total = np.zeros(table.n_cells, bool)
+    is_total[table.relation_total] = True
+    x = table.value.copy()
+    x[~is_total] = np.round(x[~is_total])
+    sol = lsqr(A[:, is_total], -(A[:, ~is_total] @ x[~is_total]), atol=1e-14, btol=1e-14,
+               iter_lim=100_000)[0]
+    x[is_total] = np.round(sol)
+    if np.abs(A @ x).max() > 1e-6:
+        raise ValueError(f"{table.name}: no additive integer version")
+    pinned = table.lb == table.ub
+    lb = np.where(pinned, x, np.where(np.isfinite(table.lb), np.minimum(np.floor(table.lb), x),
+                                      table.lb))
+    ub = np.where(pinned, x, np.where(np.isfinite(table.ub), np.maximum(np.ceil(table.ub), x),
+                                      table.ub))
+    upl = np.minimum(np.ceil(table.upl), ub - x)
+    lpl = np.minimum(np.ceil(table.lpl), x - lb)
+    return table.replace(value=x, lb=lb, ub=ub, upl=upl, lpl=lpl)
+
+
 def write_jj(table: Table, cost: np.ndarray, path: Path) -> None:
-    """tau-Argus JJ format (tau-Argus 4.1 manual sec. 5.5)."""
+    """tau-Argus JJ format (tau-Argus 4.1 manual sec. 5.5, as its WriteJJFormat writes
+    it), plus the ``<file>.frq`` companion (frequency and holding frequency per cell)
+    that WriteJJFormat writes next to it.  Costs are integers, as tau-Argus writes them
+    (the engine crashed on fractional costs in an earlier session)."""
     letter = {"U": "u", "S": "s", "Z": "z", "P": "z", "M": "m"}
     A = table.relations.tocsr()
     lines = ["0", str(table.n_cells)]
     for i in range(table.n_cells):
         ub = table.ub[i] if np.isfinite(table.ub[i]) else 2.0e9
-        # integer costs, as tau-Argus writes them: the native FullJJ reader crashed
-        # (SIGSEGV) on fractional costs in our tests
-        lines.append(f"{i} {table.value[i]:.6f} {max(1, int(round(cost[i])))} "
-                     f"{letter[table.status[i]]} {table.lb[i]:.6f} {ub:.6f} "
-                     f"{table.lpl[i]:.6f} {table.upl[i]:.6f} {table.spl[i]:.1f}")
+        lines.append(f"{i} {table.value[i]:.0f} {max(1, int(round(cost[i])))} "
+                     f"{letter[table.status[i]]} {table.lb[i]:.0f} {ub:.0f} "
+                     f"{table.lpl[i]:.0f} {table.upl[i]:.0f} {table.spl[i]:.0f}")
     lines.append(str(A.shape[0]))
     for r in range(A.shape[0]):
         cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
@@ -97,13 +135,33 @@ def write_jj(table: Table, cost: np.ndarray, path: Path) -> None:
         parts = " ".join(f"{j} (1)" for j in cells if j != total)
         lines.append(f"0 {len(cells)} : {total} (-1) {parts}")
     path.write_text("\n".join(lines) + "\n")
+    # no contributor counts in the Castro files: a count that never triggers the
+    # engine's singleton handling (tabprotect runs with singleton=False too)
+    freq = np.nan_to_num(table.freq, nan=10.0).clip(min=3).astype(int)
+    Path(str(path) + ".frq").write_text("".join(f"{f} {f}\n" for f in freq))
 
 
-def _tau_child(jj_in: str, jj_out: str, minutes: int, queue) -> None:
+def _tau_child(workdir: str, minutes: int, queue) -> None:
+    import os
     import pytauargus._tauargus as native
+    os.chdir(workdir)  # the engine writes its logs into the working directory
     t0 = time.perf_counter()
-    code = native.HiTaSCtrl().full_jj(jj_in, jj_out, minutes)
+    code = native.HiTaSCtrl().full_jj(os.path.join(workdir, "JJ.IN"),
+                                      os.path.join(workdir, "JJ.OUT"), minutes)
     queue.put((int(code), time.perf_counter() - t0))
+
+
+def _tau_statistics(path: Path) -> dict:
+    """FullJJ's last statistics line (cspSCIP.sta): objective 'opt' and 'BestLB'."""
+    try:
+        lines = [ln.split() for ln in path.read_text().splitlines() if ln.strip()]
+        head = next(ln for ln in lines if "BestLB" in ln)
+        last = lines[-1]
+        return {"opt": float(last[head.index("opt")]),
+                "best_lb": float(last[head.index("BestLB")]),
+                "nodes": int(float(last[head.index("nodes")]))}
+    except (OSError, StopIteration, ValueError, IndexError):
+        return {}
 
 
 def run_pytauargus(table: Table, cost: str, time_limit: float) -> dict:
@@ -112,19 +170,20 @@ def run_pytauargus(table: Table, cost: str, time_limit: float) -> dict:
     except ImportError:
         return {"status": "not installed (pip install tabprotect[bench])"}
     c = cost_vector(table, cost)
+    int_cost = np.maximum(1, np.round(c))
     with tempfile.TemporaryDirectory() as tmp:
         jj_in, jj_out = Path(tmp) / "JJ.IN", Path(tmp) / "JJ.OUT"
-        write_jj(table, c, jj_in)
+        write_jj(table, int_cost, jj_in)
         ctx = mp.get_context("spawn")
         q = ctx.Queue()
-        p = ctx.Process(target=_tau_child, args=(str(jj_in), str(jj_out),
-                                                 max(1, int(np.ceil(time_limit / 60))), q))
+        p = ctx.Process(target=_tau_child, args=(tmp, max(1, int(np.ceil(time_limit / 60))), q))
         t0 = time.perf_counter()
         p.start()
-        p.join(time_limit * 2 + 60)
+        p.join(time_limit * 1.5 + 60)
         wall = time.perf_counter() - t0
         if p.is_alive():
-            p.terminate()
+            p.kill()
+            p.join()
             return {"status": "no answer in time", "seconds": wall}
         if p.exitcode != 0:
             return {"status": f"engine crashed (exit code {p.exitcode})", "seconds": wall}
@@ -132,11 +191,20 @@ def run_pytauargus(table: Table, cost: str, time_limit: float) -> dict:
         if code > 1 or not jj_out.exists():
             return {"status": f"FullJJ error code {code}", "seconds": secs}
         sec = _read_jj_out(jj_out, table.n_cells)
+        sec = sec[table.status[sec] == "S"]
         st = table.status.copy()
         st[sec] = "M"
         verdict = audit(table.replace(status=st)).passed
+        sta = _tau_statistics(Path(tmp) / "cspSCIP.sta")
+        proven = None
+        if sta:
+            # the engine's objective counts the primaries' costs too
+            prim = float(int_cost[table.status == "U"].sum())
+            gap = max(0.0, sta["opt"] - sta["best_lb"]) / max(1e-9, sta["opt"] - prim)
+            proven = "proven" if gap <= 1e-6 else f"gap {100 * gap:.2f}%"
         return {"status": "ok", "seconds": secs, "secondary": int(len(sec)),
-                "cost": float(c[sec].sum()), "audit": "PASSED" if verdict else "FAILED"}
+                "cost": float(c[sec].sum()), "audit": "PASSED" if verdict else "FAILED",
+                "proven": proven or "-"}
 
 
 def _read_jj_out(path: Path, n: int) -> np.ndarray:
@@ -168,13 +236,16 @@ def main(argv=None) -> int:
     ap.add_argument("--generated-only", action="store_true")
     ap.add_argument("--no-generated", action="store_true")
     ap.add_argument("--no-tau", action="store_true", help="skip pytauargus")
+    ap.add_argument("--original-values", action="store_true",
+                    help="Castro tables as loaded (6-decimal values) instead of their integer "
+                         "version; pytauargus' engine does not run on them")
     ap.add_argument("--sizes", nargs="*", type=int, default=[1000, 5000, 20000])
     ap.add_argument("--out", help="write the markdown results here")
     args = ap.parse_args(argv)
 
     head = ["table", "cells", "primaries", "cost fn", "secondaries", "cost", "seconds",
-            "optimal / gap", "audit", "tau: secondaries", "tau: cost", "tau: seconds",
-            "tau: audit", "time ratio tau/ours", "cost ratio tau/ours"]
+            "optimal / gap", "bound", "audit", "tau: secondaries", "tau: cost", "tau: seconds",
+            "tau: optimal / gap", "tau: audit", "time ratio tau/ours", "cost ratio tau/ours"]
     rows = []
 
     def emit(row):
@@ -188,7 +259,10 @@ def main(argv=None) -> int:
     jobs = []
     if not args.generated_only:
         for name in (args.tables or list(CASTRO_TABLES)):
-            jobs.append((name, lambda name=name: load_castro(name), True))
+            if args.original_values:
+                jobs.append((name, lambda name=name: load_castro(name), True))
+            else:
+                jobs.append((name, lambda name=name: integer_table(load_castro(name)), True))
     if not args.no_generated:
         for dims in (2, 3):
             for size in args.sizes:
@@ -207,11 +281,12 @@ def main(argv=None) -> int:
                 tr = fmt(tau["seconds"] / max(ours["seconds"], 1e-9), 2)
                 cr = fmt(tau["cost"] / ours["cost"], 4) if ours["cost"] > 0 else "-"
                 tau_cols = [fmt(tau["secondary"]), fmt(tau["cost"], 1), fmt(tau["seconds"]),
-                            tau["audit"], tr, cr]
+                            tau["proven"], tau["audit"], tr, cr]
             else:
-                tau_cols = [tau["status"], "-", fmt(tau.get("seconds")), "-", "-", "-"]
+                tau_cols = [tau["status"], "-", fmt(tau.get("seconds")), "-", "-", "-", "-"]
             emit([name, str(table.n_cells), str(n_prim), cost, str(ours["secondary"]),
                   fmt(ours["cost"], 1), fmt(ours["seconds"]), opt,
+                  fmt(ours["bound"], 1) if ours["bound"] is not None else "-",
                   ours["audit"] + (f" (repaired {ours['repaired']})" if ours["repaired"] else ""),
                   *tau_cols])
     if args.out:

@@ -7,13 +7,16 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tabprotect.audit import audit
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import cost_vector, protect
-from tabprotect.secondary.optimal import optimal
+from tabprotect.secondary.optimal import (_reduce_candidates, _rounded_cut, benders,
+                                          candidate_cells, optimal)
 from tabprotect.secondary.repair import AttackerOracle, Requirements, derived_upper_bounds
 
 
@@ -247,3 +250,58 @@ def test_fractional_separation_cuts_keep_every_protected_pattern(seed):
         if checked > 40:
             break
     assert checked > 0
+
+
+# ---------------------------------------------------------------- strengthening, search
+@pytest.mark.parametrize("seed,cost_name", [(5, "unity"), (6, "value")])
+@pytest.mark.parametrize("search", ["bc", "milp"])
+def test_both_searches_equal_brute_force(seed, cost_name, search):
+    # the branch-and-cut (default) and the MILP-rounds search must both reach the optimum
+    table = hier_table(seed, n_primary=3, p_cells=1)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    out = benders(table, cost, req, candidate_cells(table), search=search)
+    assert out.proven_optimal
+    assert out.details["lower_bound"] >= secondary_cost(out.status, cost) * (1 - 1e-6) - 1e-9
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=2, max_size=7), st.integers(2, 15),
+       st.lists(st.floats(0.0, 1.0), min_size=7, max_size=7))
+def test_rounded_capacity_cut_keeps_every_binary_solution(units, need, point):
+    # a capacity cut sum a_i z_i >= 1 (a_i = min(range_i, need) / need) and its
+    # Chvatal-Gomory rounding: every binary z meeting the cut meets the rounding too
+    a = np.minimum(np.array(units, float), need) / need
+    x = np.array(point[: len(a)])
+    r = _rounded_cut(a, x)
+    if r is None:
+        return
+    assert r @ x < a @ x  # only returned when the point violates it more
+    for bits in itertools.product([0, 1], repeat=len(a)):
+        z = np.array(bits, float)
+        if a @ z >= 1 - 1e-9:
+            assert r @ z >= 1 - 1e-9
+
+
+@pytest.mark.parametrize("seed", [2, 8])
+def test_reduced_candidates_never_move(seed):
+    # a candidate dropped by the reduction is pinned in every pattern: suppressing it on
+    # top of all other candidates leaves every primary's interval unchanged
+    table = hier_table(seed, n_primary=2, p_cells=3)
+    req = Requirements.from_table(table, singleton=False)
+    cand = candidate_cells(table)
+    fixed = table.status == "U"
+    kept = _reduce_candidates(table, req, cand, fixed)
+    dropped = np.flatnonzero(cand & ~kept)
+    assert len(dropped) > 0  # P cells leave some candidate alone in a relation
+    base = np.where(kept, "M", table.status)
+    ref = audit(table.replace(status=base))
+    for i in dropped:
+        st = base.copy()
+        st[i] = "M"
+        got = audit(table.replace(status=st))
+        prim = table.status == "U"
+        assert np.allclose(got.lower[prim], ref.lower[prim])
+        assert np.allclose(got.upper[prim], ref.upper[prim])

@@ -26,6 +26,7 @@ the relation, "some cell other than ``s`` and ``j``").
 """
 from __future__ import annotations
 
+import heapq
 import time
 from typing import Callable
 
@@ -35,7 +36,7 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.base import MethodOutcome, register_method
-from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair, Requirements
 
 #: compact MILP only when (primaries x directions x model columns) stays below this; the
 #: compact model's LP relaxation is weak, so Benders wins well before memory matters
@@ -60,6 +61,12 @@ HEURISTIC_SHARE = 0.25
 #: a repaired pattern is pruned (redundant suppressions dropped) when it costs less than
 #: this multiple of the incumbent
 PRUNE_WITHIN = 1.15
+#: branch-and-cut: separation rounds per node (the root runs to convergence) and the
+#: relative bound improvement below which a node stops separating and branches
+NODE_CUT_ROUNDS = 5
+NODE_CUT_TOL = 1e-4
+#: branch-and-cut: the repair heuristic runs on every n-th node's LP point
+HEURISTIC_EVERY = 10
 #: seconds for one early master solve (doubled whenever it finds nothing)
 ROUND_TIME_LIMIT = 3.0
 
@@ -386,7 +393,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             time_limit: float | None = None, mip_gap: float | None = None,
             threads: int | None = 1, progress: Callable[[str, float], None] | None = None,
             start: np.ndarray | None = None, max_rounds: int = 10_000,
-            reduce: bool = True, strong: bool = True) -> MethodOutcome:
+            reduce: bool = True, strong: bool = True, search: str = "bc") -> MethodOutcome:
     """Row generation on the master MILP (see the module docstring).
 
     ``start`` is an optional protected pattern (bool mask) used as the first incumbent.
@@ -530,135 +537,311 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             seed = fixed.copy()
             seed[cand_idx[zlp >= theta]] = True
             improve(seed)
-    master.relax(False)
-    # the integer master keeps the cover rows, the cuts tight at the last LP optimum and
-    # the cuts found after it; the others wait in the pool
-    keep = [np.arange(n_cover)]
-    if res is not None and res.status == "optimal" and res.duals is not None:
-        duals = np.asarray(res.duals)
-        duals = duals[master.n_static:]
-        rows_then = np.asarray(master.model_rows[:len(duals)])
-        keep.append(rows_then[np.abs(duals) > 1e-9])
-        # and the nearly tight ones: a MILP that only meets them again would be wasted
-        zlp = np.clip(res.x[: master.k], 0.0, 1.0)
-        keep.append(np.flatnonzero(master.pool_matrix @ zlp <= 1.0 + KEEP_SLACK))
-        keep.append(np.asarray(master.model_rows[len(duals):], dtype=np.int64))
-    else:
-        keep.append(np.asarray(master.model_rows, dtype=np.int64))
-    master.rebuild(np.concatenate(keep).astype(np.int64))
-    stats["pool_rows"] = len(master.in_model)
-    stats["mip_rows_start"] = int(master.in_model.sum())
+    def branch_and_cut() -> tuple[bool, float]:
+        """Our own branch-and-cut on the LP master (HiGHS has no usable lazy-constraint
+        callback): best-bound search with plunging, capacity cuts separated at every
+        node (all globally valid, so every node's LP keeps them), reduced-cost fixing
+        against the incumbent, and the repair heuristic on node LP points.  Returns
+        (proven, lower bound)."""
+        nonlocal best, best_cost
+        k = master.k
+        all_cols = np.arange(k)
+        glob_hi = np.ones(k)
+        glob_lo = np.zeros(k)
+        counter = 0
+        heap: list = [(lower_bound, 0, counter, ())]
+        stats.update(nodes=0, node_lps=0, bc_max_depth=0)
 
-    # ---- phase 2: integer master until its optimum passes the oracle.  Early masters are
-    # solved to a loose gap (their job is to produce patterns to cut off); once a master
-    # pattern passes, the gap is tightened to the target and the master re-solved.
+        def prunable(bound: float) -> bool:
+            return best is not None and bound >= best_cost * (1 - target) - 1e-9
+
+        def node_lp(lo, hi, root):
+            """Cut loop at one node: (bound, z, reduced costs) or None when pruned."""
+            nonlocal best, best_cost
+            master.model.set_col_bounds(all_cols, lo, hi)
+            last_obj = -np.inf
+            for rnd in range(max_rounds):
+                if deadline is not None and time.perf_counter() >= deadline:
+                    return "time"
+                tm = time.perf_counter()
+                r = master.model.solve(time_limit=left())
+                stats["master_seconds"] += time.perf_counter() - tm
+                stats["node_lps"] += 1
+                if r.status == "infeasible":
+                    return None
+                if r.status != "optimal":
+                    return "time"
+                bound = _round_bound(float(r.objective), integral_costs)
+                if prunable(bound):
+                    return None
+                zc = np.clip(r.x[:k], 0.0, 1.0)
+                integral = bool(np.all((zc < 1e-6) | (zc > 1 - 1e-6)))
+                to = time.perf_counter()
+                if integral:
+                    zi = zc > 0.5
+                    chk = safe(oracle.check, full_z(zi.astype(float)) > 0.5)
+                    stats["oracle_seconds"] += time.perf_counter() - to
+                    stats["lp_solves"] += chk.n_lp
+                    if chk is FAILED:
+                        # the attacker LPs failed numerically on this pattern: the node is
+                        # dropped, and no optimality is claimed afterwards
+                        unsure[0] = True
+                        improve(full_z(zi.astype(float)) > 0.5)
+                        return None
+                    if chk.ok:
+                        z = full_z(zi.astype(float)) > 0.5
+                        c = _cost_of(z & ~fixed, cost)
+                        if c < best_cost:
+                            best, best_cost = z, c
+                            report(f"B&C: incumbent {best_cost:.6g}", 0.5)
+                        return None
+                    if not chk.complete:
+                        return "time"
+                    sep = safe(oracle.separate, full_z(zc))
+                    stats["lp_solves"] += sep.n_lp
+                    if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
+                        # numerically the cut did not separate: exclude the pattern and
+                        # its subsets (fewer suppressions never protect more)
+                        off = np.flatnonzero(~zi)
+                        master.add([cand_idx[off]], [np.ones(len(off))], [1.0])
+                    continue
+                # fractional: separate while the bound moves (more rounds at the root)
+                if not root and (rnd >= NODE_CUT_ROUNDS or
+                                 r.objective <= last_obj + NODE_CUT_TOL * max(1.0, abs(last_obj))):
+                    return bound, zc, r.reduced_costs
+                chk = safe(oracle.check, full_z(zc))
+                sep = safe(oracle.separate, full_z(zc))
+                stats["oracle_seconds"] += time.perf_counter() - to
+                stats["lp_solves"] += chk.n_lp + sep.n_lp
+                if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
+                    return bound, zc, r.reduced_costs
+                last_obj = float(r.objective)
+            return "time"
+
+        FAILED = Check(complete=False)
+        unsure = [False]
+
+        def safe(fn, z):
+            """An oracle call; a numerically failed attacker LP (HiGHS has reported
+            'infeasible' for a warm re-solve whose y = 0 is feasible) gives FAILED."""
+            try:
+                return fn(z, deadline=deadline)
+            except RuntimeError:
+                stats["oracle_errors"] = stats.get("oracle_errors", 0) + 1
+                return FAILED
+
+        plunge = None  # (bound, depth, path) processed next without touching the heap
+        open_bound = lower_bound
+        while heap or plunge is not None:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            if plunge is not None:
+                nb, depth, path = plunge
+                plunge = None
+            else:
+                nb, depth, _, path = heapq.heappop(heap)
+            if prunable(nb):
+                continue
+            lo, hi = glob_lo.copy(), glob_hi.copy()
+            for j, v in path:
+                lo[j] = hi[j] = v
+            stats["nodes"] += 1
+            stats["bc_max_depth"] = max(stats["bc_max_depth"], depth)
+            out = node_lp(lo, hi, root=not path)
+            if out is None:
+                continue
+            if isinstance(out, str):  # time: the node stays open
+                heapq.heappush(heap, (nb, depth, counter, path))
+                counter += 1
+                break
+            bound, zc, rc = out
+            if not path:
+                open_bound = max(open_bound, bound)
+            # reduced-cost fixing: a column whose reduced cost lifts the bound to the
+            # incumbent's cost is fixed in this subtree (globally at the root)
+            if best is not None and rc is not None and len(rc) >= k:
+                rck = np.asarray(rc[:k])
+                obj = float(master.model.last_result.objective)
+                to0 = (zc < 1e-6) & (obj + rck >= best_cost * (1 - target) - 1e-9) & (hi > 0.5)
+                to1 = (zc > 1 - 1e-6) & (obj - rck >= best_cost * (1 - target) - 1e-9) & (lo < 0.5)
+                if not path:
+                    glob_hi[to0] = 0.0
+                    glob_lo[to1] = 1.0
+                    stats["rc_fixed"] = int((glob_hi < 0.5).sum() + (glob_lo > 0.5).sum())
+                else:
+                    path = path + tuple((int(j), 0.0) for j in np.flatnonzero(to0)) \
+                        + tuple((int(j), 1.0) for j in np.flatnonzero(to1))
+            # a rounded node point, repaired and pruned: new incumbents along the way
+            if stats["nodes"] % HEURISTIC_EVERY == 1:
+                seed = fixed.copy()
+                seed[cand_idx[zc >= 0.5]] = True
+                improve(seed)
+                if prunable(bound):
+                    continue
+            # branch on the most fractional column (dearer first on ties)
+            frac = np.minimum(zc, 1 - zc)
+            frac[(lo == hi)] = -1.0
+            score = frac + 1e-9 * cost[cand_idx] / max(1e-12, float(cost[cand_idx].max()))
+            j = int(np.argmax(score))
+            if frac[j] <= 1e-6:
+                continue  # nothing left to branch on (cannot happen for a fractional z)
+            up = (bound, depth + 1, path + ((j, 1.0),))
+            down = (bound, depth + 1, path + ((j, 0.0),))
+            # plunge into the up branch (suppress the cell): it reaches protected patterns
+            plunge = up
+            heapq.heappush(heap, (down[0], down[1], counter, down[2]))
+            counter += 1
+            if stats["nodes"] % 50 == 0:
+                lb_now = min([h[0] for h in heap] + [bound])
+                report(f"B&C node {stats['nodes']}: bound {lb_now:.6g}, "
+                       f"best {best_cost:.6g}, open {len(heap)}", 0.5)
+        if plunge is not None:
+            heapq.heappush(heap, (plunge[0], plunge[1], counter, plunge[2]))
+        heap = [h for h in heap if not prunable(h[0])]
+        if not heap and not unsure[0]:
+            return best is not None, (best_cost if best is not None else open_bound)
+        if not heap:
+            return False, open_bound
+        return False, max(lower_bound, min(h[0] for h in heap))
+
     target = DEFAULT_MIP_GAP if mip_gap is None else float(mip_gap)
-    loose = max(target, LOOSE_MIP_GAP)
-    current = loose
-    round_limit = ROUND_TIME_LIMIT
     proven = False
     solver_status = "time_limit"
-    seen_patterns = set()
-    for _ in range(max_rounds):
-        remaining = left()
-        if remaining is not None and remaining <= 0:
-            break
-        # no MIP start (Highs.setSolution): with one, HiGHS 1.16 returned the start vector
-        # as the solution of a run whose optimum was cheaper (TARGUS, unity cost), which
-        # made a non-optimal pattern look proven
-        master.set_gap(current)
-        # while the master's patterns are still being cut off, a master solve only needs
-        # a good pattern, not a proof: cap it, and let the cap grow when it finds nothing
-        limit = remaining if current <= target else (
-            round_limit if remaining is None else min(remaining, round_limit))
-        tm = time.perf_counter()
-        res = master.model.solve(time_limit=limit)
-        stats["master_seconds"] += time.perf_counter() - tm
-        stats["rounds_mip"] += 1
-        bound = _mip_bound(master, res)
-        if bound is not None:
-            lower_bound = max(lower_bound, _round_bound(bound, integral_costs))
-        if res.status == "infeasible":
-            raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
-        if not res.has_solution:
-            if limit is not None and (remaining is None or limit < remaining):
-                round_limit *= 2
+    if search == "bc":
+        stats["search"] = "branch-and-cut"
+        proven, lower_bound = branch_and_cut()
+        solver_status = "optimal" if proven else "time_limit"
+    else:
+        stats["search"] = "milp-rounds"
+        master.relax(False)
+        # the integer master keeps the cover rows, the cuts tight at the last LP optimum and
+        # the cuts found after it; the others wait in the pool
+        keep = [np.arange(n_cover)]
+        if res is not None and res.status == "optimal" and res.duals is not None:
+            duals = np.asarray(res.duals)
+            duals = duals[master.n_static:]
+            rows_then = np.asarray(master.model_rows[:len(duals)])
+            keep.append(rows_then[np.abs(duals) > 1e-9])
+            # and the nearly tight ones: a MILP that only meets them again would be wasted
+            zlp = np.clip(res.x[: master.k], 0.0, 1.0)
+            keep.append(np.flatnonzero(master.pool_matrix @ zlp <= 1.0 + KEEP_SLACK))
+            keep.append(np.asarray(master.model_rows[len(duals):], dtype=np.int64))
+        else:
+            keep.append(np.asarray(master.model_rows, dtype=np.int64))
+        master.rebuild(np.concatenate(keep).astype(np.int64))
+        stats["pool_rows"] = len(master.in_model)
+        stats["mip_rows_start"] = int(master.in_model.sum())
+
+        # ---- phase 2: integer master until its optimum passes the oracle.  Early masters are
+        # solved to a loose gap (their job is to produce patterns to cut off); once a master
+        # pattern passes, the gap is tightened to the target and the master re-solved.
+        target = DEFAULT_MIP_GAP if mip_gap is None else float(mip_gap)
+        loose = max(target, LOOSE_MIP_GAP)
+        current = loose
+        round_limit = ROUND_TIME_LIMIT
+        proven = False
+        solver_status = "time_limit"
+        seen_patterns = set()
+        for _ in range(max_rounds):
+            remaining = left()
+            if remaining is not None and remaining <= 0:
+                break
+            # no MIP start (Highs.setSolution): with one, HiGHS 1.16 returned the start vector
+            # as the solution of a run whose optimum was cheaper (TARGUS, unity cost), which
+            # made a non-optimal pattern look proven
+            master.set_gap(current)
+            # while the master's patterns are still being cut off, a master solve only needs
+            # a good pattern, not a proof: cap it, and let the cap grow when it finds nothing
+            limit = remaining if current <= target else (
+                round_limit if remaining is None else min(remaining, round_limit))
+            tm = time.perf_counter()
+            res = master.model.solve(time_limit=limit)
+            stats["master_seconds"] += time.perf_counter() - tm
+            stats["rounds_mip"] += 1
+            bound = _mip_bound(master, res)
+            if bound is not None:
+                lower_bound = max(lower_bound, _round_bound(bound, integral_costs))
+            if res.status == "infeasible":
+                raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
+            if not res.has_solution:
+                if limit is not None and (remaining is None or limit < remaining):
+                    round_limit *= 2
+                    continue
+                break
+            capped = res.status == "time_limit"
+            zc = np.round(res.x[: master.k]).astype(bool)
+            if not _consistent(master, res, zc):
+                # a solution vector that does not match the reported objective proves nothing
+                stats["inconsistent_master"] = stats.get("inconsistent_master", 0) + 1
+                break
+            z = fixed.copy()
+            z[cand_idx] = zc
+            key = zc.tobytes()
+            from_pool = master.violated_pool_rows(zc.astype(float))
+            if len(from_pool):
+                for zc2 in master.saved_patterns(zc, SAVED_PATTERNS):
+                    from_pool = np.union1d(from_pool, master.violated_pool_rows(zc2.astype(float)))
+                # a pooled cut already excludes this pattern: no attacker LP needed
+                master.activate(from_pool)
+                stats["pool_reactivated"] = stats.get("pool_reactivated", 0) + len(from_pool)
+                improve(z)
                 continue
-            break
-        capped = res.status == "time_limit"
-        zc = np.round(res.x[: master.k]).astype(bool)
-        if not _consistent(master, res, zc):
-            # a solution vector that does not match the reported objective proves nothing
-            stats["inconsistent_master"] = stats.get("inconsistent_master", 0) + 1
-            break
-        z = fixed.copy()
-        z[cand_idx] = zc
-        key = zc.tobytes()
-        from_pool = master.violated_pool_rows(zc.astype(float))
-        if len(from_pool):
+            to = time.perf_counter()
+            chk = oracle.check(z, deadline=deadline)
+            stats["oracle_seconds"] += time.perf_counter() - to
+            stats["lp_solves"] += chk.n_lp
+            if chk.ok:
+                c = _cost_of(z & ~fixed, cost)
+                if c <= best_cost:
+                    best, best_cost = z, c
+                if res.status == "optimal" and current <= target:
+                    proven = True
+                    solver_status = "optimal"
+                    break
+                if capped:
+                    round_limit *= 2
+                current = target
+            elif chk.violated:
+                if key in seen_patterns:
+                    # numerically the cut did not cut this pattern off: exclude it and its
+                    # subsets (an under-protected pattern stays so with fewer suppressions)
+                    off = cand_idx[~zc]
+                    master.add([off], [np.ones(len(off))], [1.0])
+                seen_patterns.add(key)
+                add_cuts(chk)
+                # the capped separation at the same pattern often gives stronger cuts
+                to = time.perf_counter()
+                sep = oracle.separate(z.astype(float), deadline=deadline)
+                stats["oracle_seconds"] += time.perf_counter() - to
+                stats["lp_solves"] += sep.n_lp
+                add_cuts(sep)
+                # cheap incumbent: repair the master's pattern
+                improve(z)
+            # the run's other improving solutions: more patterns to cut off (or incumbents)
             for zc2 in master.saved_patterns(zc, SAVED_PATTERNS):
-                from_pool = np.union1d(from_pool, master.violated_pool_rows(zc2.astype(float)))
-            # a pooled cut already excludes this pattern: no attacker LP needed
-            master.activate(from_pool)
-            stats["pool_reactivated"] = stats.get("pool_reactivated", 0) + len(from_pool)
-            improve(z)
-            continue
-        to = time.perf_counter()
-        chk = oracle.check(z, deadline=deadline)
-        stats["oracle_seconds"] += time.perf_counter() - to
-        stats["lp_solves"] += chk.n_lp
-        if chk.ok:
-            c = _cost_of(z & ~fixed, cost)
-            if c <= best_cost:
-                best, best_cost = z, c
-            if res.status == "optimal" and current <= target:
+                if deadline is not None and time.perf_counter() >= deadline:
+                    break
+                z2 = fixed.copy()
+                z2[cand_idx] = zc2
+                if len(master.violated_pool_rows(zc2.astype(float))):
+                    continue
+                to = time.perf_counter()
+                chk2 = oracle.check(z2, deadline=deadline)
+                stats["oracle_seconds"] += time.perf_counter() - to
+                stats["lp_solves"] += chk2.n_lp
+                stats["saved_patterns"] = stats.get("saved_patterns", 0) + 1
+                if chk2.ok:
+                    c2 = _cost_of(z2 & ~fixed, cost)
+                    if c2 < best_cost:
+                        best, best_cost = z2, c2
+                elif chk2.violated:
+                    add_cuts(chk2)
+            if best is not None and lower_bound >= best_cost * (1 - target) - 1e-9:
                 proven = True
                 solver_status = "optimal"
                 break
-            if capped:
-                round_limit *= 2
-            current = target
-        elif chk.violated:
-            if key in seen_patterns:
-                # numerically the cut did not cut this pattern off: exclude it and its
-                # subsets (an under-protected pattern stays so with fewer suppressions)
-                off = cand_idx[~zc]
-                master.add([off], [np.ones(len(off))], [1.0])
-            seen_patterns.add(key)
-            add_cuts(chk)
-            # the capped separation at the same pattern often gives stronger cuts
-            to = time.perf_counter()
-            sep = oracle.separate(z.astype(float), deadline=deadline)
-            stats["oracle_seconds"] += time.perf_counter() - to
-            stats["lp_solves"] += sep.n_lp
-            add_cuts(sep)
-            # cheap incumbent: repair the master's pattern
-            improve(z)
-        # the run's other improving solutions: more patterns to cut off (or incumbents)
-        for zc2 in master.saved_patterns(zc, SAVED_PATTERNS):
-            if deadline is not None and time.perf_counter() >= deadline:
-                break
-            z2 = fixed.copy()
-            z2[cand_idx] = zc2
-            if len(master.violated_pool_rows(zc2.astype(float))):
-                continue
-            to = time.perf_counter()
-            chk2 = oracle.check(z2, deadline=deadline)
-            stats["oracle_seconds"] += time.perf_counter() - to
-            stats["lp_solves"] += chk2.n_lp
-            stats["saved_patterns"] = stats.get("saved_patterns", 0) + 1
-            if chk2.ok:
-                c2 = _cost_of(z2 & ~fixed, cost)
-                if c2 < best_cost:
-                    best, best_cost = z2, c2
-            elif chk2.violated:
-                add_cuts(chk2)
-        if best is not None and lower_bound >= best_cost * (1 - target) - 1e-9:
-            proven = True
-            solver_status = "optimal"
-            break
-        report(f"MIP round {stats['rounds_mip']}: bound {lower_bound:.6g}, "
-               f"best {best_cost:.6g}", 0.5)
+            report(f"MIP round {stats['rounds_mip']}: bound {lower_bound:.6g}, "
+                   f"best {best_cost:.6g}", 0.5)
 
     if best is None:
         # no protected pattern within the time: fall back to the greedy repair, untimed
