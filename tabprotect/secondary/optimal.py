@@ -9,14 +9,15 @@ Two exact engines share the attacker oracle of :mod:`tabprotect.secondary.repair
   ranges: given bounds, or bounds the relations imply for every pattern
   (:func:`~tabprotect.secondary.repair.derived_upper_bounds`); never a big-M.  Used for
   small tables; memory grows with primaries x cells.
-* ``benders`` — row generation: a master MILP over ``z`` only, with the capacity cuts
-  derived from the duals of the attacker LPs at the master's solutions, repeated until
-  every attacker LP is satisfied.  Cut coefficients are capped at the right-hand side, so
-  infinite bounds need no big-M.  Memory grows with the cuts.  First the master's LP
-  relaxation is tightened by fractional separation (cheap), then the integer master is
-  re-solved, warm-started with the best protected pattern known (from the greedy repair
-  heuristic), until its optimum passes the oracle (proven optimal) or the time runs out
-  (best protected pattern, flagged unproven, with the gap to the master's bound).
+* ``benders`` — row generation: a master over ``z`` only, with the capacity cuts derived
+  from the duals of the attacker LPs, added until every attacker LP is satisfied.  Cut
+  coefficients are capped at the right-hand side, so infinite bounds need no big-M.
+  Memory grows with the cuts.  The master's LP relaxation is tightened first (fractional
+  separation, Chvatal-Gomory rounding of the cuts, bridgeless rows), then either our own
+  branch-and-cut on that LP (``search="bc"``, default: cuts at every node, best bound
+  with plunging, reduced-cost fixing) or the integer master re-solved by HiGHS after each
+  round of cuts (``search="milp"``), until a proof or the time limit (best protected
+  pattern, flagged unproven, with the gap to the bound).
 
 Single-contributor attackers (``freq == 1``) are part of the model: for a primary ``s``
 and a single-contributor cell ``j`` the attacker problem with ``y_j = 0`` must also be
@@ -245,6 +246,42 @@ class _Master:
         self.model.set_integrality(np.arange(self.k), not on)
 
 
+class _SafeOracle:
+    """The attacker oracle, made robust for the search: HiGHS has (rarely) reported a
+    warm re-solve of an attacker LP 'infeasible' although ``y = 0`` is always feasible.
+    Such a check comes back incomplete (never 'protected', no cuts) and is counted in
+    ``stats["oracle_errors"]``; the search then claims no optimality it relied on it
+    for.  Fractional points are cleaned first: bounds of 1e-9 are what trips HiGHS."""
+
+    def __init__(self, oracle: AttackerOracle, stats: dict):
+        self._oracle = oracle
+        self._stats = stats
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def check(self, z, **kw) -> Check:
+        try:
+            return self._oracle.check(_clean(z), **kw)
+        except RuntimeError:
+            self._stats["oracle_errors"] += 1
+            return Check(complete=False)
+
+    def separate(self, z, **kw) -> Check:
+        try:
+            return self._oracle.separate(_clean(z), **kw)
+        except RuntimeError:
+            self._stats["oracle_errors"] += 1
+            return Check(complete=False)
+
+
+def _clean(z):
+    z = np.asarray(z)
+    if z.dtype == bool:
+        return z
+    return np.where(z < 1e-7, 0.0, z)
+
+
 class _Unprotectable(Exception):
     def __init__(self, cells):
         super().__init__("no candidate cell can help")
@@ -404,10 +441,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     if reduce:
         cand = _reduce_candidates(table, req, cand, fixed)
     cand_idx = np.flatnonzero(cand)
-    oracle = AttackerOracle(table, req)
+    stats = {"oracle_errors": 0}
+    oracle = _SafeOracle(AttackerOracle(table, req), stats)
     repair = GreedyRepair(table, req, cost, cand, oracle)
-    stats = {"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
-             "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0}
+    stats.update({"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
+             "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0})
 
     def left():
         return None if deadline is None else max(0.0, deadline - time.perf_counter())
@@ -549,10 +587,13 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         glob_hi = np.ones(k)
         glob_lo = np.zeros(k)
         counter = 0
+        # heap entries: (LP bound, -depth, tie counter, branching path); the unrounded
+        # LP bound orders the nodes (integer costs: the rounded one prunes them)
         heap: list = [(lower_bound, 0, counter, ())]
         stats.update(nodes=0, node_lps=0, bc_max_depth=0)
 
         def prunable(bound: float) -> bool:
+            bound = _round_bound(bound, integral_costs)
             return best is not None and bound >= best_cost * (1 - target) - 1e-9
 
         def node_lp(lo, hi, root):
@@ -571,7 +612,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                     return None
                 if r.status != "optimal":
                     return "time"
-                bound = _round_bound(float(r.objective), integral_costs)
+                bound = float(r.objective)
                 if prunable(bound):
                     return None
                 zc = np.clip(r.x[:k], 0.0, 1.0)
@@ -579,10 +620,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 to = time.perf_counter()
                 if integral:
                     zi = zc > 0.5
-                    chk = safe(oracle.check, full_z(zi.astype(float)) > 0.5)
+                    chk = oracle.check(full_z(zi.astype(float)) > 0.5, deadline=deadline)
                     stats["oracle_seconds"] += time.perf_counter() - to
                     stats["lp_solves"] += chk.n_lp
-                    if chk is FAILED:
+                    if not chk.complete and not chk.violated:
+                        if deadline is not None and time.perf_counter() >= deadline:
+                            return "time"
                         # the attacker LPs failed numerically on this pattern: the node is
                         # dropped, and no optimality is claimed afterwards
                         unsure[0] = True
@@ -597,7 +640,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                         return None
                     if not chk.complete:
                         return "time"
-                    sep = safe(oracle.separate, full_z(zc))
+                    sep = oracle.separate(full_z(zc), deadline=deadline)
                     stats["lp_solves"] += sep.n_lp
                     if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
                         # numerically the cut did not separate: exclude the pattern and
@@ -609,8 +652,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 if not root and (rnd >= NODE_CUT_ROUNDS or
                                  r.objective <= last_obj + NODE_CUT_TOL * max(1.0, abs(last_obj))):
                     return bound, zc, r.reduced_costs
-                chk = safe(oracle.check, full_z(zc))
-                sep = safe(oracle.separate, full_z(zc))
+                chk = oracle.check(full_z(zc), deadline=deadline)
+                sep = oracle.separate(full_z(zc), deadline=deadline)
                 stats["oracle_seconds"] += time.perf_counter() - to
                 stats["lp_solves"] += chk.n_lp + sep.n_lp
                 if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
@@ -618,17 +661,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 last_obj = float(r.objective)
             return "time"
 
-        FAILED = Check(complete=False)
-        unsure = [False]
-
-        def safe(fn, z):
-            """An oracle call; a numerically failed attacker LP (HiGHS has reported
-            'infeasible' for a warm re-solve whose y = 0 is feasible) gives FAILED."""
-            try:
-                return fn(z, deadline=deadline)
-            except RuntimeError:
-                stats["oracle_errors"] = stats.get("oracle_errors", 0) + 1
-                return FAILED
+        unsure = [False]  # a node was dropped on a failed attacker LP: no proof
 
         plunge = None  # (bound, depth, path) processed next without touching the heap
         open_bound = lower_bound
@@ -639,7 +672,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 nb, depth, path = plunge
                 plunge = None
             else:
-                nb, depth, _, path = heapq.heappop(heap)
+                nb, neg_depth, _, path = heapq.heappop(heap)
+                depth = -neg_depth
             if prunable(nb):
                 continue
             lo, hi = glob_lo.copy(), glob_hi.copy()
@@ -651,7 +685,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             if out is None:
                 continue
             if isinstance(out, str):  # time: the node stays open
-                heapq.heappush(heap, (nb, depth, counter, path))
+                heapq.heappush(heap, (nb, -depth, counter, path))
                 counter += 1
                 break
             bound, zc, rc = out
@@ -689,20 +723,20 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             down = (bound, depth + 1, path + ((j, 0.0),))
             # plunge into the up branch (suppress the cell): it reaches protected patterns
             plunge = up
-            heapq.heappush(heap, (down[0], down[1], counter, down[2]))
+            heapq.heappush(heap, (down[0], -down[1], counter, down[2]))
             counter += 1
             if stats["nodes"] % 50 == 0:
-                lb_now = min([h[0] for h in heap] + [bound])
+                lb_now = _round_bound(min([h[0] for h in heap] + [bound]), integral_costs)
                 report(f"B&C node {stats['nodes']}: bound {lb_now:.6g}, "
                        f"best {best_cost:.6g}, open {len(heap)}", 0.5)
         if plunge is not None:
-            heapq.heappush(heap, (plunge[0], plunge[1], counter, plunge[2]))
+            heapq.heappush(heap, (plunge[0], -plunge[1], counter, plunge[2]))
         heap = [h for h in heap if not prunable(h[0])]
         if not heap and not unsure[0]:
             return best is not None, (best_cost if best is not None else open_bound)
         if not heap:
-            return False, open_bound
-        return False, max(lower_bound, min(h[0] for h in heap))
+            return False, _round_bound(open_bound, integral_costs)
+        return False, max(lower_bound, _round_bound(min(h[0] for h in heap), integral_costs))
 
     target = DEFAULT_MIP_GAP if mip_gap is None else float(mip_gap)
     proven = False
@@ -1076,7 +1110,7 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             engine: str = "auto", mip_gap: float | None = None, threads: int | None = 1,
             empty: str = "publish", start: np.ndarray | None = None,
-            **_ignored) -> MethodOutcome:
+            search: str = "bc", **_ignored) -> MethodOutcome:
     """Minimum-cost secondary suppression (exact; proven optimal unless time runs out).
 
     Parameters
@@ -1088,6 +1122,8 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
         0 for an exact optimum)
     empty : ``"publish"`` (empty cells are never secondary suppressions) or ``"suppress"``
     start : a protected pattern (bool mask) to start from (warm start)
+    search : Benders engine: ``"bc"`` (own branch-and-cut on the LP master, cuts at every
+        node; default) or ``"milp"`` (HiGHS MILP master re-solved after each round of cuts)
 
     Examples
     --------
@@ -1111,5 +1147,7 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
     if engine == "compact":
         return compact(table, cost, req, cand, **kw)
     if engine == "benders":
-        return benders(table, cost, req, cand, start=start, **kw)
+        if search not in ("bc", "milp"):
+            raise ValueError(f"search must be 'bc' or 'milp', not {search!r}")
+        return benders(table, cost, req, cand, start=start, search=search, **kw)
     raise ValueError(f"engine must be 'auto', 'compact' or 'benders', not {engine!r}")
