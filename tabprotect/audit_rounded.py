@@ -41,10 +41,11 @@ How it stays fast and exact, in this order:
    zero-restricted controlled rounding with every cell published this settles *every*
    bound: the published table shifted by ``+-(b-1)`` along one inner cell's totals is
    feasible.  See :func:`move_certificates`.
-2. **Local LPs** (components of more than 32 000 cells): the unsettled cells in random
-   batches, each with random helper cells, every other cell held at the feasible table;
-   any solution of such a sub-problem is a feasible table of the whole, so integral
-   optima certify range ends like step 1.
+2. **Local LPs** (components of more than 32 000 cells): the unsettled cells first by
+   blocks of the table's array (few relations each: small LPs), then in random batches
+   with random helper cells; every other cell is held at the feasible table, so any
+   solution of such a sub-problem is a feasible table of the whole, and integral optima
+   certify range ends like step 1.
 3. **LPs on the whole component** for what is left: fixed cells are substituted out, the
    rest splits into independent components, one persistent HiGHS model per component.
    A few LPs push *all* unresolved cells down (then up) at once; cells at their range end
@@ -232,9 +233,10 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         and the result says so)
     threads : solver threads
     progress : ``progress(done_components, total_components)``
-    certificates : settle bounds without LPs where one feasible move from a known
-        feasible table (the published values when additive, else ``true_values``) reaches
-        the range end (:func:`move_certificates`); False runs LPs for every bound
+    certificates : settle bounds where one feasible move from a known feasible table
+        (the published values when additive, else ``true_values``) reaches the range end
+        (:func:`move_certificates`), then by local LPs around that table (large
+        components); False runs LPs on whole components for every bound
 
     Examples
     --------
