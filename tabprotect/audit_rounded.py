@@ -74,6 +74,8 @@ _TOL = 1e-6
 LOCAL_LP_BATCH = 8000
 #: cells per block of the table's array for the first local LPs
 LOCAL_LP_BLOCK = 10_000
+#: seconds for the branch and bound of a local sub-problem with a fractional LP optimum
+LOCAL_MIP_SECONDS = 5.0
 AUDIT_METHODS = ("deterministic", "random", "controlled", "small-count")
 
 
@@ -619,12 +621,24 @@ class _ComponentAudit:
             res = solve(lp, time_limit=_remaining(deadline), threads=self.threads)
             counters["lp"] += 1
             counters["local_lp"] = counters.get("local_lp", 0) + 1
-            if res.status == "optimal" and res.x is not None:
-                x = start.copy()
-                x[cols] = res.x
-                if np.abs(x - np.round(x)).max(initial=0.0) <= _TOL:
-                    lo_done[:] |= np.abs(x - self.lo) <= _TOL
-                    hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= _TOL)
+            if res.status != "optimal" or res.x is None:
+                return True
+            if np.abs(res.x - np.round(res.x)).max(initial=0.0) > _TOL:
+                # fractional vertex (not a network): any integer solution of the
+                # sub-problem is a certificate, optimal or not, so a short branch and
+                # bound run is enough
+                lp.integrality = np.ones(len(cols), dtype=bool)
+                limit = LOCAL_MIP_SECONDS if deadline is None else \
+                    min(LOCAL_MIP_SECONDS, _remaining(deadline))
+                res = solve(lp, time_limit=limit, mip_gap=0.05, threads=self.threads)
+                counters["mip"] += 1
+                if res.x is None or res.status not in ("optimal", "time_limit"):
+                    return True
+            x = start.copy()
+            x[cols] = res.x
+            if np.abs(x - np.round(x)).max(initial=0.0) <= _TOL:
+                lo_done[:] |= np.abs(x - self.lo) <= _TOL
+                hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= _TOL)
             return True
 
         if blocks is not None:
