@@ -520,6 +520,15 @@ class HighsModel:
         self._choose_strategy()
         run_status = self._h.run()
         status = _map_status(self._h, run_status)
+        if status == "error" and not self.is_mip:
+            # a warm re-solve after an unbounded (or otherwise abandoned) solve can end in
+            # model status "unknown"; the same LP from scratch is answered properly
+            self._h.clearSolver()
+            if self._strategy_now != self._default_strategy and not self._user_strategy:
+                _set_option(self._h, "simplex_strategy", self._default_strategy)
+                self._strategy_now = self._default_strategy
+            run_status = self._h.run()
+            status = _map_status(self._h, run_status)
         self._primal_feasible_basis = status == "optimal"
         if status == "unbounded_or_infeasible":
             status = _disambiguate(None, self._h)

@@ -429,3 +429,29 @@ def test_highs_thread_count_changes_never_break_later_solves():
     statuses = [solve(lp).status, solve(lp, threads=1).status, solve(lp, threads=2).status,
                 HighsModel(lp, threads=1).solve().status, solve(lp).status]
     assert statuses == ["optimal"] * 5
+
+
+def test_highs_model_resolve_after_unbounded_is_not_an_error():
+    # HiGHS 1.16: on this LP (an audit LP of a 6x4 table with 16 suppressed cells), a warm
+    # re-solve of "max x0" right after it was found unbounded ended in model status
+    # "unknown" (reported as "error"); the audit would have taken that as no answer
+    import scipy.sparse as sp
+
+    from solvers import HighsModel, LinearProgram
+
+    rows = [(0, [0], [5, 7, 10, 13]), (1, [], [3, 6]), (2, [1], [11]), (3, [2], [8, 12, 14]),
+            (4, [], [4, 9, 15]), (5, [0], [1, 2]), (6, [], [3, 4]), (7, [5], [6]),
+            (8, [7], [8, 9]), (9, [10], [11, 12]), (10, [13], [14, 15])]
+    dense = np.zeros((11, 16))
+    for r, plus, minus in rows:
+        dense[r, plus] = 1.0
+        dense[r, minus] = -1.0
+    rhs = np.array([181.0, -27, 100, 96, -75, 226, -56, 62, 43, 26, 64])
+    lp = LinearProgram(c=np.zeros(16), A=sp.csr_matrix(dense), row_lower=rhs, row_upper=rhs,
+                       col_lower=np.zeros(16), col_upper=np.full(16, np.inf))
+    model = HighsModel(lp)
+    statuses = []
+    for sense in ("min", "max", "max"):
+        model.set_objective(indices=[0], values=[1.0], sense=sense)
+        statuses.append(model.solve().status)
+    assert statuses == ["optimal", "unbounded", "unbounded"]
