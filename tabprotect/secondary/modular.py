@@ -16,15 +16,22 @@ top-down (by level), each with the optimal method on the small flat table:
   back: the higher sub-tables containing it are solved again with it as a primary
   (backtracking), and so on until no sub-table changes.
 
-Sub-tables of one level are independent given the levels above; they are solved one after
-the other here (deterministic).  Any number of dimensions works: a sub-table is the
+Sub-tables of one level share no cell, so they are independent given the levels above:
+they are solved as one wave, in parallel worker processes (``workers``), and their results
+applied in key order (deterministic).  A sub-table whose suppressed cells already protect
+each other (checked with the attacker LPs) needs no MILP and is skipped.  Any number of dimensions works: a sub-table is the
 product of one group per dimension.  The full-table audit and repair of
 :func:`tabprotect.secondary.protect` have the last word.
 """
 from __future__ import annotations
 
 import heapq
+import multiprocessing
+import pickle
 import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -41,6 +48,21 @@ SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]
 _MARGIN_PENALTY = 10.0
 
 
+def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
+                   singleton: bool, mip_gap: float | None) -> np.ndarray:
+    from tabprotect.secondary.optimal import optimal
+    from tabprotect.secondary.repair import AttackerOracle, Requirements
+
+    req = Requirements.from_table(sub, singleton=singleton)
+    movable = np.isin(sub.status, ("S", "U", "M"))
+    chk = AttackerOracle(sub, req).check(movable, cuts=False)
+    if not chk.ok:
+        raise InfeasibleRulesError("sub-table cannot be protected with its margins")
+    out = optimal(sub, cost, time_limit=time_limit, singleton=singleton, mip_gap=mip_gap,
+                  threads=1)
+    return np.asarray(out.status)
+
+
 def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None
                             ) -> SubtableSolver:
     """The default sub-table solver: :func:`tabprotect.secondary.optimal.optimal`.
@@ -48,20 +70,41 @@ def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None
     Raises :class:`~tabprotect.errors.InfeasibleRulesError` when the sub-table's primaries
     cannot be protected with its ``P`` cells published.
     """
-    from tabprotect.secondary.optimal import optimal
+    return partial(_optimal_solve, singleton=singleton, mip_gap=mip_gap)
+
+
+def _already_protected(sub: Table, singleton: bool) -> bool:
+    """The suppressed cells of the sub-table already protect each other (no MILP)."""
     from tabprotect.secondary.repair import AttackerOracle, Requirements
 
-    def solve(sub: Table, cost: np.ndarray, time_limit: float | None) -> np.ndarray:
-        req = Requirements.from_table(sub, singleton=singleton)
-        movable = np.isin(sub.status, ("S", "U", "M"))
-        chk = AttackerOracle(sub, req).check(movable, cuts=False)
-        if not chk.ok:
-            raise InfeasibleRulesError("sub-table cannot be protected with its margins")
-        out = optimal(sub, cost, time_limit=time_limit, singleton=singleton,
-                      mip_gap=mip_gap, threads=1)
-        return np.asarray(out.status)
+    req = Requirements.from_table(sub, singleton=singleton)
+    hidden = np.isin(sub.status, ("U", "M"))
+    return AttackerOracle(sub, req).check(hidden, cuts=False).ok
 
-    return solve
+
+@dataclass
+class _Job:
+    """One sub-table to solve: strict (margins published) and, if that is infeasible,
+    loose (margins allowed at a penalty)."""
+
+    key: tuple
+    strict: Table
+    loose: Table
+    cost: np.ndarray
+    loose_cost: np.ndarray
+    time_limit: float | None
+
+
+def _run_job(job: _Job, solve: SubtableSolver) -> tuple[tuple, np.ndarray | None, bool]:
+    """(key, new local status or None when unsolvable, margins were needed)."""
+    try:
+        return job.key, solve(job.strict, job.cost, job.time_limit), False
+    except InfeasibleRulesError:
+        pass
+    try:
+        return job.key, solve(job.loose, job.loose_cost, job.time_limit), True
+    except InfeasibleRulesError:
+        return job.key, None, True
 
 
 @register_method("modular")
@@ -69,18 +112,27 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             mip_gap: float | None = None, solver: SubtableSolver | None = None,
             subtable_time_limit: float | None = 60.0, max_passes: int = 20,
-            carried_level: str = "median", **options) -> MethodOutcome:
+            carried_level: str = "median", workers: int | None = None,
+            **options) -> MethodOutcome:
     """HiTaS: every sub-table solved optimally, top-down, with backtracking.
+
+    Sub-tables of one level share no cell (a cell lies in sub-tables of different
+    levels only), so the queued sub-tables of the smallest level are solved as one wave
+    -- in parallel processes when ``workers > 1`` -- and their results applied in key
+    order (deterministic whatever the number of workers).
 
     Parameters
     ----------
-    solver : sub-table solver (default :func:`optimal_subtable_solver`)
+    solver : sub-table solver (default :func:`optimal_subtable_solver`); a custom solver
+        must be picklable to run in worker processes
     subtable_time_limit : seconds per sub-table solve
     max_passes : how many times one sub-table may be solved (backtracking bound)
     carried_level : protection level of a secondary carried into other sub-tables:
         ``"median"`` (default) or ``"max"`` of the requirements of the primaries of the
         sub-table that chose it (capped by the cell's own range).  ``"max"`` is safer per
         sub-table but snowballs (1k-cell table: 1.6x the cost after repair)
+    workers : processes for the sub-table solves (default: 2 for tables of 5,000 cells
+        or more, else 1)
     singleton, mip_gap : passed to the default solver
 
     Examples
@@ -95,9 +147,16 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     """
     if not table.dimensions:
         raise InputError("modular needs a product table (dimensions with hierarchies); use "
-                         "method 'optimal' for a general table")
+                         "method 'optimal' or 'gauss' for a general table")
     start = time.perf_counter()
     solve = solver or optimal_subtable_solver(singleton=singleton, mip_gap=mip_gap)
+    if workers is None:
+        workers = 2 if table.n_cells >= 5000 else 1
+    if workers > 1:
+        try:
+            pickle.dumps(solve)
+        except Exception:  # a closure or lambda cannot reach a worker process
+            workers = 1
     split = Split(table)
     cost = np.asarray(cost, dtype=float)
     status = table.status.copy()
@@ -119,74 +178,100 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         for key in split.subtables_of_cell(int(p)):
             push(key)
     passes: dict[tuple, int] = {}
-    stats = {"subtables": len(split), "solves": 0, "backtracks": 0, "margin_retries": 0,
-             "unsolved": 0}
+    stats = {"subtables": len(split), "solves": 0, "skipped": 0, "backtracks": 0,
+             "margin_retries": 0, "unsolved": 0, "waves": 0, "workers": workers}
     timed_out = False
-    while heap:
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            timed_out = True
-            break
-        _, key = heapq.heappop(heap)
-        queued.discard(key)
-        passes[key] = passes.get(key, 0) + 1
-        if passes[key] > max_passes:
-            stats["unsolved"] += 1
-            continue
-        sub = split.subtable(key)
-        cells = sub.cells
-        local = status[cells].copy()
-        hidden = np.isin(local, ("U", "M"))
-        if not hidden.any():
-            continue
-        local[hidden] = "U"  # everything suppressed so far must be protected here
-        margin_open = sub.margin & ~hidden & np.isin(local, ("S",))
-        strict = local.copy()
-        strict[margin_open] = "P"
-        levels = dict(status=strict, upl=need_up[cells], lpl=need_down[cells],
-                      spl=spl[cells])
-        left = None
-        if time_limit is not None:
-            left = max(1.0, time_limit - (time.perf_counter() - start))
-        tl = subtable_time_limit if left is None else (
-            left if subtable_time_limit is None else min(left, subtable_time_limit))
-        small = subtable_table(table, sub, **levels)
-        stats["solves"] += 1
-        try:
-            new_local = solve(small, cost[cells], tl)
-        except InfeasibleRulesError:
-            stats["margin_retries"] += 1
-            levels["status"] = local
-            small = subtable_table(table, sub, **levels)
-            c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
-            try:
-                new_local = solve(small, c2, tl)
-            except InfeasibleRulesError:
-                stats["unsolved"] += 1  # left to the full-table audit and repair
-                continue
-        added = np.flatnonzero((new_local == "M") & ~hidden)
-        if len(added) == 0:
-            continue
-        # carried protection level: what the sub-table's suppressed cells ask for
-        # (the sub-table's own primaries decide; carried levels would snowball)
-        own = (table.status[cells] == "U")
-        ask = own if own.any() else hidden
-        level = max(float(need_up[cells][ask].max(initial=0.0)),
-                    float(need_down[cells][ask].max(initial=0.0)))
-        if carried_level == "median":
-            level = float(np.median(np.maximum(need_up[cells][ask], need_down[cells][ask])))
-        for j in added:
-            s = int(cells[j])
-            status[s] = "M"
-            need_up[s] = max(need_up[s], min(level, room_up[s]))
-            need_down[s] = max(need_down[s], min(level, room_down[s]))
-            if sub.margin[j]:
-                stats["backtracks"] += 1
-            # every other sub-table holding s must now protect it (higher ones: backtrack)
-            for other in split.subtables_of_cell(s):
-                if other != key:
-                    push(other)
-        if progress is not None:
-            progress("modular", min(0.99, stats["solves"] / max(1, len(split))))
+    pool = None
+    try:
+        while heap:
+            if time_limit is not None and time.perf_counter() - start > time_limit:
+                timed_out = True
+                break
+            # one wave: every queued sub-table of the smallest level (disjoint)
+            level = heap[0][0]
+            wave = []
+            while heap and heap[0][0] == level:
+                _, key = heapq.heappop(heap)
+                queued.discard(key)
+                wave.append(key)
+            stats["waves"] += 1
+            left = None
+            if time_limit is not None:
+                left = max(1.0, time_limit - (time.perf_counter() - start))
+            tl = subtable_time_limit if left is None else (
+                left if subtable_time_limit is None else min(left, subtable_time_limit))
+            jobs: list[_Job] = []
+            context = {}
+            for key in sorted(wave):
+                passes[key] = passes.get(key, 0) + 1
+                if passes[key] > max_passes:
+                    stats["unsolved"] += 1
+                    continue
+                sub = split.subtable(key)
+                cells = sub.cells
+                local = status[cells].copy()
+                hidden = np.isin(local, ("U", "M"))
+                if not hidden.any():
+                    continue
+                local[hidden] = "U"  # everything suppressed so far must be protected here
+                margin_open = sub.margin & ~hidden & (local == "S")
+                strict = local.copy()
+                strict[margin_open] = "P"
+                levels = dict(upl=need_up[cells], lpl=need_down[cells], spl=spl[cells])
+                small = subtable_table(table, sub, status=strict, **levels)
+                if _already_protected(small, singleton):
+                    stats["skipped"] += 1  # nothing to add: no MILP
+                    continue
+                loose = subtable_table(table, sub, status=local, **levels)
+                c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
+                jobs.append(_Job(key, small, loose, cost[cells], c2, tl))
+                context[key] = (sub, hidden)
+            stats["solves"] += len(jobs)
+            if workers > 1 and len(jobs) > 1 and pool is None:
+                # spawn, not fork: a forked child inherits HiGHS' thread pool and hangs
+                pool = ProcessPoolExecutor(max_workers=workers,
+                                           mp_context=multiprocessing.get_context("spawn"))
+            if pool is not None and len(jobs) > 1:
+                results = list(pool.map(_run_job, jobs, [solve] * len(jobs)))
+            else:
+                results = [_run_job(j, solve) for j in jobs]
+            for key, new_local, retried in results:  # key order: deterministic
+                sub, hidden = context[key]
+                cells = sub.cells
+                stats["margin_retries"] += int(retried)
+                if new_local is None:
+                    stats["unsolved"] += 1  # left to the full-table audit and repair
+                    continue
+                added = np.flatnonzero((new_local == "M") & ~hidden)
+                if len(added) == 0:
+                    continue
+                # carried protection level: what the sub-table's suppressed cells ask for
+                # (the sub-table's own primaries decide; carried levels would snowball)
+                own = (table.status[cells] == "U")
+                ask = own if own.any() else hidden
+                if carried_level == "median":
+                    level_c = float(np.median(np.maximum(need_up[cells][ask],
+                                                         need_down[cells][ask])))
+                else:
+                    level_c = max(float(need_up[cells][ask].max(initial=0.0)),
+                                  float(need_down[cells][ask].max(initial=0.0)))
+                for j in added:
+                    s = int(cells[j])
+                    status[s] = "M"
+                    need_up[s] = max(need_up[s], min(level_c, room_up[s]))
+                    need_down[s] = max(need_down[s], min(level_c, room_down[s]))
+                    if sub.margin[j]:
+                        stats["backtracks"] += 1
+                    # every other sub-table holding s must now protect it (higher ones:
+                    # backtrack)
+                    for other in split.subtables_of_cell(s):
+                        if other != key:
+                            push(other)
+            if progress is not None:
+                progress("modular", min(0.99, stats["solves"] / max(1, len(split))))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     if progress is not None:
         progress("modular", 1.0)
     stats["secondaries"] = int((status == "M").sum())
