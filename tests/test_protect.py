@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +17,9 @@ from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import METHODS, MethodOutcome, protect, register_method
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import gen_tables  # noqa: E402
 
 
 def a2_table() -> Table:
@@ -228,3 +233,26 @@ def test_cli_protect_report_option(tmp_path, capsys):
     trail = json.loads((tmp_path / "out" / "report.json").read_text())
     assert "PASSED" in html and "<img" in html
     assert trail and "report written to" in capsys.readouterr().out
+
+
+def test_large_table_path_verdict_audit_and_local_repair(monkeypatch):
+    # the path protect() takes from LARGE_TABLE cells on, forced on a small table: verdict
+    # audit, local repair, no up-front check; the independent interval audit must agree
+    import sys as _sys
+    protect_module = _sys.modules["tabprotect.secondary.protect"]  # the function shadows it
+    monkeypatch.setattr(protect_module, "LARGE_TABLE", 10)
+    t = gen_tables.preset("3d-small", seed=3)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
+    assert res.parameters["audit_mode"] == "verdict"
+    assert res.audit.mode == "verdict"
+    assert len(res.repaired) > 0  # gauss leaves shortfalls: the local repair ran
+    assert res.passed
+    assert audit(res.table).passed  # intervals mode, independent of the verdict path
+
+
+def test_audit_mode_is_validated_and_intervals_can_be_forced():
+    t = gen_tables.preset("2d-small", seed=1)
+    with pytest.raises(InputError, match="audit_mode"):
+        protect(t, method="gauss", audit_mode="fast", singleton=False)
+    res = protect(t, method="gauss", audit_mode="verdict", singleton=False)
+    assert res.passed == audit(res.table).passed

@@ -18,10 +18,17 @@ from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model.table import Table
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
 from tabprotect.secondary.optimal import candidate_cells
+from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
 
 #: rounds of audit-and-repair before giving up (each round suppresses more)
 MAX_REPAIR_ROUNDS = 6
+
+#: from this many cells on, protect() audits in verdict mode (no interval per suppressed
+#: cell), repairs locally (deviation LPs on each short primary's sub-tables instead of the
+#: whole table) and skips the up-front all-suppressed feasibility check (one LP per
+#: primary on the whole table); the final audit still judges the pattern
+LARGE_TABLE = 50_000
 
 
 @dataclass
@@ -125,7 +132,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             repair: bool = True, mip_gap: float | None = None, threads: int | None = 1,
             backend: str = "highs", cost_column: str | None = None, empty: str = "publish",
-            **method_options) -> ProtectResult:
+            audit_mode: str = "auto", audit_time_limit: float | None = None,
+            audit_workers: int = 1, **method_options) -> ProtectResult:
     """Secondary suppression with audit and repair.
 
     Parameters
@@ -142,6 +150,12 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     cost_column : the extra array used by ``cost="column"``
     empty : ``"publish"`` (default: empty cells are never secondary suppressions) or
         ``"suppress"``
+    audit_mode : ``"intervals"`` (every suppressed cell's interval), ``"verdict"`` (only
+        whether each primary is protected; far faster on large patterns) or ``"auto"``
+        (verdict from :data:`LARGE_TABLE` cells on)
+    audit_time_limit : seconds for the audit-and-repair loop (default: ``time_limit``);
+        an audit stopped by it fails, so a pattern is never reported safe unchecked
+    audit_workers : processes for the audit's independent components
     **method_options : passed to the method (e.g. ``engine="benders"``)
 
     Raises
@@ -174,7 +188,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     notes: list[str] = []
 
     if not (table.status == "U").any():
-        res = audit(table, singleton=singleton)
+        res = audit(table, singleton=singleton, time_limit=time_limit)
         return ProtectResult(table=table, method=method, parameters=params,
                              cost=float(c[table.status == "M"].sum()), proven_optimal=True,
                              mip_gap=0.0, solver_status="nothing to do", solver={},
@@ -182,10 +196,19 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                              seconds=time.perf_counter() - t0, audit_seconds=res.runtime,
                              notes=["no primary cells: nothing to protect"])
 
+    large = table.n_cells >= LARGE_TABLE
+    mode = audit_mode if audit_mode != "auto" else ("verdict" if large else "intervals")
+    if mode not in ("intervals", "verdict"):
+        raise InputError(f"audit_mode must be 'intervals', 'verdict' or 'auto', not "
+                         f"'{audit_mode}'")
+    params["audit_mode"] = mode
     req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
-    oracle = AttackerOracle(table, req)
-    _check_feasible(table, req, cand, oracle)
+    if large:
+        notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
+                     f"final audit judges); local repair; audit mode '{mode}'")
+    else:
+        _check_feasible(table, req, cand, AttackerOracle(table, req))
 
     tm = time.perf_counter()
     outcome: MethodOutcome = METHODS[method](
@@ -195,23 +218,47 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     status = np.asarray(outcome.status).astype("<U1")
     _check_outcome(table, status)
 
-    # ---- audit and repair
+    # ---- audit and repair, within their own time budget
     ta = time.perf_counter()
+    budget = time_limit if audit_time_limit is None else audit_time_limit
+    deadline = None if budget is None else ta + budget
+
+    def left() -> float | None:
+        return None if deadline is None else max(1.0, deadline - time.perf_counter())
+
+    def judge(t: Table) -> AuditResult:
+        return audit(t, singleton=singleton, time_limit=left(), mode=mode,
+                     workers=audit_workers)
+
     protected_table = table.replace(status=status)
-    result = audit(protected_table, singleton=singleton)
+    result = judge(protected_table)
     repaired: list[np.ndarray] = []
     rounds = 0
     integer = result.integer
     while not result.passed and repair and rounds < MAX_REPAIR_ROUNDS:
+        if deadline is not None and time.perf_counter() > deadline:
+            notes.append("audit time limit reached: repair stopped")
+            break
+        if not result.complete and len(result.shortfalls) == 0:
+            notes.append("the audit did not finish within its time limit")
+            break
         rounds += 1
         suppressed = protected_table.suppressed
-        # each round asks a little more than the levels, in case the audit's integer
-        # intervals (frequency tables) are narrower than the LP the repair reasons with
-        margin = (rounds - 1) * (1.0 if integer else 1e-4)
-        rq = _with_margin(req, margin, table.value)
-        rep = GreedyRepair(protected_table, rq, c, cand & ~suppressed)
-        new_mask, unmet = rep.run(suppressed, primaries=result.shortfalls)
-        added = np.flatnonzero(new_mask & ~suppressed)
+        if large:
+            # local deviation LPs on the short primaries' sub-tables (a whole-table LP per
+            # shortfall does not scale to 10^5-10^6 cells)
+            new_status = greedy_repair(protected_table, c, result.shortfalls,
+                                       audit_result=result, time_limit=left())
+            new_mask = np.isin(new_status, ("U", "M")) | suppressed
+        else:
+            # each round asks a little more than the levels, in case the audit's integer
+            # intervals (frequency tables) are narrower than the LP the repair reasons with
+            margin = (rounds - 1) * (1.0 if integer else 1e-4)
+            rq = _with_margin(req, margin, table.value)
+            rep = GreedyRepair(protected_table, rq, c, cand & ~suppressed)
+            new_mask, unmet = rep.run(suppressed, primaries=result.shortfalls,
+                                      deadline=deadline)
+        added = np.flatnonzero(new_mask & ~suppressed & cand)
         if len(added) == 0:
             notes.append(f"repair round {rounds}: no cell could be added")
             break
@@ -219,7 +266,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         status = status.copy()
         status[added] = "M"
         protected_table = table.replace(status=status)
-        result = audit(protected_table, singleton=singleton)
+        result = judge(protected_table)
     audit_seconds = time.perf_counter() - ta
     rep_cells = np.concatenate(repaired) if repaired else np.zeros(0, np.int64)
     if len(rep_cells):
