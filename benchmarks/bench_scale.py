@@ -3,8 +3,8 @@ hierarchical tables (10k, 100k, 1M cells; 3-D and 4-D) and on Castro's tables.
 
 Each (method, table) runs in its own process (clean peak-memory numbers, a hard timeout):
 the method through :func:`tabprotect.secondary.protect` (method, then full-table audit and
-repair), or -- for tables above ``--audit-max`` cells -- the method alone followed by the
-LP audit under a time limit.  Reported: method seconds, audit+repair seconds, peak RSS,
+repair -- verdict-mode audit and local repair from 50k cells -- within ``--audit-limit``
+seconds); tables up to ``--audit-max`` cells are audited a second time (intervals mode).  Reported: method seconds, audit+repair seconds, peak RSS,
 number and value of secondaries, audit verdict, and the cost ratio to the optimum where
 an optimum is known.  pytauargus (tau-Argus' MOD) is tried on the same tables when it and
 the tau-Argus executable are installed; otherwise the row says why it did not run.
@@ -61,31 +61,22 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
         row["error"] = "method not registered"
         return row
     try:
+        # protect(): the method, then the audit (verdict mode from 50k cells) and repair
+        # (local from 50k cells) within --audit-limit seconds
+        res = protect(table, method=method, cost="value", time_limit=time_limit,
+                      singleton=False, audit_time_limit=audit_limit)
+        status = res.table.status
+        finished = res.audit.complete
+        row.update(method_s=round(res.method_seconds, 2),
+                   audit_s=round(res.audit_seconds, 2), repaired=int(len(res.repaired)),
+                   audit_mode=res.audit.mode,
+                   verdict=("PASSED" if res.passed else
+                            f"FAILED ({len(res.audit.shortfalls)} short)" if finished else
+                            f"audit unfinished in {audit_limit:.0f}s"),
+                   solver_status=res.solver_status)
         if table.n_cells <= audit_max:
-            res = protect(table, method=method, cost="value", time_limit=time_limit,
-                          singleton=False)
-            status = res.table.status
-            row.update(method_s=round(res.method_seconds, 2),
-                       audit_s=round(res.audit_seconds, 2), repaired=int(len(res.repaired)),
-                       verdict="PASSED" if res.passed else "FAILED",
-                       solver_status=res.solver_status)
-            # judged again by an independent audit call
+            # judged again by an independent audit call (intervals mode)
             row["audit_again"] = bool(audit(res.table).passed)
-        else:
-            tm = time.perf_counter()
-            out = REG[method](table, cost, time_limit=time_limit, progress=None,
-                              singleton=False)
-            row["method_s"] = round(time.perf_counter() - tm, 2)
-            status = out.status
-            row["solver_status"] = out.solver_status
-            ta = time.perf_counter()
-            res = audit(table.replace(status=status), time_limit=audit_limit)
-            row["audit_s"] = round(time.perf_counter() - ta, 2)
-            finished = row["audit_s"] < audit_limit
-            row["verdict"] = ("passed (no repair)" if res.passed and finished else
-                              f"{len(res.shortfalls)} short, no repair" if finished else
-                              f"audit unfinished in {audit_limit:.0f}s")
-            row["exact_primaries"] = int((res.exact & (table.status == "U")).sum())
         sec = status == "M"
         row["secondaries"] = int(sec.sum())
         row["cost"] = float(cost[sec].sum())
@@ -182,8 +173,10 @@ def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
         note = r.get("error", "")
         if r.get("repaired"):
             note = (note + f" repair added {r['repaired']}").strip()
-        if "exact_primaries" in r:
-            note = (note + f" exact primaries {r['exact_primaries']}").strip()
+        if r.get("audit_mode") == "verdict":
+            note = (note + " verdict-mode audit").strip()
+        if r.get("audit_again") is False:
+            note = (note + " SECOND AUDIT FAILED").strip()
         lines.append(
             f"| {r['table']} | {fmt(r.get('cells'))} | {fmt(r.get('primaries'))} | "
             f"{r['method']} | {fmt(r.get('method_s'), 1)} | {fmt(r.get('audit_s'), 1)} | "
@@ -204,7 +197,8 @@ def main(argv=None) -> None:
     ap.add_argument("--quick", action="store_true", help="10k tables only")
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--timeout", type=float, default=1500.0)
-    ap.add_argument("--audit-max", type=int, default=120_000)
+    ap.add_argument("--audit-max", type=int, default=20_000,
+                    help="tables up to this size are audited a second time (intervals)")
     ap.add_argument("--audit-limit", type=float, default=300.0)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
