@@ -187,7 +187,7 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
     """
     if not table.dimensions:
         raise InputError("hypercube needs a product table (dimensions with hierarchies); "
-                         "use method 'greedy' or 'optimal' for a general table")
+                         "use method 'gauss', 'greedy' or 'optimal' for a general table")
     start = time.perf_counter()
     split = Split(table)
     search = _CubeSearch(table, split, np.asarray(cost, dtype=float), max_candidates)
