@@ -184,156 +184,81 @@ def cell_vectors(table: Table, dependent: str = "largest"
     return CellVectors(table, dependent) if table.dimensions else RelationVectors(table)
 
 
-def _exact(x):
-    """A Fraction that is an integer, as an int (faster arithmetic)."""
-    if isinstance(x, Fraction) and x.denominator == 1:
-        return x.numerator
-    return x
+def _normalise(v: dict[int, int]) -> dict[int, int]:
+    g = 0
+    for x in v.values():
+        g = gcd(g, x)
+        if g == 1:
+            return v
+    if g > 1:
+        return {k: x // g for k, x in v.items()}
+    return v
+
+
+def _combine(a: dict[int, int], ca: int, b: dict[int, int], cb: int) -> dict[int, int]:
+    """``ca * a - cb * b`` without zeros, gcd-normalised."""
+    out = {k: ca * x for k, x in a.items()} if ca != 1 else dict(a)
+    for k, x in b.items():
+        y = out.get(k, 0) - cb * x
+        if y:
+            out[k] = y
+        else:
+            out.pop(k, None)
+    return _normalise(out)
+
+
+def _parallel(a: dict[int, int], b: dict[int, int]) -> bool:
+    if len(a) != len(b):
+        return False
+    it = iter(a)
+    k0 = next(it)
+    if k0 not in b:
+        return False
+    pa, pb = a[k0], b[k0]
+    for k, x in a.items():
+        y = b.get(k)
+        if y is None or x * pb != y * pa:
+            return False
+    return True
 
 
 class _Eliminator:
-    """Incremental exact elimination over the quotient by the published span.
-
-    The published basis is kept in reduced echelon form: basis vector ``p`` is
-    ``e_p + s_p * T(d)`` where the direction ``T(d)`` holds free (non-pivot) keys only,
-    so a candidate is reduced in one pass.  The free parts -- of the basis vectors and of
-    the primaries' reduced vectors -- are *directions* interned by their normalised form
-    (integer, gcd 1, first coefficient positive): vectors that become parallel share one
-    object, referenced with a rational factor.  Eliminating a key updates each direction
-    holding it once, however many vectors share it.  Why: greedy publication drives the
-    quotient down to a few directions shared by thousands of primaries and basis vectors;
-    updating each of them separately made the elimination quadratic on large tables.
-
-    A primary is disclosed by publishing ``r`` iff its reduced vector is parallel to
-    ``r``: the test is one lookup of ``r``'s normalised form among the directions that
-    hold a primary.
-    """
+    """Incremental exact elimination: a published basis in reduced echelon form (no basis
+    vector holds another's pivot) and the primaries' vectors reduced against it."""
 
     def __init__(self, primaries: list[dict[int, int]]):
-        # object d: live (parent -1) with T(d) = scale[d] * vec[d], or merged into
-        # parent[d] with T(d) = factor[d] * T(parent[d]); object 0 is the zero vector
-        self.vec: list[dict[int, int] | None] = [{}]
-        self.key: list[frozenset | None] = [None]
-        self.scale: list = [1]
-        self.parent: list[int] = [-1]
-        self.factor: list = [1]
-        self.n_primary: list[int] = [0]
-        self.index: dict[frozenset, int] = {}
-        self.holders: dict[int, set[int]] = {}
-        self.basis: dict[int, tuple[int, object]] = {}  # pivot -> (direction, s_p)
-        self.disclosed = 0
-        for v in primaries:
-            if not v:
-                self.disclosed += 1
-                continue
-            _, d = self._intern(v)
-            self.n_primary[d] += 1
+        self.basis: dict[int, dict[int, int]] = {}  # pivot -> vector
+        self.basis_holders: dict[int, set[int]] = {}  # key -> pivots whose vector holds it
+        self.primary = {u: _normalise(dict(v)) for u, v in enumerate(primaries)}
+        self.holders: dict[int, set[int]] = {}  # key -> primaries holding it
+        for u, v in self.primary.items():
+            for k in v:
+                self.holders.setdefault(k, set()).add(u)
+        self.disclosed = sum(1 for v in self.primary.values() if not v)
 
-    # ------------------------------------------------------------------ directions
-    @staticmethod
-    def _normal(v: dict[int, int]) -> tuple[int, dict[int, int], frozenset]:
-        """``v = g * norm``; returns (g, norm, hash key of norm)."""
-        g = 0
-        for x in v.values():
-            g = gcd(g, x)
-            if g == 1:
-                break
-        if v[min(v)] < 0:
-            g = -g
-        norm = v if g == 1 else {k: x // g for k, x in v.items()}
-        return g, norm, frozenset(norm.items())
-
-    def _new(self, norm: dict[int, int], key: frozenset, scale) -> int:
-        d = len(self.vec)
-        self.vec.append(norm)
-        self.key.append(key)
-        self.scale.append(scale)
-        self.parent.append(-1)
-        self.factor.append(1)
-        self.n_primary.append(0)
-        self.index[key] = d
-        holders = self.holders
-        for k in norm:
-            h = holders.get(k)
-            if h is None:
-                holders[k] = {d}
-            else:
-                h.add(d)
-        return d
-
-    def _intern(self, v: dict[int, int]) -> tuple[object, int]:
-        """``v = c * T(d)`` for a live direction ``d``; returns (c, d)."""
-        g, norm, key = self._normal(v)
-        d = self.index.get(key)
-        if d is None:
-            return g, self._new(norm, key, 1)
-        return _exact(Fraction(g) / self.scale[d]), d
-
-    def _find(self, d: int) -> tuple[int, object]:
-        """The live direction ``d`` is merged into and the factor (path-compressed)."""
-        path = []
-        while self.parent[d] != -1:
-            path.append(d)
-            d = self.parent[d]
-        if not path:
-            return d, 1
-        acc = 1
-        for node in reversed(path):  # suffix products: each node straight to the root
-            acc = _exact(acc * self.factor[node])
-            self.factor[node] = acc
-            self.parent[node] = d
-        return d, acc
-
-    def _merge(self, d: int, target: int, factor) -> None:
-        """Direction ``d`` is now ``factor * T(target)`` (target 0: it vanished)."""
-        del self.index[self.key[d]]
-        for k in self.vec[d]:
-            self.holders[k].discard(d)
-        self.vec[d] = self.key[d] = None
-        self.parent[d] = target
-        self.factor[d] = factor
-        if target == 0:
-            self.disclosed += self.n_primary[d]
-        else:
-            self.n_primary[target] += self.n_primary[d]
-        self.n_primary[d] = 0
-
-    # ------------------------------------------------------------------ public
     def reduce(self, v: dict[int, int]) -> dict[int, int]:
-        """``v`` modulo the published span, over free keys (integer, up to a factor)."""
-        basis = self.basis
-        out: dict[int, int] = {}
-        terms = []
-        for k, x in v.items():
-            b = basis.get(k)
-            if b is None:
-                out[k] = x
+        # one pass suffices: basis vectors hold no other pivot
+        for k in [k for k in v if k in self.basis]:
+            x = v.get(k)
+            if not x:
                 continue
-            d, s = b
-            if d == 0:
-                continue
-            root, f = self._find(d)
-            if root == 0:
-                continue
-            terms.append((-x * s * f * self.scale[root], root))
-        if not terms:
-            return out
-        lcm = 1
-        for c, _ in terms:
-            if isinstance(c, Fraction):
-                q = c.denominator
-                lcm = lcm * q // gcd(lcm, q)
-        if lcm != 1:
-            out = {k: x * lcm for k, x in out.items()}
-        for c, root in terms:
-            c = int(c * lcm)
-            for k, y in self.vec[root].items():
-                z = out.get(k, 0) + c * y
-                if z:
-                    out[k] = z
-                else:
-                    del out[k]
-        return out
+            b = self.basis[k]
+            bk = b[k]
+            v = _combine(v, 1, b, x // bk) if x % bk == 0 else _combine(v, bk, b, x)
+        return v
+
+    @staticmethod
+    def _eliminate(store, holders, owner, vec, pivot, r):
+        """Eliminate ``pivot`` from ``store[owner]`` with ``r``; keep ``holders`` right."""
+        rp = r[pivot]
+        x = vec[pivot]
+        new = _combine(vec, 1, r, x // rp) if x % rp == 0 else _combine(vec, rp, r, x)
+        for k in vec.keys() - new.keys():
+            holders[k].discard(owner)
+        for k in new.keys() - vec.keys():
+            holders.setdefault(k, set()).add(owner)
+        store[owner] = new
+        return new
 
     def offer(self, v: dict[int, int], force: bool = False) -> bool:
         """Publish ``v`` unless it would disclose a primary (``force``: publish anyway).
@@ -342,54 +267,25 @@ class _Eliminator:
         if not r:
             return True
         if not force:
-            d = self.index.get(self._normal(r)[2])
-            if d is not None and self.n_primary[d] > 0:
-                return False
-        holders = self.holders
-        pivot = min(r, key=lambda k: (len(holders.get(k, ())), k))
-        rp = r[pivot]
-        tail = {k: x for k, x in r.items() if k != pivot}
-        if tail:
-            c, td = self._intern(tail)  # b_p = e_p + tail / rp
-            s = _exact(Fraction(c) / rp)
-        else:
-            td, s = 0, 0
-        # every direction holding the pivot: dv <- (rp * dv - dv_p * r) / rp
-        for d in sorted(holders.get(pivot, ())):
-            dv = self.vec[d]
-            x = dv[pivot]
-            w = dict(dv) if rp == 1 else {k: rp * y for k, y in dv.items()}
-            for k, y in r.items():
-                z = w.get(k, 0) - x * y
-                if z:
-                    w[k] = z
-                else:
-                    del w[k]
-            if not w:
-                self._merge(d, 0, 0)
-                continue
-            g, norm, key = self._normal(w)
-            new_scale = _exact(self.scale[d] * Fraction(g) / rp)
-            other = self.index.get(key)
-            if other is not None:
-                self._merge(d, other, _exact(new_scale / Fraction(self.scale[other])))
-                continue
-            # in place: only the keys that changed move between holder sets
-            del self.index[self.key[d]]
-            for k in dv.keys() - norm.keys():
-                holders[k].discard(d)
-            for k in norm.keys() - dv.keys():
-                h = holders.get(k)
-                if h is None:
-                    holders[k] = {d}
-                else:
-                    h.add(d)
-            self.vec[d] = norm
-            self.key[d] = key
-            self.scale[d] = new_scale
-            self.index[key] = d
-        holders.pop(pivot, None)
-        self.basis[pivot] = (td, s)
+            # a primary is disclosed iff its reduced vector is proportional to r: it must
+            # hold every key of r, so scanning the holders of r's rarest key is enough
+            rare = min(r, key=lambda k: len(self.holders.get(k, ())))
+            for u in self.holders.get(rare, ()):
+                if _parallel(self.primary[u], r):
+                    return False
+        # pivot: the key whose elimination touches the fewest vectors, then the smallest
+        pivot = min(r, key=lambda k: (len(self.holders.get(k, ()))
+                                      + len(self.basis_holders.get(k, ())), k))
+        for p in list(self.basis_holders.get(pivot, ())):
+            self._eliminate(self.basis, self.basis_holders, p, self.basis[p], pivot, r)
+        for u in list(self.holders.get(pivot, ())):
+            new = self._eliminate(self.primary, self.holders, u, self.primary[u], pivot, r)
+            if not new:
+                self.disclosed += 1
+        self.basis[pivot] = r
+        for k in r:
+            if k != pivot:
+                self.basis_holders.setdefault(k, set()).add(pivot)
         return True
 
 
