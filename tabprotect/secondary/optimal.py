@@ -66,6 +66,9 @@ PRUNE_WITHIN = 1.15
 #: relative bound improvement below which a node stops separating and branches
 NODE_CUT_ROUNDS = 5
 NODE_CUT_TOL = 1e-4
+#: when no protected pattern was found in time, the fallback repair may run this share of
+#: the time limit (at least 10 s) past it
+FALLBACK_OVERRUN_SHARE = 0.25
 #: branch-and-cut: the repair heuristic runs on every n-th node's LP point
 HEURISTIC_EVERY = 10
 #: seconds for one early master solve (doubled whenever it finds nothing)
@@ -880,8 +883,13 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                    f"best {best_cost:.6g}", 0.5)
 
     if best is None:
-        # no protected pattern within the time: fall back to the greedy repair, untimed
-        pattern, unmet = repair.run(fixed)
+        # no protected pattern within the time: fall back to the greedy repair, with a
+        # bounded overrun; what it leaves unmet, protect()'s audit-and-repair finishes
+        # (the result is unproven either way and always audited)
+        overrun = None if time_limit is None else time.perf_counter() + max(
+            10.0, FALLBACK_OVERRUN_SHARE * time_limit)
+        pattern, unmet = repair.run(fixed, deadline=overrun)
+        stats["fallback_unmet"] = len(unmet)
         best = pattern
         best_cost = _cost_of(best & ~fixed, cost)
     status = table.status.copy()
