@@ -229,7 +229,8 @@ def test_large_components_progress_and_counts():
     assert np.all(res.lower <= t.value) and np.all(res.upper >= t.value)
 
 
-def test_time_limit_never_passes_an_unfinished_audit():
+def _pattern_of_60_cells() -> Table:
+    """A 12x12 table, 60 random inner cells suppressed, the first inner cell primary."""
     rng = np.random.default_rng(7)
     t = two_way(rng.integers(1, 100, size=(12, 12)))
     st_ = t.status.copy()
@@ -237,7 +238,11 @@ def test_time_limit_never_passes_an_unfinished_audit():
     st_[rng.choice(inner, 60, replace=False)] = "M"
     st_[inner[0]] = "U"
     st_[inner[1]] = "M"
-    t = t.replace(status=st_)
+    return t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+
+
+def test_time_limit_never_passes_an_unfinished_audit():
+    t = _pattern_of_60_cells()
     full = audit(t)
     assert full.complete
     cut = audit(t, time_limit=0.0)
@@ -330,13 +335,7 @@ def test_verdict_mode_uses_fewer_lps_on_a_protected_pattern():
 
 
 def test_verdict_mode_time_limit_never_passes():
-    rng = np.random.default_rng(7)
-    t = two_way(rng.integers(1, 100, size=(12, 12)))
-    st_ = t.status.copy()
-    inner = np.flatnonzero(t.is_inner)
-    st_[rng.choice(inner, 60, replace=False)] = "M"
-    st_[inner[0]] = "U"
-    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+    t = _pattern_of_60_cells()
     assert audit(t, mode="verdict").passed
     cut = audit(t, mode="verdict", time_limit=0.0)
     assert not cut.passed and not cut.complete

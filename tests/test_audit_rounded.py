@@ -14,6 +14,7 @@ from tabprotect.audit_rounded import audit_rounded, method_ranges
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
+from test_rounding import hierarchy  # the same small hierarchies as the rounding tests
 from tabprotect.rounding import round_table
 
 
@@ -237,23 +238,13 @@ def test_cli_audit_rounded_on_non_additive_published_table(tmp_path):
 
 
 # ---------------------------------------------------------------- certificates
-def _hierarchy(kind: str, n_leaves: int, name: str) -> Hierarchy:
-    if kind == "flat" or n_leaves < 3:
-        return Hierarchy.flat([f"{name}{i}" for i in range(n_leaves)], total="T")
-    half = n_leaves // 2
-    pairs = [("T", f"{name}G1"), ("T", f"{name}G2")]
-    pairs += [(f"{name}G1", f"{name}{i}") for i in range(half)]
-    pairs += [(f"{name}G2", f"{name}{i}") for i in range(half, n_leaves)]
-    return Hierarchy.from_pairs(pairs)
-
-
 @st.composite
 def hierarchical_tables(draw):
     ndim = draw(st.integers(1, 3))
     hs = {}
     for d in range(ndim):
         k = draw(st.integers(2, 4 if ndim < 3 else 3))
-        hs["xyz"[d]] = _hierarchy(draw(st.sampled_from(["flat", "two-level"])), k, "xyz"[d])
+        hs["xyz"[d]] = hierarchy(draw(st.sampled_from(["flat", "two-level"])), k, "xyz"[d])
     size = int(np.prod([int(h.is_leaf.sum()) for h in hs.values()]))
     inner = draw(st.lists(st.integers(0, 9), min_size=size, max_size=size))
     return product_table(hs, inner)
