@@ -332,6 +332,7 @@ class HighsModel:
             if not self._user_strategy else None
         self._primal_feasible_basis = False
         self._strategy_now = self._default_strategy
+        self._solved_before = False
 
     # ------------------------------------------------------------------ properties
     @property
@@ -520,9 +521,10 @@ class HighsModel:
         self._choose_strategy()
         run_status = self._h.run()
         status = _map_status(self._h, run_status)
-        if status == "error" and not self.is_mip:
+        if status in ("error", "infeasible") and not self.is_mip and self._solved_before:
             # a warm re-solve after an unbounded (or otherwise abandoned) solve can end in
-            # model status "unknown"; the same LP from scratch is answered properly
+            # model status "unknown", and (seen on attacker LPs that are always feasible)
+            # in a wrong "infeasible"; such answers are confirmed from scratch
             self._h.clearSolver()
             if self._strategy_now != self._default_strategy and not self._user_strategy:
                 _set_option(self._h, "simplex_strategy", self._default_strategy)
@@ -530,6 +532,7 @@ class HighsModel:
             run_status = self._h.run()
             status = _map_status(self._h, run_status)
         self._primal_feasible_basis = status == "optimal"
+        self._solved_before = True
         if status == "unbounded_or_infeasible":
             status = _disambiguate(None, self._h)
         return status
