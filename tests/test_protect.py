@@ -256,3 +256,16 @@ def test_audit_mode_is_validated_and_intervals_can_be_forced():
         protect(t, method="gauss", audit_mode="fast", singleton=False)
     res = protect(t, method="gauss", audit_mode="verdict", singleton=False)
     assert res.passed == audit(res.table).passed
+
+
+def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges(monkeypatch):
+    import importlib
+
+    protect_module = importlib.import_module("tabprotect.secondary.protect")
+    monkeypatch.setattr(protect_module, "FEASIBILITY_CHECK_MAX_WORK", 0)
+    # (generated tables hold totals equal to one single-contributor child, which no
+    # pattern protects against its contributor: singleton attacks off, as in bench_scale)
+    t = gen_tables.preset("3d-small", seed=2024)
+    res = protect(t, method="hypercube", cost="value", singleton=False)
+    assert any("feasibility check skipped" in n for n in res.notes)
+    assert res.passed and audit(res.table).passed

@@ -29,6 +29,9 @@ MAX_REPAIR_ROUNDS = 6
 #: whole table) and skips the up-front all-suppressed feasibility check (one LP per
 #: primary on the whole table); the final audit still judges the pattern
 LARGE_TABLE = 50_000
+#: the up-front "protectable with everything suppressed" check (one whole-table LP per
+#: primary) runs only while primaries x candidate cells stays below this
+FEASIBILITY_CHECK_MAX_WORK = 2_000_000
 
 
 @dataclass
@@ -204,9 +207,15 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     params["audit_mode"] = mode
     req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
+    n_primary = int((table.status == "U").sum())
     if large:
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
+    elif n_primary * int(cand.sum()) > FEASIBILITY_CHECK_MAX_WORK:
+        # one whole-table attacker LP per primary: on a 10k-cell table with 1,500
+        # primaries that took more than 10 minutes; the final audit judges instead
+        notes.append(f"{n_primary} primaries x {int(cand.sum())} candidate cells: up-front "
+                     f"feasibility check skipped (the final audit judges)")
     else:
         _check_feasible(table, req, cand, AttackerOracle(table, req))
 
