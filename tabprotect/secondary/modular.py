@@ -26,10 +26,8 @@ product of one group per dimension.  The full-table audit and repair of
 from __future__ import annotations
 
 import heapq
-import multiprocessing
 import pickle
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
@@ -38,6 +36,7 @@ import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model.table import Table
+from tabprotect.parallel import process_map
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.hypercube import requirements
 from tabprotect.secondary.subtables import Split, subtable_table
@@ -93,6 +92,11 @@ class _Job:
     cost: np.ndarray
     loose_cost: np.ndarray
     time_limit: float | None
+
+
+def _run_job_args(args: tuple) -> tuple[tuple, np.ndarray | None, bool]:
+    """:func:`_run_job` on ``(job, solve)``, for :func:`tabprotect.parallel.process_map`."""
+    return _run_job(*args)
 
 
 def _run_job(job: _Job, solve: SubtableSolver) -> tuple[tuple, np.ndarray | None, bool]:
@@ -181,97 +185,91 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     stats = {"subtables": len(split), "solves": 0, "skipped": 0, "backtracks": 0,
              "margin_retries": 0, "unsolved": 0, "waves": 0, "workers": workers}
     timed_out = False
-    pool = None
-    try:
-        while heap:
-            if time_limit is not None and time.perf_counter() - start > time_limit:
-                timed_out = True
-                break
-            # one wave: every queued sub-table of the smallest level (disjoint)
-            level = heap[0][0]
-            wave = []
-            while heap and heap[0][0] == level:
-                _, key = heapq.heappop(heap)
-                queued.discard(key)
-                wave.append(key)
-            stats["waves"] += 1
-            left = None
-            if time_limit is not None:
-                left = max(1.0, time_limit - (time.perf_counter() - start))
-            tl = subtable_time_limit if left is None else (
-                left if subtable_time_limit is None else min(left, subtable_time_limit))
-            jobs: list[_Job] = []
-            context = {}
-            for key in sorted(wave):
-                passes[key] = passes.get(key, 0) + 1
-                if passes[key] > max_passes:
-                    stats["unsolved"] += 1
-                    continue
-                sub = split.subtable(key)
-                cells = sub.cells
-                local = status[cells].copy()
-                hidden = np.isin(local, ("U", "M"))
-                if not hidden.any():
-                    continue
-                local[hidden] = "U"  # everything suppressed so far must be protected here
-                margin_open = sub.margin & ~hidden & (local == "S")
-                strict = local.copy()
-                strict[margin_open] = "P"
-                levels = dict(upl=need_up[cells], lpl=need_down[cells], spl=spl[cells])
-                small = subtable_table(table, sub, status=strict, **levels)
-                if _already_protected(small, singleton):
-                    stats["skipped"] += 1  # nothing to add: no MILP
-                    continue
-                loose = subtable_table(table, sub, status=local, **levels)
-                c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
-                jobs.append(_Job(key, small, loose, cost[cells], c2, tl))
-                context[key] = (sub, hidden)
-            stats["solves"] += len(jobs)
-            if workers > 1 and len(jobs) > 1 and pool is None:
-                # spawn, not fork: a forked child inherits HiGHS' thread pool and hangs
-                pool = ProcessPoolExecutor(max_workers=workers,
-                                           mp_context=multiprocessing.get_context("spawn"))
-            if pool is not None and len(jobs) > 1:
-                results = list(pool.map(_run_job, jobs, [solve] * len(jobs)))
+    while heap:
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            timed_out = True
+            break
+        # one wave: every queued sub-table of the smallest level (disjoint)
+        level = heap[0][0]
+        wave = []
+        while heap and heap[0][0] == level:
+            _, key = heapq.heappop(heap)
+            queued.discard(key)
+            wave.append(key)
+        stats["waves"] += 1
+        left = None
+        if time_limit is not None:
+            left = max(1.0, time_limit - (time.perf_counter() - start))
+        tl = subtable_time_limit if left is None else (
+            left if subtable_time_limit is None else min(left, subtable_time_limit))
+        jobs: list[_Job] = []
+        context = {}
+        for key in sorted(wave):
+            passes[key] = passes.get(key, 0) + 1
+            if passes[key] > max_passes:
+                stats["unsolved"] += 1
+                continue
+            sub = split.subtable(key)
+            cells = sub.cells
+            local = status[cells].copy()
+            hidden = np.isin(local, ("U", "M"))
+            if not hidden.any():
+                continue
+            local[hidden] = "U"  # everything suppressed so far must be protected here
+            margin_open = sub.margin & ~hidden & (local == "S")
+            strict = local.copy()
+            strict[margin_open] = "P"
+            levels = dict(upl=need_up[cells], lpl=need_down[cells], spl=spl[cells])
+            small = subtable_table(table, sub, status=strict, **levels)
+            if _already_protected(small, singleton):
+                stats["skipped"] += 1  # nothing to add: no MILP
+                continue
+            loose = subtable_table(table, sub, status=local, **levels)
+            c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
+            jobs.append(_Job(key, small, loose, cost[cells], c2, tl))
+            context[key] = (sub, hidden)
+        stats["solves"] += len(jobs)
+        if workers > 1 and len(jobs) > 1:
+            # worker processes that never re-import the caller's script (spawn would)
+            # and never inherit HiGHS' threads (fork would hang)
+            results = process_map(_run_job_args, [(j, solve) for j in jobs], workers,
+                                  weights=[j.strict.n_cells for j in jobs])
+        else:
+            results = [_run_job(j, solve) for j in jobs]
+        for key, new_local, retried in results:  # key order: deterministic
+            sub, hidden = context[key]
+            cells = sub.cells
+            stats["margin_retries"] += int(retried)
+            if new_local is None:
+                stats["unsolved"] += 1  # left to the full-table audit and repair
+                continue
+            added = np.flatnonzero((new_local == "M") & ~hidden)
+            if len(added) == 0:
+                continue
+            # carried protection level: what the sub-table's suppressed cells ask for
+            # (the sub-table's own primaries decide; carried levels would snowball)
+            own = (table.status[cells] == "U")
+            ask = own if own.any() else hidden
+            if carried_level == "median":
+                level_c = float(np.median(np.maximum(need_up[cells][ask],
+                                                     need_down[cells][ask])))
             else:
-                results = [_run_job(j, solve) for j in jobs]
-            for key, new_local, retried in results:  # key order: deterministic
-                sub, hidden = context[key]
-                cells = sub.cells
-                stats["margin_retries"] += int(retried)
-                if new_local is None:
-                    stats["unsolved"] += 1  # left to the full-table audit and repair
-                    continue
-                added = np.flatnonzero((new_local == "M") & ~hidden)
-                if len(added) == 0:
-                    continue
-                # carried protection level: what the sub-table's suppressed cells ask for
-                # (the sub-table's own primaries decide; carried levels would snowball)
-                own = (table.status[cells] == "U")
-                ask = own if own.any() else hidden
-                if carried_level == "median":
-                    level_c = float(np.median(np.maximum(need_up[cells][ask],
-                                                         need_down[cells][ask])))
-                else:
-                    level_c = max(float(need_up[cells][ask].max(initial=0.0)),
-                                  float(need_down[cells][ask].max(initial=0.0)))
-                for j in added:
-                    s = int(cells[j])
-                    status[s] = "M"
-                    need_up[s] = max(need_up[s], min(level_c, room_up[s]))
-                    need_down[s] = max(need_down[s], min(level_c, room_down[s]))
-                    if sub.margin[j]:
-                        stats["backtracks"] += 1
-                    # every other sub-table holding s must now protect it (higher ones:
-                    # backtrack)
-                    for other in split.subtables_of_cell(s):
-                        if other != key:
-                            push(other)
-            if progress is not None:
-                progress("modular", min(0.99, stats["solves"] / max(1, len(split))))
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+                level_c = max(float(need_up[cells][ask].max(initial=0.0)),
+                              float(need_down[cells][ask].max(initial=0.0)))
+            for j in added:
+                s = int(cells[j])
+                status[s] = "M"
+                need_up[s] = max(need_up[s], min(level_c, room_up[s]))
+                need_down[s] = max(need_down[s], min(level_c, room_down[s]))
+                if sub.margin[j]:
+                    stats["backtracks"] += 1
+                # every other sub-table holding s must now protect it (higher ones:
+                # backtrack)
+                for other in split.subtables_of_cell(s):
+                    if other != key:
+                        push(other)
+        if progress is not None:
+            progress("modular", min(0.99, stats["solves"] / max(1, len(split))))
     if progress is not None:
         progress("modular", 1.0)
     stats["secondaries"] = int((status == "M").sum())
