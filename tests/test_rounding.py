@@ -372,10 +372,8 @@ def test_result_frames_and_summary():
 
 
 # ---------------------------------------------------------------- CLI
-def test_cli_round_writes_rounded_table_and_summary(tmp_path):
-    import json
-
-    from tabprotect.cli import main
+def _write_a6_job(tmp_path) -> None:
+    """ORACLES A6's table as a cells file and a controlled-rounding job (base 100)."""
     (tmp_path / "cells.csv").write_text(
         "sex,marital,value\nMale,Married,362\nMale,Divorced,121\nMale,Widowed,121\n"
         "Female,Married,362\nFemale,Divorced,0\nFemale,Widowed,241\n")
@@ -383,6 +381,13 @@ def test_cli_round_writes_rounded_table_and_summary(tmp_path):
         '[input]\ncells = "cells.csv"\ndimensions = ["sex", "marital"]\n'
         'compute_totals = true\n\n[round]\nbase = 100\nmethod = "controlled"\n\n'
         '[output]\ndir = "out"\n')
+
+
+def test_cli_round_writes_rounded_table_and_summary(tmp_path):
+    import json
+
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
     assert main(["round", str(tmp_path / "job.toml")]) == 0
     import pandas as pd
     pub = pd.read_csv(tmp_path / "out" / "rounded.csv")
@@ -401,13 +406,7 @@ def test_cli_round_report_option(tmp_path, capsys):
     import json
 
     from tabprotect.cli import main
-    (tmp_path / "cells.csv").write_text(
-        "sex,marital,value\nMale,Married,362\nMale,Divorced,121\nMale,Widowed,121\n"
-        "Female,Married,362\nFemale,Divorced,0\nFemale,Widowed,241\n")
-    (tmp_path / "job.toml").write_text(
-        '[input]\ncells = "cells.csv"\ndimensions = ["sex", "marital"]\n'
-        'compute_totals = true\n\n[round]\nbase = 100\nmethod = "controlled"\n\n'
-        '[output]\ndir = "out"\n')
+    _write_a6_job(tmp_path)
     assert main(["round", str(tmp_path / "job.toml"), "--report"]) == 0
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<img" in html and "report written to" in capsys.readouterr().out
