@@ -269,3 +269,27 @@ def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert any("feasibility check skipped" in n for n in res.notes)
     assert res.passed and audit(res.table).passed
+
+
+@pytest.mark.parametrize("method", ["hypercube", "modular"])
+def test_product_methods_recover_the_structure_of_a_general_table(method):
+    t = gen_tables.preset("3d-small", seed=7)
+    # the same table as cells + relations only, cells shuffled (no dimensions at all)
+    perm = np.random.default_rng(1).permutation(t.n_cells)
+    new_index = np.empty_like(perm)
+    new_index[perm] = np.arange(t.n_cells)
+    general = Table.from_relations(t.value[perm], t.relations[:, perm],
+                                   new_index[t.relation_total], freq=t.freq[perm],
+                                   status=t.status[perm], upl=t.upl[perm],
+                                   lpl=t.lpl[perm], spl=t.spl[perm])
+    with pytest.raises(InputError, match="product"):
+        # shuffled cells follow no row-major numbering: a clear error, not a guess
+        protect(general, method=method, singleton=False)
+    # numbered row-major (as JJ files and Castro's tables are): recovered and protected
+    general = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
+                                   status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
+    res = protect(general, method=method, singleton=False)
+    assert any("recovered" in n for n in res.notes)
+    assert res.passed and audit(res.table, singleton=False).passed
+    direct = protect(t, method=method, singleton=False)
+    np.testing.assert_array_equal(res.status, direct.status)

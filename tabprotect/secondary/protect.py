@@ -16,6 +16,7 @@ import pandas as pd
 from tabprotect.audit import AuditResult, audit
 from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model.table import Table
+from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
 from tabprotect.secondary.optimal import candidate_cells
 from tabprotect.secondary.greedy import greedy_repair
@@ -130,6 +131,11 @@ class ProtectResult:
         return out
 
 
+#: methods that work on sub-tables of a product table; protect() recovers the product
+#: structure of a general table for them (tabprotect.model.structure)
+PRODUCT_ONLY_METHODS = ("hypercube", "modular")
+
+
 def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "value", *,
             time_limit: float | None = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
@@ -220,11 +226,29 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         _check_feasible(table, req, cand, AttackerOracle(table, req))
 
     tm = time.perf_counter()
+    run_table, source_cell = table, None
+    if method in PRODUCT_ONLY_METHODS and not table.dimensions:
+        # a JJ-style table is often a product written out cell by cell: recover it
+        try:
+            run_table = product_structure(table)
+        except InputError as err:
+            raise InputError(f"method '{method}' needs a product table (dimensions with "
+                             f"hierarchies) and none could be recovered from this general "
+                             f"table's relations: {err}; use 'gauss', 'greedy' or 'optimal'"
+                             ) from None
+        source_cell = run_table.extra["source_cell"]
+        notes.append(f"general table read as a product of shape {run_table.shape} "
+                     f"recovered from its relations")
     outcome: MethodOutcome = METHODS[method](
-        table, c, time_limit=time_limit, progress=progress, singleton=singleton,
-        mip_gap=mip_gap, threads=threads, backend=backend, empty=empty, **method_options)
+        run_table, c if source_cell is None else c[source_cell], time_limit=time_limit,
+        progress=progress, singleton=singleton, mip_gap=mip_gap, threads=threads,
+        backend=backend, empty=empty, **method_options)
     method_seconds = time.perf_counter() - tm
     status = np.asarray(outcome.status).astype("<U1")
+    if source_cell is not None:
+        in_source_order = np.empty_like(status)
+        in_source_order[source_cell] = status
+        status = in_source_order
     _check_outcome(table, status)
 
     # ---- audit and repair, within their own time budget
