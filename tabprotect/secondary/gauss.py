@@ -114,26 +114,35 @@ class CellVectors:
         self.vecs = [v for v, _ in per_dim]
         sizes = [s for _, s in per_dim]
         self.radix = [int(np.prod(sizes[d + 1:])) for d in range(len(sizes))]
+        # per dimension and code: its (key * radix, coefficient) terms, and the cell
+        # index strides (plain Python ints: vector() runs once per cell)
+        self._terms = [[[(k * r, v) for k, v in code] for code in vecs]
+                       for vecs, r in zip(self.vecs, self.radix)]
+        self._strides = [int(np.prod(self.shape[d + 1:])) for d in range(len(self.shape))]
 
     def forced_rows(self) -> list[dict[int, int]]:
         """Nothing: the relations are built into the basis of a product table."""
         return []
 
     def vector(self, cell: int) -> dict[int, int]:
-        pos = np.unravel_index(int(cell), self.shape)
-        parts = [self.vecs[d][p] for d, p in enumerate(pos)]
+        rest = int(cell)
+        parts = []
+        for terms, stride in zip(self._terms, self._strides):
+            p, rest = divmod(rest, stride)
+            parts.append(terms[p])
         if all(len(p) == 1 for p in parts):
-            key = sum(k * r for (k, _), r in zip((p[0] for p in parts), self.radix))
+            key = 0
             coef = 1
             for p in parts:
+                key += p[0][0]
                 coef *= p[0][1]
             return {key: coef}
         out: dict[int, int] = {}
         for combo in itertools.product(*parts):
             key = 0
             coef = 1
-            for (k, v), r in zip(combo, self.radix):
-                key += k * r
+            for k, v in combo:
+                key += k
                 coef *= v
             out[key] = out.get(key, 0) + coef
         return {k: v for k, v in out.items() if v != 0}
@@ -195,18 +204,6 @@ def _normalise(v: dict[int, int]) -> dict[int, int]:
     return v
 
 
-def _combine(a: dict[int, int], ca: int, b: dict[int, int], cb: int) -> dict[int, int]:
-    """``ca * a - cb * b`` without zeros, gcd-normalised."""
-    out = {k: ca * x for k, x in a.items()} if ca != 1 else dict(a)
-    for k, x in b.items():
-        y = out.get(k, 0) - cb * x
-        if y:
-            out[k] = y
-        else:
-            out.pop(k, None)
-    return _normalise(out)
-
-
 def _parallel(a: dict[int, int], b: dict[int, int]) -> bool:
     if len(a) != len(b):
         return False
@@ -222,9 +219,62 @@ def _parallel(a: dict[int, int], b: dict[int, int]) -> bool:
     return True
 
 
+def _eliminate_in_place(vec: dict[int, int], owner: int, holders: dict[int, set[int]],
+                        pivot: int, r: dict[int, int], rp: int) -> None:
+    """Remove ``pivot`` from ``vec`` with ``r`` (``rp = r[pivot]``), in place.
+
+    Work is proportional to ``len(r)``, not ``len(vec)``: the vectors that hold a pivot
+    are the long ones (a long vector holds many keys) while a freshly reduced ``r`` is
+    short, so copying ``vec`` -- as a fraction-free ``rp * vec - x * r`` into a new dict
+    does -- dominated the run time on 4-D tables.  ``vec`` is scaled only when ``rp``
+    does not divide its pivot coefficient (then gcd-normalised again, to keep the
+    integers small).  ``holders`` (key -> owners whose vector holds it) is kept right.
+    """
+    x = vec[pivot]
+    scaled = x % rp != 0
+    if scaled:
+        g = gcd(x, rp)
+        s = rp // g
+        for k in vec:
+            vec[k] *= s
+        c = x // g
+    else:
+        c = x // rp
+    get = vec.get
+    for k, y in r.items():
+        old = get(k)
+        if old is None:
+            vec[k] = -c * y
+            owners = holders.get(k)
+            if owners is None:
+                holders[k] = {owner}
+            else:
+                owners.add(owner)
+        else:
+            z = old - c * y
+            if z:
+                vec[k] = z
+            else:
+                del vec[k]
+                holders[k].discard(owner)
+    if scaled and vec:
+        g = 0
+        for y in vec.values():
+            g = gcd(g, y)
+            if g == 1:
+                return
+        for k in vec:
+            vec[k] //= g
+
+
 class _Eliminator:
     """Incremental exact elimination: a published basis in reduced echelon form (no basis
-    vector holds another's pivot) and the primaries' vectors reduced against it."""
+    vector holds another's pivot) and the primaries' vectors reduced against it.
+
+    Reduced vectors are canonical (the unique representative of a vector modulo the
+    published span that holds no pivot key), which is what makes the disclosure test a
+    proportionality test.  Vectors are updated in place (see `_eliminate_in_place`).
+    """
 
     def __init__(self, primaries: list[dict[int, int]]):
         self.basis: dict[int, dict[int, int]] = {}  # pivot -> vector
@@ -237,28 +287,33 @@ class _Eliminator:
         self.disclosed = sum(1 for v in self.primary.values() if not v)
 
     def reduce(self, v: dict[int, int]) -> dict[int, int]:
+        """``v`` modulo the published span, without pivot keys (a new dict; ``v`` is
+        not changed)."""
+        basis = self.basis
+        pivots = [k for k in v if k in basis]
+        v = dict(v)
         # one pass suffices: basis vectors hold no other pivot
-        for k in [k for k in v if k in self.basis]:
+        for k in pivots:
             x = v.get(k)
             if not x:
                 continue
-            b = self.basis[k]
+            b = basis[k]
             bk = b[k]
-            v = _combine(v, 1, b, x // bk) if x % bk == 0 else _combine(v, bk, b, x)
-        return v
-
-    @staticmethod
-    def _eliminate(store, holders, owner, vec, pivot, r):
-        """Eliminate ``pivot`` from ``store[owner]`` with ``r``; keep ``holders`` right."""
-        rp = r[pivot]
-        x = vec[pivot]
-        new = _combine(vec, 1, r, x // rp) if x % rp == 0 else _combine(vec, rp, r, x)
-        for k in vec.keys() - new.keys():
-            holders[k].discard(owner)
-        for k in new.keys() - vec.keys():
-            holders.setdefault(k, set()).add(owner)
-        store[owner] = new
-        return new
+            if x % bk:
+                g = gcd(x, bk)
+                s = bk // g
+                for kk in v:
+                    v[kk] *= s
+                c = x // g
+            else:
+                c = x // bk
+            for kk, y in b.items():
+                z = v.get(kk, 0) - c * y
+                if z:
+                    v[kk] = z
+                else:
+                    del v[kk]
+        return _normalise(v)
 
     def offer(self, v: dict[int, int], force: bool = False) -> bool:
         """Publish ``v`` unless it would disclose a primary (``force``: publish anyway).
@@ -266,26 +321,40 @@ class _Eliminator:
         r = self.reduce(v)
         if not r:
             return True
+        holders = self.holders
         if not force:
             # a primary is disclosed iff its reduced vector is proportional to r: it must
             # hold every key of r, so scanning the holders of r's rarest key is enough
-            rare = min(r, key=lambda k: len(self.holders.get(k, ())))
-            for u in self.holders.get(rare, ()):
-                if _parallel(self.primary[u], r):
+            rare = min(r, key=lambda k: len(holders.get(k, ())))
+            primary = self.primary
+            for u in holders.get(rare, ()):
+                if _parallel(primary[u], r):
                     return False
+        basis_holders = self.basis_holders
         # pivot: the key whose elimination touches the fewest vectors, then the smallest
-        pivot = min(r, key=lambda k: (len(self.holders.get(k, ()))
-                                      + len(self.basis_holders.get(k, ())), k))
-        for p in list(self.basis_holders.get(pivot, ())):
-            self._eliminate(self.basis, self.basis_holders, p, self.basis[p], pivot, r)
-        for u in list(self.holders.get(pivot, ())):
-            new = self._eliminate(self.primary, self.holders, u, self.primary[u], pivot, r)
-            if not new:
+        pivot = min(r, key=lambda k: (len(holders.get(k, ()))
+                                      + len(basis_holders.get(k, ())), k))
+        rp = r[pivot]
+        basis = self.basis
+        # (each update is independent of the others: their order does not matter)
+        for p in list(basis_holders.get(pivot, ())):
+            _eliminate_in_place(basis[p], p, basis_holders, pivot, r, rp)
+        primary = self.primary
+        for u in list(holders.get(pivot, ())):
+            vec = primary[u]
+            _eliminate_in_place(vec, u, holders, pivot, r, rp)
+            if not vec:
                 self.disclosed += 1
-        self.basis[pivot] = r
+        basis_holders.pop(pivot, None)  # both are empty now: no vector holds the pivot
+        holders.pop(pivot, None)
+        basis[pivot] = r
         for k in r:
             if k != pivot:
-                self.basis_holders.setdefault(k, set()).add(pivot)
+                owners = basis_holders.get(k)
+                if owners is None:
+                    basis_holders[k] = {pivot}
+                else:
+                    owners.add(pivot)
         return True
 
 
