@@ -1,0 +1,151 @@
+"""gauss's sparse in-place elimination against an independent exact reference.
+
+The reference is a dense row-echelon basis over Fractions (no sparse keys, no pivot
+rule, no in-place updates): a vector is in the span of the published ones iff it reduces
+to zero.  gauss's greedy must make the same decision as the reference for every
+candidate, so the whole suppression pattern must be identical.
+"""
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from tabprotect.secondary.gauss import _Eliminator, gauss
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import gen_tables  # noqa: E402
+
+
+class DenseSpan:
+    """Span of dense rational vectors, kept as rows in echelon form (pivot -> row)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.rows: dict[int, list[Fraction]] = {}
+
+    def residue(self, v) -> list[Fraction]:
+        v = [Fraction(x) for x in v]
+        for j in range(self.n):  # rows[j] is zero before column j: one sweep suffices
+            if v[j] and j in self.rows:
+                f = v[j]
+                row = self.rows[j]
+                v = [a - f * b for a, b in zip(v, row)]
+        return v
+
+    def contains(self, v) -> bool:
+        return not any(self.residue(v))
+
+    def add(self, v) -> None:
+        r = self.residue(v)
+        j = next((i for i, x in enumerate(r) if x), None)
+        if j is not None:
+            self.rows[j] = [x / r[j] for x in r]
+
+    def copy(self) -> "DenseSpan":
+        out = DenseSpan(self.n)
+        out.rows = dict(self.rows)
+        return out
+
+
+def inner_matrix(t) -> np.ndarray:
+    """Dense (cells x inner cells) 0/1 matrix: which inner cells each cell sums."""
+    inner = np.flatnonzero(t.is_inner)
+    leaves = [d.hierarchy.leaf_descendants() for d in t.dimensions]
+    pos = [np.asarray(p) for p in t.positions]
+    M = np.zeros((t.n_cells, len(inner)), dtype=np.int64)
+    for i in range(t.n_cells):
+        ok = np.ones(len(inner), dtype=bool)
+        for d in range(len(pos)):
+            ok &= np.isin(pos[d][inner], leaves[d][pos[d][i]])
+        M[i, ok] = 1
+    return M
+
+
+def reference_secondaries(M: np.ndarray, status: np.ndarray, cost: np.ndarray) -> set[int]:
+    """Langsrud's greedy with the dense exact span: forced P/Z cells first, then the
+    candidates by decreasing cost (ties by index); a candidate is suppressed iff adding it
+    puts some primary into the published span (primaries already disclosed by the forced
+    cells are lost anyway and do not block anything)."""
+    span = DenseSpan(M.shape[1])
+    primaries = [M[u] for u in np.flatnonzero(status == "U")]
+    for i in np.flatnonzero(np.isin(status, ("P", "Z"))):
+        span.add(M[i])
+    free = np.flatnonzero(~np.isin(status, ("U", "M", "P", "Z")))
+    order = free[np.lexsort((free, -cost[free]))]
+    primaries = [p for p in primaries if not span.contains(p)]
+    secondary = set()
+    for i in order:
+        trial = span.copy()
+        trial.add(M[i])
+        if any(trial.contains(p) for p in primaries):
+            secondary.add(int(i))
+        else:
+            span = trial
+    return secondary
+
+
+branching = st.lists(st.integers(2, 3), min_size=1, max_size=2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(branching, min_size=3, max_size=4), st.integers(0, 10**6),
+       st.integers(0, 10**6), st.floats(0.0, 0.3))
+def test_same_pattern_as_the_dense_exact_reference(dims, seed, cost_seed, p_forced):
+    dims = [tuple(b) for b in dims]
+    t = gen_tables.generate(dims, seed=seed)
+    if t.n_cells > 200:  # keep the dense reference fast
+        dims = [b[:1] for b in dims]
+        t = gen_tables.generate(dims, seed=seed)
+    rng = np.random.default_rng(cost_seed)
+    status = t.status.copy()
+    # some published-by-force cells, and a random cost order (distinct costs)
+    forced = (status == "S") & (rng.random(t.n_cells) < p_forced)
+    status[forced] = "P"
+    t = t.replace(status=status)
+    cost = rng.permutation(t.n_cells).astype(float)
+    out = gauss(t, cost, singleton=False)
+    got = set(np.flatnonzero(out.status == "M").tolist())
+    assert got == reference_secondaries(inner_matrix(t), t.status, cost)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(3, 9), st.integers(1, 4))
+def test_eliminator_on_random_integer_vectors(seed, n, n_primaries):
+    # coefficients other than +-1 exercise the fraction-free scaling of the in-place update
+    rng = np.random.default_rng(seed)
+
+    def random_vector():
+        v = rng.integers(-3, 4, size=n) * (rng.random(n) < 0.5)
+        return v
+
+    primaries = [random_vector() for _ in range(n_primaries)]
+    elim = _Eliminator([{k: int(x) for k, x in enumerate(p) if x} for p in primaries])
+    span = DenseSpan(n)
+    disclosed_before = sum(1 for p in primaries if not p.any())
+    assert elim.disclosed == disclosed_before
+    for _ in range(2 * n):
+        v = random_vector()
+        trial = span.copy()
+        trial.add(v)
+        discloses = any(trial.contains(p) and not span.contains(p) for p in primaries)
+        published = elim.offer({k: int(x) for k, x in enumerate(v) if x})
+        assert published == (not discloses)
+        if published:
+            span = trial
+    # the primaries' reduced vectors are canonical: zero exactly for primaries in the span
+    for u, p in enumerate(primaries):
+        assert (not elim.primary[u]) == span.contains(p)
+
+
+def test_forced_offers_count_disclosures():
+    elim = _Eliminator([{0: 1, 1: 1}, {2: 2}])
+    assert elim.offer({0: 2, 1: 2, 3: 1})   # span {e0+e1+e3/2}: nothing disclosed
+    assert not elim.offer({3: 1})           # would disclose e0+e1
+    assert elim.offer({3: 1}, force=True)
+    assert elim.disclosed == 1
+    assert elim.offer({2: -3}, force=True)
+    assert elim.disclosed == 2
