@@ -1,0 +1,168 @@
+"""gauss (Langsrud) method alone: the current code against a baseline revision, same run.
+
+Each (table, variant) runs in a child process with a wall-clock timeout; the baseline is
+``tabprotect/secondary/gauss.py`` as of a git revision (``git show REV:...``), loaded as a
+stand-alone module, so both variants see the same table and the same cost (``value``).
+A run that hits the timeout reports how many candidates it had offered by then.  The
+pattern hash says whether the variants suppressed exactly the same cells.
+
+Usage::
+
+    python benchmarks/bench_gauss.py --tables 10k-4d 100k-4d --variants baseline current \\
+        --baseline-rev 2242125 --timeout 300
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def load_variant(variant: str, rev: str):
+    """The gauss module: the working tree's (``current``) or a git revision's."""
+    if variant == "current":
+        from tabprotect.secondary import gauss as module
+        return module
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:tabprotect/secondary/gauss.py"],
+                         check=True, capture_output=True, text=True).stdout
+    # the registry refuses a second "gauss": register the baseline under another name
+    src = src.replace('@register_method("gauss")', '@register_method("gauss_baseline")')
+    path = Path(tempfile.mkdtemp()) / "gauss_baseline.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("gauss_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def child(args) -> None:
+    import numpy as np
+    import gen_tables
+
+    module = load_variant(args.variant, args.baseline_rev)
+    offers = [0]
+    original_offer = module._Eliminator.offer
+
+    def counting_offer(self, v, force=False):
+        offers[0] += 1
+        return original_offer(self, v, force)
+
+    module._Eliminator.offer = counting_offer
+
+    def report_progress():  # read by the parent if the run is killed
+        while True:
+            time.sleep(5)
+            print(json.dumps({"progress_offers": offers[0],
+                              "progress_s": round(time.perf_counter() - start, 1)}),
+                  file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    table = gen_tables.preset(args.table, seed=args.seed)
+    load_s = time.perf_counter() - t0
+    cost = table.value.copy()
+    start = time.perf_counter()
+    threading.Thread(target=report_progress, daemon=True).start()
+    out = module.gauss(table, cost, singleton=args.singleton)
+    seconds = time.perf_counter() - start
+    sec = out.status == "M"
+    row = {"table": args.table, "variant": args.variant, "cells": table.n_cells,
+           "primaries": int((table.status == "U").sum()), "load_s": round(load_s, 2),
+           "method_s": round(seconds, 2), "offers": offers[0],
+           "secondaries": int(sec.sum()), "value_secondary": float(table.value[sec].sum()),
+           "pattern": hashlib.sha1(np.flatnonzero(sec).tobytes()).hexdigest()[:10],
+           "forced_disclosures": out.details.get("forced_disclosures"),
+           "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    print(json.dumps(row), flush=True)
+
+
+def measure(table: str, variant: str, args) -> dict:
+    cmd = [sys.executable, __file__, "--child", "--table", table, "--variant", variant,
+           "--baseline-rev", args.baseline_rev, "--seed", str(args.seed)]
+    if args.singleton:
+        cmd.append("--singleton")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONHASHSEED": "0"})
+    try:
+        out, err = proc.communicate(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        progress = [json.loads(x) for x in err.splitlines() if x.startswith('{"progress')]
+        last = progress[-1] if progress else {}
+        return {"table": table, "variant": variant,
+                "killed_at_s": round(time.perf_counter() - t0, 1),
+                "offers_done": last.get("progress_offers"),
+                "offers_at_s": last.get("progress_s")}
+    rows = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    if proc.returncode != 0 or not rows:
+        return {"table": table, "variant": variant, "error": err.strip().splitlines()[-1:]}
+    return rows[-1]
+
+
+def to_markdown(rows: list[dict]) -> str:
+    head = ("| table | cells | primaries | variant | method s | offers | secondaries "
+            "| value of secondaries | pattern | peak MB |")
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        if "killed_at_s" in r:
+            lines.append(f"| {r['table']} | | | {r['variant']} | killed at "
+                         f"{r['killed_at_s']:.0f} s ({r['offers_done']} offers in "
+                         f"{r['offers_at_s']} s) | | | | | |")
+        elif "error" in r:
+            lines.append(f"| {r['table']} | | | {r['variant']} | error: {r['error']} "
+                         "| | | | | |")
+        else:
+            lines.append(
+                f"| {r['table']} | {r['cells']:,} | {r['primaries']:,} | {r['variant']} "
+                f"| {r['method_s']:.2f} | {r['offers']:,} | {r['secondaries']:,} "
+                f"| {r['value_secondary']:,.0f} | {r['pattern']} | {r['peak_mb']:,.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", nargs="+", default=["10k-4d", "100k-4d"])
+    ap.add_argument("--variants", nargs="+", default=["baseline", "current"],
+                    choices=["baseline", "current"])
+    ap.add_argument("--baseline-rev", default="2242125",
+                    help="git revision of the baseline gauss.py (default: session 2's)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--singleton", action="store_true",
+                    help="singleton=True (two eliminations); default False as bench_scale")
+    ap.add_argument("--jsonl", help="append the rows to this file")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--table", help=argparse.SUPPRESS)
+    ap.add_argument("--variant", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args)
+        return
+    rows = []
+    for table in args.tables:
+        for variant in args.variants:
+            row = measure(table, variant, args)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+    print(to_markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
