@@ -121,3 +121,30 @@ def test_already_protected_subtables_need_no_milp():
     out = modular(done, c, singleton=False, solver=spy)
     assert seen == [] and out.details["skipped"] > 0
     assert (out.status == done.status).all()
+
+
+def test_global_time_limit_is_kept_and_protect_finishes_the_pattern():
+    # a time limit far too short for the sub-tables: modular stops early (late or
+    # time-limited sub-tables), and protect's audit-and-repair completes the pattern
+    t = gen_tables.preset("3d-small", seed=1)
+    out = modular(t, cost_vector(t, "value"), singleton=False, time_limit=1e-3)
+    assert out.details["seconds"] < 5.0
+    assert out.solver_status == "time_limit"
+    res = protect(t, method="modular", cost="value", singleton=False, time_limit=1e-3,
+                  audit_time_limit=60)
+    assert audit(res.table).passed
+
+
+def test_time_plan_gives_each_subtable_a_share_of_the_time_left():
+    t = gen_tables.preset("3d-small", seed=1)
+    limits = []
+    base = optimal_subtable_solver(singleton=False)
+
+    def spy(sub, cost, tl):
+        limits.append(tl)
+        return base(sub, cost, tl)
+
+    modular(t, cost_vector(t, "value"), singleton=False, solver=spy, time_limit=30.0,
+            subtable_time_limit=None)
+    # three sub-tables to solve within 30 s: no solve may plan on the whole budget
+    assert limits and all(0.5 <= x <= 0.8 * 30.0 for x in limits)

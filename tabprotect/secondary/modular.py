@@ -45,6 +45,12 @@ from tabprotect.secondary.subtables import Split, subtable_table
 SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]
 
 _MARGIN_PENALTY = 10.0
+#: a sub-table solve never gets less than this many seconds (below it the optimal
+#: method has no pattern of its own and falls back to its repair heuristic)
+MIN_SUBTABLE_SECONDS = 0.5
+#: share of the time limit the sub-table solves may plan to use (the rest: building
+#: sub-tables, process start-up, and re-solves after backtracking)
+PLANNED_SHARE = 0.8
 
 
 def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
@@ -92,23 +98,54 @@ class _Job:
     cost: np.ndarray
     loose_cost: np.ndarray
     time_limit: float | None
+    #: wall-clock time (``time.time()``, shared by the worker processes) after which
+    #: the job is not started: the sub-table is left to the full-table audit and repair
+    deadline: float | None = None
+    singleton: bool = False
 
 
-def _run_job_args(args: tuple) -> tuple[tuple, np.ndarray | None, bool]:
-    """:func:`_run_job` on ``(job, solve)``, for :func:`tabprotect.parallel.process_map`."""
-    return _run_job(*args)
+@dataclass
+class _Result:
+    key: tuple
+    status: np.ndarray | None  # new local status; None: unsolved
+    retried: bool = False      # the strict sub-table was infeasible: margins allowed
+    skipped: bool = False      # already protected: no MILP
+    late: bool = False         # not started: the global deadline had passed
+    seconds: float = 0.0
 
 
-def _run_job(job: _Job, solve: SubtableSolver) -> tuple[tuple, np.ndarray | None, bool]:
-    """(key, new local status or None when unsolvable, margins were needed)."""
+def _run_job(job: _Job, solve: SubtableSolver) -> _Result:
+    """Check, then solve one sub-table (in a worker process or in the caller)."""
+    t0 = time.perf_counter()
+
+    def done(**kw) -> _Result:
+        return _Result(job.key, seconds=time.perf_counter() - t0, **kw)
+
+    if job.deadline is not None and time.time() >= job.deadline:
+        return done(status=None, late=True)
+    # (in the worker: the attacker-LP check is as parallel as the solves)
+    if _already_protected(job.strict, job.singleton):
+        return done(status=None, skipped=True)
+
+    def limit() -> float | None:
+        if job.deadline is None:
+            return job.time_limit
+        left = max(MIN_SUBTABLE_SECONDS, job.deadline - time.time())
+        return left if job.time_limit is None else min(job.time_limit, left)
+
     try:
-        return job.key, solve(job.strict, job.cost, job.time_limit), False
+        return done(status=solve(job.strict, job.cost, limit()))
     except InfeasibleRulesError:
         pass
     try:
-        return job.key, solve(job.loose, job.loose_cost, job.time_limit), True
+        return done(status=solve(job.loose, job.loose_cost, limit()), retried=True)
     except InfeasibleRulesError:
-        return job.key, None, True
+        return done(status=None, retried=True)
+
+
+def _run_job_args(args: tuple) -> _Result:
+    """:func:`_run_job` on ``(job, solve)``, for :func:`tabprotect.parallel.process_map`."""
+    return _run_job(*args)
 
 
 @register_method("modular")
@@ -183,12 +220,21 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             push(key)
     passes: dict[tuple, int] = {}
     stats = {"subtables": len(split), "solves": 0, "skipped": 0, "backtracks": 0,
-             "margin_retries": 0, "unsolved": 0, "waves": 0, "workers": workers}
+             "margin_retries": 0, "unsolved": 0, "late": 0, "waves": 0, "workers": workers,
+             "solve_seconds": 0.0, "max_solve_seconds": 0.0, "wave_seconds": []}
+    # for the time plan: the level of every sub-table and which cells it holds
+    sub_level = np.zeros(1, dtype=np.int64)
+    for g in split.dims:
+        sub_level = np.add.outer(sub_level, g.parent_depth).ravel()
+    member_t = split.membership().T.tocsr().astype(np.int32) if time_limit is not None else None
+    deadline = None if time_limit is None else time.time() + time_limit - (
+        time.perf_counter() - start)
     timed_out = False
     while heap:
         if time_limit is not None and time.perf_counter() - start > time_limit:
             timed_out = True
             break
+        wave_start = time.perf_counter()
         # one wave: every queued sub-table of the smallest level (disjoint)
         level = heap[0][0]
         wave = []
@@ -197,11 +243,16 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             queued.discard(key)
             wave.append(key)
         stats["waves"] += 1
-        left = None
+        tl = subtable_time_limit
         if time_limit is not None:
-            left = max(1.0, time_limit - (time.perf_counter() - start))
-        tl = subtable_time_limit if left is None else (
-            left if subtable_time_limit is None else min(left, subtable_time_limit))
+            # the time left, shared among the sub-tables still to come: this wave's and
+            # every lower-level sub-table that already holds a suppressed cell
+            left = time_limit - (time.perf_counter() - start)
+            holds = member_t @ np.isin(status, ("U", "M")).astype(np.int32)
+            later = int(((holds > 0) & (sub_level > level)).sum())
+            share = PLANNED_SHARE * left * max(1, workers) / max(1, len(wave) + later)
+            share = max(MIN_SUBTABLE_SECONDS, share)
+            tl = share if subtable_time_limit is None else min(share, subtable_time_limit)
         jobs: list[_Job] = []
         context = {}
         for key in sorted(wave):
@@ -221,27 +272,35 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             strict[margin_open] = "P"
             levels = dict(upl=need_up[cells], lpl=need_down[cells], spl=spl[cells])
             small = subtable_table(table, sub, status=strict, **levels)
-            if _already_protected(small, singleton):
-                stats["skipped"] += 1  # nothing to add: no MILP
-                continue
             loose = subtable_table(table, sub, status=local, **levels)
             c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
-            jobs.append(_Job(key, small, loose, cost[cells], c2, tl))
+            jobs.append(_Job(key, small, loose, cost[cells], c2, tl, deadline, singleton))
             context[key] = (sub, hidden)
-        stats["solves"] += len(jobs)
         if workers > 1 and len(jobs) > 1:
             # worker processes that never re-import the caller's script (spawn would)
-            # and never inherit HiGHS' threads (fork would hang)
+            # and never inherit HiGHS' threads (fork would hang); each worker gets its
+            # share of the wave in one message.  Weight: cells x suppressed cells, a
+            # rough guide to a solve's time
+            weights = [j.strict.n_cells * (1 + int((j.strict.status == "U").sum()))
+                       for j in jobs]
             results = process_map(_run_job_args, [(j, solve) for j in jobs], workers,
-                                  weights=[j.strict.n_cells for j in jobs])
+                                  weights=weights)
         else:
             results = [_run_job(j, solve) for j in jobs]
-        for key, new_local, retried in results:  # key order: deterministic
+        for res in results:  # key order: deterministic
+            key = res.key
             sub, hidden = context[key]
             cells = sub.cells
-            stats["margin_retries"] += int(retried)
+            stats["skipped"] += int(res.skipped)  # already protected: no MILP
+            stats["late"] += int(res.late)
+            stats["solves"] += int(not (res.skipped or res.late))
+            stats["margin_retries"] += int(res.retried)
+            stats["solve_seconds"] += res.seconds
+            stats["max_solve_seconds"] = max(stats["max_solve_seconds"], res.seconds)
+            new_local = res.status
             if new_local is None:
-                stats["unsolved"] += 1  # left to the full-table audit and repair
+                if not res.skipped:
+                    stats["unsolved"] += 1  # left to the full-table audit and repair
                 continue
             added = np.flatnonzero((new_local == "M") & ~hidden)
             if len(added) == 0:
@@ -268,10 +327,14 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
                 for other in split.subtables_of_cell(s):
                     if other != key:
                         push(other)
+        stats["wave_seconds"].append((int(level), len(jobs), round(tl or 0.0, 2),
+                                      round(time.perf_counter() - wave_start, 2)))
         if progress is not None:
             progress("modular", min(0.99, stats["solves"] / max(1, len(split))))
     if progress is not None:
         progress("modular", 1.0)
+    stats["solve_seconds"] = round(stats["solve_seconds"], 3)
+    stats["max_solve_seconds"] = round(stats["max_solve_seconds"], 3)
     stats["secondaries"] = int((status == "M").sum())
     stats["seconds"] = round(time.perf_counter() - start, 3)
     return MethodOutcome(status=status, solver_status="time_limit" if timed_out else "heuristic",
