@@ -219,52 +219,60 @@ def _parallel(a: dict[int, int], b: dict[int, int]) -> bool:
     return True
 
 
-def _eliminate_in_place(vec: dict[int, int], owner: int, holders: dict[int, set[int]],
-                        pivot: int, r: dict[int, int], rp: int) -> None:
-    """Remove ``pivot`` from ``vec`` with ``r`` (``rp = r[pivot]``), in place.
+def _eliminate_in_place(store: dict[int, dict[int, int]], owners: list[int],
+                        holders: dict[int, set[int]], pivot: int, r: dict[int, int]) -> int:
+    """Remove ``pivot`` from the vectors ``store[o]``, ``o`` in ``owners``, with ``r``,
+    in place; keep ``holders`` (key -> owners whose vector holds it) right.  Returns how
+    many vectors became zero.
 
-    Work is proportional to ``len(r)``, not ``len(vec)``: the vectors that hold a pivot
-    are the long ones (a long vector holds many keys) while a freshly reduced ``r`` is
-    short, so copying ``vec`` -- as a fraction-free ``rp * vec - x * r`` into a new dict
-    does -- dominated the run time on 4-D tables.  ``vec`` is scaled only when ``rp``
-    does not divide its pivot coefficient (then gcd-normalised again, to keep the
-    integers small).  ``holders`` (key -> owners whose vector holds it) is kept right.
+    Work is proportional to ``len(r)`` per vector, not to the vector's length: the
+    vectors that hold a pivot are the long ones (a long vector holds many keys) while a
+    freshly reduced ``r`` is short, so rebuilding each vector as a fraction-free
+    ``rp * vec - x * r`` in a new dict dominated the run time on 4-D tables.  A vector
+    is scaled only when ``r[pivot]`` does not divide its pivot coefficient (then it is
+    gcd-normalised again, to keep the integers small).
     """
-    x = vec[pivot]
-    scaled = x % rp != 0
-    if scaled:
-        g = gcd(x, rp)
-        s = rp // g
-        for k in vec:
-            vec[k] *= s
-        c = x // g
-    else:
-        c = x // rp
-    get = vec.get
-    for k, y in r.items():
-        old = get(k)
-        if old is None:
-            vec[k] = -c * y
-            owners = holders.get(k)
-            if owners is None:
-                holders[k] = {owner}
-            else:
-                owners.add(owner)
+    rp = r[pivot]
+    # r's other keys with their holder sets, looked up once for all the owners
+    terms = [(k, y, holders.setdefault(k, set())) for k, y in r.items() if k != pivot]
+    emptied = 0
+    for owner in owners:
+        vec = store[owner]
+        x = vec.pop(pivot)
+        scaled = x % rp != 0
+        if scaled:
+            g = gcd(x, rp)
+            f = rp // g
+            for k in vec:
+                vec[k] *= f
+            c = x // g
         else:
-            z = old - c * y
-            if z:
-                vec[k] = z
+            c = x // rp
+        get = vec.get
+        for k, y, owners_k in terms:
+            old = get(k)
+            if old is None:
+                vec[k] = -c * y
+                owners_k.add(owner)
             else:
-                del vec[k]
-                holders[k].discard(owner)
-    if scaled and vec:
-        g = 0
-        for y in vec.values():
-            g = gcd(g, y)
-            if g == 1:
-                return
-        for k in vec:
-            vec[k] //= g
+                z = old - c * y
+                if z:
+                    vec[k] = z
+                else:
+                    del vec[k]
+                    owners_k.discard(owner)
+        if not vec:
+            emptied += 1
+        elif scaled:
+            g = 0
+            for y in vec.values():
+                g = gcd(g, y)
+                if g == 1:
+                    break
+            if g > 1:
+                for k in vec:
+                    vec[k] //= g
+    return emptied
 
 
 class _Eliminator:
@@ -334,19 +342,12 @@ class _Eliminator:
         # pivot: the key whose elimination touches the fewest vectors, then the smallest
         pivot = min(r, key=lambda k: (len(holders.get(k, ()))
                                       + len(basis_holders.get(k, ())), k))
-        rp = r[pivot]
         basis = self.basis
-        # (each update is independent of the others: their order does not matter)
-        for p in list(basis_holders.get(pivot, ())):
-            _eliminate_in_place(basis[p], p, basis_holders, pivot, r, rp)
-        primary = self.primary
-        for u in list(holders.get(pivot, ())):
-            vec = primary[u]
-            _eliminate_in_place(vec, u, holders, pivot, r, rp)
-            if not vec:
-                self.disclosed += 1
-        basis_holders.pop(pivot, None)  # both are empty now: no vector holds the pivot
-        holders.pop(pivot, None)
+        # (each update is independent of the others: their order does not matter; the
+        # pivot's holder sets are dropped as no vector holds the pivot afterwards)
+        _eliminate_in_place(basis, basis_holders.pop(pivot, ()), basis_holders, pivot, r)
+        self.disclosed += _eliminate_in_place(self.primary, holders.pop(pivot, ()), holders,
+                                              pivot, r)
         basis[pivot] = r
         for k in r:
             if k != pivot:
