@@ -31,16 +31,19 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def load_variant(variant: str, rev: str):
-    """The gauss module: the working tree's (``current``) or a git revision's."""
+def load_variant(variant: str, rev: str, current_rev: str | None = None):
+    """The gauss module: the working tree's (``current``, or ``current_rev``'s) or the
+    baseline revision's."""
     if variant == "current":
-        from tabprotect.secondary import gauss as module
-        return module
+        if current_rev is None:
+            from tabprotect.secondary import gauss as module
+            return module
+        rev = current_rev
     src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:tabprotect/secondary/gauss.py"],
                          check=True, capture_output=True, text=True).stdout
     # the registry refuses a second "gauss": register the baseline under another name
-    src = src.replace('@register_method("gauss")', '@register_method("gauss_baseline")')
-    path = Path(tempfile.mkdtemp()) / "gauss_baseline.py"
+    src = src.replace('@register_method("gauss")', f'@register_method("gauss_{variant}")')
+    path = Path(tempfile.mkdtemp()) / f"gauss_{variant}.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("gauss_baseline", path)
     module = importlib.util.module_from_spec(spec)
@@ -52,7 +55,7 @@ def child(args) -> None:
     import numpy as np
     import gen_tables
 
-    module = load_variant(args.variant, args.baseline_rev)
+    module = load_variant(args.variant, args.baseline_rev, args.current_rev)
     offers = [0]
     original_offer = module._Eliminator.offer
 
@@ -91,6 +94,8 @@ def child(args) -> None:
 def measure(table: str, variant: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", "--table", table, "--variant", variant,
            "--baseline-rev", args.baseline_rev, "--seed", str(args.seed)]
+    if args.current_rev:
+        cmd += ["--current-rev", args.current_rev]
     if args.singleton:
         cmd.append("--singleton")
     t0 = time.perf_counter()
@@ -140,6 +145,8 @@ def main(argv=None) -> None:
                     choices=["baseline", "current"])
     ap.add_argument("--baseline-rev", default="2242125",
                     help="git revision of the baseline gauss.py (default: session 2's)")
+    ap.add_argument("--current-rev", help="git revision for 'current' (default: the "
+                    "working tree)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--singleton", action="store_true",
