@@ -149,3 +149,14 @@ def test_forced_offers_count_disclosures():
     assert elim.disclosed == 1
     assert elim.offer({2: -3}, force=True)
     assert elim.disclosed == 2
+
+
+def test_singleton_runs_in_two_workers_give_the_same_pattern():
+    t = gen_tables.preset("3d-small", seed=11)
+    single = (t.status == "U") & (t.freq == 1)
+    assert single.any() and ((t.status == "U") & ~single).any()  # two eliminations
+    cost = t.value.copy()
+    one = gauss(t, cost, singleton=True)
+    two = gauss(t, cost, singleton=True, workers=2)
+    assert (one.status == two.status).all()
+    assert one.details == {**two.details, "seconds": one.details["seconds"]}

@@ -11,14 +11,16 @@ then enforced by :func:`tabprotect.secondary.protect`'s audit and repair.
 
 Why it is near-linear: vectors are not written over the inner cells (a total would be a
 dense vector) but over an equivalent sparse basis of the same space: per dimension, every
-code except the last child of each parent is a basis element, and a last child is its
-parent minus its siblings.  A cell's vector is the product of its codes' vectors, so most
-cells are unit vectors and totals are as sparse as leaves; the span relations are the same
-as over the inner cells because the change of basis is invertible.  Elimination is exact
-on Python integers (fraction-free updates, divided by the gcd), incremental, with each
-primary kept reduced against the published basis; a primary enters the span exactly when
-its reduced vector becomes zero, which for a new basis vector ``r`` happens iff the
-primary's reduced vector is proportional to ``r`` -- that is the test.
+code except one *dependent* child of each parent is a basis element, and the dependent
+child is its parent minus its siblings.  A cell's vector is the product of its codes'
+vectors, so most cells are unit vectors and totals are as sparse as leaves; the span
+relations are the same as over the inner cells because the change of basis is
+invertible.  Elimination is exact on Python integers (fraction-free, gcd-normalised),
+incremental, with each primary kept reduced against the published basis; a primary enters
+the span exactly when its reduced vector becomes zero, which for a new basis vector ``r``
+happens iff the primary's reduced vector is proportional to ``r`` -- that is the test.
+Publishing ``r`` updates, in place, every vector holding its pivot at a cost of
+``len(r)`` each (see `_eliminate_in_place`): the holders are long vectors, ``r`` is short.
 
 Singleton-aware variant (``singleton=True``): a single-contributor primary is known to its
 contributor, so the elimination is run a second time with those cells treated as
@@ -394,10 +396,18 @@ def _run(table: Table, cost: np.ndarray, vectors, checked: np.ndarray,
     return secondary, elim.disclosed, timed_out
 
 
+def _run_in_worker(task: tuple) -> tuple[np.ndarray, int, bool]:
+    """`_run` in a worker process (`tabprotect.parallel.process_map`): the task carries
+    the seconds left instead of a deadline (clocks are per process)."""
+    table, cost, dependent, checked, known, seconds_left = task
+    deadline = None if seconds_left is None else time.perf_counter() + seconds_left
+    return _run(table, cost, cell_vectors(table, dependent), checked, known, deadline)
+
+
 @register_method("gauss")
 def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
-          **options) -> MethodOutcome:
+          workers: int = 1, **options) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
     Parameters
@@ -405,6 +415,10 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     cost : suppression cost; candidates are published in decreasing cost order
     singleton : also protect against the contributors of single-contributor primaries
     time_limit : cells not examined in time stay suppressed (safe, not minimal)
+    workers : with ``singleton``, run the two eliminations in two worker processes
+        (``workers >= 2``; same result, about half the wall time)
+    dependent : ``"largest"`` (default) or ``"last"``: the dependent child of each
+        group (see `CellVectors`; the result does not depend on it)
 
     Examples
     --------
@@ -418,17 +432,28 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
-    vectors = cell_vectors(table, options.get("dependent", "largest"))
+    dependent = options.get("dependent", "largest")
     cost = np.asarray(cost, dtype=float)
     primary = table.status == "U"
     none = np.zeros(table.n_cells, dtype=bool)
-    secondary, disclosed, timed_out = _run(table, cost, vectors, primary, none, deadline)
-    if progress is not None:
-        progress("gauss", 0.5 if singleton else 1.0)
-    details = {"forced_disclosures": disclosed}
     single = primary & (table.freq == 1)
-    if singleton and single.any() and (primary & ~single).any():
-        sec2, disc2, to2 = _run(table, cost, vectors, primary & ~single, single, deadline)
+    second = bool(singleton and single.any() and (primary & ~single).any())
+    details: dict = {}
+    if second and workers >= 2:
+        from tabprotect.parallel import process_map
+        tasks = [(table, cost, dependent, primary, none, time_limit),
+                 (table, cost, dependent, primary & ~single, single, time_limit)]
+        (secondary, disclosed, timed_out), (sec2, _, to2) = process_map(
+            _run_in_worker, tasks, workers=2)
+    else:
+        vectors = cell_vectors(table, dependent)
+        secondary, disclosed, timed_out = _run(table, cost, vectors, primary, none, deadline)
+        if progress is not None:
+            progress("gauss", 0.5 if singleton else 1.0)
+        if second:
+            sec2, _, to2 = _run(table, cost, vectors, primary & ~single, single, deadline)
+    details["forced_disclosures"] = disclosed
+    if second:
         details["singleton_extra"] = int((sec2 & ~secondary).sum())
         secondary |= sec2
         timed_out |= to2
