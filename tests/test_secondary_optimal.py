@@ -4,6 +4,7 @@ must cost exactly what the optimal method returns."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -305,3 +306,42 @@ def test_reduced_candidates_never_move(seed):
         prim = table.status == "U"
         assert np.allclose(got.lower[prim], ref.lower[prim])
         assert np.allclose(got.upper[prim], ref.upper[prim])
+
+
+# ---------------------------------------------------------------- session 3: speed paths
+@pytest.mark.parametrize("seed", [1, 4, 9])
+def test_dual_simplex_oracle_gives_the_same_answers(seed):
+    # _DualOracle only changes HiGHS' algorithm: verdicts, and cut validity, must agree
+    # with the shared oracle on fractional and binary points
+    from tabprotect.secondary.optimal import _DualOracle
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    ref, dual = AttackerOracle(table, req), _DualOracle(table, req)
+    rng = np.random.default_rng(seed)
+    for _ in range(6):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        z = np.where(rng.random(table.n_cells) < 0.3, 0.0, z)
+        for point in (z, z > 0.5):
+            a, b = ref.check(point), dual.check(point)
+            assert sorted(a.violated) == sorted(b.violated)
+            assert len(a.cuts) == len(b.cuts)
+
+
+def test_time_limit_is_honoured_with_a_small_overrun():
+    # every phase of the Benders search (incumbent, LP phase, branch-and-cut, swap
+    # search) stops at the deadline; the result is audited and flagged unproven (this
+    # table needs about 9 s to a proof)
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B")] + [("A", f"a{i}") for i in range(8)]
+                                + [("B", f"b{i}") for i in range(8)])
+    cols = Hierarchy.from_pairs([("T", "A"), ("T", "B")] + [("A", f"a{i}") for i in range(6)]
+                                + [("B", f"b{i}") for i in range(6)])
+    table = hier_table(12, n_primary=40, rows=rows, cols=cols)
+    cost = cost_vector(table, "unity")
+    t0 = time.perf_counter()
+    out = optimal(table, cost, time_limit=0.5, engine="benders", mip_gap=0.0)
+    took = time.perf_counter() - t0
+    assert took < 0.5 + 1.5
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert not out.proven_optimal
+    assert out.solver_status == "time_limit" and out.mip_gap > 0
+    assert out.details["lower_bound"] <= secondary_cost(out.status, cost)

@@ -27,10 +27,13 @@ the relation, "some cell other than ``s`` and ``j``").
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import heapq
 import time
 from typing import Callable
 
+import highspy
 import numpy as np
 import scipy.sparse as sp
 
@@ -71,8 +74,28 @@ NODE_CUT_TOL = 1e-4
 FALLBACK_OVERRUN_SHARE = 0.25
 #: branch-and-cut: the repair heuristic runs on every n-th node's LP point
 HEURISTIC_EVERY = 10
+#: branch-and-cut: an open node keeps its parent's simplex basis (warm start after a jump)
+NODE_BASIS = True
+#: branch-and-cut: below the root, separate only for primaries with a cut binding (slack
+#: at most this, rhs 1) at the node's LP point; the others' requirements hold there by
+#: every cut known, and their attacker LPs are the bulk of a node's time
+RESTRICT_SEPARATION = True
+BINDING_SLACK = 1e-6
+#: branch-and-cut: a new incumbent from a node is cleaned up (redundant suppressions
+#: published again, dearest first, each kept only when the attacker LPs still pass)
+CLEANUP_INCUMBENTS = True
+#: swap search (:func:`benders`' ``local_search``) around every new incumbent
+LOCAL_SEARCH = True
 #: seconds for one early master solve (doubled whenever it finds nothing)
 ROUND_TIME_LIMIT = 3.0
+
+
+#: HiGHS' simplex_strategy value of the dual simplex (the attacker LPs' re-solves)
+DUAL_SIMPLEX = 1
+#: use :class:`_DualOracle` (dual simplex) for the attacker LPs
+DUAL_ORACLE = True
+#: HiGHS basis status by its integer value (kLower, kBasic, kUpper, kZero, kNonbasic)
+_BASIS_STATUS = {int(v): v for v in highspy.HighsBasisStatus.__members__.values()}
 
 
 def candidate_cells(table, empty: str = "publish") -> np.ndarray:
@@ -121,6 +144,9 @@ class _Master:
         self.pool: list[sp.csr_matrix] = []
         self._pool_csr: sp.csr_matrix | None = None
         self.in_model = np.zeros(0, bool)
+        # primary cell of each pool row (-1: none), for separation restricted to the
+        # primaries whose cuts bind at a node's LP point
+        self.pool_primary = np.zeros(0, np.int64)
         self.model_rows: list[int] = []  # pool index of each model row
         self._integer = True
         self._new_model(lp)
@@ -166,15 +192,18 @@ class _Master:
             self.pool = [self._pool_csr]
         return self._pool_csr
 
-    def add(self, cols_list, coef_list, rhs_list, point: np.ndarray | None = None) -> int:
+    def add(self, cols_list, coef_list, rhs_list, point: np.ndarray | None = None,
+            primaries=None) -> int:
         """Add cuts given over cell indices; fixed cells move to the right-hand side.
 
         With ``point`` (the master's current z over the candidates) each cut's integer
         rounding (:func:`_rounded_cut`) is added too when the point violates it more.
         """
-        rows, cols, vals = [], [], []
+        rows, cols, vals, prim = [], [], [], []
         r = 0
-        for cols_c, coef_c, rhs in zip(cols_list, coef_list, rhs_list):
+        if primaries is None:
+            primaries = [-1] * len(rhs_list)
+        for cols_c, coef_c, rhs, s in zip(cols_list, coef_list, rhs_list, primaries):
             fixed_part = coef_c[self.fixed[cols_c]].sum()
             # met by the fixed cells up to the attacker's relative tolerance
             if rhs - fixed_part <= 1e-7 * rhs:
@@ -199,6 +228,7 @@ class _Master:
                 rows.append(np.full(int(nzc.sum()), r))
                 cols.append(c[keep][nzc])
                 vals.append(a[nzc])
+                prim.append(int(s))
                 r += 1
         if r == 0:
             return 0
@@ -207,6 +237,7 @@ class _Master:
         start = len(self.in_model)
         self.pool.append(R)
         self.in_model = np.concatenate([self.in_model, np.ones(r, bool)])
+        self.pool_primary = np.concatenate([self.pool_primary, np.asarray(prim, np.int64)])
         self._add_to_model(R, np.arange(start, start + r))
         self.n_cuts += r
         return r
@@ -241,12 +272,74 @@ class _Master:
             self._add_to_model(self.pool_matrix[pool_idx], pool_idx)
             self.in_model[pool_idx] = True
 
+    def get_basis(self):
+        """The model's current simplex basis as compact arrays (None without one)."""
+        b = self.model.highs.getBasis()
+        if not b.valid:
+            return None
+        return (np.fromiter((int(v) for v in b.col_status), np.int8, len(b.col_status)),
+                np.fromiter((int(v) for v in b.row_status), np.int8, len(b.row_status)))
+
+    def set_basis(self, saved) -> bool:
+        """Restore a basis from :meth:`get_basis`.  Rows added since (cuts only ever
+        get appended in the branch-and-cut) enter with their slack basic, which keeps the
+        basis square; HiGHS refactorises it and the node's dual simplex starts there."""
+        cols, rows = saved
+        m = self.model.n_rows
+        if len(cols) != self.k or len(rows) > m:
+            return False
+        b = highspy.HighsBasis()
+        b.col_status = [_BASIS_STATUS[v] for v in cols.tolist()]
+        b.row_status = ([_BASIS_STATUS[v] for v in rows.tolist()]
+                        + [highspy.HighsBasisStatus.kBasic] * (m - len(rows)))
+        b.valid = True
+        return self.model.highs.setBasis(b) != highspy.HighsStatus.kError
+
     def set_gap(self, gap: float) -> None:
         self.model.highs.setOptionValue("mip_rel_gap", float(gap))
 
     def relax(self, on: bool) -> None:
         self._integer = not on
         self.model.set_integrality(np.arange(self.k), not on)
+
+
+class _DualOracle(AttackerOracle):
+    """The attacker oracle with HiGHS' dual simplex on every re-solve.
+
+    A component's attacker LPs share their bounds and differ in the objective only;
+    :class:`~solvers.HighsModel` then switches to the primal simplex (faster on the
+    audit's sweeps).  On these LPs the primal simplex can be very slow: 40 attacker LPs
+    of TABLE3 (2,397-cell component) took 10.9 s that way and 0.08 s with the dual
+    simplex (1,304 iterations instead of 32,030).  The LPs and their answers are the
+    same; only the algorithm differs."""
+
+    def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
+        req = self.req
+        sub = self.A[:, comp].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        lo = -req.down[comp] * z[comp]
+        hi = req.up[comp] * z[comp]
+        lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
+                           row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
+        model = HighsModel(lp, simplex_strategy=DUAL_SIMPLEX)
+        local = {int(c): k for k, c in enumerate(comp)}
+        attackers = [-1]
+        if req.singleton.any():
+            attackers += [int(j) for j in comp[req.singleton[comp]]]
+        for j in attackers:
+            if j >= 0:
+                model.set_col_bounds([local[j]], 0.0, 0.0)
+            for s in targets:
+                if s == j:
+                    continue
+                self._check_primary(int(s), j, model, local, comp, rows, z, out, cuts)
+                if first_only and out.violated:
+                    return
+                if deadline is not None and time.perf_counter() > deadline:
+                    out.complete = False
+                    return
+            if j >= 0:
+                model.set_col_bounds([local[j]], lo[local[j]], hi[local[j]])
 
 
 class _SafeOracle:
@@ -297,7 +390,7 @@ def _initial_cover_rows(table, req: Requirements, cand: np.ndarray, fixed: np.nd
     A = table.relations.tocsr()
     AT = A.T.tocsr()
     useful = (cand | fixed) & ((req.up > 0) | (req.down > 0))
-    cols_l, coef_l, rhs_l = [], [], []
+    cols_l, coef_l, rhs_l, prim_l = [], [], [], []
     seen = set()
     for p, s in enumerate(req.primary):
         if req.need_up[p] <= 0 and req.need_down[p] <= 0 and req.need_width[p] <= 0:
@@ -315,7 +408,8 @@ def _initial_cover_rows(table, req: Requirements, cand: np.ndarray, fixed: np.nd
                 cols_l.append(cl)
                 coef_l.append(np.ones(len(cl)))
                 rhs_l.append(1.0)
-    return cols_l, coef_l, rhs_l
+                prim_l.append(int(s))
+    return cols_l, coef_l, rhs_l, prim_l
 
 
 #: relative slack of a rounded cut's right-hand side: the master accepts rows met up to
@@ -445,7 +539,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         cand = _reduce_candidates(table, req, cand, fixed)
     cand_idx = np.flatnonzero(cand)
     stats = {"oracle_errors": 0}
-    oracle = _SafeOracle(AttackerOracle(table, req), stats)
+    oracle = _SafeOracle((_DualOracle if DUAL_ORACLE else AttackerOracle)(table, req), stats)
     repair = GreedyRepair(table, req, cost, cand, oracle)
     stats.update({"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
              "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0})
@@ -498,6 +592,51 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             if c < best_cost:
                 best, best_cost = pattern, c
         stats["heuristic_seconds"] += time.perf_counter() - th
+
+    searched: set = set()  # incumbents the swap search has already been through
+
+    def local_search() -> None:
+        """Swap search around the incumbent: publish one secondary again (dearest
+        first), forbid it, repair what that breaks with the other cells and drop what
+        the result does not need; a cheaper protected pattern becomes the incumbent and
+        is searched in turn.  Bounded like every heuristic by its share of the time."""
+        nonlocal best, best_cost
+        if not LOCAL_SEARCH or best is None:
+            return
+        th = time.perf_counter()
+        ban = np.zeros(table.n_cells, bool)
+        allowed = repair.candidates
+        try:
+            while best.tobytes() not in searched:
+                searched.add(best.tobytes())
+                secs = np.flatnonzero(best & ~fixed)
+                for i in secs[np.argsort(-cost[secs], kind="stable")]:
+                    now = time.perf_counter()
+                    if deadline is not None and (
+                            now >= deadline or stats["heuristic_seconds"] + (now - th)
+                            > HEURISTIC_SHARE * (now - t0)):
+                        return
+                    seed = best.copy()
+                    seed[i] = False
+                    ban[i] = True
+                    repair.candidates = allowed & ~ban
+                    pattern, unmet = repair.run(seed, deadline=deadline)
+                    repair.candidates = allowed
+                    ban[i] = False
+                    stats["swaps"] = stats.get("swaps", 0) + 1
+                    if unmet or _cost_of(pattern & ~fixed, cost) >= PRUNE_WITHIN * best_cost:
+                        continue
+                    pattern = _prune(oracle, pattern, fixed, cost, deadline)
+                    c = _cost_of(pattern & ~fixed, cost)
+                    if c < best_cost - 1e-9 * max(1.0, best_cost):
+                        best, best_cost = pattern, c
+                        stats["swap_improvements"] = stats.get("swap_improvements", 0) + 1
+                        report(f"swap search: incumbent {best_cost:.6g}", 0.5)
+                        break  # search around the new incumbent
+        finally:
+            repair.candidates = allowed
+            stats["heuristic_seconds"] += time.perf_counter() - th
+
     report("incumbent", 0.05)
 
     # with integer costs every pattern's cost is an integer: a bound rounds up
@@ -512,9 +651,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     # (single-relation capacity cuts were tried as initial rows: valid, but they steer
     # the LP to points where the capped separation finds little -- TABLE7 value root
     # bound 1.89e6 with them, 3.83e6 without)
-    cols_l, coef_l, rhs_l = _initial_cover_rows(table, req, cand, fixed)
+    cols_l, coef_l, rhs_l, prim_l = _initial_cover_rows(table, req, cand, fixed)
     try:
-        n_cover = master.add(cols_l, coef_l, rhs_l)
+        n_cover = master.add(cols_l, coef_l, rhs_l, primaries=prim_l)
     except _Unprotectable as exc:
         raise InfeasibleRulesError(_unprotectable_message(table, exc.cells)) from None
     stats["static_rows"] = master.n_static
@@ -525,7 +664,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         try:
             n = master.add([c.cols for c in check.cuts], [c.coef for c in check.cuts],
                            [c.rhs for c in check.cuts],
-                           point=point if strong else None)
+                           point=point if strong else None,
+                           primaries=[c.primary for c in check.cuts])
         except _Unprotectable as exc:
             raise InfeasibleRulesError(_unprotectable_message(table, exc.cells)) from None
         stats["cuts"] += n
@@ -578,6 +718,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             seed = fixed.copy()
             seed[cand_idx[zlp >= theta]] = True
             improve(seed)
+    local_search()
     def branch_and_cut() -> tuple[bool, float]:
         """Our own branch-and-cut on the LP master (HiGHS has no usable lazy-constraint
         callback): best-bound search with plunging, capacity cuts separated at every
@@ -593,7 +734,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         # heap entries: (LP bound, -depth, tie counter, branching path); the unrounded
         # LP bound orders the nodes (integer costs: the rounded one prunes them)
         heap: list = [(lower_bound, 0, counter, ())]
-        stats.update(nodes=0, node_lps=0, bc_max_depth=0)
+        # the parent's final basis of an open node, by tie counter
+        bases: dict = {}
+        stats.update(nodes=0, node_lps=0, bc_max_depth=0, sep_skipped=0, basis_restored=0)
 
         def prunable(bound: float) -> bool:
             bound = _round_bound(bound, integral_costs)
@@ -638,6 +781,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                         z = full_z(zi.astype(float)) > 0.5
                         c = _cost_of(z & ~fixed, cost)
                         if c < best_cost:
+                            # clean-up: publish again what the pattern does not need
+                            if CLEANUP_INCUMBENTS:
+                                z = _prune(oracle, z, fixed, cost, None if deadline is None
+                                           else min(deadline, time.perf_counter()
+                                                    + 0.05 * time_limit))
+                                c = _cost_of(z & ~fixed, cost)
                             best, best_cost = z, c
                             report(f"B&C: incumbent {best_cost:.6g}", 0.5)
                         return None
@@ -658,7 +807,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 # below the root only the capped separation: at fractional points its
                 # cuts are the stronger ones, and it halves the attacker LPs per round
                 chk = oracle.check(full_z(zc), deadline=deadline) if root else Check()
-                sep = oracle.separate(full_z(zc), deadline=deadline)
+                if root or not RESTRICT_SEPARATION:
+                    sep = oracle.separate(full_z(zc), deadline=deadline)
+                else:
+                    sep = separate_binding(zc)
                 stats["oracle_seconds"] += time.perf_counter() - to
                 stats["lp_solves"] += chk.n_lp + sep.n_lp
                 if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
@@ -667,6 +819,27 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             return "time"
 
         unsure = [False]  # a node was dropped on a failed attacker LP: no proof
+
+        def separate_binding(zc):
+            """Capped separation for the primaries with a binding cut at ``zc`` only
+            (the others are given no levels, so their attacker LPs are skipped)."""
+            lhs = master.pool_matrix @ zc
+            prim = np.unique(master.pool_primary[lhs <= 1.0 + BINDING_SLACK])
+            prim = prim[prim >= 0]
+            keep = np.isin(req.primary, prim)
+            stats["sep_skipped"] += int((~keep).sum())
+            if not keep.any():
+                return Check()
+            sub = dataclasses.replace(req, need_up=np.where(keep, req.need_up, 0.0),
+                                      need_down=np.where(keep, req.need_down, 0.0),
+                                      need_width=np.where(keep, req.need_width, 0.0))
+            view = copy.copy(oracle._oracle)
+            view.req = sub
+            try:
+                return view.separate(_clean(full_z(zc)), deadline=deadline)
+            except RuntimeError:
+                stats["oracle_errors"] += 1
+                return Check(complete=False)
 
         plunge = None  # (bound, depth, path) processed next without touching the heap
         open_bound = lower_bound
@@ -677,8 +850,14 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 nb, depth, path = plunge
                 plunge = None
             else:
-                nb, neg_depth, _, path = heapq.heappop(heap)
+                nb, neg_depth, key, path = heapq.heappop(heap)
                 depth = -neg_depth
+                saved = bases.pop(key, None)
+                if prunable(nb):
+                    continue
+                # a jump in the tree: start from the parent's basis, not the last node's
+                if saved is not None and master.set_basis(saved):
+                    stats["basis_restored"] += 1
             if prunable(nb):
                 continue
             lo, hi = glob_lo.copy(), glob_hi.copy()
@@ -689,6 +868,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             out = node_lp(lo, hi, root=not path)
             if out is None:
                 continue
+            if best is not None and best.tobytes() not in searched:
+                local_search()
             if isinstance(out, str):  # time: the node stays open
                 heapq.heappush(heap, (nb, -depth, counter, path))
                 counter += 1
@@ -728,6 +909,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             down = (bound, depth + 1, path + ((j, 0.0),))
             # plunge into the up branch (suppress the cell): it reaches protected patterns
             plunge = up
+            if NODE_BASIS:
+                saved = master.get_basis()
+                if saved is not None:
+                    bases[counter] = saved
             heapq.heappush(heap, (down[0], -down[1], counter, down[2]))
             counter += 1
             if stats["nodes"] % 50 == 0:
