@@ -78,10 +78,12 @@ def child(args) -> None:
     cost = table.value.copy()
     start = time.perf_counter()
     threading.Thread(target=report_progress, daemon=True).start()
-    out = module.gauss(table, cost, singleton=args.singleton)
+    # (a baseline without the workers option takes it in **options and ignores it)
+    out = module.gauss(table, cost, singleton=args.singleton, workers=args.workers)
     seconds = time.perf_counter() - start
     sec = out.status == "M"
     row = {"table": args.table, "variant": args.variant, "cells": table.n_cells,
+           "singleton": args.singleton, "workers": args.workers,
            "primaries": int((table.status == "U").sum()), "load_s": round(load_s, 2),
            "method_s": round(seconds, 2), "offers": offers[0],
            "secondaries": int(sec.sum()), "value_secondary": float(table.value[sec].sum()),
@@ -98,6 +100,7 @@ def measure(table: str, variant: str, args) -> dict:
         cmd += ["--current-rev", args.current_rev]
     if args.singleton:
         cmd.append("--singleton")
+    cmd += ["--workers", str(args.workers)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONHASHSEED": "0"})
@@ -151,6 +154,8 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--singleton", action="store_true",
                     help="singleton=True (two eliminations); default False as bench_scale")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="gauss workers (2: the singleton pass's eliminations in parallel)")
     ap.add_argument("--jsonl", help="append the rows to this file")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--table", help=argparse.SUPPRESS)
