@@ -148,3 +148,19 @@ def test_time_plan_gives_each_subtable_a_share_of_the_time_left():
             subtable_time_limit=None)
     # three sub-tables to solve within 30 s: no solve may plan on the whole budget
     assert limits and all(0.5 <= x <= 0.8 * 30.0 for x in limits)
+
+
+@pytest.mark.parametrize("extra_seed", [0, 1, 2, 3])
+def test_unprotected_primaries_match_the_audit(extra_seed):
+    # the job's skip test and the feasibility check restricted to these primaries rely
+    # on this set: it must be exactly the primaries the independent audit finds short
+    from tabprotect.secondary.modular import _unprotected
+
+    t = gen_tables.generate([(4,), (3,)], seed=2)
+    rng = np.random.default_rng(extra_seed)
+    st = t.status.copy()
+    extra = (st == "S") & (rng.random(t.n_cells) < 0.3)
+    st[extra] = "M"
+    pattern = t.replace(status=st)
+    expected = set(audit(pattern, singleton=False).shortfalls.tolist())
+    assert set(_unprotected(pattern, singleton=False).tolist()) == expected

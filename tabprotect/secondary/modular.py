@@ -54,13 +54,20 @@ PLANNED_SHARE = 0.8
 
 
 def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
-                   singleton: bool, mip_gap: float | None) -> np.ndarray:
+                   singleton: bool, mip_gap: float | None,
+                   short: np.ndarray | None = None) -> np.ndarray:
+    """The optimal method on one sub-table, after checking that it can be protected.
+
+    ``short``: the primaries the current pattern leaves unprotected, when known; only
+    they need the feasibility check (more suppression never unprotects a primary).
+    """
     from tabprotect.secondary.optimal import optimal
     from tabprotect.secondary.repair import AttackerOracle, Requirements
 
     req = Requirements.from_table(sub, singleton=singleton)
     movable = np.isin(sub.status, ("S", "U", "M"))
-    chk = AttackerOracle(sub, req).check(movable, cuts=False)
+    chk = AttackerOracle(sub, req).check(movable, cuts=False, primaries=short,
+                                         first_only=True)
     if not chk.ok:
         raise InfeasibleRulesError("sub-table cannot be protected with its margins")
     out = optimal(sub, cost, time_limit=time_limit, singleton=singleton, mip_gap=mip_gap,
@@ -78,13 +85,17 @@ def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None
     return partial(_optimal_solve, singleton=singleton, mip_gap=mip_gap)
 
 
-def _already_protected(sub: Table, singleton: bool) -> bool:
-    """The suppressed cells of the sub-table already protect each other (no MILP)."""
+def _unprotected(sub: Table, singleton: bool) -> np.ndarray:
+    """The sub-table's primaries its suppressed cells leave unprotected (empty: no MILP
+    needed)."""
     from tabprotect.secondary.repair import AttackerOracle, Requirements
 
     req = Requirements.from_table(sub, singleton=singleton)
     hidden = np.isin(sub.status, ("U", "M"))
-    return AttackerOracle(sub, req).check(hidden, cuts=False).ok
+    chk = AttackerOracle(sub, req).check(hidden, cuts=False)
+    if not chk.complete:  # pragma: no cover - no deadline is given
+        return req.primary
+    return np.unique(np.asarray([s for s, _, _ in chk.violated], dtype=np.int64))
 
 
 @dataclass
@@ -124,8 +135,11 @@ def _run_job(job: _Job, solve: SubtableSolver) -> _Result:
     if job.deadline is not None and time.time() >= job.deadline:
         return done(status=None, late=True)
     # (in the worker: the attacker-LP check is as parallel as the solves)
-    if _already_protected(job.strict, job.singleton):
+    short = _unprotected(job.strict, job.singleton)
+    if len(short) == 0:
         return done(status=None, skipped=True)
+    if isinstance(solve, partial) and solve.func is _optimal_solve:
+        solve = partial(solve, short=short)  # the feasibility check needs only these
 
     def limit() -> float | None:
         if job.deadline is None:
