@@ -407,7 +407,7 @@ def _run_in_worker(task: tuple) -> tuple[np.ndarray, int, bool]:
 @register_method("gauss")
 def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
-          workers: int = 1, **options) -> MethodOutcome:
+          workers: int | None = None, **options) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
     Parameters
@@ -416,7 +416,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     singleton : also protect against the contributors of single-contributor primaries
     time_limit : cells not examined in time stay suppressed (safe, not minimal)
     workers : with ``singleton``, run the two eliminations in two worker processes
-        (``workers >= 2``; same result, about half the wall time)
+        (``workers >= 2``; same result, about half the wall time); default 2 from
+        100,000 cells (where the process start-up is negligible), else 1
     dependent : ``"largest"`` (default) or ``"last"``: the dependent child of each
         group (see `CellVectors`; the result does not depend on it)
 
@@ -439,6 +440,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     single = primary & (table.freq == 1)
     second = bool(singleton and single.any() and (primary & ~single).any())
     details: dict = {}
+    if workers is None:
+        workers = 2 if table.n_cells >= 100_000 else 1
     if second and workers >= 2:
         from tabprotect.parallel import process_map
         tasks = [(table, cost, dependent, primary, none, time_limit),
