@@ -19,9 +19,11 @@ top-down (by level), each with the optimal method on the small flat table:
 Sub-tables of one level share no cell, so they are independent given the levels above:
 they are solved as one wave, in parallel worker processes (``workers``), and their results
 applied in key order (deterministic).  A sub-table whose suppressed cells already protect
-each other (checked with the attacker LPs) needs no MILP and is skipped.  Any number of dimensions works: a sub-table is the
-product of one group per dimension.  The full-table audit and repair of
-:func:`tabprotect.secondary.protect` have the last word.
+each other needs no MILP and is skipped; that test and the feasibility test use cube proofs
+(:func:`cube_protected`) and attacker LPs only for what cubes cannot prove.  With a
+``time_limit`` every wave's sub-tables get a share of the time left (the time plan).  Any
+number of dimensions works: a sub-table is the product of one group per dimension.  The
+full-table audit and repair of :func:`tabprotect.secondary.protect` have the last word.
 """
 from __future__ import annotations
 
