@@ -754,6 +754,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 r = master.model.solve(time_limit=left())
                 stats["master_seconds"] += time.perf_counter() - tm
                 stats["node_lps"] += 1
+                stats["node_lp_iterations"] = stats.get("node_lp_iterations", 0) + int(
+                    master.model.highs.getInfo().simplex_iteration_count)
                 if r.status == "infeasible":
                     return None
                 if r.status != "optimal":
