@@ -127,6 +127,7 @@ class CellVectors:
         return []
 
     def vector(self, cell: int) -> dict[int, int]:
+        """The cell's vector ``{key: coefficient}``: the product of its codes' vectors."""
         rest = int(cell)
         parts = []
         for terms, stride in zip(self._terms, self._strides):
