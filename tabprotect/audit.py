@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from solvers import HighsModel, LinearProgram
+from solvers import HighsModel, LinearProgram, solve
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
@@ -42,6 +42,10 @@ _SENSE_ORDER = ("min", "max")
 MODES = ("intervals", "verdict")
 # below this many unpublished cells a process pool costs more than it saves
 _PARALLEL_MIN_CELLS = 5000
+# verdict mode: components from this many variables try local LPs (``_LOCAL_HOPS``
+# relation steps around a primary) before the whole-component LP of a primary
+_LOCAL_MIN_VARS = 2000
+_LOCAL_HOPS = 2
 
 
 @dataclass
@@ -55,8 +59,10 @@ class AuditResult:
     ----------
     lower, upper : feasibility interval of every cell. In ``mode="verdict"`` only the
         bounds flagged in ``exact_lower``/``exact_upper`` are the interval's exact ends;
-        the others are values some feasible table attains (the true interval is at least
-        ``[lower, upper]``)
+        those flagged in ``outer_lower``/``outer_upper`` are limits the interval cannot
+        pass (from an LP with far relations dropped; set only where they prove a primary
+        short); the others are values some feasible table attains (the true interval is
+        at least ``[lower, upper]`` there)
     required_lower, required_upper : the interval a primary cell's protection levels ask
         for (``value - LPL`` capped at ``lb``, ``value + UPL``); nan for other cells
     unpublished : mask of cells the intruder does not see
@@ -89,6 +95,9 @@ class AuditResult:
     exact_lower: np.ndarray | None = None
     exact_upper: np.ndarray | None = None
     n_certified: int = 0   # primary cells proven protected by witnesses, without own LP
+    outer_lower: np.ndarray | None = None
+    outer_upper: np.ndarray | None = None
+    n_local_lp: int = 0    # small LPs around primary cells (verdict mode, large components)
 
     @property
     def complete(self) -> bool:
@@ -198,6 +207,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[unpublished] = np.inf
     exact_lower = np.ones(n, dtype=bool)
     exact_upper = np.ones(n, dtype=bool)
+    outer_lower = np.zeros(n, dtype=bool)
+    outer_upper = np.zeros(n, dtype=bool)
 
     primary = (table.status == "U") & unpublished
     req_lo, req_hi, req_w = required_interval(table, primary)
@@ -209,7 +220,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[determined] = value[determined]
     free = unpublished & ~determined
     comps, ncomp = _components(table.relations, free)
-    counters = {"lp": 0, "skipped": 0, "certified": 0}
+    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0}
     incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
@@ -235,6 +246,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         upper[cells] = out.hi
         exact_lower[cells] = out.exact_lo
         exact_upper[cells] = out.exact_hi
+        outer_lower[cells] = out.outer_lo
+        outer_upper[cells] = out.outer_hi
         worst_lo[cells] = out.worst_lo
         worst_hi[cells] = out.worst_hi
         incomplete[cells[out.incomplete]] = True
@@ -260,7 +273,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             if progress is not None:
                 progress(k + 1, ncomp)
 
-    exact = unpublished & exact_lower & exact_upper & (
+    # a point interval from exact or outer bounds: the cell is disclosed
+    exact = unpublished & (exact_lower | outer_lower) & (exact_upper | outer_upper) & (
         np.abs(upper - lower) <= _TOL * np.maximum(1.0, np.abs(value)))
     eff_lo = np.maximum(lower, worst_lo)
     eff_hi = np.minimum(upper, worst_hi)
@@ -281,7 +295,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        n_determined=int(determined.sum()), incomplete=incomplete,
                        runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
                        exact_lower=exact_lower, exact_upper=exact_upper,
-                       n_certified=counters["certified"])
+                       outer_lower=outer_lower, outer_upper=outer_upper,
+                       n_certified=counters["certified"], n_local_lp=counters["local_lp"])
 
 
 def required_interval(table: Table, primary: np.ndarray | None = None
@@ -423,6 +438,64 @@ class _ReducedSystem:
             x = None
         return val, x
 
+    def neighbourhood(self, j: int, hops: int) -> np.ndarray:
+        """Variables within ``hops`` relation steps of variable ``j`` (sorted)."""
+        if getattr(self, "_A_csc", None) is None:
+            self._A_csc = self.A.tocsc()
+        cells = np.array([j])
+        for _ in range(hops):
+            rows = np.unique(self._A_csc[:, cells].indices)
+            cells = np.unique(self.A[rows].indices)
+        return cells
+
+    def local_bound(self, j, sense, cells, kind, fixed, counters):
+        """Min or max of ``x_j`` over a small LP around it.
+
+        ``kind="relaxed"``: only the relations whose variables all lie in ``cells``; the
+        other relations are dropped, so the interval can only grow: a bound that falls
+        short here falls short in the whole system (an outer bound).
+        ``kind="restricted"``: the variables outside ``cells`` stay at their true values;
+        every solution is a feasible table of the whole system (a witness).
+        Returns ``(value, x over all variables or None)``; value None when the LP gave
+        no answer (the caller then falls back to the whole system)."""
+        if getattr(self, "_A_csc", None) is None:
+            self._A_csc = self.A.tocsc()
+        inside = np.zeros(self.k, dtype=bool)
+        inside[cells] = True
+        rows = np.unique(self._A_csc[:, cells].indices)
+        sub = self.A[rows]
+        tol = self.row_tol[rows] if self.relaxed else 0.0
+        rhs = self.rhs[rows]
+        if kind == "relaxed":
+            keep = np.asarray((sub[:, ~inside] != 0).sum(axis=1)).ravel() == 0
+            sub, rhs = sub[keep], rhs[keep]
+            tol = tol[keep] if self.relaxed else 0.0
+        else:
+            rhs = rhs - sub[:, ~inside] @ self.value[~inside]
+        sub = sub[:, cells]
+        lb, ub = self.lb[cells].copy(), self.ub[cells].copy()
+        if fixed:
+            for jj, v in fixed.items():
+                pos = np.searchsorted(cells, jj)
+                if pos < len(cells) and cells[pos] == jj:
+                    lb[pos] = ub[pos] = v
+        c = np.zeros(len(cells))
+        c[np.searchsorted(cells, j)] = 1.0
+        res = solve(LinearProgram(c=c, A=sp.csr_matrix(sub), row_lower=rhs - tol,
+                                  row_upper=rhs + tol, col_lower=lb, col_upper=ub,
+                                  sense=sense))
+        counters["local_lp"] = counters.get("local_lp", 0) + 1
+        if res.status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None
+        if res.status != "optimal" or res.x is None:
+            return None, None
+        val = float(res.x[np.searchsorted(cells, j)])
+        if kind == "relaxed":
+            return val, None
+        x = self.value.copy()
+        x[cells] = res.x
+        return val, x
+
     def _integer_bound(self, j, sense, fixed, counters) -> float:
         """The LP optimum was fractional: solve the integer program for this bound."""
         model = HighsModel(self.lp(True, fixed))
@@ -478,22 +551,26 @@ class _ComponentOutcome:
     counters: dict
     notes: list
     infeasible_cell: int | None = None
+    outer_lo: np.ndarray | None = None
+    outer_hi: np.ndarray | None = None
 
 
 def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
     """Intervals (or the verdict) of one component, plus its singleton attacks."""
     system = task.system
     k = system.k
-    counters = {"lp": 0, "skipped": 0, "certified": 0}
+    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0}
     worst_lo = np.full(k, -np.inf)
     worst_hi = np.full(k, np.inf)
     try:
         if task.mode == "verdict":
-            lo, hi, ex_lo, ex_hi = _verdict_bounds(system, task, np.arange(k), counters)
+            lo, hi, ex_lo, ex_hi, out_lo, out_hi = _verdict_bounds(
+                system, task, np.arange(k), counters)
         else:
             lo, hi = _exact_intervals(system, np.arange(k), task.integer, counters,
                                       task.deadline)
             ex_lo = ex_hi = np.ones(k, dtype=bool)
+            out_lo = out_hi = np.zeros(k, dtype=bool)
         if task.freq is not None:
             targets_all = np.flatnonzero(task.primary)
             for s in np.flatnonzero(task.freq == 1):
@@ -502,7 +579,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
                     continue
                 fixed = {int(s): float(system.value[s])}
                 if task.mode == "verdict":
-                    a_lo, a_hi, _, _ = _verdict_bounds(system, task, targets, counters, fixed)
+                    a_lo, a_hi = _verdict_bounds(system, task, targets, counters, fixed)[:2]
                     a_lo, a_hi = a_lo[targets], a_hi[targets]
                 else:
                     a_lo, a_hi = _exact_intervals(system, targets, task.integer, counters,
@@ -513,11 +590,12 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
         empty = np.zeros(k)
         return _ComponentOutcome(empty, empty, empty.astype(bool), empty.astype(bool),
                                  worst_lo, worst_hi, np.zeros(0, dtype=np.int64), counters,
-                                 [], infeasible_cell=exc.local_cell)
+                                 [], infeasible_cell=exc.local_cell,
+                                 outer_lo=empty.astype(bool), outer_hi=empty.astype(bool))
     incomplete = np.fromiter(sorted(system.incomplete), dtype=np.int64,
                              count=len(system.incomplete))
     return _ComponentOutcome(lo, hi, ex_lo, ex_hi, worst_lo, worst_hi, incomplete,
-                             counters, [])
+                             counters, [], outer_lo=out_lo, outer_hi=out_hi)
 
 
 def _out_of_time(deadline) -> bool:
@@ -658,10 +736,63 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                 break
         counters["certified"] += int(satisfied().sum())
 
+        # 1b. local LPs around each primary still open (large components only): an LP
+        # with the rest of the table at its true values gives witnesses cheaply; an LP
+        # with the far relations dropped bounds the interval from outside, so a shortfall
+        # it shows is a shortfall of the whole system, proven without the whole LP
+        outer_lo = np.zeros(k, dtype=bool)
+        outer_hi = np.zeros(k, dtype=bool)
+        decided = np.zeros(k, dtype=bool)
+
+        def narrow(j):
+            return hi[j] - lo[j] < req_w[j] - tol[j] or hi[j] - lo[j] <= tol[j]
+
+        def needs_hi(j):
+            return hi[j] < req_hi[j] - tol[j] or narrow(j)
+
+        def needs_lo(j):
+            return lo[j] > req_lo[j] + tol[j] or narrow(j)
+
+        if k >= _LOCAL_MIN_VARS:
+            for j in np.flatnonzero(want & ~satisfied()):
+                if _out_of_time(task.deadline):
+                    break
+                j = int(j)
+                cells = system.neighbourhood(j, _LOCAL_HOPS)
+                if len(cells) > k // 2:
+                    continue
+                for sense, needed in (("max", needs_hi), ("min", needs_lo)):
+                    if needed(j):
+                        _, x = system.local_bound(j, sense, cells, "restricted", fixed,
+                                                  counters)
+                        absorb(x)
+                if not (needs_hi(j) or needs_lo(j)):
+                    counters["certified"] += 1
+                    continue
+                out_hi = out_lo = None
+                if needs_hi(j):
+                    out_hi, _ = system.local_bound(j, "max", cells, "relaxed", fixed,
+                                                   counters)
+                if needs_lo(j):
+                    out_lo, _ = system.local_bound(j, "min", cells, "relaxed", fixed,
+                                                   counters)
+                o_hi = np.inf if out_hi is None else out_hi
+                o_lo = -np.inf if out_lo is None else out_lo
+                if integer:
+                    o_hi = np.floor(o_hi + 1e-6) if np.isfinite(o_hi) else o_hi
+                    o_lo = np.ceil(o_lo - 1e-6) if np.isfinite(o_lo) else o_lo
+                if (o_hi < req_hi[j] - tol[j] or o_lo > req_lo[j] + tol[j]
+                        or o_hi - o_lo < req_w[j] - tol[j] or o_hi - o_lo <= tol[j]):
+                    if out_hi is not None:
+                        hi[j], outer_hi[j] = o_hi, True
+                    if out_lo is not None:
+                        lo[j], outer_lo[j] = o_lo, True
+                    decided[j] = True
+
         # 2. per-cell LPs for what the witnesses did not settle; each solution is a new
         # witness for the cells still open
         for sense in ("max", "min"):
-            for j in np.flatnonzero(want):
+            for j in np.flatnonzero(want & ~decided):
                 if _out_of_time(task.deadline):
                     if not satisfied()[j]:
                         system.incomplete.add(int(j))
@@ -686,7 +817,7 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
         system.incomplete -= set(np.flatnonzero(satisfied() & want).tolist())
     finally:
         system.unfix(fixed)
-    return lo, hi, ex_lo, ex_hi
+    return lo, hi, ex_lo, ex_hi, outer_lo, outer_hi
 
 
 class _AggregateModel:
