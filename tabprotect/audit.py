@@ -68,7 +68,8 @@ class AuditResult:
     unpublished : mask of cells the intruder does not see
     protected : per cell, True unless it is a primary cell whose interval falls short
     exact : unpublished cells whose interval is a single point (exact disclosure; in
-        verdict mode decided for primary cells only)
+        verdict mode decided for primary cells only, and not for those whose shortfall
+        was proven by outer bounds alone)
     passed : every primary cell is protected (and, for ``singleton`` audits, against every
         single-contributor attacker too)
     """
@@ -783,9 +784,11 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                     o_lo = np.ceil(o_lo - 1e-6) if np.isfinite(o_lo) else o_lo
                 if (o_hi < req_hi[j] - tol[j] or o_lo > req_lo[j] + tol[j]
                         or o_hi - o_lo < req_w[j] - tol[j] or o_hi - o_lo <= tol[j]):
-                    if out_hi is not None:
+                    # a shortfall proven this way leaves open whether the cell is
+                    # disclosed exactly (unless the outer interval is a point)
+                    if np.isfinite(o_hi):
                         hi[j], outer_hi[j] = o_hi, True
-                    if out_lo is not None:
+                    if np.isfinite(o_lo):
                         lo[j], outer_lo[j] = o_lo, True
                     decided[j] = True
 
