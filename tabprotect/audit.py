@@ -39,7 +39,7 @@ from tabprotect.parallel import process_map
 
 _TOL = 1e-6
 _SENSE_ORDER = ("min", "max")
-MODES = ("intervals", "verdict")
+MODES = ("intervals", "verdict", "screen")
 # below this many unpublished cells a process pool costs more than it saves
 _PARALLEL_MIN_CELLS = 5000
 # verdict mode: components from this many variables try local LPs (``_LOCAL_HOPS``
@@ -139,7 +139,7 @@ class AuditResult:
         out = table.to_frame(("value", "freq", "status"))
         out["lower"] = self.lower
         out["upper"] = self.upper
-        if self.mode == "verdict":
+        if self.mode in ("verdict", "screen"):
             out["exact_lower"] = self.exact_lower
             out["exact_upper"] = self.exact_upper
         out["required_lower"] = self.required_lower
@@ -172,7 +172,10 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     progress : called as ``progress(done_components, total_components)``
     mode : ``"intervals"`` computes the exact interval of every unpublished cell;
         ``"verdict"`` decides only whether each primary cell is protected (same verdict,
-        far fewer LPs on large patterns; see ``AuditResult.exact_lower``)
+        far fewer LPs on large patterns; see ``AuditResult.exact_lower``); ``"screen"``
+        only certifies: like verdict mode, but on large components a primary cell that
+        no witness certifies counts as not protected without the LPs that would prove
+        it short (a pass is a real pass; a failure may be unproven -- for repair loops)
     workers : processes for independent components (1 = in this process)
 
     Examples
@@ -564,7 +567,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
     worst_lo = np.full(k, -np.inf)
     worst_hi = np.full(k, np.inf)
     try:
-        if task.mode == "verdict":
+        if task.mode in ("verdict", "screen"):
             lo, hi, ex_lo, ex_hi, out_lo, out_hi = _verdict_bounds(
                 system, task, np.arange(k), counters)
         else:
@@ -579,7 +582,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
                 if len(targets) == 0:
                     continue
                 fixed = {int(s): float(system.value[s])}
-                if task.mode == "verdict":
+                if task.mode in ("verdict", "screen"):
                     a_lo, a_hi = _verdict_bounds(system, task, targets, counters, fixed)[:2]
                     a_lo, a_hi = a_lo[targets], a_hi[targets]
                 else:
@@ -769,6 +772,9 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                         absorb(x)
                 if not (needs_hi(j) or needs_lo(j)):
                     counters["certified"] += 1
+                    continue
+                if task.mode == "screen":
+                    decided[j] = True   # left uncertified: counts as short, unproven
                     continue
                 out_hi = out_lo = None
                 if needs_hi(j):

@@ -340,6 +340,30 @@ def test_property_local_lps_keep_the_verdict(data):
         audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = saved
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_property_screen_mode_never_certifies_wrongly(data):
+    audit_module = importlib.import_module("tabprotect.audit")
+    seed = data.draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    t = two_way(rng.integers(0, 40, size=(data.draw(st.integers(4, 8)),
+                                          data.draw(st.integers(4, 8)))))
+    n = t.n_cells
+    t = _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 5))),
+                        data.draw(st.integers(n // 8, n // 2)))
+    full = audit(t)
+    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS
+    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = 0, 1
+    try:
+        screen = audit(t, mode="screen")
+    finally:
+        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = saved
+    assert screen.mode == "screen"
+    # what the screen calls protected is protected; a screen pass is a pass
+    assert not (screen.protected & ~full.protected).any()
+    assert not screen.passed or full.passed
+
+
 def test_local_lps_decide_shortfalls_without_the_whole_lp(monkeypatch):
     audit_module = importlib.import_module("tabprotect.audit")
     monkeypatch.setattr(audit_module, "_LOCAL_MIN_VARS", 0)

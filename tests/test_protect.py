@@ -235,16 +235,20 @@ def test_cli_protect_report_option(tmp_path, capsys):
     assert trail and "report written to" in capsys.readouterr().out
 
 
-def test_large_table_path_verdict_audit_and_local_repair(monkeypatch):
-    # the path protect() takes from LARGE_TABLE cells on, forced on a small table: verdict
-    # audit, local repair, no up-front check; the independent interval audit must agree
+@pytest.mark.parametrize("local_lps", [False, True])
+def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps):
+    # the path protect() takes from LARGE_TABLE cells on, forced on a small table:
+    # screening audits (verdict audit if the screen never passes), local repair, no
+    # up-front check; the independent interval audit must agree
     import sys as _sys
     protect_module = _sys.modules["tabprotect.secondary.protect"]  # the function shadows it
     monkeypatch.setattr(protect_module, "LARGE_TABLE", 10)
+    if local_lps:  # the screen's local LPs, normally for large components only
+        monkeypatch.setattr(_sys.modules["tabprotect.audit"], "_LOCAL_MIN_VARS", 0)
     t = gen_tables.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
     assert res.parameters["audit_mode"] == "verdict"
-    assert res.audit.mode == "verdict"
+    assert res.audit.mode in ("screen", "verdict")
     assert len(res.repaired) > 0  # gauss leaves shortfalls: the local repair ran
     assert res.passed
     assert audit(res.table).passed  # intervals mode, independent of the verdict path

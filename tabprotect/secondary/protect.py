@@ -259,8 +259,15 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     def left() -> float | None:
         return None if deadline is None else max(1.0, deadline - time.perf_counter())
 
-    def judge(t: Table) -> AuditResult:
-        return audit(t, singleton=singleton, time_limit=left(), mode=mode,
+    # large tables: the repair rounds are judged by screening audits (certify what the
+    # witnesses can; what they cannot counts as short without the whole-table LPs that
+    # would prove it); a pass is a real pass, and a pattern that never passes the screen
+    # gets a full verdict audit at the end
+    screening = large and mode == "verdict"
+
+    def judge(t: Table, final: bool = False) -> AuditResult:
+        return audit(t, singleton=singleton, time_limit=left(),
+                     mode="screen" if screening and not final else mode,
                      workers=audit_workers)
 
     protected_table = table.replace(status=status)
@@ -300,6 +307,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         status[added] = "M"
         protected_table = table.replace(status=status)
         result = judge(protected_table)
+    if screening and not result.passed:
+        result = judge(protected_table, final=True)
     audit_seconds = time.perf_counter() - ta
     rep_cells = np.concatenate(repaired) if repaired else np.zeros(0, np.int64)
     if len(rep_cells):
