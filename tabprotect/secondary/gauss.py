@@ -443,12 +443,19 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     details: dict = {}
     if workers is None:
         workers = 2 if table.n_cells >= 100_000 else 1
+    runs = None
     if second and workers >= 2:
         from tabprotect.parallel import process_map
         tasks = [(table, cost, dependent, primary, none, time_limit),
                  (table, cost, dependent, primary & ~single, single, time_limit)]
-        (secondary, disclosed, timed_out), (sec2, _, to2) = process_map(
-            _run_in_worker, tasks, workers=2)
+        runs = process_map(_run_in_worker, tasks, workers=2)
+        if any(run is None for run in runs):
+            # process_map loses an error raised while sending a task (e.g. this module
+            # loaded from a file path, so the worker cannot import the function): run
+            # both eliminations here instead
+            runs = None
+    if runs is not None:
+        (secondary, disclosed, timed_out), (sec2, _, to2) = runs
     else:
         vectors = cell_vectors(table, dependent)
         secondary, disclosed, timed_out = _run(table, cost, vectors, primary, none, deadline)
