@@ -42,10 +42,12 @@ _SENSE_ORDER = ("min", "max")
 MODES = ("intervals", "verdict", "screen")
 # below this many unpublished cells a process pool costs more than it saves
 _PARALLEL_MIN_CELLS = 5000
-# verdict mode: components from this many variables try local LPs (``_LOCAL_HOPS``
-# relation steps around a primary) before the whole-component LP of a primary
+# verdict mode: components from this many variables try local LPs (over the cells within
+# each of ``_LOCAL_HOPS_SEQUENCE`` relation steps of a primary, at most
+# ``_LOCAL_MAX_VARS``) before the whole-component LP of a primary
 _LOCAL_MIN_VARS = 2000
-_LOCAL_HOPS = 2
+_LOCAL_HOPS_SEQUENCE = (2, 3, 4)
+_LOCAL_MAX_VARS = 50_000
 
 
 @dataclass
@@ -704,50 +706,57 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
 
     system.fix(fixed)
     try:
+        outer_lo = np.zeros(k, dtype=bool)
+        outer_hi = np.zeros(k, dtype=bool)
+        decided = np.zeros(k, dtype=bool)   # shown short (or, screening, left uncertified)
+        large = k >= _LOCAL_MIN_VARS
+
         # 1. aggregate LPs: push every open primary towards its requirement at once;
         # rounds alternate up / down, later ones mix directions at random (seeded, so the
         # audit is deterministic)
         rng = np.random.default_rng(len(targets) * 7919 + k)
-        stalled = 0
         aggregate = _AggregateModel(system, fixed, task)
-        for round_no in range(8):
-            up, down = short_hi(), short_lo()
-            width = short_w() & ~up & ~down
-            if not (up.any() or down.any() or width.any()) or _out_of_time(task.deadline):
-                break
-            coef = np.zeros(k)
-            if round_no == 0:
-                coef[up | width] = 1.0
-            elif round_no == 1:
-                coef[down | width] = -1.0
-            else:
-                sign = np.where(rng.random(k) < 0.5, 1.0, -1.0)
-                sign = np.where(up & ~down, 1.0, np.where(down & ~up, -1.0, sign))
-                coef[up | down | width] = sign[up | down | width]
-            idx = np.flatnonzero(coef)
-            if len(idx) == 0:
-                continue
-            before = int(satisfied().sum())
-            status, x = aggregate.solve(idx, coef[idx] / scale[idx], counters)
-            if status == "infeasible":
-                raise _InfeasibleSystem(int(idx[0]))
-            if status == "optimal":
-                # interior-point points may sit a hair outside a bound
-                absorb(np.clip(x, system.lb, system.ub))
-            gained = int(satisfied().sum()) - before
-            stalled = stalled + 1 if gained <= max(1, 0.01 * len(idx)) else 0
-            if round_no >= 1 and stalled >= 2:
-                break
-        counters["certified"] += int(satisfied().sum())
+        state = {"round": 0, "stalled": 0}
 
-        # 1b. local LPs around each primary still open (large components only): an LP
-        # with the rest of the table at its true values gives witnesses cheaply; an LP
-        # with the far relations dropped bounds the interval from outside, so a shortfall
-        # it shows is a shortfall of the whole system, proven without the whole LP
-        outer_lo = np.zeros(k, dtype=bool)
-        outer_hi = np.zeros(k, dtype=bool)
-        decided = np.zeros(k, dtype=bool)
+        def aggregate_rounds(last_round: int) -> None:
+            while state["round"] < last_round:
+                round_no = state["round"]
+                up, down = short_hi() & ~decided, short_lo() & ~decided
+                width = short_w() & ~up & ~down & ~decided
+                if not (up.any() or down.any() or width.any()) or \
+                        _out_of_time(task.deadline):
+                    return
+                state["round"] += 1
+                coef = np.zeros(k)
+                if round_no == 0:
+                    coef[up | width] = 1.0
+                elif round_no == 1:
+                    coef[down | width] = -1.0
+                else:
+                    sign = np.where(rng.random(k) < 0.5, 1.0, -1.0)
+                    sign = np.where(up & ~down, 1.0, np.where(down & ~up, -1.0, sign))
+                    coef[up | down | width] = sign[up | down | width]
+                idx = np.flatnonzero(coef)
+                if len(idx) == 0:
+                    continue
+                before = int(satisfied().sum())
+                status, x = aggregate.solve(idx, coef[idx] / scale[idx], counters)
+                if status == "infeasible":
+                    raise _InfeasibleSystem(int(idx[0]))
+                if status == "optimal":
+                    # interior-point points may sit a hair outside a bound
+                    absorb(np.clip(x, system.lb, system.ub))
+                gained = int(satisfied().sum()) - before
+                state["stalled"] = state["stalled"] + 1 \
+                    if gained <= max(1, 0.01 * len(idx)) else 0
+                if round_no >= 1 and state["stalled"] >= 2:
+                    state["round"] = last_round = 8
+                    return
 
+        # local LPs around each primary still open (large components only): an LP with
+        # the rest of the table at its true values gives witnesses cheaply; an LP with the
+        # far relations dropped bounds the interval from outside, so a shortfall it shows
+        # is a shortfall of the whole system, proven without the whole LP
         def narrow(j):
             return hi[j] - lo[j] < req_w[j] - tol[j] or hi[j] - lo[j] <= tol[j]
 
@@ -757,24 +766,20 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
         def needs_lo(j):
             return lo[j] > req_lo[j] + tol[j] or narrow(j)
 
-        if k >= _LOCAL_MIN_VARS:
-            for j in np.flatnonzero(want & ~satisfied()):
+        def local_pass(hops: int) -> None:
+            for j in np.flatnonzero(want & ~satisfied() & ~decided):
                 if _out_of_time(task.deadline):
-                    break
+                    return
                 j = int(j)
-                cells = system.neighbourhood(j, _LOCAL_HOPS)
-                if len(cells) > k // 2:
+                cells = system.neighbourhood(j, hops)
+                if len(cells) > min(k // 2, _LOCAL_MAX_VARS):
                     continue
                 for sense, needed in (("max", needs_hi), ("min", needs_lo)):
                     if needed(j):
                         _, x = system.local_bound(j, sense, cells, "restricted", fixed,
                                                   counters)
                         absorb(x)
-                if not (needs_hi(j) or needs_lo(j)):
-                    counters["certified"] += 1
-                    continue
-                if task.mode == "screen":
-                    decided[j] = True   # left uncertified: counts as short, unproven
+                if not (needs_hi(j) or needs_lo(j)) or task.mode == "screen":
                     continue
                 out_hi = out_lo = None
                 if needs_hi(j):
@@ -798,12 +803,23 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                         lo[j], outer_lo[j] = o_lo, True
                     decided[j] = True
 
+        aggregate_rounds(8)
+        if large:
+            # then growing neighbourhoods around what the aggregate witnesses left open
+            for hops in _LOCAL_HOPS_SEQUENCE:
+                local_pass(hops)
+            if task.mode == "screen":
+                # left uncertified: counts as short, unproven (no whole-component LPs)
+                decided |= want & ~satisfied()
+        counters["certified"] += int((satisfied() & ~decided).sum())
+
         # 2. per-cell LPs for what the witnesses did not settle; each solution is a new
         # witness for the cells still open
         for sense in ("max", "min"):
+            settled = satisfied()
             for j in np.flatnonzero(want & ~decided):
                 if _out_of_time(task.deadline):
-                    if not satisfied()[j]:
+                    if not settled[j]:
                         system.incomplete.add(int(j))
                     continue
                 narrow = hi[j] - lo[j] < req_w[j] - tol[j] or hi[j] - lo[j] <= tol[j]

@@ -332,12 +332,12 @@ def test_property_local_lps_keep_the_verdict(data):
     t = _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 5))),
                         data.draw(st.integers(n // 8, n // 2)))
     kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
-    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS
-    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = 0, 1
+    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE
+    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = 0, (1, 2)
     try:
         _assert_verdict_agrees(t, **kw)
     finally:
-        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = saved
+        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = saved
 
 
 @settings(max_examples=25, deadline=None)
@@ -352,12 +352,12 @@ def test_property_screen_mode_never_certifies_wrongly(data):
     t = _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 5))),
                         data.draw(st.integers(n // 8, n // 2)))
     full = audit(t)
-    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS
-    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = 0, 1
+    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE
+    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = 0, (1, 2)
     try:
         screen = audit(t, mode="screen")
     finally:
-        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS = saved
+        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = saved
     assert screen.mode == "screen"
     # what the screen calls protected is protected; a screen pass is a pass
     assert not (screen.protected & ~full.protected).any()
