@@ -52,6 +52,7 @@ def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2
         load[w] += float(weights[i])
 
     results: list[Any] = [None] * n
+    received: set[int] = set()
     errors: list[BaseException] = []
     lock = threading.Lock()
     env = dict(os.environ)
@@ -82,6 +83,14 @@ def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2
                             protocol=pickle.HIGHEST_PROTOCOL)
         except BrokenPipeError:
             pass
+        except BaseException as exc:  # e.g. an unpicklable task: raised in the caller
+            proc.kill()
+            proc.wait()
+            drain.join()
+            os.close(read_fd)
+            with lock:
+                errors.append(exc)
+            return
         with os.fdopen(read_fd, "rb") as pipe:
             for _ in indices:
                 try:
@@ -93,6 +102,7 @@ def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2
                         errors.append(payload)
                         continue
                     results[indices[local]] = payload
+                    received.add(indices[local])
                     if on_result is not None and not errors:
                         on_result(indices[local], payload)
         proc.wait()
@@ -111,6 +121,11 @@ def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2
         t.join()
     if errors:
         raise errors[0]
+    sent = sorted(i for b in bins for i in b)
+    if len(received) != len(sent):
+        # a worker that ended without answering every task must not pass for a result
+        missing = [i for i in sent if i not in received]
+        raise RuntimeError(f"worker processes returned no result for task(s) {missing[:5]}")
     return results
 
 

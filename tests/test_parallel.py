@@ -31,3 +31,10 @@ def test_console_output_of_a_task_does_not_corrupt_results(capfd):
 def test_empty_and_single_worker():
     assert process_map(abs, [], workers=2) == []
     assert process_map(abs, [-5], workers=4) == [5]
+
+
+def test_a_task_that_cannot_be_sent_is_an_error_not_a_missing_result():
+    import threading
+    lock = threading.Lock()  # not picklable
+    with pytest.raises(TypeError):
+        process_map(id, [1, lock], workers=2)
