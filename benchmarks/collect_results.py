@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["audit", "audit_scale", "tabulate", "optimal", "scale", "rounding", "BENCHMARKS_microdata"]
+ORDER = ["audit", "audit_scale", "tabulate", "optimal", "scale", "gauss", "modular", "rounding",
+         "BENCHMARKS_microdata"]
 
 HEADER = """# Benchmarks
 
