@@ -297,3 +297,11 @@ def test_product_methods_recover_the_structure_of_a_general_table(method):
     assert res.passed and audit(res.table, singleton=False).passed
     direct = protect(t, method=method, singleton=False)
     np.testing.assert_array_equal(res.status, direct.status)
+
+
+def test_feasibility_check_stops_at_its_share_of_the_time_limit():
+    t = gen_tables.preset("3d-small", seed=3)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=1e-6,
+                  audit_time_limit=60)
+    assert any("feasibility check stopped" in n for n in res.notes)
+    assert res.passed == audit(res.table).passed

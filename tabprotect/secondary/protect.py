@@ -223,7 +223,12 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         notes.append(f"{n_primary} primaries x {int(cand.sum())} candidate cells: up-front "
                      f"feasibility check skipped (the final audit judges)")
     else:
-        _check_feasible(table, req, cand, AttackerOracle(table, req))
+        # at most a quarter of the time limit: past it, the final audit judges
+        check_deadline = None if time_limit is None else t0 + 0.25 * time_limit
+        if not _check_feasible(table, req, cand, AttackerOracle(table, req),
+                               deadline=check_deadline):
+            notes.append("up-front feasibility check stopped at a quarter of the time "
+                         "limit (the final audit judges)")
 
     tm = time.perf_counter()
     run_table, source_cell = table, None
@@ -337,12 +342,16 @@ def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Require
 
 
 def _check_feasible(table: Table, req: Requirements, cand: np.ndarray,
-                    oracle: AttackerOracle) -> None:
-    """Every primary must be protectable with every candidate cell suppressed."""
+                    oracle: AttackerOracle, deadline: float | None = None) -> bool:
+    """Every primary must be protectable with every candidate cell suppressed.
+
+    Returns False when the deadline stopped the check before it found anything."""
     everything = cand | table.suppressed
-    chk = oracle.check(everything, cuts=False)
+    chk = oracle.check(everything, cuts=False, deadline=deadline)
     if chk.ok:
-        return
+        return True
+    if not chk.violated:
+        return False
     bad = sorted({s for s, _, _ in chk.violated})
     names = ", ".join(table.cell_name(s) for s in bad[:5])
     more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
