@@ -1,6 +1,7 @@
 """tabprotect.audit: feasibility intervals against published oracles and brute force."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 
@@ -318,46 +319,44 @@ def test_property_verdict_mode_agrees_with_intervals(data):
     _assert_verdict_agrees(t)
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.data())
-def test_property_local_lps_keep_the_verdict(data):
-    # local LPs normally run on large components only; here on every component, with
-    # a neighbourhood of one relation step so that it is smaller than the component
-    audit_module = importlib.import_module("tabprotect.audit")
-    seed = data.draw(st.integers(0, 10_000))
-    rng = np.random.default_rng(seed)
+def _draw_two_way_pattern(data) -> Table:
+    rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
     t = two_way(rng.integers(0, 40, size=(data.draw(st.integers(4, 8)),
                                           data.draw(st.integers(4, 8)))))
     n = t.n_cells
-    t = _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 5))),
-                        data.draw(st.integers(n // 8, n // 2)))
-    kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
+    return _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 5))),
+                           data.draw(st.integers(n // 8, n // 2)))
+
+
+@contextlib.contextmanager
+def _local_lps_everywhere():
+    """Local LPs normally run on large components only: here on every component, with
+    neighbourhoods of one and two relation steps (smaller than the component)."""
+    audit_module = importlib.import_module("tabprotect.audit")
     saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE
     audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = 0, (1, 2)
     try:
-        _assert_verdict_agrees(t, **kw)
+        yield
     finally:
         audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = saved
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_property_local_lps_keep_the_verdict(data):
+    t = _draw_two_way_pattern(data)
+    kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
+    with _local_lps_everywhere():
+        _assert_verdict_agrees(t, **kw)
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_property_screen_mode_never_certifies_wrongly(data):
-    audit_module = importlib.import_module("tabprotect.audit")
-    seed = data.draw(st.integers(0, 10_000))
-    rng = np.random.default_rng(seed)
-    t = two_way(rng.integers(0, 40, size=(data.draw(st.integers(4, 8)),
-                                          data.draw(st.integers(4, 8)))))
-    n = t.n_cells
-    t = _random_pattern(rng, t, data.draw(st.integers(1, max(1, n // 5))),
-                        data.draw(st.integers(n // 8, n // 2)))
+    t = _draw_two_way_pattern(data)
     full = audit(t)
-    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE
-    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = 0, (1, 2)
-    try:
+    with _local_lps_everywhere():
         screen = audit(t, mode="screen")
-    finally:
-        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = saved
     assert screen.mode == "screen"
     # what the screen calls protected is protected; a screen pass is a pass
     assert not (screen.protected & ~full.protected).any()
