@@ -92,7 +92,7 @@ ROUND_TIME_LIMIT = 3.0
 
 #: HiGHS' simplex_strategy value of the dual simplex (the attacker LPs' re-solves)
 DUAL_SIMPLEX = 1
-#: use :class:`_DualOracle` (dual simplex) for the attacker LPs
+#: the attacker oracle re-solves with the dual simplex (None: HiGHS' own choice)
 DUAL_ORACLE = True
 #: HiGHS basis status by its integer value (kLower, kBasic, kUpper, kZero, kNonbasic)
 _BASIS_STATUS = {int(v): v for v in highspy.HighsBasisStatus.__members__.values()}
@@ -303,45 +303,6 @@ class _Master:
         self.model.set_integrality(np.arange(self.k), not on)
 
 
-class _DualOracle(AttackerOracle):
-    """The attacker oracle with HiGHS' dual simplex on every re-solve.
-
-    A component's attacker LPs share their bounds and differ in the objective only;
-    :class:`~solvers.HighsModel` then switches to the primal simplex (faster on the
-    audit's sweeps).  On these LPs the primal simplex can be very slow: 40 attacker LPs
-    of TABLE3 (2,397-cell component) took 10.9 s that way and 0.08 s with the dual
-    simplex (1,304 iterations instead of 32,030).  The LPs and their answers are the
-    same; only the algorithm differs."""
-
-    def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
-        req = self.req
-        sub = self.A[:, comp].tocsr()
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        lo = -req.down[comp] * z[comp]
-        hi = req.up[comp] * z[comp]
-        lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
-                           row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
-        model = HighsModel(lp, simplex_strategy=DUAL_SIMPLEX)
-        local = {int(c): k for k, c in enumerate(comp)}
-        attackers = [-1]
-        if req.singleton.any():
-            attackers += [int(j) for j in comp[req.singleton[comp]]]
-        for j in attackers:
-            if j >= 0:
-                model.set_col_bounds([local[j]], 0.0, 0.0)
-            for s in targets:
-                if s == j:
-                    continue
-                self._check_primary(int(s), j, model, local, comp, rows, z, out, cuts)
-                if first_only and out.violated:
-                    return
-                if deadline is not None and time.perf_counter() > deadline:
-                    out.complete = False
-                    return
-            if j >= 0:
-                model.set_col_bounds([local[j]], lo[local[j]], hi[local[j]])
-
-
 class _SafeOracle:
     """The attacker oracle, made robust for the search: HiGHS has (rarely) reported a
     warm re-solve of an attacker LP 'infeasible' although ``y = 0`` is always feasible.
@@ -539,7 +500,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         cand = _reduce_candidates(table, req, cand, fixed)
     cand_idx = np.flatnonzero(cand)
     stats = {"oracle_errors": 0}
-    oracle = _SafeOracle((_DualOracle if DUAL_ORACLE else AttackerOracle)(table, req), stats)
+    oracle = _SafeOracle(AttackerOracle(table, req, simplex_strategy=DUAL_SIMPLEX
+                                          if DUAL_ORACLE else None), stats)
     repair = GreedyRepair(table, req, cost, cand, oracle)
     stats.update({"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
              "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0})

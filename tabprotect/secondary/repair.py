@@ -181,9 +181,14 @@ class AttackerOracle:
     True
     """
 
-    def __init__(self, table, req: Requirements):
+    def __init__(self, table, req: Requirements, simplex_strategy: int | None = 1):
         self.table = table
         self.req = req
+        # 1 = dual simplex on every re-solve (None: HiGHS' own choice, which is the primal
+        # simplex after objective-only changes, 100x slower on these LPs: TABLE3, 40 LPs
+        # 10.9 s vs 0.08 s)
+        self._model_options = {} if simplex_strategy is None else \
+            {"simplex_strategy": simplex_strategy}
         self.A = table.relations.tocsr()
         self.AT = self.A.T.tocsr()
         self.slot = np.full(table.n_cells, -1, dtype=np.int64)
@@ -245,9 +250,7 @@ class AttackerOracle:
                                row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
                                col_lower=-req.down[comp] * z[comp],
                                col_upper=req.up[comp] * z[comp])
-            # dual simplex: after objective-only changes HighsModel would otherwise pick
-            # the primal simplex, 100x slower on these LPs (TABLE3: 40 LPs 10.9 s vs 0.08 s)
-            model = HighsModel(lp, simplex_strategy=1)
+            model = HighsModel(lp, **self._model_options)
             local = {int(c): k for k, c in enumerate(comp)}
             attackers = [-1]
             if req.singleton.any():
