@@ -444,13 +444,17 @@ class _ReducedSystem:
             x = None
         return val, x
 
-    def neighbourhood(self, j: int, hops: int) -> np.ndarray:
-        """Variables within ``hops`` relation steps of variable ``j`` (sorted)."""
+    def _columns(self) -> sp.csc_matrix:
+        """The relation matrix by columns (built once, on first use by a local LP)."""
         if getattr(self, "_A_csc", None) is None:
             self._A_csc = self.A.tocsc()
+        return self._A_csc
+
+    def neighbourhood(self, j: int, hops: int) -> np.ndarray:
+        """Variables within ``hops`` relation steps of variable ``j`` (sorted)."""
         cells = np.array([j])
         for _ in range(hops):
-            rows = np.unique(self._A_csc[:, cells].indices)
+            rows = np.unique(self._columns()[:, cells].indices)
             cells = np.unique(self.A[rows].indices)
         return cells
 
@@ -464,11 +468,9 @@ class _ReducedSystem:
         every solution is a feasible table of the whole system (a witness).
         Returns ``(value, x over all variables or None)``; value None when the LP gave
         no answer (the caller then falls back to the whole system)."""
-        if getattr(self, "_A_csc", None) is None:
-            self._A_csc = self.A.tocsc()
         inside = np.zeros(self.k, dtype=bool)
         inside[cells] = True
-        rows = np.unique(self._A_csc[:, cells].indices)
+        rows = np.unique(self._columns()[:, cells].indices)
         sub = self.A[rows]
         tol = self.row_tol[rows] if self.relaxed else 0.0
         rhs = self.rhs[rows]
