@@ -16,7 +16,9 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import cost_vector, protect
-from tabprotect.secondary.optimal import (_reduce_candidates, _rounded_cut, benders,
+import tabprotect.secondary.optimal as optimal_module
+from tabprotect.secondary.optimal import (_reduce_candidates, _rounded_cut, _SupportSeparator,
+                                          benders,
                                           candidate_cells, optimal)
 from tabprotect.secondary.repair import AttackerOracle, Requirements, derived_upper_bounds
 
@@ -345,3 +347,76 @@ def test_time_limit_is_honoured_with_a_small_overrun():
     assert not out.proven_optimal
     assert out.solver_status == "time_limit" and out.mip_gap > 0
     assert out.details["lower_bound"] <= secondary_cost(out.status, cost)
+
+
+# ---------------------------------------------------------------- session 4: support cuts
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_support_cuts_only_cut_off_cells_the_audit_finds_exact(seed):
+    # a support cut ``sum_{j in S} z_j >= z_i`` claims: with every cell of S published,
+    # a suppressed cell i is disclosed exactly.  The independent audit must agree on every
+    # pattern that violates a cut found at random fractional points
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2")])
+    table = hier_table(seed, n_primary=2, rows=rows)
+    req = Requirements.from_table(table, singleton=False)
+    cand = candidate_cells(table)
+    fixed = table.status == "U"
+    sep = _SupportSeparator(table, req, cand, fixed)
+    rng = np.random.default_rng(seed)
+    cand_idx = np.flatnonzero(cand)
+    found = 0
+    for _ in range(8):
+        z = np.where(fixed, 1.0, np.where(rng.random(table.n_cells) < 0.5,
+                                           rng.uniform(0.05, 1.0, table.n_cells), 0.0))
+        R, _ = sep.separate(z, min_z=0.05, max_lps=50)
+        R = R.tocsr()
+        for r in range(R.shape[0]):
+            cols = R.indices[R.indptr[r]:R.indptr[r + 1]]
+            vals = R.data[R.indptr[r]:R.indptr[r + 1]]
+            i = int(cand_idx[cols[vals < 0][0]])
+            S = cand_idx[cols[vals > 0]]
+            found += 1
+            # violating patterns: i and a random set of cells outside S suppressed
+            for _ in range(3):
+                sup = fixed | (cand & (rng.random(table.n_cells) < 0.5))
+                sup[S] = False
+                sup[i] = True
+                res = audit(table, unpublished=sup)
+                assert res.lower[i] == pytest.approx(res.upper[i], abs=1e-6), \
+                    table.cell_name(i)
+    assert found > 0, "random fractional points should violate some support cut"
+
+
+@pytest.mark.parametrize("seed,cost_name", [(5, "unity"), (21, "unity"), (6, "value")])
+@pytest.mark.parametrize("support", [True, False])
+def test_support_cuts_keep_the_brute_force_optimum(seed, cost_name, support, monkeypatch):
+    # with and without support cuts the proven optimum is the enumerated one
+    monkeypatch.setattr(optimal_module, "SUPPORT_CUTS", support)
+    table = hier_table(seed, n_primary=3)
+    cost = cost_vector(table, cost_name)
+    out = optimal(table, cost, engine="benders", search="bc")
+    assert out.proven_optimal
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (8, False)])
+def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one):
+    # prune everything-suppressed: the audit must pass, and publishing any remaining
+    # secondary again must make it fail (removing more never protects more, so the
+    # result is minimal although cells are tried one by one)
+    table = hier_table(seed, n_primary=2, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    cand = candidate_cells(table)
+    fixed = table.status == "U"
+    oracle = AttackerOracle(table, req)
+    full = fixed | cand
+    assert oracle.check(full, cuts=False).ok
+    out = optimal_module._witness_prune(oracle, full, fixed, cost, None)
+    assert out is not None and (out <= full).all() and out.sum() < full.sum()
+    assert audit(table, unpublished=out, singleton=True).passed
+    for i in np.flatnonzero(out & ~fixed):
+        less = out.copy()
+        less[i] = False
+        assert not audit(table, unpublished=less, singleton=True).passed, table.cell_name(i)

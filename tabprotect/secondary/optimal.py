@@ -88,6 +88,16 @@ CLEANUP_INCUMBENTS = True
 LOCAL_SEARCH = True
 #: seconds for one early master solve (doubled whenever it finds nothing)
 ROUND_TIME_LIMIT = 3.0
+#: support cuts (:func:`_support_cuts`, the cocircuit generalisation of the bridgeless
+#: rows): separated in the LP phase and in the branch-and-cut for candidates with at
+#: least SUPPORT_MIN_Z at the LP point, at most SUPPORT_MAX_LPS attacker LPs per round
+#: (SUPPORT_NODE_MAX_LPS below the root)
+SUPPORT_CUTS = True
+SUPPORT_MIN_Z = 0.05
+SUPPORT_MAX_LPS = 400
+SUPPORT_NODE_MAX_LPS = 60
+#: a support cut is kept when the point violates it by more than this
+SUPPORT_MIN_VIOLATION = 1e-3
 
 
 #: HiGHS' simplex_strategy value of the dual simplex (the attacker LPs' re-solves)
@@ -148,6 +158,7 @@ class _Master:
         # primaries whose cuts bind at a node's LP point
         self.pool_primary = np.zeros(0, np.int64)
         self.model_rows: list[int] = []  # pool index of each model row
+        self.n_support = 0  # support cuts appended to the model (and to static)
         self._integer = True
         self._new_model(lp)
 
@@ -294,6 +305,17 @@ class _Master:
                         + [highspy.HighsBasisStatus.kBasic] * (m - len(rows)))
         b.valid = True
         return self.model.highs.setBasis(b) != highspy.HighsStatus.kError
+
+    def add_static(self, R: sp.csr_matrix) -> int:
+        """Append rows ``R @ z >= 0`` (support cuts) to the model and to ``static``
+        (so a rebuilt model keeps them).  Only the branch-and-cut adds them: the
+        MILP-rounds search maps model rows after the static ones to pool cuts."""
+        if R.shape[0] == 0:
+            return 0
+        self.model.add_rows(R, np.full(R.shape[0], -1e-9), np.full(R.shape[0], np.inf))
+        self.static = sp.vstack([self.static, R]).tocsr()
+        self.n_support += R.shape[0]
+        return R.shape[0]
 
     def set_gap(self, gap: float) -> None:
         self.model.highs.setOptionValue("mip_rel_gap", float(gap))
@@ -480,6 +502,123 @@ def _bridgeless_rows(table, col: np.ndarray, fixed: np.ndarray, live: np.ndarray
                          shape=(r_out, int((col >= 0).sum())))
 
 
+class _SupportSeparator:
+    """Support cuts: the bridgeless rows generalised from single relations to every
+    combination of them.
+
+    For multipliers ``lam`` on the relations let ``r = e_i - A' lam`` with ``r_i = 0``;
+    every deviation vector (``A y = 0``) then has ``y_i = sum_{j != i} r_j y_j``, so a
+    suppressed cell ``i`` whose support set ``S = {j != i: r_j != 0}`` is wholly
+    published cannot move: the attacker knows it exactly.  Publishing it again changes
+    no attacker problem (its deviation was 0 anyway) and saves its cost, so an optimal
+    pattern (with positive costs; with zero costs: some optimal pattern) meets
+
+        sum_{j in S} z_j >= z_i.
+
+    A relation's own support gives the bridgeless row; combinations cancel cells and
+    give new rows -- at HIER13's root LP point (unity costs) 1,513 of 1,830 support cells
+    had one violated.  Separation: for a fractional ``z`` and cell ``i``, the LP ``max
+    y_i`` with ``y_i`` free, ``A y = 0``, ``|y_j| <= z_j`` gives multipliers whose
+    support set is checked (only the support counts: any level > 0 is enough).
+    Cells that can never move and always-published cells leave ``S`` (their ``z`` is
+    0); a cut with a fixed suppressed cell in ``S`` is met.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> t = t.replace(status=np.array(list("SSSSUSSSS")), upl=np.eye(9)[4])
+    >>> req = Requirements.from_table(t)
+    >>> sep = _SupportSeparator(t, req, t.status == "S", t.status == "U")
+    >>> z = np.where(t.status == "U", 1.0, 0.0); z[[5, 7]] = 1.0  # (1,b) and (2,a)
+    >>> R, n_lp = sep.separate(z, min_z=0.5, max_lps=10)
+    >>> R.shape[0] > 0   # (1,b) can only move with (2,b) or (T,b) suppressed as well
+    True
+    """
+
+    def __init__(self, table, req: Requirements, cand: np.ndarray, fixed: np.ndarray):
+        self.A = table.relations.tocsr()
+        self.AT = self.A.T.tocsr()
+        live = (req.up > 0) | (req.down > 0)
+        self.cand = cand & live
+        self.fixed = fixed & live
+        self.col = np.full(table.n_cells, -1, np.int64)
+        cidx = np.flatnonzero(cand)
+        self.col[cidx] = np.arange(len(cidx))
+        self.n_cols = len(cidx)
+        self.seen: set = set()
+
+    def separate(self, z: np.ndarray, *, min_z: float, max_lps: int,
+                 deadline: float | None = None, cells: np.ndarray | None = None):
+        """Violated support cuts at ``z`` (over all cells): a CSR matrix over the master
+        columns (rows ``R @ z >= 0``) and the number of attacker LPs solved."""
+        z = np.where(self.cand, np.clip(z, 0.0, 1.0), 0.0)
+        z[self.fixed] = 1.0
+        on = np.flatnonzero((z > 1e-9))
+        targets = np.flatnonzero(self.cand & (z >= min_z))
+        if cells is not None:
+            targets = np.intersect1d(targets, cells)
+        targets = targets[np.argsort(-z[targets], kind="stable")][:max_lps]
+        empty = sp.csr_matrix((0, self.n_cols))
+        if len(targets) == 0:
+            return empty, 0
+        sub = self.A[:, on].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        lp = LinearProgram(c=np.zeros(len(on)), A=sub[rows], row_lower=np.zeros(len(rows)),
+                           row_upper=np.zeros(len(rows)), col_lower=-z[on], col_upper=z[on])
+        model = HighsModel(lp, simplex_strategy=DUAL_SIMPLEX)
+        local = np.full(len(z), -1, np.int64)
+        local[on] = np.arange(len(on))
+        out_r, out_c, out_v = [], [], []
+        n_out = n_lp = 0
+        for i in targets:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            k = int(local[i])
+            model.set_col_bounds([k], -np.inf, np.inf)
+            model.set_objective(indices=[k], values=[1.0], sense="max")
+            try:
+                res = model.solve()
+            except RuntimeError:
+                res = None
+            model.set_col_bounds([k], -z[i], z[i])
+            n_lp += 1
+            if res is None or res.status != "optimal" or res.duals is None:
+                continue
+            if res.objective >= z[i] - SUPPORT_MIN_VIOLATION:
+                continue  # the cut from these multipliers is no more violated than this
+            lam = np.zeros(self.A.shape[0])
+            lam[rows] = res.duals
+            r = -(self.AT @ lam)
+            r[i] += 1.0
+            if abs(r[i]) > 1e-6:  # y_i free: its reduced cost is 0 at an optimum
+                continue
+            # a tiny r_j is kept in S (a weaker cut), never dropped as zero
+            scale = max(1.0, float(np.abs(r).max()))
+            S = np.flatnonzero(np.abs(r) > 1e-11 * scale)
+            S = S[S != i]
+            if self.fixed[S].any():
+                continue
+            S = S[self.cand[S]]
+            if z[S].sum() >= z[i] - SUPPORT_MIN_VIOLATION:
+                continue
+            key = (int(i), S.tobytes())
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            out_r.append(np.full(len(S) + 1, n_out))
+            out_c.append(np.concatenate([self.col[S], [self.col[i]]]))
+            out_v.append(np.concatenate([np.ones(len(S)), [-1.0]]))
+            n_out += 1
+        if n_out == 0:
+            return empty, n_lp
+        R = sp.csr_matrix((np.concatenate(out_v), (np.concatenate(out_r),
+                                                   np.concatenate(out_c))),
+                          shape=(n_out, self.n_cols))
+        return R, n_lp
+
+
 def _cost_of(mask, cost):
     return float(cost[mask].sum())
 
@@ -638,6 +777,23 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         z[cand_idx] = zc
         return z
 
+    # support cuts only in the branch-and-cut (see _Master.add_static)
+    support = (_SupportSeparator(table, req, cand, fixed)
+               if SUPPORT_CUTS and strong and search == "bc" else None)
+    stats.update(support_cuts=0, support_lps=0, support_seconds=0.0)
+
+    def add_support(zc, max_lps):
+        if support is None:
+            return 0
+        ts = time.perf_counter()
+        R, n_lp = support.separate(full_z(zc), min_z=SUPPORT_MIN_Z, max_lps=max_lps,
+                                   deadline=deadline)
+        n = master.add_static(R)
+        stats["support_cuts"] += n
+        stats["support_lps"] += n_lp
+        stats["support_seconds"] += time.perf_counter() - ts
+        return n
+
     # ---- phase 1: LP relaxation with fractional separation
     master.relax(True)
     last = -np.inf
@@ -661,7 +817,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         sep = oracle.separate(full_z(zc), deadline=deadline)
         stats["oracle_seconds"] += time.perf_counter() - to
         stats["lp_solves"] += chk.n_lp + sep.n_lp
-        if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
+        n_new = add_cuts(chk, zc) + add_cuts(sep, zc)
+        n_new += add_support(zc, SUPPORT_MAX_LPS)
+        if n_new == 0:
             break
         if res.objective <= last * (1 + LP_STALL_TOL) + 1e-12:
             stall += 1
@@ -782,7 +940,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                     sep = separate_binding(zc)
                 stats["oracle_seconds"] += time.perf_counter() - to
                 stats["lp_solves"] += chk.n_lp + sep.n_lp
-                if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
+                n_new = add_cuts(chk, zc) + add_cuts(sep, zc)
+                n_new += add_support(zc, SUPPORT_MAX_LPS if root else SUPPORT_NODE_MAX_LPS)
+                if n_new == 0:
                     return bound, zc, r.reduced_costs
                 last_obj = float(r.objective)
             return "time"
@@ -1068,8 +1228,23 @@ def _round_bound(bound: float, integral: bool) -> float:
 
 def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,
            deadline: float | None) -> np.ndarray:
-    """Drop suppressions a protected pattern does not need, dearest first (each removal
-    is kept only when the exact oracle still finds every condition met)."""
+    """Drop suppressions a protected pattern does not need, dearest first.
+
+    With ``WITNESS_PRUNE`` the attacker solutions (witnesses) decide: a cell no witness
+    moves can go at once (every witness stays feasible), and removing a moved cell only
+    needs the attacker LPs of the conditions whose witness moves it
+    (:func:`_witness_prune`); the result is confirmed by the oracle's full check.
+    Otherwise (or when that confirmation fails) each removal is kept only when the
+    oracle's full check still finds every condition met."""
+    if WITNESS_PRUNE:
+        try:
+            out = _witness_prune(oracle, pattern, fixed, cost, deadline)
+        except RuntimeError:
+            out = None
+        if out is not None and (out == pattern).all():
+            return out
+        if out is not None and oracle.check(out, cuts=False, first_only=True).ok:
+            return out
     pattern = pattern.copy()
     extra = np.flatnonzero(pattern & ~fixed)
     for i in extra[np.argsort(-cost[extra], kind="stable")]:
@@ -1079,6 +1254,129 @@ def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost:
         if not oracle.check(pattern, cuts=False, first_only=True).ok:
             pattern[i] = True
     return pattern
+
+
+#: prune with attacker witnesses (:func:`_witness_prune`) instead of a full oracle check
+#: per removal (HIER13: a 1,800-cell LP-support pattern could not be pruned in 9 s)
+WITNESS_PRUNE = True
+#: at most this many (condition, suppressed cell) entries in the witness map
+WITNESS_MAX_ENTRIES = 50_000_000
+
+
+def _witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray,
+                   cost: np.ndarray, deadline: float | None) -> np.ndarray | None:
+    """Witness-based pruning of a protected pattern (None when it is not protected).
+
+    For each primary ``s`` (and single-contributor attacker ``j``) the attacker LPs
+    ``max +-y_s`` over the suppressed cells are solved once; their optimal ``y`` are the
+    witnesses.  Publishing a cell ``i`` that a witness leaves at 0 keeps that witness
+    feasible, so its optimum cannot drop: only conditions whose witness moves ``i`` are
+    re-solved (with ``y_i = 0``).  Cells no witness moves are dropped together first.
+    """
+    req = oracle.req
+    A = oracle.A
+    sup = np.flatnonzero(pattern)
+    if len(sup) == 0:
+        return pattern.copy()
+    sub = A[:, sup].tocsr()
+    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+    lo = -req.down[sup].astype(float)
+    hi = req.up[sup].astype(float)
+    lp = LinearProgram(c=np.zeros(len(sup)), A=sub[rows], row_lower=np.zeros(len(rows)),
+                       row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
+    model = HighsModel(lp, simplex_strategy=DUAL_SIMPLEX)
+    local = np.full(len(pattern), -1, np.int64)
+    local[sup] = np.arange(len(sup))
+    is_prim = np.zeros(len(pattern), bool)
+    is_prim[req.primary] = True
+    # condition groups: (slot p, attacker j); j = -1 for the outside intruder
+    groups = []
+    single = sup[req.singleton[sup]]
+    for p, s in enumerate(req.primary):
+        if not pattern[s]:
+            return None
+        if req.need_up[p] <= 0 and req.need_down[p] <= 0 and req.need_width[p] <= 0:
+            continue
+        for j in [-1] + [int(j) for j in single if j != s]:
+            groups.append((p, j))
+    if len(groups) * len(sup) > WITNESS_MAX_ENTRIES:
+        return None  # the witness map would not fit: the caller prunes check by check
+    cur_lo, cur_hi = lo.copy(), hi.copy()
+
+    def solve_group(p, j):
+        """(protected, support mask of the witnesses over ``sup``)."""
+        s = int(req.primary[p])
+        k = int(local[s])
+        if j >= 0:
+            model.set_col_bounds([local[j]], 0.0, 0.0)
+        vals, used = {}, np.zeros(len(sup), bool)
+        try:
+            for kind, sign in (("up", 1.0), ("down", -1.0)):
+                if (req.need_up[p] if kind == "up" else req.need_down[p]) <= 0 \
+                        and req.need_width[p] <= 0:
+                    continue
+                model.set_objective(indices=[k], values=[sign], sense="max")
+                res = model.solve()
+                if res.status == "unbounded":
+                    vals[kind] = np.inf
+                    used[:] = True  # no witness vector: every cell may matter
+                    continue
+                if res.status != "optimal":
+                    raise RuntimeError(f"attacker LP ended with status {res.status}")
+                vals[kind] = float(res.objective)
+                y = np.asarray(res.x)
+                used |= np.abs(y) > 1e-9 * max(1.0, float(np.abs(y).max()))
+        finally:
+            if j >= 0:
+                model.set_col_bounds([local[j]], cur_lo[local[j]], cur_hi[local[j]])
+        tol = req.tol[p]
+        ok = True
+        if req.need_up[p] > 0 and vals.get("up", 0.0) < req.need_up[p] - tol:
+            ok = False
+        if req.need_down[p] > 0 and vals.get("down", 0.0) < req.need_down[p] - tol:
+            ok = False
+        if req.need_width[p] > 0 and vals.get("up", 0.0) + vals.get("down", 0.0) \
+                < req.need_width[p] - tol:
+            ok = False
+        return ok, used
+
+    uses = np.zeros((len(groups), len(sup)), bool)  # groups x suppressed cells (small)
+    for g, (p, j) in enumerate(groups):
+        ok, used = solve_group(p, j)
+        if not ok:
+            return None
+        uses[g] = used
+    out = pattern.copy()
+    removable = ~fixed[sup] & ~is_prim[sup]
+    # cells no witness moves: all published again at once
+    idle = removable & ~uses.any(axis=0)
+    out[sup[idle]] = False
+    cur_lo[idle] = cur_hi[idle] = 0.0
+    if idle.any():
+        model.set_col_bounds(np.flatnonzero(idle), 0.0, 0.0)
+    order = np.flatnonzero(removable & ~idle)
+    order = order[np.argsort(-cost[sup[order]], kind="stable")]
+    for k in order:
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+        affected = np.flatnonzero(uses[:, k])
+        model.set_col_bounds([k], 0.0, 0.0)
+        cur_lo[k] = cur_hi[k] = 0.0
+        new_uses = {}
+        ok = True
+        for g in affected:
+            ok, used = solve_group(*groups[g])
+            if not ok:
+                break
+            new_uses[g] = used
+        if ok:
+            out[sup[k]] = False
+            for g, used in new_uses.items():
+                uses[g] = used
+        else:
+            cur_lo[k], cur_hi[k] = lo[k], hi[k]
+            model.set_col_bounds([k], lo[k], hi[k])
+    return out
 
 
 def _consistent(master: _Master, res, zc: np.ndarray) -> bool:
