@@ -305,3 +305,54 @@ def test_feasibility_check_stops_at_its_share_of_the_time_limit():
                   audit_time_limit=60)
     assert any("feasibility check stopped" in n for n in res.notes)
     assert res.passed == audit(res.table).passed
+
+
+def _protect_module():
+    import importlib
+    return importlib.import_module("tabprotect.secondary.protect")
+
+
+@pytest.mark.parametrize("pre_repair", ["auto", "off"])
+def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
+    # gauss on the large-table path: a leaf-cube pass gives the primaries interval
+    # protection before the first audit (or not, "off"); either way the pattern must
+    # pass the independent interval audit
+    pm = _protect_module()
+    monkeypatch.setattr(pm, "LARGE_TABLE", 10)
+    monkeypatch.setattr(pm, "PRE_REPAIR", pre_repair)
+    t = gen_tables.preset("1k-3d", seed=2024)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
+    assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
+    assert res.passed
+    assert audit(res.table).passed
+    assert (res.status[t.status == "U"] == "U").all()
+
+
+def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
+    pm = _protect_module()
+    monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
+    t = gen_tables.preset("3d-small", seed=2024)
+    res = protect(t, method="hypercube", cost="value", singleton=False)
+    assert res.parameters["audit_mode"] == "verdict" and res.audit.mode == "verdict"
+    assert any("verdict mode" in n for n in res.notes)
+    assert res.passed and audit(res.table).passed
+    # the default threshold keeps small patterns on the interval audit
+    monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 250_000)
+    assert protect(t, method="hypercube", cost="value",
+                   singleton=False).audit.mode == "intervals"
+
+
+@pytest.mark.parametrize("method", ["gauss", "hypercube"])
+def test_unprotectable_primary_is_refused_before_any_method(method):
+    from tabprotect.errors import InfeasibleRulesError
+    rows = Hierarchy.flat(["1", "2"], total="T")
+    cols = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": rows, "c": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    st_ = np.array(["P", "P", "P", "P", "U", "P", "P", "S", "S"])
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+    with pytest.raises(InfeasibleRulesError, match=r"r=1, c=a.*up protection"):
+        protect(t, method=method, cost="unity", singleton=False)
+    # a protectable one passes the same check
+    st_[[5, 7, 8]] = "S"
+    res = protect(t.replace(status=st_), method=method, cost="unity", singleton=False)
+    assert res.passed and audit(res.table).passed

@@ -223,6 +223,108 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     return status
 
 
+def leaf_cells(table: Table) -> np.ndarray:
+    """Cells whose code is a leaf (has no children) in every dimension of a product table."""
+    out = np.ones(table.n_cells, dtype=bool)
+    for d, dim in enumerate(table.dimensions):
+        h = dim.hierarchy
+        has_children = np.zeros(len(h), dtype=bool)
+        parents = np.asarray(h.parent)
+        has_children[parents[parents >= 0]] = True
+        if len(h) > 1:
+            out &= ~has_children[table.positions[d]]
+    return out
+
+
+def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = False,
+                time_limit: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Protect primary cells with *leaf cubes*: no LP, each cube a proof.
+
+    A leaf cube of primary ``p`` (all of whose codes are leaves) takes, in every
+    dimension, another leaf child of the same parent; its ``2^k`` corners are all leaf
+    cells.  Moving the corners by ``+t`` / ``-t`` with alternating signs keeps *every*
+    relation of the table (each relation meets the cube in no corner or in two corners of
+    opposite sign, and no corner is a total), so with all corners suppressed the
+    primary's interval contains ``[x - t_down, x + t_up]``, the simple cube bounds (see
+    :mod:`tabprotect.secondary.hypercube`).  For each listed primary the cheapest leaf cube
+    whose bounds meet the primary's requirement is suppressed (corners already
+    suppressed cost nothing, so a primary that already has such a cube costs nothing).
+
+    Primaries with a non-leaf code, or without a usable leaf cube (zero, empty, ``P``,
+    fixed or -- with ``singleton`` -- single-contributor corners, or bounds too small),
+    are returned for the deviation LPs of :func:`greedy_repair`.
+
+    Returns
+    -------
+    (new status array, the cells left unresolved)
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0), lpl=np.where(st == "U", 1.0, 0))
+    >>> new, left = cube_repair(t, np.ones(9), [4])
+    >>> sorted(np.flatnonzero(new == "M").tolist()), left.tolist()
+    ([5, 7, 8], [])
+    """
+    from tabprotect.secondary.hypercube import _CubeSearch, requirements
+    from tabprotect.secondary.subtables import Split
+    start = time.perf_counter()
+    cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
+    status = table.status.copy()
+    if not table.dimensions or len(cells) == 0:
+        return status, cells
+    split = Split(table)
+    search = _CubeSearch(table, split, np.asarray(cost, dtype=float), max_candidates=20000)
+    suppressed = np.isin(status, ("U", "M"))
+    leaf = leaf_cells(table)
+    need_up, need_down = requirements(table)
+    # a hair above the levels: the audit's tolerance then never decides the verdict
+    scale = 1.0 + 1e-9
+    tol = 1e-9 * np.maximum(1.0, np.abs(table.value))
+    single = table.freq == 1
+    unresolved = []
+    for n, p in enumerate(cells):
+        p = int(p)
+        if time_limit is not None and n % 256 == 0 and \
+                time.perf_counter() - start > time_limit:
+            unresolved.extend(int(c) for c in cells[n:])
+            break
+        if not leaf[p]:
+            unresolved.append(p)
+            continue
+        pos = np.unravel_index(p, table.shape)
+        key = tuple(int(g.as_child[q]) if g.as_child[q] >= 0 else 0
+                    for g, q in zip(split.dims, pos))
+        cand = search.candidates(p, key, suppressed)
+        if cand is None:
+            unresolved.append(p)
+            continue
+        corners, signs, _ = cand
+        usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
+        ok = usable & leaf[corners].all(axis=0)
+        if singleton:
+            # a corner's contributor knows its value: the cube proves nothing against it
+            ok &= ~single[corners[1:]].any(axis=0)
+        width = float(table.spl[p]) if status[p] == "U" else 0.0
+        ok &= ((t_up >= need_up[p] * scale) & (t_down >= need_down[p] * scale)
+               & (t_up + t_down >= max(width * scale, tol[p])))
+        if not ok.any():
+            unresolved.append(p)
+            continue
+        idx = np.flatnonzero(ok)
+        new_value = np.where(suppressed[corners[:, idx]], 0.0,
+                             np.abs(table.value[corners[:, idx]])).sum(axis=0)
+        best = idx[np.lexsort((idx, new_value, new_cost[idx]))[0]]
+        cube = corners[:, best]
+        fresh = cube[~suppressed[cube]]
+        status[fresh] = "M"
+        suppressed[fresh] = True
+    return status, np.asarray(unresolved, dtype=np.int64)
+
+
 @register_method("greedy")
 def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
            progress: Callable[[str, float], None] | None = None, max_rounds: int = 20,

@@ -16,11 +16,12 @@ import pandas as pd
 from tabprotect.audit import AuditResult, audit
 from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model.table import Table
+from tabprotect.model.relations import linked_components
 from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
 from tabprotect.secondary.optimal import candidate_cells
-from tabprotect.secondary.greedy import greedy_repair
-from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+from tabprotect.secondary.greedy import cube_repair, greedy_repair
+from tabprotect.secondary.repair import GreedyRepair, Requirements
 
 #: rounds of audit-and-repair before giving up (each round suppresses more)
 MAX_REPAIR_ROUNDS = 6
@@ -30,9 +31,15 @@ MAX_REPAIR_ROUNDS = 6
 #: whole table) and skips the up-front all-suppressed feasibility check (one LP per
 #: primary on the whole table); the final audit still judges the pattern
 LARGE_TABLE = 50_000
-#: the up-front "protectable with everything suppressed" check (one whole-table LP per
-#: primary) runs only while primaries x candidate cells stays below this
-FEASIBILITY_CHECK_MAX_WORK = 2_000_000
+#: the up-front "protectable with everything suppressed" check (a verdict-mode audit of
+#: the all-suppressed pattern) runs only while primaries x candidate cells stays below this
+FEASIBILITY_CHECK_MAX_WORK = 1_000_000_000
+#: audit_mode="auto" below LARGE_TABLE: intervals (every suppressed cell's interval,
+#: shown by ``to_frame``) while the sum of the squared component sizes of the pattern
+#: stays below this, else verdict
+INTERVAL_AUDIT_MAX_WORK = 250_000
+#: seconds for that check when protect() has no time limit (else a quarter of it)
+FEASIBILITY_CHECK_SECONDS = 120.0
 
 
 @dataclass
@@ -131,6 +138,15 @@ class ProtectResult:
         return out
 
 
+#: methods whose patterns only avoid exact disclosure (no interval protection): on large
+#: product tables protect() gives their primaries leaf cubes before the first audit
+#: (:func:`~tabprotect.secondary.greedy.cube_repair`), so the audit does not have to
+#: prove tens of thousands of shortfalls one by one
+INTERVAL_BLIND_METHODS = ("gauss",)
+#: "auto": the leaf-cube pass before the first audit for those methods on large tables;
+#: "off": never (the audit's shortfalls are repaired afterwards in any case)
+PRE_REPAIR = "auto"
+
 #: methods that work on sub-tables of a product table; protect() recovers the product
 #: structure of a general table for them (tabprotect.model.structure)
 PRODUCT_ONLY_METHODS = ("hypercube", "modular")
@@ -161,7 +177,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         ``"suppress"``
     audit_mode : ``"intervals"`` (every suppressed cell's interval), ``"verdict"`` (only
         whether each primary is protected; far faster on large patterns) or ``"auto"``
-        (verdict from :data:`LARGE_TABLE` cells on)
+        (verdict from :data:`LARGE_TABLE` cells on, or when the pattern's components
+        are large: :data:`INTERVAL_AUDIT_MAX_WORK`)
     audit_time_limit : seconds for the audit-and-repair loop (default: ``time_limit``);
         an audit stopped by it fails, so a pattern is never reported safe unchecked
     audit_workers : processes for the audit's independent components
@@ -224,11 +241,11 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                      f"feasibility check skipped (the final audit judges)")
     else:
         # at most a quarter of the time limit: past it, the final audit judges
-        check_deadline = None if time_limit is None else t0 + 0.25 * time_limit
-        if not _check_feasible(table, req, cand, AttackerOracle(table, req),
-                               deadline=check_deadline):
-            notes.append("up-front feasibility check stopped at a quarter of the time "
-                         "limit (the final audit judges)")
+        check_limit = FEASIBILITY_CHECK_SECONDS if time_limit is None else \
+            0.25 * time_limit
+        if not _check_feasible(table, cand, singleton, check_limit):
+            notes.append("up-front feasibility check stopped at its time limit (a quarter "
+                         "of the time limit; the final audit judges)")
 
     tm = time.perf_counter()
     run_table, source_cell = table, None
@@ -255,6 +272,18 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         in_source_order[source_cell] = status
         status = in_source_order
     _check_outcome(table, status)
+    if audit_mode == "auto" and mode == "intervals":
+        # one LP pair per suppressed cell, each over its whole component: past this work
+        # the verdict decides in a fraction of the time (TABLE3's hypercube pattern,
+        # ~1,000 cells in one component: intervals 60 s per round, verdict 1 s)
+        work = sum(len(comp) ** 2 for comp in
+                   linked_components(table.relations, np.isin(status, ("U", "M"))))
+        if work > INTERVAL_AUDIT_MAX_WORK:
+            mode = "verdict"
+            params["audit_mode"] = mode
+            notes.append(f"audit in verdict mode: the interval audit's work estimate "
+                         f"(sum of squared component sizes, {work:,}) exceeds "
+                         f"{INTERVAL_AUDIT_MAX_WORK:,}")
 
     # ---- audit and repair, within their own time budget
     ta = time.perf_counter()
@@ -276,8 +305,20 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                      workers=audit_workers)
 
     protected_table = table.replace(status=status)
-    result = judge(protected_table)
     repaired: list[np.ndarray] = []
+    if (large and repair and PRE_REPAIR == "auto" and method in INTERVAL_BLIND_METHODS
+            and table.dimensions):
+        # a leaf cube (a move of the whole table) per primary that has none yet: cheap,
+        # no LP, and it leaves the first audit few shortfalls to prove
+        pre_status, _ = cube_repair(protected_table, c, np.flatnonzero(status == "U"),
+                                    singleton=singleton, time_limit=left())
+        pre = np.flatnonzero((pre_status == "M") & (status != "M"))
+        if len(pre):
+            repaired.append(pre)
+            status = pre_status
+            protected_table = table.replace(status=status)
+            notes.append(f"leaf-cube pass before the audit added {len(pre)} cell(s)")
+    result = judge(protected_table)
     rounds = 0
     integer = result.integer
     while not result.passed and repair and rounds < MAX_REPAIR_ROUNDS:
@@ -292,8 +333,13 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         if large:
             # local deviation LPs on the short primaries' sub-tables (a whole-table LP per
             # shortfall does not scale to 10^5-10^6 cells)
-            new_status = greedy_repair(protected_table, c, result.shortfalls,
-                                       audit_result=result, time_limit=left())
+            # leaf cubes first (no LP; each a move of the whole table), the deviation
+            # LPs for what they cannot settle
+            new_status, rest = cube_repair(protected_table, c, result.shortfalls,
+                                           singleton=singleton, time_limit=left())
+            if len(rest):
+                new_status = greedy_repair(protected_table.replace(status=new_status), c,
+                                           rest, audit_result=result, time_limit=left())
             new_mask = np.isin(new_status, ("U", "M")) | suppressed
         else:
             # each round asks a little more than the levels, in case the audit's integer
@@ -341,27 +387,41 @@ def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Require
                         need_width=bump(req.need_width), singleton=req.singleton, tol=req.tol)
 
 
-def _check_feasible(table: Table, req: Requirements, cand: np.ndarray,
-                    oracle: AttackerOracle, deadline: float | None = None) -> bool:
+def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
+                    time_limit: float | None) -> bool:
     """Every primary must be protectable with every candidate cell suppressed.
 
-    Returns False when the deadline stopped the check before it found anything."""
+    Judged by the audit itself (verdict mode) on the pattern "every candidate
+    suppressed": its aggregate LPs certify most primaries at once (TABLE3, 517 primaries
+    on 4,992 cells: 6 LPs, 0.2 s, where one attacker LP per primary and direction took
+    0.4-30 s each), and what it cannot certify gets the exact LP bound that proves the
+    shortfall.  Returns False when the time limit stopped it before it decided.
+    """
     everything = cand | table.suppressed
-    chk = oracle.check(everything, cuts=False, deadline=deadline)
-    if chk.ok:
+    res = audit(table, unpublished=everything, singleton=singleton, time_limit=time_limit,
+                mode="verdict")
+    if res.passed:
         return True
-    if not chk.violated:
+    # a cell not decided in time is not proven unprotectable: only complete shortfalls
+    undecided = res.incomplete if res.incomplete is not None else np.zeros(0, bool)
+    bad = [int(s) for s in res.shortfalls if not (len(undecided) and undecided[s])]
+    if not bad:
         return False
-    bad = sorted({s for s, _, _ in chk.violated})
     names = ", ".join(table.cell_name(s) for s in bad[:5])
     more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-    why = {kind for _, kind, _ in chk.violated}
-    single = any(j >= 0 for _, _, j in chk.violated)
+    tol = 1e-6 * np.maximum(1.0, np.abs(table.value[bad]))
+    why = set()
+    if (res.upper[bad] < res.required_upper[bad] - tol).any():
+        why.add("up")
+    if (res.lower[bad] > res.required_lower[bad] + tol).any():
+        why.add("down")
+    if not why:
+        why.add("sliding")
     raise InfeasibleRulesError(
         f"primary cell(s) {names}{more} cannot be protected even with every other cell "
         f"suppressed ({'/'.join(sorted(why))} protection level"
-        f"{'; against a single-contributor attacker' if single else ''}; P cells, empty cells "
-        f"and cells with lb == ub are never suppressed)")
+        f"{'; single-contributor attackers included' if singleton else ''}; P cells, "
+        f"empty cells and cells with lb == ub are never suppressed)")
 
 
 def _check_outcome(table: Table, status: np.ndarray) -> None:

@@ -316,7 +316,7 @@ class AttackerOracle:
         hi = req.up[comp] * z[comp]
         lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
                            row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
-        model = HighsModel(lp)
+        model = HighsModel(lp, **self._model_options)
         local = {int(c): k for k, c in enumerate(comp)}
         attackers = [-1]
         if req.singleton.any():
