@@ -48,6 +48,14 @@ _PARALLEL_MIN_CELLS = 5000
 _LOCAL_MIN_VARS = 2000
 _LOCAL_HOPS_SEQUENCE = (2, 3, 4)
 _LOCAL_MAX_VARS = 50_000
+# verdict mode: components from this many variables get block LPs (aggregate objectives
+# over the primaries of a region of about ``_BLOCK_SIZES`` variables, the rest of the
+# component at its true values) instead of aggregate LPs over the whole component, whose
+# interior-point solves take minutes at 10^5-10^6 variables
+_BLOCK_MIN_VARS = 10_000
+_BLOCK_SIZES = (3_000, 10_000)
+# block LPs from this many variables are solved by interior point (no crossover)
+_BLOCK_IPM_VARS = 5_000
 
 
 @dataclass
@@ -101,6 +109,7 @@ class AuditResult:
     outer_lower: np.ndarray | None = None
     outer_upper: np.ndarray | None = None
     n_local_lp: int = 0    # small LPs around primary cells (verdict mode, large components)
+    n_block_lp: int = 0    # LPs over regions of huge components (verdict mode)
 
     @property
     def complete(self) -> bool:
@@ -129,6 +138,8 @@ class AuditResult:
             "lp_skipped": self.n_lp_skipped,
             "determined_without_lp": self.n_determined,
             "certified_by_witness": self.n_certified,
+            "local_lp": self.n_local_lp,
+            "block_lp": self.n_block_lp,
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,
@@ -156,7 +167,7 @@ class AuditResult:
 def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool | None = None,
           singleton: bool = False, time_limit: float | None = None,
           progress: Callable[[int, int], None] | None = None, mode: str = "intervals",
-          workers: int = 1) -> AuditResult:
+          workers: int = 1, previous: AuditResult | None = None) -> AuditResult:
     """Feasibility intervals of every unpublished cell and the protection verdict.
 
     Parameters
@@ -179,6 +190,11 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         no witness certifies counts as not protected without the LPs that would prove
         it short (a pass is a real pass; a failure may be unproven -- for repair loops)
     workers : processes for independent components (1 = in this process)
+    previous : (verdict and screen modes) an audit of the same table with a pattern
+        that this one only extends (every cell unpublished there is unpublished here).
+        Suppressing more only widens the intruder's polytope, for every attacker, so a
+        primary cell protected there is protected here: it keeps that audit's bounds and
+        costs no LP. For audit-and-repair loops; ignored in intervals mode
 
     Examples
     --------
@@ -218,6 +234,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
 
     primary = (table.status == "U") & unpublished
     req_lo, req_hi, req_w = required_interval(table, primary)
+    settled = _settled_by(previous, table, unpublished, singleton, bool(integer)) \
+        if previous is not None and mode != "intervals" else np.zeros(n, dtype=bool)
 
     # cells alone among the unpublished cells of some relation are known exactly; they are
     # as good as published for the intruder (repeat: that may isolate further cells)
@@ -226,7 +244,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[determined] = value[determined]
     free = unpublished & ~determined
     comps, ncomp = _components(table.relations, free)
-    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0}
+    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0}
     incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
@@ -235,7 +253,9 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     worst_hi = np.full(n, np.inf)
 
     builder = _SystemBuilder(table, free)
-    tasks = [_ComponentTask(system=builder.system(cells), primary=primary[cells],
+    # a settled primary is no target of the LPs (it is as good as a non-primary cell)
+    open_primary = primary & ~settled
+    tasks = [_ComponentTask(system=builder.system(cells), primary=open_primary[cells],
                             req_lo=req_lo[cells], req_hi=req_hi[cells], req_w=req_w[cells],
                             freq=table.freq[cells] if singleton else None,
                             integer=bool(integer), mode=mode, deadline=deadline)
@@ -279,6 +299,15 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             if progress is not None:
                 progress(k + 1, ncomp)
 
+    if settled.any():
+        lower[settled] = previous.lower[settled]
+        upper[settled] = previous.upper[settled]
+        exact_lower[settled] = previous.exact_lower[settled]
+        exact_upper[settled] = previous.exact_upper[settled]
+        outer_lower[settled] = outer_upper[settled] = False
+        worst_lo[settled], worst_hi[settled] = -np.inf, np.inf
+        incomplete[settled] = False
+        counters["certified"] += int(settled.sum())
     # a point interval from exact or outer bounds: the cell is disclosed
     exact = unpublished & (exact_lower | outer_lower) & (exact_upper | outer_upper) & (
         np.abs(upper - lower) <= _TOL * np.maximum(1.0, np.abs(value)))
@@ -302,7 +331,35 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
                        exact_lower=exact_lower, exact_upper=exact_upper,
                        outer_lower=outer_lower, outer_upper=outer_upper,
-                       n_certified=counters["certified"], n_local_lp=counters["local_lp"])
+                       n_certified=counters["certified"], n_local_lp=counters["local_lp"],
+                       n_block_lp=counters["block_lp"])
+
+
+def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
+                singleton: bool, integer: bool) -> np.ndarray:
+    """Primary cells a previous audit of a sub-pattern found protected (see ``audit``'s
+    ``previous``); checks that the previous audit is one the monotonicity argument
+    covers."""
+    n = table.n_cells
+    if previous.unpublished.shape != (n,):
+        raise InputError(f"audit: 'previous' is an audit of a table with "
+                         f"{previous.unpublished.shape[0]} cells, not {n}")
+    grown = previous.unpublished & ~unpublished
+    if grown.any():
+        raise InputError(f"audit: 'previous' must audit a pattern this one extends, but "
+                         f"cell {table.cell_name(int(np.flatnonzero(grown)[0]))} is "
+                         f"unpublished there and published here")
+    if previous.singleton != singleton or previous.integer != integer:
+        raise InputError("audit: 'previous' was run with other singleton/integer "
+                         "settings")
+    settled = (previous.primary & previous.protected & previous.unpublished
+               & (table.status == "U") & unpublished)
+    if previous.incomplete is not None:
+        settled &= ~previous.incomplete
+    if previous.outer_lower is not None:
+        # bounds from relaxed LPs are not attained: never reused as witnesses
+        settled &= ~(previous.outer_lower | previous.outer_upper)
+    return settled
 
 
 def required_interval(table: Table, primary: np.ndarray | None = None
@@ -341,6 +398,20 @@ def _components(A: sp.csr_matrix, unpublished: np.ndarray) -> tuple[list[np.ndar
     """Suppressed cells grouped into components linked by relations."""
     groups = linked_components(A, unpublished)
     return groups, len(groups)
+
+
+def _ranges(start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(start[i], start[i] + lengths[i])`` without a Python loop."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.repeat(start - (np.cumsum(lengths) - lengths), lengths)
+    return shift + np.arange(total)
+
+
+def _gather(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The stored column indices of the given rows of a CSR (or CSC) matrix."""
+    return indices[_ranges(indptr[rows], indptr[rows + 1] - indptr[rows])]
 
 
 class _SystemBuilder:
@@ -458,6 +529,158 @@ class _ReducedSystem:
             cells = np.unique(self.A[rows].indices)
         return cells
 
+    def _scratch(self):
+        """Per-variable and per-relation work arrays, allocated once per component and
+        always handed back all-clear, so that many small block LPs cost time in their
+        own size, not the component's."""
+        if getattr(self, "_work", None) is None:
+            self._work = {"ties": np.zeros(self.k, dtype=np.int64),
+                          "pos": np.full(self.k, -1, dtype=np.int64),
+                          "rows": np.zeros(self.A.shape[0], dtype=bool)}
+        return self._work
+
+    def _rows_of(self, cells: np.ndarray) -> np.ndarray:
+        """Relations (sorted) that hold any of ``cells``."""
+        cols = self._columns()
+        return np.unique(_gather(cols.indptr, cols.indices, cells))
+
+    def grow(self, seed: int, size: int, core: int | None = None):
+        """About ``size`` variables around variable ``seed`` (sorted), for a block LP.
+
+        Grown relation step by relation step; when a step would overshoot, the variables
+        tied to the region by the most relations come first: they close the cycles
+        (rectangles, cubes) along which a cell can move, where plain breadth-first order
+        would add long thin lines through the seed. With ``core``, also returns the
+        first ``core`` variables added (sorted): the block's middle, where a cell's
+        cycles are most likely inside the block."""
+        work = self._scratch()
+        ties, pos, row_seen = work["ties"], work["pos"], work["rows"]
+        A = self.A
+        members = [np.array([seed], dtype=np.int64)]
+        pos[seed] = 0                     # pos >= 0 marks "inside" while growing
+        seen_rows: list[np.ndarray] = []
+        tied: list[np.ndarray] = []
+        new = members[0]
+        count = 1
+        try:
+            while count < size and len(new):
+                rows = self._rows_of(new)
+                rows = rows[~row_seen[rows]]
+                row_seen[rows] = True
+                seen_rows.append(rows)
+                if len(rows):
+                    cells, n_ties = np.unique(_gather(A.indptr, A.indices, rows),
+                                              return_counts=True)
+                    ties[cells] += n_ties
+                    tied.append(cells)
+                frontier = np.unique(np.concatenate(tied)) if tied else new[:0]
+                cand = frontier[pos[frontier] < 0]
+                room = size - count
+                if len(cand) > room:
+                    # stable: equal ties keep index order (a deterministic audit)
+                    cand = np.sort(cand[np.argsort(-ties[cand], kind="stable")[:room]])
+                pos[cand] = 0
+                members.append(cand)
+                count += len(cand)
+                new = cand
+        finally:
+            order = np.concatenate(members)
+            block = np.unique(order)
+            pos[block] = -1
+            for cells in tied:
+                ties[cells] = 0
+            for rows in seen_rows:
+                row_seen[rows] = False
+        if core is None:
+            return block
+        return block, np.sort(order[:core])
+
+    def _local_program(self, cells, kind, fixed, reach=None):
+        """Relations, right-hand sides and bounds of the LP over ``cells`` (sorted; see
+        :meth:`local_bound` for ``kind``); with ``reach``, infinite bounds are capped
+        that far from the true value (aggregate objectives must not be unbounded)."""
+        pos = self._scratch()["pos"]
+        rows = self._rows_of(cells)
+        A = self.A
+        start, end = A.indptr[rows], A.indptr[rows + 1]
+        lengths = end - start
+        at = _ranges(start, lengths)
+        col = A.indices[at]
+        coef = A.data[at]
+        row_of = np.repeat(np.arange(len(rows)), lengths)
+        pos[cells] = np.arange(len(cells))
+        try:
+            local = pos[col]
+        finally:
+            pos[cells] = -1
+        inside = local >= 0
+        tol = self.row_tol[rows] if self.relaxed else np.zeros(len(rows))
+        rhs = self.rhs[rows].astype(float)
+        if kind == "relaxed":
+            # only relations with every variable inside
+            outside_rows = np.zeros(len(rows), dtype=bool)
+            outside_rows[row_of[~inside]] = True
+            keep_row = ~outside_rows
+        else:
+            # the variables outside stay at their true values
+            rhs -= np.bincount(row_of[~inside], weights=coef[~inside] * self.value[
+                col[~inside]], minlength=len(rows))
+            keep_row = np.ones(len(rows), dtype=bool)
+        new_row = np.cumsum(keep_row) - 1
+        sel = inside & keep_row[row_of]
+        sub = sp.csr_matrix((coef[sel], (new_row[row_of[sel]], local[sel])),
+                            shape=(int(keep_row.sum()), len(cells)))
+        rhs, tol = rhs[keep_row], tol[keep_row]
+        lb, ub = self.lb[cells].copy(), self.ub[cells].copy()
+        if fixed:
+            for jj, v in fixed.items():
+                at_j = np.searchsorted(cells, jj)
+                if at_j < len(cells) and cells[at_j] == jj:
+                    lb[at_j] = ub[at_j] = v
+        if reach is not None:
+            lb = np.maximum(lb, self.value[cells] - reach)
+            ub = np.minimum(ub, self.value[cells] + reach)
+        return sub, rhs - tol, rhs + tol, lb, ub
+
+    def block_witness(self, cells, c_idx, goal, sign, fixed, counters, reach, weight):
+        """A feasible table that moves the variables ``c_idx`` (among the sorted
+        ``cells``) towards ``goal`` (up for ``sign=+1``, down for -1), every variable
+        outside ``cells`` at its true value: a witness for many primaries at once from a
+        small LP. Returns the witness over all variables, or None.
+
+        The objective saturates at the goal (``max sum weight * min(sign * x, sign *
+        goal)``, one extra column and row per pushed variable): a variable gains nothing
+        beyond its requirement, so the LP spends the slack of the table on the variables
+        that still need it, where ``max sum x`` would let a few absorb everything."""
+        sub, row_lo, row_hi, lb, ub = self._local_program(cells, "restricted", fixed,
+                                                          reach)
+        n, m = len(cells), len(c_idx)
+        local = np.searchsorted(cells, c_idx)
+        # rows: sign * x_p - u_p >= 0, u_p <= sign * goal_p; maximise sum weight * u_p
+        link = sp.csr_matrix((np.concatenate([np.full(m, float(sign)), -np.ones(m)]),
+                              (np.tile(np.arange(m), 2),
+                               np.concatenate([local, n + np.arange(m)]))),
+                             shape=(m, n + m))
+        A = sp.vstack([sp.hstack([sub, sp.csr_matrix((sub.shape[0], m))]), link],
+                      format="csr")
+        c = np.concatenate([np.zeros(n), weight])
+        res = solve(LinearProgram(
+            c=c, A=A, row_lower=np.concatenate([row_lo, np.zeros(m)]),
+            row_upper=np.concatenate([row_hi, np.full(m, np.inf)]),
+            col_lower=np.concatenate([lb, np.full(m, -np.inf)]),
+            col_upper=np.concatenate([ub, sign * np.asarray(goal, dtype=float)]),
+            sense="max"),
+            # large blocks: interior point without crossover (a feasible point is all a
+            # witness needs, and it is several times faster than simplex here)
+            **({"solver": "ipm", "run_crossover": "off"} if n >= _BLOCK_IPM_VARS else {}))
+        counters["block_lp"] = counters.get("block_lp", 0) + 1
+        if res.status != "optimal" or res.x is None:
+            return None
+        x = self.value.copy()
+        # interior-point points may sit a hair outside a bound
+        x[cells] = np.clip(res.x[:n], lb, ub)
+        return x
+
     def local_bound(self, j, sense, cells, kind, fixed, counters):
         """Min or max of ``x_j`` over a small LP around it.
 
@@ -468,30 +691,11 @@ class _ReducedSystem:
         every solution is a feasible table of the whole system (a witness).
         Returns ``(value, x over all variables or None)``; value None when the LP gave
         no answer (the caller then falls back to the whole system)."""
-        inside = np.zeros(self.k, dtype=bool)
-        inside[cells] = True
-        rows = np.unique(self._columns()[:, cells].indices)
-        sub = self.A[rows]
-        tol = self.row_tol[rows] if self.relaxed else 0.0
-        rhs = self.rhs[rows]
-        if kind == "relaxed":
-            keep = np.asarray((sub[:, ~inside] != 0).sum(axis=1)).ravel() == 0
-            sub, rhs = sub[keep], rhs[keep]
-            tol = tol[keep] if self.relaxed else 0.0
-        else:
-            rhs = rhs - sub[:, ~inside] @ self.value[~inside]
-        sub = sub[:, cells]
-        lb, ub = self.lb[cells].copy(), self.ub[cells].copy()
-        if fixed:
-            for jj, v in fixed.items():
-                pos = np.searchsorted(cells, jj)
-                if pos < len(cells) and cells[pos] == jj:
-                    lb[pos] = ub[pos] = v
+        sub, row_lo, row_hi, lb, ub = self._local_program(cells, kind, fixed)
         c = np.zeros(len(cells))
         c[np.searchsorted(cells, j)] = 1.0
-        res = solve(LinearProgram(c=c, A=sp.csr_matrix(sub), row_lower=rhs - tol,
-                                  row_upper=rhs + tol, col_lower=lb, col_upper=ub,
-                                  sense=sense))
+        res = solve(LinearProgram(c=c, A=sub, row_lower=row_lo, row_upper=row_hi,
+                                  col_lower=lb, col_upper=ub, sense=sense))
         counters["local_lp"] = counters.get("local_lp", 0) + 1
         if res.status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None
@@ -567,7 +771,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
     """Intervals (or the verdict) of one component, plus its singleton attacks."""
     system = task.system
     k = system.k
-    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0}
+    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0}
     worst_lo = np.full(k, -np.inf)
     worst_hi = np.full(k, np.inf)
     try:
@@ -805,7 +1009,47 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                         lo[j], outer_lo[j] = o_lo, True
                     decided[j] = True
 
-        aggregate_rounds(8)
+        def block_pass(size: int) -> None:
+            reach = _reach(system, task)
+            # blocks grown around open primaries; a primary in the middle of an earlier
+            # block of this pass has had its chance and seeds no block of its own (the
+            # next pass, with larger blocks, tries again)
+            tried = np.zeros(k, dtype=bool)
+            for j in np.flatnonzero(want & ~satisfied() & ~decided):
+                if tried[j] or not (needs_hi(j) or needs_lo(j)) or \
+                        _out_of_time(task.deadline):
+                    continue
+                cells, middle = system.grow(int(j), size, core=size // 3)
+                tried[middle] = True
+                tried[j] = True
+                members = cells[want[cells] & ~decided[cells]]
+                for sign in (1.0, -1.0):
+                    m_lo, m_hi = lo[members], hi[members]
+                    m_tol = tol[members]
+                    up = m_hi < req_hi[members] - m_tol
+                    down = m_lo > req_lo[members] + m_tol
+                    width = ((m_hi - m_lo < req_w[members] - m_tol)
+                             | (m_hi - m_lo <= m_tol))
+                    if sign > 0:
+                        push = (up | width) & ~ex_hi[members]
+                        goal = np.maximum(req_hi[members], m_lo + req_w[members])
+                        # a point interval is never safe: ask for some width
+                        goal = np.maximum(goal, system.value[members] + 10 * m_tol)
+                    else:
+                        push = (down | width) & ~ex_lo[members]
+                        goal = np.minimum(req_lo[members], m_hi - req_w[members])
+                        goal = np.minimum(goal, system.value[members] - 10 * m_tol)
+                    idx = members[push]
+                    if len(idx) == 0:
+                        continue
+                    absorb(system.block_witness(cells, idx, goal[push], sign, fixed,
+                                                counters, reach, 1.0 / scale[idx]))
+
+        if k >= _BLOCK_MIN_VARS:
+            for size in _BLOCK_SIZES:
+                block_pass(size)
+        else:
+            aggregate_rounds(8)
         if large:
             # then growing neighbourhoods around what the aggregate witnesses left open
             for hops in _LOCAL_HOPS_SEQUENCE:
@@ -847,6 +1091,16 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
     return lo, hi, ex_lo, ex_hi, outer_lo, outer_hi
 
 
+def _reach(system, task) -> float:
+    """How far from the true values an aggregate objective may push a variable whose
+    a-priori bound is infinite: far beyond any protection level, yet finite."""
+    levels = np.nan_to_num(np.concatenate([np.abs(task.req_hi - system.value),
+                                           np.abs(system.value - task.req_lo),
+                                           np.abs(task.req_w)]),
+                           nan=0.0, posinf=0.0)
+    return float(10.0 * (np.abs(system.value).max() + levels.max()) + 1.0)
+
+
 class _AggregateModel:
     """The LP of the aggregate (many-cell) objectives of verdict mode.
 
@@ -867,12 +1121,7 @@ class _AggregateModel:
         lb, ub = lp.col_lower.copy(), lp.col_upper.copy()
         inf = ~(np.isfinite(lb) & np.isfinite(ub))
         if inf.any():
-            task = self.task
-            levels = np.nan_to_num(np.concatenate([np.abs(task.req_hi - system.value),
-                                                   np.abs(system.value - task.req_lo),
-                                                   np.abs(task.req_w)]),
-                                   nan=0.0, posinf=0.0)
-            reach = 10.0 * (np.abs(system.value).max() + levels.max()) + 1.0
+            reach = _reach(system, self.task)
             lb = np.maximum(lb, system.value - reach)
             ub = np.minimum(ub, system.value + reach)
         lp = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,

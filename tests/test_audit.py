@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tabprotect.audit import audit
+from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 
 
@@ -361,6 +362,110 @@ def test_property_screen_mode_never_certifies_wrongly(data):
     # what the screen calls protected is protected; a screen pass is a pass
     assert not (screen.protected & ~full.protected).any()
     assert not screen.passed or full.passed
+
+
+@contextlib.contextmanager
+def _block_lps_everywhere(sizes=(12, 4)):
+    """Block LPs normally replace the whole-component aggregate LPs on huge components
+    only: here on every component, with blocks smaller than the component."""
+    audit_module = importlib.import_module("tabprotect.audit")
+    names = ("_BLOCK_MIN_VARS", "_BLOCK_SIZES", "_BLOCK_IPM_VARS", "_LOCAL_MIN_VARS",
+             "_LOCAL_HOPS_SEQUENCE")
+    saved = [getattr(audit_module, name) for name in names]
+    for name, value in zip(names, (0, sizes, 10, 0, (1, 2))):
+        setattr(audit_module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in zip(names, saved):
+            setattr(audit_module, name, value)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_property_block_lps_keep_the_verdict(data):
+    t = _draw_two_way_pattern(data)
+    kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
+    with _block_lps_everywhere():
+        _assert_verdict_agrees(t, **kw)
+        screen = audit(t, mode="screen", **kw)
+    full = audit(t, **kw)
+    assert not (screen.protected & ~full.protected).any()
+    assert not screen.passed or full.passed
+
+
+def test_block_lps_certify_a_protected_pattern_without_whole_component_lps():
+    rng = np.random.default_rng(5)
+    t = two_way(rng.integers(5, 60, size=(25, 25)))
+    inner = np.flatnonzero(t.is_inner)
+    st_ = t.status.copy()
+    st_[rng.choice(inner, 60, replace=False)] = "U"
+    # every inner cell suppressed, margins published: each primary moves along rectangles
+    st_[inner[st_[inner] != "U"]] = "M"
+    prim = st_ == "U"
+    t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), lpl=np.where(prim, 1.0, 0.0))
+    with _block_lps_everywhere(sizes=(200, 60)):
+        full, fast = _assert_verdict_agrees(t)
+        screen = audit(t, mode="screen")
+    assert full.passed and fast.passed and screen.passed
+    assert fast.n_block_lp > 0 and fast.n_certified > 0
+    # the screen certifies everything from block and local LPs alone
+    assert screen.n_lp == 0
+
+
+def test_grow_gives_connected_blocks_of_the_asked_size():
+    audit_module = importlib.import_module("tabprotect.audit")
+    rng = np.random.default_rng(3)
+    t = two_way(rng.integers(5, 60, size=(12, 12)))
+    unpublished = t.is_inner.copy()
+    system = audit_module._SystemBuilder(t, unpublished).system(np.flatnonzero(unpublished))
+    for seed in (0, 17, 143):
+        block = system.grow(seed, 30)
+        assert seed in block and len(block) == 30
+        assert np.all(np.diff(block) > 0)
+        # the seed's whole row and column (one relation step) come first
+        row_mates = np.flatnonzero(np.asarray(
+            system.A[system._rows_of(np.array([seed]))].sum(axis=0)).ravel() != 0)
+        assert np.isin(row_mates, block).all()
+    # the scratch arrays are handed back clear, so blocks do not depend on history
+    np.testing.assert_array_equal(system.grow(17, 30), system.grow(17, 30))
+    assert system.grow(5, 10_000).tolist() == list(range(system.k))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_property_previous_audit_of_a_sub_pattern_keeps_the_verdict(data):
+    t = _draw_two_way_pattern(data)
+    rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
+    kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
+    mode = data.draw(st.sampled_from(["verdict", "screen"]))
+    # a sub-pattern: some of the secondary cells published
+    secondary = np.flatnonzero(t.status == "M")
+    st_ = t.status.copy()
+    st_[secondary[rng.random(len(secondary)) < 0.4]] = "S"
+    before = audit(t.replace(status=st_), mode=mode, **kw)
+    after = audit(t, mode=mode, previous=before, **kw)
+    full = audit(t, **kw)
+    if mode == "verdict":
+        np.testing.assert_array_equal(after.protected, full.protected)
+    else:
+        assert not (after.protected & ~full.protected).any()
+    # what was protected stays protected and costs no LP
+    assert not (before.protected & before.primary & before.unpublished
+                & ~after.protected).any()
+
+
+def test_previous_audit_must_be_of_a_sub_pattern():
+    t = _pattern_of_60_cells()
+    res = audit(t, mode="verdict")
+    st_ = t.status.copy()
+    st_[np.flatnonzero(st_ == "M")[0]] = "S"
+    with pytest.raises(InputError, match="unpublished there and published here"):
+        audit(t.replace(status=st_), mode="verdict", previous=res)
+    with pytest.raises(InputError, match="singleton"):
+        audit(t, mode="verdict", previous=res, singleton=True)
+    again = audit(t, mode="verdict", previous=res)
+    assert again.passed and again.n_lp == 0 and again.n_certified == int(res.primary.sum())
 
 
 def test_local_lps_decide_shortfalls_without_the_whole_lp(monkeypatch):
