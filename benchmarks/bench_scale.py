@@ -6,14 +6,17 @@ the method through :func:`tabprotect.secondary.protect` (method, then full-table
 repair -- verdict-mode audit and local repair from 50k cells -- within ``--audit-limit``
 seconds); tables up to ``--audit-max`` cells are audited a second time (intervals mode).  Reported: method seconds, audit+repair seconds, peak RSS,
 number and value of secondaries, audit verdict, and the cost ratio to the optimum where
-an optimum is known.  pytauargus (tau-Argus' MOD) is tried on the same tables when it and
-the tau-Argus executable are installed; otherwise the row says why it did not run.
+an optimum is known.  With ``--tau-mod``, tau-Argus' modular method (MOD) runs on the same
+generated tables through pytauargus' batch engine (its Linux HiTaS library; the records
+behind each generated table are drawn again), its pattern judged by OUR audit; the row
+says "not available" when pytauargus is missing or the table has no records (Castro).
 
 Usage::
 
     python benchmarks/bench_scale.py --quick            # 10k tables only
     python benchmarks/bench_scale.py --tables 1m-3d --methods gauss hypercube
     python benchmarks/bench_scale.py --out benchmarks/results/scale.md
+    python benchmarks/bench_scale.py --tables 10k-3d --methods modular hypercube --tau-mod
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ sys.path.insert(0, str(HERE))
 
 GENERATED = ["10k-3d", "10k-4d", "100k-3d", "100k-4d", "1m-3d", "1m-4d"]
 METHODS = ["greedy", "hypercube", "gauss", "modular"]
+TAU_MOD = "tau-mod"  # tau-Argus' modular method through pytauargus (--tau-mod)
 
 
 def load(name: str):
@@ -99,25 +103,152 @@ def run_optimal(name: str, time_limit: float) -> dict:
             "lower_bound": out.details.get("lower_bound")}
 
 
-def run_tauargus(name: str) -> dict:
-    """pytauargus' modular method (MOD) on the same table, when it can run here."""
+def generated_microdata(name: str, seed: int = 2024):
+    """The enterprise records behind a generated table (``gen_tables.generate`` draws
+    them before aggregating; the same random draws in the same order give them back).
+
+    Returns (table, columns dict: one leaf code per dimension + ``turnover``).  Raises
+    ValueError when the records do not add up to the table (generator changed)."""
+    import numpy as np
+    import gen_tables
+    from tabprotect.model import aggregate_leaves
+
+    table = gen_tables.preset(name, seed=seed)
+    branchings = gen_tables.PRESETS[name]
+    # the same draws as gen_tables.generate (defaults: 6 enterprises, dispersion 0.8)
+    rng = np.random.default_rng(seed)
+    hs = [d.hierarchy for d in table.dimensions]
+    inner = np.ones(1, dtype=bool)
+    for h in hs:
+        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
+    inner_idx = np.flatnonzero(inner)
+    lam = rng.gamma(0.8, 6.0 / 0.8, size=len(inner_idx))
+    counts = rng.poisson(lam)
+    owner = np.repeat(np.arange(len(inner_idx)), counts)
+    turnover = np.round(rng.lognormal(4.0, 1.3, size=len(owner)), 0) + 1.0
+    value = np.zeros(table.n_cells)
+    value[inner_idx] = np.bincount(owner, weights=turnover, minlength=len(inner_idx))
+    if len(branchings) != len(hs) or not np.allclose(aggregate_leaves(value, hs),
+                                                     table.value):
+        raise ValueError(f"records do not add up to {name} (gen_tables changed?)")
+    cell = inner_idx[owner]
+    cols = {}
+    for d, dim in enumerate(table.dimensions):
+        codes = np.asarray([tau_code(c) for c in dim.hierarchy.codes], dtype=object)
+        cols[dim.name] = list(codes[table.positions[d][cell]])
+    cols["turnover"] = turnover.tolist()
+    return table, cols
+
+
+def tau_code(code: str) -> str:
+    """A code as given to tau-Argus: its modular method (HiTaS) crashes (segmentation
+    fault, pytauargus 0.6) on codes containing a dot, e.g. ``R1.2``."""
+    return code.replace(".", "_")
+
+
+def write_hrc_file(hierarchy, path: Path, lead: str = "@") -> None:
+    """A tau-Argus ``.hrc`` file: every code below the total, depth-first, indented by
+    one ``lead`` per level below the first."""
+    import numpy as np
+    depth = hierarchy.depth
+    lines = []
+
+    def walk(p: int) -> None:
+        for c in hierarchy.children[p]:
+            lines.append(lead * (int(depth[c]) - 1) + tau_code(hierarchy.codes[c]))
+            walk(c)
+
+    walk(int(np.flatnonzero(np.asarray(depth) == 0)[0]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_tauargus(name: str, audit_limit: float = 300.0, max_minutes: int = 1) -> dict:
+    """tau-Argus' modular method (MOD) through pytauargus' batch engine on the records of
+    a generated table; its pattern judged by OUR audit (our protection levels).
+
+    The rules given to tau-Argus are the generator's: p%-rule p=15 against one
+    contributor (``P(15,1)``) and minimum frequency 3 with a 10 % range (``FREQ(3,10)``);
+    tau-Argus computes its own protection levels from them.  ``max_minutes``: MOD's time
+    limit per sub-table.  Castro tables (no records) are not wired."""
+    import tempfile
+    import numpy as np
     row = {"table": name, "method": "tau-Argus MOD (pytauargus)"}
     try:
-        import pytauargus  # noqa: F401
+        import pytauargus
     except ImportError as exc:
-        row["error"] = f"pytauargus not installed ({exc.name})"
+        row["error"] = f"not available: pytauargus not installed ({exc.name})"
         return row
-    # pytauargus 0.6 ships Linux libraries and a Python batch engine that can run MOD
-    # here (shown on a small table, results/modular.md); driving it with the generated
-    # tables (.arb batch, microdata or tabular input) is not wired in this benchmark yet
-    row["error"] = ("tau-Argus MOD via pytauargus' batch engine not wired in this "
-                    "benchmark yet (see results/modular.md)")
+    if name.startswith("castro:"):
+        row["error"] = ("not available: Castro tables have no records; the tabular "
+                        "route (.tab input) is not wired")
+        return row
+    from tabprotect.audit import audit
+    from tabprotect.secondary.base import cost_vector
+    try:
+        table, cols = generated_microdata(name)
+    except ValueError as exc:
+        row["error"] = f"not available: {exc}"
+        return row
+    cost = cost_vector(table, "value")
+    row.update(cells=table.n_cells, primaries=int((table.status == "U").sum()))
+    work = Path(tempfile.mkdtemp(prefix="tau_mod_"))
+    dims = [d.name for d in table.dimensions]
+    hrc = {}
+    for d in table.dimensions:
+        if int(d.hierarchy.depth.max()) >= 2:  # flat dimensions need no hierarchy file
+            path = work / f"{d.name}.hrc"
+            write_hrc_file(d.hierarchy, path)
+            hrc[d.name] = str(path)
+    t0 = time.perf_counter()
+    try:
+        res = pytauargus.protect(cols, tables=[dims], response="turnover",
+                                 safety_rules="P(15,1)|FREQ(3,10)",
+                                 suppress=f"MOD(1,{max_minutes},0,0,0)", hrc=hrc or None,
+                                 hierleadstring="@", totcode="Total", workdir=str(work))
+        rows = res.tables[0].rows
+    except Exception as exc:  # recorded, not hidden
+        row["error"] = f"tau-Argus failed: {type(exc).__name__}: {exc}"[:200]
+        return row
+    row["method_s"] = round(time.perf_counter() - t0, 2)
+    # tau-Argus' statuses mapped back onto our cells by their codes
+    status = table.status.copy()
+    tau_primary = np.zeros(table.n_cells, bool)
+    lookup = [{tau_code(c): i for i, c in enumerate(d.hierarchy.codes)}
+              for d in table.dimensions]
+    strides = np.cumprod((1,) + tuple(table.shape[::-1]))[:-1][::-1]
+    for r in rows:
+        try:
+            idx = sum(int(strides[k]) * lookup[k][str(r[dname]).strip()]
+                      for k, dname in enumerate(dims))
+        except KeyError:
+            continue
+        if r["status"] == "M" and status[idx] != "U":
+            status[idx] = "M"
+        tau_primary[idx] = r["status"] == "U"
+    row["tau_primaries"] = int(tau_primary.sum())
+    row["primaries_differ"] = int((tau_primary != (table.status == "U")).sum())
+    t1 = time.perf_counter()
+    protected = table.replace(status=status)
+    mode = "verdict" if table.n_cells >= 50_000 else "intervals"
+    a = audit(protected, singleton=False, mode=mode, time_limit=audit_limit)
+    row["audit_s"] = round(time.perf_counter() - t1, 2)
+    row["audit_mode"] = mode
+    row["verdict"] = ("PASSED" if a.passed else
+                      f"FAILED ({len(a.shortfalls)} short)" if a.complete else
+                      f"audit unfinished in {audit_limit:.0f}s")
+    sec = status == "M"
+    row["secondaries"] = int(sec.sum())
+    row["cost"] = float(cost[sec].sum())
+    row["value_secondary"] = float(np.abs(table.value[sec]).sum())
+    row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return row
 
 
 def child(args) -> None:
     if args.one[0] == "optimal":
         out = run_optimal(args.one[1], args.time_limit)
+    elif args.one[0] == TAU_MOD:
+        out = run_tauargus(args.one[1], args.audit_limit, args.tau_minutes)
     else:
         out = run_one(args.one[0], args.one[1], args.time_limit, args.audit_max,
                       args.audit_limit)
@@ -127,7 +258,7 @@ def child(args) -> None:
 def measure(method: str, name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--one", method, name, "--time-limit",
            str(args.time_limit), "--audit-max", str(args.audit_max), "--audit-limit",
-           str(args.audit_limit)]
+           str(args.audit_limit), "--tau-minutes", str(args.tau_minutes)]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -139,6 +270,9 @@ def measure(method: str, name: str, args) -> dict:
             row = json.loads(line[7:])
             row["wall_s"] = round(wall, 1)
             return row
+    if proc.returncode < 0:  # e.g. tau-Argus' native code crashing (SIGSEGV)
+        return {"table": name, "method": method,
+                "error": f"process ended by signal {-proc.returncode}"}
     return {"table": name, "method": method,
             "error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
 
@@ -173,6 +307,11 @@ def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
             note = (note + f" repair added {r['repaired']}").strip()
         if r.get("audit_mode") == "verdict":
             note = (note + " verdict-mode audit").strip()
+        if r.get("tau_primaries") is not None:
+            note = (note + " tau-Argus' own pattern judged by our audit, no repair").strip()
+        if r.get("primaries_differ"):
+            note = (note + f" tau-Argus' primaries differ in {r['primaries_differ']} "
+                    "cells").strip()
         if r.get("audit_again") is False:
             note = (note + " SECOND AUDIT FAILED").strip()
         lines.append(
@@ -198,6 +337,11 @@ def main(argv=None) -> None:
     ap.add_argument("--audit-max", type=int, default=20_000,
                     help="tables up to this size are audited a second time (intervals)")
     ap.add_argument("--audit-limit", type=float, default=300.0)
+    ap.add_argument("--tau-mod", action="store_true",
+                    help="also run tau-Argus' modular method (MOD) through pytauargus on "
+                         "each table (a 'not available' row when it cannot run)")
+    ap.add_argument("--tau-minutes", type=int, default=1,
+                    help="MOD's time limit per sub-table, minutes")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.one:
@@ -218,7 +362,11 @@ def main(argv=None) -> None:
             r = measure(m, name, args)
             rows.append(r)
             print(json.dumps(r), flush=True)
-        rows.append(run_tauargus(name))
+        if args.tau_mod:
+            r = measure(TAU_MOD, name, args)
+            r["method"] = "tau-Argus MOD (pytauargus)"
+            rows.append(r)
+            print(json.dumps(r), flush=True)
     md = to_markdown(rows, optimum, "python benchmarks/bench_scale.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:])))
     if args.out:

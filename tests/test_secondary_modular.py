@@ -229,3 +229,97 @@ def test_cube_start_gives_the_same_cost_when_subtables_are_solved_optimally():
     b = modular(t, c, singleton=False, cube_start=False)
     assert np.isclose(c[a.status == "M"].sum(), c[b.status == "M"].sum())
     assert not audit(t.replace(status=a.status), singleton=False).exact.any()
+
+
+# ------------------------------------------------------------ certified heuristic
+@pytest.mark.parametrize("seed", range(8))
+def test_certified_pattern_passes_the_audit_or_the_table_is_infeasible(seed):
+    # each condition's deviation vector is its proof; the audit must agree, and when
+    # the heuristic says "unreachable" not even every candidate suppressed protects
+    from tabprotect.secondary.modular import Unreachable, certified_pattern
+    from tabprotect.secondary.optimal import candidate_cells
+
+    t, _, req = _flat_case(seed, False)
+    c = cost_vector(t, "value")
+    try:
+        z, n_lp = certified_pattern(t, req, c)
+    except Unreachable:
+        everything = candidate_cells(t) | (t.status == "U")
+        st = np.where(everything & (t.status == "S"), "M", t.status)
+        assert not audit(t.replace(status=st), singleton=False).passed
+        return
+    assert n_lp >= 1
+    assert (z[t.status == "U"]).all() and not z[t.status == "P"].any()
+    st = np.where(z & (t.status == "S"), "M", t.status)
+    assert audit(t.replace(status=st), singleton=False).passed
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_certified_pattern_in_four_dimensions_and_its_reverse_pass(seed):
+    from tabprotect.secondary.modular import certified_pattern
+    from tabprotect.secondary.repair import Requirements
+
+    t = gen_tables.generate([(3,), (2,), (3,), (2,)], seed=seed)
+    req = Requirements.from_table(t, singleton=False)
+    c = cost_vector(t, "value")
+    one, _ = certified_pattern(t, req, c, prune=False)
+    two, _ = certified_pattern(t, req, c, prune=True)
+    # the reverse pass only keeps cells of the first pass
+    assert not (two & ~one).any()
+    assert c[two].sum() <= c[one].sum() + 1e-9
+    for z in (one, two):
+        st = np.where(z & (t.status == "S"), "M", t.status)
+        assert audit(t.replace(status=st), singleton=False).passed
+
+
+def test_certified_pattern_meets_a_sliding_requirement():
+    from tabprotect.secondary.modular import certified_pattern
+    from tabprotect.secondary.repair import Requirements
+
+    r = Hierarchy.flat(["1", "2"], total="T")
+    c = Hierarchy.flat(["a", "b"], total="T")
+    # only a sliding level on the primary (cell 4 = (1, a)): an interval at least 4 wide
+    t = Table.from_arrays({"r": r, "c": c}, [20, 12, 8, 10, 6, 4, 10, 6, 4],
+                          status=list("SSSSUSSSS"), spl=[0, 0, 0, 0, 4, 0, 0, 0, 0])
+    req = Requirements.from_table(t, singleton=False)
+    z, _ = certified_pattern(t, req, t.value.copy())
+    res = audit(t.replace(status=np.where(z & (t.status == "S"), "M", t.status)),
+                singleton=False)
+    assert res.passed
+    assert res.upper[4] - res.lower[4] >= 4 - 1e-6
+
+
+@pytest.mark.parametrize("shape", [[(2, 2), (2,), (3,), (2,)],          # 4-D
+                                   [(2, 2), (2,), (2,), (1,), (2,)]])   # 5-D
+def test_heuristic_subtables_in_four_and_five_dimensions(shape):
+    # heuristic_size=0: every sub-table gets the certified heuristic (no MILP); the
+    # result is deterministic, the same with worker processes, and passes the audit
+    t = gen_tables.generate(shape, seed=3)
+    assert (t.status == "U").any()
+    c = cost_vector(t, "value")
+    a = modular(t, c, singleton=False, heuristic_size=0)
+    b = modular(t, c, singleton=False, heuristic_size=0, workers=2)
+    assert (a.status == b.status).all()
+    assert (a.status[t.status == "U"] == "U").all()
+    # each sub-table's pattern is proven inside it: nothing exactly disclosed
+    assert not audit(t.replace(status=a.status), singleton=False).exact[t.status == "U"].any()
+    res = protect(t, method="modular", cost="value", singleton=False, heuristic_size=0)
+    assert audit(res.table, singleton=False).passed
+    assert audit(res.table, singleton=False, mode="verdict").passed
+
+
+def test_heuristic_subtables_with_single_contributor_attackers():
+    t = gen_tables.generate([(2, 2), (3,), (2,)], seed=5)
+    c = cost_vector(t, "value")
+    out = modular(t, c, singleton=True, heuristic_size=0)
+    assert (out.status[t.status == "U"] == "U").all()
+    res = protect(t, method="modular", cost="value", singleton=True, heuristic_size=0)
+    assert audit(res.table, singleton=True).passed
+
+
+def test_heuristic_is_used_only_from_the_size_threshold():
+    t = gen_tables.preset("3d-small", seed=1)
+    c = cost_vector(t, "value")
+    exact = modular(t, c, singleton=False, heuristic_size=None)
+    default = modular(t, c, singleton=False)  # 3d-small's sub-tables are all small
+    assert (exact.status == default.status).all()
