@@ -89,8 +89,12 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
         only = np.isin(req.primary, todo)
         if not only.all():  # conditions of the short primaries only
             req = _restricted(req, only)
+        prune_by = None if time_limit is None else time.perf_counter() + time_limit
+        if deadline is not None:
+            prune_by = deadline if prune_by is None else min(prune_by, deadline)
         try:
-            z, _ = certified_pattern(sub, req, cost, hidden=hidden, deadline=deadline)
+            z, _ = certified_pattern(sub, req, cost, hidden=hidden, deadline=deadline,
+                                     prune_by=prune_by)
         except Unreachable as exc:
             raise InfeasibleRulesError(f"sub-table cannot be protected: {exc}") from None
         if singleton and req.singleton.any():
@@ -250,8 +254,8 @@ class Unreachable(InfeasibleRulesError):
 def certified_pattern(sub: Table, req, cost: np.ndarray, *,
                       candidates: np.ndarray | None = None,
                       hidden: np.ndarray | None = None,
-                      deadline: float | None = None, prune: bool = True
-                      ) -> tuple[np.ndarray, int]:
+                      deadline: float | None = None, prune: bool = True,
+                      prune_by: float | None = None) -> tuple[np.ndarray, int]:
     """A protected pattern built one condition at a time, each with its own proof.
 
     For every primary and direction (largest requirement first) one LP finds the
@@ -264,9 +268,15 @@ def certified_pattern(sub: Table, req, cost: np.ndarray, *,
     are left to the caller).  A condition already met by the suppressed cells costs one
     LP and adds nothing.  A sliding requirement is met by asking half of it each way.
 
+    A condition that a move found earlier already meets (scaled within the ranges)
+    costs no LP.  ``prune``: a second pass in reverse order, allowed only the cells of
+    the first, drops what the conditions no longer need; it stops at ``prune_by``
+    (``time.perf_counter()`` value), the first pass's moves then proving the
+    conditions it did not reach.
+
     Returns (pattern mask, number of LPs).  Raises :class:`Unreachable` when some
     condition cannot be met (the sub-table is infeasible with its candidates) and
-    ``TimeoutError`` past ``deadline``.
+    ``TimeoutError`` when the first pass passes ``deadline``.
 
     Examples
     --------
@@ -351,41 +361,73 @@ def certified_pattern(sub: Table, req, cost: np.ndarray, *,
         y[cells] = res.x[:m] - res.x[m:]
         return y
 
-    def certify(s: int, up: float, down: float, allowed: np.ndarray) -> None:
-        """Suppress the cells of a move of ``s`` up by ``up`` and one down by ``down``."""
-        first = 1 if up >= down else -1
-        need = up if first > 0 else down
-        y = cheapest_move(s, first, need, allowed)
-        if y is None:
-            raise Unreachable(f"primary {s} cannot move by its requirement")
-        moved = np.abs(y) > 1e-9 * max(1.0, need)
-        z[moved] = True
-        other = down if first > 0 else up
-        if other <= 0:
-            return
-        # -y (scaled) moves s the other way when every cell can move back as far
-        back = -y * (other / need)
-        if np.all((back <= req.up + 1e-12 * need) & (-back <= req.down + 1e-12 * need)):
-            return
-        y = cheapest_move(s, -first, other, allowed)
-        if y is None:
-            raise Unreachable(f"primary {s} cannot move by its requirement")
-        z[np.abs(y) > 1e-9 * max(1.0, other)] = True
+    # the moves found so far (valid for the pattern: their cells are suppressed), each
+    # with how far it can be scaled up or down within the cells' ranges; a later
+    # condition that one of them already meets costs no LP
+    moves: list[tuple[np.ndarray, np.ndarray, float, float]] = []
+    by_cell: dict[int, list[int]] = {}
+
+    def remember(y: np.ndarray, need: float) -> int:
+        support = np.flatnonzero(np.abs(y) > 1e-9 * max(1.0, need))
+        vals = y[support]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fwd = np.where(vals > 0, req.up[support] / vals, req.down[support] / -vals)
+            bwd = np.where(vals > 0, req.down[support] / vals, req.up[support] / -vals)
+        # (scaled by at most 1,000: the dropped tiny entries stay negligible)
+        moves.append((support, vals, min(float(fwd.min()), 1e3), min(float(bwd.min()), 1e3)))
+        for c in support.tolist():
+            by_cell.setdefault(c, []).append(len(moves) - 1)
+        return len(moves) - 1
+
+    def met(s: int, sign: int, need: float) -> int | None:
+        """A move found so far that meets the condition (scaled), or None."""
+        for k in by_cell.get(s, ()):
+            support, vals, fwd, bwd = moves[k]
+            v = float(vals[np.searchsorted(support, s)]) * sign
+            if need <= (v * fwd if v > 0 else -v * bwd) * (1 - 1e-9):
+                return k
+        return None
+
+    def certify(s: int, up: float, down: float, allowed: np.ndarray,
+                proof: dict | None = None) -> None:
+        """Suppress the cells of a move of ``s`` up by ``up`` and one down by ``down``
+        (``proof``: records which move proves each direction)."""
+        for sign, need in ((1, up), (-1, down)):
+            if need <= 0:
+                continue
+            k = met(s, sign, need)
+            if k is None:
+                y = cheapest_move(s, sign, need, allowed)
+                if y is None:
+                    raise Unreachable(f"primary {s} cannot move by its requirement")
+                z[np.abs(y) > 1e-9 * max(1.0, need)] = True
+                k = remember(y, need)
+            if proof is not None:
+                proof[(s, sign)] = k
 
     start = z.copy()
+    proofs: dict = {}
     for _, s, up, down in needs:
         if deadline is not None and time.perf_counter() > deadline:
             raise TimeoutError("certified pattern: out of time")
-        certify(s, up, down, cand)
+        certify(s, up, down, cand, proofs)
     if prune and (z & ~start).any():
         # second pass from the start, allowed only the first pass's cells, in reverse
         # order: the conditions that came first now find the cells later ones brought
         # in, and what no condition needs any more is dropped (a cheaper subset)
         first_pass = z & ~start
+        first_moves = list(moves)
         z[:] = start
-        for _, s, up, down in needs[::-1]:
-            if deadline is not None and time.perf_counter() > deadline:
-                z |= first_pass  # out of time: the first pass is protected
+        moves.clear()  # their cells may not come back
+        by_cell.clear()
+        order = needs[::-1]
+        for i, (_, s, up, down) in enumerate(order):
+            if prune_by is not None and time.perf_counter() > prune_by:
+                # out of time: the first pass's moves prove the conditions left
+                for _, s2, _, _ in order[i:]:
+                    for sign in (1, -1):
+                        if (s2, sign) in proofs:
+                            z[first_moves[proofs[(s2, sign)]][0]] = True
                 break
             certify(s, up, down, first_pass)
     return z, n_lp
