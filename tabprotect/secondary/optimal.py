@@ -655,6 +655,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     # ---- incumbent: given start or greedy repair from the primaries alone
     th = time.perf_counter()
     best = None
+    # the root LP point (over all cells) once known: prunes try the cells it needs least
+    # first among equal costs
+    lp_hint = np.zeros(table.n_cells)
     if start is not None:
         chk = oracle.check(start, cuts=False)
         stats["lp_solves"] += chk.n_lp
@@ -669,7 +672,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             # pruning costs an oracle check per suppression: a tenth of the time at most
             prune_by = None if time_limit is None else min(
                 deadline, time.perf_counter() + 0.1 * time_limit)
-            best = _prune(oracle, pattern, fixed, cost, prune_by)
+            best = _prune(oracle, pattern, fixed, cost, prune_by, lp_hint)
     stats["heuristic_seconds"] += time.perf_counter() - th
     best_cost = _cost_of(best & ~fixed, cost) if best is not None else np.inf
 
@@ -688,7 +691,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         if not unmet and _cost_of(pattern & ~fixed, cost) < PRUNE_WITHIN * best_cost:
             prune_by = None if time_limit is None else min(
                 deadline, time.perf_counter() + 0.1 * time_limit)
-            pattern = _prune(oracle, pattern, fixed, cost, prune_by)
+            pattern = _prune(oracle, pattern, fixed, cost, prune_by, lp_hint)
             c = _cost_of(pattern & ~fixed, cost)
             if c < best_cost:
                 best, best_cost = pattern, c
@@ -727,7 +730,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                     stats["swaps"] = stats.get("swaps", 0) + 1
                     if unmet or _cost_of(pattern & ~fixed, cost) >= PRUNE_WITHIN * best_cost:
                         continue
-                    pattern = _prune(oracle, pattern, fixed, cost, deadline)
+                    pattern = _prune(oracle, pattern, fixed, cost, deadline, lp_hint)
                     c = _cost_of(pattern & ~fixed, cost)
                     if c < best_cost - 1e-9 * max(1.0, best_cost):
                         best, best_cost = pattern, c
@@ -835,6 +838,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     zlp = None
     if res is not None and res.status == "optimal":
         zlp = np.clip(res.x[: master.k], 0.0, 1.0)
+        lp_hint[cand_idx] = zlp
         # without an incumbent the LP's whole support first: the repair then has the
         # fewest conditions left to fix (TABLE3: the repair from the primaries alone
         # did not finish within a tenth of a 60 s limit)
@@ -912,7 +916,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                             if CLEANUP_INCUMBENTS:
                                 z = _prune(oracle, z, fixed, cost, None if deadline is None
                                            else min(deadline, time.perf_counter()
-                                                    + 0.05 * time_limit))
+                                                    + 0.05 * time_limit), lp_hint)
                                 c = _cost_of(z & ~fixed, cost)
                             best, best_cost = z, c
                             report(f"B&C: incumbent {best_cost:.6g}", 0.5)
@@ -1227,7 +1231,7 @@ def _round_bound(bound: float, integral: bool) -> float:
 
 
 def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,
-           deadline: float | None) -> np.ndarray:
+           deadline: float | None, hint: np.ndarray | None = None) -> np.ndarray:
     """Drop suppressions a protected pattern does not need, dearest first.
 
     With ``WITNESS_PRUNE`` the attacker solutions (witnesses) decide: a cell no witness
@@ -1238,7 +1242,7 @@ def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost:
     oracle's full check still finds every condition met."""
     if WITNESS_PRUNE:
         try:
-            out = _witness_prune(oracle, pattern, fixed, cost, deadline)
+            out = _witness_prune(oracle, pattern, fixed, cost, deadline, hint)
         except RuntimeError:
             out = None
         if out is not None and (out == pattern).all():
@@ -1247,7 +1251,7 @@ def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost:
             return out
     pattern = pattern.copy()
     extra = np.flatnonzero(pattern & ~fixed)
-    for i in extra[np.argsort(-cost[extra], kind="stable")]:
+    for i in extra[_removal_order(cost[extra], None if hint is None else hint[extra])]:
         if deadline is not None and time.perf_counter() >= deadline:
             break
         pattern[i] = False
@@ -1263,8 +1267,16 @@ WITNESS_PRUNE = True
 WITNESS_MAX_ENTRIES = 50_000_000
 
 
+def _removal_order(cost: np.ndarray, hint: np.ndarray | None) -> np.ndarray:
+    """Dearest first; ties by increasing ``hint``."""
+    if hint is None:
+        return np.argsort(-cost, kind="stable")
+    return np.lexsort((hint, -cost))
+
+
 def _witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray,
-                   cost: np.ndarray, deadline: float | None) -> np.ndarray | None:
+                   cost: np.ndarray, deadline: float | None,
+                   hint: np.ndarray | None = None) -> np.ndarray | None:
     """Witness-based pruning of a protected pattern (None when it is not protected).
 
     For each primary ``s`` (and single-contributor attacker ``j``) the attacker LPs
@@ -1355,7 +1367,8 @@ def _witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarra
     if idle.any():
         model.set_col_bounds(np.flatnonzero(idle), 0.0, 0.0)
     order = np.flatnonzero(removable & ~idle)
-    order = order[np.argsort(-cost[sup[order]], kind="stable")]
+    order = order[_removal_order(cost[sup[order]],
+                                 None if hint is None else hint[sup[order]])]
     for k in order:
         if deadline is not None and time.perf_counter() >= deadline:
             break
