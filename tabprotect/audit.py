@@ -53,7 +53,7 @@ _LOCAL_MAX_VARS = 50_000
 # component at its true values) instead of aggregate LPs over the whole component, whose
 # interior-point solves take minutes at 10^5-10^6 variables
 _BLOCK_MIN_VARS = 10_000
-_BLOCK_SIZES = (3_000, 10_000)
+_BLOCK_SIZES = (2_000, 5_000)
 # block LPs from this many variables are solved by interior point (no crossover)
 _BLOCK_IPM_VARS = 5_000
 
@@ -906,6 +906,23 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
             return   # a fractional point is no witness for an integer intruder
         np.minimum(lo, x, out=lo)
         np.maximum(hi, x, out=hi)
+        # its mirror image: x = value + d with A d = 0, so value - t d satisfies the
+        # relations too, for the largest t <= 1 that keeps every cell in its bounds; a
+        # push up thus also gives a push down (often the whole way: levels are mostly
+        # symmetric) without another LP
+        d = x - system.value
+        moved = np.flatnonzero(np.abs(d) > 1e-9 * np.maximum(1.0, np.abs(system.value)))
+        if len(moved) == 0:
+            return
+        dm, vm = d[moved], system.value[moved]
+        room = np.where(dm > 0, vm - system.lb[moved], system.ub[moved] - vm)
+        t = min(1.0, float(np.min(room / np.abs(dm))))
+        if integer and t < 1.0:
+            return   # a scaled point need not be integral
+        if t > 1e-9:
+            mirrored = vm - t * dm
+            lo[moved] = np.minimum(lo[moved], mirrored)
+            hi[moved] = np.maximum(hi[moved], mirrored)
 
     def satisfied():
         return want & ~short_hi() & ~short_lo() & ~short_w()
@@ -1023,7 +1040,9 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                 tried[middle] = True
                 tried[j] = True
                 members = cells[want[cells] & ~decided[cells]]
-                for sign in (1.0, -1.0):
+                # down first: a-priori lower bounds (often 0) bind that way; the
+                # mirror image of its witness often settles the way up as well
+                for sign in (-1.0, 1.0):
                     m_lo, m_hi = lo[members], hi[members]
                     m_tol = tol[members]
                     up = m_hi < req_hi[members] - m_tol

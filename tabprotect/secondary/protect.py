@@ -299,10 +299,15 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     # gets a full verdict audit at the end
     screening = large and mode == "verdict"
 
-    def judge(t: Table, final: bool = False) -> AuditResult:
+    def judge(t: Table, final: bool = False,
+              previous: AuditResult | None = None) -> AuditResult:
+        # repair only adds suppressions, so what a previous round's audit found
+        # protected stays protected: that audit is passed on and those primaries cost
+        # no LP (verdict and screen modes)
         return audit(t, singleton=singleton, time_limit=left(),
                      mode="screen" if screening and not final else mode,
-                     workers=audit_workers)
+                     workers=audit_workers,
+                     previous=previous if mode != "intervals" else None)
 
     protected_table = table.replace(status=status)
     repaired: list[np.ndarray] = []
@@ -357,9 +362,9 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         status = status.copy()
         status[added] = "M"
         protected_table = table.replace(status=status)
-        result = judge(protected_table)
+        result = judge(protected_table, previous=result)
     if screening and not result.passed:
-        result = judge(protected_table, final=True)
+        result = judge(protected_table, final=True, previous=result)
     audit_seconds = time.perf_counter() - ta
     rep_cells = np.concatenate(repaired) if repaired else np.zeros(0, np.int64)
     if len(rep_cells):
