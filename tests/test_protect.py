@@ -320,6 +320,7 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     pm = _protect_module()
     monkeypatch.setattr(pm, "LARGE_TABLE", 10)
     monkeypatch.setattr(pm, "PRE_REPAIR", pre_repair)
+    monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
     t = gen_tables.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
