@@ -135,3 +135,22 @@ def test_cube_repair_with_singletons_avoids_single_contributor_corners():
     assert left.tolist() == [4] and (new == t.status).all()
     new, left = cube_repair(t, cost_vector(t, "value"), [4], singleton=False)
     assert left.tolist() == [] and sorted(np.flatnonzero(new == "M").tolist()) == [5, 7, 8]
+
+
+@pytest.mark.parametrize("name,seed", [("3d-small", 5), ("1k-3d", 2024), ("10k-4d", 2024)])
+def test_chain_cubes_protect_non_leaf_primaries(name, seed):
+    # chain cubes (one child per level down to a leaf) settle primaries with non-leaf
+    # codes; each one settled must be protected in the independent audit
+    t = gen_tables.preset(name, seed=seed)
+    cost = cost_vector(t, "value")
+    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    prim = np.flatnonzero(t.status == "U")
+    new, left = cube_repair(base, cost, prim, chains=True)
+    _, left_leaf_only = cube_repair(base, cost, prim)
+    resolved = np.setdiff1d(prim, left)
+    assert set(left.tolist()) <= set(left_leaf_only.tolist())
+    if name != "3d-small":
+        assert (~leaf_cells(t)[resolved]).sum() > 0   # some non-leaf primary settled
+    assert (new[base.status == "M"] == "M").all()
+    res = audit(t.replace(status=new), mode="verdict")
+    assert res.protected[resolved].all()

@@ -323,7 +323,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         # a leaf cube (a move of the whole table) per primary that has none yet: cheap,
         # no LP, and it leaves the first audit few shortfalls to prove
         pre_status, _ = cube_repair(protected_table, c, np.flatnonzero(status == "U"),
-                                    singleton=singleton, time_limit=left())
+                                    singleton=singleton, time_limit=left(), chains=True)
         pre = np.flatnonzero((pre_status == "M") & (status != "M"))
         if len(pre):
             repaired.append(pre)
@@ -347,8 +347,9 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             # shortfall does not scale to 10^5-10^6 cells)
             # leaf cubes first (no LP; each a move of the whole table), the deviation
             # LPs for what they cannot settle
-            new_status, rest = cube_repair(protected_table, c, result.shortfalls,
-                                           singleton=singleton, time_limit=left())
+            new_status, rest = cube_repair(
+                protected_table, c, result.shortfalls, singleton=singleton,
+                time_limit=left(), chains=table.n_cells >= PRE_REPAIR_MIN_CELLS)
             if len(rest):
                 new_status = greedy_repair(protected_table.replace(status=new_status), c,
                                            rest, audit_result=result, time_limit=left())
