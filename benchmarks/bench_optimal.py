@@ -68,10 +68,10 @@ def generated_table(n_target: int, dims: int, seed: int = 0) -> Table:
 
 # ---------------------------------------------------------------- tabprotect
 def run_tabprotect(table: Table, cost: str, time_limit: float, search: str = "bc",
-                   audit_mode: str = "intervals") -> dict:
+                   audit_mode: str = "intervals", support_cuts: bool = False) -> dict:
     t0 = time.perf_counter()
     res = protect(table, method="optimal", cost=cost, time_limit=time_limit,
-                  singleton=False, search=search)
+                  singleton=False, search=search, support_cuts=support_cuts)
     wall = time.perf_counter() - t0
     independent = audit(res.table, mode=audit_mode)  # the judge, recomputed here
     return {"secondary": res.n_secondary, "cost": res.cost, "seconds": wall,
@@ -249,6 +249,9 @@ def main(argv=None) -> int:
                          "results/optimal.md) -- the final audit judges the pattern anyway")
     ap.add_argument("--search", default="bc", choices=["bc", "milp"],
                     help="optimal method's search (branch-and-cut or MILP rounds)")
+    ap.add_argument("--support-cuts", action="store_true",
+                    help="optimal method's support cuts (off by default; see "
+                         "results/optimal.md, session 4)")
     ap.add_argument("--original-values", action="store_true",
                     help="Castro tables as loaded (6-decimal values) instead of their integer "
                          "version; pytauargus' engine does not run on them")
@@ -294,7 +297,7 @@ def main(argv=None) -> int:
                 opt = "-"
             else:
                 ours = run_tabprotect(table, cost, args.time_limit, args.search,
-                                      args.audit_mode)
+                                      args.audit_mode, args.support_cuts)
                 print(f"  ({name} {cost}: method {ours['method_seconds']:.1f} s, protect's "
                       f"audit {ours['audit_seconds']:.1f} s, nodes {ours['nodes']})", flush=True)
                 opt = "proven" if ours["proven"] else f"gap {100 * (ours['gap'] or 0):.2f}%"

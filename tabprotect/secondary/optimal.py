@@ -89,11 +89,14 @@ CLEANUP_INCUMBENTS = True
 LOCAL_SEARCH = True
 #: seconds for one early master solve (doubled whenever it finds nothing)
 ROUND_TIME_LIMIT = 3.0
-#: support cuts (:func:`_support_cuts`, the cocircuit generalisation of the bridgeless
-#: rows): separated in the LP phase and in the branch-and-cut for candidates with at
-#: least SUPPORT_MIN_Z at the LP point, at most SUPPORT_MAX_LPS attacker LPs per round
-#: (SUPPORT_NODE_MAX_LPS below the root)
-SUPPORT_CUTS = True
+#: support cuts (:class:`_SupportSeparator`, the bridgeless rows generalised to
+#: combinations of relations): separated in the LP phase and in the branch-and-cut for
+#: candidates with at least SUPPORT_MIN_Z at the LP point, at most SUPPORT_MAX_LPS
+#: separation LPs per round (SUPPORT_NODE_MAX_LPS below the root).  Off by default
+#: (``optimal(..., support_cuts=True)`` turns them on): HIER13 unity root bound 421 ->
+#: 431 (90 s), but on HIE1372D unity (60 s) no bound gain, 48 -> 1 nodes and a worse
+#: incumbent (95 -> 103): the root keeps finding barely violated ones
+SUPPORT_CUTS = False
 SUPPORT_MIN_Z = 0.05
 SUPPORT_MAX_LPS = 400
 SUPPORT_NODE_MAX_LPS = 60
@@ -628,10 +631,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             time_limit: float | None = None, mip_gap: float | None = None,
             threads: int | None = 1, progress: Callable[[str, float], None] | None = None,
             start: np.ndarray | None = None, max_rounds: int = 10_000,
-            reduce: bool = True, strong: bool = True, search: str = "bc") -> MethodOutcome:
+            reduce: bool = True, strong: bool = True, search: str = "bc",
+            support_cuts: bool | None = None) -> MethodOutcome:
     """Row generation on the master MILP (see the module docstring).
 
-    ``start`` is an optional protected pattern (bool mask) used as the first incumbent.
+    ``start`` is an optional protected pattern (bool mask) used as the first incumbent;
+    ``support_cuts`` (default ``SUPPORT_CUTS``) adds :class:`_SupportSeparator`'s cuts.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
@@ -792,8 +797,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         return z
 
     # support cuts only in the branch-and-cut (see _Master.add_static)
+    if support_cuts is None:
+        support_cuts = SUPPORT_CUTS
     support = (_SupportSeparator(table, req, cand, fixed)
-               if SUPPORT_CUTS and strong and search == "bc" else None)
+               if support_cuts and strong and search == "bc" else None)
     stats.update(support_cuts=0, support_lps=0, support_seconds=0.0)
 
     def add_support(zc, max_lps):
@@ -1601,7 +1608,8 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             engine: str = "auto", mip_gap: float | None = None, threads: int | None = 1,
             empty: str = "publish", start: np.ndarray | None = None,
-            search: str = "bc", **_ignored) -> MethodOutcome:
+            search: str = "bc", support_cuts: bool | None = None,
+            **_ignored) -> MethodOutcome:
     """Minimum-cost secondary suppression (exact; proven optimal unless time runs out).
 
     Parameters
@@ -1615,6 +1623,9 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
     start : a protected pattern (bool mask) to start from (warm start)
     search : Benders engine: ``"bc"`` (own branch-and-cut on the LP master, cuts at every
         node; default) or ``"milp"`` (HiGHS MILP master re-solved after each round of cuts)
+    support_cuts : ``bc`` only: separate support cuts (bridgeless rows generalised to
+        combinations of relations; default off -- they raise the root bound of tables
+        like HIER13 but slow the tree, see benchmarks/results/optimal.md)
 
     Examples
     --------
@@ -1640,5 +1651,6 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
     if engine == "benders":
         if search not in ("bc", "milp"):
             raise ValueError(f"search must be 'bc' or 'milp', not {search!r}")
-        return benders(table, cost, req, cand, start=start, search=search, **kw)
+        return benders(table, cost, req, cand, start=start, search=search,
+                       support_cuts=support_cuts, **kw)
     raise ValueError(f"engine must be 'auto', 'compact' or 'benders', not {engine!r}")
