@@ -1267,6 +1267,8 @@ def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost:
             out = None
         if out is not None and (out == pattern).all():
             return out
+        # the confirmation has no deadline: a witness prune that ended at the deadline
+        # is still worth its one full check
         if out is not None and oracle.check(out, cuts=False, first_only=True).ok:
             return out
     pattern = pattern.copy()
@@ -1374,6 +1376,8 @@ def _witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarra
 
     uses = np.zeros((len(groups), len(sup)), bool)  # groups x suppressed cells (small)
     for g, (p, j) in enumerate(groups):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None  # no time for the witnesses: the caller keeps the pattern
         ok, used = solve_group(p, j)
         if not ok:
             return None
