@@ -311,10 +311,14 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         # repair only adds suppressions, so what a previous round's audit found
         # protected stays protected: that audit is passed on and those primaries cost
         # no LP (verdict and screen modes)
+        def components_done(done: int, total: int) -> None:
+            progress(f"audit: {done} of {total} components", done / max(total, 1))
+
         return audit(t, singleton=singleton, time_limit=left(),
                      mode="screen" if screening and not final else mode,
                      workers=audit_workers,
-                     previous=previous if mode != "intervals" else None)
+                     previous=previous if mode != "intervals" else None,
+                     progress=None if progress is None else components_done)
 
     protected_table = table.replace(status=status)
     repaired: list[np.ndarray] = []
