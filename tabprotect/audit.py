@@ -54,6 +54,11 @@ _LOCAL_MAX_VARS = 50_000
 # interior-point solves take minutes at 10^5-10^6 variables
 _BLOCK_MIN_VARS = 10_000
 _BLOCK_SIZES = (2_000, 5_000)
+# options of the warm per-component model (see the A/B in benchmarks/results/audit.md)
+_WARM_OPTIONS: dict = {"simplex_strategy": 1}
+_DUAL_MIN_VARS = 2000
+# the share of a block (first grown) whose primaries seed no block of their own
+_BLOCK_CORE_SHARE = 1 / 3
 # block LPs from this many variables are solved by interior point (no crossover)
 _BLOCK_IPM_VARS = 5_000
 
@@ -481,7 +486,11 @@ class _ReducedSystem:
 
     def model(self, fixed: dict[int, float] | None = None) -> HighsModel:
         if self._model is None:
-            self._model = HighsModel(self.lp(False, fixed))
+            # dual simplex on large components: after an objective change HiGHS would
+            # go primal, 3-5x slower there (TABLE3's 2,397-variable component); on small
+            # ones primal is 1.5-2.5x faster (A/B in benchmarks/results/audit.md)
+            options = _WARM_OPTIONS if self.k >= _DUAL_MIN_VARS else {}
+            self._model = HighsModel(self.lp(False, fixed), **options)
         return self._model
 
     def solve(self, c_idx, c_val, sense, fixed, counters):
@@ -1038,7 +1047,8 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                 if tried[j] or not (needs_hi(j) or needs_lo(j)) or \
                         _out_of_time(task.deadline):
                     continue
-                cells, middle = system.grow(int(j), size, core=size // 3)
+                cells, middle = system.grow(int(j), size,
+                                            core=int(size * _BLOCK_CORE_SHARE))
                 tried[middle] = True
                 tried[j] = True
                 members = cells[want[cells] & ~decided[cells]]
@@ -1072,11 +1082,12 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                 block_pass(size)
         else:
             aggregate_rounds(8)
-        if large and not (blocks and task.mode == "screen"):
-            # then growing neighbourhoods around what the aggregate witnesses left open
-            # (after block LPs only to prove shortfalls, which a screen does not)
-            for hops in _LOCAL_HOPS_SEQUENCE:
-                local_pass(hops)
+        if large:
+            if not (blocks and task.mode == "screen"):
+                # then growing neighbourhoods around what the aggregate witnesses left
+                # open (after block LPs only to prove shortfalls, which a screen does not)
+                for hops in _LOCAL_HOPS_SEQUENCE:
+                    local_pass(hops)
             if task.mode == "screen":
                 # left uncertified: counts as short, unproven (no whole-component LPs)
                 decided |= want & ~satisfied()

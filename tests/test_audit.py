@@ -413,6 +413,23 @@ def test_block_lps_certify_a_protected_pattern_without_whole_component_lps():
     assert screen.n_lp == 0
 
 
+def test_screen_with_block_lps_never_solves_whole_component_lps():
+    rng = np.random.default_rng(11)
+    t = two_way(rng.integers(5, 60, size=(30, 30)))
+    inner = np.flatnonzero(t.is_inner)
+    st_ = t.status.copy()
+    st_[rng.choice(inner, 40, replace=False)] = "U"
+    st_[rng.choice(inner[st_[inner] != "U"], 300, replace=False)] = "M"
+    prim = st_ == "U"
+    big = np.where(prim, 10 * t.value, 0.0)   # levels no pattern of this kind meets
+    t = t.replace(status=st_, upl=big, lpl=big)
+    with _block_lps_everywhere(sizes=(200, 60)):
+        screen = audit(t, mode="screen")
+    assert not screen.passed and screen.n_block_lp > 0
+    # what the blocks leave uncertified counts as short, without a whole-component LP
+    assert screen.n_lp == 0 and screen.n_local_lp == 0
+
+
 def test_grow_gives_connected_blocks_of_the_asked_size():
     audit_module = importlib.import_module("tabprotect.audit")
     rng = np.random.default_rng(3)
