@@ -413,16 +413,20 @@ def test_block_lps_certify_a_protected_pattern_without_whole_component_lps():
     assert screen.n_lp == 0
 
 
-def test_screen_with_block_lps_never_solves_whole_component_lps():
+def _hopeless_pattern() -> Table:
+    """A 30x30 table with 40 primaries whose levels no pattern of this kind meets."""
     rng = np.random.default_rng(11)
     t = two_way(rng.integers(5, 60, size=(30, 30)))
     inner = np.flatnonzero(t.is_inner)
     st_ = t.status.copy()
     st_[rng.choice(inner, 40, replace=False)] = "U"
     st_[rng.choice(inner[st_[inner] != "U"], 300, replace=False)] = "M"
-    prim = st_ == "U"
-    big = np.where(prim, 10 * t.value, 0.0)   # levels no pattern of this kind meets
-    t = t.replace(status=st_, upl=big, lpl=big)
+    big = np.where(st_ == "U", 10 * t.value, 0.0)
+    return t.replace(status=st_, upl=big, lpl=big)
+
+
+def test_screen_with_block_lps_never_solves_whole_component_lps():
+    t = _hopeless_pattern()
     with _block_lps_everywhere(sizes=(200, 60)):
         screen = audit(t, mode="screen")
     assert not screen.passed and screen.n_block_lp > 0
@@ -488,15 +492,7 @@ def test_previous_audit_must_be_of_a_sub_pattern():
 def test_local_lps_decide_shortfalls_without_the_whole_lp(monkeypatch):
     audit_module = importlib.import_module("tabprotect.audit")
     monkeypatch.setattr(audit_module, "_LOCAL_MIN_VARS", 0)
-    rng = np.random.default_rng(11)
-    t = two_way(rng.integers(5, 60, size=(30, 30)))
-    inner = np.flatnonzero(t.is_inner)
-    st_ = t.status.copy()
-    st_[rng.choice(inner, 40, replace=False)] = "U"
-    st_[rng.choice(inner[st_[inner] != "U"], 300, replace=False)] = "M"
-    prim = st_ == "U"
-    big = np.where(prim, 10 * t.value, 0.0)   # levels no pattern of this kind meets
-    t = t.replace(status=st_, upl=big, lpl=big)
+    t = _hopeless_pattern()
     full, fast = _assert_verdict_agrees(t)
     assert not fast.passed
     assert fast.n_local_lp > 0 and (fast.outer_upper | fast.outer_lower).any()
