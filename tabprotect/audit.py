@@ -534,8 +534,7 @@ class _ReducedSystem:
         """Variables within ``hops`` relation steps of variable ``j`` (sorted)."""
         cells = np.array([j])
         for _ in range(hops):
-            rows = np.unique(self._columns()[:, cells].indices)
-            cells = np.unique(self.A[rows].indices)
+            cells = np.unique(_gather(self.A.indptr, self.A.indices, self._rows_of(cells)))
         return cells
 
     def _scratch(self):
