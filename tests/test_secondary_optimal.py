@@ -420,3 +420,24 @@ def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one):
         less = out.copy()
         less[i] = False
         assert not audit(table, unpublished=less, singleton=True).passed, table.cell_name(i)
+
+
+# ---------------------------------------------------------------- branching, cut purge
+@pytest.mark.parametrize("seed,cost_name,n_primary", [
+    (16, "unity", 3), (7, "value", 3), (0, "value", 2), (11, "value", 2)])
+@pytest.mark.parametrize("branching,purge", [("reliability", True), ("fractional", False)])
+def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary, branching,
+                                                     purge, monkeypatch):
+    # tables whose root LP is fractional, so the tree (strong branching and its child
+    # bounds, pseudo-costs, purged pool cuts coming back) decides the optimum
+    monkeypatch.setattr(optimal_module, "BRANCHING", branching)
+    monkeypatch.setattr(optimal_module, "PURGE_ROOT", purge)
+    table = hier_table(seed, n_primary=n_primary)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    out = benders(table, cost, req, candidate_cells(table))
+    assert out.proven_optimal and out.details["nodes"] > 1
+    if branching == "reliability":
+        assert out.details["strong_lps"] > 0
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)

@@ -73,6 +73,9 @@ NODE_CUT_TOL = 1e-4
 #: repair that got furthest) may run this share of the time limit (at least 10 s) past it
 #: (session 3: 0.25 from the LP support -- TABLE3 at 300 s returned after 375 s)
 FALLBACK_OVERRUN_SHARE = 0.05
+#: the greedy repair from the primaries alone, unfinished in its first tenth of the time
+#: limit, may continue after the LP phase for this share of the limit
+PRIMARY_REPAIR_SHARE = 0.1
 #: branch-and-cut: the repair heuristic runs on every n-th node's LP point
 HEURISTIC_EVERY = 10
 #: branch-and-cut: an open node keeps its parent's simplex basis (warm start after a jump)
@@ -102,6 +105,19 @@ SUPPORT_MAX_LPS = 400
 SUPPORT_NODE_MAX_LPS = 60
 #: a support cut is kept when the point violates it by more than this
 SUPPORT_MIN_VIOLATION = 1e-3
+#: branch-and-cut branching rule: "reliability" (pseudo-costs per column and direction,
+#: strong branching while a column has fewer than RELIABLE observations) or "fractional"
+#: (most fractional column; sessions 2-4)
+BRANCHING = "reliability"
+RELIABLE = 2
+#: at most this many candidates strong-branched per node (two LPs each, no cuts), and the
+#: strong branching stops after SB_LOOKAHEAD candidates without a better score
+SB_CANDIDATES = 8
+SB_LOOKAHEAD = 4
+#: before the tree, pool cuts with more slack than this (rhs 1) at the root LP point leave
+#: the master LP (they stay in the pool and come back when a node's point violates them)
+PURGE_SLACK = 0.05
+PURGE_ROOT = True
 
 
 #: HiGHS' simplex_strategy value of the dual simplex (the attacker LPs' re-solves)
@@ -669,6 +685,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     # it started from the most complete seed, the LP point's support)
     partial: list = [None]
 
+    # the repair from the primaries alone when its first share of time did not finish it:
+    # continued after the LP phase (its patterns are often cheaper than the repaired LP
+    # supports: HIER13 value, session 4: 14.3e6 from the LP support vs 10.3e6)
+    from_primaries: list = [None]
+
     def keep_partial(pattern, unmet):
         if unmet:
             partial[0] = pattern.copy()
@@ -683,6 +704,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         repair_by = None if time_limit is None else t0 + 0.1 * time_limit
         pattern, unmet = repair.run(fixed, deadline=repair_by)
         keep_partial(pattern, unmet)
+        if unmet:
+            from_primaries[0] = pattern.copy()
         if not unmet:  # the repair only ends without unmet conditions when protected
             # pruning costs an oracle check per suppression: a tenth of the time at most
             prune_by = None if time_limit is None else min(
@@ -865,6 +888,23 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             seed = fixed.copy()
             seed[cand_idx[zlp >= theta]] = True
             improve(seed)
+    if from_primaries[0] is not None and (deadline is None or left() > 0):
+        # finish the repair from the primaries when another tenth of the limit does it;
+        # the cheaper of it and the LP-support incumbents is kept
+        th = time.perf_counter()
+        by = None if time_limit is None else min(deadline, th + PRIMARY_REPAIR_SHARE
+                                                 * time_limit)
+        pattern, unmet = repair.run(from_primaries[0], deadline=by)
+        stats["primary_repair_finished"] = not unmet
+        if not unmet:
+            prune_by = None if time_limit is None else min(
+                deadline, time.perf_counter() + 0.1 * time_limit)
+            pattern = _prune(oracle, pattern, fixed, cost, prune_by, lp_hint)
+            c = _cost_of(pattern & ~fixed, cost)
+            stats["primary_repair_cost"] = c
+            if c < best_cost:
+                best, best_cost = pattern, c
+        stats["heuristic_seconds"] += time.perf_counter() - th
     local_search()
     def branch_and_cut() -> tuple[bool, float]:
         """Our own branch-and-cut on the LP master (HiGHS has no usable lazy-constraint
@@ -883,7 +923,19 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         heap: list = [(lower_bound, 0, counter, ())]
         # the parent's final basis of an open node, by tie counter
         bases: dict = {}
-        stats.update(nodes=0, node_lps=0, bc_max_depth=0, sep_skipped=0, basis_restored=0)
+        stats.update(nodes=0, node_lps=0, bc_max_depth=0, sep_skipped=0, basis_restored=0,
+                     pool_reactivated=0, strong_lps=0, sb_pruned=0)
+        if PURGE_ROOT and zlp is not None and len(master.in_model):
+            # slack cuts make every node LP slower: keep the ones near binding at the
+            # root point; the others wait in the pool (checked at every node LP point)
+            lhs = master.pool_matrix @ zlp
+            keep = np.flatnonzero(lhs <= 1.0 + PURGE_SLACK)
+            stats["purged_rows"] = int(len(master.in_model) - len(keep))
+            master.rebuild(keep)
+        # pseudo-costs: bound gain per unit change of a column, down (0) and up (1)
+        pc_sum = np.zeros((2, k))
+        pc_n = np.zeros((2, k))
+        origin: dict = {}  # tie counter -> (column, direction, fractionality, parent bound)
 
         def prunable(bound: float) -> bool:
             bound = _round_bound(bound, integral_costs)
@@ -911,6 +963,12 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 if prunable(bound):
                     return None
                 zc = np.clip(r.x[:k], 0.0, 1.0)
+                back = master.violated_pool_rows(zc, tol=1e-6)
+                if len(back):
+                    # purged cuts the point violates: back into the LP, no oracle needed
+                    master.activate(back)
+                    stats["pool_reactivated"] += len(back)
+                    continue
                 integral = bool(np.all((zc < 1e-6) | (zc > 1 - 1e-6)))
                 to = time.perf_counter()
                 if integral:
@@ -992,13 +1050,86 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 stats["oracle_errors"] += 1
                 return Check(complete=False)
 
-        plunge = None  # (bound, depth, path) processed next without touching the heap
+        plunge = None  # (bound, depth, path, key) processed next without touching the heap
+
+        def choose_branch(zc, bound, lo, hi):
+            """(column, down bound, up bound) to branch on; a bound is +inf when strong
+            branching found that child infeasible, and None for "nothing to branch on".
+            Reliability branching: pseudo-cost scores, with strong branching (the child
+            LPs with today's cuts and no new ones) for columns with too few observations;
+            a child's strong-branching LP bound is a valid bound of that child."""
+            frac = np.minimum(zc, 1 - zc)
+            frac[(lo == hi)] = -1.0
+            free = np.flatnonzero(frac > 1e-6)
+            if len(free) == 0:
+                return None
+            tiebreak = 1e-9 * cost[cand_idx] / max(1e-12, float(cost[cand_idx].max()))
+            if BRANCHING != "reliability":
+                score = frac + tiebreak
+                return int(np.argmax(score)), bound, bound
+            eps = 1e-6 * max(1.0, abs(bound))
+            seen = pc_n > 0
+            mean = np.array([pc_sum[d][seen[d]].sum() / max(1, seen[d].sum())
+                             if seen[d].any() else 1.0 for d in (0, 1)])
+            per = np.where(seen, pc_sum / np.maximum(pc_n, 1), mean[:, None])
+            gd = per[0, free] * zc[free]
+            gu = per[1, free] * (1 - zc[free])
+            score = np.maximum(gd, eps) * np.maximum(gu, eps) * (1 + frac[free] + tiebreak[free])
+            order = np.argsort(-score, kind="stable")
+            best_j, best_s = int(free[order[0]]), -1.0
+            best_d = best_u = bound
+            unreliable = np.minimum(pc_n[0], pc_n[1]) < RELIABLE
+            reliable_best = [(score[o], int(free[o])) for o in order if not unreliable[free[o]]]
+            if reliable_best:
+                best_s, best_j = reliable_best[0]
+            trials = [int(free[o]) for o in order if unreliable[free[o]]][:SB_CANDIDATES]
+            if not trials:
+                return best_j, bound, bound
+            saved = master.get_basis()
+            no_gain = 0
+            for j in trials:
+                if deadline is not None and time.perf_counter() >= deadline:
+                    break
+                out = []
+                for v in (0.0, 1.0):
+                    master.model.set_col_bounds([j], v, v)
+                    obj, st = master.model.objective_only(time_limit=left())
+                    master.model.set_col_bounds([j], lo[j], hi[j])
+                    if saved is not None:
+                        master.set_basis(saved)
+                    stats["strong_lps"] += 1
+                    if st == "infeasible":
+                        out.append(np.inf)
+                    elif st == "optimal":
+                        out.append(max(bound, obj))
+                    else:
+                        out.append(None)
+                if None in out:
+                    break  # time: branch on the best so far
+                d, u = out
+                for side, val, f in ((0, d, zc[j]), (1, u, 1 - zc[j])):
+                    if np.isfinite(val):
+                        pc_sum[side, j] += (val - bound) / max(f, 1e-6)
+                        pc_n[side, j] += 1
+                if prunable(d) or prunable(u):
+                    # a child that cannot beat the incumbent: branch here at once
+                    stats["sb_pruned"] += 1
+                    return j, d, u
+                sc = max(d - bound, eps) * max(u - bound, eps) * (1 + frac[j] + tiebreak[j])
+                if sc > best_s:
+                    best_j, best_s, best_d, best_u = j, sc, d, u
+                    no_gain = 0
+                else:
+                    no_gain += 1
+                    if no_gain >= SB_LOOKAHEAD:
+                        break
+            return best_j, best_d, best_u
         open_bound = lower_bound
         while heap or plunge is not None:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
             if plunge is not None:
-                nb, depth, path = plunge
+                nb, depth, path, key = plunge
                 plunge = None
             else:
                 nb, neg_depth, key, path = heapq.heappop(heap)
@@ -1017,6 +1148,14 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             stats["nodes"] += 1
             stats["bc_max_depth"] = max(stats["bc_max_depth"], depth)
             out = node_lp(lo, hi, root=not path)
+            born = origin.pop(key, None) if path else None
+            if born is not None and not isinstance(out, str):
+                # the child's bound gain feeds its branching column's pseudo-cost
+                bj, side, f, parent = born
+                gain = (np.inf if out is None else out[0]) - parent
+                if np.isfinite(gain) and gain >= 0:
+                    pc_sum[side, bj] += gain / max(f, 1e-6)
+                    pc_n[side, bj] += 1
             if out is None:
                 continue
             if best is not None and best.tobytes() not in searched:
@@ -1049,29 +1188,37 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 improve(seed)
                 if prunable(bound):
                     continue
-            # branch on the most fractional column (dearer first on ties)
-            frac = np.minimum(zc, 1 - zc)
-            frac[(lo == hi)] = -1.0
-            score = frac + 1e-9 * cost[cand_idx] / max(1e-12, float(cost[cand_idx].max()))
-            j = int(np.argmax(score))
-            if frac[j] <= 1e-6:
+            # branch (reliability branching, see choose_branch); save the basis first:
+            # strong branching re-solves from it, and the down child starts from it
+            saved = master.get_basis() if NODE_BASIS else None
+            pick = choose_branch(zc, bound, lo, hi)
+            if pick is None:
                 continue  # nothing left to branch on (cannot happen for a fractional z)
-            up = (bound, depth + 1, path + ((j, 1.0),))
-            down = (bound, depth + 1, path + ((j, 0.0),))
-            # plunge into the up branch (suppress the cell): it reaches protected patterns
-            plunge = up
-            if NODE_BASIS:
-                saved = master.get_basis()
+            j, b_down, b_up = pick
+            if saved is not None:
+                master.set_basis(saved)
+            kids = []
+            for v, b in ((1.0, b_up), (0.0, b_down)):
+                if not np.isfinite(b) or prunable(b):
+                    continue  # infeasible or no better than the incumbent
+                origin[counter] = (j, int(v), float(zc[j] if v == 0.0 else 1 - zc[j]), bound)
+                kids.append((max(bound, b), depth + 1, path + ((j, v),), counter))
+                counter += 1
+            if not kids:
+                continue
+            # plunge into the first child (the up branch, suppress the cell, when alive):
+            # it reaches protected patterns
+            plunge = kids[0]
+            for kb, kd, kp, kkey in kids[1:]:
                 if saved is not None:
-                    bases[counter] = saved
-            heapq.heappush(heap, (down[0], -down[1], counter, down[2]))
-            counter += 1
+                    bases[kkey] = saved
+                heapq.heappush(heap, (kb, -kd, kkey, kp))
             if stats["nodes"] % 50 == 0:
                 lb_now = _round_bound(min([h[0] for h in heap] + [bound]), integral_costs)
                 report(f"B&C node {stats['nodes']}: bound {lb_now:.6g}, "
                        f"best {best_cost:.6g}, open {len(heap)}", 0.5)
         if plunge is not None:
-            heapq.heappush(heap, (plunge[0], -plunge[1], counter, plunge[2]))
+            heapq.heappush(heap, (plunge[0], -plunge[1], plunge[3], plunge[2]))
         heap = [h for h in heap if not prunable(h[0])]
         if not heap and not unsure[0]:
             return best is not None, (best_cost if best is not None else open_bound)
