@@ -7,9 +7,14 @@ repair -- verdict-mode audit and local repair from 50k cells -- within ``--audit
 seconds); tables up to ``--audit-max`` cells are audited a second time (intervals mode).  Reported: method seconds, audit+repair seconds, peak RSS,
 number and value of secondaries, audit verdict, and the cost ratio to the optimum where
 an optimum is known.  With ``--tau-mod``, tau-Argus' modular method (MOD) runs on the same
-generated tables through pytauargus' batch engine (its Linux HiTaS library; the records
-behind each generated table are drawn again), its pattern judged by OUR audit; the row
-says "not available" when pytauargus is missing or the table has no records (Castro).
+tables through pytauargus' batch engine (its Linux HiTaS library), its pattern judged by
+OUR audit: on a generated table from the records behind it (drawn again), on a Castro
+table from the table itself (tabular input: a ``.tab`` file with codes, value, cost,
+status and protection levels, ``.hrc`` hierarchies) when the table is a product of
+hierarchies; the row says "not available" (with the reason) when pytauargus is missing
+or the table is no such product.  Castro tables are used in their integer version
+(``bench_optimal.integer_table``, the version tau-Argus' engines can read) by every
+method of the run, so all patterns protect the same table.
 
 Usage::
 
@@ -17,6 +22,10 @@ Usage::
     python benchmarks/bench_scale.py --tables 1m-3d --methods gauss hypercube
     python benchmarks/bench_scale.py --out benchmarks/results/scale.md
     python benchmarks/bench_scale.py --tables 10k-3d --methods modular hypercube --tau-mod
+    python benchmarks/bench_scale.py --tables --castro TARGUS TABLE8 --methods modular \
+        --tau-mod --optimum castro:TARGUS castro:TABLE8
+    python benchmarks/bench_scale.py --tables 100k-4d --methods modular --audit-workers 1 \
+        --independent-verdict --time-limit 600 --audit-limit 300
 """
 from __future__ import annotations
 
@@ -41,15 +50,20 @@ TAU_MOD = "tau-mod"  # tau-Argus' modular method through pytauargus (--tau-mod)
 
 def load(name: str):
     if name.startswith("castro:"):
+        from bench_optimal import integer_table
         from castro import load_castro
-        return load_castro(name.split(":", 1)[1])
+        return integer_table(load_castro(name.split(":", 1)[1]))
     import gen_tables
     return gen_tables.preset(name, seed=2024)
 
 
 def run_one(method: str, name: str, time_limit: float, audit_max: int,
-            audit_limit: float) -> dict:
-    """One measurement in this process (called in a child process)."""
+            audit_limit: float, cost_name: str = "value", audit_workers: int = 1,
+            independent_verdict: bool = False) -> dict:
+    """One measurement in this process (called in a child process).
+
+    ``independent_verdict``: the final pattern judged again by a separate
+    ``audit(..., mode="verdict")`` call (``verdict_again``, its seconds)."""
     import numpy as np
     from tabprotect.audit import audit
     from tabprotect.secondary import METHODS as REG, protect
@@ -58,8 +72,8 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
     t0 = time.perf_counter()
     table = load(name)
     load_s = time.perf_counter() - t0
-    cost = cost_vector(table, "value")
-    row = {"table": name, "method": method, "cells": table.n_cells,
+    cost = cost_vector(table, cost_name)
+    row = {"table": name, "method": method, "cells": table.n_cells, "cost_function": cost_name,
            "primaries": int((table.status == "U").sum()), "load_s": round(load_s, 2)}
     if method not in REG:
         row["error"] = "method not registered"
@@ -67,17 +81,31 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
     try:
         # protect(): the method, then the audit (verdict mode from 50k cells) and repair
         # (local from 50k cells) within --audit-limit seconds
-        res = protect(table, method=method, cost="value", time_limit=time_limit,
-                      singleton=False, audit_time_limit=audit_limit)
+        res = protect(table, method=method, cost=cost_name, time_limit=time_limit,
+                      singleton=False, audit_time_limit=audit_limit,
+                      audit_workers=audit_workers)
         status = res.table.status
         finished = res.audit.complete
-        row.update(method_s=round(res.method_seconds, 2),
+        row.update(total_s=round(res.seconds, 2), method_s=round(res.method_seconds, 2),
                    audit_s=round(res.audit_seconds, 2), repaired=int(len(res.repaired)),
                    audit_mode=res.audit.mode,
                    verdict=("PASSED" if res.passed else
                             f"FAILED ({len(res.audit.shortfalls)} short)" if finished else
                             f"audit unfinished in {audit_limit:.0f}s"),
                    solver_status=res.solver_status)
+        if method == "modular":
+            d = res.solver
+            row["modular"] = {k: d.get(k) for k in (
+                "budget_seconds", "solves", "skipped", "fast", "late", "unsolved",
+                "backtracks", "margin_retries", "waves", "wave_seconds")}
+        if independent_verdict:
+            t1 = time.perf_counter()
+            again = audit(res.table, singleton=False, mode="verdict",
+                          time_limit=audit_limit)
+            row["verdict_again"] = ("passed" if again.passed else
+                                    f"FAILED ({len(again.shortfalls)} short)" if again.complete
+                                    else "unfinished")
+            row["verdict_again_s"] = round(time.perf_counter() - t1, 1)
         if table.n_cells <= audit_max:
             # judged again by an independent audit call (intervals mode)
             row["audit_again"] = bool(audit(res.table).passed)
@@ -91,12 +119,12 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
     return row
 
 
-def run_optimal(name: str, time_limit: float) -> dict:
+def run_optimal(name: str, time_limit: float, cost_name: str = "value") -> dict:
     """The optimal method's cost on a (small) table, for the ratio column."""
     from tabprotect.secondary.base import cost_vector
     from tabprotect.secondary.optimal import optimal
     table = load(name)
-    c = cost_vector(table, "value")
+    c = cost_vector(table, cost_name)
     out = optimal(table, c, time_limit=time_limit, singleton=False)
     return {"table": name, "method": "optimal", "cost": float(c[out.status == "M"].sum()),
             "proven": bool(out.proven_optimal),
@@ -162,14 +190,98 @@ def write_hrc_file(hierarchy, path: Path, lead: str = "@") -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def run_tauargus(name: str, audit_limit: float = 300.0, max_minutes: int = 1) -> dict:
-    """tau-Argus' modular method (MOD) through pytauargus' batch engine on the records of
-    a generated table; its pattern judged by OUR audit (our protection levels).
+def tauargus_tabular(table, cost, work: Path, max_minutes: int):
+    """tau-Argus MOD on a table given as a table (no records): a general table whose
+    relations are a product of hierarchies (``product_structure``), written as a tau-Argus
+    tabular input -- ``.tab`` (one line per non-empty cell: codes, value, frequency, cost,
+    status ``S``/``U``/``P``, lower and upper protection level of primaries), ``.rda``
+    (``<HIERARCHICAL>`` variables with ``.hrc`` code lists), ``.arb`` (``<READTABLE>``,
+    ``<SAFETYRULE>`` empty = the given statuses, ``<SUPPRESS> MOD``, ``<WRITETABLE>``).
 
-    The rules given to tau-Argus are the generator's: p%-rule p=15 against one
-    contributor (``P(15,1)``) and minimum frequency 3 with a 10 % range (``FREQ(3,10)``);
-    tau-Argus computes its own protection levels from them.  ``max_minutes``: MOD's time
-    limit per sub-table.  Castro tables (no records) are not wired."""
+    Returns the status array in ``table``'s cell order.  Raises ``InputError`` when the
+    table is no product of hierarchies (HiTaS needs explanatory variables with code
+    hierarchies).  Not passed on: a-priori bounds (pytauargus 0.6 does not implement
+    the ``AB`` a-priori change; tau-Argus assumes its own cell bounds), contributor counts
+    (the Castro files have none: 10 each, singleton options off)."""
+    import numpy as np
+    from pytauargus.engine import run_batch
+    from tabprotect.model.structure import product_structure
+
+    prod = product_structure(table)
+    source = prod.extra["source_cell"]
+    names = [f"v{d}" for d in range(len(prod.dimensions))]
+
+    def code(d: int, k: int) -> str:
+        h = prod.dimensions[d].hierarchy
+        return "Total" if h.depth[k] == 0 else f"c{h.codes[k]}"
+
+    rda = ['<SEPARATOR> ";"', "<SAFE> S", "<UNSAFE> U", "<PROTECT> P"]
+    for d, dim in enumerate(prod.dimensions):
+        h = dim.hierarchy
+        rda += [f'{names[d]} "" ""', "  <RECODABLE>", '  <TOTCODE> "Total"']
+        if int(h.depth.max()) >= 2:
+            lines: list[str] = []
+
+            def walk(k: int) -> None:
+                for child_code in h.children[k]:
+                    lines.append("@" * (int(h.depth[child_code]) - 1) + code(d, child_code))
+                    walk(child_code)
+
+            walk(int(np.flatnonzero(h.depth == 0)[0]))
+            hrc = work / f"{names[d]}.hrc"
+            hrc.write_text("\n".join(lines) + "\n")
+            rda += ["  <HIERARCHICAL>", f'  <HIERCODELIST> "{hrc}"', '  <HIERLEADSTRING> "@"']
+    rda += ['value "" ""', "  <NUMERIC>", "  <DECIMALS> 0", 'freq "" ""', "  <FREQUENCY>",
+            'cost "" ""', "  <NUMERIC> <COSTVAR>", 'status "" ""', "  <STATUS>",
+            'lpl "" ""', "  <NUMERIC> <LOWERPL>", 'upl "" ""', "  <NUMERIC> <UPPERPL>"]
+    (work / "table.rda").write_text("\n".join(rda) + "\n")
+    lines = []
+    for i in range(prod.n_cells):
+        j = int(source[i])
+        st = str(table.status[j])
+        if st == "Z" or (table.value[j] == 0 and st != "U"):
+            continue  # empty cell: not submitted (tau-Argus skips value-0 cells too)
+        letter = "U" if st == "U" else "P" if (st == "P" or table.lb[j] == table.ub[j]) \
+            else "S"
+        codes = [code(d, int(prod.positions[d][i])) for d in range(len(names))]
+        lpl = f"{table.lpl[j]:.0f}" if st == "U" else ""
+        upl = f"{table.upl[j]:.0f}" if st == "U" else ""
+        lines.append(";".join(codes + [f"{table.value[j]:.0f}", "10",
+                                       f"{max(float(cost[j]), 1e-4):.10g}", letter, lpl, upl]))
+    (work / "table.tab").write_text("\n".join(lines) + "\n")
+    out = work / "out.tab"
+    arb = [f'<OPENTABLEDATA> "{work / "table.tab"}"', f'<OPENMETADATA> "{work / "table.rda"}"',
+           "<SPECIFYTABLE> " + "".join(f'"{v}"' for v in names) + '|"value"||"cost"',
+           "<SAFETYRULE>", "<READTABLE> 0", f"<SUPPRESS> MOD(1,{max_minutes},0,0,0)",
+           f'<WRITETABLE> (1,5,SO+,"{out}")']
+    (work / "batch.arb").write_text("\n".join(arb) + "\n")
+    run_batch(str(work / "batch.arb"))
+    # the written table: codes, value, freq, cost, status, ... per cell
+    lookup = [{code(d, k): k for k in range(len(dim.hierarchy.codes))}
+              for d, dim in enumerate(prod.dimensions)]
+    strides = np.cumprod((1,) + tuple(prod.shape[::-1]))[:-1][::-1]
+    status = table.status.copy()
+    for line in out.read_text().splitlines():
+        fields = [f.strip().strip('"') for f in line.split(";")]
+        if len(fields) < len(names) + 4:
+            continue
+        i = sum(int(strides[d]) * lookup[d][fields[d]] for d in range(len(names)))
+        j = int(source[i])
+        if fields[len(names) + 3] == "M" and status[j] != "U":
+            status[j] = "M"
+    return status
+
+
+def run_tauargus(name: str, audit_limit: float = 300.0, max_minutes: int = 1,
+                 cost_name: str = "value") -> dict:
+    """tau-Argus' modular method (MOD) through pytauargus' batch engine; its pattern
+    judged by OUR audit (our protection levels, no repair).
+
+    Generated tables: on their records, with the generator's rules -- p%-rule p=15
+    against one contributor (``P(15,1)``) and minimum frequency 3 with a 10 % range
+    (``FREQ(3,10)``); tau-Argus computes its own protection levels from them.  Castro
+    tables: tabular input with our statuses and protection levels
+    (:func:`tauargus_tabular`).  ``max_minutes``: MOD's time limit per sub-table."""
     import tempfile
     import numpy as np
     row = {"table": name, "method": "tau-Argus MOD (pytauargus)"}
@@ -178,55 +290,70 @@ def run_tauargus(name: str, audit_limit: float = 300.0, max_minutes: int = 1) ->
     except ImportError as exc:
         row["error"] = f"not available: pytauargus not installed ({exc.name})"
         return row
-    if name.startswith("castro:"):
-        row["error"] = ("not available: Castro tables have no records; the tabular "
-                        "route (.tab input) is not wired")
-        return row
     from tabprotect.audit import audit
+    from tabprotect.errors import InputError
     from tabprotect.secondary.base import cost_vector
-    try:
-        table, cols = generated_microdata(name)
-    except ValueError as exc:
-        row["error"] = f"not available: {exc}"
-        return row
-    cost = cost_vector(table, "value")
-    row.update(cells=table.n_cells, primaries=int((table.status == "U").sum()))
     work = Path(tempfile.mkdtemp(prefix="tau_mod_"))
-    dims = [d.name for d in table.dimensions]
-    hrc = {}
-    for d in table.dimensions:
-        if int(d.hierarchy.depth.max()) >= 2:  # flat dimensions need no hierarchy file
-            path = work / f"{d.name}.hrc"
-            write_hrc_file(d.hierarchy, path)
-            hrc[d.name] = str(path)
-    t0 = time.perf_counter()
-    try:
-        res = pytauargus.protect(cols, tables=[dims], response="turnover",
-                                 safety_rules="P(15,1)|FREQ(3,10)",
-                                 suppress=f"MOD(1,{max_minutes},0,0,0)", hrc=hrc or None,
-                                 hierleadstring="@", totcode="Total", workdir=str(work))
-        rows = res.tables[0].rows
-    except Exception as exc:  # recorded, not hidden
-        row["error"] = f"tau-Argus failed: {type(exc).__name__}: {exc}"[:200]
-        return row
-    row["method_s"] = round(time.perf_counter() - t0, 2)
-    # tau-Argus' statuses mapped back onto our cells by their codes
-    status = table.status.copy()
-    tau_primary = np.zeros(table.n_cells, bool)
-    lookup = [{tau_code(c): i for i, c in enumerate(d.hierarchy.codes)}
-              for d in table.dimensions]
-    strides = np.cumprod((1,) + tuple(table.shape[::-1]))[:-1][::-1]
-    for r in rows:
+    if name.startswith("castro:"):
+        table = load(name)
+        cost = cost_vector(table, cost_name)
+        row.update(cells=table.n_cells, primaries=int((table.status == "U").sum()),
+                   cost_function=cost_name)
+        t0 = time.perf_counter()
         try:
-            idx = sum(int(strides[k]) * lookup[k][str(r[dname]).strip()]
-                      for k, dname in enumerate(dims))
-        except KeyError:
-            continue
-        if r["status"] == "M" and status[idx] != "U":
-            status[idx] = "M"
-        tau_primary[idx] = r["status"] == "U"
-    row["tau_primaries"] = int(tau_primary.sum())
-    row["primaries_differ"] = int((tau_primary != (table.status == "U")).sum())
+            status = tauargus_tabular(table, cost, work, max_minutes)
+        except InputError as exc:
+            row["error"] = f"not available: no product of hierarchies ({exc})"[:300]
+            return row
+        except Exception as exc:  # recorded, not hidden
+            row["error"] = f"tau-Argus failed: {type(exc).__name__}: {exc}"[:200]
+            return row
+        row["method_s"] = round(time.perf_counter() - t0, 2)
+        row["tau_primaries"] = int((status == "U").sum())
+    else:
+        try:
+            table, cols = generated_microdata(name)
+        except ValueError as exc:
+            row["error"] = f"not available: {exc}"
+            return row
+        cost = cost_vector(table, cost_name)
+        row.update(cells=table.n_cells, primaries=int((table.status == "U").sum()))
+        dims = [d.name for d in table.dimensions]
+        hrc = {}
+        for d in table.dimensions:
+            if int(d.hierarchy.depth.max()) >= 2:  # flat dimensions need no hierarchy file
+                path = work / f"{d.name}.hrc"
+                write_hrc_file(d.hierarchy, path)
+                hrc[d.name] = str(path)
+        t0 = time.perf_counter()
+        try:
+            res = pytauargus.protect(cols, tables=[dims], response="turnover",
+                                     safety_rules="P(15,1)|FREQ(3,10)",
+                                     suppress=f"MOD(1,{max_minutes},0,0,0)",
+                                     hrc=hrc or None, hierleadstring="@", totcode="Total",
+                                     workdir=str(work))
+            rows = res.tables[0].rows
+        except Exception as exc:  # recorded, not hidden
+            row["error"] = f"tau-Argus failed: {type(exc).__name__}: {exc}"[:200]
+            return row
+        row["method_s"] = round(time.perf_counter() - t0, 2)
+        # tau-Argus' statuses mapped back onto our cells by their codes
+        status = table.status.copy()
+        tau_primary = np.zeros(table.n_cells, bool)
+        lookup = [{tau_code(c): i for i, c in enumerate(d.hierarchy.codes)}
+                  for d in table.dimensions]
+        strides = np.cumprod((1,) + tuple(table.shape[::-1]))[:-1][::-1]
+        for r in rows:
+            try:
+                idx = sum(int(strides[k]) * lookup[k][str(r[dname]).strip()]
+                          for k, dname in enumerate(dims))
+            except KeyError:
+                continue
+            if r["status"] == "M" and status[idx] != "U":
+                status[idx] = "M"
+            tau_primary[idx] = r["status"] == "U"
+        row["tau_primaries"] = int(tau_primary.sum())
+        row["primaries_differ"] = int((tau_primary != (table.status == "U")).sum())
     t1 = time.perf_counter()
     protected = table.replace(status=status)
     mode = "verdict" if table.n_cells >= 50_000 else "intervals"
@@ -246,19 +373,23 @@ def run_tauargus(name: str, audit_limit: float = 300.0, max_minutes: int = 1) ->
 
 def child(args) -> None:
     if args.one[0] == "optimal":
-        out = run_optimal(args.one[1], args.time_limit)
+        out = run_optimal(args.one[1], args.time_limit, args.cost)
     elif args.one[0] == TAU_MOD:
-        out = run_tauargus(args.one[1], args.audit_limit, args.tau_minutes)
+        out = run_tauargus(args.one[1], args.audit_limit, args.tau_minutes, args.cost)
     else:
         out = run_one(args.one[0], args.one[1], args.time_limit, args.audit_max,
-                      args.audit_limit)
+                      args.audit_limit, args.cost, args.audit_workers,
+                      args.independent_verdict)
     print("RESULT " + json.dumps(out))
 
 
 def measure(method: str, name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--one", method, name, "--time-limit",
            str(args.time_limit), "--audit-max", str(args.audit_max), "--audit-limit",
-           str(args.audit_limit), "--tau-minutes", str(args.tau_minutes)]
+           str(args.audit_limit), "--tau-minutes", str(args.tau_minutes), "--cost", args.cost,
+           "--audit-workers", str(args.audit_workers)]
+    if args.independent_verdict:
+        cmd.append("--independent-verdict")
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -290,13 +421,15 @@ def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
              f"- command: `{command}`",
              f"- machine: {platform.machine()}, {os.cpu_count()} cores, 24 GiB; Python "
              f"{platform.python_version()}; {time.strftime('%Y-%m-%d')}",
-             "- cost function `value`; `singleton=False` (the generated tables contain "
+             "- cost function `" + (rows[0].get("cost_function", "value") if rows else "value")
+             + "`; `singleton=False` (the generated tables contain "
              "totals equal to one single-contributor cell, which no pattern protects "
              "against that contributor); generated tables: seed 2024, rules p% (p=15) and "
              "minimum frequency 3 (benchmarks/gen_tables.py)", "",
-             "| table | cells | primaries | method | method s | audit+repair s | peak MB | "
-             "secondaries | cost (value of secondaries) | cost / optimum | verdict | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| table | cells | primaries | method | total s | method s | audit+repair s | "
+             "peak MB | secondaries | cost | cost / optimum | verdict | independent verdict "
+             "audit | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         opt = optimum.get(r["table"])
         ratio = ""
@@ -312,13 +445,17 @@ def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
         if r.get("primaries_differ"):
             note = (note + f" tau-Argus' primaries differ in {r['primaries_differ']} "
                     "cells").strip()
+        again = ""
+        if r.get("verdict_again"):
+            again = f"{r['verdict_again']} ({r.get('verdict_again_s', 0):.0f} s)"
         if r.get("audit_again") is False:
             note = (note + " SECOND AUDIT FAILED").strip()
         lines.append(
             f"| {r['table']} | {fmt(r.get('cells'))} | {fmt(r.get('primaries'))} | "
-            f"{r['method']} | {fmt(r.get('method_s'), 1)} | {fmt(r.get('audit_s'), 1)} | "
-            f"{fmt(r.get('peak_mb'))} | {fmt(r.get('secondaries'))} | "
-            f"{fmt(r.get('cost'))} | {ratio} | {r.get('verdict', '')} | {note} |")
+            f"{r['method']} | {fmt(r.get('total_s'), 1)} | {fmt(r.get('method_s'), 1)} | "
+            f"{fmt(r.get('audit_s'), 1)} | {fmt(r.get('peak_mb'))} | "
+            f"{fmt(r.get('secondaries'))} | {fmt(r.get('cost'))} | {ratio} | "
+            f"{r.get('verdict', '')} | {again} | {note} |")
     return "\n".join(lines) + "\n"
 
 
@@ -337,6 +474,12 @@ def main(argv=None) -> None:
     ap.add_argument("--audit-max", type=int, default=20_000,
                     help="tables up to this size are audited a second time (intervals)")
     ap.add_argument("--audit-limit", type=float, default=300.0)
+    ap.add_argument("--audit-workers", type=int, default=1,
+                    help="protect()'s audit_workers (processes for the audit's components)")
+    ap.add_argument("--independent-verdict", action="store_true",
+                    help="judge every final pattern again with a separate "
+                         "audit(mode='verdict') call")
+    ap.add_argument("--cost", default="value", help="cost function (value, unity, ...)")
     ap.add_argument("--tau-mod", action="store_true",
                     help="also run tau-Argus' modular method (MOD) through pytauargus on "
                          "each table (a 'not available' row when it cannot run)")

@@ -325,3 +325,92 @@ def test_heuristic_is_used_only_from_the_size_threshold():
     exact = modular(t, c, singleton=False, heuristic_size=None)
     default = modular(t, c, singleton=False)  # 3d-small's sub-tables are all small
     assert (exact.status == default.status).all()
+
+
+def test_fast_tail_solves_subtables_instead_of_leaving_them(monkeypatch):
+    # FAST_TAIL = 1: the whole budget is the tail, so every sub-table gets the fast solve
+    # (the certified heuristic's first pass, no MILP): nothing is left late or unsolved
+    import tabprotect.secondary.modular as mod
+
+    monkeypatch.setattr(mod, "FAST_TAIL", 1.0)
+    t = gen_tables.preset("3d-small", seed=1)
+    c = cost_vector(t, "value")
+    out = modular(t, c, singleton=False, time_limit=60.0)
+    d = out.details
+    assert d["solves"] > 0 and d["fast"] == d["solves"]
+    assert d["late"] == 0 and d["unsolved"] == 0
+    assert (out.status[t.status == "U"] == "U").all()
+    # each sub-table's pattern is proven inside it: nothing exactly disclosed
+    assert not audit(t.replace(status=out.status),
+                     singleton=False).exact[t.status == "U"].any()
+    res = protect(t, method="modular", cost="value", singleton=False, time_limit=60.0)
+    assert res.solver["fast"] > 0
+    assert audit(res.table, singleton=False).passed
+
+
+def test_audit_reserve_shortens_the_method_budget(monkeypatch):
+    import tabprotect.secondary.modular as mod
+
+    t = gen_tables.preset("3d-small", seed=1)
+    c = cost_vector(t, "value")
+    # a small table: no reserve by default
+    assert modular(t, c, singleton=False, time_limit=40.0).details["budget_seconds"] == 40.0
+    monkeypatch.setattr(mod, "AUDIT_RESERVE_MIN_CELLS", 10)
+    limits = []
+    base = optimal_subtable_solver(singleton=False)
+
+    def spy(sub, cost, tl):
+        limits.append(tl)
+        return base(sub, cost, tl)
+
+    out = modular(t, c, singleton=False, time_limit=40.0, solver=spy,
+                  subtable_time_limit=None)
+    budget = 40.0 * (1 - mod.AUDIT_RESERVE)
+    assert out.details["budget_seconds"] == pytest.approx(budget)
+    # no solve may plan on more than the planned share of the reduced budget
+    assert limits and all(x <= mod.PLANNED_SHARE * budget + 1e-9 for x in limits)
+    whole = modular(t, c, singleton=False, time_limit=40.0, audit_reserve=0.0)
+    assert whole.details["budget_seconds"] == 40.0
+    with pytest.raises(InputError):
+        modular(t, c, singleton=False, time_limit=40.0, audit_reserve=1.0)
+
+
+def test_a_bin_hands_unused_time_on_to_its_later_jobs():
+    import time
+
+    from tabprotect.secondary.modular import _Job, _run_bin
+
+    t = gen_tables.generate([(4,), (3,)], seed=2)
+    assert (t.status == "U").any()
+    c = cost_vector(t, "value")
+    seen = []
+
+    def slow(sub, cost, tl):
+        seen.append(tl)
+        time.sleep(0.3)
+        return sub.status.copy()
+
+    jobs = [_Job((k,), t, t, c, c, time_limit=10.0) for k in range(3)]
+    out = _run_bin((jobs, slow, time.time() + 3.0))
+    assert [r.key for r in out] == [(0,), (1,), (2,)]
+    # each job gets an equal part of what its bin has left: 1/3 of 3 s, then half of
+    # the rest, then all of it -- later jobs get the time earlier ones did not use
+    assert seen[0] == pytest.approx(1.0, abs=0.1)
+    assert seen[0] < seen[1] < seen[2] <= 3.0
+    # without a wave end every job gets its planned share
+    seen.clear()
+    _run_bin((jobs[:2], slow, None))
+    assert seen == [10.0, 10.0]
+
+
+def test_jobs_are_dealt_deterministically_and_balanced():
+    from tabprotect.secondary.modular import _deal
+
+    w = [5.0, 1.0, 1.0, 4.0, 2.0, 2.0, 3.0]
+    bins = _deal(w, 2)
+    assert bins == _deal(w, 2)
+    assert sorted(i for b in bins for i in b) == list(range(len(w)))
+    loads = [sum(w[i] for i in b) for b in bins]
+    assert abs(loads[0] - loads[1]) <= max(w)
+    assert _deal(w, 1) == [list(range(len(w)))]
+    assert _deal([1.0], 4) == [[0]]

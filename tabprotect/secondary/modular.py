@@ -53,6 +53,16 @@ MIN_SUBTABLE_SECONDS = 0.5
 #: share of the time limit the sub-table solves may plan to use (the rest: building
 #: sub-tables, process start-up, and re-solves after backtracking)
 PLANNED_SHARE = 0.8
+#: the last part of the method's time (a share of it): sub-tables started then get the
+#: fast solve (the certified heuristic's first pass, no MILP, no pruning) instead of
+#: being left to protect()'s audit and repair, which costs far more time per cell
+FAST_TAIL = 0.1
+#: from this many cells (protect()'s verdict-mode audit and local repair) modular
+#: leaves this share of its ``time_limit`` unused by default, so that protect() called
+#: with a ``time_limit`` alone ends near it: the audit of a 100k-cell pattern takes
+#: 15-60 s, its repair much more when sub-tables were left unsolved
+AUDIT_RESERVE_MIN_CELLS = 50_000
+AUDIT_RESERVE = 0.25
 
 
 #: sub-tables with at least this many (primaries x cells) get the certified heuristic
@@ -65,7 +75,7 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
                    singleton: bool, mip_gap: float | None,
                    short: np.ndarray | None = None, seed: bool = False,
                    heuristic_size: int | None = HEURISTIC_SIZE,
-                   deadline: float | None = None) -> np.ndarray:
+                   deadline: float | None = None, prune: bool = True) -> np.ndarray:
     """The optimal method on one sub-table, after checking that it can be protected;
     the certified heuristic on a large one.
 
@@ -78,6 +88,7 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
     ``heuristic_size``: from this many primaries x cells the sub-table gets
     :func:`certified_pattern` (its own feasibility test) and no MILP; None: never.
     ``deadline``: ``time.perf_counter()`` value the heuristic must not pass.
+    ``prune``: the heuristic's reverse pass (off: the first pass only, the fast solve).
     """
     from tabprotect.secondary.optimal import optimal
     from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
@@ -94,7 +105,7 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
             prune_by = deadline if prune_by is None else min(prune_by, deadline)
         try:
             z, _ = certified_pattern(sub, req, cost, hidden=hidden, deadline=deadline,
-                                     prune_by=prune_by)
+                                     prune=prune, prune_by=prune_by)
         except Unreachable as exc:
             raise InfeasibleRulesError(f"sub-table cannot be protected: {exc}") from None
         if singleton and req.singleton.any():
@@ -478,6 +489,8 @@ class _Job:
     #: the job is not started: the sub-table is left to the full-table audit and repair
     deadline: float | None = None
     singleton: bool = False
+    #: wall-clock time after which the job gets the fast solve (default solver only)
+    fast_after: float | None = None
 
 
 @dataclass
@@ -487,11 +500,14 @@ class _Result:
     retried: bool = False      # the strict sub-table was infeasible: margins allowed
     skipped: bool = False      # already protected: no MILP
     late: bool = False         # not started: the global deadline had passed
+    fast: bool = False         # solved by the fast solve (the time plan's tail)
     seconds: float = 0.0
 
 
-def _run_job(job: _Job, solve: SubtableSolver) -> _Result:
-    """Check, then solve one sub-table (in a worker process or in the caller)."""
+def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) -> _Result:
+    """Check, then solve one sub-table (in a worker process or in the caller).
+
+    ``time_limit``: the solve's share (default ``job.time_limit``)."""
     t0 = time.perf_counter()
 
     def done(**kw) -> _Result:
@@ -503,36 +519,69 @@ def _run_job(job: _Job, solve: SubtableSolver) -> _Result:
     short = _unprotected(job.strict, job.singleton)
     if len(short) == 0:
         return done(status=None, skipped=True)
-    if isinstance(solve, partial) and solve.func is _optimal_solve:
+    default = isinstance(solve, partial) and solve.func is _optimal_solve
+    fast = default and job.fast_after is not None and time.time() >= job.fast_after
+    if default:
         # the feasibility check (and the heuristic) needs only these; the heuristic
         # stops at the global deadline
         local_deadline = None if job.deadline is None else \
             time.perf_counter() + (job.deadline - time.time())
         solve = partial(solve, short=short, deadline=local_deadline)
+        if fast:
+            # the tail of the time plan: the certified heuristic's first pass, on any
+            # sub-table (a few LPs for the few short primaries of a re-solve)
+            solve = partial(solve, heuristic_size=0, prune=False)
+    share = job.time_limit if time_limit is None else time_limit
 
     def limit() -> float | None:
         if job.deadline is None:
-            return job.time_limit
+            return share
         left = max(MIN_SUBTABLE_SECONDS, job.deadline - time.time())
-        return left if job.time_limit is None else min(job.time_limit, left)
+        return left if share is None else min(share, left)
 
     try:
-        return done(status=solve(job.strict, job.cost, limit()))
+        return done(status=solve(job.strict, job.cost, limit()), fast=fast)
     except InfeasibleRulesError:
         pass
     except TimeoutError:  # the heuristic reached the global deadline
         return done(status=None, late=True)
     try:
-        return done(status=solve(job.loose, job.loose_cost, limit()), retried=True)
+        return done(status=solve(job.loose, job.loose_cost, limit()), retried=True,
+                    fast=fast)
     except InfeasibleRulesError:
         return done(status=None, retried=True)
     except TimeoutError:
         return done(status=None, retried=True, late=True)
 
 
-def _run_job_args(args: tuple) -> _Result:
-    """:func:`_run_job` on ``(job, solve)``, for :func:`tabprotect.parallel.process_map`."""
-    return _run_job(*args)
+def _run_bin(args: tuple) -> list[_Result]:
+    """One worker's jobs of a wave, one after the other: ``(jobs, solve, wave_end)``.
+
+    With ``wave_end`` (``time.time()`` value) every job gets an equal part of the time
+    its bin has left (at most its planned share): a job that finishes early hands its
+    time on, and on a loaded machine the last jobs still get their turn before the wave
+    should end."""
+    jobs, solve, wave_end = args
+    out = []
+    for i, job in enumerate(jobs):
+        limit = job.time_limit
+        if wave_end is not None:
+            part = max(MIN_SUBTABLE_SECONDS, (wave_end - time.time()) / (len(jobs) - i))
+            limit = part if limit is None else min(limit, part)
+        out.append(_run_job(job, solve, limit))
+    return out
+
+
+def _deal(weights: list[float], workers: int) -> list[list[int]]:
+    """Job indices dealt to ``workers`` bins, heaviest first to the least loaded bin
+    (deterministic); each bin in index order."""
+    bins: list[list[int]] = [[] for _ in range(max(1, workers))]
+    load = [0.0] * len(bins)
+    for i in sorted(range(len(weights)), key=lambda i: (-float(weights[i]), i)):
+        b = min(range(len(bins)), key=lambda b: (load[b], b))
+        bins[b].append(i)
+        load[b] += float(weights[i])
+    return [sorted(b) for b in bins if b]
 
 
 @register_method("modular")
@@ -542,7 +591,7 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             subtable_time_limit: float | None = 60.0, max_passes: int = 20,
             carried_level: str = "median", workers: int | None = None,
             cube_start: bool = False, heuristic_size: int | None = HEURISTIC_SIZE,
-            **options) -> MethodOutcome:
+            audit_reserve: float | None = None, **options) -> MethodOutcome:
     """HiTaS: every sub-table solved optimally, top-down, with backtracking.
 
     Sub-tables of one level share no cell (a cell lies in sub-tables of different
@@ -574,6 +623,11 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         method; None: the optimal method everywhere.  The default (20,000) sends the
         1,050-cell, 150-primary 4-D sub-tables of 100k-4d to the heuristic and keeps
         the 180-cell sub-tables of 100k-3d optimal
+    audit_reserve : share of ``time_limit`` the method leaves unused for protect()'s
+        audit and repair (default: :data:`AUDIT_RESERVE` from
+        :data:`AUDIT_RESERVE_MIN_CELLS` cells on, else 0), so that ``protect(...,
+        time_limit=T)`` ends near ``T``; 0 when protect() gets its own
+        ``audit_time_limit`` and the method should use all of ``time_limit``
     singleton, mip_gap : passed to the default solver
 
     Examples
@@ -629,11 +683,20 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     for g in split.dims:
         sub_level = np.add.outer(sub_level, g.parent_depth).ravel()
     member_t = split.membership().T.tocsr().astype(np.int32) if time_limit is not None else None
-    deadline = None if time_limit is None else time.time() + time_limit - (
-        time.perf_counter() - start)
+    if audit_reserve is None:
+        audit_reserve = AUDIT_RESERVE if table.n_cells >= AUDIT_RESERVE_MIN_CELLS else 0.0
+    if not 0.0 <= audit_reserve < 1.0:
+        raise InputError(f"audit_reserve must be in [0, 1), not {audit_reserve}")
+    # the method's own budget; its last FAST_TAIL part gets the fast solve only
+    budget = None if time_limit is None else time_limit * (1.0 - audit_reserve)
+    stats["budget_seconds"] = None if budget is None else round(budget, 1)
+    stats["fast"] = 0
+    to_wall = time.time() - time.perf_counter()
+    deadline = None if budget is None else to_wall + start + budget
+    fast_after = None if budget is None else to_wall + start + budget * (1.0 - FAST_TAIL)
     timed_out = False
     while heap:
-        if time_limit is not None and time.perf_counter() - start > time_limit:
+        if budget is not None and time.perf_counter() - start > budget:
             timed_out = True
             break
         wave_start = time.perf_counter()
@@ -646,10 +709,10 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             wave.append(key)
         stats["waves"] += 1
         tl = subtable_time_limit
-        if time_limit is not None:
+        if budget is not None:
             # the time left, shared among the sub-tables still to come: this wave's and
             # every lower-level sub-table that already holds a suppressed cell
-            left = time_limit - (time.perf_counter() - start)
+            left = budget - (time.perf_counter() - start)
             holds = member_t @ np.isin(status, ("U", "M")).astype(np.int32)
             later = int(((holds > 0) & (sub_level > level)).sum())
             share = PLANNED_SHARE * left * max(1, workers) / max(1, len(wave) + later)
@@ -676,25 +739,35 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             small = subtable_table(table, sub, status=strict, **levels)
             loose = subtable_table(table, sub, status=local, **levels)
             c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
-            jobs.append(_Job(key, small, loose, cost[cells], c2, tl, deadline, singleton))
+            jobs.append(_Job(key, small, loose, cost[cells], c2, tl, deadline, singleton,
+                             fast_after))
             context[key] = (sub, hidden)
-        if workers > 1 and len(jobs) > 1:
+        # each worker gets its share of the wave in one message.  Weight: cells x
+        # suppressed cells, a rough guide to a solve's time
+        weights = [float(j.strict.n_cells * (1 + int((j.strict.status == "U").sum())))
+                   for j in jobs]
+        bins = _deal(weights, workers if len(jobs) > 1 else 1)
+        wave_end = None
+        if budget is not None and tl is not None:
+            # the wave should end when its longest bin has had its planned shares
+            # (never past the deadline); the bins hand unused time on to later jobs
+            wave_end = min(deadline, time.time() + tl * max(len(b) for b in bins)) \
+                if bins else None
+        tasks = [([jobs[i] for i in b], solve, wave_end) for b in bins]
+        if len(tasks) > 1:
             # worker processes that never re-import the caller's script (spawn would)
-            # and never inherit HiGHS' threads (fork would hang); each worker gets its
-            # share of the wave in one message.  Weight: cells x suppressed cells, a
-            # rough guide to a solve's time
-            weights = [j.strict.n_cells * (1 + int((j.strict.status == "U").sum()))
-                       for j in jobs]
-            results = process_map(_run_job_args, [(j, solve) for j in jobs], workers,
-                                  weights=weights)
+            # and never inherit HiGHS' threads (fork would hang)
+            per_bin = process_map(_run_bin, tasks, len(tasks))
         else:
-            results = [_run_job(j, solve) for j in jobs]
+            per_bin = [_run_bin(t) for t in tasks]
+        results = sorted((r for rs in per_bin for r in rs), key=lambda r: r.key)
         for res in results:  # key order: deterministic
             key = res.key
             sub, hidden = context[key]
             cells = sub.cells
             stats["skipped"] += int(res.skipped)  # already protected: no MILP
             stats["late"] += int(res.late)
+            stats["fast"] += int(res.fast)
             stats["solves"] += int(not (res.skipped or res.late))
             stats["margin_retries"] += int(res.retried)
             stats["solve_seconds"] += res.seconds
