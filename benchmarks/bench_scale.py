@@ -262,7 +262,7 @@ def tauargus_tabular(table, cost, work: Path, max_minutes: int):
     strides = np.cumprod((1,) + tuple(prod.shape[::-1]))[:-1][::-1]
     status = table.status.copy()
     for line in out.read_text().splitlines():
-        fields = [f.strip().strip('"') for f in line.split(";")]
+        fields = [f.strip().strip('"').strip() for f in line.split(";")]
         if len(fields) < len(names) + 4:
             continue
         i = sum(int(strides[d]) * lookup[d][fields[d]] for d in range(len(names)))
