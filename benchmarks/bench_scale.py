@@ -294,6 +294,8 @@ def run_tauargus(name: str, audit_limit: float = 300.0, max_minutes: int = 1,
     from tabprotect.errors import InputError
     from tabprotect.secondary.base import cost_vector
     work = Path(tempfile.mkdtemp(prefix="tau_mod_"))
+    # (a child process) the native engines write their logs into the working directory
+    os.chdir(work)
     if name.startswith("castro:"):
         table = load(name)
         cost = cost_vector(table, cost_name)
