@@ -441,3 +441,57 @@ def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary,
         assert out.details["strong_lps"] > 0
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
+def _bridgeless_patterns(table: Table) -> list[np.ndarray]:
+    """Every pattern of the candidate cells that passes the audit and has no suppressed
+    cell alone in one of its relations (the integer points of the master's rows)."""
+    cand = np.flatnonzero(table.status == "S")
+    assert len(cand) <= 16, "brute force is for tiny tables"
+    A = table.relations.tocsr()
+    base = table.status == "U"
+    found = []
+    for k in range(len(cand) + 1):
+        for combo in itertools.combinations(cand, k):
+            sup = base.copy()
+            sup[list(combo)] = True
+            per_rel = A.multiply(A) @ sup.astype(float)
+            alone = (per_rel == 1) & ((A.multiply(A) @ (sup & (table.status == "S")))
+                                      .astype(float) > 0)
+            if alone.any() or _determined(table, sup):
+                continue
+            if audit(table, unpublished=sup, singleton=True).passed:
+                found.append(sup)
+    return found
+
+
+@pytest.mark.parametrize("seed,cost_name,n_primary", [
+    (16, "unity", 3), (7, "value", 3), (11, "value", 2)])
+def test_gomory_cuts_keep_every_optimal_pattern(seed, cost_name, n_primary, monkeypatch):
+    # every Gomory cut of the root must hold at every integer point of the master's rows:
+    # every audited pattern with no suppressed candidate alone in a relation (capacity
+    # cuts hold for every protected pattern, bridgeless rows for these); and the search
+    # with the cuts still reaches the brute-force optimum
+    monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 5)
+    cuts = []
+    real = optimal_module._gomory_cuts
+
+    def spy(highs, k, max_cuts):
+        R, g = real(highs, k, max_cuts)
+        cuts.append((R, g))
+        return R, g
+    monkeypatch.setattr(optimal_module, "_gomory_cuts", spy)
+    table = hier_table(seed, n_primary=n_primary)
+    cost = cost_vector(table, cost_name)
+    cand = candidate_cells(table)
+    out = benders(table, cost, Requirements.from_table(table, singleton=True), cand,
+                  reduce=False)
+    assert out.proven_optimal and out.details.get("gomory_cuts", 0) > 0
+    points = _bridgeless_patterns(table)
+    assert secondary_cost(out.status, cost) == pytest.approx(
+        min(float(cost[p & (table.status == "S")].sum()) for p in points), rel=1e-6)
+    cols = np.flatnonzero(cand)
+    for sup in points:
+        z = sup[cols].astype(float)
+        for R, g in cuts:
+            assert (R @ z >= g - 1e-7).all()
