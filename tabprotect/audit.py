@@ -57,6 +57,8 @@ _BLOCK_SIZES = (2_000, 5_000)
 # options of the warm per-component model (see the A/B in benchmarks/results/audit.md)
 _WARM_OPTIONS: dict = {"simplex_strategy": 1}
 _DUAL_MIN_VARS = 2000
+# then blocks of these sizes around each primary still open, pushing that primary alone
+_SOLO_BLOCK_SIZES = (5_000,)
 # the share of a block (first grown) whose primaries seed no block of their own
 _BLOCK_CORE_SHARE = 1 / 3
 # block LPs from this many variables are solved by interior point (no crossover)
@@ -115,6 +117,8 @@ class AuditResult:
     outer_upper: np.ndarray | None = None
     n_local_lp: int = 0    # small LPs around primary cells (verdict mode, large components)
     n_block_lp: int = 0    # LPs over regions of huge components (verdict mode)
+    n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
+    n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
 
     @property
     def complete(self) -> bool:
@@ -145,6 +149,8 @@ class AuditResult:
             "certified_by_witness": self.n_certified,
             "local_lp": self.n_local_lp,
             "block_lp": self.n_block_lp,
+            "moves_used": self.n_moves_used,
+            "moves_rejected": self.n_moves_rejected,
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,
@@ -172,7 +178,8 @@ class AuditResult:
 def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool | None = None,
           singleton: bool = False, time_limit: float | None = None,
           progress: Callable[[int, int], None] | None = None, mode: str = "intervals",
-          workers: int = 1, previous: AuditResult | None = None) -> AuditResult:
+          workers: int = 1, previous: AuditResult | None = None,
+          moves: sp.spmatrix | None = None) -> AuditResult:
     """Feasibility intervals of every unpublished cell and the protection verdict.
 
     Parameters
@@ -200,6 +207,13 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         Suppressing more only widens the intruder's polytope, for every attacker, so a
         primary cell protected there is protected here: it keeps that audit's bounds and
         costs no LP. For audit-and-repair loops; ignored in intervals mode
+    moves : (verdict and screen modes) candidate witnesses, one per row of a sparse
+        ``(m, n_cells)`` matrix: a deviation ``d`` such that ``value + d`` should be a
+        table the intruder cannot rule out (e.g. the cubes of a repair). The audit does
+        not trust them: a row is used only if it moves unpublished cells alone and keeps
+        every relation (``A d = 0``); it is then shrunk into the a-priori bounds and used
+        like an LP solution (with its mirror image ``value - t d``). Rows that fail the
+        check are ignored (counted in ``moves_rejected``). Ignored in intervals mode
 
     Examples
     --------
@@ -257,14 +271,21 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     worst_lo = np.full(n, -np.inf)
     worst_hi = np.full(n, np.inf)
 
+    move_parts = _split_moves(table, moves, free, comps) \
+        if moves is not None and mode != "intervals" else None
+    if move_parts is not None:
+        counters_moves = move_parts.pop()
+    else:
+        counters_moves = (0, 0)
     builder = _SystemBuilder(table, free)
     # a settled primary is no target of the LPs (it is as good as a non-primary cell)
     open_primary = primary & ~settled
     tasks = [_ComponentTask(system=builder.system(cells), primary=open_primary[cells],
                             req_lo=req_lo[cells], req_hi=req_hi[cells], req_w=req_w[cells],
                             freq=table.freq[cells] if singleton else None,
-                            integer=bool(integer), mode=mode, deadline=deadline)
-             for cells in comps]
+                            integer=bool(integer), mode=mode, deadline=deadline,
+                            moves=None if move_parts is None else move_parts[k])
+             for k, cells in enumerate(comps)]
 
     def collect(k: int, out: "_ComponentOutcome") -> None:
         cells = comps[k]
@@ -319,8 +340,10 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     eff_lo = np.maximum(lower, worst_lo)
     eff_hi = np.minimum(upper, worst_hi)
     tol = _TOL * np.maximum(1.0, np.abs(value))
+    # a point interval is never safe, whatever the levels ask (in screen mode it may be
+    # a point only for want of witnesses: then the cell is uncertified, so not protected)
     ok = ((eff_hi >= req_hi - tol) & (eff_lo <= req_lo + tol)
-          & (eff_hi - eff_lo >= req_w - tol))
+          & (eff_hi - eff_lo >= req_w - tol) & (eff_hi - eff_lo > tol))
     # an exactly disclosed primary cell is never protected, whatever its levels say; nor
     # is one whose interval was not computed within the time limit
     ok &= ~exact & ~incomplete
@@ -337,7 +360,60 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        exact_lower=exact_lower, exact_upper=exact_upper,
                        outer_lower=outer_lower, outer_upper=outer_upper,
                        n_certified=counters["certified"], n_local_lp=counters["local_lp"],
-                       n_block_lp=counters["block_lp"])
+                       n_block_lp=counters["block_lp"], n_moves_used=counters_moves[0],
+                       n_moves_rejected=counters_moves[1])
+
+
+def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray]) -> list:
+    """Check candidate moves (rows of ``moves``) and cut the valid ones into one sparse
+    matrix per component, over the component's local variables.  Returns that list
+    followed by ``(rows used, rows rejected)``.
+
+    A row is valid when it is zero on every cell that is published (or pinned down by
+    the relations) and keeps every relation: ``|A d| <= 1e-9 max|d|``.  A valid move's
+    entries on different components are valid moves of each component on their own
+    (no relation holds free cells of two components).
+    """
+    n = table.n_cells
+    H = sp.csr_matrix(moves, dtype=float)
+    if H.ndim != 2 or H.shape[1] != n:
+        raise InputError(f"audit: 'moves' must have one column per cell ({n}), "
+                         f"not shape {H.shape}")
+    H.eliminate_zeros()
+    nnz = np.diff(H.indptr)
+    outside = np.asarray(abs(H) @ (~free).astype(float)).ravel() > 0
+    residual = abs(table.relations @ H.T).tocsc()
+    worst = np.zeros(H.shape[0])
+    has = np.diff(residual.indptr) > 0
+    if residual.nnz:
+        worst[has] = np.maximum.reduceat(residual.data, residual.indptr[:-1][has])
+    size = np.zeros(H.shape[0])
+    if H.nnz:
+        rows_with = nnz > 0
+        size[rows_with] = np.maximum.reduceat(np.abs(H.data), H.indptr[:-1][rows_with])
+    ok = (nnz > 0) & ~outside & (worst <= 1e-9 * np.maximum(1.0, size))
+    label = np.full(n, -1, dtype=np.int64)
+    local = np.zeros(n, dtype=np.int64)
+    for k, cells in enumerate(comps):
+        label[cells] = k
+        local[cells] = np.arange(len(cells))
+    G = H[np.flatnonzero(ok)].tocoo()
+    comp_of = label[G.col]
+    order = np.lexsort((G.col, G.row, comp_of))
+    row, col, data, comp_of = G.row[order], G.col[order], G.data[order], comp_of[order]
+    bounds = np.searchsorted(comp_of, np.arange(len(comps) + 1))
+    parts: list = []
+    for k, cells in enumerate(comps):
+        a, b = bounds[k], bounds[k + 1]
+        if a == b:
+            parts.append(None)
+            continue
+        r = row[a:b]
+        new_row = np.concatenate([[0], np.cumsum(r[1:] != r[:-1])])
+        parts.append(sp.csr_matrix((data[a:b], (new_row, local[col[a:b]])),
+                                   shape=(int(new_row[-1]) + 1, len(cells))))
+    parts.append((int(ok.sum()), int((~ok & (nnz > 0)).sum())))
+    return parts
 
 
 def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
@@ -757,6 +833,7 @@ class _ComponentTask:
     integer: bool
     mode: str
     deadline: float | None
+    moves: sp.csr_matrix | None = None   # checked candidate moves, local columns
 
 
 @dataclass
@@ -935,6 +1012,33 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
     def satisfied():
         return want & ~short_hi() & ~short_lo() & ~short_w()
 
+    def absorb_move(idx, d):
+        # a checked candidate move (see ``audit``'s ``moves``): value + t d for the
+        # largest t <= 1 inside the bounds, and its mirror image value - t' d
+        v = system.value[idx]
+        if integer and np.abs(d - np.round(d)).max() > 1e-9:
+            return   # a fractional point is no witness for an integer intruder
+        for sign in (1.0, -1.0):
+            step = sign * d
+            room = np.where(step > 0, system.ub[idx] - v, v - system.lb[idx])
+            t = min(1.0, float(np.min(room / np.abs(step))))
+            if t <= 1e-9 or (integer and t < 1.0):
+                continue
+            point = v + t * step
+            lo[idx] = np.minimum(lo[idx], point)
+            hi[idx] = np.maximum(hi[idx], point)
+
+    if task.moves is not None:
+        M = task.moves
+        frozen = np.zeros(k, dtype=bool)
+        if fixed:
+            frozen[list(fixed)] = True
+        for r in range(M.shape[0]):
+            idx = M.indices[M.indptr[r]:M.indptr[r + 1]]
+            # a move of a cell the attacker knows exactly is no move for that attacker
+            if len(idx) and not frozen[idx].any():
+                absorb_move(idx, M.data[M.indptr[r]:M.indptr[r + 1]])
+
     system.fix(fixed)
     try:
         outer_lo = np.zeros(k, dtype=bool)
@@ -1036,11 +1140,13 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                         lo[j], outer_lo[j] = o_lo, True
                     decided[j] = True
 
-        def block_pass(size: int) -> None:
+        def block_pass(size: int, solo: bool = False) -> None:
             reach = _reach(system, task)
             # blocks grown around open primaries; a primary in the middle of an earlier
             # block of this pass has had its chance and seeds no block of its own (the
-            # next pass, with larger blocks, tries again)
+            # next pass, with larger blocks, tries again). A *solo* block pushes its seed
+            # alone: where many primaries share a block the LP may leave one of them
+            # behind although the block could move it far enough
             tried = np.zeros(k, dtype=bool)
             for j in np.flatnonzero(want & ~satisfied() & ~decided):
                 if tried[j] or not (needs_hi(j) or needs_lo(j)) or \
@@ -1048,9 +1154,12 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                     continue
                 cells, middle = system.grow(int(j), size,
                                             core=int(size * _BLOCK_CORE_SHARE))
-                tried[middle] = True
                 tried[j] = True
-                members = cells[want[cells] & ~decided[cells]]
+                if solo:
+                    members = np.array([j], dtype=np.int64)
+                else:
+                    tried[middle] = True
+                    members = cells[want[cells] & ~decided[cells]]
                 # down first: a-priori lower bounds (often 0) bind that way; the
                 # mirror image of its witness often settles the way up as well
                 for sign in (-1.0, 1.0):
@@ -1079,6 +1188,8 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
         if blocks:
             for size in _BLOCK_SIZES:
                 block_pass(size)
+            for size in _SOLO_BLOCK_SIZES:
+                block_pass(size, solo=True)
         else:
             aggregate_rounds(8)
         if large:

@@ -574,3 +574,81 @@ def test_infeasible_system_names_the_cell_from_a_worker(monkeypatch):
     bad = t.replace(status=st_, ub=ub)
     with pytest.raises(InputError, match="around cell"):
         audit(bad, workers=2)
+
+
+# ---------------------------------------------------------------- candidate moves
+def _two_by_two_pattern():
+    r = Hierarchy.flat(["1", "2"], total="T")
+    c = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    st_ = t.status.copy()
+    st_[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    lvl = np.where(st_ == "U", 1.0, 0.0)
+    return t.replace(status=st_, upl=lvl, lpl=lvl)
+
+
+def test_a_valid_move_certifies_without_lp():
+    import scipy.sparse as sp
+    t = _two_by_two_pattern()
+    cube = np.zeros((1, 9))
+    cube[0, [4, 5, 7, 8]] = [1.0, -1.0, -1.0, 1.0]
+    res = audit(t, mode="verdict", moves=sp.csr_matrix(cube))
+    assert res.passed and res.n_lp == 0
+    assert res.n_moves_used == 1 and res.n_moves_rejected == 0
+    # the move and its mirror image are feasible tables: inside the exact interval
+    full = audit(t)
+    assert full.lower[4] <= res.lower[4] <= 2.0 and 4.0 <= res.upper[4] <= full.upper[4]
+
+
+def test_invalid_moves_are_rejected_and_change_nothing():
+    import scipy.sparse as sp
+    t = _two_by_two_pattern()
+    st_ = t.status.copy()
+    st_[[7, 8]] = "S"            # now cell 4 is alone in its column: disclosed
+    t = t.replace(status=st_)
+    moves = np.zeros((3, 9))
+    moves[0, [4, 5, 7, 8]] = [1.0, -1.0, -1.0, 1.0]   # moves published cells
+    moves[1, [4, 5]] = [1.0, -1.0]                     # breaks both column relations
+    moves[2, [4]] = [1e-3]                             # breaks every relation of cell 4
+    res = audit(t, mode="verdict", moves=sp.csr_matrix(moves))
+    assert res.n_moves_rejected == 3 and res.n_moves_used == 0
+    assert not res.passed and res.exact[4]
+    with pytest.raises(InputError, match="one column per cell"):
+        audit(t, mode="verdict", moves=sp.csr_matrix(np.ones((1, 4))))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_property_moves_never_change_the_verdict(data):
+    # valid 2x2 cubes of the inner cells (some of them moving published cells, so that
+    # the audit must reject those), and random vectors that break relations: the
+    # verdict with them equals the interval audit's, and every bound they give is
+    # attained by a feasible table
+    import scipy.sparse as sp
+    t = _draw_two_way_pattern(data)
+    rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
+    n_rows, n_cols = t.shape[0] - 1, t.shape[1] - 1
+    inner = np.arange(t.n_cells).reshape(t.shape)[1:, 1:]
+    rows = []
+    for _ in range(data.draw(st.integers(1, 30))):
+        i, i2 = rng.choice(n_rows, 2, replace=False)
+        j, j2 = rng.choice(n_cols, 2, replace=False)
+        d = np.zeros(t.n_cells)
+        size = float(rng.integers(1, 50))
+        d[[inner[i, j], inner[i2, j2]]] = size
+        d[[inner[i, j2], inner[i2, j]]] = -size
+        if rng.random() < 0.2:
+            d[rng.integers(t.n_cells)] += 1.0   # no move any more
+        rows.append(d)
+    moves = sp.csr_matrix(np.array(rows))
+    full = audit(t)
+    for mode in ("verdict", "screen"):
+        fast = audit(t, mode=mode, moves=moves)
+        assert fast.n_moves_used + fast.n_moves_rejected == len(rows)
+        if mode == "verdict":
+            np.testing.assert_array_equal(fast.protected, full.protected)
+        else:
+            assert not (fast.protected & ~full.protected).any()
+        unp = full.unpublished & ~fast.outer_lower & ~fast.outer_upper
+        assert np.all(fast.lower[unp] >= full.lower[unp] - 1e-6)
+        assert np.all(fast.upper[unp] <= full.upper[unp] + 1e-6)

@@ -154,3 +154,32 @@ def test_chain_cubes_protect_non_leaf_primaries(name, seed):
     assert (new[base.status == "M"] == "M").all()
     res = audit(t.replace(status=new), mode="verdict")
     assert res.protected[resolved].all()
+
+
+@pytest.mark.parametrize("name,seed,poles", [("3d-small", 5, False), ("1k-3d", 2024, False),
+                                             ("1k-3d", 2024, True), ("10k-4d", 2024, True)])
+def test_cube_moves_are_moves_and_certify(name, seed, poles):
+    # the cubes cube_repair returns are moves of the whole table over suppressed cells
+    # (checked here directly: A d = 0, support suppressed), the audit accepts every one,
+    # and with them it certifies the settled primaries; its verdict stays the interval
+    # audit's (small tables) / the verdict without moves
+    t = gen_tables.preset(name, seed=seed)
+    cost = cost_vector(t, "value")
+    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    prim = np.flatnonzero(t.status == "U")
+    new, left, moves = cube_repair(base, cost, prim, chains=True, poles=poles,
+                                   return_moves=True)
+    resolved = np.setdiff1d(prim, left)
+    assert len(resolved) <= moves.shape[0] <= 2 * len(resolved)
+    assert abs(t.relations @ moves.T).max() <= 1e-9 * max(1.0, abs(moves).max())
+    suppressed = np.isin(new, ("U", "M"))
+    assert suppressed[moves.nonzero()[1]].all()
+    repaired = t.replace(status=new)
+    with_moves = audit(repaired, mode="verdict", moves=moves)
+    assert with_moves.n_moves_rejected == 0 and with_moves.n_moves_used == moves.shape[0]
+    assert with_moves.protected[resolved].all()
+    reference = audit(repaired) if t.n_cells <= 2000 else audit(repaired, mode="verdict")
+    np.testing.assert_array_equal(with_moves.protected, reference.protected)
+    if poles:
+        _, left_without = cube_repair(base, cost, prim, chains=True)
+        assert set(left.tolist()) <= set(left_without.tolist())

@@ -284,9 +284,10 @@ class _ChainCubes:
     #: per primary at most this many sibling combinations are evaluated
     MAX_COMBOS = 64
 
-    def __init__(self, table: Table):
+    def __init__(self, table: Table, poles: bool = False):
         from tabprotect.secondary.gauss import _marginals
         self.table = table
+        self.poles = poles
         self.shape = table.shape
         self.hier = [d.hierarchy for d in table.dimensions]
         marg = _marginals(table)
@@ -326,14 +327,45 @@ class _ChainCubes:
                                         -np.ones(len(other), np.int64)])))
         return out
 
+    def _pole(self, d: int, a: int) -> tuple[np.ndarray, np.ndarray]:
+        """The *pole* of code ``a``: its chain down and every ancestor move alike -- the
+        move of one leaf, aggregated, so each relation "node = sum of children" holds.
+        Its cells are totals, rarely zero: it serves where every sibling has a zero
+        corner."""
+        h = self.hier[d]
+        up = []
+        q = int(h.parent[a])
+        while q >= 0:
+            up.append(q)
+            q = int(h.parent[q])
+        cells = np.concatenate([self.chain[d][a], np.asarray(up, dtype=np.int64)])
+        return cells, np.ones(len(cells), dtype=np.int64)
+
     def protect(self, p, status, suppressed, cost, need_up, need_down, width,
-                single) -> bool:
+                single):
+        """Suppress the cheapest usable chain cube of ``p``; returns it as
+        ``(corners, signs, t_up, t_down)``, or None when there is none."""
         pos = np.unravel_index(p, self.shape)
         per_dim = [self._options(d, int(a)) for d, a in enumerate(pos)]
         if any(len(o) == 0 for o in per_dim):
-            return False
+            return None
         keep = max(1, int(self.MAX_COMBOS ** (1.0 / len(per_dim))))
         per_dim = [o[:keep] for o in per_dim]
+        found = self._cheapest(p, per_dim, suppressed, cost, need_up, need_down, width,
+                               single)
+        if found is None and self.poles:
+            with_poles = [o + [self._pole(d, int(a))] if int(self.hier[d].parent[a]) >= 0
+                          else o for (d, a), o in zip(enumerate(pos), per_dim)]
+            found = self._cheapest(p, with_poles, suppressed, cost, need_up, need_down,
+                                   width, single)
+        if found is None:
+            return None
+        fresh, move = found
+        status[fresh] = "M"
+        suppressed[fresh] = True
+        return move
+
+    def _cheapest(self, p, per_dim, suppressed, cost, need_up, need_down, width, single):
         best = None
         scale = 1.0 + 1e-9
         tol = 1e-9 * max(1.0, abs(self.table.value[p]))
@@ -356,17 +388,13 @@ class _ChainCubes:
             fresh = corners[~suppressed[corners]]
             key = (float(cost[fresh].sum()), float(np.abs(self.table.value[fresh]).sum()))
             if best is None or key < best[0]:
-                best = (key, fresh)
-        if best is None:
-            return False
-        status[best[1]] = "M"
-        suppressed[best[1]] = True
-        return True
+                best = (key, fresh, (corners, sign, float(t_up), float(t_down)))
+        return None if best is None else best[1:]
 
 
 def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = False,
-                time_limit: float | None = None, chains: bool = False
-                ) -> tuple[np.ndarray, np.ndarray]:
+                time_limit: float | None = None, chains: bool = False,
+                poles: bool = False, return_moves: bool = False):
     """Protect primary cells with *leaf cubes*: no LP, each cube a proof.
 
     A leaf cube of primary ``p`` (all of whose codes are leaves) takes, in every
@@ -387,9 +415,17 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     ``singleton`` -- single-contributor corners, or bounds too small) are returned for
     the deviation LPs of :func:`greedy_repair`.
 
+    With ``poles=True`` (and ``chains``) a primary without a usable chain cube may also
+    use, in any dimension, the *pole* of its code: the code's chain down and all its
+    ancestors moving alike (again a move of the whole table; its cells are totals, so
+    rarely zero).
+
     Returns
     -------
-    (new status array, the cells left unresolved)
+    (new status array, the cells left unresolved), plus, with ``return_moves``, the
+    cubes as a sparse ``(m, n_cells)`` matrix of moves: per settled primary its cube
+    pushed up by the cube's room and pushed down by it, for ``audit(..., moves=...)``,
+    which checks them and certifies the primaries without LPs
 
     Examples
     --------
@@ -407,8 +443,22 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     start = time.perf_counter()
     cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
     status = table.status.copy()
+    moves: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def done(unresolved_cells):
+        if not return_moves:
+            return status, unresolved_cells
+        return status, unresolved_cells, _move_matrix(moves, table.n_cells)
+
+    def record(p, corners, signs, t_up, t_down):
+        # magnitudes: the cube's room, capped where a bound is infinite
+        cap = 10.0 * max(need_up[p], need_down[p], float(table.spl[p]), 1.0)
+        for magnitude, sign in ((min(t_up, cap), 1.0), (min(t_down, cap), -1.0)):
+            if magnitude > 0:
+                moves.append((corners, sign * magnitude * signs))
+
     if not table.dimensions or len(cells) == 0:
-        return status, cells
+        return done(cells)
     split = Split(table)
     search = _CubeSearch(table, split, np.asarray(cost, dtype=float), max_candidates=20000)
     suppressed = np.isin(status, ("U", "M"))
@@ -419,7 +469,15 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     tol = 1e-9 * np.maximum(1.0, np.abs(table.value))
     single = table.freq == 1
     unresolved = []
-    chain_cubes = _ChainCubes(table) if chains else None
+    chain_cubes = _ChainCubes(table, poles=poles) if chains else None
+
+    def chain_cube(p, width) -> bool:
+        found = chain_cubes.protect(p, status, suppressed, cost, need_up[p], need_down[p],
+                                    width, single if singleton else None)
+        if found is not None:
+            record(p, *found)
+        return found is not None
+
     for n, p in enumerate(cells):
         p = int(p)
         if time_limit is not None and n % 256 == 0 and \
@@ -427,11 +485,7 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             unresolved.extend(int(c) for c in cells[n:])
             break
         if not leaf[p]:
-            if chain_cubes is None:
-                unresolved.append(p)
-                continue
-            if not chain_cubes.protect(p, status, suppressed, cost, need_up[p], need_down[p],
-                                  float(table.spl[p]), single if singleton else None):
+            if chain_cubes is None or not chain_cube(p, float(table.spl[p])):
                 unresolved.append(p)
             continue
         pos = np.unravel_index(p, table.shape)
@@ -452,9 +506,7 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
                & (t_up + t_down >= max(width * scale, tol[p])))
         if not ok.any():
             # a leaf primary whose siblings have children: chains down from them
-            if chain_cubes is None or not chain_cubes.protect(
-                    p, status, suppressed, cost, need_up[p], need_down[p], width,
-                    single if singleton else None):
+            if chain_cubes is None or not chain_cube(p, width):
                 unresolved.append(p)
             continue
         idx = np.flatnonzero(ok)
@@ -465,7 +517,20 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         fresh = cube[~suppressed[cube]]
         status[fresh] = "M"
         suppressed[fresh] = True
-    return status, np.asarray(unresolved, dtype=np.int64)
+        record(p, cube, signs[:, best].astype(float), float(t_up[best]),
+               float(t_down[best]))
+    return done(np.asarray(unresolved, dtype=np.int64))
+
+
+def _move_matrix(moves: list[tuple[np.ndarray, np.ndarray]], n_cells: int) -> sp.csr_matrix:
+    """Rows of (cells, deviations) as one sparse matrix (repeated cells are summed)."""
+    if not moves:
+        return sp.csr_matrix((0, n_cells))
+    lengths = np.fromiter((len(c) for c, _ in moves), dtype=np.int64, count=len(moves))
+    rows = np.repeat(np.arange(len(moves)), lengths)
+    cols = np.concatenate([c for c, _ in moves])
+    vals = np.concatenate([np.asarray(v, dtype=float) for _, v in moves])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(moves), n_cells))
 
 
 @register_method("greedy")

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from tabprotect.audit import AuditResult, audit
 from tabprotect.errors import InfeasibleRulesError, InputError
@@ -306,6 +307,11 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     # gets a full verdict audit at the end
     screening = large and mode == "verdict"
 
+    # the cubes of cube_repair, handed to the audit as candidate moves: it checks each
+    # one (a move of unpublished cells that keeps every relation) and certifies the
+    # primaries they move without an LP
+    moves: list[sp.csr_matrix] = []
+
     def judge(t: Table, final: bool = False,
               previous: AuditResult | None = None) -> AuditResult:
         # repair only adds suppressions, so what a previous round's audit found
@@ -318,6 +324,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                      mode="screen" if screening and not final else mode,
                      workers=audit_workers,
                      previous=previous if mode != "intervals" else None,
+                     moves=sp.vstack(moves, format="csr") if moves else None,
                      progress=None if progress is None else components_done)
 
     protected_table = table.replace(status=status)
@@ -326,8 +333,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             and table.dimensions and table.n_cells >= PRE_REPAIR_MIN_CELLS):
         # a leaf cube (a move of the whole table) per primary that has none yet: cheap,
         # no LP, and it leaves the first audit few shortfalls to prove
-        pre_status, _ = cube_repair(protected_table, c, np.flatnonzero(status == "U"),
-                                    singleton=singleton, time_limit=left(), chains=True)
+        pre_status, _, pre_moves = cube_repair(
+            protected_table, c, np.flatnonzero(status == "U"), singleton=singleton,
+            time_limit=left(), chains=True, return_moves=True)
+        moves.append(pre_moves)
         pre = np.flatnonzero((pre_status == "M") & (status != "M"))
         if len(pre):
             repaired.append(pre)
@@ -351,9 +360,11 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             # shortfall does not scale to 10^5-10^6 cells)
             # leaf cubes first (no LP; each a move of the whole table), the deviation
             # LPs for what they cannot settle
-            new_status, rest = cube_repair(
+            new_status, rest, new_moves = cube_repair(
                 protected_table, c, result.shortfalls, singleton=singleton,
-                time_limit=left(), chains=table.n_cells >= PRE_REPAIR_MIN_CELLS)
+                time_limit=left(), chains=table.n_cells >= PRE_REPAIR_MIN_CELLS,
+                return_moves=True)
+            moves.append(new_moves)
             if len(rest):
                 new_status = greedy_repair(protected_table.replace(status=new_status), c,
                                            rest, audit_result=result, time_limit=left())
