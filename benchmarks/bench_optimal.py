@@ -256,8 +256,19 @@ def main(argv=None) -> int:
                     help="Castro tables as loaded (6-decimal values) instead of their integer "
                          "version; pytauargus' engine does not run on them")
     ap.add_argument("--sizes", nargs="*", type=int, default=[1000, 5000, 20000])
+    ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="set a module constant of tabprotect.secondary.optimal for this run "
+                         "(A/B probes, e.g. GOMORY_ROUNDS=5 BRANCHING='\"fractional\"')")
     ap.add_argument("--out", help="write the markdown results here")
     args = ap.parse_args(argv)
+    if args.set:
+        import ast
+        import tabprotect.secondary.optimal as optimal_module
+        for item in args.set:
+            name, _, value = item.partition("=")
+            if not hasattr(optimal_module, name):
+                raise SystemExit(f"--set: tabprotect.secondary.optimal has no {name}")
+            setattr(optimal_module, name, ast.literal_eval(value))
     if args.skip_protect_check:
         import tabprotect.secondary.protect as protect_module
         protect_module.FEASIBILITY_CHECK_MAX_WORK = 0
