@@ -98,13 +98,19 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
             row["modular"] = {k: d.get(k) for k in (
                 "budget_seconds", "solves", "skipped", "fast", "late", "unsolved",
                 "backtracks", "margin_retries", "waves", "wave_seconds")}
+        if os.environ.get("BENCH_SAVE_STATUS"):
+            # the final pattern, for audits after the run
+            import numpy as np
+            out_dir = Path(os.environ["BENCH_SAVE_STATUS"])
+            out_dir.mkdir(parents=True, exist_ok=True)
+            np.save(out_dir / f"{name.replace(':', '_')}_{method}.npy", status)
         if independent_verdict:
             t1 = time.perf_counter()
             again = audit(res.table, singleton=False, mode="verdict",
                           time_limit=audit_limit)
             row["verdict_again"] = ("passed" if again.passed else
                                     f"FAILED ({len(again.shortfalls)} short)" if again.complete
-                                    else "unfinished")
+                                    else f"unfinished in {audit_limit:.0f} s")
             row["verdict_again_s"] = round(time.perf_counter() - t1, 1)
         if table.n_cells <= audit_max:
             # judged again by an independent audit call (intervals mode)

@@ -414,3 +414,36 @@ def test_jobs_are_dealt_deterministically_and_balanced():
     assert abs(loads[0] - loads[1]) <= max(w)
     assert _deal(w, 1) == [list(range(len(w)))]
     assert _deal([1.0], 4) == [[0]]
+
+
+def test_heuristic_needs_a_minimum_number_of_primaries():
+    from tabprotect.secondary.modular import (HEURISTIC_MIN_PRIMARIES, HEURISTIC_SIZE,
+                                              uses_heuristic)
+
+    # a 4-D 100k-4d sub-table with many primaries: the heuristic
+    assert uses_heuristic(150, 1050, HEURISTIC_SIZE)
+    # a large flat table with a handful of primaries (Castro's OSORIO): the optimal method
+    assert not uses_heuristic(7, 10201, HEURISTIC_SIZE)
+    assert not uses_heuristic(HEURISTIC_MIN_PRIMARIES - 1, 10 ** 6, HEURISTIC_SIZE)
+    assert uses_heuristic(HEURISTIC_MIN_PRIMARIES, 10 ** 6, HEURISTIC_SIZE)
+    # small sub-tables stay optimal; 0 forces the heuristic, None forbids it
+    assert not uses_heuristic(32, 180, HEURISTIC_SIZE)
+    assert uses_heuristic(1, 4, 0) and not uses_heuristic(500, 10 ** 5, None)
+
+
+def test_few_primaries_on_a_large_flat_table_get_the_optimal_method():
+    # one sub-table of 21 x 21 cells with 5 primaries, primaries x cells above
+    # heuristic_size: the minimum number of primaries keeps it with the optimal method
+    t = gen_tables.generate([(20,), (20,)], seed=4)
+    st = t.status.copy()
+    keep = np.flatnonzero(st == "U")[:5]
+    st[st == "U"] = "S"
+    st[keep] = "U"
+    zero = st != "U"
+    t = t.replace(status=st, upl=np.where(zero, 0.0, t.upl), lpl=np.where(zero, 0.0, t.lpl),
+                  spl=np.where(zero, 0.0, t.spl))
+    c = cost_vector(t, "value")
+    out = modular(t, c, singleton=False, heuristic_size=1000)
+    best = optimal(t, c, singleton=False)
+    assert np.isclose(c[out.status == "M"].sum(), c[best.status == "M"].sum())
+    assert audit(t.replace(status=out.status), singleton=False).passed

@@ -69,6 +69,24 @@ AUDIT_RESERVE = 0.25
 #: (:func:`certified_pattern`) instead of the optimal method: on 4-D sub-tables of 1,000
 #: cells with 150 primaries the optimal method finds no pattern of its own in seconds
 HEURISTIC_SIZE = 20_000
+#: ... and at least this many primaries: a large flat table with a handful of primaries
+#: is quick for the optimal method and the heuristic's cost there is far from optimal
+#: (Castro's OSORIO, 101 x 101 cells, 7 primaries: optimal method 13 in 5 s, heuristic 41)
+HEURISTIC_MIN_PRIMARIES = 20
+
+
+def uses_heuristic(n_primaries: int, n_cells: int, heuristic_size: int | None) -> bool:
+    """Whether a sub-table gets :func:`certified_pattern` instead of the optimal method:
+    from ``heuristic_size`` primaries x cells and :data:`HEURISTIC_MIN_PRIMARIES`
+    primaries (``heuristic_size=0``: every sub-table; None: none).
+
+    >>> uses_heuristic(150, 1050, HEURISTIC_SIZE), uses_heuristic(7, 10201, HEURISTIC_SIZE)
+    (True, False)
+    """
+    if heuristic_size is None:
+        return False
+    return (n_primaries * n_cells >= heuristic_size
+            and n_primaries >= min(HEURISTIC_MIN_PRIMARIES, heuristic_size))
 
 
 def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
@@ -95,7 +113,7 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
 
     req = Requirements.from_table(sub, singleton=singleton)
     todo = req.primary if short is None else np.asarray(short, dtype=np.int64)
-    if heuristic_size is not None and len(req.primary) * sub.n_cells >= heuristic_size:
+    if uses_heuristic(len(req.primary), sub.n_cells, heuristic_size):
         hidden = np.isin(sub.status, ("U", "M"))
         only = np.isin(req.primary, todo)
         if not only.all():  # conditions of the short primaries only
@@ -618,9 +636,10 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         (greedy repair and pruning), which is 2-3x cheaper at short time shares
         (100k-3d sub-tables, 1 s: 54,711 vs 25,229 and 71,583 vs 48,241)
     heuristic_size : default solver only: sub-tables with at least this many primaries
-        x cells get :func:`certified_pattern` (one LP per primary and direction, each a
-        proof; then a reverse pass that drops what is not needed) instead of the optimal
-        method; None: the optimal method everywhere.  The default (20,000) sends the
+        x cells (and :data:`HEURISTIC_MIN_PRIMARIES` primaries; 0: every sub-table) get
+        :func:`certified_pattern` (one LP per primary and direction, each a proof; then
+        a reverse pass that drops what is not needed) instead of the optimal method;
+        None: the optimal method everywhere.  The default (20,000) sends the
         1,050-cell, 150-primary 4-D sub-tables of 100k-4d to the heuristic and keeps
         the 180-cell sub-tables of 100k-3d optimal
     audit_reserve : share of ``time_limit`` the method leaves unused for protect()'s
