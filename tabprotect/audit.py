@@ -370,7 +370,7 @@ def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray])
     followed by ``(rows used, rows rejected)``.
 
     A row is valid when it is zero on every cell that is published (or pinned down by
-    the relations) and keeps every relation: ``|A d| <= 1e-9 max|d|``.  A valid move's
+    the relations) and keeps every relation: ``|A d| <= 1e-7 max|d|``.  A valid move's
     entries on different components are valid moves of each component on their own
     (no relation holds free cells of two components).
     """
@@ -391,7 +391,9 @@ def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray])
     if H.nnz:
         rows_with = nnz > 0
         size[rows_with] = np.maximum.reduceat(np.abs(H.data), H.indptr[:-1][rows_with])
-    ok = (nnz > 0) & ~outside & (worst <= 1e-9 * np.maximum(1.0, size))
+    # (the LP's own feasibility tolerance: moves from deviation LPs keep the relations
+    # only that exactly)
+    ok = (nnz > 0) & ~outside & (worst <= 1e-7 * np.maximum(1.0, size))
     label = np.full(n, -1, dtype=np.int64)
     local = np.zeros(n, dtype=np.int64)
     for k, cells in enumerate(comps):

@@ -183,3 +183,25 @@ def test_cube_moves_are_moves_and_certify(name, seed, poles):
     if poles:
         _, left_without = cube_repair(base, cost, prim, chains=True)
         assert set(left.tolist()) <= set(left_without.tolist())
+
+
+@pytest.mark.parametrize("name,sizes", [("1k-3d", (20, 100)), ("10k-4d", (200,))])
+def test_block_neighbourhood_repair_and_its_moves(name, sizes):
+    # the repair's block regions (suppressed cells grown around the primary plus the
+    # published cells at their edge): the repaired pattern passes the independent audit,
+    # and the deviations it returns are moves the audit accepts
+    t = gen_tables.preset(name, seed=2024)
+    cost = cost_vector(t, "value")
+    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    first = audit(base, mode="verdict")
+    short = first.shortfalls[:60]
+    new, moves = greedy_repair(base, cost, short, audit_result=first, block_sizes=sizes,
+                               return_moves=True)
+    assert moves.shape[0] >= len(short)
+    assert abs(t.relations @ moves.T).max() <= 1e-7 * max(1.0, abs(moves).max())
+    assert np.isin(new[moves.nonzero()[1]], ("U", "M")).all()
+    repaired = t.replace(status=new)
+    after = audit(repaired, mode="verdict", moves=moves)
+    assert after.n_moves_rejected == 0
+    assert after.protected[short].all()
+    np.testing.assert_array_equal(after.protected, audit(repaired, mode="verdict").protected)

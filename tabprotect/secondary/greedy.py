@@ -55,6 +55,49 @@ def _neighbourhood(table: Table, cell: int, radius: int, split=None) -> np.ndarr
     return cells
 
 
+def _block_neighbourhood(table: Table, suppressed: np.ndarray, cell: int, size: int
+                         ) -> np.ndarray:
+    """About ``size`` suppressed cells around ``cell``, plus every published cell of their
+    relations: the region where a deviation LP can move ``cell`` along the pattern it
+    already has, and suppress at the region's edge where that does not suffice.
+
+    The suppressed cells are grown relation step by relation step (as the audit's block
+    LPs are); when a step would overshoot, those tied to the region by the most relations
+    come first (they close the cycles along which a cell moves)."""
+    A = table.relations
+    At = _transpose(table)
+    inside = np.zeros(table.n_cells, dtype=bool)
+    inside[cell] = True
+    members = [np.array([cell], dtype=np.int64)]
+    count, new = 1, members[0]
+    seen_rows = np.zeros(A.shape[0], dtype=bool)
+    tie_count = np.zeros(table.n_cells, dtype=np.int64)
+    touched: list[np.ndarray] = []
+    while count < size and len(new):
+        rows = np.unique(At[new].indices)
+        rows = rows[~seen_rows[rows]]
+        seen_rows[rows] = True
+        if len(rows) == 0:
+            break
+        cells, n_ties = np.unique(A[rows].indices, return_counts=True)
+        tie_count[cells] += n_ties
+        touched.append(cells)
+        frontier = np.unique(np.concatenate(touched))
+        cand = frontier[suppressed[frontier] & ~inside[frontier]]
+        room = size - count
+        if len(cand) > room:
+            cand = np.sort(cand[np.argsort(-tie_count[cand], kind="stable")[:room]])
+        inside[cand] = True
+        members.append(cand)
+        count += len(cand)
+        new = cand
+    block = np.unique(np.concatenate(members))
+    # the published cells of the block's relations: candidates for suppression
+    rows = np.unique(At[block].indices)
+    edge = np.unique(A[rows].indices)
+    return np.union1d(block, edge[~suppressed[edge]])
+
+
 _TRANSPOSES: dict[int, sp.csr_matrix] = {}
 
 
@@ -109,6 +152,12 @@ def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: 
         cells cannot move
     cells : the neighbourhood the deviation may use (must contain ``cell``)
     """
+    found = _deviation(table, status, cost, cell, amount, cells, time_limit)
+    return None if found is None else found[0]
+
+
+def _deviation(table, status, cost, cell, amount, cells, time_limit):
+    """(support, deviation over ``cells``) of the cheapest deviation, or None."""
     A = table.relations
     At = _transpose(table)
     rows = np.unique(At[cells].indices)
@@ -148,7 +197,7 @@ def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: 
     f = res.x[:k] - res.x[k:]
     scale = max(1.0, abs(amount))
     moved = np.abs(f) > 1e-7 * scale
-    return cells[moved & ~free]
+    return cells[moved & ~free], np.where(moved, f, 0.0)
 
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
@@ -164,7 +213,8 @@ def _levels(table: Table, cell: int) -> tuple[float, float]:
 def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
                   audit_result: AuditResult | None = None, time_limit: float | None = None,
                   progress: Callable[[str, float], None] | None = None,
-                  max_radius: int = 4) -> np.ndarray:
+                  max_radius: int = 4, block_sizes: tuple[int, ...] = (),
+                  return_moves: bool = False):
     """Add secondary suppressions so that each listed primary reaches its required interval.
 
     For each cell in ``unprotected_cells`` (in the given order) and each direction whose
@@ -183,10 +233,17 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     audit_result : the audit of the current pattern; tells which direction falls short
     time_limit : seconds for the whole repair (cells not reached keep their status)
     progress : ``progress(message, fraction)``
+    block_sizes : first try, in this order, regions of about this many suppressed cells
+        grown around the primary plus the published cells of their relations (see
+        ``_block_neighbourhood``; on 10^6-cell tables far cheaper than the sub-table
+        neighbourhoods, which must grow until the deviation fits)
+    return_moves : also return the deviations found, as rows of a sparse matrix of
+        moves for ``audit(..., moves=...)`` (each keeps every relation and, with its
+        support suppressed, moves only suppressed cells)
 
     Returns
     -------
-    The new status array (a copy).
+    The new status array (a copy), and with ``return_moves`` the moves.
 
     Examples
     --------
@@ -207,6 +264,7 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
         from tabprotect.secondary.subtables import Split
         split = Split(table)
     tol = 1e-6
+    found_moves: list[tuple[np.ndarray, np.ndarray]] = []
     for n_done, p in enumerate(cells):
         if time_limit is not None and time.perf_counter() - start > time_limit:
             break
@@ -217,9 +275,13 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
         else:
             x = table.value[p]
             scale = tol * max(1.0, abs(x))
-            if audit_result.upper[p] < x + up - scale or audit_result.exact[p]:
+            # an outer bound (verdict mode: from an LP with relations dropped) only
+            # proves a shortfall; on the side it does not, the true bound is unknown
+            outer_hi = audit_result.outer_upper is not None and audit_result.outer_upper[p]
+            outer_lo = audit_result.outer_lower is not None and audit_result.outer_lower[p]
+            if audit_result.upper[p] < x + up - scale or audit_result.exact[p] or outer_hi:
                 directions.append(up)
-            if audit_result.lower[p] > x - down + scale or audit_result.exact[p]:
+            if audit_result.lower[p] > x - down + scale or audit_result.exact[p] or outer_lo:
                 directions.append(-down)
             width = audit_result.upper[p] - audit_result.lower[p]
             if width < table.spl[p] - scale and not directions:
@@ -238,24 +300,37 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
                 amount = min(unit, room_up) if room_up > 0 else -min(unit, room_dn)
                 if amount == 0:
                     continue
-            support = None
-            for radius in list(range(first_radius, max_radius + 1)) + [None]:
-                if radius is None:
+            found = None
+            suppressed = np.isin(status, ("U", "M"))
+            hoods = [("block", size) for size in block_sizes] + \
+                [("radius", r) for r in range(first_radius, max_radius + 1)] + \
+                [("radius", None)]
+            for kind, radius in hoods:
+                if kind == "block":
+                    hood = _block_neighbourhood(table, suppressed, p, radius)
+                elif radius is None:
                     hood = np.arange(table.n_cells)
                 else:
                     hood = _neighbourhood(table, p, radius, split)
                 left = None if time_limit is None else max(
                     1.0, time_limit - (time.perf_counter() - start))
-                support = deviation_support(table, status, cost, p, amount, cells=hood,
-                                            time_limit=left)
-                if support is not None or len(hood) == table.n_cells:
+                found = _deviation(table, status, cost, p, amount, hood, left)
+                if found is not None or len(hood) == table.n_cells:
                     break
-            if support is not None and radius is not None:
+            if found is None:
+                continue
+            if kind == "radius" and radius is not None:
                 first_radius = radius
-            if support is not None and len(support):
+            support, deviation = found
+            if len(support):
                 status[support] = "M"
+            if return_moves:
+                moved = np.flatnonzero(deviation)
+                found_moves.append((hood[moved], deviation[moved]))
         if progress is not None:
             progress("greedy repair", (n_done + 1) / max(1, len(cells)))
+    if return_moves:
+        return status, _move_matrix(found_moves, table.n_cells)
     return status
 
 

@@ -155,6 +155,12 @@ PRE_REPAIR = "auto"
 #: same time); on 1m-3d the screen of the raw gauss pattern took 272 s (48,738 short)
 PRE_REPAIR_MIN_CELLS = 500_000
 
+#: from PRE_REPAIR_MIN_CELLS cells on, the repair's deviation LPs first try regions of
+#: about this many suppressed cells around the primary (plus the published cells at their
+#: edge): on the 1M-cell 4-D hypercube pattern 0.2-1 s per primary, where the sub-table
+#: neighbourhoods needed 3-38 s (and whole-table LPs where they failed)
+REPAIR_BLOCK_SIZES = (2_000, 5_000)
+
 #: methods that work on sub-tables of a product table; protect() recovers the product
 #: structure of a general table for them (tabprotect.model.structure)
 PRODUCT_ONLY_METHODS = ("hypercube", "modular")
@@ -366,8 +372,12 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                 return_moves=True)
             moves.append(new_moves)
             if len(rest):
-                new_status = greedy_repair(protected_table.replace(status=new_status), c,
-                                           rest, audit_result=result, time_limit=left())
+                new_status, lp_moves = greedy_repair(
+                    protected_table.replace(status=new_status), c, rest,
+                    audit_result=result, time_limit=left(), return_moves=True,
+                    block_sizes=REPAIR_BLOCK_SIZES
+                    if table.n_cells >= PRE_REPAIR_MIN_CELLS else ())
+                moves.append(lp_moves)
             new_mask = np.isin(new_status, ("U", "M")) | suppressed
         else:
             # each round asks a little more than the levels, in case the audit's integer
