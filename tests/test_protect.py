@@ -332,6 +332,24 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     assert (res.status[t.status == "U"] == "U").all()
 
 
+@pytest.mark.parametrize("as_general", [False, True])
+def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general):
+    # a small table whose gauss pattern has components too large for the interval audit
+    # (TABLE3): leaf and chain cubes before the first audit, on the recovered product
+    # structure for a general table; the cubes reach the audit as moves, and the pattern
+    # passes the independent interval audit
+    pm = _protect_module()
+    monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
+    t = gen_tables.preset("1k-3d", seed=2024)
+    if as_general:
+        t = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
+                                 status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
+    assert any("leaf-cube pass" in n for n in res.notes)
+    assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0
+    assert res.passed and audit(res.table, singleton=False).passed
+
+
 def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
     pm = _protect_module()
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)

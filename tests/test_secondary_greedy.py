@@ -157,7 +157,9 @@ def test_chain_cubes_protect_non_leaf_primaries(name, seed):
 
 
 @pytest.mark.parametrize("name,seed,poles", [("3d-small", 5, False), ("1k-3d", 2024, False),
-                                             ("1k-3d", 2024, True), ("10k-4d", 2024, True)])
+                                             ("1k-3d", 2024, True),
+                                             pytest.param("10k-4d", 2024, True,
+                                                          marks=pytest.mark.slow)])
 def test_cube_moves_are_moves_and_certify(name, seed, poles):
     # the cubes cube_repair returns are moves of the whole table over suppressed cells
     # (checked here directly: A d = 0, support suppressed), the audit accepts every one,
@@ -185,7 +187,9 @@ def test_cube_moves_are_moves_and_certify(name, seed, poles):
         assert set(left.tolist()) <= set(left_without.tolist())
 
 
-@pytest.mark.parametrize("name,sizes", [("1k-3d", (20, 100)), ("10k-4d", (200,))])
+@pytest.mark.parametrize("name,sizes", [("1k-3d", (20, 100)), ("3d-small", (10,)),
+                                        pytest.param("10k-4d", (200,),
+                                                     marks=pytest.mark.slow)])
 def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     # the repair's block regions (suppressed cells grown around the primary plus the
     # published cells at their edge): the repaired pattern passes the independent audit,

@@ -358,6 +358,8 @@ class _ChainCubes:
 
     #: per primary at most this many sibling combinations are evaluated
     MAX_COMBOS = 64
+    #: only cubes whose corners are all suppressed already (see cube_repair)
+    certify_only = False
 
     def __init__(self, table: Table, poles: bool = False):
         from tabprotect.secondary.gauss import _marginals
@@ -461,6 +463,8 @@ class _ChainCubes:
                     t_up + t_down < max(width * scale, tol):
                 continue
             fresh = corners[~suppressed[corners]]
+            if self.certify_only and len(fresh):
+                continue
             key = (float(cost[fresh].sum()), float(np.abs(self.table.value[fresh]).sum()))
             if best is None or key < best[0]:
                 best = (key, fresh, (corners, sign, float(t_up), float(t_down)))
@@ -469,7 +473,8 @@ class _ChainCubes:
 
 def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = False,
                 time_limit: float | None = None, chains: bool = False,
-                poles: bool = False, return_moves: bool = False):
+                poles: bool = False, return_moves: bool = False,
+                certify_only: bool = False):
     """Protect primary cells with *leaf cubes*: no LP, each cube a proof.
 
     A leaf cube of primary ``p`` (all of whose codes are leaves) takes, in every
@@ -494,6 +499,10 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     use, in any dimension, the *pole* of its code: the code's chain down and all its
     ancestors moving alike (again a move of the whole table; its cells are totals, so
     rarely zero).
+
+    With ``certify_only`` only cubes whose corners are all suppressed already count:
+    nothing is added, and the moves certify the pattern as it is (e.g. before the first
+    audit of a hypercube pattern).
 
     Returns
     -------
@@ -545,6 +554,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     single = table.freq == 1
     unresolved = []
     chain_cubes = _ChainCubes(table, poles=poles) if chains else None
+    if chain_cubes is not None:
+        chain_cubes.certify_only = certify_only
 
     def chain_cube(p, width) -> bool:
         found = chain_cubes.protect(p, status, suppressed, cost, need_up[p], need_down[p],
@@ -573,6 +584,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         corners, signs, _ = cand
         usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
         ok = usable & leaf[corners].all(axis=0)
+        if certify_only:
+            ok &= suppressed[corners].all(axis=0)
         if singleton:
             # a corner's contributor knows its value: the cube proves nothing against it
             ok &= ~single[corners[1:]].any(axis=0)
