@@ -495,3 +495,16 @@ def test_gomory_cuts_keep_every_optimal_pattern(seed, cost_name, n_primary, monk
         z = sup[cols].astype(float)
         for R, g in cuts:
             assert (R @ z >= g - 1e-7).all()
+
+
+@pytest.mark.parametrize("cost_name,rule", [("unity", "fractional"), ("value", "reliability")])
+def test_auto_branching_rule_follows_the_costs(cost_name, rule, monkeypatch):
+    # "auto": the most fractional column when every candidate costs the same, reliability
+    # branching otherwise; the optimum is the brute-force one either way
+    monkeypatch.setattr(optimal_module, "BRANCHING", "auto")
+    table = hier_table(16, n_primary=3)
+    cost = cost_vector(table, cost_name)
+    out = benders(table, cost, Requirements.from_table(table, singleton=True),
+                  candidate_cells(table))
+    assert out.details["branching"] == rule and out.proven_optimal
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
