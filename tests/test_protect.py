@@ -378,3 +378,19 @@ def test_unprotectable_primary_is_refused_before_any_method(method):
     st_[[5, 7, 8]] = "S"
     res = protect(t.replace(status=st_), method=method, cost="unity", singleton=False)
     assert res.passed and audit(res.table).passed
+
+
+def test_modular_keeps_no_audit_reserve_when_the_audit_has_its_own_limit(monkeypatch):
+    pm = _protect_module()
+    seen = []
+    real = pm.METHODS["modular"]
+
+    def spy(table, cost, **kw):
+        seen.append(kw.get("audit_reserve"))
+        return real(table, cost, **kw)
+
+    monkeypatch.setitem(pm.METHODS, "modular", spy)
+    t = gen_tables.preset("2d-small", seed=1)
+    protect(t, method="modular", singleton=False, time_limit=60, audit_time_limit=30)
+    protect(t, method="modular", singleton=False, time_limit=60)
+    assert seen == [0.0, None]

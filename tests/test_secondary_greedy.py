@@ -209,3 +209,22 @@ def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     assert after.n_moves_rejected == 0
     assert after.protected[short].all()
     np.testing.assert_array_equal(after.protected, audit(repaired, mode="verdict").protected)
+
+
+def test_certify_only_adds_nothing_and_its_moves_certify():
+    # after a cube pass every primary it settled has a cube of suppressed cells: a
+    # certify-only pass finds cubes for them again without adding a cell, and the audit
+    # accepts its moves and certifies those primaries
+    t = gen_tables.preset("1k-3d", seed=2024)
+    cost = cost_vector(t, "value")
+    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    prim = np.flatnonzero(t.status == "U")
+    new, left = cube_repair(base, cost, prim, chains=True)
+    repaired = t.replace(status=new)
+    same, left2, moves = cube_repair(repaired, cost, prim, chains=True, certify_only=True,
+                                     return_moves=True)
+    np.testing.assert_array_equal(same, new)
+    settled = np.setdiff1d(prim, left2)
+    assert len(settled) >= 0.8 * len(np.setdiff1d(prim, left))
+    res = audit(repaired, mode="verdict", moves=moves)
+    assert res.n_moves_rejected == 0 and res.protected[settled].all()

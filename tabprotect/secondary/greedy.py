@@ -564,6 +564,18 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             record(p, *found)
         return found is not None
 
+    if certify_only:
+        # the cubes a pattern already has: vectorised over the leaf primaries (a few
+        # sibling choices each), the per-primary search for the others
+        is_leaf = leaf[cells]
+        widths = np.where(status[cells] == "U", table.spl[cells], 0.0)
+        ok, cubes = _certified_leaf_cubes(
+            table, cells[is_leaf], suppressed, search.unusable, need_up, need_down,
+            widths[is_leaf], single if singleton else None)
+        for p, cube in zip(cells[is_leaf][ok], cubes):
+            record(int(p), *cube)
+        unresolved.extend(int(q) for q in cells[is_leaf][~ok])
+        cells = cells[~is_leaf]
     for n, p in enumerate(cells):
         p = int(p)
         if time_limit is not None and n % 256 == 0 and \
@@ -577,7 +589,7 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         pos = np.unravel_index(p, table.shape)
         key = tuple(int(g.as_child[q]) if g.as_child[q] >= 0 else 0
                     for g, q in zip(split.dims, pos))
-        cand = search.candidates(p, key, suppressed)
+        cand = search.candidates(p, key, suppressed, only_suppressed=certify_only)
         if cand is None:
             unresolved.append(p)
             continue
@@ -608,6 +620,83 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         record(p, cube, signs[:, best].astype(float), float(t_up[best]),
                float(t_down[best]))
     return done(np.asarray(unresolved, dtype=np.int64))
+
+
+def _certified_leaf_cubes(table: Table, cells: np.ndarray, suppressed: np.ndarray,
+                          unusable: np.ndarray, need_up: np.ndarray, need_down: np.ndarray,
+                          width: np.ndarray, single: np.ndarray | None, rounds: int = 8):
+    """Leaf cubes whose corners are all suppressed, for many leaf primaries at once.
+
+    Vectorised over the primaries: dimension by dimension, each primary takes a sibling
+    whose new corners (the cube so far, shifted to the sibling) are all suppressed and
+    usable; the rounds scan the siblings in different orders.  A cube is accepted when
+    its simple bounds meet the requirement.  Returns (mask over ``cells``, list of
+    ``(corners, signs, t_up, t_down)`` per accepted cube, in the order of ``cells``)."""
+    shape = table.shape
+    strides = np.asarray([int(np.prod(shape[d + 1:])) for d in range(len(shape))],
+                         dtype=np.int64)
+    pos = np.unravel_index(cells, shape)
+    varying = [d for d in range(len(shape)) if shape[d] > 1]
+    siblings = []
+    for d in varying:
+        h = table.dimensions[d].hierarchy
+        parent = np.asarray(h.parent)
+        width_d = max(1, max((len(c) for c in h.children), default=1) - 1)
+        table_d = np.full((len(h), width_d), -1, dtype=np.int64)
+        for a in range(len(h)):
+            if parent[a] >= 0:
+                sibs = [b for b in h.children[parent[a]] if b != a]
+                table_d[a, :len(sibs)] = sibs
+        siblings.append(table_d)
+    room_up = table.ub - table.value
+    room_down = table.value - table.lb
+    done = np.zeros(len(cells), dtype=bool)
+    found: dict[int, tuple] = {}
+    scale = 1.0 + 1e-9
+    tol = 1e-9 * np.maximum(1.0, np.abs(table.value[cells]))
+    for r in range(rounds):
+        todo = np.flatnonzero(~done)
+        if len(todo) == 0:
+            break
+        p = cells[todo]
+        corners = p[None, :]
+        sign = np.ones(1)
+        alive = np.ones(len(todo), dtype=bool)
+        for j, d in enumerate(varying):
+            here = pos[d][todo]
+            cand = siblings[j][here]
+            m = cand.shape[1]
+            # the rounds scan the siblings in different orders (first, last, middle, ...)
+            order = np.roll(np.arange(m)[::(-1 if r % 2 else 1)], -(r // 2))
+            chosen = np.zeros(len(todo), dtype=np.int64)
+            have = np.zeros(len(todo), dtype=bool)
+            for col in order:
+                sib = cand[:, col]
+                ok = (sib >= 0) & ~have & alive
+                if not ok.any():
+                    continue
+                offset = (np.where(sib >= 0, sib, here) - here) * strides[d]
+                shifted = corners + offset[None, :]
+                # every corner the sibling adds must be suppressed and usable
+                ok &= suppressed[shifted].all(axis=0) & ~unusable[shifted].any(axis=0)
+                if single is not None:
+                    ok &= ~single[shifted].any(axis=0)
+                chosen[ok] = offset[ok]
+                have |= ok
+            alive &= have
+            corners = np.concatenate([corners, corners + chosen[None, :]])
+            sign = np.concatenate([sign, -sign])
+        plus = sign[:, None] > 0
+        t_up = np.where(plus, room_up[corners], room_down[corners]).min(axis=0)
+        t_down = np.where(plus, room_down[corners], room_up[corners]).min(axis=0)
+        q = todo
+        good = alive & ((t_up >= need_up[cells[q]] * scale)
+                        & (t_down >= need_down[cells[q]] * scale)
+                        & (t_up + t_down >= np.maximum(width[q] * scale, tol[q])))
+        for i in np.flatnonzero(good):
+            found[int(q[i])] = (corners[:, i], sign, float(t_up[i]), float(t_down[i]))
+        done[q[good]] = True
+    return done, [found[i] for i in sorted(found)]
 
 
 def _move_matrix(moves: list[tuple[np.ndarray, np.ndarray]], n_cells: int) -> sp.csr_matrix:

@@ -88,11 +88,17 @@ class _CubeSearch:
         self.strides = split.strides
         self.max_candidates = max_candidates
 
-    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray):
+    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
+                   only_suppressed: bool = False):
         """Every cube of ``p`` in sub-table ``key`` (grid of the other corners' codes).
 
+        With ``only_suppressed``, only alternatives whose line neighbour (the corner that
+        differs from ``p`` in that dimension alone) is suppressed: every cube whose
+        corners are all suppressed is among them, and far fewer others.
+
         Returns (corner cell indices (2^k x G), corner signs (2^k x G), alternative code
-        positions per cube (G x k)), or None when the sub-table is a single cell.
+        positions per cube (G x k)), or None when the sub-table is a single cell (or,
+        ``only_suppressed``, when a dimension has no such alternative).
         """
         pos = np.unravel_index(p, self.shape)
         alts, sigmas, dims = [], [], []
@@ -102,6 +108,11 @@ class _CubeSearch:
                 continue
             here = int(np.flatnonzero(grp == pos[d])[0])
             others = np.flatnonzero(np.arange(len(grp)) != here)
+            if only_suppressed:
+                line = p + (grp[others] - pos[d]) * self.strides[d]
+                others = others[suppressed[line]]
+                if len(others) == 0:
+                    return None
             # stepping between two children flips the sign; to or from the parent keeps it
             sigma = np.where((here == 0) | (others == 0), 1, -1)
             alts.append(grp[others])
