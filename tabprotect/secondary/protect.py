@@ -460,17 +460,21 @@ def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     """cube_repair (leaf and chain cubes) of every primary on the product ``view`` of
     ``table``; returns the new status and the cubes as moves, both in ``table``'s cell
     order."""
-    if view is table:
-        new, _, found = cube_repair(table.replace(status=status), cost,
-                                    np.flatnonzero(status == "U"), singleton=singleton,
-                                    time_limit=time_limit, chains=True, return_moves=True)
-        return new, found
-    source = np.asarray(view.extra["source_cell"], dtype=np.int64)
-    view_status = status[source]
-    new_view, _, found = cube_repair(view.replace(status=view_status), cost[source],
-                                     np.flatnonzero(view_status == "U"),
-                                     singleton=singleton, time_limit=time_limit,
-                                     chains=True, return_moves=True)
+    source = None if view is table else np.asarray(view.extra["source_cell"],
+                                                   dtype=np.int64)
+    view_status = status if source is None else status[source]
+    view_cost = cost if source is None else cost[source]
+    view = view.replace(status=view_status)
+    primaries = np.flatnonzero(view_status == "U")
+    # the cubes the pattern already has first (vectorised, nothing added), then the
+    # cheapest cubes for the others
+    _, open_, certified = cube_repair(view, view_cost, primaries, singleton=singleton,
+                                      certify_only=True, return_moves=True)
+    new_view, _, found = cube_repair(view, view_cost, open_, singleton=singleton,
+                                     time_limit=time_limit, chains=True, return_moves=True)
+    found = sp.vstack([certified, found], format="csr")
+    if source is None:
+        return new_view, found
     new = status.copy()
     new[source] = new_view
     found = found.tocoo()
