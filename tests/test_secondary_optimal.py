@@ -432,6 +432,7 @@ def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary,
     # bounds, pseudo-costs, purged pool cuts coming back) decides the optimum
     monkeypatch.setattr(optimal_module, "BRANCHING", branching)
     monkeypatch.setattr(optimal_module, "PURGE_ROOT", purge)
+    monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)  # they can close these roots
     table = hier_table(seed, n_primary=n_primary)
     cost = cost_vector(table, cost_name)
     req = Requirements.from_table(table, singleton=True)
@@ -502,6 +503,7 @@ def test_auto_branching_rule_follows_the_costs(cost_name, rule, monkeypatch):
     # "auto": the most fractional column when every candidate costs the same, reliability
     # branching otherwise; the optimum is the brute-force one either way
     monkeypatch.setattr(optimal_module, "BRANCHING", "auto")
+    monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)
     table = hier_table(16, n_primary=3)
     cost = cost_vector(table, cost_name)
     out = benders(table, cost, Requirements.from_table(table, singleton=True),

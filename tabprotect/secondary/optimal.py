@@ -662,7 +662,11 @@ class _SupportSeparator:
 #: rounds after the capacity separation converges, cuts per round, the smallest
 #: fractionality of a basic column used as source row, and the largest coefficient ratio
 #: accepted (numerically unsafe cuts are dropped)
-GOMORY_ROUNDS = 0
+#: None = "auto": 3 rounds when the candidates' costs differ (TABLE7 value, two 600 s
+#: runs side by side, see benchmarks/results/optimal.md), none when they are all equal
+#: (HIE1372D unity, 60 s: 2 nodes and no bound gain)
+GOMORY_ROUNDS: int | None = None
+GOMORY_AUTO_ROUNDS = 3
 GOMORY_PER_ROUND = 40
 GOMORY_MIN_FRAC = 0.01
 GOMORY_MAX_DYNAMISM = 1e6
@@ -1164,13 +1168,18 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             return "time"
 
         unsure = [False]  # a node was dropped on a failed attacker LP: no proof
-        gomory_left = [GOMORY_ROUNDS]  # root rounds of Gomory cuts still allowed
+        gomory_left = [0]  # root rounds of Gomory cuts still allowed (set below)
         branching_rule = BRANCHING
         if branching_rule == "auto":
             cc = cost[cand_idx]
             branching_rule = ("fractional" if len(cc) == 0 or np.ptp(cc) <= 1e-12 * max(
                 1.0, float(np.abs(cc).max())) else "reliability")
         stats["branching"] = branching_rule
+        equal_costs = branching_rule == "fractional" if BRANCHING == "auto" else bool(
+            len(cand_idx) == 0 or np.ptp(cost[cand_idx]) <= 1e-12 * max(
+                1.0, float(np.abs(cost[cand_idx]).max())))
+        gomory_left[0] = (GOMORY_ROUNDS if GOMORY_ROUNDS is not None
+                          else 0 if equal_costs else GOMORY_AUTO_ROUNDS)
 
         def separate_binding(zc):
             """Capped separation for the primaries with a binding cut at ``zc`` only
