@@ -289,7 +289,11 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
         # the second direction starts from the neighbourhood that served the first: a
         # larger neighbourhood never gives a dearer deviation (more freedom), and the
         # smaller ones mostly fail again (10k-3d: 55 % of the LPs were infeasible ones)
-        first_radius = 0
+        # the primary's own sub-tables first (small: in 3-D mostly enough), then the block
+        # regions, then wider sub-table neighbourhoods, then the whole table
+        hoods = [("radius", 0)] + [("block", size) for size in block_sizes] + \
+            [("radius", r) for r in range(1, max_radius + 1)] + [("radius", None)]
+        first = 0
         for amount in directions:
             if amount == 0:
                 # zero level (e.g. a primary whose level was capped by its bounds): ask for
@@ -302,10 +306,7 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
                     continue
             found = None
             suppressed = np.isin(status, ("U", "M"))
-            hoods = [("block", size) for size in block_sizes] + \
-                [("radius", r) for r in range(first_radius, max_radius + 1)] + \
-                [("radius", None)]
-            for kind, radius in hoods:
+            for at, (kind, radius) in enumerate(hoods[first:], start=first):
                 if kind == "block":
                     hood = _block_neighbourhood(table, suppressed, p, radius)
                 elif radius is None:
@@ -319,8 +320,8 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
                     break
             if found is None:
                 continue
-            if kind == "radius" and radius is not None:
-                first_radius = radius
+            if radius is not None:
+                first = at
             support, deviation = found
             if len(support):
                 status[support] = "M"
