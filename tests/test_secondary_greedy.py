@@ -104,15 +104,21 @@ def test_leaf_cells_are_leaves_in_every_dimension():
     assert len(names) == 6 and all("T" not in n and "A," not in n for n in names)
 
 
+def _gauss_pattern(name, seed):
+    """A generated table, its value costs, its gauss pattern (interval shortfalls left
+    for the repair) and its primary cells."""
+    t = gen_tables.preset(name, seed=seed)
+    cost = cost_vector(t, "value")
+    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    return t, cost, base, np.flatnonzero(t.status == "U")
+
+
 @pytest.mark.parametrize("name,seed", [("3d-small", 1), ("3d-small", 5), ("1k-3d", 2024)])
 def test_cube_repair_protects_every_primary_it_resolves(name, seed):
     # gauss leaves interval shortfalls; every primary the leaf-cube pass settles must be
     # protected by the resulting pattern (the cube is a move of the whole table), as the
     # independent interval audit shows
-    t = gen_tables.preset(name, seed=seed)
-    cost = cost_vector(t, "value")
-    base = t.replace(status=gauss(t, cost, singleton=False).status)
-    prim = np.flatnonzero(t.status == "U")
+    t, cost, base, prim = _gauss_pattern(name, seed)
     new, left = cube_repair(base, cost, prim)
     assert (new[base.status == "M"] == "M").all() and (new[prim] == "U").all()
     assert not (new[t.status == "P"] == "M").any()
@@ -141,10 +147,7 @@ def test_cube_repair_with_singletons_avoids_single_contributor_corners():
 def test_chain_cubes_protect_non_leaf_primaries(name, seed):
     # chain cubes (one child per level down to a leaf) settle primaries with non-leaf
     # codes; each one settled must be protected in the independent audit
-    t = gen_tables.preset(name, seed=seed)
-    cost = cost_vector(t, "value")
-    base = t.replace(status=gauss(t, cost, singleton=False).status)
-    prim = np.flatnonzero(t.status == "U")
+    t, cost, base, prim = _gauss_pattern(name, seed)
     new, left = cube_repair(base, cost, prim, chains=True)
     _, left_leaf_only = cube_repair(base, cost, prim)
     resolved = np.setdiff1d(prim, left)
@@ -165,10 +168,7 @@ def test_cube_moves_are_moves_and_certify(name, seed, poles):
     # (checked here directly: A d = 0, support suppressed), the audit accepts every one,
     # and with them it certifies the settled primaries; its verdict stays the interval
     # audit's (small tables) / the verdict without moves
-    t = gen_tables.preset(name, seed=seed)
-    cost = cost_vector(t, "value")
-    base = t.replace(status=gauss(t, cost, singleton=False).status)
-    prim = np.flatnonzero(t.status == "U")
+    t, cost, base, prim = _gauss_pattern(name, seed)
     new, left, moves = cube_repair(base, cost, prim, chains=True, poles=poles,
                                    return_moves=True)
     resolved = np.setdiff1d(prim, left)
@@ -194,9 +194,7 @@ def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     # the repair's block regions (suppressed cells grown around the primary plus the
     # published cells at their edge): the repaired pattern passes the independent audit,
     # and the deviations it returns are moves the audit accepts
-    t = gen_tables.preset(name, seed=2024)
-    cost = cost_vector(t, "value")
-    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    t, cost, base, _ = _gauss_pattern(name, 2024)
     first = audit(base, mode="verdict")
     short = first.shortfalls[:60]
     new, moves = greedy_repair(base, cost, short, audit_result=first, block_sizes=sizes,
@@ -215,10 +213,7 @@ def test_certify_only_adds_nothing_and_its_moves_certify():
     # after a cube pass every primary it settled has a cube of suppressed cells: a
     # certify-only pass finds cubes for them again without adding a cell, and the audit
     # accepts its moves and certifies those primaries
-    t = gen_tables.preset("1k-3d", seed=2024)
-    cost = cost_vector(t, "value")
-    base = t.replace(status=gauss(t, cost, singleton=False).status)
-    prim = np.flatnonzero(t.status == "U")
+    t, cost, base, prim = _gauss_pattern("1k-3d", 2024)
     new, left = cube_repair(base, cost, prim, chains=True)
     repaired = t.replace(status=new)
     same, left2, moves = cube_repair(repaired, cost, prim, chains=True, certify_only=True,

@@ -325,6 +325,13 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     # one (a move of unpublished cells that keeps every relation) and certifies the
     # primaries they move without an LP
     moves: list[sp.csr_matrix] = []
+    stacked: dict = {"parts": 0, "matrix": None}
+
+    def all_moves() -> sp.csr_matrix | None:
+        # stacked once per repair round, not once per audit
+        if len(moves) != stacked["parts"]:
+            stacked["parts"], stacked["matrix"] = len(moves), sp.vstack(moves, format="csr")
+        return stacked["matrix"]
 
     def judge(t: Table, final: bool = False,
               previous: AuditResult | None = None) -> AuditResult:
@@ -338,7 +345,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                      mode="screen" if screening and not final else mode,
                      workers=audit_workers,
                      previous=previous if mode != "intervals" else None,
-                     moves=sp.vstack(moves, format="csr") if moves else None,
+                     moves=all_moves(),
                      progress=None if progress is None else components_done)
 
     protected_table = table.replace(status=status)
