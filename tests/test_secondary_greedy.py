@@ -89,19 +89,7 @@ def test_deterministic_and_not_far_from_optimal():
     assert c[a == "M"].sum() >= c[best.status == "M"].sum() - 1e-6  # never beats the optimum
 
 
-# ---------------------------------------------------------------- leaf cubes
 from tabprotect.secondary.gauss import gauss  # noqa: E402
-from tabprotect.secondary.greedy import cube_repair, leaf_cells  # noqa: E402
-
-
-def test_leaf_cells_are_leaves_in_every_dimension():
-    h = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2")])
-    c = Hierarchy.flat(["x", "y"], total="T")
-    t = Table.from_arrays({"r": h, "c": c}, np.zeros(15))
-    leaf = leaf_cells(t)
-    names = {t.cell_name(i) for i in np.flatnonzero(leaf)}
-    # leaves of r: B, A1, A2; of c: x, y
-    assert len(names) == 6 and all("T" not in n and "A," not in n for n in names)
 
 
 def _gauss_pattern(name, seed):
@@ -111,80 +99,6 @@ def _gauss_pattern(name, seed):
     cost = cost_vector(t, "value")
     base = t.replace(status=gauss(t, cost, singleton=False).status)
     return t, cost, base, np.flatnonzero(t.status == "U")
-
-
-@pytest.mark.parametrize("name,seed", [("3d-small", 1), ("3d-small", 5), ("1k-3d", 2024)])
-def test_cube_repair_protects_every_primary_it_resolves(name, seed):
-    # gauss leaves interval shortfalls; every primary the leaf-cube pass settles must be
-    # protected by the resulting pattern (the cube is a move of the whole table), as the
-    # independent interval audit shows
-    t, cost, base, prim = _gauss_pattern(name, seed)
-    new, left = cube_repair(base, cost, prim)
-    assert (new[base.status == "M"] == "M").all() and (new[prim] == "U").all()
-    assert not (new[t.status == "P"] == "M").any()
-    resolved = np.setdiff1d(prim, left)
-    if name == "1k-3d":
-        assert len(resolved) > 0.3 * len(prim)
-    res = audit(t.replace(status=new))
-    assert res.protected[resolved].all()
-    # a pass over a protected pattern adds nothing
-    again, _ = cube_repair(t.replace(status=new), cost, resolved)
-    np.testing.assert_array_equal(again, new)
-
-
-def test_cube_repair_with_singletons_avoids_single_contributor_corners():
-    t = two_by_two()
-    freq = np.full(9, 5.0)
-    freq[8] = 1  # the only cube of cell 4 has a single-contributor corner
-    t = t.replace(freq=freq)
-    new, left = cube_repair(t, cost_vector(t, "value"), [4], singleton=True)
-    assert left.tolist() == [4] and (new == t.status).all()
-    new, left = cube_repair(t, cost_vector(t, "value"), [4], singleton=False)
-    assert left.tolist() == [] and sorted(np.flatnonzero(new == "M").tolist()) == [5, 7, 8]
-
-
-@pytest.mark.parametrize("name,seed", [("3d-small", 5), ("1k-3d", 2024), ("10k-4d", 2024)])
-def test_chain_cubes_protect_non_leaf_primaries(name, seed):
-    # chain cubes (one child per level down to a leaf) settle primaries with non-leaf
-    # codes; each one settled must be protected in the independent audit
-    t, cost, base, prim = _gauss_pattern(name, seed)
-    new, left = cube_repair(base, cost, prim, chains=True)
-    _, left_leaf_only = cube_repair(base, cost, prim)
-    resolved = np.setdiff1d(prim, left)
-    assert set(left.tolist()) <= set(left_leaf_only.tolist())
-    if name != "3d-small":
-        assert (~leaf_cells(t)[resolved]).sum() > 0   # some non-leaf primary settled
-    assert (new[base.status == "M"] == "M").all()
-    res = audit(t.replace(status=new), mode="verdict")
-    assert res.protected[resolved].all()
-
-
-@pytest.mark.parametrize("name,seed,poles", [("3d-small", 5, False), ("1k-3d", 2024, False),
-                                             ("1k-3d", 2024, True),
-                                             pytest.param("10k-4d", 2024, True,
-                                                          marks=pytest.mark.slow)])
-def test_cube_moves_are_moves_and_certify(name, seed, poles):
-    # the cubes cube_repair returns are moves of the whole table over suppressed cells
-    # (checked here directly: A d = 0, support suppressed), the audit accepts every one,
-    # and with them it certifies the settled primaries; its verdict stays the interval
-    # audit's (small tables) / the verdict without moves
-    t, cost, base, prim = _gauss_pattern(name, seed)
-    new, left, moves = cube_repair(base, cost, prim, chains=True, poles=poles,
-                                   return_moves=True)
-    resolved = np.setdiff1d(prim, left)
-    assert len(resolved) <= moves.shape[0] <= 2 * len(resolved)
-    assert abs(t.relations @ moves.T).max() <= 1e-9 * max(1.0, abs(moves).max())
-    suppressed = np.isin(new, ("U", "M"))
-    assert suppressed[moves.nonzero()[1]].all()
-    repaired = t.replace(status=new)
-    with_moves = audit(repaired, mode="verdict", moves=moves)
-    assert with_moves.n_moves_rejected == 0 and with_moves.n_moves_used == moves.shape[0]
-    assert with_moves.protected[resolved].all()
-    reference = audit(repaired) if t.n_cells <= 2000 else audit(repaired, mode="verdict")
-    np.testing.assert_array_equal(with_moves.protected, reference.protected)
-    if poles:
-        _, left_without = cube_repair(base, cost, prim, chains=True)
-        assert set(left.tolist()) <= set(left_without.tolist())
 
 
 @pytest.mark.parametrize("name,sizes", [("1k-3d", (20, 100)), ("3d-small", (10,)),
@@ -207,19 +121,3 @@ def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     assert after.n_moves_rejected == 0
     assert after.protected[short].all()
     np.testing.assert_array_equal(after.protected, audit(repaired, mode="verdict").protected)
-
-
-def test_certify_only_adds_nothing_and_its_moves_certify():
-    # after a cube pass every primary it settled has a cube of suppressed cells: a
-    # certify-only pass finds cubes for them again without adding a cell, and the audit
-    # accepts its moves and certifies those primaries
-    t, cost, base, prim = _gauss_pattern("1k-3d", 2024)
-    new, left = cube_repair(base, cost, prim, chains=True)
-    repaired = t.replace(status=new)
-    same, left2, moves = cube_repair(repaired, cost, prim, chains=True, certify_only=True,
-                                     return_moves=True)
-    np.testing.assert_array_equal(same, new)
-    settled = np.setdiff1d(prim, left2)
-    assert len(settled) >= 0.8 * len(np.setdiff1d(prim, left))
-    res = audit(repaired, mode="verdict", moves=moves)
-    assert res.n_moves_rejected == 0 and res.protected[settled].all()

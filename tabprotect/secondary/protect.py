@@ -21,7 +21,8 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
 from tabprotect.secondary.optimal import candidate_cells
-from tabprotect.secondary.greedy import cube_repair, greedy_repair
+from tabprotect.secondary.cubes import cube_repair
+from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.repair import GreedyRepair, Requirements
 
 #: rounds of audit-and-repair before giving up (each round suppresses more)
@@ -143,7 +144,7 @@ class ProtectResult:
 
 #: methods whose patterns only avoid exact disclosure (no interval protection): on large
 #: product tables protect() gives their primaries leaf cubes before the first audit
-#: (:func:`~tabprotect.secondary.greedy.cube_repair`), so the audit does not have to
+#: (:func:`~tabprotect.secondary.cubes.cube_repair`), so the audit does not have to
 #: prove tens of thousands of shortfalls one by one
 INTERVAL_BLIND_METHODS = ("gauss",)
 #: "auto": the leaf-cube pass before the first audit for those methods on product tables
