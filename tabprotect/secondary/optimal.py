@@ -69,10 +69,17 @@ PRUNE_WITHIN = 1.15
 #: relative bound improvement below which a node stops separating and branches
 NODE_CUT_ROUNDS = 5
 NODE_CUT_TOL = 1e-4
-#: when no protected pattern was found in time, the fallback repair (continuing the
-#: repair that got furthest) may run this share of the time limit (at least 10 s) past it
-#: (session 3: 0.25 from the LP support -- TABLE3 at 300 s returned after 375 s)
-FALLBACK_OVERRUN_SHARE = 0.05
+#: while no protected pattern is known, the search (heuristics after the LP phase and the
+#: branch-and-cut) ends this share of the time limit before the deadline and leaves it to
+#: the fallback repair (continuing the repair that got furthest), which ends by the
+#: deadline -- or FALLBACK_MIN_SECONDS after a search that ended late.  Every repair LP
+#: stops at its deadline (:class:`_DeadlineRepair`).  (Sessions 3-5 let the fallback run
+#: up to max(10 s, 5%) past the limit: HIER13 unity at 120 s returned after 139.7 s.)
+FALLBACK_RESERVE_SHARE = 0.05
+FALLBACK_MIN_SECONDS = 1.0
+#: a witness prune is confirmed by one full oracle check, which may run this long past
+#: the prune's deadline (one check: ~1 s on HIER13, ~3 s on TABLE3)
+PRUNE_CONFIRM_SECONDS = 2.0
 #: the greedy repair from the primaries alone, unfinished in its first tenth of the time
 #: limit, may continue after the LP phase for this share of the limit
 PRIMARY_REPAIR_SHARE = 0.1
@@ -362,6 +369,43 @@ class _Master:
     def relax(self, on: bool) -> None:
         self._integer = not on
         self.model.set_integrality(np.arange(self.k), not on)
+
+
+class _DeadlineModel:
+    """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none)."""
+
+    def __init__(self, model: HighsModel):
+        self._model = model
+        self.deadline: float | None = None
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def solve(self, time_limit: float | None = None):
+        if self.deadline is not None:
+            left = max(1e-3, self.deadline - time.perf_counter())
+            time_limit = left if time_limit is None else min(time_limit, left)
+        return self._model.solve(time_limit=time_limit)
+
+
+class _DeadlineRepair(GreedyRepair):
+    """The greedy repair with its repair LPs stopped at the run's deadline.
+
+    The base class checks the deadline between LPs only, and one repair LP over the
+    whole table can take seconds (HIER13: up to 1.2 s each, a dozen in a row); a repair
+    LP stopped by the deadline leaves its condition unmet, like a repair that ran out of
+    time between LPs.
+    """
+
+    def run(self, suppressed: np.ndarray, *, deadline: float | None = None,
+            **kw) -> tuple[np.ndarray, list]:
+        if self.model is None:
+            self.model = _DeadlineModel(HighsModel(self.lp))
+        self.model.deadline = deadline
+        try:
+            return super().run(suppressed, deadline=deadline, **kw)
+        finally:
+            self.model.deadline = None
 
 
 class _SafeOracle:
@@ -794,12 +838,23 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     stats = {"oracle_errors": 0}
     oracle = _SafeOracle(AttackerOracle(table, req, simplex_strategy=DUAL_SIMPLEX
                                           if DUAL_ORACLE else None), stats)
-    repair = GreedyRepair(table, req, cost, cand, oracle)
+    repair = _DeadlineRepair(table, req, cost, cand, oracle)
     stats.update({"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
              "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0})
 
     def left():
         return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
+    def search_end() -> float | None:
+        """Deadline of the search: while no protected pattern is known, the fallback
+        repair's reserve (FALLBACK_RESERVE_SHARE of the limit) is kept back."""
+        if deadline is None or best is not None:
+            return deadline
+        return deadline - FALLBACK_RESERVE_SHARE * time_limit
+
+    def search_left():
+        end = search_end()
+        return None if end is None else max(0.0, end - time.perf_counter())
 
     def report(msg, frac):
         if progress is not None:
@@ -849,13 +904,14 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         """Repair a pattern, drop its redundant suppressions, keep it if cheaper."""
         nonlocal best, best_cost
         now = time.perf_counter()
-        if deadline is not None and now >= deadline:
+        end = search_end()
+        if end is not None and now >= end:
             return
         # the heuristic only feeds the upper bound: keep it to a share of the time used
         if best is not None and stats["heuristic_seconds"] > HEURISTIC_SHARE * (now - t0):
             return
         th = time.perf_counter()
-        pattern, unmet = repair.run(seed, deadline=deadline)
+        pattern, unmet = repair.run(seed, deadline=end)
         keep_partial(pattern, unmet)
         # pruning costs one oracle check per suppression: only for promising patterns
         if not unmet and _cost_of(pattern & ~fixed, cost) < PRUNE_WITHIN * best_cost:
@@ -1019,11 +1075,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             seed = fixed.copy()
             seed[cand_idx[zlp >= theta]] = True
             improve(seed)
-    if from_primaries[0] is not None and (deadline is None or left() > 0):
+    if from_primaries[0] is not None and (deadline is None or search_left() > 0):
         # finish the repair from the primaries when another tenth of the limit does it;
         # the cheaper of it and the LP-support incumbents is kept
         th = time.perf_counter()
-        by = None if time_limit is None else min(deadline, th + PRIMARY_REPAIR_SHARE
+        by = None if time_limit is None else min(search_end(), th + PRIMARY_REPAIR_SHARE
                                                  * time_limit)
         pattern, unmet = repair.run(from_primaries[0], deadline=by)
         stats["primary_repair_finished"] = not unmet
@@ -1078,10 +1134,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             master.model.set_col_bounds(all_cols, lo, hi)
             last_obj = -np.inf
             for rnd in range(max_rounds):
-                if deadline is not None and time.perf_counter() >= deadline:
+                if search_end() is not None and time.perf_counter() >= search_end():
                     return "time"
                 tm = time.perf_counter()
-                r = master.model.solve(time_limit=left())
+                r = master.model.solve(time_limit=search_left())
                 stats["master_seconds"] += time.perf_counter() - tm
                 stats["node_lps"] += 1
                 stats["node_lp_iterations"] = stats.get("node_lp_iterations", 0) + int(
@@ -1104,11 +1160,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 to = time.perf_counter()
                 if integral:
                     zi = zc > 0.5
-                    chk = oracle.check(full_z(zi.astype(float)) > 0.5, deadline=deadline)
+                    chk = oracle.check(full_z(zi.astype(float)) > 0.5, deadline=search_end())
                     stats["oracle_seconds"] += time.perf_counter() - to
                     stats["lp_solves"] += chk.n_lp
                     if not chk.complete and not chk.violated:
-                        if deadline is not None and time.perf_counter() >= deadline:
+                        if search_end() is not None and time.perf_counter() >= search_end():
                             return "time"
                         # the attacker LPs failed numerically on this pattern: the node is
                         # dropped, and no optimality is claimed afterwards
@@ -1130,7 +1186,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                         return None
                     if not chk.complete:
                         return "time"
-                    sep = oracle.separate(full_z(zc), deadline=deadline)
+                    sep = oracle.separate(full_z(zc), deadline=search_end())
                     stats["lp_solves"] += sep.n_lp
                     if add_cuts(chk, zc) + add_cuts(sep, zc) == 0:
                         # numerically the cut did not separate: exclude the pattern and
@@ -1144,9 +1200,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                     return bound, zc, r.reduced_costs
                 # below the root only the capped separation: at fractional points its
                 # cuts are the stronger ones, and it halves the attacker LPs per round
-                chk = oracle.check(full_z(zc), deadline=deadline) if root else Check()
+                chk = oracle.check(full_z(zc), deadline=search_end()) if root else Check()
                 if root or not RESTRICT_SEPARATION:
-                    sep = oracle.separate(full_z(zc), deadline=deadline)
+                    sep = oracle.separate(full_z(zc), deadline=search_end())
                 else:
                     sep = separate_binding(zc)
                 stats["oracle_seconds"] += time.perf_counter() - to
@@ -1197,7 +1253,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             view = copy.copy(oracle._oracle)
             view.req = sub
             try:
-                return view.separate(_clean(full_z(zc)), deadline=deadline)
+                return view.separate(_clean(full_z(zc)), deadline=search_end())
             except RuntimeError:
                 stats["oracle_errors"] += 1
                 return Check(complete=False)
@@ -1250,7 +1306,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             """Strong branching on ``trials`` (see choose_branch)."""
             no_gain = 0
             for j in trials:
-                if deadline is not None and time.perf_counter() >= deadline:
+                if search_end() is not None and time.perf_counter() >= search_end():
                     break
                 out = []
                 for v in (0.0, 1.0):
@@ -1260,7 +1316,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                     # TABLE7 value, 18-26 ms either way on a loaded machine); the
                     # caller restores the node's basis once afterwards
                     master.model.set_col_bounds([j], v, v)
-                    obj, st = master.model.objective_only(time_limit=left())
+                    obj, st = master.model.objective_only(time_limit=search_left())
                     master.model.set_col_bounds([j], lo[j], hi[j])
                     stats["strong_lps"] += 1
                     if st == "infeasible":
@@ -1291,7 +1347,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             return best_j, best_d, best_u
         open_bound = lower_bound
         while heap or plunge is not None:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if search_end() is not None and time.perf_counter() >= search_end():
                 break
             jumped = plunge is None
             if plunge is not None:
@@ -1534,11 +1590,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                    f"best {best_cost:.6g}", 0.5)
 
     if best is None:
-        # no protected pattern within the time: fall back to the greedy repair, with a
-        # bounded overrun; what it leaves unmet, protect()'s audit-and-repair finishes
-        # (the result is unproven either way and always audited)
-        overrun = None if time_limit is None else time.perf_counter() + max(
-            10.0, FALLBACK_OVERRUN_SHARE * time_limit)
+        # no protected pattern within the time: fall back to the greedy repair in the
+        # reserve the search left it; what it leaves unmet, protect()'s audit-and-repair
+        # finishes (the result is unproven either way and always audited)
+        overrun = None if deadline is None else max(
+            deadline, time.perf_counter() + FALLBACK_MIN_SECONDS)
         seed = fixed.copy()
         if partial[0] is not None:
             seed = partial[0] | fixed  # continue the repair that got furthest
@@ -1582,9 +1638,12 @@ def _prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost:
             out = None
         if out is not None and (out == pattern).all():
             return out
-        # the confirmation has no deadline: a witness prune that ended at the deadline
-        # is still worth its one full check
-        if out is not None and oracle.check(out, cuts=False, first_only=True).ok:
+        # a witness prune that ended at the deadline is still worth its one full check:
+        # the confirmation may run PRUNE_CONFIRM_SECONDS past it
+        confirm_by = None if deadline is None else max(
+            deadline, time.perf_counter() + PRUNE_CONFIRM_SECONDS)
+        if out is not None and oracle.check(out, cuts=False, first_only=True,
+                                            deadline=confirm_by).ok:
             return out
     pattern = pattern.copy()
     extra = np.flatnonzero(pattern & ~fixed)
