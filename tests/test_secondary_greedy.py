@@ -121,3 +121,24 @@ def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     assert after.n_moves_rejected == 0
     assert after.protected[short].all()
     np.testing.assert_array_equal(after.protected, audit(repaired, mode="verdict").protected)
+
+
+def test_parallel_repair_in_worker_processes(monkeypatch):
+    # workers=2: the primaries are cut into two runs, repaired from the same pattern in
+    # two processes and the suppressions united; the independent audit must accept the
+    # union (a deviation stays a witness when more cells are suppressed) and the moves
+    import tabprotect.secondary.greedy as greedy_module
+    monkeypatch.setattr(greedy_module, "PARALLEL_MIN_PRIMARIES", 8)
+    t, cost, base, _ = _gauss_pattern("1k-3d", 2024)
+    first = audit(base, mode="verdict")
+    short = first.shortfalls
+    assert len(short) >= 8
+    new, moves = greedy_repair(base, cost, short, audit_result=first, block_sizes=(20,),
+                               return_moves=True, workers=2)
+    was = base.status
+    assert (new[np.isin(was, ("U", "M", "P"))] == was[np.isin(was, ("U", "M", "P"))]).all()
+    assert set(np.unique(new[new != was])) <= {"M"}
+    repaired = t.replace(status=new)
+    after = audit(repaired, mode="verdict", moves=moves)
+    assert after.n_moves_rejected == 0
+    assert audit(repaired, mode="verdict").protected[short].all()

@@ -33,6 +33,25 @@ from tabprotect.secondary.cubes import _move_matrix
 _TOL = 1e-7
 
 
+def _row_entries(M: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+    """Positions (into ``M.indices`` / ``M.data``) of every entry of ``rows`` of a CSR
+    matrix, row by row: scipy's row selection builds and validates a new matrix per call,
+    which cost more than the repair's LPs on 10^6-cell tables."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = M.indptr[rows].astype(np.int64)
+    lengths = M.indptr[rows + 1] - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    # position = row start + offset within the row
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
+
+
+def _rows_of(At: sp.csr_matrix, cells: np.ndarray) -> np.ndarray:
+    """The relations (sorted, distinct) that hold any of ``cells``."""
+    return np.unique(At.indices[_row_entries(At, cells)])
+
+
 def _neighbourhood(table: Table, cell: int, radius: int, split=None) -> np.ndarray:
     """Cells within ``radius`` relation steps of ``cell`` (for product tables the
     union of the cell's sub-tables counts as radius 0)."""
@@ -44,14 +63,36 @@ def _neighbourhood(table: Table, cell: int, radius: int, split=None) -> np.ndarr
     else:
         cells = np.asarray([cell], dtype=np.int64)
     for _ in range(radius if split is not None else radius + 1):
-        rows = np.unique(At[cells].indices)
+        rows = _rows_of(At, cells)
         if len(rows) == 0:
             break
-        grown = np.unique(np.concatenate([cells, A[rows].indices]))
+        grown = np.union1d(cells, A.indices[_row_entries(A, rows)])
         if len(grown) == len(cells):
             break
         cells = grown
     return cells
+
+
+class _Scratch:
+    """Table-long work arrays kept between calls (all zero / False between calls):
+    allocating them per call cost ~2 ms on 10^6 cells, for regions of a few thousand."""
+
+    def __init__(self, n_cells: int, n_rows: int):
+        self.inside = np.zeros(n_cells, dtype=bool)
+        self.ties = np.zeros(n_cells, dtype=np.int64)
+        self.seen_rows = np.zeros(n_rows, dtype=bool)
+
+
+_SCRATCH: dict[tuple[int, int], _Scratch] = {}
+
+
+def _scratch(table: Table) -> _Scratch:
+    key = table.relations.shape[::-1]
+    work = _SCRATCH.get(key)
+    if work is None:
+        _SCRATCH.clear()
+        work = _SCRATCH[key] = _Scratch(*key)
+    return work
 
 
 def _block_neighbourhood(table: Table, suppressed: np.ndarray, cell: int, size: int
@@ -65,35 +106,45 @@ def _block_neighbourhood(table: Table, suppressed: np.ndarray, cell: int, size: 
     come first (they close the cycles along which a cell moves)."""
     A = table.relations
     At = _transpose(table)
-    inside = np.zeros(table.n_cells, dtype=bool)
-    inside[cell] = True
+    work = _scratch(table)
+    inside, ties, seen_rows = work.inside, work.ties, work.seen_rows
     members = [np.array([cell], dtype=np.int64)]
-    count, new = 1, members[0]
-    seen_rows = np.zeros(A.shape[0], dtype=bool)
-    tie_count = np.zeros(table.n_cells, dtype=np.int64)
     touched: list[np.ndarray] = []
-    while count < size and len(new):
-        rows = np.unique(At[new].indices)
-        rows = rows[~seen_rows[rows]]
-        seen_rows[rows] = True
-        if len(rows) == 0:
-            break
-        cells, n_ties = np.unique(A[rows].indices, return_counts=True)
-        tie_count[cells] += n_ties
-        touched.append(cells)
-        frontier = np.unique(np.concatenate(touched))
-        cand = frontier[suppressed[frontier] & ~inside[frontier]]
-        room = size - count
-        if len(cand) > room:
-            cand = np.sort(cand[np.argsort(-tie_count[cand], kind="stable")[:room]])
-        inside[cand] = True
-        members.append(cand)
-        count += len(cand)
-        new = cand
+    row_log: list[np.ndarray] = []
+    try:
+        inside[cell] = True
+        count, new = 1, members[0]
+        while count < size and len(new):
+            rows = _rows_of(At, new)
+            rows = rows[~seen_rows[rows]]
+            if len(rows) == 0:
+                break
+            seen_rows[rows] = True
+            row_log.append(rows)
+            cells, n_ties = np.unique(A.indices[_row_entries(A, rows)], return_counts=True)
+            ties[cells] += n_ties
+            touched.append(cells)
+            # every suppressed cell reached so far is inside after each step that does not
+            # overshoot (and the growth stops after one that does): only this step's
+            # cells can be new candidates
+            cand = cells[suppressed[cells] & ~inside[cells]]
+            room = size - count
+            if len(cand) > room:
+                cand = np.sort(cand[np.argsort(-ties[cand], kind="stable")[:room]])
+            inside[cand] = True
+            members.append(cand)
+            count += len(cand)
+            new = cand
+    finally:
+        for cells in members:
+            inside[cells] = False
+        for cells in touched:
+            ties[cells] = 0
+        for rows in row_log:
+            seen_rows[rows] = False
     block = np.unique(np.concatenate(members))
     # the published cells of the block's relations: candidates for suppression
-    rows = np.unique(At[block].indices)
-    edge = np.unique(A[rows].indices)
+    edge = np.unique(A.indices[_row_entries(A, _rows_of(At, block))])
     return np.union1d(block, edge[~suppressed[edge]])
 
 
@@ -124,19 +175,18 @@ def _restrict(A: sp.csr_matrix, rows: np.ndarray, cells: np.ndarray) -> sp.csr_m
         loc = _LOOKUP[n] = np.full(n, -1, dtype=np.int64)
     if len(rows) == 0:
         return sp.csr_matrix((0, len(cells)))
-    R = A[rows]
+    at = _row_entries(A, rows)
     loc[cells] = np.arange(len(cells))
     try:
-        col = loc[R.indices]
+        col = loc[A.indices[at]]
     finally:
         loc[cells] = -1
     keep = col >= 0
-    counts = np.add.reduceat(keep.astype(np.int64), R.indptr[:-1]) if len(keep) else \
-        np.zeros(len(rows), np.int64)
-    # reduceat repeats the last value for empty rows: every row here holds a cell of
-    # ``cells`` (rows come from the cells' relations), so none is empty
-    indptr = np.concatenate([[0], np.cumsum(counts)])
-    return sp.csr_matrix((R.data[keep], col[keep], indptr), shape=(len(rows), len(cells)))
+    lengths = A.indptr[rows + 1] - A.indptr[rows]
+    row_of = np.repeat(np.arange(len(rows)), lengths)[keep]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=len(rows)))])
+    return sp.csr_matrix((A.data[at][keep], col[keep], indptr),
+                         shape=(len(rows), len(cells)))
 
 
 def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: int,
@@ -159,7 +209,7 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
     """(support, deviation over ``cells``) of the cheapest deviation, or None."""
     A = table.relations
     At = _transpose(table)
-    rows = np.unique(At[cells].indices)
+    rows = _rows_of(At, cells)
     sub = _restrict(A, rows, cells)
     k = len(cells)
     x = table.value[cells]
@@ -190,7 +240,7 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
     lp = LinearProgram(c=c, A=M, row_lower=zero, row_upper=zero, col_lower=col_lo,
                        col_upper=col_hi)
     # no threads option: HiGHS errors when it differs from the running thread pool
-    res = solve(lp, time_limit=time_limit)
+    res = solve(lp, time_limit=time_limit, **DEVIATION_LP_OPTIONS)
     if res.status != "optimal" or res.x is None:
         return None
     f = res.x[:k] - res.x[k:]
@@ -209,11 +259,21 @@ def _levels(table: Table, cell: int) -> tuple[float, float]:
     return up, down
 
 
+#: HiGHS options of the deviation LPs. Presolve off: these LPs are small and their
+#: presolve costs more than the simplex it saves (1m-3d repair, 166 LPs of 480-11,000
+#: columns: 7.4 s with presolve, 1.1 s without; same statuses and objectives)
+DEVIATION_LP_OPTIONS: dict = {"presolve": "off"}
+
+#: greedy_repair(..., workers=n) uses worker processes only from this many primaries (a
+#: 1M-cell table takes ~0.5 s to send to a worker and set up there)
+PARALLEL_MIN_PRIMARIES = 64
+
+
 def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
                   audit_result: AuditResult | None = None, time_limit: float | None = None,
                   progress: Callable[[str, float], None] | None = None,
                   max_radius: int = 4, block_sizes: tuple[int, ...] = (),
-                  return_moves: bool = False):
+                  return_moves: bool = False, workers: int = 1):
     """Add secondary suppressions so that each listed primary reaches its required interval.
 
     For each cell in ``unprotected_cells`` (in the given order) and each direction whose
@@ -239,6 +299,11 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     return_moves : also return the deviations found, as rows of a sparse matrix of
         moves for ``audit(..., moves=...)`` (each keeps every relation and, with its
         support suppressed, moves only suppressed cells)
+    workers : worker processes (from :data:`PARALLEL_MIN_PRIMARIES` primaries on): the
+        primaries, in cell order, are cut into ``workers`` runs of neighbouring cells,
+        each repaired from the current pattern, and the suppressions are united.  Still
+        safe: a deviation stays a witness when further cells are suppressed.  Only the
+        sharing of suppressions across the cut is lost (a little more cost).
 
     Returns
     -------
@@ -256,57 +321,89 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     3
     """
     start = time.perf_counter()
-    status = table.status.copy()
     cells = [int(c) for c in np.atleast_1d(np.asarray(unprotected_cells, dtype=np.int64))]
+    tasks = [(p, _directions(table, p, audit_result)) for p in cells]
+    tasks = [(p, d) for p, d in tasks if d]
+    if workers > 1 and len(tasks) >= PARALLEL_MIN_PRIMARIES:
+        status, found_moves = _parallel_repair(table, cost, tasks, time_limit, max_radius,
+                                               block_sizes, workers, progress)
+    else:
+        status, found_moves = _repair_sequence(table, table.status, cost, tasks,
+                                               time_limit, max_radius, block_sizes,
+                                               progress, start)
+    if return_moves:
+        return status, _move_matrix(found_moves, table.n_cells)
+    return status
+
+
+def _directions(table: Table, p: int, audit_result: AuditResult | None) -> list[float]:
+    """The signed moves primary ``p`` needs (its shortfall directions), as amounts."""
+    up, down = _levels(table, p)
+    directions: list[float] = []
+    if audit_result is None:
+        directions = [up, -down]
+    else:
+        tol = 1e-6
+        x = table.value[p]
+        scale = tol * max(1.0, abs(x))
+        # an outer bound (verdict mode: from an LP with relations dropped) only
+        # proves a shortfall; on the side it does not, the true bound is unknown
+        outer_hi = audit_result.outer_upper is not None and audit_result.outer_upper[p]
+        outer_lo = audit_result.outer_lower is not None and audit_result.outer_lower[p]
+        if audit_result.upper[p] < x + up - scale or audit_result.exact[p] or outer_hi:
+            directions.append(up)
+        if audit_result.lower[p] > x - down + scale or audit_result.exact[p] or outer_lo:
+            directions.append(-down)
+        width = audit_result.upper[p] - audit_result.lower[p]
+        if width < table.spl[p] - scale and not directions:
+            directions.append(up if up > 0 else -down)
+    out = []
+    for amount in directions:
+        if amount == 0:
+            # zero level (e.g. a primary whose level was capped by its bounds): ask for
+            # a small positive move so that the cell is at least not exactly disclosed
+            room_up = table.ub[p] - table.value[p]
+            room_dn = table.value[p] - table.lb[p]
+            unit = max(1.0, 0.01 * abs(table.value[p]))
+            amount = min(unit, room_up) if room_up > 0 else -min(unit, room_dn)
+            if amount == 0:
+                continue
+        out.append(float(amount))
+    return out
+
+
+def _repair_sequence(table: Table, status: np.ndarray, cost: np.ndarray,
+                     tasks: list[tuple[int, list[float]]], time_limit: float | None,
+                     max_radius: int, block_sizes: tuple[int, ...],
+                     progress: Callable[[str, float], None] | None, start: float
+                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The sequential repair of ``tasks`` (primary, amounts) from ``status``."""
+    status = status.copy()
+    suppressed = np.isin(status, ("U", "M"))
     split = None
     if table.dimensions:
         from tabprotect.secondary.subtables import Split
         split = Split(table)
-    tol = 1e-6
     found_moves: list[tuple[np.ndarray, np.ndarray]] = []
-    for n_done, p in enumerate(cells):
+    # the primary's own sub-tables first (small: in 3-D mostly enough), then the block
+    # regions, then wider sub-table neighbourhoods, then the whole table
+    hoods = [("radius", 0)] + [("block", size) for size in block_sizes] + \
+        [("radius", r) for r in range(1, max_radius + 1)] + [("radius", None)]
+    for n_done, (p, directions) in enumerate(tasks):
         if time_limit is not None and time.perf_counter() - start > time_limit:
             break
-        up, down = _levels(table, p)
-        directions = []
-        if audit_result is None:
-            directions = [up, -down]
-        else:
-            x = table.value[p]
-            scale = tol * max(1.0, abs(x))
-            # an outer bound (verdict mode: from an LP with relations dropped) only
-            # proves a shortfall; on the side it does not, the true bound is unknown
-            outer_hi = audit_result.outer_upper is not None and audit_result.outer_upper[p]
-            outer_lo = audit_result.outer_lower is not None and audit_result.outer_lower[p]
-            if audit_result.upper[p] < x + up - scale or audit_result.exact[p] or outer_hi:
-                directions.append(up)
-            if audit_result.lower[p] > x - down + scale or audit_result.exact[p] or outer_lo:
-                directions.append(-down)
-            width = audit_result.upper[p] - audit_result.lower[p]
-            if width < table.spl[p] - scale and not directions:
-                directions.append(up if up > 0 else -down)
         # the second direction starts from the neighbourhood that served the first: a
         # larger neighbourhood never gives a dearer deviation (more freedom), and the
         # smaller ones mostly fail again (10k-3d: 55 % of the LPs were infeasible ones)
-        # the primary's own sub-tables first (small: in 3-D mostly enough), then the block
-        # regions, then wider sub-table neighbourhoods, then the whole table
-        hoods = [("radius", 0)] + [("block", size) for size in block_sizes] + \
-            [("radius", r) for r in range(1, max_radius + 1)] + [("radius", None)]
-        first = 0
+        first, served = 0, None
         for amount in directions:
-            if amount == 0:
-                # zero level (e.g. a primary whose level was capped by its bounds): ask for
-                # a small positive move so that the cell is at least not exactly disclosed
-                room_up = table.ub[p] - table.value[p]
-                room_dn = table.value[p] - table.lb[p]
-                unit = max(1.0, 0.01 * abs(table.value[p]))
-                amount = min(unit, room_up) if room_up > 0 else -min(unit, room_dn)
-                if amount == 0:
-                    continue
             found = None
-            suppressed = np.isin(status, ("U", "M"))
             for at, (kind, radius) in enumerate(hoods[first:], start=first):
-                if kind == "block":
+                if served is not None and at == first:
+                    # the region that served the first direction, not grown again: it
+                    # holds the cells that direction suppressed (its support)
+                    hood = served
+                elif kind == "block":
                     hood = _block_neighbourhood(table, suppressed, p, radius)
                 elif radius is None:
                     hood = np.arange(table.n_cells)
@@ -320,18 +417,57 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
             if found is None:
                 continue
             if radius is not None:
-                first = at
+                first, served = at, hood
             support, deviation = found
             if len(support):
                 status[support] = "M"
-            if return_moves:
-                moved = np.flatnonzero(deviation)
-                found_moves.append((hood[moved], deviation[moved]))
+                suppressed[support] = True
+            moved = np.flatnonzero(deviation)
+            found_moves.append((hood[moved], deviation[moved]))
         if progress is not None:
-            progress("greedy repair", (n_done + 1) / max(1, len(cells)))
-    if return_moves:
-        return status, _move_matrix(found_moves, table.n_cells)
-    return status
+            progress("greedy repair", (n_done + 1) / max(1, len(tasks)))
+    return status, found_moves
+
+
+def _repair_in_worker(job: tuple) -> tuple[np.ndarray, list]:
+    """One worker's share of a parallel repair: (cells it suppressed, its moves)."""
+    table, cost, tasks, time_limit, max_radius, block_sizes = job
+    status, found_moves = _repair_sequence(table, table.status, cost, tasks, time_limit,
+                                           max_radius, block_sizes, None,
+                                           time.perf_counter())
+    return np.flatnonzero(status != table.status), found_moves
+
+
+def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: float | None,
+                     max_radius: int, block_sizes: tuple[int, ...], workers: int,
+                     progress: Callable[[str, float], None] | None
+                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Cut the primaries, in cell order, into ``workers`` runs of neighbouring cells
+    (C order: the first dimensions' codes vary slowest, so a run covers whole slabs of the
+    table and shares most of its suppressions within itself), repair each run in a worker
+    process from the current pattern, and unite the suppressions and the moves."""
+    from tabprotect.parallel import process_map
+    order = sorted(tasks, key=lambda t: t[0])
+    cuts = np.linspace(0, len(order), workers + 1).round().astype(int)
+    jobs = [(table, cost, order[a:b], time_limit, max_radius, block_sizes)
+            for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    try:
+        results = process_map(_repair_in_worker, jobs, workers=len(jobs))
+    except RuntimeError:
+        # no worker process could run the module (e.g. it was loaded from a file path):
+        # the same repair in this process
+        status, found_moves = _repair_sequence(table, table.status, cost, order,
+                                               time_limit, max_radius, block_sizes,
+                                               progress, time.perf_counter())
+        return status, found_moves
+    status = table.status.copy()
+    found_moves: list[tuple[np.ndarray, np.ndarray]] = []
+    for changed, job_moves in results:
+        status[changed] = "M"
+        found_moves.extend(job_moves)
+    if progress is not None:
+        progress("greedy repair", 1.0)
+    return status, found_moves
 
 
 @register_method("greedy")

@@ -200,7 +200,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         are large: :data:`INTERVAL_AUDIT_MAX_WORK`)
     audit_time_limit : seconds for the audit-and-repair loop (default: ``time_limit``);
         an audit stopped by it fails, so a pattern is never reported safe unchecked
-    audit_workers : processes for the audit's independent components
+    audit_workers : processes for the audit's independent components and for the
+        large-table repair's deviation LPs
     **method_options : passed to the method (e.g. ``engine="benders"``)
 
     Raises
@@ -409,7 +410,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                     protected_table.replace(status=new_status), c, rest,
                     audit_result=result, time_limit=left(), return_moves=True,
                     block_sizes=REPAIR_BLOCK_SIZES
-                    if table.n_cells >= PRE_REPAIR_MIN_CELLS else ())
+                    if table.n_cells >= PRE_REPAIR_MIN_CELLS else (),
+                    workers=audit_workers)
                 moves.append(lp_moves)
             new_mask = np.isin(new_status, ("U", "M")) | suppressed
         else:
