@@ -74,6 +74,9 @@ def run_tabprotect(table: Table, cost: str, time_limit: float, search: str = "bc
                   singleton=False, search=search, support_cuts=support_cuts)
     wall = time.perf_counter() - t0
     independent = audit(res.table, mode=audit_mode)  # the judge, recomputed here
+    # the method's own counters (rounds, nodes, heuristic seconds, ...) for the log
+    print("  details:", {k: (round(v, 2) if isinstance(v, float) else v)
+                         for k, v in res.solver.items()}, flush=True)
     return {"secondary": res.n_secondary, "cost": res.cost, "seconds": wall,
             "method_seconds": res.method_seconds, "proven": res.proven_optimal,
             "gap": res.mip_gap, "audit": "PASSED" if independent.passed else "FAILED",
