@@ -1,6 +1,7 @@
 """protect(): the entry point, the audit-and-repair loop, cost functions, results, CLI."""
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -321,11 +322,21 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     monkeypatch.setattr(pm, "LARGE_TABLE", 10)
     monkeypatch.setattr(pm, "PRE_REPAIR", pre_repair)
     monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
+    # "off" leaves many shortfalls: their deviation LPs run in two worker processes
+    monkeypatch.setattr(importlib.import_module("tabprotect.secondary.greedy"),
+                        "PARALLEL_MIN_PRIMARIES", 8)
     t = gen_tables.preset("1k-3d", seed=2024)
-    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
+                  audit_workers=1 if pre_repair == "auto" else 2)
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
     assert res.passed
     assert audit(res.table).passed
+    stages = res.stage_seconds
+    assert list(stages)[:2] == (["method", "cube pass"] if pre_repair == "auto"
+                                else ["method", "audit 1"])
+    assert sum(stages.values()) <= res.seconds + 0.001 * len(stages)  # rounded to ms
+    if pre_repair == "off":
+        assert "repair 1 LPs" in stages
     if pre_repair == "auto":
         # the cubes reach the audit as candidate moves, and it accepts them
         assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0

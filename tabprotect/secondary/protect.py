@@ -62,6 +62,9 @@ class ProtectResult:
     repaired : cells the audit-and-repair loop added after the method
     audit : the final :class:`~tabprotect.audit.AuditResult` (the judge)
     seconds : wall-clock time of the whole call
+    stage_seconds : wall-clock seconds per stage, in order (``method``, ``cube pass``,
+        ``audit 1``, ``repair 1 cubes``, ``repair 1 LPs``, ``audit 2``, ...,
+        ``final audit``)
     """
 
     table: Table
@@ -78,6 +81,7 @@ class ProtectResult:
     method_seconds: float = 0.0
     audit_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def status(self) -> np.ndarray:
@@ -290,6 +294,13 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         progress=progress, singleton=singleton, mip_gap=mip_gap, threads=threads,
         backend=backend, empty=empty, **method_options)
     method_seconds = time.perf_counter() - tm
+    stages: dict[str, float] = {"method": method_seconds}
+    lap = [time.perf_counter()]
+
+    def stage(name: str) -> None:
+        now = time.perf_counter()
+        stages[name] = stages.get(name, 0.0) + now - lap[0]
+        lap[0] = now
     status = np.asarray(outcome.status).astype("<U1")
     if source_cell is not None:
         in_source_order = np.empty_like(status)
@@ -372,6 +383,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                                   certify_only=True, return_moves=True)
         moves.append(found)
         notes.append(f"{found.shape[0]} cube move(s) of the pattern handed to the audit")
+        stage("certify pass")
     if view is not None:
         # a leaf cube (a move of the whole table) per primary that has none yet: cheap,
         # no LP, and it leaves the first audit few shortfalls to prove
@@ -383,7 +395,9 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             status = pre_status
             protected_table = table.replace(status=status)
             notes.append(f"leaf-cube pass before the audit added {len(pre)} cell(s)")
+        stage("cube pass")
     result = judge(protected_table)
+    stage("audit 1")
     rounds = 0
     integer = result.integer
     while not result.passed and repair and rounds < MAX_REPAIR_ROUNDS:
@@ -405,6 +419,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                 time_limit=left(), chains=table.n_cells >= PRE_REPAIR_MIN_CELLS,
                 return_moves=True)
             moves.append(new_moves)
+            stage(f"repair {rounds} cubes")
             if len(rest):
                 new_status, lp_moves = greedy_repair(
                     protected_table.replace(status=new_status), c, rest,
@@ -413,6 +428,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                     if table.n_cells >= PRE_REPAIR_MIN_CELLS else (),
                     workers=audit_workers)
                 moves.append(lp_moves)
+                stage(f"repair {rounds} LPs")
             new_mask = np.isin(new_status, ("U", "M")) | suppressed
         else:
             # each round asks a little more than the levels, in case the audit's integer
@@ -422,6 +438,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             rep = GreedyRepair(protected_table, rq, c, cand & ~suppressed)
             new_mask, unmet = rep.run(suppressed, primaries=result.shortfalls,
                                       deadline=deadline)
+            stage(f"repair {rounds}")
         added = np.flatnonzero(new_mask & ~suppressed & cand)
         if len(added) == 0:
             notes.append(f"repair round {rounds}: no cell could be added")
@@ -431,8 +448,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         status[added] = "M"
         protected_table = table.replace(status=status)
         result = judge(protected_table, previous=result)
+        stage(f"audit {rounds + 1}")
     if screening and not result.passed:
         result = judge(protected_table, final=True, previous=result)
+        stage("final audit")
     audit_seconds = time.perf_counter() - ta
     rep_cells = np.concatenate(repaired) if repaired else np.zeros(0, np.int64)
     if len(rep_cells):
@@ -445,7 +464,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                          mip_gap=outcome.mip_gap, solver_status=outcome.solver_status,
                          solver=dict(outcome.details), repaired=rep_cells, audit=result,
                          seconds=time.perf_counter() - t0, method_seconds=method_seconds,
-                         audit_seconds=audit_seconds, notes=notes)
+                         audit_seconds=audit_seconds, notes=notes,
+                         stage_seconds={k: round(v, 3) for k, v in stages.items()})
 
 
 def _product_view(table: Table, run_table: Table) -> Table | None:
