@@ -10,6 +10,14 @@ Usage::
 
     python benchmarks/bench_gauss.py --tables 10k-4d 100k-4d --variants baseline current \\
         --baseline-rev 2242125 --timeout 300
+
+``--protect``: gauss through ``protect()`` end to end instead (``cost="value"``,
+``time_limit=600``, ``audit_time_limit=900``, ``audit_workers=--workers``), one row per
+table with the verdict, the cost and the seconds of every stage (method, cube pass,
+audits, repair rounds); ``--code DIR`` runs another code tree (e.g. ``git archive REV``
+unpacked), so before/after runs need no baseline module::
+
+    python benchmarks/bench_gauss.py --protect --tables 1m-3d --workers 2 --timeout 900
 """
 from __future__ import annotations
 
@@ -51,7 +59,47 @@ def load_variant(variant: str, rev: str, current_rev: str | None = None):
     return module
 
 
+def protect_child(args) -> None:
+    """protect() end to end in this process (``--code``: that tree's tabprotect)."""
+    if args.code:
+        # that tree's tabprotect and gen_tables (the table must be of its Table class)
+        code = Path(args.code).resolve()
+        sys.path[:0] = [str(code / "benchmarks"), str(code)]
+        for name in [m for m in sys.modules if m in ("tabprotect", "gen_tables") or
+                     m.startswith("tabprotect.")]:
+            del sys.modules[name]
+    import numpy as np
+    import gen_tables
+    from tabprotect.secondary import protect
+
+    assert args.code is None or str(Path(args.code).resolve()) in protect.__code__.co_filename
+    t0 = time.perf_counter()
+    table = gen_tables.preset(args.table, seed=args.seed)
+    load_s = time.perf_counter() - t0
+    start = time.perf_counter()
+    res = protect(table, method="gauss", cost="value", time_limit=600.0,
+                  singleton=args.singleton, audit_time_limit=900.0,
+                  audit_workers=args.workers)
+    seconds = time.perf_counter() - start
+    sec = res.status == "M"
+    row = {"table": args.table, "variant": "protect", "cells": table.n_cells,
+           "code": args.code or str(ROOT), "singleton": args.singleton,
+           "workers": args.workers, "primaries": int((table.status == "U").sum()),
+           "load_s": round(load_s, 2), "seconds": round(seconds, 1),
+           "method_s": round(res.method_seconds, 1), "passed": bool(res.passed),
+           "audit_mode": res.audit.mode, "repaired": int(len(res.repaired)),
+           "secondaries": int(sec.sum()), "cost": float(res.cost),
+           "stages": getattr(res, "stage_seconds", {}),
+           "pattern": hashlib.sha1(np.flatnonzero(sec).tobytes()).hexdigest()[:10],
+           "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           "loadavg_end": round(os.getloadavg()[0], 2)}
+    print(json.dumps(row), flush=True)
+
+
 def child(args) -> None:
+    if args.protect:
+        protect_child(args)
+        return
     import numpy as np
     import gen_tables
 
@@ -101,6 +149,10 @@ def measure(table: str, variant: str, args) -> dict:
     if args.singleton:
         cmd.append("--singleton")
     cmd += ["--workers", str(args.workers)]
+    if args.protect:
+        cmd.append("--protect")
+    if args.code:
+        cmd += ["--code", args.code]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONHASHSEED": "0"})
@@ -122,6 +174,16 @@ def measure(table: str, variant: str, args) -> dict:
 
 
 def to_markdown(rows: list[dict]) -> str:
+    if rows and all(r.get("variant") == "protect" and "stages" in r for r in rows):
+        lines = ["| table | cells | primaries | total s | stages (s) | verdict | repaired "
+                 "| secondaries | cost | peak MB |", "|" + "---|" * 10]
+        for r in rows:
+            stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items())
+            lines.append(f"| {r['table']} | {r['cells']:,} | {r['primaries']:,} "
+                         f"| {r['seconds']:.1f} | {stages} "
+                         f"| {'PASSED' if r['passed'] else 'FAILED'} | {r['repaired']:,} "
+                         f"| {r['secondaries']:,} | {r['cost']:,.0f} | {r['peak_mb']:,.0f} |")
+        return "\n".join(lines)
     head = ("| table | cells | primaries | variant | method s | offers | secondaries "
             "| value of secondaries | pattern | peak MB |")
     lines = [head, "|" + "---|" * 10]
@@ -157,6 +219,9 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", type=int, default=1,
                     help="gauss workers (2: the singleton pass's eliminations in parallel)")
     ap.add_argument("--jsonl", help="append the rows to this file")
+    ap.add_argument("--protect", action="store_true",
+                    help="gauss through protect() end to end (stage times, verdict)")
+    ap.add_argument("--code", help="with --protect: root of the code tree to run")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--table", help=argparse.SUPPRESS)
     ap.add_argument("--variant", help=argparse.SUPPRESS)
@@ -165,6 +230,8 @@ def main(argv=None) -> None:
         child(args)
         return
     rows = []
+    if args.protect:
+        args.variants = ["current"]
     for table in args.tables:
         for variant in args.variants:
             row = measure(table, variant, args)
