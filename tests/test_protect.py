@@ -322,12 +322,14 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     monkeypatch.setattr(pm, "LARGE_TABLE", 10)
     monkeypatch.setattr(pm, "PRE_REPAIR", pre_repair)
     monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
-    # "off" leaves many shortfalls: their deviation LPs run in two worker processes
+    # two worker processes: "auto" searches the cube pass's cubes in them, "off" leaves
+    # many shortfalls, whose deviation LPs run in them
+    monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 8)
     monkeypatch.setattr(importlib.import_module("tabprotect.secondary.greedy"),
                         "PARALLEL_MIN_PRIMARIES", 8)
     t = gen_tables.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
-                  audit_workers=1 if pre_repair == "auto" else 2)
+                  audit_workers=2)
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
     assert res.passed
     assert audit(res.table).passed

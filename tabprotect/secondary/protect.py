@@ -160,6 +160,10 @@ PRE_REPAIR = "auto"
 #: same time); on 1m-3d the screen of the raw gauss pattern took 272 s (48,738 short)
 PRE_REPAIR_MIN_CELLS = 500_000
 
+#: the gauss cube pass searches cubes in ``audit_workers`` processes from this many
+#: primaries without a cube yet (1m-3d: ~70,000; the search is a Python loop per primary)
+CUBE_PASS_PARALLEL_MIN = 5_000
+
 #: from this many cells (product tables, methods other than INTERVAL_BLIND_METHODS) the
 #: cubes the pattern already has go to the first audit as moves
 CERTIFY_PASS_MIN_CELLS = 500_000
@@ -387,7 +391,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     if view is not None:
         # a leaf cube (a move of the whole table) per primary that has none yet: cheap,
         # no LP, and it leaves the first audit few shortfalls to prove
-        pre_status, pre_moves = _cube_pass(view, table, status, c, singleton, left())
+        pre_status, pre_moves = _cube_pass(view, table, status, c, singleton, left(),
+                                           workers=audit_workers)
         moves.append(pre_moves)
         pre = np.flatnonzero((pre_status == "M") & (status != "M"))
         if len(pre):
@@ -486,10 +491,15 @@ def _product_view(table: Table, run_table: Table) -> Table | None:
 
 
 def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
-               singleton: bool, time_limit: float | None) -> tuple[np.ndarray, sp.csr_matrix]:
+               singleton: bool, time_limit: float | None, workers: int = 1
+               ) -> tuple[np.ndarray, sp.csr_matrix]:
     """cube_repair (leaf and chain cubes) of every primary on the product ``view`` of
     ``table``; returns the new status and the cubes as moves, both in ``table``'s cell
-    order."""
+    order.  With ``workers`` > 1 and at least :data:`CUBE_PASS_PARALLEL_MIN` primaries
+    left after the certify step, those are cut in cell order into ``workers`` runs,
+    searched in worker processes from the same pattern, and the suppressions united
+    (a cube stays a proof when more cells are suppressed; only the sharing of corners
+    across a cut is lost)."""
     source = None if view is table else np.asarray(view.extra["source_cell"],
                                                    dtype=np.int64)
     view_status = status if source is None else status[source]
@@ -500,8 +510,26 @@ def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     # cheapest cubes for the others
     _, open_, certified = cube_repair(view, view_cost, primaries, singleton=singleton,
                                       certify_only=True, return_moves=True)
-    new_view, _, found = cube_repair(view, view_cost, open_, singleton=singleton,
-                                     time_limit=time_limit, chains=True, return_moves=True)
+    new_view = found = None
+    if workers > 1 and len(open_) >= CUBE_PASS_PARALLEL_MIN:
+        from tabprotect.parallel import process_map
+        cuts = np.linspace(0, len(open_), workers + 1).round().astype(int)
+        order = np.sort(open_)
+        jobs = [(view, view_cost, order[a:b], singleton, time_limit)
+                for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+        try:
+            runs = process_map(_cube_repair_in_worker, jobs, workers=len(jobs))
+        except RuntimeError:
+            runs = None  # no worker could run (module loaded from a path): in process
+        if runs is not None:
+            new_view = view_status.copy()
+            for changed, _ in runs:
+                new_view[changed] = "M"
+            found = sp.vstack([f for _, f in runs], format="csr")
+    if new_view is None:
+        new_view, _, found = cube_repair(view, view_cost, open_, singleton=singleton,
+                                         time_limit=time_limit, chains=True,
+                                         return_moves=True)
     found = sp.vstack([certified, found], format="csr")
     if source is None:
         return new_view, found
@@ -510,6 +538,14 @@ def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     found = found.tocoo()
     return new, sp.csr_matrix((found.data, (found.row, source[found.col])),
                               shape=(found.shape[0], table.n_cells))
+
+
+def _cube_repair_in_worker(job: tuple) -> tuple[np.ndarray, sp.csr_matrix]:
+    """One worker's share of the parallel cube pass: (cells it suppressed, its cubes)."""
+    view, cost, cells, singleton, time_limit = job
+    new, _, found = cube_repair(view, cost, cells, singleton=singleton,
+                                time_limit=time_limit, chains=True, return_moves=True)
+    return np.flatnonzero(new != view.status), found
 
 
 def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Requirements:
