@@ -87,6 +87,12 @@ class _CubeSearch:
         self.shape = table.shape
         self.strides = split.strides
         self.max_candidates = max_candidates
+        self.positions = table.positions
+        # per (dimension, group, code): the other codes of the group and the sign of the
+        # step to each (the same for every cell with that code)
+        self._alternatives: dict = {}
+        self._grids: dict = {}
+        self._bits: dict = {}
 
     def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
                    only_suppressed: bool = False):
@@ -100,22 +106,31 @@ class _CubeSearch:
         positions per cube (G x k)), or None when the sub-table is a single cell (or,
         ``only_suppressed``, when a dimension has no such alternative).
         """
-        pos = np.unravel_index(p, self.shape)
+        pos = [int(positions[p]) for positions in self.positions]
         alts, sigmas, dims = [], [], []
         for d, (grp_of, k) in enumerate(zip(self.split.dims, key)):
-            grp = grp_of.members[k]
-            if len(grp) < 2:
+            cached = self._alternatives.get((d, k, pos[d]))
+            if cached is None:
+                grp = grp_of.members[k]
+                if len(grp) < 2:
+                    cached = (None, None)
+                else:
+                    here = int(np.flatnonzero(grp == pos[d])[0])
+                    others = np.flatnonzero(np.arange(len(grp)) != here)
+                    # stepping between two children flips the sign; to or from the
+                    # parent keeps it
+                    cached = (grp[others], np.where((here == 0) | (others == 0), 1, -1))
+                self._alternatives[(d, k, pos[d])] = cached
+            alt, sigma = cached
+            if alt is None:
                 continue
-            here = int(np.flatnonzero(grp == pos[d])[0])
-            others = np.flatnonzero(np.arange(len(grp)) != here)
             if only_suppressed:
-                line = p + (grp[others] - pos[d]) * self.strides[d]
-                others = others[suppressed[line]]
-                if len(others) == 0:
+                line = p + (alt - pos[d]) * self.strides[d]
+                keep = suppressed[line]
+                if not keep.any():
                     return None
-            # stepping between two children flips the sign; to or from the parent keeps it
-            sigma = np.where((here == 0) | (others == 0), 1, -1)
-            alts.append(grp[others])
+                alt, sigma = alt[keep], sigma[keep]
+            alts.append(alt)
             sigmas.append(sigma)
             dims.append(d)
         if not dims:
@@ -135,23 +150,25 @@ class _CubeSearch:
                 order.sort()
                 alts[j] = alts[j][order]
                 sigmas[j] = sigmas[j][order]
-        grids = np.meshgrid(*alts, indexing="ij")
-        sgrids = np.meshgrid(*sigmas, indexing="ij")
-        offsets = [(g.ravel() - pos[d]) * self.strides[d] for g, d in zip(grids, dims)]
-        signs_d = [s.ravel() for s in sgrids]
-        n_cand = offsets[0].shape[0]
-        corners = np.empty((2 ** k, n_cand), dtype=np.int64)
-        signs = np.empty((2 ** k, n_cand), dtype=np.int64)
-        for c, pattern in enumerate(itertools.product((0, 1), repeat=k)):
-            idx = np.full(n_cand, p, dtype=np.int64)
-            sg = np.ones(n_cand, dtype=np.int64)
-            for j, bit in enumerate(pattern):
-                if bit:
-                    idx += offsets[j]
-                    sg *= signs_d[j]
-            corners[c] = idx
-            signs[c] = sg
-        choice = np.stack([g.ravel() for g in grids], axis=1)
+        # the grid of alternatives (one per dimension) as index arrays, cached by shape
+        lengths = tuple(len(a) for a in alts)
+        grid = self._grids.get(lengths)
+        if grid is None:
+            grid = np.indices(lengths).reshape(k, -1)
+            self._grids[lengths] = grid
+        # corners = p + bits @ offsets: one small integer product for all 2^k corners
+        # (bit j of a corner: it takes the alternative code in dimension j)
+        bits = self._bits.get(k)
+        if bits is None:
+            # float: numpy's integer matmul has no fast kernel; the sums are exact
+            bits = np.array(list(itertools.product((0, 1), repeat=k)), dtype=float)
+            self._bits[k] = bits
+        choice = np.stack([a[g] for a, g in zip(alts, grid)], axis=1)
+        offsets = np.stack([(a[g] - pos[d]) * self.strides[d]
+                            for a, g, d in zip(alts, grid, dims)]).astype(float)
+        flips = np.stack([(s[g] < 0) for s, g in zip(sigmas, grid)]).astype(float)
+        corners = p + (bits @ offsets).astype(np.int64)
+        signs = 1 - 2 * ((bits @ flips).astype(np.int64) % 2)
         return corners, signs, choice
 
     def evaluate(self, corners, signs, suppressed):
@@ -298,12 +315,14 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
             fresh = cube[~suppressed[cube]]
             status[fresh] = "M"
             suppressed[fresh] = True
-            for s, sign in zip(cube[1:], sg[1:]):
-                s = int(s)
+            gen = int(generation[p]) + 1
+            if carry >= 0 and gen > carry:
+                continue     # the corners carry nothing further (checked once per cube)
+            for s, sign in zip(cube[1:].tolist(), sg[1:].tolist()):
                 # moving p up by need_up moves s by sign * need_up, and so on
                 up = need_up[p] if sign > 0 else need_down[p]
                 down = need_down[p] if sign > 0 else need_up[p]
-                carry_requirement(s, up, down, key, int(generation[p]) + 1)
+                carry_requirement(s, up, down, key, gen)
         if progress is not None and stats["events"] % 1000 == 0:
             progress("hypercube", min(0.99, stats["events"] / max(1, initial * 4)))
     if progress is not None:
