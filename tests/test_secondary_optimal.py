@@ -513,7 +513,7 @@ def test_auto_branching_rule_follows_the_costs(cost_name, rule, monkeypatch):
 
 
 # ---------------------------------------------------------------- session 6: deadlines
-def cube_table(seed: int, leaves=(12, 10, 10), share: float = 0.2) -> Table:
+def cube_table(seed: int, leaves=(14, 12, 12), share: float = 0.25) -> Table:
     """A 3-D table (each dimension: total, two groups, leaves) with ``share`` of its inner
     cells primary: no protected pattern is found within a second, so the fallback runs."""
     rng = np.random.default_rng(seed)
@@ -532,17 +532,18 @@ def cube_table(seed: int, leaves=(12, 10, 10), share: float = 0.2) -> Table:
 
 
 def test_fallback_repair_ends_near_the_deadline():
-    # 2,535 cells, 240 primaries, 1 s: the search ends without a protected pattern and
+    # 3,825 cells, 504 primaries, 1 s: the search ends without a protected pattern and
     # the fallback repair runs; it must end near the deadline (sessions 3-5 let it run
-    # up to 10 s past the limit: 6.7-7.1 s here), its repair LPs stopping there too.
-    # What it leaves unmet, protect()'s audit-and-repair finishes (tested elsewhere).
+    # 10 s past the limit: 11.1 s here; now ~2 s on a quiet machine, the bound leaves
+    # room for a loaded one), its repair LPs stopping there too.  What it leaves unmet,
+    # protect()'s audit-and-repair finishes (tested elsewhere).
     table = cube_table(3)
     cost = cost_vector(table, "unity")
     t0 = time.perf_counter()
     out = optimal(table, cost, time_limit=1.0, engine="benders")
     took = time.perf_counter() - t0
     assert "fallback_unmet" in out.details  # the fallback path ran
-    assert took < 1.0 + 3.0
+    assert took < 1.0 + 5.0
     assert not out.proven_optimal and out.solver_status == "time_limit"
     assert (out.status[table.status == "U"] == "U").all()
     if out.details["fallback_unmet"] == 0:
