@@ -50,6 +50,8 @@ class _ChainCubes:
         self.table = table
         self.poles = poles
         self.shape = table.shape
+        self.strides = np.asarray([int(np.prod(self.shape[d + 1:]))
+                                   for d in range(len(self.shape))], dtype=np.int64)
         self.hier = [d.hierarchy for d in table.dimensions]
         marg = _marginals(table)
         self.chain = []
@@ -130,13 +132,16 @@ class _ChainCubes:
         best = None
         scale = 1.0 + 1e-9
         tol = 1e-9 * max(1.0, abs(self.table.value[p]))
-        for combo in itertools.product(*per_dim):
-            codes = [c for c, _ in combo]
-            grids = np.meshgrid(*codes, indexing="ij")
-            corners = np.ravel_multi_index([g.ravel() for g in grids], self.shape)
-            sign = np.ones(len(corners), dtype=np.int64)
-            for sg in np.meshgrid(*[s_ for _, s_ in combo], indexing="ij"):
-                sign *= sg.ravel()
+        # per dimension and option, the codes as flat offsets (code * stride): a corner
+        # is the sum of one offset per dimension, built with outer sums (C order, as
+        # ravel_multi_index over the grid of codes)
+        flat = [[(codes * self.strides[d], signs) for codes, signs in options]
+                for d, options in enumerate(per_dim)]
+        for combo in itertools.product(*flat):
+            corners, sign = combo[0]
+            for offsets, signs in combo[1:]:
+                corners = np.add.outer(corners, offsets).ravel()
+                sign = np.multiply.outer(sign, signs).ravel()
             others = corners[corners != p]
             if self.unusable[others].any() or (single is not None and single[others].any()):
                 continue
