@@ -240,7 +240,8 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
     lp = LinearProgram(c=c, A=M, row_lower=zero, row_upper=zero, col_lower=col_lo,
                        col_upper=col_hi)
     # no threads option: HiGHS errors when it differs from the running thread pool
-    res = solve(lp, time_limit=time_limit, **DEVIATION_LP_OPTIONS)
+    options = DEVIATION_LP_OPTIONS if M.shape[1] < DEVIATION_LP_PRESOLVE_MIN_COLUMNS else {}
+    res = solve(lp, time_limit=time_limit, **options)
     if res.status != "optimal" or res.x is None:
         return None
     f = res.x[:k] - res.x[k:]
@@ -263,6 +264,10 @@ def _levels(table: Table, cell: int) -> tuple[float, float]:
 #: presolve costs more than the simplex it saves (1m-3d repair, 166 LPs of 480-11,000
 #: columns: 7.4 s with presolve, 1.1 s without; same statuses and objectives)
 DEVIATION_LP_OPTIONS: dict = {"presolve": "off"}
+#: ... but from this many columns (2 per cell) presolve pays again: 1M-cell 4-D hypercube
+#: repair, 9 LPs of 20,000+ columns: 2.6 s with presolve, 21.0 s without (3-D repairs
+#: have no LPs that large; below it, 4-D 3,000-20,000 columns: 1.2 s with, 2.0 s without)
+DEVIATION_LP_PRESOLVE_MIN_COLUMNS = 20_000
 
 #: greedy_repair(..., workers=n) uses worker processes only from this many primaries (a
 #: 1M-cell table takes ~0.5 s to send to a worker and set up there)
