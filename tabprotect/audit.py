@@ -31,6 +31,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram, solve
+from tabprotect.csr import row_indices, row_positions
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
@@ -483,20 +484,6 @@ def _components(A: sp.csr_matrix, unpublished: np.ndarray) -> tuple[list[np.ndar
     return groups, len(groups)
 
 
-def _ranges(start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(start[i], start[i] + lengths[i])`` without a Python loop."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    shift = np.repeat(start - (np.cumsum(lengths) - lengths), lengths)
-    return shift + np.arange(total)
-
-
-def _gather(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The stored column indices of the given rows of a CSR (or CSC) matrix."""
-    return indices[_ranges(indptr[rows], indptr[rows + 1] - indptr[rows])]
-
-
 class _SystemBuilder:
     """Everything per relation computed once for the whole table, so that cutting out
     one component costs time in the component's size, not the table's."""
@@ -612,7 +599,7 @@ class _ReducedSystem:
         """Variables within ``hops`` relation steps of variable ``j`` (sorted)."""
         cells = np.array([j])
         for _ in range(hops):
-            cells = np.unique(_gather(self.A.indptr, self.A.indices, self._rows_of(cells)))
+            cells = np.unique(row_indices(self.A.indptr, self.A.indices, self._rows_of(cells)))
         return cells
 
     def _scratch(self):
@@ -628,7 +615,7 @@ class _ReducedSystem:
     def _rows_of(self, cells: np.ndarray) -> np.ndarray:
         """Relations (sorted) that hold any of ``cells``."""
         cols = self._columns()
-        return np.unique(_gather(cols.indptr, cols.indices, cells))
+        return np.unique(row_indices(cols.indptr, cols.indices, cells))
 
     def grow(self, seed: int, size: int, core: int | None = None):
         """About ``size`` variables around variable ``seed`` (sorted), for a block LP.
@@ -655,7 +642,7 @@ class _ReducedSystem:
                 row_seen[rows] = True
                 seen_rows.append(rows)
                 if len(rows):
-                    cells, n_ties = np.unique(_gather(A.indptr, A.indices, rows),
+                    cells, n_ties = np.unique(row_indices(A.indptr, A.indices, rows),
                                               return_counts=True)
                     ties[cells] += n_ties
                     tied.append(cells)
@@ -688,9 +675,8 @@ class _ReducedSystem:
         pos = self._scratch()["pos"]
         rows = self._rows_of(cells)
         A = self.A
-        start, end = A.indptr[rows], A.indptr[rows + 1]
-        lengths = end - start
-        at = _ranges(start, lengths)
+        lengths = A.indptr[rows + 1] - A.indptr[rows]
+        at = row_positions(A.indptr, rows)
         col = A.indices[at]
         coef = A.data[at]
         row_of = np.repeat(np.arange(len(rows)), lengths)

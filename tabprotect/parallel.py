@@ -129,6 +129,26 @@ def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2
     return results
 
 
+def map_runs(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
+             job: Callable[[Sequence[Any]], Any]) -> list[Any] | None:
+    """Cut ``items`` (in their order) into ``workers`` runs of neighbours and return
+    ``[fn(job(run)) for run in runs]``, computed in worker processes; None when no worker
+    process could run ``fn``'s module (e.g. it was loaded from a file path): the caller
+    then does the work in its own process.
+
+    Examples
+    --------
+    >>> map_runs(sum, [1, 2, 3, 4, 5], 2, job=list)
+    [3, 12]
+    """
+    cuts = [round(i * len(items) / workers) for i in range(workers + 1)]
+    jobs = [job(items[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    try:
+        return process_map(fn, jobs, workers=len(jobs))
+    except RuntimeError:
+        return None
+
+
 def _worker(result_fd: int) -> None:
     """Body of a worker process: tasks from stdin, results to ``result_fd``."""
     fn, items = pickle.load(sys.stdin.buffer)

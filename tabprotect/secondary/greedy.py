@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
 from tabprotect.audit import AuditResult, audit
+from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
@@ -33,23 +34,9 @@ from tabprotect.secondary.cubes import _move_matrix
 _TOL = 1e-7
 
 
-def _row_entries(M: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
-    """Positions (into ``M.indices`` / ``M.data``) of every entry of ``rows`` of a CSR
-    matrix, row by row: scipy's row selection builds and validates a new matrix per call,
-    which cost more than the repair's LPs on 10^6-cell tables."""
-    rows = np.asarray(rows, dtype=np.int64)
-    starts = M.indptr[rows].astype(np.int64)
-    lengths = M.indptr[rows + 1] - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    # position = row start + offset within the row
-    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
-
-
 def _rows_of(At: sp.csr_matrix, cells: np.ndarray) -> np.ndarray:
     """The relations (sorted, distinct) that hold any of ``cells``."""
-    return np.unique(At.indices[_row_entries(At, cells)])
+    return np.unique(row_indices(At.indptr, At.indices, cells))
 
 
 def _neighbourhood(table: Table, cell: int, radius: int, split=None) -> np.ndarray:
@@ -66,7 +53,7 @@ def _neighbourhood(table: Table, cell: int, radius: int, split=None) -> np.ndarr
         rows = _rows_of(At, cells)
         if len(rows) == 0:
             break
-        grown = np.union1d(cells, A.indices[_row_entries(A, rows)])
+        grown = np.union1d(cells, row_indices(A.indptr, A.indices, rows))
         if len(grown) == len(cells):
             break
         cells = grown
@@ -121,7 +108,7 @@ def _block_neighbourhood(table: Table, suppressed: np.ndarray, cell: int, size: 
                 break
             seen_rows[rows] = True
             row_log.append(rows)
-            cells, n_ties = np.unique(A.indices[_row_entries(A, rows)], return_counts=True)
+            cells, n_ties = np.unique(row_indices(A.indptr, A.indices, rows), return_counts=True)
             ties[cells] += n_ties
             touched.append(cells)
             # every suppressed cell reached so far is inside after each step that does not
@@ -144,7 +131,7 @@ def _block_neighbourhood(table: Table, suppressed: np.ndarray, cell: int, size: 
             seen_rows[rows] = False
     block = np.unique(np.concatenate(members))
     # the published cells of the block's relations: candidates for suppression
-    edge = np.unique(A.indices[_row_entries(A, _rows_of(At, block))])
+    edge = np.unique(row_indices(A.indptr, A.indices, _rows_of(At, block)))
     return np.union1d(block, edge[~suppressed[edge]])
 
 
@@ -175,7 +162,7 @@ def _restrict(A: sp.csr_matrix, rows: np.ndarray, cells: np.ndarray) -> sp.csr_m
         loc = _LOOKUP[n] = np.full(n, -1, dtype=np.int64)
     if len(rows) == 0:
         return sp.csr_matrix((0, len(cells)))
-    at = _row_entries(A, rows)
+    at = row_positions(A.indptr, rows)
     loc[cells] = np.arange(len(cells))
     try:
         col = loc[A.indices[at]]
@@ -451,20 +438,15 @@ def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: fl
     (C order: the first dimensions' codes vary slowest, so a run covers whole slabs of the
     table and shares most of its suppressions within itself), repair each run in a worker
     process from the current pattern, and unite the suppressions and the moves."""
-    from tabprotect.parallel import process_map
+    from tabprotect.parallel import map_runs
     order = sorted(tasks, key=lambda t: t[0])
-    cuts = np.linspace(0, len(order), workers + 1).round().astype(int)
-    jobs = [(table, cost, order[a:b], time_limit, max_radius, block_sizes)
-            for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-    try:
-        results = process_map(_repair_in_worker, jobs, workers=len(jobs))
-    except RuntimeError:
-        # no worker process could run the module (e.g. it was loaded from a file path):
-        # the same repair in this process
-        status, found_moves = _repair_sequence(table, table.status, cost, order,
-                                               time_limit, max_radius, block_sizes,
-                                               progress, time.perf_counter())
-        return status, found_moves
+    results = map_runs(_repair_in_worker, order, workers,
+                       job=lambda run: (table, cost, run, time_limit, max_radius,
+                                        block_sizes))
+    if results is None:
+        # no worker process could run the module: the same repair in this process
+        return _repair_sequence(table, table.status, cost, order, time_limit, max_radius,
+                                block_sizes, progress, time.perf_counter())
     status = table.status.copy()
     found_moves: list[tuple[np.ndarray, np.ndarray]] = []
     for changed, job_moves in results:

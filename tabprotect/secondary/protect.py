@@ -512,16 +512,10 @@ def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
                                       certify_only=True, return_moves=True)
     new_view = found = None
     if workers > 1 and len(open_) >= CUBE_PASS_PARALLEL_MIN:
-        from tabprotect.parallel import process_map
-        cuts = np.linspace(0, len(open_), workers + 1).round().astype(int)
-        order = np.sort(open_)
-        jobs = [(view, view_cost, order[a:b], singleton, time_limit)
-                for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-        try:
-            runs = process_map(_cube_repair_in_worker, jobs, workers=len(jobs))
-        except RuntimeError:
-            runs = None  # no worker could run (module loaded from a path): in process
-        if runs is not None:
+        from tabprotect.parallel import map_runs
+        runs = map_runs(_cube_repair_in_worker, np.sort(open_), workers,
+                        job=lambda run: (view, view_cost, run, singleton, time_limit))
+        if runs is not None:  # (None: no worker could run the module; in process below)
             new_view = view_status.copy()
             for changed, _ in runs:
                 new_view[changed] = "M"
