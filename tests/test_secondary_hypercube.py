@@ -143,3 +143,89 @@ def test_general_table_is_rejected():
                              status=["S", "U", "S"])
     with pytest.raises(InputError, match="product table"):
         hypercube(t, np.ones(3))
+
+
+def _exhaustive_pick(search, p, key, suppressed, need, tol):
+    """The cube the full search picks: every cube evaluated, least (cost, value, order)."""
+    cand = search.candidates(p, key, suppressed)
+    if cand is None:
+        return None
+    corners, signs, _ = cand
+    usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
+    ok = (usable & (t_up >= need[0] - tol) & (t_down >= need[1] - tol)
+          & (t_up + t_down >= need[2] - tol))
+    if not ok.any():
+        return False
+    new_value = np.where(suppressed[corners], 0.0, np.abs(search.value[corners])).sum(axis=0)
+    idx = np.flatnonzero(ok)
+    best = idx[np.lexsort((idx, new_value[idx], new_cost[idx]))[0]]
+    return corners[:, best], signs[:, best]
+
+
+def _compare_screened_with_exhaustive(t, cost, rng, n_probes):
+    from tabprotect.secondary.hypercube import _CubeSearch
+    from tabprotect.secondary.subtables import Split
+    split = Split(t)
+    search = _CubeSearch(t, split, cost, max_candidates=20000)
+    cells = rng.choice(t.n_cells, size=min(n_probes, t.n_cells), replace=False)
+    seen = {"cube": 0, "none": 0, "no cube": 0}
+    for p in cells.tolist():
+        # a random suppression pattern around p (p itself suppressed)
+        suppressed = rng.random(t.n_cells) < rng.uniform(0.0, 0.6)
+        suppressed[p] = True
+        free_cost = np.where(suppressed, 0.0, cost)
+        x = abs(float(t.value[p]))
+        need = tuple(float(v) for v in rng.uniform(0.0, 0.6, size=3) * x)
+        tol = 1e-7 * max(1.0, x)
+        for key in split.subtables_of_cell(p):
+            want = _exhaustive_pick(search, p, key, suppressed, need, tol)
+            got = search.best_cube(p, key, suppressed, free_cost, need, tol)
+            if want is None or want is False:
+                assert got is want
+                seen["none" if want is None else "no cube"] += 1
+            else:
+                assert got is not None and got is not False
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+                seen["cube"] += 1
+    return seen
+
+
+@pytest.mark.parametrize("costs", ["value", "ties"])
+def test_screened_search_picks_the_exhaustive_searchs_cube(costs):
+    # the screened search (bounds from corners one and two steps away, few cubes in
+    # full) must pick exactly the cube of the full search, ties on cost included
+    t = gen_tables.preset("10k-4d", seed=7)
+    rng = np.random.default_rng(11)
+    cost = cost_vector(t, "value")
+    if costs == "ties":
+        # few distinct costs: many cubes cost the same, the value and grid order decide
+        cost = rng.integers(1, 4, size=t.n_cells).astype(float)
+    seen = _compare_screened_with_exhaustive(t, cost, rng, 60)
+    assert seen["cube"] > 50 and seen["no cube"] > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([((2, 2), (3,), (2,)), ((3,), (2, 2), (2,), (2,)),
+                                                ((4,), (3, 2)), ((2,), (2,), (2,), (2,), (2,))]))
+def test_screened_search_matches_on_random_tables(seed, branching):
+    t = gen_tables.generate(branching, seed=seed)
+    rng = np.random.default_rng(seed)
+    cost = rng.integers(0, 5, size=t.n_cells).astype(float)     # zero costs and ties
+    _compare_screened_with_exhaustive(t, cost, rng, 12)
+
+
+def test_fast_and_full_search_give_the_same_pattern():
+    # the whole method with the screened search, and with it forced off (every cube of
+    # every event evaluated, as before the screen existed)
+    import tabprotect.secondary.hypercube as hc
+    t = gen_tables.preset("10k-3d", seed=2)
+    c = cost_vector(t, "value")
+    fast = hypercube(t, c, singleton=False)
+    original = hc._CubeSearch.best_cube
+    try:
+        hc._CubeSearch.best_cube = lambda self, *a: False      # always the full search
+        full = hypercube(t, c, singleton=False)
+    finally:
+        hc._CubeSearch.best_cube = original
+    assert (fast.status == full.status).all()
+    assert fast.details["cubes"] == full.details["cubes"]

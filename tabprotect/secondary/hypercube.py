@@ -32,6 +32,7 @@ feasible move of the whole table, so the pattern passes the LP audit by construc
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections import deque
 from typing import Callable
@@ -44,6 +45,10 @@ from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.subtables import Split
 
 _REL_TOL = 1e-9
+# cubes evaluated in full before the others are cut by their bound
+_FIRST_BATCH = 32
+_ZERO_STEP = np.zeros(1, dtype=np.int64)
+_NO_FLIP = np.zeros(1, dtype=bool)
 
 
 def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
@@ -84,6 +89,10 @@ class _CubeSearch:
         self.unusable = (np.isin(table.status, ("P", "Z"))
                          | (np.abs(table.value) <= _REL_TOL * scale)
                          | (table.ub - table.lb <= _REL_TOL * scale))
+        # the rooms with -inf on unusable cells: a cube with such a corner never qualifies
+        # interleaved: entry 2 i is cell i's room up, 2 i + 1 its room down
+        self.rooms_usable = np.where(self.unusable[:, None], -np.inf,
+                                     np.stack([self.room_up, self.room_down], axis=1)).ravel()
         self.shape = table.shape
         self.strides = split.strides
         self.max_candidates = max_candidates
@@ -93,18 +102,16 @@ class _CubeSearch:
         self._alternatives: dict = {}
         self._grids: dict = {}
         self._bits: dict = {}
+        self._plans: dict = {}
+        self._steps: dict = {}
+        self._stride_list = [int(s) for s in self.strides]
 
-    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
-                   only_suppressed: bool = False):
-        """Every cube of ``p`` in sub-table ``key`` (grid of the other corners' codes).
+    def alternatives(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
+                     only_suppressed: bool = False):
+        """Per dimension of sub-table ``key`` with at least two codes, ``p``'s other codes.
 
-        With ``only_suppressed``, only alternatives whose line neighbour (the corner that
-        differs from ``p`` in that dimension alone) is suppressed: every cube whose
-        corners are all suppressed is among them, and far fewer others.
-
-        Returns (corner cell indices (2^k x G), corner signs (2^k x G), alternative code
-        positions per cube (G x k)), or None when the sub-table is a single cell (or,
-        ``only_suppressed``, when a dimension has no such alternative).
+        Returns (``p``'s code positions, alternative codes per dimension, the sign of the
+        step to each, the dimensions), or None as :meth:`candidates` does.
         """
         pos = [int(positions[p]) for positions in self.positions]
         alts, sigmas, dims = [], [], []
@@ -136,7 +143,7 @@ class _CubeSearch:
         if not dims:
             return None
         k = len(dims)
-        total = int(np.prod([len(a) for a in alts]))
+        total = math.prod(len(a) for a in alts)
         if total > self.max_candidates:
             # keep, per dimension, the alternatives whose line neighbour is cheapest
             keep = max(1, int(np.floor(self.max_candidates ** (1.0 / k))))
@@ -150,6 +157,25 @@ class _CubeSearch:
                 order.sort()
                 alts[j] = alts[j][order]
                 sigmas[j] = sigmas[j][order]
+        return pos, alts, sigmas, dims
+
+    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
+                   only_suppressed: bool = False):
+        """Every cube of ``p`` in sub-table ``key`` (grid of the other corners' codes).
+
+        With ``only_suppressed``, only alternatives whose line neighbour (the corner that
+        differs from ``p`` in that dimension alone) is suppressed: every cube whose
+        corners are all suppressed is among them, and far fewer others.
+
+        Returns (corner cell indices (2^k x G), corner signs (2^k x G), alternative code
+        positions per cube (G x k)), or None when the sub-table is a single cell (or,
+        ``only_suppressed``, when a dimension has no such alternative).
+        """
+        found = self.alternatives(p, key, suppressed, only_suppressed)
+        if found is None:
+            return None
+        pos, alts, sigmas, dims = found
+        k = len(dims)
         # the grid of alternatives (one per dimension) as index arrays, cached by shape
         lengths = tuple(len(a) for a in alts)
         grid = self._grids.get(lengths)
@@ -171,6 +197,174 @@ class _CubeSearch:
         signs = 1 - 2 * ((bits @ flips).astype(np.int64) % 2)
         return corners, signs, choice
 
+    def _corner_bits(self, k: int) -> np.ndarray:
+        bits = self._bits.get(k)
+        if bits is None:
+            # float: numpy's integer matmul has no fast kernel; the sums are exact
+            bits = np.array(list(itertools.product((0, 1), repeat=k)), dtype=float)
+            self._bits[k] = bits
+        return bits
+
+    def _steps_of(self, p: int, key: tuple[int, ...], suppressed: np.ndarray):
+        """``p``'s alternatives in sub-table ``key`` as (steps, flips, lengths).
+
+        ``steps`` concatenates, dimension by dimension, the cell offset of each
+        alternative (then a 0), ``flips`` whether the step flips the sign (then False);
+        the same alternatives as :meth:`alternatives`, None when there are none.
+        """
+        rest = p
+        parts, lengths = [], []
+        for d, (stride, k) in enumerate(zip(self._stride_list, key)):
+            q, rest = divmod(rest, stride)
+            part = self._steps.get((d, k, q))
+            if part is None:
+                self.alternatives(p, key, suppressed)      # fills the cache for (d, k, q)
+                alt, sigma = self._alternatives[(d, k, q)]
+                part = (None if alt is None else
+                        ((alt - q) * stride, sigma < 0))
+                self._steps[(d, k, q)] = part
+            if part[0] is not None:
+                parts.append(part)
+                lengths.append(len(part[0]))
+        if not parts:
+            return None
+        if math.prod(lengths) > self.max_candidates:
+            # the alternatives are cut to the cheapest: build them the long way
+            pos, alts, sigmas, dims = self.alternatives(p, key, suppressed)
+            parts = [((a - pos[d]) * self.strides[d], s < 0)
+                     for a, s, d in zip(alts, sigmas, dims)]
+            lengths = [len(a) for a in alts]
+        steps = np.concatenate([s for s, _ in parts] + [_ZERO_STEP])
+        flip = np.concatenate([f for _, f in parts] + [_NO_FLIP])
+        return steps, flip, tuple(lengths)
+
+    def _screen_plan(self, lengths: tuple[int, ...]):
+        """Index arrays of the screen for a grid of these lengths (cached).
+
+        The screen looks at the corners one step from ``p`` (subset {e}) and two steps
+        from ``p`` (subset {d, e}).  With the dimensions' steps concatenated into one
+        vector (plus a 0 at the end), screen entry ``i`` is the cell ``p + steps[A[i]] +
+        steps[B[i]]``; ``M`` (subsets x grid) says which entry each cube uses per subset.
+        """
+        plan = self._plans.get(lengths)
+        if plan is not None:
+            return plan
+        k = len(lengths)
+        first = np.concatenate([[0], np.cumsum(lengths)])
+        zero = int(first[-1])
+        grid = np.indices(lengths).reshape(k, -1)
+        a_parts, b_parts, m_rows = [], [], []
+        size = 0
+        for e in range(k):
+            n_e = lengths[e]
+            a_parts.append(first[e] + np.arange(n_e))
+            b_parts.append(np.full(n_e, zero))
+            m_rows.append(size + grid[e])
+            size += n_e
+            for d in range(e):
+                n_d = lengths[d]
+                jd, je = np.indices((n_d, n_e)).reshape(2, -1)
+                a_parts.append(first[d] + jd)
+                b_parts.append(first[e] + je)
+                m_rows.append(size + grid[d] * n_e + grid[e])
+                size += n_d * n_e
+        uses = np.stack(m_rows)
+        uses = np.stack([uses, uses + size, uses + 2 * size])
+        plan = (np.concatenate(a_parts), np.concatenate(b_parts), uses,
+                grid + first[:-1, None], grid)
+        self._plans[lengths] = plan
+        return plan
+
+    def best_cube(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
+                  free_cost: np.ndarray, need: tuple[float, float, float], tol: float):
+        """The cube the exhaustive search picks, found by evaluating few cubes.
+
+        Same answer as evaluating every cube of :meth:`candidates` (least new cost among
+        the usable cubes meeting ``need = (up, down, width)``, then least new value, then
+        first in grid order), bit for bit: every cube is first screened with its corners
+        that differ from ``p`` in one or two dimensions (a lower bound of its new cost
+        and upper bounds of its room), and only the survivors are evaluated in full,
+        least bound first, until the bound of the next exceeds the best cost found.
+        ``free_cost`` is ``cost`` with 0 on suppressed cells.
+
+        Returns (corners, signs) of the cube, None when the sub-table has no other cell,
+        or False when no usable cube meets the need (the caller then searches them all).
+        """
+        found = self._steps_of(p, key, suppressed)
+        if found is None:
+            return None
+        steps, flip, lengths = found
+        k = len(lengths)
+        pick_a, pick_b, uses, columns, grid = self._screen_plan(lengths)
+        need_up, need_down, width = need
+        # screen: per entry its free cost and its room in the cube's up / down direction
+        cells = p + steps[pick_a] + steps[pick_b]
+        up_at = 2 * cells + (flip[pick_a] ^ flip[pick_b])
+        rooms = self.rooms_usable
+        entry = np.concatenate([free_cost[cells], rooms[up_at], rooms[up_at ^ 1]])
+        per_cube = entry.take(uses)
+        bound = per_cube[0].sum(axis=0)
+        up = np.minimum(per_cube[1].min(axis=0), self.room_up[p])
+        down = np.minimum(per_cube[2].min(axis=0), self.room_down[p])
+        maybe = np.flatnonzero((up >= need_up - tol) & (down >= need_down - tol)
+                               & (up + down >= width - tol))
+        if len(maybe) == 0:
+            return False
+        if len(maybe) > 2 * _FIRST_BATCH:
+            # the cubes of least bound first; then every cube whose bound does not exceed
+            # the best cost found (the bound is a partial sum of the cost's terms: a cube
+            # costing exactly the least cost cannot be left out)
+            first = maybe[np.argpartition(bound[maybe], _FIRST_BATCH)[:_FIRST_BATCH]]
+            found = self._exact(p, first, steps, flip, columns, k, need, tol, free_cost)
+            if found is None:
+                rest = maybe
+            else:
+                rest = maybe[bound[maybe] <= found[1].min() * (1.0 + 1e-9)]
+            rest = rest[~np.isin(rest, first)]
+            more = self._exact(p, rest, steps, flip, columns, k, need, tol, free_cost) if len(rest) \
+                else None
+            if found is None or more is None:
+                found = found if more is None else more
+            else:
+                found = tuple(np.concatenate([a, b], axis=-1) for a, b in zip(found, more))
+        else:
+            found = self._exact(p, maybe, steps, flip, columns, k, need, tol, free_cost)
+        if found is None:
+            return False
+        cols, cost, corners, neg = found
+        tied = np.flatnonzero(cost == cost.min())
+        if len(tied) > 1:
+            # ties on cost: prefer the cube hiding less value, then the first in grid
+            # order (as the full search does; sums over a C-ordered corner array add the
+            # corners in the same order)
+            sub = np.ascontiguousarray(corners[:, tied])
+            new_value = np.where(suppressed[sub], 0.0, np.abs(self.value[sub])).sum(axis=0)
+            tied = tied[np.lexsort((cols[tied], new_value))]
+        b = tied[0]
+        return corners[:, b], 1 - 2 * neg[:, b]
+
+    def _exact(self, p, cols, steps, flip, columns, k, need, tol, free_cost):
+        """The cubes at grid columns ``cols`` that meet ``need``: (columns, new cost,
+        corners, sign flips), or None when none does.  Same arithmetic as
+        :meth:`evaluate` (a corner on an unusable cell has room -inf)."""
+        need_up, need_down, width = need
+        bits = self._corner_bits(k)
+        at = columns[:, cols]
+        corners = p + (bits @ steps[at].astype(float)).astype(np.int64)
+        neg = (bits @ flip[at].astype(float)).astype(np.int64) % 2
+        up_at = 2 * corners[1:] + neg[1:]
+        rooms = self.rooms_usable
+        # corner 0 is p itself (sign +): its own rooms, usable or not
+        t_up = np.minimum(rooms[up_at].min(axis=0), self.room_up[p])
+        t_down = np.minimum(rooms[up_at ^ 1].min(axis=0), self.room_down[p])
+        ok = np.flatnonzero((t_up >= need_up - tol) & (t_down >= need_down - tol)
+                            & (t_up + t_down >= width - tol))
+        if len(ok) == 0:
+            return None
+        corners = np.ascontiguousarray(corners[:, ok])
+        return cols[ok], free_cost[corners].sum(axis=0), corners, neg[:, ok]
+
+
     def evaluate(self, corners, signs, suppressed):
         """(usable, t_up, t_down, new cost) of every candidate cube."""
         unusable = self.unusable[corners[1:]].any(axis=0)
@@ -181,6 +375,29 @@ class _CubeSearch:
         t_down = np.where(plus, rd, ru).min(axis=0)
         new_cost = np.where(suppressed[corners], 0.0, self.cost[corners]).sum(axis=0)
         return ~unusable, t_up, t_down, new_cost
+
+
+def _subtables_lookup(split: Split) -> Callable[[int], list[tuple[int, ...]]]:
+    """``split.subtables_of_cell`` with plain-Python arithmetic and a per-cell cache
+    (same keys in the same order; the work list asks for the same cells many times)."""
+    as_child = [g.as_child.tolist() for g in split.dims]
+    as_parent = [g.as_parent.tolist() for g in split.dims]
+    strides = [int(s) for s in split.strides]
+    cache: dict[int, list[tuple[int, ...]]] = {}
+
+    def subtables_of(cell: int) -> list[tuple[int, ...]]:
+        keys = cache.get(cell)
+        if keys is None:
+            options = []
+            rest = cell
+            for d, stride in enumerate(strides):
+                q, rest = divmod(rest, stride)
+                options.append([g for g in (as_child[d][q], as_parent[d][q]) if g >= 0])
+            keys = list(itertools.product(*options))
+            cache[cell] = keys
+        return keys
+
+    return subtables_of
 
 
 @register_method("hypercube")
@@ -221,6 +438,10 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
     search = _CubeSearch(table, split, np.asarray(cost, dtype=float), max_candidates)
     status = table.status.copy()
     suppressed = np.isin(status, ("U", "M"))
+    # cost of suppressing each cell now (0 once suppressed), for the screened search;
+    # it needs costs that are finite and not negative (a lower bound by partial sums)
+    free_cost = np.where(suppressed, 0.0, search.cost)
+    fast = bool(np.isfinite(search.cost).all() and (search.cost >= 0).all())
     need_up, need_down = requirements(table)
     freq = table.freq
     scale = np.maximum(1.0, np.abs(table.value))
@@ -232,9 +453,10 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
     primaries = np.flatnonzero(status == "U")
     # top-down (shallow cells first), larger cells first within a level: deterministic
     order = primaries[np.lexsort((primaries, -table.value[primaries], table.depth[primaries]))]
-    for p in order:
-        for key in split.subtables_of_cell(int(p)):
-            queue.append((int(p), key))
+    subtables_of = _subtables_lookup(split)
+    for p in order.tolist():
+        for key in subtables_of(p):
+            queue.append((p, key))
     stats = {"events": 0, "cubes": 0, "no_feasible_cube": 0, "no_usable_cube": 0,
              "singleton_second_cubes": 0}
     timed_out = False
@@ -252,9 +474,24 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
         need_down[s] = max(need_down[s], down)
         met[(s, key)] = (need_up[s], need_down[s])
         generation[s] = min(generation[s], gen)
-        for other in split.subtables_of_cell(s):
+        for other in subtables_of(s):
             if other != key:
                 queue.append((s, other))
+
+    def take(p: int, key: tuple, cube: np.ndarray, sg: np.ndarray) -> None:
+        stats["cubes"] += 1
+        fresh = cube[~suppressed[cube]]
+        status[fresh] = "M"
+        suppressed[fresh] = True
+        free_cost[fresh] = 0.0
+        gen = int(generation[p]) + 1
+        if carry >= 0 and gen > carry:
+            return     # the corners carry nothing further (checked once per cube)
+        for s, sign in zip(cube[1:].tolist(), sg[1:].tolist()):
+            # moving p up by need_up moves s by sign * need_up, and so on
+            up = need_up[p] if sign > 0 else need_down[p]
+            down = need_down[p] if sign > 0 else need_up[p]
+            carry_requirement(s, up, down, key, gen)
 
     while queue:
         if time_limit is not None and stats["events"] % 256 == 0 and \
@@ -267,12 +504,21 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
         if done is not None and done[0] >= need_up[p] - tol[p] and \
                 done[1] >= need_down[p] - tol[p]:
             continue
+        width_need = table.spl[p] if status[p] == "U" else 0.0
+        if fast and not (singleton and freq[p] == 1):
+            found = search.best_cube(p, key, suppressed, free_cost,
+                                     (need_up[p], need_down[p], width_need), tol[p])
+            if found is None:
+                continue
+            if found is not False:
+                met[(p, key)] = (need_up[p], need_down[p])
+                take(p, key, *found)
+                continue
         cand = search.candidates(p, key, suppressed)
         if cand is None:
             continue
         corners, signs, choice = cand
         usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
-        width_need = table.spl[p] if status[p] == "U" else 0.0
         ok = (usable & (t_up >= need_up[p] - tol[p]) & (t_down >= need_down[p] - tol[p])
               & (t_up + t_down >= width_need - tol[p]))
         # ties on cost: prefer the cube hiding less value (keeps totals published)
@@ -309,20 +555,7 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
                 stats["singleton_second_cubes"] += 1
         met[(p, key)] = (need_up[p], need_down[p])
         for b in picks:
-            stats["cubes"] += 1
-            cube = corners[:, b]
-            sg = signs[:, b]
-            fresh = cube[~suppressed[cube]]
-            status[fresh] = "M"
-            suppressed[fresh] = True
-            gen = int(generation[p]) + 1
-            if carry >= 0 and gen > carry:
-                continue     # the corners carry nothing further (checked once per cube)
-            for s, sign in zip(cube[1:].tolist(), sg[1:].tolist()):
-                # moving p up by need_up moves s by sign * need_up, and so on
-                up = need_up[p] if sign > 0 else need_down[p]
-                down = need_down[p] if sign > 0 else need_up[p]
-                carry_requirement(s, up, down, key, gen)
+            take(p, key, corners[:, b], signs[:, b])
         if progress is not None and stats["events"] % 1000 == 0:
             progress("hypercube", min(0.99, stats["events"] / max(1, initial * 4)))
     if progress is not None:
