@@ -229,3 +229,34 @@ def test_fast_and_full_search_give_the_same_pattern():
         hc._CubeSearch.best_cube = original
     assert (fast.status == full.status).all()
     assert fast.details["cubes"] == full.details["cubes"]
+
+
+@pytest.mark.parametrize("name", ["10k-3d", "10k-4d"])
+def test_batched_search_answers_each_event_as_alone(name):
+    # many events searched together against one state (as the method does ahead of
+    # the work list): each answer is the full search's cube for that event
+    from tabprotect.secondary.hypercube import _CubeSearch
+    from tabprotect.secondary.subtables import Split
+    t = gen_tables.preset(name, seed=5)
+    rng = np.random.default_rng(3)
+    cost = rng.integers(1, 6, size=t.n_cells).astype(float)
+    split = Split(t)
+    search = _CubeSearch(t, split, cost, max_candidates=20000)
+    suppressed = rng.random(t.n_cells) < 0.3
+    events = []
+    for p in rng.choice(t.n_cells, size=40, replace=False).tolist():
+        suppressed[p] = True
+        x = abs(float(t.value[p]))
+        need = tuple(float(v) for v in rng.uniform(0.0, 0.5, size=3) * x)
+        events += [(p, key, need, 1e-7 * max(1.0, x)) for key in split.subtables_of_cell(p)]
+    free_cost = np.where(suppressed, 0.0, cost)
+    answers = search.best_cubes(events, suppressed, free_cost)
+    kinds = set()
+    for (p, key, need, tol), got in zip(events, answers):
+        want = _exhaustive_pick(search, p, key, suppressed, need, tol)
+        if want is None or want is False:
+            assert got is want
+        else:
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        kinds.add(type(want).__name__)
+    assert "tuple" in kinds

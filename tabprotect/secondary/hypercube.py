@@ -47,6 +47,9 @@ from tabprotect.secondary.subtables import Split
 _REL_TOL = 1e-9
 # cubes evaluated in full before the others are cut by their bound
 _FIRST_BATCH = 32
+# events searched together (the next ones in the work list), and how far to look
+_BATCH = 16
+_LOOKAHEAD = 64
 _ZERO_STEP = np.zeros(1, dtype=np.int64)
 _NO_FLIP = np.zeros(1, dtype=bool)
 
@@ -270,8 +273,24 @@ class _CubeSearch:
                 size += n_d * n_e
         uses = np.stack(m_rows)
         uses = np.stack([uses, uses + size, uses + 2 * size])
+        # the same entries as broadcastable blocks: per dimension e, the blocks of the
+        # subsets {e} and {d, e} (d < e) as (start, stop, shape over the grid's axes)
+        fold = []
+        at = 0
+        for e in range(k):
+            blocks = []
+            shape = [1] * k
+            shape[e] = lengths[e]
+            blocks.append((at, at + lengths[e], tuple(shape)))
+            at += lengths[e]
+            for d in range(e):
+                shape = [1] * k
+                shape[d], shape[e] = lengths[d], lengths[e]
+                blocks.append((at, at + lengths[d] * lengths[e], tuple(shape)))
+                at += lengths[d] * lengths[e]
+            fold.append(blocks)
         plan = (np.concatenate(a_parts), np.concatenate(b_parts), uses,
-                grid + first[:-1, None], grid)
+                grid + first[:-1, None], grid, fold)
         self._plans[lengths] = plan
         return plan
 
@@ -284,54 +303,128 @@ class _CubeSearch:
         first in grid order), bit for bit: every cube is first screened with its corners
         that differ from ``p`` in one or two dimensions (a lower bound of its new cost
         and upper bounds of its room), and only the survivors are evaluated in full,
-        least bound first, until the bound of the next exceeds the best cost found.
-        ``free_cost`` is ``cost`` with 0 on suppressed cells.
+        least bound first, until no other cube's bound is within the best cost found.
+        ``free_cost`` is ``cost`` with 0 on suppressed cells (costs must be >= 0).
 
         Returns (corners, signs) of the cube, None when the sub-table has no other cell,
         or False when no usable cube meets the need (the caller then searches them all).
         """
-        found = self._steps_of(p, key, suppressed)
-        if found is None:
-            return None
-        steps, flip, lengths = found
+        return self.best_cubes([(p, key, need, tol)], suppressed, free_cost)[0]
+
+    def best_cubes(self, events, suppressed: np.ndarray, free_cost: np.ndarray) -> list:
+        """:meth:`best_cube` of several events ``(p, key, need, tol)`` at once.
+
+        The events are searched against the same state (``suppressed``, ``free_cost``),
+        the screen and the first full evaluations vectorised over the events with the
+        same grid shape; each answer is the one :meth:`best_cube` gives in that state.
+        """
+        results: list = [None] * len(events)
+        groups: dict = {}
+        for i, (p, key, need, tol) in enumerate(events):
+            found = self._steps_of(p, key, suppressed)
+            if found is not None:
+                steps, flip, lengths = found
+                groups.setdefault(lengths, []).append((i, p, steps, flip, need, tol))
+        for lengths, members in groups.items():
+            self._best_in_group(lengths, members, suppressed, free_cost, results)
+        return results
+
+    def _best_in_group(self, lengths, members, suppressed, free_cost, results) -> None:
+        pick_a, pick_b, _, columns, _, fold = self._screen_plan(lengths)
         k = len(lengths)
-        pick_a, pick_b, uses, columns, grid = self._screen_plan(lengths)
-        need_up, need_down, width = need
-        # screen: per entry its free cost and its room in the cube's up / down direction
-        cells = p + steps[pick_a] + steps[pick_b]
-        up_at = 2 * cells + (flip[pick_a] ^ flip[pick_b])
+        n = len(members)
+        size = math.prod(lengths)
+        rows = [m[0] for m in members]
+        p = np.array([m[1] for m in members], dtype=np.int64)
+        steps = np.stack([m[2] for m in members])
+        flip = np.stack([m[3] for m in members])
+        need = np.array([m[4] for m in members], dtype=float)
+        tol = np.array([m[5] for m in members], dtype=float)
+        # screen (see best_cube), the subsets' blocks broadcast over each event's grid
+        cells = p[:, None] + steps[:, pick_a] + steps[:, pick_b]
+        up_at = 2 * cells + (flip[:, pick_a] ^ flip[:, pick_b])
         rooms = self.rooms_usable
-        entry = np.concatenate([free_cost[cells], rooms[up_at], rooms[up_at ^ 1]])
-        per_cube = entry.take(uses)
-        bound = per_cube[0].sum(axis=0)
-        up = np.minimum(per_cube[1].min(axis=0), self.room_up[p])
-        down = np.minimum(per_cube[2].min(axis=0), self.room_down[p])
-        maybe = np.flatnonzero((up >= need_up - tol) & (down >= need_down - tol)
-                               & (up + down >= width - tol))
-        if len(maybe) == 0:
-            return False
-        if len(maybe) > 2 * _FIRST_BATCH:
-            # the cubes of least bound first; then every cube whose bound does not exceed
-            # the best cost found (the bound is a partial sum of the cost's terms: a cube
-            # costing exactly the least cost cannot be left out)
-            first = maybe[np.argpartition(bound[maybe], _FIRST_BATCH)[:_FIRST_BATCH]]
-            found = self._exact(p, first, steps, flip, columns, k, need, tol, free_cost)
-            if found is None:
-                rest = maybe
+        values = (free_cost[cells], rooms[up_at], rooms[up_at ^ 1])
+        bound = up = down = None
+        for blocks in fold:
+            part = None
+            for start, stop, shape in blocks:
+                block = [v[:, start:stop].reshape((n,) + shape) for v in values]
+                if part is None:
+                    part = block
+                else:
+                    part = [part[0] + block[0], np.minimum(part[1], block[1]),
+                            np.minimum(part[2], block[2])]
+            if bound is None:
+                bound, up, down = part
             else:
-                rest = maybe[bound[maybe] <= found[1].min() * (1.0 + 1e-9)]
-            rest = rest[~np.isin(rest, first)]
-            more = self._exact(p, rest, steps, flip, columns, k, need, tol, free_cost) if len(rest) \
-                else None
-            if found is None or more is None:
-                found = found if more is None else more
-            else:
-                found = tuple(np.concatenate([a, b], axis=-1) for a, b in zip(found, more))
+                bound = bound + part[0]
+                up = np.minimum(up, part[1])
+                down = np.minimum(down, part[2])
+        bound = bound.reshape(n, size)
+        up = np.minimum(up.reshape(n, size), self.room_up[p][:, None])
+        down = np.minimum(down.reshape(n, size), self.room_down[p][:, None])
+        lo = need - tol[:, None]
+        maybe = (up >= lo[:, :1]) & (down >= lo[:, 1:2]) & (up + down >= lo[:, 2:])
+        some = maybe.any(axis=1)
+        # the first cubes in full: per event the _FIRST_BATCH of least bound
+        masked = np.where(maybe, bound, np.inf)
+        if size > _FIRST_BATCH:
+            first = np.argpartition(masked, _FIRST_BATCH - 1, axis=1)[:, :_FIRST_BATCH]
         else:
-            found = self._exact(p, maybe, steps, flip, columns, k, need, tol, free_cost)
-        if found is None:
-            return False
+            first = np.broadcast_to(np.arange(size), (n, size))
+        width = first.shape[1]
+        valid = np.take_along_axis(maybe, first, axis=1)
+        bits = self._corner_bits(k)
+        at = columns[:, first] + (np.arange(n) * steps.shape[1])[None, :, None]
+        at = at.reshape(k, -1)
+        corners = np.repeat(p, width) + (bits @ steps.ravel()[at].astype(float)).astype(np.int64)
+        neg = (bits @ flip.ravel()[at].astype(float)).astype(np.int64) % 2
+        corner_up = 2 * corners[1:] + neg[1:]
+        t_up = np.minimum(rooms[corner_up].min(axis=0), np.repeat(self.room_up[p], width))
+        t_down = np.minimum(rooms[corner_up ^ 1].min(axis=0),
+                            np.repeat(self.room_down[p], width))
+        lo_rep = np.repeat(lo, width, axis=0)
+        ok = (valid.ravel() & (t_up >= lo_rep[:, 0]) & (t_down >= lo_rep[:, 1])
+              & (t_up + t_down >= lo_rep[:, 2]))
+        new_cost = free_cost[corners].sum(axis=0)
+        ok = ok.reshape(n, width)
+        cost = np.where(ok, new_cost.reshape(n, width), np.inf)
+        best = cost.min(axis=1)
+        # cubes still to evaluate: bound within the best cost (all of them if none is ok)
+        rest = maybe & (bound <= np.where(np.isfinite(best), best * (1.0 + 1e-9), np.inf)[:, None])
+        np.put_along_axis(rest, first, False, axis=1)
+        more = rest.any(axis=1)
+        tied = ok & (cost == best[:, None])
+        single = tied.sum(axis=1) == 1
+        pick = tied.argmax(axis=1)
+        corners = corners.reshape(-1, n, width)
+        neg = neg.reshape(-1, n, width)
+        for j in range(n):
+            if not some[j]:
+                results[rows[j]] = False
+            elif not more[j] and single[j]:
+                b = pick[j]
+                results[rows[j]] = (corners[:, j, b], 1 - 2 * neg[:, j, b])
+            else:
+                keep = np.flatnonzero(ok[j])
+                found = (first[j][keep], new_cost.reshape(n, width)[j][keep],
+                         np.ascontiguousarray(corners[:, j, keep]), neg[:, j, keep])
+                if more[j]:
+                    extra = self._exact(int(p[j]), np.flatnonzero(rest[j]), steps[j],
+                                        flip[j], columns, k, tuple(need[j]), float(tol[j]),
+                                        free_cost)
+                    if extra is not None:
+                        found = tuple(np.concatenate([a, b], axis=-1)
+                                      for a, b in zip(found, extra))
+                results[rows[j]] = self._pick(found, suppressed)
+
+    def _pick(self, found, suppressed):
+        """The least (cost, value, grid order) cube among ``found`` (columns, costs,
+        corners, flips), or False when there is none."""
         cols, cost, corners, neg = found
+        if len(cols) == 0:
+            return False
         tied = np.flatnonzero(cost == cost.min())
         if len(tied) > 1:
             # ties on cost: prefer the cube hiding less value, then the first in grid
@@ -478,12 +571,49 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
             if other != key:
                 queue.append((s, other))
 
+    # searches done ahead, for the events next in the queue: (sub-table version, needs,
+    # answer); an answer stays valid while no cell of its sub-table gets suppressed
+    # (its cube search reads only those cells) and the cell's needs stay the same
+    ahead: dict[tuple[int, tuple], tuple] = {}
+    version: dict[tuple, int] = {}
+
+    def searched(p: int, key: tuple, width: float):
+        hit = ahead.pop((p, key), None)
+        if hit is not None and hit[0] == version.get(key, 0) and hit[1] == need_up[p] \
+                and hit[2] == need_down[p]:
+            return hit[3]
+        batch = [(p, key, (need_up[p], need_down[p], width), tol[p])]
+        chosen = {(p, key)}
+        for q, q_key in itertools.islice(queue, _LOOKAHEAD):
+            if len(batch) >= _BATCH:
+                break
+            if (q, q_key) in chosen or (singleton and freq[q] == 1):
+                continue
+            chosen.add((q, q_key))
+            known = ahead.get((q, q_key))
+            if known is not None and known[0] == version.get(q_key, 0) and \
+                    known[1] == need_up[q] and known[2] == need_down[q]:
+                continue
+            done_q = met.get((q, q_key))
+            if done_q is not None and done_q[0] >= need_up[q] - tol[q] and \
+                    done_q[1] >= need_down[q] - tol[q]:
+                continue
+            batch.append((q, q_key, (need_up[q], need_down[q],
+                                     table.spl[q] if status[q] == "U" else 0.0), tol[q]))
+        answers = search.best_cubes(batch, suppressed, free_cost)
+        for (q, q_key, (up, down, _), _), answer in zip(batch[1:], answers[1:]):
+            ahead[(q, q_key)] = (version.get(q_key, 0), up, down, answer)
+        return answers[0]
+
     def take(p: int, key: tuple, cube: np.ndarray, sg: np.ndarray) -> None:
         stats["cubes"] += 1
         fresh = cube[~suppressed[cube]]
         status[fresh] = "M"
         suppressed[fresh] = True
         free_cost[fresh] = 0.0
+        for c in fresh.tolist():
+            for c_key in subtables_of(c):
+                version[c_key] = version.get(c_key, 0) + 1
         gen = int(generation[p]) + 1
         if carry >= 0 and gen > carry:
             return     # the corners carry nothing further (checked once per cube)
@@ -506,8 +636,7 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
             continue
         width_need = table.spl[p] if status[p] == "U" else 0.0
         if fast and not (singleton and freq[p] == 1):
-            found = search.best_cube(p, key, suppressed, free_cost,
-                                     (need_up[p], need_down[p], width_need), tol[p])
+            found = searched(p, key, width_need)
             if found is None:
                 continue
             if found is not False:
