@@ -47,6 +47,7 @@ from tabprotect.secondary.subtables import Split
 _REL_TOL = 1e-9
 # cubes evaluated in full before the others are cut by their bound
 _FIRST_BATCH = 32
+_FIRST_CUBES = 8
 # events searched together (the next ones in the work list), and how far to look
 _BATCH = 16
 _LOOKAHEAD = 64
@@ -331,132 +332,104 @@ class _CubeSearch:
 
     def _best_in_group(self, lengths, members, suppressed, free_cost, results) -> None:
         pick_a, pick_b, _, columns, _, fold = self._screen_plan(lengths)
-        k = len(lengths)
         n = len(members)
         size = math.prod(lengths)
-        rows = [m[0] for m in members]
         p = np.array([m[1] for m in members], dtype=np.int64)
         steps = np.stack([m[2] for m in members])
         flip = np.stack([m[3] for m in members])
         need = np.array([m[4] for m in members], dtype=float)
         tol = np.array([m[5] for m in members], dtype=float)
-        # screen (see best_cube), the subsets' blocks broadcast over each event's grid
+        lo = need - tol[:, None]
+        # screen (see best_cube): per entry (a corner one or two steps from p) its free
+        # cost, or +inf when its room alone falls short of the need (then so does every
+        # cube with that corner); blocks of entries broadcast over each event's grid
         cells = p[:, None] + steps[:, pick_a] + steps[:, pick_b]
         up_at = 2 * cells + (flip[:, pick_a] ^ flip[:, pick_b])
         rooms = self.rooms_usable
-        values = (free_cost[cells], rooms[up_at], rooms[up_at ^ 1])
-        bound = up = down = None
+        room_up, room_down = rooms[up_at], rooms[up_at ^ 1]
+        short = ((room_up < lo[:, :1]) | (room_down < lo[:, 1:2])
+                 | (room_up + room_down < lo[:, 2:]))
+        entry = np.where(short, np.inf, free_cost[cells])
+        bound = None
         for blocks in fold:
             part = None
             for start, stop, shape in blocks:
-                block = [v[:, start:stop].reshape((n,) + shape) for v in values]
-                if part is None:
-                    part = block
-                else:
-                    part = [part[0] + block[0], np.minimum(part[1], block[1]),
-                            np.minimum(part[2], block[2])]
-            if bound is None:
-                bound, up, down = part
-            else:
-                bound = bound + part[0]
-                up = np.minimum(up, part[1])
-                down = np.minimum(down, part[2])
+                block = entry[:, start:stop].reshape((n,) + shape)
+                part = block if part is None else part + block
+            bound = part if bound is None else bound + part
+        # p's own room (corner 0) decides for all of its cubes
+        up_p, down_p = self.room_up[p], self.room_down[p]
+        p_short = (up_p < lo[:, 0]) | (down_p < lo[:, 1]) | (up_p + down_p < lo[:, 2])
         bound = bound.reshape(n, size)
-        up = np.minimum(up.reshape(n, size), self.room_up[p][:, None])
-        down = np.minimum(down.reshape(n, size), self.room_down[p][:, None])
-        lo = need - tol[:, None]
-        maybe = (up >= lo[:, :1]) & (down >= lo[:, 1:2]) & (up + down >= lo[:, 2:])
-        some = maybe.any(axis=1)
-        # the first cubes in full: per event the _FIRST_BATCH of least bound
-        masked = np.where(maybe, bound, np.inf)
-        if size > _FIRST_BATCH:
-            first = np.argpartition(masked, _FIRST_BATCH - 1, axis=1)[:, :_FIRST_BATCH]
-        else:
-            first = np.broadcast_to(np.arange(size), (n, size))
-        width = first.shape[1]
+        if p_short.any():
+            bound = np.where(p_short[:, None], np.inf, bound)
+        maybe = bound < np.inf
+        # first, per event, the cubes of least bound in full ...
+        masked = bound.copy()
+        rows = np.arange(n)
+        first = []
+        for _ in range(min(_FIRST_CUBES, size)):
+            col = masked.argmin(axis=1)
+            first.append(col)
+            masked[rows, col] = np.inf
+        first = np.stack(first, axis=1)
         valid = np.take_along_axis(maybe, first, axis=1)
+        ev1 = np.repeat(rows, first.shape[1])[valid.ravel()]
+        col1 = first[valid]
+        cost1, ok1, corners1, neg1 = self._evaluate_at(ev1, col1, p, steps, flip, columns,
+                                                       lo, free_cost)
+        best = np.full(n, np.inf)
+        np.minimum.at(best, ev1[ok1], cost1[ok1])
+        # ... then every other cube whose bound is within the least cost found (all of
+        # them when none was good enough): a cube costing exactly that cannot be left out
+        limit = np.where(np.isfinite(best), best * (1.0 + 1e-9), np.finfo(float).max)
+        rest = bound <= limit[:, None]
+        np.put_along_axis(rest, first, False, axis=1)
+        ev2, col2 = np.nonzero(rest)
+        if len(ev2):
+            cost2, ok2, corners2, neg2 = self._evaluate_at(ev2, col2, p, steps, flip,
+                                                           columns, lo, free_cost)
+            ev = np.concatenate([ev1[ok1], ev2[ok2]])
+            col = np.concatenate([col1[ok1], col2[ok2]])
+            cost = np.concatenate([cost1[ok1], cost2[ok2]])
+            corners = np.concatenate([corners1[:, ok1], corners2[:, ok2]], axis=1)
+            neg = np.concatenate([neg1[:, ok1], neg2[:, ok2]], axis=1)
+        else:
+            ev, col, cost = ev1[ok1], col1[ok1], cost1[ok1]
+            corners, neg = corners1[:, ok1], neg1[:, ok1]
+        # per event the least (cost, value, grid order); value only among cost ties
+        low = np.full(n, np.inf)
+        np.minimum.at(low, ev, cost)
+        tied = np.flatnonzero(cost == low[ev])
+        ev, col, corners, neg = ev[tied], col[tied], corners[:, tied], neg[:, tied]
+        sub = np.ascontiguousarray(corners)
+        new_value = np.where(suppressed[sub], 0.0, np.abs(self.value[sub])).sum(axis=0)
+        order = np.lexsort((col, new_value, ev))
+        ev_sorted = ev[order]
+        head = order[np.flatnonzero(np.r_[True, ev_sorted[1:] != ev_sorted[:-1]])] \
+            if len(order) else order
+        for j in range(n):
+            results[members[j][0]] = False
+        for b in head.tolist():
+            results[members[ev[b]][0]] = (corners[:, b], 1 - 2 * neg[:, b])
+
+    def _evaluate_at(self, ev, cols, p, steps, flip, columns, lo, free_cost):
+        """Full evaluation of the cubes at grid columns ``cols`` of events ``ev``: (new
+        cost, meets the need, corners, sign flips).  Same arithmetic as :meth:`evaluate`
+        (a corner on an unusable cell has room -inf; the cost adds the corners in order)."""
+        k = columns.shape[0]
         bits = self._corner_bits(k)
-        at = columns[:, first] + (np.arange(n) * steps.shape[1])[None, :, None]
-        at = at.reshape(k, -1)
-        corners = np.repeat(p, width) + (bits @ steps.ravel()[at].astype(float)).astype(np.int64)
+        at = columns[:, cols] + ev * steps.shape[1]
+        corners = p[ev] + (bits @ steps.ravel()[at].astype(float)).astype(np.int64)
         neg = (bits @ flip.ravel()[at].astype(float)).astype(np.int64) % 2
         corner_up = 2 * corners[1:] + neg[1:]
-        t_up = np.minimum(rooms[corner_up].min(axis=0), np.repeat(self.room_up[p], width))
-        t_down = np.minimum(rooms[corner_up ^ 1].min(axis=0),
-                            np.repeat(self.room_down[p], width))
-        lo_rep = np.repeat(lo, width, axis=0)
-        ok = (valid.ravel() & (t_up >= lo_rep[:, 0]) & (t_down >= lo_rep[:, 1])
-              & (t_up + t_down >= lo_rep[:, 2]))
-        new_cost = free_cost[corners].sum(axis=0)
-        ok = ok.reshape(n, width)
-        cost = np.where(ok, new_cost.reshape(n, width), np.inf)
-        best = cost.min(axis=1)
-        # cubes still to evaluate: bound within the best cost (all of them if none is ok)
-        rest = maybe & (bound <= np.where(np.isfinite(best), best * (1.0 + 1e-9), np.inf)[:, None])
-        np.put_along_axis(rest, first, False, axis=1)
-        more = rest.any(axis=1)
-        tied = ok & (cost == best[:, None])
-        single = tied.sum(axis=1) == 1
-        pick = tied.argmax(axis=1)
-        corners = corners.reshape(-1, n, width)
-        neg = neg.reshape(-1, n, width)
-        for j in range(n):
-            if not some[j]:
-                results[rows[j]] = False
-            elif not more[j] and single[j]:
-                b = pick[j]
-                results[rows[j]] = (corners[:, j, b], 1 - 2 * neg[:, j, b])
-            else:
-                keep = np.flatnonzero(ok[j])
-                found = (first[j][keep], new_cost.reshape(n, width)[j][keep],
-                         np.ascontiguousarray(corners[:, j, keep]), neg[:, j, keep])
-                if more[j]:
-                    extra = self._exact(int(p[j]), np.flatnonzero(rest[j]), steps[j],
-                                        flip[j], columns, k, tuple(need[j]), float(tol[j]),
-                                        free_cost)
-                    if extra is not None:
-                        found = tuple(np.concatenate([a, b], axis=-1)
-                                      for a, b in zip(found, extra))
-                results[rows[j]] = self._pick(found, suppressed)
-
-    def _pick(self, found, suppressed):
-        """The least (cost, value, grid order) cube among ``found`` (columns, costs,
-        corners, flips), or False when there is none."""
-        cols, cost, corners, neg = found
-        if len(cols) == 0:
-            return False
-        tied = np.flatnonzero(cost == cost.min())
-        if len(tied) > 1:
-            # ties on cost: prefer the cube hiding less value, then the first in grid
-            # order (as the full search does; sums over a C-ordered corner array add the
-            # corners in the same order)
-            sub = np.ascontiguousarray(corners[:, tied])
-            new_value = np.where(suppressed[sub], 0.0, np.abs(self.value[sub])).sum(axis=0)
-            tied = tied[np.lexsort((cols[tied], new_value))]
-        b = tied[0]
-        return corners[:, b], 1 - 2 * neg[:, b]
-
-    def _exact(self, p, cols, steps, flip, columns, k, need, tol, free_cost):
-        """The cubes at grid columns ``cols`` that meet ``need``: (columns, new cost,
-        corners, sign flips), or None when none does.  Same arithmetic as
-        :meth:`evaluate` (a corner on an unusable cell has room -inf)."""
-        need_up, need_down, width = need
-        bits = self._corner_bits(k)
-        at = columns[:, cols]
-        corners = p + (bits @ steps[at].astype(float)).astype(np.int64)
-        neg = (bits @ flip[at].astype(float)).astype(np.int64) % 2
-        up_at = 2 * corners[1:] + neg[1:]
         rooms = self.rooms_usable
-        # corner 0 is p itself (sign +): its own rooms, usable or not
-        t_up = np.minimum(rooms[up_at].min(axis=0), self.room_up[p])
-        t_down = np.minimum(rooms[up_at ^ 1].min(axis=0), self.room_down[p])
-        ok = np.flatnonzero((t_up >= need_up - tol) & (t_down >= need_down - tol)
-                            & (t_up + t_down >= width - tol))
-        if len(ok) == 0:
-            return None
-        corners = np.ascontiguousarray(corners[:, ok])
-        return cols[ok], free_cost[corners].sum(axis=0), corners, neg[:, ok]
-
+        pe = p[ev]
+        t_up = np.minimum(rooms[corner_up].min(axis=0), self.room_up[pe])
+        t_down = np.minimum(rooms[corner_up ^ 1].min(axis=0), self.room_down[pe])
+        le = lo[ev]
+        ok = (t_up >= le[:, 0]) & (t_down >= le[:, 1]) & (t_up + t_down >= le[:, 2])
+        return free_cost[corners].sum(axis=0), ok, corners, neg
 
     def evaluate(self, corners, signs, suppressed):
         """(usable, t_up, t_down, new cost) of every candidate cube."""
@@ -473,20 +446,21 @@ class _CubeSearch:
 def _subtables_lookup(split: Split) -> Callable[[int], list[tuple[int, ...]]]:
     """``split.subtables_of_cell`` with plain-Python arithmetic and a per-cell cache
     (same keys in the same order; the work list asks for the same cells many times)."""
-    as_child = [g.as_child.tolist() for g in split.dims]
-    as_parent = [g.as_parent.tolist() for g in split.dims]
+    options = [[tuple(int(x) for x in (child, parent) if x >= 0)
+                for child, parent in zip(g.as_child.tolist(), g.as_parent.tolist())]
+               for g in split.dims]
     strides = [int(s) for s in split.strides]
     cache: dict[int, list[tuple[int, ...]]] = {}
 
     def subtables_of(cell: int) -> list[tuple[int, ...]]:
         keys = cache.get(cell)
         if keys is None:
-            options = []
+            per_dim = []
             rest = cell
-            for d, stride in enumerate(strides):
+            for stride, opts in zip(strides, options):
                 q, rest = divmod(rest, stride)
-                options.append([g for g in (as_child[d][q], as_parent[d][q]) if g >= 0])
-            keys = list(itertools.product(*options))
+                per_dim.append(opts[q])
+            keys = list(itertools.product(*per_dim))
             cache[cell] = keys
         return keys
 
