@@ -51,8 +51,6 @@ _FIRST_CUBES = 8
 # events searched together (the next ones in the work list), and how far to look
 _BATCH = 16
 _LOOKAHEAD = 64
-_ZERO_STEP = np.zeros(1, dtype=np.int64)
-_NO_FLIP = np.zeros(1, dtype=bool)
 
 
 def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
@@ -210,11 +208,11 @@ class _CubeSearch:
         return bits
 
     def _steps_of(self, p: int, key: tuple[int, ...], suppressed: np.ndarray):
-        """``p``'s alternatives in sub-table ``key`` as (steps, flips, lengths).
+        """``p``'s alternatives in sub-table ``key`` as (parts, lengths).
 
-        ``steps`` concatenates, dimension by dimension, the cell offset of each
-        alternative (then a 0), ``flips`` whether the step flips the sign (then False);
-        the same alternatives as :meth:`alternatives`, None when there are none.
+        Per dimension with alternatives, ``(steps, flips)``: the cell offset of each
+        alternative and whether the step flips the sign; the same alternatives as
+        :meth:`alternatives`, None when there are none.
         """
         rest = p
         parts, lengths = [], []
@@ -238,9 +236,7 @@ class _CubeSearch:
             parts = [((a - pos[d]) * self.strides[d], s < 0)
                      for a, s, d in zip(alts, sigmas, dims)]
             lengths = [len(a) for a in alts]
-        steps = np.concatenate([s for s, _ in parts] + [_ZERO_STEP])
-        flip = np.concatenate([f for _, f in parts] + [_NO_FLIP])
-        return steps, flip, tuple(lengths)
+        return parts, tuple(lengths)
 
     def _screen_plan(self, lengths: tuple[int, ...]):
         """Index arrays of the screen for a grid of these lengths (cached).
@@ -324,8 +320,8 @@ class _CubeSearch:
         for i, (p, key, need, tol) in enumerate(events):
             found = self._steps_of(p, key, suppressed)
             if found is not None:
-                steps, flip, lengths = found
-                groups.setdefault(lengths, []).append((i, p, steps, flip, need, tol))
+                parts, lengths = found
+                groups.setdefault(lengths, []).append((i, p, parts, need, tol))
         for lengths, members in groups.items():
             self._best_in_group(lengths, members, suppressed, free_cost, results)
         return results
@@ -335,10 +331,14 @@ class _CubeSearch:
         n = len(members)
         size = math.prod(lengths)
         p = np.array([m[1] for m in members], dtype=np.int64)
-        steps = np.stack([m[2] for m in members])
-        flip = np.stack([m[3] for m in members])
-        need = np.array([m[4] for m in members], dtype=float)
-        tol = np.array([m[5] for m in members], dtype=float)
+        # per event, the steps of all dimensions one after the other, then a 0
+        k = len(lengths)
+        steps = np.concatenate([np.stack([m[2][d][0] for m in members]) for d in range(k)]
+                               + [np.zeros((n, 1), dtype=np.int64)], axis=1)
+        flip = np.concatenate([np.stack([m[2][d][1] for m in members]) for d in range(k)]
+                              + [np.zeros((n, 1), dtype=bool)], axis=1)
+        need = np.array([m[3] for m in members], dtype=float)
+        tol = np.array([m[4] for m in members], dtype=float)
         lo = need - tol[:, None]
         # screen (see best_cube): per entry (a corner one or two steps from p) its free
         # cost, or +inf when its room alone falls short of the need (then so does every
@@ -529,22 +529,6 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
     timed_out = False
     initial = len(queue)
 
-    def carry_requirement(s: int, up: float, down: float, key: tuple, gen: int) -> None:
-        if carry >= 0 and gen > carry:
-            return
-        up = min(up, search.room_up[s])
-        down = min(down, search.room_down[s])
-        if up <= need_up[s] + tol[s] and down <= need_down[s] + tol[s]:
-            met.setdefault((s, key), (need_up[s], need_down[s]))
-            return
-        need_up[s] = max(need_up[s], up)
-        need_down[s] = max(need_down[s], down)
-        met[(s, key)] = (need_up[s], need_down[s])
-        generation[s] = min(generation[s], gen)
-        for other in subtables_of(s):
-            if other != key:
-                queue.append((s, other))
-
     # searches done ahead, for the events next in the queue: (sub-table version, needs,
     # answer); an answer stays valid while no cell of its sub-table gets suppressed
     # (its cube search reads only those cells) and the cell's needs stay the same
@@ -591,11 +575,30 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
         gen = int(generation[p]) + 1
         if carry >= 0 and gen > carry:
             return     # the corners carry nothing further (checked once per cube)
-        for s, sign in zip(cube[1:].tolist(), sg[1:].tolist()):
-            # moving p up by need_up moves s by sign * need_up, and so on
-            up = need_up[p] if sign > 0 else need_down[p]
-            down = need_down[p] if sign > 0 else need_up[p]
-            carry_requirement(s, up, down, key, gen)
+        # moving p up by need_up moves corner s by sign * need_up, and so on; capped by
+        # s's own room (carry_requirement, for all corners at once: they are distinct
+        # cells, so one corner's update cannot change another's test)
+        corners = cube[1:]
+        plus = sg[1:] > 0
+        up = np.minimum(np.where(plus, need_up[p], need_down[p]), search.room_up[corners])
+        down = np.minimum(np.where(plus, need_down[p], need_up[p]),
+                          search.room_down[corners])
+        has_up, has_down = need_up[corners], need_down[corners]
+        slack = tol[corners]
+        covered = ((up <= has_up + slack) & (down <= has_down + slack)).tolist()
+        for s, is_covered, s_up, s_down, s_has_up, s_has_down in zip(
+                corners.tolist(), covered, up.tolist(), down.tolist(), has_up.tolist(),
+                has_down.tolist()):
+            if is_covered:
+                met.setdefault((s, key), (s_has_up, s_has_down))
+                continue
+            need_up[s] = max(s_has_up, s_up)
+            need_down[s] = max(s_has_down, s_down)
+            met[(s, key)] = (need_up[s], need_down[s])
+            generation[s] = min(generation[s], gen)
+            for other in subtables_of(s):
+                if other != key:
+                    queue.append((s, other))
 
     while queue:
         if time_limit is not None and stats["events"] % 256 == 0 and \
