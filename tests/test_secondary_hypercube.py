@@ -214,21 +214,24 @@ def test_screened_search_matches_on_random_tables(seed, branching):
     _compare_screened_with_exhaustive(t, cost, rng, 12)
 
 
-def test_fast_and_full_search_give_the_same_pattern():
-    # the whole method with the screened search, and with it forced off (every cube of
-    # every event evaluated, as before the screen existed)
+@pytest.mark.parametrize("name, singleton, carry", [("10k-3d", False, 1), ("10k-4d", True, 1),
+                                                   ("3d-small", True, -1)])
+def test_fast_and_full_search_give_the_same_pattern(name, singleton, carry):
+    # the whole method with the screened, batched search, and with it forced off (every
+    # cube of every event evaluated, one event at a time, as before the screen existed)
     import tabprotect.secondary.hypercube as hc
-    t = gen_tables.preset("10k-3d", seed=2)
+    t = gen_tables.preset(name, seed=2)
     c = cost_vector(t, "value")
-    fast = hypercube(t, c, singleton=False)
-    original = hc._CubeSearch.best_cube
+    fast = hypercube(t, c, singleton=singleton, carry=carry)
+    original = hc._CubeSearch.best_cubes
     try:
-        hc._CubeSearch.best_cube = lambda self, *a: False      # always the full search
-        full = hypercube(t, c, singleton=False)
+        hc._CubeSearch.best_cubes = lambda self, events, *a: [False] * len(events)
+        full = hypercube(t, c, singleton=singleton, carry=carry)
     finally:
-        hc._CubeSearch.best_cube = original
+        hc._CubeSearch.best_cubes = original
     assert (fast.status == full.status).all()
-    assert fast.details["cubes"] == full.details["cubes"]
+    assert fast.details == {**full.details, "seconds": fast.details["seconds"]}
+    assert fast.details["cubes"] > 0
 
 
 @pytest.mark.parametrize("name", ["10k-3d", "10k-4d"])

@@ -24,6 +24,15 @@ Single-contributor cells (``freq == 1``; their contributor knows them) are made 
 at least two cubes that differ in every dimension, so no line through them has only one
 other suppressed cell.
 
+The search gives the answer of evaluating every cube, with far less work: each cube is
+first screened with its corners one or two steps from ``p`` (small tables broadcast over
+the grid of cubes: a lower bound of its cost, and whether one of those corners already
+lacks the room), then only the cubes of least bound and those whose bound is within the
+least cost found are evaluated in full (costs must be >= 0; else every cube is).  The
+next events of the work list are searched together, vectorised, and their answers kept
+while no cell of their sub-table gets suppressed and their needs stay the same (a cube
+search reads nothing else), so the pattern is the one of the one-by-one search.
+
 The bound is exact for the cube's own sub-table; across a hierarchy the requirement
 propagation is a heuristic (like GHMiter), so :func:`tabprotect.secondary.protect`'s audit
 and repair have the last word.  On a non-hierarchical table every primary's cube is a
@@ -45,8 +54,8 @@ from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.subtables import Split
 
 _REL_TOL = 1e-9
-# cubes evaluated in full before the others are cut by their bound
-_FIRST_BATCH = 32
+# per event, the cubes of least bound evaluated in full first (their least cost then
+# bounds which other cubes need evaluating)
 _FIRST_CUBES = 8
 # events searched together (the next ones in the work list), and how far to look
 _BATCH = 16
@@ -239,12 +248,15 @@ class _CubeSearch:
         return parts, tuple(lengths)
 
     def _screen_plan(self, lengths: tuple[int, ...]):
-        """Index arrays of the screen for a grid of these lengths (cached).
+        """Index arrays of the screen for a grid of cubes of these lengths (cached).
 
         The screen looks at the corners one step from ``p`` (subset {e}) and two steps
         from ``p`` (subset {d, e}).  With the dimensions' steps concatenated into one
         vector (plus a 0 at the end), screen entry ``i`` is the cell ``p + steps[A[i]] +
-        steps[B[i]]``; ``M`` (subsets x grid) says which entry each cube uses per subset.
+        steps[B[i]]``.  Returns (A, B, per cube (column of the grid, C order) the index
+        of its alternative in that vector per dimension, the entries' blocks: per
+        dimension e, the blocks of subsets {e} and {d, e} (d < e) as (start, stop, shape
+        over the grid's axes)).
         """
         plan = self._plans.get(lengths)
         if plan is not None:
@@ -252,42 +264,28 @@ class _CubeSearch:
         k = len(lengths)
         first = np.concatenate([[0], np.cumsum(lengths)])
         zero = int(first[-1])
-        grid = np.indices(lengths).reshape(k, -1)
-        a_parts, b_parts, m_rows = [], [], []
-        size = 0
+        a_parts, b_parts, fold = [], [], []
+        at = 0
         for e in range(k):
             n_e = lengths[e]
             a_parts.append(first[e] + np.arange(n_e))
             b_parts.append(np.full(n_e, zero))
-            m_rows.append(size + grid[e])
-            size += n_e
+            shape = [1] * k
+            shape[e] = n_e
+            blocks = [(at, at + n_e, tuple(shape))]
+            at += n_e
             for d in range(e):
                 n_d = lengths[d]
                 jd, je = np.indices((n_d, n_e)).reshape(2, -1)
                 a_parts.append(first[d] + jd)
                 b_parts.append(first[e] + je)
-                m_rows.append(size + grid[d] * n_e + grid[e])
-                size += n_d * n_e
-        uses = np.stack(m_rows)
-        uses = np.stack([uses, uses + size, uses + 2 * size])
-        # the same entries as broadcastable blocks: per dimension e, the blocks of the
-        # subsets {e} and {d, e} (d < e) as (start, stop, shape over the grid's axes)
-        fold = []
-        at = 0
-        for e in range(k):
-            blocks = []
-            shape = [1] * k
-            shape[e] = lengths[e]
-            blocks.append((at, at + lengths[e], tuple(shape)))
-            at += lengths[e]
-            for d in range(e):
                 shape = [1] * k
-                shape[d], shape[e] = lengths[d], lengths[e]
-                blocks.append((at, at + lengths[d] * lengths[e], tuple(shape)))
-                at += lengths[d] * lengths[e]
+                shape[d], shape[e] = n_d, n_e
+                blocks.append((at, at + n_d * n_e, tuple(shape)))
+                at += n_d * n_e
             fold.append(blocks)
-        plan = (np.concatenate(a_parts), np.concatenate(b_parts), uses,
-                grid + first[:-1, None], grid, fold)
+        columns = np.indices(lengths).reshape(k, -1) + first[:-1, None]
+        plan = (np.concatenate(a_parts), np.concatenate(b_parts), columns, fold)
         self._plans[lengths] = plan
         return plan
 
@@ -327,7 +325,7 @@ class _CubeSearch:
         return results
 
     def _best_in_group(self, lengths, members, suppressed, free_cost, results) -> None:
-        pick_a, pick_b, _, columns, _, fold = self._screen_plan(lengths)
+        pick_a, pick_b, columns, fold = self._screen_plan(lengths)
         n = len(members)
         size = math.prod(lengths)
         p = np.array([m[1] for m in members], dtype=np.int64)
