@@ -7,6 +7,7 @@ import itertools
 import time
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,8 @@ from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import cost_vector, protect
 import tabprotect.secondary.optimal as optimal_module
-from tabprotect.secondary.optimal import (_reduce_candidates, _rounded_cut, _SupportSeparator,
+from tabprotect.secondary.optimal import (_cover_cuts, _reduce_candidates, _rounded_cut,
+                                          _SupportSeparator,
                                           benders,
                                           candidate_cells, optimal)
 from tabprotect.secondary.repair import AttackerOracle, Requirements, derived_upper_bounds
@@ -288,6 +290,34 @@ def test_rounded_capacity_cut_keeps_every_binary_solution(units, need, point):
             assert r @ z >= 1 - 1e-9
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=2, max_size=8), st.integers(2, 15),
+       st.lists(st.floats(0.0, 1.0), min_size=8, max_size=8))
+def test_cover_cuts_keep_every_binary_solution(units, need, point):
+    # a capacity cut sum a_i z_i >= 1 (a_i = min(range_i, need) / need) and its cover cuts
+    # at a fractional point: every binary z meeting the cut meets each cover, and each
+    # cover is violated at the point
+    a = np.minimum(np.array(units, float), need) / need
+    x = np.array(point[: len(a)])
+    R = sp.csr_matrix(a[None, :])
+    for r, cols in _cover_cuts(R, x):
+        assert r == 0 and x[cols].sum() < 1 - 1e-4
+        for bits in itertools.product([0, 1], repeat=len(a)):
+            z = np.array(bits, float)
+            if a @ z >= 1 - 1e-9:
+                assert z[cols].sum() >= 1
+
+
+def test_cover_cut_of_a_known_knapsack():
+    # cells 1-3 (0.4 each) cannot meet the cut without cell 0 unless all three are
+    # suppressed: the greedy complement {1, 2} leaves the cover {0, 3}
+    R = sp.csr_matrix(np.array([[1.0, 0.4, 0.4, 0.4]]))
+    found = _cover_cuts(R, np.array([0.5, 0.42, 0.42, 0.42]))
+    assert [(r, c.tolist()) for r, c in found] == [(0, [0, 3])]
+    # a point that meets the cover is not cut
+    assert _cover_cuts(R, np.array([0.9, 0.3, 0.3, 0.3])) == []
+
+
 @pytest.mark.parametrize("seed", [2, 8])
 def test_reduced_candidates_never_move(seed):
     # a candidate dropped by the reduction is pinned in every pattern: suppressing it on
@@ -426,20 +456,28 @@ def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one):
 @pytest.mark.parametrize("seed,cost_name,n_primary", [
     (16, "unity", 3), (7, "value", 3), (0, "value", 2), (11, "value", 2)])
 @pytest.mark.parametrize("branching,purge", [("reliability", True), ("fractional", False)])
+@pytest.mark.parametrize("tree_purge,covers", [(1, False), (None, True)])
 def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary, branching,
-                                                     purge, monkeypatch):
+                                                     purge, tree_purge, covers, monkeypatch):
     # tables whose root LP is fractional, so the tree (strong branching and its child
-    # bounds, pseudo-costs, purged pool cuts coming back) decides the optimum
+    # bounds, pseudo-costs, purged pool cuts coming back, rows deleted in the tree with the
+    # saved bases remapped, cover cuts) decides the optimum
     monkeypatch.setattr(optimal_module, "BRANCHING", branching)
     monkeypatch.setattr(optimal_module, "PURGE_ROOT", purge)
+    monkeypatch.setattr(optimal_module, "PURGE_TREE_EVERY", tree_purge)
+    monkeypatch.setattr(optimal_module, "COVER_CUTS", covers)
     monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)  # they can close these roots
     table = hier_table(seed, n_primary=n_primary)
     cost = cost_vector(table, cost_name)
     req = Requirements.from_table(table, singleton=True)
     out = benders(table, cost, req, candidate_cells(table))
-    assert out.proven_optimal and out.details["nodes"] > 1
-    if branching == "reliability":
-        assert out.details["strong_lps"] > 0
+    assert out.proven_optimal
+    if not covers:  # (cover cuts close some of these roots)
+        assert out.details["nodes"] > 1
+        if branching == "reliability":
+            assert out.details["strong_lps"] > 0
+    if tree_purge:
+        assert out.details.get("tree_purged", 0) > 0
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
 
@@ -474,6 +512,8 @@ def test_gomory_cuts_keep_every_optimal_pattern(seed, cost_name, n_primary, monk
     # cuts hold for every protected pattern, bridgeless rows for these); and the search
     # with the cuts still reaches the brute-force optimum
     monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 5)
+    # cover cuts close some of these roots before the Gomory rounds would start
+    monkeypatch.setattr(optimal_module, "COVER_CUTS", False)
     cuts = []
     real = optimal_module._gomory_cuts
 

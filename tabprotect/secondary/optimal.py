@@ -134,6 +134,19 @@ SB_ONLY_AT_JUMPS = False
 #: the master LP (they stay in the pool and come back when a node's point violates them)
 PURGE_SLACK = 0.05
 PURGE_ROOT = True
+# in the tree: every PURGE_TREE_EVERY nodes the pool cuts with slack above
+# PURGE_TREE_SLACK at the node's LP point leave the model again (their rows are deleted in
+# place, so the warm basis survives; they come back like the root-purged ones when a node
+# point violates them).  The model otherwise only grows: TABLE7 value had ~5,000 cut rows
+# after 1,955 nodes and its node LPs were ~3x slower per LP than in the first 90 s
+# (session 7).  None: no purge in the tree.
+PURGE_TREE_EVERY: int | None = 5
+PURGE_TREE_SLACK = 0.05
+# HiGHS' dual simplex perturbs the costs by default; on the master with equal costs (unity)
+# that made a child LP need ~2.5x the iterations (TABLE7 unity, 24 child LPs from one
+# basis: 4,478 vs 1,738 iterations; value costs: no difference), see results/optimal.md,
+# session 7.  The multiplier given to the master LP (None: HiGHS' default).
+MASTER_COST_PERTURBATION: float | None = 0.0
 
 
 #: HiGHS' simplex_strategy value of the dual simplex (the attacker LPs' re-solves)
@@ -142,6 +155,7 @@ DUAL_SIMPLEX = 1
 DUAL_ORACLE = True
 #: HiGHS basis status by its integer value (kLower, kBasic, kUpper, kZero, kNonbasic)
 _BASIS_STATUS = {int(v): v for v in highspy.HighsBasisStatus.__members__.values()}
+_BASIC = int(highspy.HighsBasisStatus.kBasic)
 
 
 def candidate_cells(table, empty: str = "publish") -> np.ndarray:
@@ -202,6 +216,12 @@ class _Master:
         # threads: HiGHS fixes its thread pool at the first run in the process and then
         # rejects a different 'threads' value with an error status, so it is not passed
         self.model = HighsModel(lp, mip_gap=self.mip_gap)
+        if MASTER_COST_PERTURBATION is not None:
+            self.model.highs.setOptionValue("dual_simplex_cost_perturbation_multiplier",
+                                            float(MASTER_COST_PERTURBATION))
+        # pool index of every model row, -1 for rows outside the pool (bridgeless,
+        # support and Gomory rows): what a purge may delete
+        self.row_pool: list[int] = [-1] * self.static.shape[0]
         if self.static.shape[0]:
             self.model.add_rows(self.static, np.zeros(self.static.shape[0]),
                                 np.full(self.static.shape[0], np.inf))
@@ -293,6 +313,7 @@ class _Master:
         # a cut is only valid for binary z as a whole; nothing is rounded down
         self.model.add_rows(R, np.full(R.shape[0], 1.0 - 1e-9), np.full(R.shape[0], np.inf))
         self.model_rows.extend(int(i) for i in pool_idx)
+        self.row_pool.extend(int(i) for i in pool_idx)
 
     def rebuild(self, keep_pool_idx: np.ndarray) -> None:
         """A fresh model holding only the given pool rows (the rest stay in the pool)."""
@@ -306,6 +327,32 @@ class _Master:
         if len(keep_pool_idx):
             self._add_to_model(self.pool_matrix[keep_pool_idx], keep_pool_idx)
             self.in_model[keep_pool_idx] = True
+
+    def purge(self, zc: np.ndarray, slack: float) -> np.ndarray | None:
+        """Delete from the model the pool cuts whose slack at ``zc`` (the current LP
+        point, so their slacks are basic) exceeds ``slack``; they stay in the pool.
+        HiGHS deletes rows with basic slacks keeping the basis valid.  Returns the mask
+        of the old model rows kept (None when nothing was deleted)."""
+        rp = np.asarray(self.row_pool, dtype=np.int64)
+        in_pool = np.flatnonzero(rp >= 0)
+        if len(in_pool) == 0:
+            return None
+        lhs = self.pool_matrix[rp[in_pool]] @ zc
+        drop = in_pool[lhs > 1.0 + slack]
+        if len(drop) == 0:
+            return None
+        st = self.model.highs.deleteRows(int(len(drop)), drop.astype(np.int32))
+        if st == highspy.HighsStatus.kError:
+            return None
+        # HighsModel has no row deletion of its own: keep its row count in step
+        self.model._m -= len(drop)
+        self.model._primal_feasible_basis = False
+        keep = np.ones(len(rp), bool)
+        keep[drop] = False
+        self.in_model[rp[drop]] = False
+        self.row_pool = rp[keep].tolist()
+        self.model_rows = [i for i in self.model_rows if self.in_model[i]]
+        return keep
 
     def violated_pool_rows(self, zc: np.ndarray, tol: float = 1e-7) -> np.ndarray:
         """Pool cuts outside the model that ``zc`` violates."""
@@ -349,6 +396,7 @@ class _Master:
         if R.shape[0] == 0:
             return 0
         self.model.add_rows(R, np.full(R.shape[0], -1e-9), np.full(R.shape[0], np.inf))
+        self.row_pool.extend([-1] * R.shape[0])
         self.static = sp.vstack([self.static, R]).tocsr()
         self.n_support += R.shape[0]
         return R.shape[0]
@@ -360,6 +408,7 @@ class _Master:
         if R.shape[0] == 0:
             return 0
         self.model.add_rows(R, np.asarray(rhs, float), np.full(R.shape[0], np.inf))
+        self.row_pool.extend([-1] * R.shape[0])
         self.n_general = getattr(self, "n_general", 0) + R.shape[0]
         return R.shape[0]
 
@@ -521,6 +570,58 @@ def _rounded_cut(a: np.ndarray, x: np.ndarray) -> np.ndarray | None:
             if lhs < best_lhs:
                 best, best_lhs = np.minimum(cand, 1.0), lhs
     return best
+
+
+#: cover cuts: pool rows with left side at most 1 + COVER_ROW_SLACK at the point are
+#: searched; at most COVER_MAX_CUTS (most violated first) are returned per call, each
+#: violated by at least COVER_MIN_VIOLATION
+COVER_ROW_SLACK = 0.25
+COVER_MAX_CUTS = 50
+COVER_MIN_VIOLATION = 1e-3
+#: a cover's complement must stay this far below 1 (the cut rows hold up to 1e-9, the
+#: attacker's tolerance is 1e-7)
+COVER_SLACK = 1e-6
+#: separate cover cuts at the nodes (session 7; see results/optimal.md)
+COVER_CUTS = False
+
+
+def _cover_cuts(R: sp.csr_matrix, x: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Set-cover cuts implied by capacity cuts ``a @ z >= 1`` (rows of ``R``, ``a <= 1``).
+
+    For binary ``z``, a set ``T`` with ``sum_{i in T} a_i < 1`` cannot meet the cut alone,
+    so some other cell of the support must be suppressed: ``sum_{i in S \\ T} z_i >= 1``
+    (``S`` the support).  At a fractional ``x`` the complement ``T`` is chosen greedily
+    (cells by decreasing ``x_i / a_i`` while ``a(T)`` stays below 1), which removes as
+    much of ``x`` from the left side as the knapsack allows.  Returns (row of ``R``,
+    column set) of the violated cuts, most violated first.
+
+    Examples
+    --------
+    >>> R = sp.csr_matrix(np.array([[1.0, 0.4, 0.4, 0.4]]))
+    >>> [(r, c.tolist()) for r, c in _cover_cuts(R, np.array([0.5, 0.42, 0.42, 0.42]))]
+    [(0, [0, 3])]
+    """
+    out, viol = [], []
+    for r in range(R.shape[0]):
+        lo, hi = R.indptr[r], R.indptr[r + 1]
+        idx, a = R.indices[lo:hi], R.data[lo:hi]
+        xi = x[idx]
+        small = np.flatnonzero(a < 1.0 - 1e-9)
+        if len(small) == 0:
+            continue
+        order = small[np.argsort(-xi[small] / a[small], kind="stable")]
+        room = np.cumsum(a[order]) < 1.0 - COVER_SLACK
+        t = order[room] if room.all() else order[: int(np.argmin(room))]
+        if len(t) == 0:
+            continue
+        lhs = float(xi.sum() - xi[t].sum())
+        if lhs < 1.0 - COVER_MIN_VIOLATION:
+            keep = np.ones(len(idx), bool)
+            keep[t] = False
+            out.append((r, idx[keep]))
+            viol.append(lhs)
+    order = np.argsort(viol, kind="stable")[:COVER_MAX_CUTS]
+    return [out[i] for i in order]
 
 
 def _reduce_candidates(table, req: Requirements, cand: np.ndarray,
@@ -1209,6 +1310,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 stats["lp_solves"] += chk.n_lp + sep.n_lp
                 n_new = add_cuts(chk, zc) + add_cuts(sep, zc)
                 n_new += add_support(zc, SUPPORT_MAX_LPS if root else SUPPORT_NODE_MAX_LPS)
+                n_new += add_covers(zc)
                 if n_new == 0 and root and gomory_left[0] > 0:
                     # the capacity separation is done: cut the root LP's basis instead
                     gomory_left[0] -= 1
@@ -1236,6 +1338,24 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 1.0, float(np.abs(cost[cand_idx]).max())))
         gomory_left[0] = (GOMORY_ROUNDS if GOMORY_ROUNDS is not None
                           else 0 if equal_costs else GOMORY_AUTO_ROUNDS)
+
+        def add_covers(zc):
+            """Cover cuts (:func:`_cover_cuts`) of the pool cuts near binding at ``zc``."""
+            if not COVER_CUTS or len(master.in_model) == 0:
+                return 0
+            tc = time.perf_counter()
+            P = master.pool_matrix
+            near = np.flatnonzero(P @ zc <= 1.0 + COVER_ROW_SLACK)
+            found = _cover_cuts(P[near], zc)
+            n = 0
+            if found:
+                n = master.add([cand_idx[c] for _, c in found],
+                               [np.ones(len(c)) for _, c in found], [1.0] * len(found),
+                               primaries=[int(master.pool_primary[near[r]]) for r, _ in found])
+            stats["cover_cuts"] = stats.get("cover_cuts", 0) + n
+            stats["cover_seconds"] = stats.get("cover_seconds", 0.0) + (
+                time.perf_counter() - tc)
+            return n
 
         def separate_binding(zc):
             """Capped separation for the primaries with a binding cut at ``zc`` only
@@ -1404,6 +1524,22 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 else:
                     path = path + tuple((int(j), 0.0) for j in np.flatnonzero(to0)) \
                         + tuple((int(j), 1.0) for j in np.flatnonzero(to1))
+            if PURGE_TREE_EVERY and stats["nodes"] % PURGE_TREE_EVERY == 0:
+                keep = master.purge(zc, PURGE_TREE_SLACK)
+                if keep is not None:
+                    stats["tree_purged"] = stats.get("tree_purged", 0) + int((~keep).sum())
+                    # the open nodes' saved bases lose the deleted rows; a basis in which
+                    # a deleted row was binding (slack nonbasic) is no longer square: the
+                    # node then starts from the current basis instead (keeping such rows
+                    # in the model was slower: TABLE7 value, 180 s, 431 nodes vs 781)
+                    for key in list(bases):
+                        bcols, brows = bases[key]
+                        kept = keep[: len(brows)]
+                        if np.any(brows[~kept] != _BASIC):
+                            del bases[key]
+                            stats["bases_dropped"] = stats.get("bases_dropped", 0) + 1
+                        else:
+                            bases[key] = (bcols, brows[kept])
             # a rounded node point, repaired and pruned: new incumbents along the way
             if stats["nodes"] % HEURISTIC_EVERY == 1:
                 seed = fixed.copy()
