@@ -54,6 +54,8 @@ from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.subtables import Split
 
 _REL_TOL = 1e-9
+_ZERO = np.zeros(1, dtype=np.int64)
+_FALSE = np.zeros(1, dtype=bool)
 # per event, the cubes of least bound evaluated in full first (their least cost then
 # bounds which other cubes need evaluating)
 _FIRST_CUBES = 8
@@ -331,10 +333,10 @@ class _CubeSearch:
         p = np.array([m[1] for m in members], dtype=np.int64)
         # per event, the steps of all dimensions one after the other, then a 0
         k = len(lengths)
-        steps = np.concatenate([np.stack([m[2][d][0] for m in members]) for d in range(k)]
-                               + [np.zeros((n, 1), dtype=np.int64)], axis=1)
-        flip = np.concatenate([np.stack([m[2][d][1] for m in members]) for d in range(k)]
-                              + [np.zeros((n, 1), dtype=bool)], axis=1)
+        steps = np.concatenate([x for m in members for x in [s for s, _ in m[2]] + [_ZERO]])
+        steps = steps.reshape(n, -1)
+        flip = np.concatenate([x for m in members for x in [f for _, f in m[2]] + [_FALSE]])
+        flip = flip.reshape(n, -1)
         need = np.array([m[3] for m in members], dtype=float)
         tol = np.array([m[4] for m in members], dtype=float)
         lo = need - tol[:, None]
@@ -513,7 +515,9 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
     tol = 1e-7 * scale
     # per (cell, sub-table): the (up, down) requirement already met there
     met: dict[tuple[int, tuple], tuple[float, float]] = {}
-    generation = np.where(status == "U", 0, np.iinfo(np.int64).max).astype(np.int64)
+    # per cell, the generation of the requirement it carries (0: primary; absent: none)
+    no_generation = int(np.iinfo(np.int64).max)
+    generation: dict[int, int] = dict.fromkeys(np.flatnonzero(status == "U").tolist(), 0)
     queue: deque[tuple[int, tuple]] = deque()
     primaries = np.flatnonzero(status == "U")
     # top-down (shallow cells first), larger cells first within a level: deterministic
@@ -570,7 +574,7 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
         for c in fresh.tolist():
             for c_key in subtables_of(c):
                 version[c_key] = version.get(c_key, 0) + 1
-        gen = int(generation[p]) + 1
+        gen = generation.get(p, no_generation) + 1
         if carry >= 0 and gen > carry:
             return     # the corners carry nothing further (checked once per cube)
         # moving p up by need_up moves corner s by sign * need_up, and so on; capped by
@@ -593,7 +597,7 @@ def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None
             need_up[s] = max(s_has_up, s_up)
             need_down[s] = max(s_has_down, s_down)
             met[(s, key)] = (need_up[s], need_down[s])
-            generation[s] = min(generation[s], gen)
+            generation[s] = min(generation.get(s, no_generation), gen)
             for other in subtables_of(s):
                 if other != key:
                     queue.append((s, other))
