@@ -582,7 +582,7 @@ COVER_MIN_VIOLATION = 1e-3
 #: attacker's tolerance is 1e-7)
 COVER_SLACK = 1e-6
 #: separate cover cuts at the nodes (session 7; see results/optimal.md)
-COVER_CUTS = False
+COVER_CUTS = True
 
 
 def _cover_cuts(R: sp.csr_matrix, x: np.ndarray) -> list[tuple[int, np.ndarray]]:
