@@ -142,3 +142,51 @@ def test_parallel_repair_in_worker_processes(monkeypatch):
     after = audit(repaired, mode="verdict", moves=moves)
     assert after.n_moves_rejected == 0
     assert audit(repaired, mode="verdict").protected[short].all()
+
+
+def test_suppressed_cells_first_gives_the_same_repair(monkeypatch):
+    # large regions first get the deviation LP on their suppressed cells alone; a
+    # zero-cost deviation is what the full LP would find as well, so the repaired
+    # pattern is the same, and it passes the independent audit
+    import tabprotect.secondary.greedy as greedy_module
+    t, cost, base, _ = _gauss_pattern("1k-3d", 2024)
+    first = audit(base, mode="verdict")
+    short = first.shortfalls[:40]
+    monkeypatch.setattr(greedy_module, "FREE_FIRST_MIN_CELLS", 10**9)
+    plain = greedy_repair(base, cost, short, audit_result=first, block_sizes=(20, 100))
+    calls = []
+    deviation = greedy_module._deviation
+
+    def counted(table, status, cost_, cell, amount, cells, time_limit):
+        calls.append(int(np.isin(status[cells], ("U", "M")).all()))
+        return deviation(table, status, cost_, cell, amount, cells, time_limit)
+
+    monkeypatch.setattr(greedy_module, "FREE_FIRST_MIN_CELLS", 0)
+    monkeypatch.setattr(greedy_module, "_deviation", counted)
+    new, moves = greedy_repair(base, cost, short, audit_result=first,
+                               block_sizes=(20, 100), return_moves=True)
+    assert sum(calls) > 0                       # the suppressed-only LPs did run
+    np.testing.assert_array_equal(new, plain)
+    after = audit(t.replace(status=new), mode="verdict", moves=moves)
+    assert after.n_moves_rejected == 0 and after.protected[short].all()
+
+
+def test_mirror_of_a_move_serves_the_other_direction(monkeypatch):
+    # a lone primary of a magnitude table short both ways: the deviation that moves it up
+    # by its level, run backwards, moves it down as far (the square's cells are far from
+    # their bounds), so the repair solves one LP, and the audit certifies both ways
+    import tabprotect.secondary.greedy as greedy_module
+    t = two_by_two(primary_level=1.0)
+    calls = []
+    deviation = greedy_module._deviation
+
+    def counted(*args):
+        calls.append(args[4])
+        return deviation(*args)
+
+    monkeypatch.setattr(greedy_module, "_deviation", counted)
+    p = int(np.flatnonzero(t.status == "U")[0])
+    new, moves = greedy_repair(t, np.ones(t.n_cells), [p], return_moves=True)
+    assert len(calls) >= 1 and all(a > 0 for a in calls)   # no LP for the way down
+    res = audit(t.replace(status=new), mode="verdict", moves=moves)
+    assert res.passed and res.n_lp == 0

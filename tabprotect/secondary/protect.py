@@ -172,7 +172,10 @@ CERTIFY_PASS_MIN_CELLS = 500_000
 #: about this many suppressed cells around the primary (plus the published cells at their
 #: edge): on the 1M-cell 4-D hypercube pattern 0.2-1 s per primary, where the sub-table
 #: neighbourhoods needed 3-38 s (and whole-table LPs where they failed)
-REPAIR_BLOCK_SIZES = (2_000, 5_000)
+#: (10,000: a primary that no 5,000 region serves -- on 1m-4d one protected by a long move
+#: -- went on to the sub-table neighbourhoods of radius 2, 46,000 cells, 65 s; the
+#: 10,000 region serves it in 6 s)
+REPAIR_BLOCK_SIZES = (2_000, 5_000, 10_000)
 
 #: methods that work on sub-tables of a product table; protect() recovers the product
 #: structure of a general table for them (tabprotect.model.structure)
