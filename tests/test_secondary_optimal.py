@@ -468,7 +468,7 @@ def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary,
     monkeypatch.setattr(optimal_module, "BRANCHING", branching)
     monkeypatch.setattr(optimal_module, "PURGE_ROOT", purge)
     monkeypatch.setattr(optimal_module, "PURGE_TREE_EVERY", tree_purge)
-    monkeypatch.setattr(optimal_module, "PURGE_TREE_EQUAL_COSTS", True)
+    monkeypatch.setattr(optimal_module, "PURGE_TREE_EQUAL_COSTS_ROWS", 0)
     monkeypatch.setattr(optimal_module, "COVER_CUTS", covers)
     monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)  # they can close these roots
     table = hier_table(seed, n_primary=n_primary)

@@ -142,9 +142,12 @@ PURGE_ROOT = True
 # (session 7).  None: no purge in the tree.
 PURGE_TREE_EVERY: int | None = 5
 PURGE_TREE_SLACK = 0.05
-# ... but not when every candidate costs the same: there the purged rows kept coming back
-# and the tree grew (TABLE7 unity proven in 143-259 s with the purge, 31 s without)
-PURGE_TREE_EQUAL_COSTS = False
+# ... but with equal costs (unity) only while the model holds more than this many pool
+# cuts: on TABLE7 unity (<= ~1,800 cut rows without a purge) the purged rows kept coming
+# back and the tree grew (proven in 143-259 s with the purge, 31 s without), on HIE1372D
+# unity (~9,400 cut rows, 0.34 s per node LP) the purge gave 1,073 nodes instead of 345
+# and the bound 88 instead of 86 in 600 s (session 7).  None: never with equal costs.
+PURGE_TREE_EQUAL_COSTS_ROWS: int | None = 4000
 # HiGHS' dual simplex perturbs the costs by default; on the master with equal costs (unity)
 # that made a child LP need ~2.5x the iterations (TABLE7 unity, 24 child LPs from one
 # basis: 4,478 vs 1,738 iterations; value costs: no difference), see results/optimal.md,
@@ -1341,8 +1344,13 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 1.0, float(np.abs(cost[cand_idx]).max())))
         gomory_left[0] = (GOMORY_ROUNDS if GOMORY_ROUNDS is not None
                           else 0 if equal_costs else GOMORY_AUTO_ROUNDS)
-        purge_every = (PURGE_TREE_EVERY if PURGE_TREE_EQUAL_COSTS or not equal_costs
-                       else None)
+        def purge_now() -> bool:
+            if not PURGE_TREE_EVERY or stats["nodes"] % PURGE_TREE_EVERY:
+                return False
+            if not equal_costs:
+                return True
+            return (PURGE_TREE_EQUAL_COSTS_ROWS is not None
+                    and int(master.in_model.sum()) > PURGE_TREE_EQUAL_COSTS_ROWS)
 
         def add_covers(zc):
             """Cover cuts (:func:`_cover_cuts`) of the pool cuts near binding at ``zc``."""
@@ -1529,7 +1537,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 else:
                     path = path + tuple((int(j), 0.0) for j in np.flatnonzero(to0)) \
                         + tuple((int(j), 1.0) for j in np.flatnonzero(to1))
-            if purge_every and stats["nodes"] % purge_every == 0:
+            if purge_now():
                 keep = master.purge(zc, PURGE_TREE_SLACK)
                 if keep is not None:
                     stats["tree_purged"] = stats.get("tree_purged", 0) + int((~keep).sum())
