@@ -587,8 +587,11 @@ COVER_MIN_VIOLATION = 1e-3
 #: a cover's complement must stay this far below 1 (the cut rows hold up to 1e-9, the
 #: attacker's tolerance is 1e-7)
 COVER_SLACK = 1e-6
-#: separate cover cuts at the nodes (session 7; see results/optimal.md)
-COVER_CUTS = True
+#: separate cover cuts at the nodes (session 7; see results/optimal.md); None = auto: only
+#: when the candidates' costs differ -- TABLE7 value proven in 75.6 s with them (305
+#: nodes) against 247 s without, but TABLE7 unity not proven in 300 s with them (3,705
+#: cover rows made each node LP ~2x slower) against 96 s without
+COVER_CUTS: bool | None = None
 
 
 def _cover_cuts(R: sp.csr_matrix, x: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -1344,6 +1347,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 1.0, float(np.abs(cost[cand_idx]).max())))
         gomory_left[0] = (GOMORY_ROUNDS if GOMORY_ROUNDS is not None
                           else 0 if equal_costs else GOMORY_AUTO_ROUNDS)
+        use_covers = COVER_CUTS if COVER_CUTS is not None else not equal_costs
+
         def purge_now() -> bool:
             if not PURGE_TREE_EVERY or stats["nodes"] % PURGE_TREE_EVERY:
                 return False
@@ -1354,7 +1359,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
 
         def add_covers(zc):
             """Cover cuts (:func:`_cover_cuts`) of the pool cuts near binding at ``zc``."""
-            if not COVER_CUTS or len(master.in_model) == 0:
+            if not use_covers or len(master.in_model) == 0:
                 return 0
             tc = time.perf_counter()
             P = master.pool_matrix
