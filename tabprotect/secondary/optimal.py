@@ -142,12 +142,14 @@ PURGE_ROOT = True
 # (session 7).  None: no purge in the tree.
 PURGE_TREE_EVERY: int | None = 5
 PURGE_TREE_SLACK = 0.05
-# ... but with equal costs (unity) only while the model holds more than this many pool
-# cuts: on TABLE7 unity (<= ~1,800 cut rows without a purge) the purged rows kept coming
+# With equal costs (unity) only while the model holds more than this many pool cuts
+# (0 = always, the default since a repeated HIE1372D unity pair: 92 / 88 with 0 against
+# 94 / 87 with 4000, both with cover cuts; TABLE7 unity is still proven, in 143 s): on
+# TABLE7 unity (<= ~1,800 cut rows without a purge) the purged rows kept coming
 # back and the tree grew (proven in 143-259 s with the purge, 31 s without), on HIE1372D
 # unity (~9,400 cut rows, 0.34 s per node LP) the purge gave 1,073 nodes instead of 345
 # and the bound 88 instead of 86 in 600 s (session 7).  None: never with equal costs.
-PURGE_TREE_EQUAL_COSTS_ROWS: int | None = 4000
+PURGE_TREE_EQUAL_COSTS_ROWS: int | None = 0
 # HiGHS' dual simplex perturbs the costs by default; on the master with equal costs (unity)
 # that made a child LP need ~2.5x the iterations (TABLE7 unity, 24 child LPs from one
 # basis: 4,478 vs 1,738 iterations; value costs: no difference), see results/optimal.md,
@@ -588,10 +590,12 @@ COVER_MIN_VIOLATION = 1e-3
 #: attacker's tolerance is 1e-7)
 COVER_SLACK = 1e-6
 #: separate cover cuts at the nodes (session 7; see results/optimal.md); None = auto: only
-#: when the candidates' costs differ -- TABLE7 value proven in 75.6 s with them (305
+#: when the candidates' costs differ; True (default: with the tree purge they gave
+#: HIE1372D unity 92 / 88 in two runs) -- TABLE7 value proven in 75.6 s with them (305
 #: nodes) against 247 s without, but TABLE7 unity not proven in 300 s with them (3,705
-#: cover rows made each node LP ~2x slower) against 96 s without
-COVER_CUTS: bool | None = None
+#: cover rows made each node LP ~2x slower) against 96 s without -- that without the
+#: tree purge; with it TABLE7 unity is proven in 143 s
+COVER_CUTS: bool | None = True
 
 
 def _cover_cuts(R: sp.csr_matrix, x: np.ndarray) -> list[tuple[int, np.ndarray]]:
