@@ -447,6 +447,34 @@ class HighsModel:
         self._m += k
         return new
 
+    def delete_rows(self, rows) -> bool:
+        """Delete the rows ``rows`` (indices); the rows after them move up.
+
+        HiGHS keeps the basis valid when the deleted rows' slacks are basic (rows that
+        are not binding), so the next solve stays warm. Returns False (model unchanged)
+        when HiGHS refuses.
+
+        Examples
+        --------
+        >>> lp = LinearProgram(c=[1.0], A=sp.csr_matrix([[1.0], [1.0]]),
+        ...                    row_lower=[1.0, 2.0], row_upper=[np.inf, np.inf],
+        ...                    col_lower=[0.0], col_upper=[10.0])
+        >>> m = HighsModel(lp)
+        >>> m.delete_rows([1]), m.n_rows, round(m.solve().objective, 6)
+        (True, 1, 1.0)
+        """
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        if len(rows) == 0:
+            return True
+        if rows[0] < 0 or rows[-1] >= self._m:
+            raise ValueError(f"row index out of range (model has {self._m} rows)")
+        status = self._h.deleteRows(int(len(rows)), rows.astype(np.int32))
+        if status == highspy.HighsStatus.kError:
+            return False
+        self._m -= len(rows)
+        self._primal_feasible_basis = False
+        return True
+
     def add_cols(self, c, lower, upper, A_cols=None, integrality=None) -> np.ndarray:
         """Append columns with costs ``c``, bounds and (m x k, CSC) coefficients."""
         self._primal_feasible_basis = False

@@ -455,3 +455,26 @@ def test_highs_model_resolve_after_unbounded_is_not_an_error():
         model.set_objective(indices=[0], values=[1.0], sense=sense)
         statuses.append(model.solve().status)
     assert statuses == ["optimal", "unbounded", "unbounded"]
+
+
+def test_highs_model_delete_rows_matches_a_fresh_model():
+    # deleting rows of a solved model (warm) gives the optimum of the model built
+    # without them; the rows after them move up
+    import scipy.sparse as sp
+    from solvers import HighsModel, LinearProgram, solve
+    rng = np.random.default_rng(3)
+    A = sp.random(12, 8, density=0.5, random_state=4, format="csr") + sp.eye(12, 8)
+    lo = np.full(12, 1.0)
+    lp = LinearProgram(c=rng.random(8) + 0.1, A=A, row_lower=lo, row_upper=np.full(12, np.inf),
+                       col_lower=np.zeros(8), col_upper=np.full(8, 10.0))
+    model = HighsModel(lp)
+    model.solve()
+    drop = [2, 5, 9]
+    assert model.delete_rows(drop) and model.n_rows == 9
+    keep = np.setdiff1d(np.arange(12), drop)
+    fresh = solve(LinearProgram(c=lp.c, A=A[keep], row_lower=lo[keep],
+                                row_upper=np.full(9, np.inf), col_lower=lp.col_lower,
+                                col_upper=lp.col_upper))
+    assert abs(model.solve().objective - fresh.objective) <= 1e-7
+    with pytest.raises(ValueError, match="out of range"):
+        model.delete_rows([9])

@@ -349,12 +349,8 @@ class _Master:
         drop = in_pool[lhs > 1.0 + slack]
         if len(drop) == 0:
             return None
-        st = self.model.highs.deleteRows(int(len(drop)), drop.astype(np.int32))
-        if st == highspy.HighsStatus.kError:
+        if not self.model.delete_rows(drop):
             return None
-        # HighsModel has no row deletion of its own: keep its row count in step
-        self.model._m -= len(drop)
-        self.model._primal_feasible_basis = False
         keep = np.ones(len(rp), bool)
         keep[drop] = False
         self.in_model[rp[drop]] = False
