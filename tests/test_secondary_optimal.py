@@ -272,22 +272,34 @@ def test_both_searches_equal_brute_force(seed, cost_name, search):
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
 
 
+def _capacity_cut(units, need, point):
+    """Coefficients a_i = min(range_i, need) / need of a capacity cut a z >= 1, and a
+    fractional point x of the same length."""
+    a = np.minimum(np.array(units, float), need) / need
+    return a, np.array(point[: len(a)])
+
+
+def _binary_points_meeting(a):
+    """Every binary z with a @ z >= 1 (the points a cut derived from it must keep)."""
+    for bits in itertools.product([0, 1], repeat=len(a)):
+        z = np.array(bits, float)
+        if a @ z >= 1 - 1e-9:
+            yield z
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 12), min_size=2, max_size=7), st.integers(2, 15),
        st.lists(st.floats(0.0, 1.0), min_size=7, max_size=7))
 def test_rounded_capacity_cut_keeps_every_binary_solution(units, need, point):
     # a capacity cut sum a_i z_i >= 1 (a_i = min(range_i, need) / need) and its
     # Chvatal-Gomory rounding: every binary z meeting the cut meets the rounding too
-    a = np.minimum(np.array(units, float), need) / need
-    x = np.array(point[: len(a)])
+    a, x = _capacity_cut(units, need, point)
     r = _rounded_cut(a, x)
     if r is None:
         return
     assert r @ x < a @ x  # only returned when the point violates it more
-    for bits in itertools.product([0, 1], repeat=len(a)):
-        z = np.array(bits, float)
-        if a @ z >= 1 - 1e-9:
-            assert r @ z >= 1 - 1e-9
+    for z in _binary_points_meeting(a):
+        assert r @ z >= 1 - 1e-9
 
 
 @settings(max_examples=80, deadline=None)
@@ -297,15 +309,12 @@ def test_cover_cuts_keep_every_binary_solution(units, need, point):
     # a capacity cut sum a_i z_i >= 1 (a_i = min(range_i, need) / need) and its cover cuts
     # at a fractional point: every binary z meeting the cut meets each cover, and each
     # cover is violated at the point
-    a = np.minimum(np.array(units, float), need) / need
-    x = np.array(point[: len(a)])
+    a, x = _capacity_cut(units, need, point)
     R = sp.csr_matrix(a[None, :])
     for r, cols in _cover_cuts(R, x):
         assert r == 0 and x[cols].sum() < 1 - 1e-4
-        for bits in itertools.product([0, 1], repeat=len(a)):
-            z = np.array(bits, float)
-            if a @ z >= 1 - 1e-9:
-                assert z[cols].sum() >= 1
+        for z in _binary_points_meeting(a):
+            assert z[cols].sum() >= 1
 
 
 def test_cover_cut_of_a_known_knapsack():
