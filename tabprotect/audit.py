@@ -988,8 +988,7 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
         if len(moved) == 0:
             return
         dm, vm = d[moved], system.value[moved]
-        room = np.where(dm > 0, vm - system.lb[moved], system.ub[moved] - vm)
-        t = min(1.0, float(np.min(room / np.abs(dm))))
+        t = mirror_share(vm, system.lb[moved], system.ub[moved], dm)
         if integer and t < 1.0:
             return   # a scaled point need not be integral
         if t > 1e-9:
@@ -1200,6 +1199,24 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
     finally:
         system.unfix(fixed)
     return lo, hi, ex_lo, ex_hi, outer_lo, outer_hi
+
+
+def mirror_share(value: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                 deviation: np.ndarray) -> float:
+    """The largest ``t <= 1`` with ``value - t * deviation`` inside ``[lb, ub]``: how much
+    of a move's mirror image stays a feasible table (``deviation`` non-zero).
+
+    Examples
+    --------
+    >>> float(mirror_share(np.array([4.0, 5.0]), np.zeros(2), np.full(2, np.inf),
+    ...                    np.array([2.0, -3.0])))
+    1.0
+    >>> float(mirror_share(np.array([1.0]), np.zeros(1), np.full(1, np.inf), np.array([4.0])))
+    0.25
+    """
+    room = np.where(deviation > 0, value - lb, ub - value)
+    with np.errstate(divide="ignore"):
+        return float(min(1.0, np.min(room / np.abs(deviation))))
 
 
 def _absorb_moves(moves: sp.csr_matrix, system, lo: np.ndarray, hi: np.ndarray,

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
-from tabprotect.audit import AuditResult, audit
+from tabprotect.audit import AuditResult, audit, mirror_share
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
@@ -439,19 +439,12 @@ def _repair_sequence(table: Table, status: np.ndarray, cost: np.ndarray,
             found_moves.append((used[moved], deviation[moved]))
             if table.kind != "frequency":
                 # (an integer intruder takes no shrunken mirror image: not there)
-                mirror_reach = -amount * _mirror_share(table, used[moved], deviation[moved])
+                cells = used[moved]
+                mirror_reach = -amount * mirror_share(table.value[cells], table.lb[cells],
+                                                      table.ub[cells], deviation[moved])
         if progress is not None:
             progress("greedy repair", (n_done + 1) / max(1, len(tasks)))
     return status, found_moves
-
-
-def _mirror_share(table: Table, cells: np.ndarray, deviation: np.ndarray) -> float:
-    """The largest ``t <= 1`` with ``value - t * deviation`` inside the a-priori bounds
-    on ``cells``."""
-    value = table.value[cells]
-    room = np.where(deviation > 0, value - table.lb[cells], table.ub[cells] - value)
-    with np.errstate(divide="ignore"):
-        return float(min(1.0, np.min(room / np.abs(deviation))))
 
 
 def _repair_in_worker(job: tuple) -> tuple[np.ndarray, list]:
