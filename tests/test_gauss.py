@@ -1,12 +1,17 @@
-"""gauss's sparse in-place elimination against an independent exact reference.
+"""gauss's sparse elimination (modulo a prime) against an independent exact reference.
 
 The reference is a dense row-echelon basis over Fractions (no sparse keys, no pivot
-rule, no in-place updates): a vector is in the span of the published ones iff it reduces
-to zero.  gauss's greedy must make the same decision as the reference for every
-candidate, so the whole suppression pattern must be identical.
+rule, no modular arithmetic): a vector is in the span of the published ones iff it
+reduces to zero.  gauss's greedy must make the same decision as the reference for every
+candidate, so the whole suppression pattern must be identical.  (On these small 0/+-1
+and [-3, 3] vectors every minor is below the Hadamard bound, far below the prime, so the
+modular span equals the rational one and any difference is a bug.)
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -14,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tabprotect.secondary.gauss import _Eliminator, gauss
+from tabprotect.secondary.gauss import P, _Elimination, _modinv, _run, cell_vectors, gauss
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import gen_tables  # noqa: E402
@@ -123,7 +128,9 @@ def test_eliminator_on_random_integer_vectors(seed, n, n_primaries):
         return v
 
     primaries = [random_vector() for _ in range(n_primaries)]
-    elim = _Eliminator([{k: int(x) for k, x in enumerate(p) if x} for p in primaries])
+    # room=1: the smallest arrays, so that growing them is exercised too
+    elim = _Elimination(n, [{k: int(x) for k, x in enumerate(p) if x} for p in primaries],
+                        room=1)
     span = DenseSpan(n)
     disclosed_before = sum(1 for p in primaries if not p.any())
     assert elim.disclosed == disclosed_before
@@ -138,11 +145,11 @@ def test_eliminator_on_random_integer_vectors(seed, n, n_primaries):
             span = trial
     # the primaries' reduced vectors are canonical: zero exactly for primaries in the span
     for u, p in enumerate(primaries):
-        assert (not elim.primary[u]) == span.contains(p)
+        assert (not elim.reduced_primary(u)) == span.contains(p)
 
 
 def test_forced_offers_count_disclosures():
-    elim = _Eliminator([{0: 1, 1: 1}, {2: 2}])
+    elim = _Elimination(4, [{0: 1, 1: 1}, {2: 2}])
     assert elim.offer({0: 2, 1: 2, 3: 1})   # span {e0+e1+e3/2}: nothing disclosed
     assert not elim.offer({3: 1})           # would disclose e0+e1
     assert elim.offer({3: 1}, force=True)
@@ -160,3 +167,60 @@ def test_singleton_runs_in_two_workers_give_the_same_pattern():
     two = gauss(t, cost, singleton=True, workers=2)
     assert (one.status == two.status).all()
     assert one.details == {**two.details, "seconds": one.details["seconds"]}
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, P - 1))
+def test_modular_inverse(a):
+    assert a * _modinv(a) % P == 1
+
+
+def patterns(names_seeds: list[tuple[str, int]]) -> list[list[int]]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gen_tables as gt
+    out = []
+    for name, seed in names_seeds:
+        t = gt.preset(name, seed=seed)
+        status = gauss(t, t.value.copy(), singleton=False).status
+        out.append(np.flatnonzero(status == "M").tolist())
+    return out
+
+
+CASES = [("2d-small", 3), ("3d-small", 7), ("1k-3d", 2)]
+
+
+def test_pure_python_kernel_gives_the_same_patterns():
+    # the kernel without numba (TABPROTECT_NO_NUMBA=1: as if numba were not installed)
+    # must make the same decisions as the compiled one in this process
+    root = Path(__file__).resolve().parents[1]
+    code = ("import json, sys; sys.path.insert(0, 'tests'); import test_gauss as t; "
+            "from tabprotect.secondary import gauss as g; assert not g.JIT; "
+            f"print(json.dumps(t.patterns({CASES!r})))")
+    env = {**os.environ, "TABPROTECT_NO_NUMBA": "1", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pure = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert pure == patterns(CASES)
+    assert all(pure)  # the cases do have secondaries
+
+
+def test_growing_the_arrays_does_not_change_the_pattern():
+    t = gen_tables.preset("10k-4d", seed=3)
+    cost = t.value.copy()
+    primary = t.status == "U"
+    none = np.zeros(t.n_cells, bool)
+    vectors = cell_vectors(t)
+    big = _run(t, cost, vectors, primary, none, None)
+    # tiny initial arrays: many compactions and reallocations; tiny chunks
+    small = _run(t, cost, vectors, primary, none, None, chunk=7, room=1)
+    assert (big[0] == small[0]).all() and big[1:] == small[1:]
+    assert big[0].sum() > 0
+
+
+def test_time_limit_keeps_unexamined_cells_hidden():
+    t = gen_tables.preset("1k-3d", seed=4)
+    out = gauss(t, t.value.copy(), singleton=False, time_limit=0.0)
+    assert out.solver_status == "time_limit"
+    free = ~np.isin(t.status, ("U", "M", "P", "Z"))
+    assert (out.status[free] == "M").all()

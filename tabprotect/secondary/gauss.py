@@ -15,12 +15,25 @@ code except one *dependent* child of each parent is a basis element, and the dep
 child is its parent minus its siblings.  A cell's vector is the product of its codes'
 vectors, so most cells are unit vectors and totals are as sparse as leaves; the span
 relations are the same as over the inner cells because the change of basis is
-invertible.  Elimination is exact on Python integers (fraction-free, gcd-normalised),
-incremental, with each primary kept reduced against the published basis; a primary enters
-the span exactly when its reduced vector becomes zero, which for a new basis vector ``r``
-happens iff the primary's reduced vector is proportional to ``r`` -- that is the test.
-Publishing ``r`` updates, in place, every vector holding its pivot at a cost of
-``len(r)`` each (see `_eliminate_in_place`): the holders are long vectors, ``r`` is short.
+invertible.  Elimination is incremental, with each primary kept reduced against the
+published basis; a primary enters the span exactly when its reduced vector becomes zero,
+which for a new basis vector ``r`` happens iff the primary's reduced vector is
+proportional to ``r`` -- that is the test.  Publishing ``r`` updates every vector holding
+its pivot (`_update`).
+
+Arithmetic is modulo the prime ``P = 2^31 - 1`` (every coefficient fits an int32, every
+product of two an int64), on flat arrays: each vector a sorted run of (key, coefficient)
+pairs in a pooled buffer, per key linked lists of the vectors holding it.  Why modular
+arithmetic is acceptable: a vector in the rational span of the published vectors is in
+their span modulo ``P`` too unless ``P`` divides a denominator of the combination (a
+minor of the published vectors: for these 0/+-1 hierarchical vectors small integers, so
+a prime of 2^31 - 1 dividing one is negligible); a vector outside the rational span that
+looks inside it modulo ``P`` (same condition) only makes the method suppress one cell
+more than needed; and protect() audits every pattern by LP anyway (the audit, not the
+method, is the judge).  The kernel is plain Python over numpy arrays, compiled by numba
+when it is installed (``pip install tabprotect[fast]``; ``cache=True``: the first call
+compiles, later processes load the cache) and run as it is otherwise: same results,
+much slower (fine for small tables).
 
 Singleton-aware variant (``singleton=True``): a single-contributor primary is known to its
 contributor, so the elimination is run a second time with those cells treated as
@@ -30,10 +43,11 @@ subset of a safe published set stays safe, so the union is safe for both).
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from fractions import Fraction
 from math import gcd
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -121,10 +135,28 @@ class CellVectors:
         self._terms = [[[(k * r, v) for k, v in code] for code in vecs]
                        for vecs, r in zip(self.vecs, self.radix)]
         self._strides = [int(np.prod(self.shape[d + 1:])) for d in range(len(self.shape))]
+        self.n_keys = int(np.prod(sizes))
+        # the same code vectors flattened for the kernel (keys sorted, times the radix)
+        cptr, ckey, cval, base = [0], [], [], []
+        for terms in self._terms:
+            base.append(len(cptr) - 1)
+            for code in terms:
+                for k, v in sorted(code):
+                    ckey.append(k)
+                    cval.append(v % P)
+                cptr.append(len(ckey))
+        self._code = (np.asarray(base, np.int64), np.asarray(cptr, np.int64),
+                      np.asarray(ckey, np.int64), np.asarray(cval, np.int64))
 
     def forced_rows(self) -> list[dict[int, int]]:
         """Nothing: the relations are built into the basis of a product table."""
         return []
+
+    def csr(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The vectors of ``cells`` as a CSR ``(ptr, keys, coefficients mod P)``."""
+        base, cptr, ckey, cval = self._code
+        return _product_vectors(np.asarray(cells, np.int64),
+                                np.asarray(self._strides, np.int64), base, cptr, ckey, cval)
 
     def vector(self, cell: int) -> dict[int, int]:
         """The cell's vector ``{key: coefficient}``: the product of its codes' vectors."""
@@ -171,9 +203,16 @@ class RelationVectors:
 
     def __init__(self, table: Table):
         self.relations = table.relations.tocsr()
+        self.n_keys = table.n_cells
 
     def vector(self, cell: int) -> dict[int, int]:
         return {int(cell): 1}
+
+    def csr(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The vectors of ``cells`` (unit vectors) as a CSR."""
+        cells = np.asarray(cells)
+        return (np.arange(len(cells) + 1, dtype=np.int64), cells.astype(np.int32),
+                np.ones(len(cells), np.int32))
 
     def forced_rows(self) -> list[dict[int, int]]:
         A = self.relations
@@ -196,208 +235,607 @@ def cell_vectors(table: Table, dependent: str = "largest"
     return CellVectors(table, dependent) if table.dimensions else RelationVectors(table)
 
 
-def _normalise(v: dict[int, int]) -> dict[int, int]:
-    g = 0
-    for x in v.values():
-        g = gcd(g, x)
-        if g == 1:
-            return v
-    if g > 1:
-        return {k: x // g for k, x in v.items()}
-    return v
+# ---------------------------------------------------------------------------------------
+# The elimination kernel: plain functions over numpy arrays, compiled by numba when it is
+# installed (``pip install tabprotect[fast]``) and run as they are otherwise (same
+# results, much slower).  Arithmetic is modulo the prime P, so every coefficient fits an
+# int32 and every product of two an int64.
+
+#: the prime modulus (2^31 - 1): coefficients live in [0, P)
+P = 2_147_483_647
+
+try:
+    if os.environ.get("TABPROTECT_NO_NUMBA") == "1":  # tests: the pure-Python path
+        raise ImportError
+    from numba import njit as _numba_njit
+except ImportError:  # pragma: no cover - exercised by a subprocess test
+    _numba_njit = None
+
+#: the kernel runs compiled (numba installed)
+JIT = _numba_njit is not None
 
 
-def _parallel(a: dict[int, int], b: dict[int, int]) -> bool:
-    if len(a) != len(b):
+def _jit(fn):
+    return _numba_njit(cache=True, nogil=True)(fn) if JIT else fn
+
+
+class _State(NamedTuple):
+    """The elimination's arrays.  Vectors (primaries ``0..n_primaries-1``, then the
+    basis vectors in publication order) are sorted runs ``[vstart, vstart + vlen)`` of
+    the pool ``pkey``/``pval`` with room for ``vcap`` entries.  ``cnt_p[k]``/``cnt_b[k]``
+    count the primaries/basis vectors holding key ``k`` (exact); ``head_p``/``head_b``
+    start linked lists (``nnext``, ``nowner``) of the vectors holding ``k``, which may
+    also list vectors that lost ``k`` since or list one twice (pruned when walked)."""
+    vstart: np.ndarray
+    vlen: np.ndarray
+    vcap: np.ndarray
+    pkey: np.ndarray      # int32 keys
+    pval: np.ndarray      # int32 coefficients mod P
+    pivot_of: np.ndarray  # key -> basis vector id, or -1
+    cnt_p: np.ndarray
+    cnt_b: np.ndarray
+    head_p: np.ndarray
+    head_b: np.ndarray
+    nnext: np.ndarray
+    nowner: np.ndarray
+    stamp: np.ndarray     # per vector: last walk that saw it (duplicate pruning)
+    acc: np.ndarray       # dense work arrays over the keys (all zero / False between uses)
+    inacc: np.ndarray
+    touched: np.ndarray
+    rk: np.ndarray        # the offered vector reduced (keys, coefficients)
+    rv: np.ndarray
+    tk: np.ndarray        # merge output
+    tv: np.ndarray
+    ids: np.ndarray       # holders of a key, collected by a walk
+    meta: np.ndarray      # scalars, see the M_* indices
+
+
+# indices into _State.meta
+M_TOP, M_NVEC, M_FREE, M_NODE_TOP, M_NFREE, M_WALK, M_DISCLOSED, M_NEED, M_STATUS = range(9)
+STATUS_PUBLISHED, STATUS_SUPPRESSED, STATUS_NEED_POOL, STATUS_NEED_NODES = 1, 0, -1, -2
+
+
+@_jit
+def _modinv(a):
+    """a^(P-2) mod P: the inverse of a != 0 modulo the prime P."""
+    result = np.int64(1)
+    base = np.int64(a) % P
+    e = P - 2
+    while e > 0:
+        if e & 1:
+            result = result * base % P
+        base = base * base % P
+        e >>= 1
+    return result
+
+
+@_jit
+def _find(st, vid, key):
+    """Position of ``key`` in the pool run of vector ``vid``, or -1 (binary search)."""
+    lo = st.vstart[vid]
+    hi = lo + st.vlen[vid]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        k = st.pkey[mid]
+        if k < key:
+            lo = mid + 1
+        elif k > key:
+            hi = mid
+        else:
+            return mid
+    return -1
+
+
+@_jit
+def _push(st, head, key, owner):
+    """Record that vector ``owner`` holds ``key`` (a node from the free list or the top;
+    the caller made sure there is one)."""
+    meta = st.meta
+    node = meta[M_FREE]
+    if node >= 0:
+        meta[M_FREE] = st.nnext[node]
+        meta[M_NFREE] -= 1
+    else:
+        node = meta[M_NODE_TOP]
+        meta[M_NODE_TOP] += 1
+    st.nowner[node] = owner
+    st.nnext[node] = head[key]
+    head[key] = node
+
+
+@_jit
+def _walk(st, head, key, out, at, release):
+    """Collect the vectors that really hold ``key`` into ``out[at:]``; returns how many.
+    Nodes of vectors that lost the key, and second nodes of a vector, are freed on the
+    way; ``release``: free every node (nothing will hold the key afterwards)."""
+    meta = st.meta
+    meta[M_WALK] += 1
+    walk = meta[M_WALK]
+    n = 0
+    prev = -1
+    node = head[key]
+    while node >= 0:
+        nxt = st.nnext[node]
+        owner = st.nowner[node]
+        live = st.stamp[owner] != walk and _find(st, owner, key) >= 0
+        if live:
+            st.stamp[owner] = walk
+            out[at + n] = owner
+            n += 1
+        if live and not release:
+            prev = node
+        else:  # unlink and free
+            if prev >= 0:
+                st.nnext[prev] = nxt
+            else:
+                head[key] = nxt
+            st.nnext[node] = meta[M_FREE]
+            meta[M_FREE] = node
+            meta[M_NFREE] += 1
+        node = nxt
+    return n
+
+
+@_jit
+def _reduce(st, keys, vals):
+    """``(keys, vals)`` modulo the published span, without pivot keys, into
+    ``st.rk/st.rv`` sorted by key; returns its length.  One pass suffices: a basis vector
+    holds no pivot but its own."""
+    acc = st.acc
+    inacc = st.inacc
+    touched = st.touched
+    t = 0
+    for i in range(len(keys)):
+        k = keys[i]
+        if not inacc[k]:
+            inacc[k] = True
+            touched[t] = k
+            t += 1
+        acc[k] = (acc[k] + np.int64(vals[i])) % P
+    for i in range(t):
+        k = touched[i]
+        b = st.pivot_of[k]
+        if b < 0 or acc[k] == 0:
+            continue
+        c = acc[k]
+        s = st.vstart[b]
+        for j in range(s, s + st.vlen[b]):
+            kk = st.pkey[j]
+            if not inacc[kk]:
+                inacc[kk] = True
+                touched[t] = kk
+                t += 1
+            acc[kk] = (acc[kk] - c * np.int64(st.pval[j])) % P
+    n = 0
+    for i in range(t):
+        k = touched[i]
+        if acc[k] != 0:
+            st.rk[n] = k
+            st.rv[n] = acc[k]
+            n += 1
+        acc[k] = 0
+        inacc[k] = False
+    if n > 1:
+        order = np.argsort(st.rk[:n])
+        sk = st.rk[:n][order]
+        sv = st.rv[:n][order]
+        st.rk[:n] = sk
+        st.rv[:n] = sv
+    return n
+
+
+@_jit
+def _proportional(st, u, n):
+    """Vector ``u`` is a multiple of the reduced offer ``rk/rv`` (length ``n``)."""
+    if st.vlen[u] != n:
         return False
-    it = iter(a)
-    k0 = next(it)
-    if k0 not in b:
-        return False
-    pa, pb = a[k0], b[k0]
-    for k, x in a.items():
-        y = b.get(k)
-        if y is None or x * pb != y * pa:
+    s = st.vstart[u]
+    u0 = np.int64(st.pval[s])
+    r0 = np.int64(st.rv[0])
+    for i in range(n):
+        if st.pkey[s + i] != st.rk[i]:
+            return False
+        if np.int64(st.pval[s + i]) * r0 % P != np.int64(st.rv[i]) * u0 % P:
             return False
     return True
 
 
-def _eliminate_in_place(store: dict[int, dict[int, int]], owners: list[int],
-                        holders: dict[int, set[int]], pivot: int, r: dict[int, int]) -> int:
-    """Remove ``pivot`` from the vectors ``store[o]``, ``o`` in ``owners``, with ``r``,
-    in place; keep ``holders`` (key -> owners whose vector holds it) right.  Returns how
-    many vectors became zero.
+@_jit
+def _compact(st, n_vectors):
+    """Slide every vector's run down to the start of the pool (runs in pool order, each
+    moving left, so copying forward is safe); capacities shrink to the lengths."""
+    starts = st.vstart[:n_vectors].copy()
+    for v in range(n_vectors):
+        if st.vcap[v] == 0:
+            starts[v] = -1
+    order = np.argsort(starts)
+    top = 0
+    for v in order:
+        if st.vcap[v] == 0:
+            continue
+        s = st.vstart[v]
+        n = st.vlen[v]
+        for j in range(n):
+            st.pkey[top + j] = st.pkey[s + j]
+            st.pval[top + j] = st.pval[s + j]
+        st.vstart[v] = top
+        st.vcap[v] = n
+        top += n
+    st.meta[M_TOP] = top
 
-    Work is proportional to ``len(r)`` per vector, not to the vector's length: the
-    vectors that hold a pivot are the long ones (a long vector holds many keys) while a
-    freshly reduced ``r`` is short, so rebuilding each vector as a fraction-free
-    ``rp * vec - x * r`` in a new dict dominated the run time on 4-D tables.  A vector
-    is scaled only when ``r[pivot]`` does not divide its pivot coefficient (then it is
-    gcd-normalised again, to keep the integers small).
-    """
-    rp = r[pivot]
-    # r's other keys with their holder sets, looked up once for all the owners
-    terms = [(k, y, holders.setdefault(k, set())) for k, y in r.items() if k != pivot]
-    emptied = 0
-    for owner in owners:
-        vec = store[owner]
-        x = vec.pop(pivot)
-        scaled = x % rp != 0
-        if scaled:
-            g = gcd(x, rp)
-            f = rp // g
-            for k in vec:
-                vec[k] *= f
-            c = x // g
+
+@_jit
+def _update(st, h, pivot, n, cnt, head):
+    """``vec[h] -= vec[h][pivot] * r`` (``r = rk/rv`` of length ``n``, ``r[pivot] = 1``):
+    a sorted merge into the work arrays, written back in place or, when it grew beyond
+    its room, at the pool's top.  Keeps ``cnt``/``head`` right; returns the new length."""
+    s = st.vstart[h]
+    m = st.vlen[h]
+    c = np.int64(st.pval[_find(st, h, pivot)])
+    i = 0
+    j = 0
+    out = 0
+    while i < m or j < n:
+        if j >= n or (i < m and st.pkey[s + i] < st.rk[j]):
+            st.tk[out] = st.pkey[s + i]
+            st.tv[out] = st.pval[s + i]
+            out += 1
+            i += 1
+        elif i >= m or st.pkey[s + i] > st.rk[j]:  # fill-in
+            k = st.rk[j]
+            st.tk[out] = k
+            st.tv[out] = (P - c * np.int64(st.rv[j]) % P) % P
+            out += 1
+            cnt[k] += 1
+            _push(st, head, k, h)
+            j += 1
         else:
-            c = x // rp
-        get = vec.get
-        for k, y, owners_k in terms:
-            old = get(k)
-            if old is None:
-                vec[k] = -c * y
-                owners_k.add(owner)
-            else:
-                z = old - c * y
-                if z:
-                    vec[k] = z
-                else:
-                    del vec[k]
-                    owners_k.discard(owner)
-        if not vec:
-            emptied += 1
-        elif scaled:
-            g = 0
-            for y in vec.values():
-                g = gcd(g, y)
-                if g == 1:
+            k = st.rk[j]
+            z = (np.int64(st.pval[s + i]) - c * np.int64(st.rv[j])) % P
+            if z != 0:
+                st.tk[out] = k
+                st.tv[out] = z
+                out += 1
+            else:  # cancelled (always the pivot); its stale node is pruned later
+                cnt[k] -= 1
+            i += 1
+            j += 1
+    if out > st.vcap[h]:
+        cap = out + out // 2 + 2
+        s = st.meta[M_TOP]
+        st.meta[M_TOP] += cap
+        st.vstart[h] = s
+        st.vcap[h] = cap
+    for q in range(out):
+        st.pkey[s + q] = st.tk[q]
+        st.pval[s + q] = st.tv[q]
+    st.vlen[h] = out
+    return out
+
+
+@_jit
+def _offer(st, keys, vals, force, n_primaries):
+    """Publish the vector ``(keys, vals)`` unless that puts a primary into the published
+    span (``force``: publish anyway).  Returns STATUS_PUBLISHED, STATUS_SUPPRESSED, or
+    STATUS_NEED_POOL / STATUS_NEED_NODES (nothing changed: grow the arrays, offer again)."""
+    n = _reduce(st, keys, vals)
+    if n == 0:
+        return STATUS_PUBLISHED  # already in the span
+    if not force:
+        # a primary enters the span iff its reduced vector is a multiple of r: it holds
+        # every key of r, so the holders of r's rarest key are enough
+        rare = st.rk[0]
+        for i in range(1, n):
+            if st.cnt_p[st.rk[i]] < st.cnt_p[rare]:
+                rare = st.rk[i]
+        # (stale and repeated list entries are harmless here: the test is exact)
+        node = st.head_p[rare] if st.cnt_p[rare] > 0 else -1
+        while node >= 0:
+            if _proportional(st, st.nowner[node], n):
+                return STATUS_SUPPRESSED
+            node = st.nnext[node]
+    # pivot: the key whose elimination touches the fewest vectors, then the smallest
+    pivot = st.rk[0]
+    at = 0
+    best = st.cnt_p[pivot] + st.cnt_b[pivot]
+    for i in range(1, n):
+        k = st.rk[i]
+        w = st.cnt_p[k] + st.cnt_b[k]
+        if w < best:
+            best = w
+            pivot = k
+            at = i
+    nb = _walk(st, st.head_b, pivot, st.ids, 0, False)
+    nh = nb + _walk(st, st.head_p, pivot, st.ids, nb, False)
+    # room: every holder may move to the top with 1.5x its merged length
+    need_pool = n
+    for i in range(nh):
+        need_pool += (st.vlen[st.ids[i]] + n) * 3 // 2 + 2
+    if st.meta[M_TOP] + need_pool > len(st.pkey):
+        _compact(st, st.meta[M_NVEC])
+        if 2 * (st.meta[M_TOP] + need_pool) > len(st.pkey):
+            st.meta[M_NEED] = need_pool
+            return STATUS_NEED_POOL
+    need_nodes = (nh + 1) * n
+    if st.meta[M_NFREE] + len(st.nnext) - st.meta[M_NODE_TOP] < need_nodes:
+        st.meta[M_NEED] = need_nodes
+        return STATUS_NEED_NODES
+    inv = _modinv(st.rv[at])
+    for i in range(n):
+        st.rv[i] = np.int64(st.rv[i]) * inv % P
+    for i in range(nb):
+        _update(st, st.ids[i], pivot, n, st.cnt_b, st.head_b)
+    for i in range(nb, nh):
+        if _update(st, st.ids[i], pivot, n, st.cnt_p, st.head_p) == 0:
+            st.meta[M_DISCLOSED] += 1
+    # nothing holds the pivot any more: free its nodes
+    _walk(st, st.head_b, pivot, st.ids, 0, True)
+    _walk(st, st.head_p, pivot, st.ids, 0, True)
+    # r becomes a basis vector
+    vid = st.meta[M_NVEC]
+    st.meta[M_NVEC] += 1
+    s = st.meta[M_TOP]
+    st.meta[M_TOP] += n
+    st.vstart[vid] = s
+    st.vlen[vid] = n
+    st.vcap[vid] = n
+    for i in range(n):
+        k = st.rk[i]
+        st.pkey[s + i] = k
+        st.pval[s + i] = st.rv[i]
+        if k != pivot:
+            st.cnt_b[k] += 1
+            _push(st, st.head_b, k, vid)
+    st.pivot_of[pivot] = vid
+    return STATUS_PUBLISHED
+
+
+@_jit
+def _offer_range(st, ptr, keys, vals, force, lo, hi, n_primaries, published):
+    """Offer vectors ``lo..hi-1`` of the CSR ``(ptr, keys, vals)`` in order; returns the
+    first one not done (``hi`` when all are) -- ``meta[M_NEED]`` says why it stopped."""
+    for q in range(lo, hi):
+        a = ptr[q]
+        b = ptr[q + 1]
+        res = _offer(st, keys[a:b], vals[a:b], force[q], n_primaries)
+        if res < 0:  # out of room: the caller grows the arrays and goes on from q
+            st.meta[M_STATUS] = res
+            return q
+        published[q] = res
+    return hi
+
+
+@_jit
+def _load_primaries(st, ptr, keys, vals):
+    """The primaries' vectors into the pool (ids 0..), with their key counts and lists."""
+    n = len(ptr) - 1
+    disclosed = 0
+    for u in range(n):
+        a = ptr[u]
+        b = ptr[u + 1]
+        st.vstart[u] = a
+        st.vlen[u] = b - a
+        st.vcap[u] = b - a
+        if b == a:
+            disclosed += 1
+        for j in range(a, b):
+            st.pkey[j] = keys[j]
+            st.pval[j] = vals[j]
+            st.cnt_p[keys[j]] += 1
+            _push(st, st.head_p, keys[j], u)
+    st.meta[M_TOP] = ptr[n]
+    st.meta[M_NVEC] = n
+    st.meta[M_DISCLOSED] = disclosed
+
+
+@_jit
+def _product_vectors(cells, strides, code_base, cptr, ckey, cval):
+    """CSR vectors (sorted keys, coefficients mod P) of product-table cells: the
+    product of their codes' vectors (``code_base[d] + code`` indexes dimension ``d``'s
+    code vectors ``cptr/ckey/cval``, keys already times the dimension's radix)."""
+    nd = len(strides)
+    ptr = np.zeros(len(cells) + 1, dtype=np.int64)
+    codes = np.empty(nd, dtype=np.int64)
+    for q in range(len(cells)):
+        rest = cells[q]
+        length = 1
+        for d in range(nd):
+            g = code_base[d] + rest // strides[d]
+            rest = rest % strides[d]
+            length *= cptr[g + 1] - cptr[g]
+        ptr[q + 1] = ptr[q] + length
+    keys = np.empty(ptr[-1], dtype=np.int32)
+    vals = np.empty(ptr[-1], dtype=np.int32)
+    pos = np.empty(nd, dtype=np.int64)
+    for q in range(len(cells)):
+        rest = cells[q]
+        for d in range(nd):
+            codes[d] = code_base[d] + rest // strides[d]
+            rest = rest % strides[d]
+            pos[d] = cptr[codes[d]]
+        # odometer over the codes' entries, last dimension fastest: keys come sorted
+        # (the first dimension has the largest radix, each code vector is sorted)
+        for o in range(ptr[q], ptr[q + 1]):
+            key = np.int64(0)
+            coef = np.int64(1)
+            for d in range(nd):
+                key += ckey[pos[d]]
+                coef = coef * cval[pos[d]] % P
+            keys[o] = key
+            vals[o] = coef
+            d = nd - 1
+            while d >= 0:
+                pos[d] += 1
+                if pos[d] < cptr[codes[d] + 1]:
                     break
-            if g > 1:
-                for k in vec:
-                    vec[k] //= g
-    return emptied
+                pos[d] = cptr[codes[d]]
+                d -= 1
+    return ptr, keys, vals
 
 
-class _Eliminator:
-    """Incremental exact elimination: a published basis in reduced echelon form (no basis
-    vector holds another's pivot) and the primaries' vectors reduced against it.
+class _Elimination:
+    """Incremental elimination modulo P: a published basis in reduced echelon form (no
+    basis vector holds another's pivot; each scaled to 1 at its pivot) and the primaries'
+    vectors reduced against it.
 
     Reduced vectors are canonical (the unique representative of a vector modulo the
     published span that holds no pivot key), which is what makes the disclosure test a
-    proportionality test.  Vectors are updated in place (see `_eliminate_in_place`).
+    proportionality test.  The arrays grow on demand (the kernel stops and says so).
+
+    Examples
+    --------
+    >>> e = _Elimination(3, [{0: 1, 1: 1}])   # one primary: e0 + e1
+    >>> e.offer({0: 1, 2: 1}), e.offer({2: 1})
+    (True, True)
+    >>> e.reduced_primary(0)                   # modulo the span of e0 + e2 and e2
+    {1: 1}
+    >>> e.offer({1: 1})                        # would disclose e0 + e1
+    False
     """
 
-    def __init__(self, primaries: list[dict[int, int]]):
-        self.basis: dict[int, dict[int, int]] = {}  # pivot -> vector
-        self.basis_holders: dict[int, set[int]] = {}  # key -> pivots whose vector holds it
-        self.primary = {u: _normalise(dict(v)) for u, v in enumerate(primaries)}
-        self.holders: dict[int, set[int]] = {}  # key -> primaries holding it
-        for u, v in self.primary.items():
-            for k in v:
-                self.holders.setdefault(k, set()).add(u)
-        self.disclosed = sum(1 for v in self.primary.values() if not v)
+    def __init__(self, n_keys: int, primaries: "list[dict[int, int]] | tuple",
+                 room: int | None = None) -> None:
+        if isinstance(primaries, tuple):
+            ptr, keys, vals = primaries
+        else:
+            ptr, keys, vals = _csr_from_dicts(primaries)
+        self.n_keys = int(n_keys)
+        self.n_primaries = n_primaries = len(ptr) - 1
+        n_vectors = n_primaries + self.n_keys  # at most one basis vector per key
+        nnz = int(ptr[-1])
+        # initial room of the pool and of the key lists (``room``: tests of the growth)
+        pool = max(1024, 4 * nnz) if room is None else nnz + room
+        nodes = max(1024, 2 * nnz) if room is None else nnz + room
+        i64, i32 = np.int64, np.int32
+        self.state = _State(
+            vstart=np.zeros(n_vectors, i64), vlen=np.zeros(n_vectors, i64),
+            vcap=np.zeros(n_vectors, i64),
+            pkey=np.zeros(pool, i32), pval=np.zeros(pool, i32),
+            pivot_of=np.full(self.n_keys, -1, i64),
+            cnt_p=np.zeros(self.n_keys, i64), cnt_b=np.zeros(self.n_keys, i64),
+            head_p=np.full(self.n_keys, -1, i32), head_b=np.full(self.n_keys, -1, i32),
+            nnext=np.zeros(nodes, i32), nowner=np.zeros(nodes, i32),
+            stamp=np.zeros(n_vectors, i64),
+            acc=np.zeros(self.n_keys, i64), inacc=np.zeros(self.n_keys, np.bool_),
+            touched=np.zeros(self.n_keys, i64),
+            rk=np.zeros(self.n_keys, i32), rv=np.zeros(self.n_keys, i32),
+            tk=np.zeros(self.n_keys, i32), tv=np.zeros(self.n_keys, i32),
+            ids=np.zeros(n_vectors, i64), meta=np.zeros(9, i64))
+        self.state.meta[M_FREE] = -1
+        _load_primaries(self.state, np.asarray(ptr, i64), np.asarray(keys, i32),
+                        np.asarray(vals, i32))
 
-    def reduce(self, v: dict[int, int]) -> dict[int, int]:
-        """``v`` modulo the published span, without pivot keys (a new dict; ``v`` is
-        not changed)."""
-        basis = self.basis
-        pivots = [k for k in v if k in basis]
-        v = dict(v)
-        # one pass suffices: basis vectors hold no other pivot
-        for k in pivots:
-            x = v.get(k)
-            if not x:
-                continue
-            b = basis[k]
-            bk = b[k]
-            if x % bk:
-                g = gcd(x, bk)
-                s = bk // g
-                for kk in v:
-                    v[kk] *= s
-                c = x // g
-            else:
-                c = x // bk
-            for kk, y in b.items():
-                z = v.get(kk, 0) - c * y
-                if z:
-                    v[kk] = z
-                else:
-                    del v[kk]
-        return _normalise(v)
+    @property
+    def disclosed(self) -> int:
+        """Primaries in the published span (only forced offers put them there)."""
+        return int(self.state.meta[M_DISCLOSED])
 
-    def offer(self, v: dict[int, int], force: bool = False) -> bool:
-        """Publish ``v`` unless it would disclose a primary (``force``: publish anyway).
-        Returns True when published."""
-        r = self.reduce(v)
-        if not r:
-            return True
-        holders = self.holders
-        if not force:
-            # a primary is disclosed iff its reduced vector is proportional to r: it must
-            # hold every key of r, so scanning the holders of r's rarest key is enough
-            rare = min(r, key=lambda k: len(holders.get(k, ())))
-            primary = self.primary
-            for u in holders.get(rare, ()):
-                if _parallel(primary[u], r):
-                    return False
-        basis_holders = self.basis_holders
-        # pivot: the key whose elimination touches the fewest vectors, then the smallest
-        pivot = min(r, key=lambda k: (len(holders.get(k, ()))
-                                      + len(basis_holders.get(k, ())), k))
-        basis = self.basis
-        # (each update is independent of the others: their order does not matter; the
-        # pivot's holder sets are dropped as no vector holds the pivot afterwards)
-        _eliminate_in_place(basis, basis_holders.pop(pivot, ()), basis_holders, pivot, r)
-        self.disclosed += _eliminate_in_place(self.primary, holders.pop(pivot, ()), holders,
-                                              pivot, r)
-        basis[pivot] = r
-        for k in r:
-            if k != pivot:
-                owners = basis_holders.get(k)
-                if owners is None:
-                    basis_holders[k] = {pivot}
-                else:
-                    owners.add(pivot)
-        return True
+    def _grow(self) -> None:
+        st = self.state
+        meta = st.meta
+        if meta[M_STATUS] == STATUS_NEED_POOL:
+            top = int(meta[M_TOP])
+            size = max(2 * len(st.pkey), 2 * (top + int(meta[M_NEED])))
+            pkey = np.zeros(size, np.int32)
+            pval = np.zeros(size, np.int32)
+            pkey[:top] = st.pkey[:top]
+            pval[:top] = st.pval[:top]
+            self.state = st._replace(pkey=pkey, pval=pval)
+        else:
+            top = int(meta[M_NODE_TOP])
+            size = max(2 * len(st.nnext), 2 * (top + int(meta[M_NEED])))
+            nnext = np.zeros(size, np.int32)
+            nowner = np.zeros(size, np.int32)
+            nnext[:top] = st.nnext[:top]
+            nowner[:top] = st.nowner[:top]
+            self.state = st._replace(nnext=nnext, nowner=nowner)
+        meta[M_STATUS] = 0
+
+    def offer_range(self, ptr: np.ndarray, keys: np.ndarray, vals: np.ndarray,
+                    force: np.ndarray, lo: int, hi: int, published: np.ndarray) -> None:
+        """Offer vectors ``lo..hi-1`` of a CSR (keys sorted or not, coefficients in
+        ``[0, P)``); ``published[q]`` gets 1 (published) or 0 (a secondary)."""
+        while lo < hi:
+            lo = _offer_range(self.state, ptr, keys, vals, force, lo, hi,
+                              self.n_primaries, published)
+            if lo < hi:
+                self._grow()
+
+    def offer(self, vector: dict[int, int], force: bool = False) -> bool:
+        """Publish ``vector`` unless it would put a primary in the span (``force``:
+        publish anyway).  Returns True when published (also when already in the span)."""
+        ptr, keys, vals = _csr_from_dicts([vector])
+        published = np.zeros(1, np.int8)
+        self.offer_range(ptr, keys, vals, np.array([force]), 0, 1, published)
+        return bool(published[0])
+
+    def reduced_primary(self, u: int) -> dict[int, int]:
+        """Primary ``u``'s reduced vector (coefficients mod P)."""
+        st = self.state
+        s, n = int(st.vstart[u]), int(st.vlen[u])
+        return {int(k): int(v) for k, v in zip(st.pkey[s:s + n], st.pval[s:s + n])}
+
+
+def _csr_from_dicts(vectors: list[dict[int, int]]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sparse integer vectors as a CSR with sorted keys and coefficients mod P."""
+    ptr = np.zeros(len(vectors) + 1, np.int64)
+    keys: list[int] = []
+    vals: list[int] = []
+    for q, v in enumerate(vectors):
+        for k in sorted(v):
+            x = int(v[k]) % P
+            if x:
+                keys.append(int(k))
+                vals.append(x)
+        ptr[q + 1] = len(keys)
+    return ptr, np.asarray(keys, np.int32), np.asarray(vals, np.int32)
 
 
 def _run(table: Table, cost: np.ndarray, vectors, checked: np.ndarray,
-         known: np.ndarray, deadline: float | None) -> tuple[np.ndarray, int, bool]:
+         known: np.ndarray, deadline: float | None, chunk: int = 4096,
+         room: int | None = None) -> tuple[np.ndarray, int, bool, int]:
     """One elimination: ``checked`` primaries must stay out of the span; ``known`` cells
     are published first whatever happens.  Returns (secondary mask, #forced disclosures,
-    timed out)."""
+    timed out, #offers).  ``chunk``: offers between deadline checks; ``room``: see
+    `_Elimination`."""
     status = table.status
     prim = np.flatnonzero(checked)
-    elim = _Eliminator([vectors.vector(int(u)) for u in prim])
-    for row in vectors.forced_rows():  # general tables: the relations are public
-        elim.offer(row, force=True)
+    elim = _Elimination(vectors.n_keys, vectors.csr(prim), room)
+    rows = vectors.forced_rows()  # general tables: the relations are public
+    if rows:
+        ptr, keys, vals = _csr_from_dicts(rows)
+        elim.offer_range(ptr, keys, vals, np.ones(len(rows), bool), 0, len(rows),
+                         np.zeros(len(rows), np.int8))
     suppressed_now = np.isin(status, ("U", "M"))
     forced = (np.isin(status, ("P", "Z")) | known) & ~checked
     forced_idx = np.flatnonzero(forced & ~(suppressed_now & ~known))
     free = np.flatnonzero(~suppressed_now & ~forced)
-    for n, i in enumerate(forced_idx):
-        if deadline is not None and n % 2048 == 0 and time.perf_counter() > deadline:
-            # the published span is not known yet: keep every candidate hidden (safe)
-            secondary = np.zeros(table.n_cells, dtype=bool)
-            secondary[free] = True
-            return secondary, elim.disclosed, True
-        elim.offer(vectors.vector(int(i)), force=True)
     # most expensive first: they are the last we want to suppress; ties by index
     order = free[np.lexsort((free, -cost[free]))]
-    secondary = np.zeros(table.n_cells, dtype=bool)
+    cells = np.concatenate([forced_idx, order])
+    force = np.zeros(len(cells), bool)
+    force[:len(forced_idx)] = True
+    ptr, keys, vals = vectors.csr(cells)
+    published = np.ones(len(cells), np.int8)
     timed_out = False
-    for n, i in enumerate(order):
-        if deadline is not None and n % 2048 == 0 and time.perf_counter() > deadline:
-            secondary[order[n:]] = True  # not examined in time: keep them hidden (safe)
+    n = 0
+    while n < len(cells):
+        if deadline is not None and time.perf_counter() > deadline:
             timed_out = True
+            # not examined in time: kept hidden (safe); if the forced cells are not all
+            # in, the published span is not known: every candidate stays hidden
+            published[max(n, len(forced_idx)):] = 0
             break
-        if not elim.offer(vectors.vector(int(i))):
-            secondary[i] = True
-    return secondary, elim.disclosed, timed_out
+        hi = min(n + chunk, len(cells))
+        elim.offer_range(ptr, keys, vals, force, n, hi, published)
+        n = hi
+    secondary = np.zeros(table.n_cells, dtype=bool)
+    secondary[order[published[len(forced_idx):] == 0]] = True
+    return secondary, elim.disclosed, timed_out, n
 
 
-def _run_in_worker(task: tuple) -> tuple[np.ndarray, int, bool]:
+def _run_in_worker(task: tuple) -> tuple[np.ndarray, int, bool, int]:
     """`_run` in a worker process (`tabprotect.parallel.process_map`): the task carries
     the seconds left instead of a deadline (clocks are per process)."""
     table, cost, dependent, checked, known, seconds_left = task
@@ -455,15 +893,18 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             # both eliminations here instead
             runs = None
     if runs is not None:
-        (secondary, disclosed, timed_out), (sec2, _, to2) = runs
+        (secondary, disclosed, timed_out, offers), (sec2, _, to2, offers2) = runs
     else:
         vectors = cell_vectors(table, dependent)
-        secondary, disclosed, timed_out = _run(table, cost, vectors, primary, none, deadline)
+        secondary, disclosed, timed_out, offers = _run(table, cost, vectors, primary, none,
+                                                       deadline)
         if progress is not None:
             progress("gauss", 0.5 if singleton else 1.0)
         if second:
-            sec2, _, to2 = _run(table, cost, vectors, primary & ~single, single, deadline)
+            sec2, _, to2, offers2 = _run(table, cost, vectors, primary & ~single, single,
+                                         deadline)
     details["forced_disclosures"] = disclosed
+    details["offers"] = offers + (offers2 if second else 0)
     if second:
         details["singleton_extra"] = int((sec2 & ~secondary).sum())
         secondary |= sec2
