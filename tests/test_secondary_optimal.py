@@ -622,3 +622,47 @@ def test_deadline_repair_leaves_a_condition_unmet_when_its_lp_runs_out_of_time()
     st = table.status.copy()
     st[pattern & ~fixed] = "M"
     assert audit(table.replace(status=st), singleton=True).passed
+
+
+# ---------------------------------------------------------------- session 8: separation
+@pytest.mark.parametrize("seed,cost_name", [(7, "unity"), (0, "value")])
+def test_chunked_node_separation_reaches_the_compact_optimum(seed, cost_name, monkeypatch):
+    # below the root the separation stops after the first chunk of primaries with a
+    # violated cut; with one primary per chunk the early stop happens (48 cells, 6
+    # primaries), and the tree must still end at the optimum of the other exact engine
+    # (the compact MILP) with a pattern the audit accepts
+    monkeypatch.setattr(optimal_module, "SEPARATION_CHUNK", 1)
+    monkeypatch.setattr(optimal_module, "COVER_CUTS", False)
+    monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, finite_ub=True)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    out = benders(table, cost, req, candidate_cells(table))
+    assert out.proven_optimal
+    assert out.details["nodes"] > 1
+    assert out.details.get("sep_chunks_saved", 0) > 0, "no round stopped early"
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    ref = optimal(table, cost, engine="compact")
+    assert ref.proven_optimal
+    assert secondary_cost(out.status, cost) == pytest.approx(secondary_cost(ref.status, cost),
+                                                             rel=1e-6)
+
+
+def test_exact_check_at_fractional_points_is_optional(monkeypatch):
+    # the LP phase and the root separate with the capped LPs alone unless asked: the
+    # optimum (brute force) is the same either way, and the exact LPs cost attacker LPs
+    table = hier_table(5, n_primary=2)
+    cost = cost_vector(table, "unity")
+    req = Requirements.from_table(table, singleton=True)
+    runs = {}
+    for flag in (True, False):
+        monkeypatch.setattr(optimal_module, "FRACTIONAL_CHECK", flag)
+        runs[flag] = benders(table, cost, req, candidate_cells(table))
+        assert runs[flag].proven_optimal
+        assert audit(table.replace(status=runs[flag].status), singleton=True).passed
+    assert secondary_cost(runs[True].status, cost) == secondary_cost(runs[False].status, cost) \
+        == brute_force(table, cost)
+    assert runs[False].details["lp_solves"] < runs[True].details["lp_solves"]
