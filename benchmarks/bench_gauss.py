@@ -127,6 +127,7 @@ def child(args) -> None:
     load_s = time.perf_counter() - t0
     cost = table.value.copy()
     start = time.perf_counter()
+    cpu_start = time.process_time()
     threading.Thread(target=report_progress, daemon=True).start()
     # (a baseline without the workers option takes it in **options and ignores it)
     out = module.gauss(table, cost, singleton=args.singleton, workers=args.workers)
@@ -137,11 +138,14 @@ def child(args) -> None:
     row = {"table": args.table, "variant": args.variant, "cells": table.n_cells,
            "singleton": args.singleton, "workers": args.workers,
            "primaries": int((table.status == "U").sum()), "load_s": round(load_s, 2),
-           "method_s": round(seconds, 2), "offers": offers[0],
+           "method_s": round(seconds, 2),
+           "method_cpu_s": round(time.process_time() - cpu_start, 2), "offers": offers[0],
            "secondaries": int(sec.sum()), "value_secondary": float(table.value[sec].sum()),
            "pattern": hashlib.sha1(np.flatnonzero(sec).tobytes()).hexdigest()[:10],
            "forced_disclosures": out.details.get("forced_disclosures"),
            "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if args.save_status:
+        np.save(Path(args.save_status) / f"gauss_{args.table}_status.npy", out.status)
     print(json.dumps(row), flush=True)
 
 
@@ -157,6 +161,8 @@ def measure(table: str, variant: str, args) -> dict:
         cmd.append("--protect")
     if args.code:
         cmd += ["--code", args.code]
+    if args.save_status:
+        cmd += ["--save-status", args.save_status]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONHASHSEED": "0"})
@@ -200,9 +206,10 @@ def to_markdown(rows: list[dict]) -> str:
             lines.append(f"| {r['table']} | | | {r['variant']} | error: {r['error']} "
                          "| | | | | |")
         else:
+            cpu = f" (cpu {r['method_cpu_s']:.2f})" if "method_cpu_s" in r else ""
             lines.append(
                 f"| {r['table']} | {r['cells']:,} | {r['primaries']:,} | {r['variant']} "
-                f"| {r['method_s']:.2f} | {r['offers']:,} | {r['secondaries']:,} "
+                f"| {r['method_s']:.2f}{cpu} | {r['offers']:,} | {r['secondaries']:,} "
                 f"| {r['value_secondary']:,.0f} | {r['pattern']} | {r['peak_mb']:,.0f} |")
     return "\n".join(lines)
 
@@ -226,6 +233,8 @@ def main(argv=None) -> None:
     ap.add_argument("--protect", action="store_true",
                     help="gauss through protect() end to end (stage times, verdict)")
     ap.add_argument("--code", help="with --protect: root of the code tree to run")
+    ap.add_argument("--save-status", help="method alone: save each pattern (status "
+                    "array) as DIR/gauss_<table>_status.npy")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--table", help=argparse.SUPPRESS)
     ap.add_argument("--variant", help=argparse.SUPPRESS)

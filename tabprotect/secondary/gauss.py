@@ -19,7 +19,7 @@ invertible.  Elimination is incremental, with each primary kept reduced against 
 published basis; a primary enters the span exactly when its reduced vector becomes zero,
 which for a new basis vector ``r`` happens iff the primary's reduced vector is
 proportional to ``r`` -- that is the test.  Publishing ``r`` updates every vector holding
-its pivot (`_update`).
+its pivot (`_eliminate`).
 
 Arithmetic is modulo the prime ``P = 2^31 - 1`` (every coefficient fits an int32, every
 product of two an int64), on flat arrays: each vector a sorted run of (key, coefficient)
@@ -243,6 +243,8 @@ def cell_vectors(table: Table, dependent: str = "largest"
 
 #: the prime modulus (2^31 - 1): coefficients live in [0, P)
 P = 2_147_483_647
+#: the prime modulus of the support fingerprints (2^61 - 1: a sum of two fits an int64)
+Q = 2_305_843_009_213_693_951
 
 try:
     if os.environ.get("TABPROTECT_NO_NUMBA") == "1":  # tests: the pure-Python path
@@ -259,26 +261,41 @@ def _jit(fn):
     return _numba_njit(cache=True, nogil=True)(fn) if JIT else fn
 
 
+def _jit_inline(fn):
+    """For the small helpers of the hot loops: numba inlines them into the caller."""
+    return _numba_njit(cache=True, nogil=True, inline="always")(fn) if JIT else fn
+
+
 class _State(NamedTuple):
-    """The elimination's arrays.  Vectors (primaries ``0..n_primaries-1``, then the
-    basis vectors in publication order) are sorted runs ``[vstart, vstart + vlen)`` of
-    the pool ``pkey``/``pval`` with room for ``vcap`` entries.  ``cnt_p[k]``/``cnt_b[k]``
-    count the primaries/basis vectors holding key ``k`` (exact); ``head_p``/``head_b``
-    start linked lists (``nnext``, ``nowner``) of the vectors holding ``k``, which may
-    also list vectors that lost ``k`` since or list one twice (pruned when walked)."""
+    """The elimination's arrays.
+
+    Vectors (primaries ``0..n_primaries-1``, then the basis vectors in publication
+    order) are runs ``[vstart, vstart + vlen)``, sorted by key, of the pool ``pkey`` /
+    ``pval`` / ``pnode`` with room for ``vcap`` entries.  Every entry but a basis
+    vector's pivot has a node (``pnode``) in its key's doubly linked list of holders
+    (``head_p``: primaries, ``head_b``: basis vectors; ``nnext``/``nprev``/``nowner``),
+    unlinked when the entry cancels, so the lists are exact; ``cnt_p``/``cnt_b`` are
+    their lengths.  The non-zero primaries are also filed in an open-addressing hash
+    table by the fingerprint of their support (``fp``: the sum of their keys' ``salt``
+    modulo Q), which is how an offer finds the primaries it would disclose.
+    """
     vstart: np.ndarray
     vlen: np.ndarray
     vcap: np.ndarray
     pkey: np.ndarray      # int32 keys
     pval: np.ndarray      # int32 coefficients mod P
+    pnode: np.ndarray     # int32 list node of the entry (-1: a basis vector's pivot)
     pivot_of: np.ndarray  # key -> basis vector id, or -1
     cnt_p: np.ndarray
     cnt_b: np.ndarray
     head_p: np.ndarray
     head_b: np.ndarray
     nnext: np.ndarray
+    nprev: np.ndarray
     nowner: np.ndarray
-    stamp: np.ndarray     # per vector: last walk that saw it (duplicate pruning)
+    salt: np.ndarray      # per key: a random number in [1, Q)
+    fp: np.ndarray        # per vector: its support's fingerprint (used for primaries)
+    table: np.ndarray     # hash table of the non-zero primaries (-1: empty slot)
     acc: np.ndarray       # dense work arrays over the keys (all zero / False between uses)
     inacc: np.ndarray
     touched: np.ndarray
@@ -286,12 +303,13 @@ class _State(NamedTuple):
     rv: np.ndarray
     tk: np.ndarray        # merge output
     tv: np.ndarray
-    ids: np.ndarray       # holders of a key, collected by a walk
+    tn: np.ndarray
+    ids: np.ndarray       # holders of the pivot
     meta: np.ndarray      # scalars, see the M_* indices
 
 
 # indices into _State.meta
-M_TOP, M_NVEC, M_FREE, M_NODE_TOP, M_NFREE, M_WALK, M_DISCLOSED, M_NEED, M_STATUS = range(9)
+M_TOP, M_NVEC, M_FREE, M_NODE_TOP, M_NFREE, M_DISCLOSED, M_NEED, M_STATUS = range(8)
 STATUS_PUBLISHED, STATUS_SUPPRESSED, STATUS_NEED_POOL, STATUS_NEED_NODES = 1, 0, -1, -2
 
 
@@ -309,14 +327,12 @@ def _modinv(a):
     return result
 
 
-@_jit
-def _find(st, vid, key):
-    """Position of ``key`` in the pool run of vector ``vid``, or -1 (binary search)."""
-    lo = st.vstart[vid]
-    hi = lo + st.vlen[vid]
+@_jit_inline
+def _find(pkey, lo, hi, key):
+    """Position of ``key`` in the sorted ``pkey[lo:hi]``, or -1 (binary search)."""
     while lo < hi:
         mid = (lo + hi) >> 1
-        k = st.pkey[mid]
+        k = pkey[mid]
         if k < key:
             lo = mid + 1
         elif k > key:
@@ -326,54 +342,80 @@ def _find(st, vid, key):
     return -1
 
 
-@_jit
-def _push(st, head, key, owner):
-    """Record that vector ``owner`` holds ``key`` (a node from the free list or the top;
-    the caller made sure there is one)."""
-    meta = st.meta
+# (the hot helpers take the arrays they use, not the whole _State: numba passes and
+# reference-counts every array of an argument tuple per call, which tripled the run time)
+
+@_jit_inline
+def _link(nnext, nprev, nowner, meta, head, key, owner):
+    """A node for ``owner`` at the front of ``key``'s list (from the free list or the
+    top; the caller made sure there is one).  Returns the node."""
     node = meta[M_FREE]
     if node >= 0:
-        meta[M_FREE] = st.nnext[node]
+        meta[M_FREE] = nnext[node]
         meta[M_NFREE] -= 1
     else:
         node = meta[M_NODE_TOP]
         meta[M_NODE_TOP] += 1
-    st.nowner[node] = owner
-    st.nnext[node] = head[key]
+    first = head[key]
+    nowner[node] = owner
+    nnext[node] = first
+    nprev[node] = -1
+    if first >= 0:
+        nprev[first] = node
     head[key] = node
+    return node
 
 
-@_jit
-def _walk(st, head, key, out, at, release):
-    """Collect the vectors that really hold ``key`` into ``out[at:]``; returns how many.
-    Nodes of vectors that lost the key, and second nodes of a vector, are freed on the
-    way; ``release``: free every node (nothing will hold the key afterwards)."""
-    meta = st.meta
-    meta[M_WALK] += 1
-    walk = meta[M_WALK]
-    n = 0
-    prev = -1
-    node = head[key]
-    while node >= 0:
-        nxt = st.nnext[node]
-        owner = st.nowner[node]
-        live = st.stamp[owner] != walk and _find(st, owner, key) >= 0
-        if live:
-            st.stamp[owner] = walk
-            out[at + n] = owner
-            n += 1
-        if live and not release:
-            prev = node
-        else:  # unlink and free
-            if prev >= 0:
-                st.nnext[prev] = nxt
-            else:
-                head[key] = nxt
-            st.nnext[node] = meta[M_FREE]
-            meta[M_FREE] = node
-            meta[M_NFREE] += 1
-        node = nxt
-    return n
+@_jit_inline
+def _unlink(nnext, nprev, meta, head, key, node):
+    """Take ``node`` out of ``key``'s list and free it."""
+    nxt = nnext[node]
+    prv = nprev[node]
+    if prv >= 0:
+        nnext[prv] = nxt
+    else:
+        head[key] = nxt
+    if nxt >= 0:
+        nprev[nxt] = prv
+    nnext[node] = meta[M_FREE]
+    meta[M_FREE] = node
+    meta[M_NFREE] += 1
+
+
+@_jit_inline
+def _table_insert(table, fp, u):
+    """File primary ``u`` under its fingerprint (linear probing)."""
+    mask = len(table) - 1
+    slot = fp[u] & mask
+    while table[slot] >= 0:
+        slot = (slot + 1) & mask
+    table[slot] = u
+
+
+@_jit_inline
+def _table_remove(table, fp, u):
+    """Remove primary ``u``, filed under its current fingerprint (backward-shift
+    deletion: the probe sequences stay unbroken without tombstones)."""
+    mask = len(table) - 1
+    i = fp[u] & mask
+    while table[i] != u:
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        v = table[j]
+        if v < 0:
+            break
+        home = fp[v] & mask
+        # the entry at j stays unless its home slot lies cyclically outside (i, j]
+        if i <= j:
+            stays = i < home and home <= j
+        else:
+            stays = i < home or home <= j
+        if not stays:
+            table[i] = v
+            i = j
+    table[i] = -1
 
 
 @_jit
@@ -381,9 +423,9 @@ def _reduce(st, keys, vals):
     """``(keys, vals)`` modulo the published span, without pivot keys, into
     ``st.rk/st.rv`` sorted by key; returns its length.  One pass suffices: a basis vector
     holds no pivot but its own."""
-    acc = st.acc
-    inacc = st.inacc
-    touched = st.touched
+    acc, inacc, touched = st.acc, st.inacc, st.touched
+    pivot_of, vstart, vlen, pkey, pval = st.pivot_of, st.vstart, st.vlen, st.pkey, st.pval
+    rk, rv = st.rk, st.rv
     t = 0
     for i in range(len(keys)):
         k = keys[i]
@@ -394,48 +436,47 @@ def _reduce(st, keys, vals):
         acc[k] = (acc[k] + np.int64(vals[i])) % P
     for i in range(t):
         k = touched[i]
-        b = st.pivot_of[k]
+        b = pivot_of[k]
         if b < 0 or acc[k] == 0:
             continue
         c = acc[k]
-        s = st.vstart[b]
-        for j in range(s, s + st.vlen[b]):
-            kk = st.pkey[j]
+        s = vstart[b]
+        for j in range(s, s + vlen[b]):
+            kk = pkey[j]
             if not inacc[kk]:
                 inacc[kk] = True
                 touched[t] = kk
                 t += 1
-            acc[kk] = (acc[kk] - c * np.int64(st.pval[j])) % P
+            acc[kk] = (acc[kk] - c * np.int64(pval[j])) % P
     n = 0
     for i in range(t):
         k = touched[i]
         if acc[k] != 0:
-            st.rk[n] = k
-            st.rv[n] = acc[k]
+            rk[n] = k
+            rv[n] = acc[k]
             n += 1
         acc[k] = 0
         inacc[k] = False
     if n > 1:
-        order = np.argsort(st.rk[:n])
-        sk = st.rk[:n][order]
-        sv = st.rv[:n][order]
-        st.rk[:n] = sk
-        st.rv[:n] = sv
+        order = np.argsort(rk[:n])
+        sk = rk[:n][order]
+        sv = rv[:n][order]
+        rk[:n] = sk
+        rv[:n] = sv
     return n
 
 
-@_jit
-def _proportional(st, u, n):
-    """Vector ``u`` is a multiple of the reduced offer ``rk/rv`` (length ``n``)."""
-    if st.vlen[u] != n:
+@_jit_inline
+def _proportional(pkey, pval, s, m, rk, rv, n):
+    """The vector ``pkey/pval[s:s+m]`` is a multiple of ``rk/rv[:n]``."""
+    if m != n:
         return False
-    s = st.vstart[u]
-    u0 = np.int64(st.pval[s])
-    r0 = np.int64(st.rv[0])
+    u0 = np.int64(pval[s])
+    r0 = np.int64(rv[0])
     for i in range(n):
-        if st.pkey[s + i] != st.rk[i]:
+        if pkey[s + i] != rk[i]:
             return False
-        if np.int64(st.pval[s + i]) * r0 % P != np.int64(st.rv[i]) * u0 % P:
+        if np.int64(pval[s + i]) * r0 % P != np.int64(rv[i]) * u0 % P:
             return False
     return True
 
@@ -458,6 +499,7 @@ def _compact(st, n_vectors):
         for j in range(n):
             st.pkey[top + j] = st.pkey[s + j]
             st.pval[top + j] = st.pval[s + j]
+            st.pnode[top + j] = st.pnode[s + j]
         st.vstart[v] = top
         st.vcap[v] = n
         top += n
@@ -465,56 +507,99 @@ def _compact(st, n_vectors):
 
 
 @_jit
-def _update(st, h, pivot, n, cnt, head):
-    """``vec[h] -= vec[h][pivot] * r`` (``r = rk/rv`` of length ``n``, ``r[pivot] = 1``):
-    a sorted merge into the work arrays, written back in place or, when it grew beyond
-    its room, at the pool's top.  Keeps ``cnt``/``head`` right; returns the new length."""
-    s = st.vstart[h]
-    m = st.vlen[h]
-    c = np.int64(st.pval[_find(st, h, pivot)])
-    i = 0
-    j = 0
-    out = 0
-    while i < m or j < n:
-        if j >= n or (i < m and st.pkey[s + i] < st.rk[j]):
-            st.tk[out] = st.pkey[s + i]
-            st.tv[out] = st.pval[s + i]
+def _eliminate(st, pivot, n, nb, nh):
+    """``vec[h] -= vec[h][pivot] * r`` for the holders ``h = ids[:nh]`` of the pivot
+    (basis vectors ``ids[:nb]`` first; ``r = rk/rv`` of length ``n``, ``r[pivot] = 1``):
+    per holder a sorted merge into the work arrays, written back in place or, when it
+    grew beyond its room, at the pool's top.  Keeps the lists, counts and the primaries'
+    hash table right; returns how many primaries became zero."""
+    pkey, pval, pnode = st.pkey, st.pval, st.pnode
+    tk, tv, tn = st.tk, st.tv, st.tn
+    rk, rv, salt = st.rk, st.rv, st.salt
+    nnext, nprev, nowner, meta = st.nnext, st.nprev, st.nowner, st.meta
+    table, fp, vstart, vlen, vcap = st.table, st.fp, st.vstart, st.vlen, st.vcap
+    emptied = 0
+    for q in range(nh):
+        h = st.ids[q]
+        primary = q >= nb
+        cnt = st.cnt_p if primary else st.cnt_b
+        head = st.head_p if primary else st.head_b
+        if primary:
+            _table_remove(table, fp, h)
+        f = fp[h]
+        s = vstart[h]
+        m = vlen[h]
+        c = np.int64(pval[_find(pkey, s, s + m, pivot)])
+        i = 0
+        j = 0
+        out = 0
+        while i < m and j < n:
+            a = pkey[s + i]
+            k = rk[j]
+            if a < k:
+                tk[out] = a
+                tv[out] = pval[s + i]
+                tn[out] = pnode[s + i]
+                out += 1
+                i += 1
+            elif a > k:  # fill-in
+                tk[out] = k
+                tv[out] = (P - c * np.int64(rv[j]) % P) % P
+                tn[out] = _link(nnext, nprev, nowner, meta, head, k, h)
+                out += 1
+                cnt[k] += 1
+                f = (f + salt[k]) % Q
+                j += 1
+            else:
+                z = (np.int64(pval[s + i]) - c * np.int64(rv[j])) % P
+                if z != 0:
+                    tk[out] = k
+                    tv[out] = z
+                    tn[out] = pnode[s + i]
+                    out += 1
+                else:  # cancelled (always so for the pivot)
+                    _unlink(nnext, nprev, meta, head, k, pnode[s + i])
+                    cnt[k] -= 1
+                    f = (f + Q - salt[k]) % Q
+                i += 1
+                j += 1
+        while i < m:
+            tk[out] = pkey[s + i]
+            tv[out] = pval[s + i]
+            tn[out] = pnode[s + i]
             out += 1
             i += 1
-        elif i >= m or st.pkey[s + i] > st.rk[j]:  # fill-in
-            k = st.rk[j]
-            st.tk[out] = k
-            st.tv[out] = (P - c * np.int64(st.rv[j]) % P) % P
+        while j < n:  # fill-in
+            k = rk[j]
+            tk[out] = k
+            tv[out] = (P - c * np.int64(rv[j]) % P) % P
+            tn[out] = _link(nnext, nprev, nowner, meta, head, k, h)
             out += 1
             cnt[k] += 1
-            _push(st, head, k, h)
+            f = (f + salt[k]) % Q
             j += 1
-        else:
-            k = st.rk[j]
-            z = (np.int64(st.pval[s + i]) - c * np.int64(st.rv[j])) % P
-            if z != 0:
-                st.tk[out] = k
-                st.tv[out] = z
-                out += 1
-            else:  # cancelled (always the pivot); its stale node is pruned later
-                cnt[k] -= 1
-            i += 1
-            j += 1
-    if out > st.vcap[h]:
-        cap = out + out // 2 + 2
-        s = st.meta[M_TOP]
-        st.meta[M_TOP] += cap
-        st.vstart[h] = s
-        st.vcap[h] = cap
-    for q in range(out):
-        st.pkey[s + q] = st.tk[q]
-        st.pval[s + q] = st.tv[q]
-    st.vlen[h] = out
-    return out
+        if out > vcap[h]:
+            cap = out + out // 2 + 2
+            s = meta[M_TOP]
+            meta[M_TOP] += cap
+            vstart[h] = s
+            vcap[h] = cap
+        for t in range(out):
+            pkey[s + t] = tk[t]
+            pval[s + t] = tv[t]
+            pnode[s + t] = tn[t]
+        vlen[h] = out
+        fp[h] = f
+        if primary:
+            if out > 0:
+                _table_insert(table, fp, h)
+            else:
+                emptied += 1
+    return emptied
 
 
 @_jit
-def _offer(st, keys, vals, force, n_primaries):
+def _offer(st, keys, vals, force):
     """Publish the vector ``(keys, vals)`` unless that puts a primary into the published
     span (``force``: publish anyway).  Returns STATUS_PUBLISHED, STATUS_SUPPRESSED, or
     STATUS_NEED_POOL / STATUS_NEED_NODES (nothing changed: grow the arrays, offer again)."""
@@ -522,18 +607,20 @@ def _offer(st, keys, vals, force, n_primaries):
     if n == 0:
         return STATUS_PUBLISHED  # already in the span
     if not force:
-        # a primary enters the span iff its reduced vector is a multiple of r: it holds
-        # every key of r, so the holders of r's rarest key are enough
-        rare = st.rk[0]
-        for i in range(1, n):
-            if st.cnt_p[st.rk[i]] < st.cnt_p[rare]:
-                rare = st.rk[i]
-        # (stale and repeated list entries are harmless here: the test is exact)
-        node = st.head_p[rare] if st.cnt_p[rare] > 0 else -1
-        while node >= 0:
-            if _proportional(st, st.nowner[node], n):
+        # a primary enters the span iff its reduced vector is a multiple of r: it has
+        # r's support, so only the primaries filed under r's fingerprint are candidates
+        rk, rv, table, fp = st.rk, st.rv, st.table, st.fp
+        f = np.int64(0)
+        for i in range(n):
+            f = (f + st.salt[rk[i]]) % Q
+        mask = len(table) - 1
+        slot = f & mask
+        while table[slot] >= 0:
+            u = table[slot]
+            if fp[u] == f and _proportional(st.pkey, st.pval, st.vstart[u], st.vlen[u],
+                                            rk, rv, n):
                 return STATUS_SUPPRESSED
-            node = st.nnext[node]
+            slot = (slot + 1) & mask
     # pivot: the key whose elimination touches the fewest vectors, then the smallest
     pivot = st.rk[0]
     at = 0
@@ -545,12 +632,19 @@ def _offer(st, keys, vals, force, n_primaries):
             best = w
             pivot = k
             at = i
-    nb = _walk(st, st.head_b, pivot, st.ids, 0, False)
-    nh = nb + _walk(st, st.head_p, pivot, st.ids, nb, False)
-    # room: every holder may move to the top with 1.5x its merged length
+    # the holders of the pivot (basis vectors first); room: each may move to the top
+    # with 1.5x its merged length, and link up to n new nodes
+    nh = 0
     need_pool = n
-    for i in range(nh):
-        need_pool += (st.vlen[st.ids[i]] + n) * 3 // 2 + 2
+    for head in (st.head_b, st.head_p):
+        node = head[pivot]
+        while node >= 0:
+            h = st.nowner[node]
+            st.ids[nh] = h
+            nh += 1
+            need_pool += (st.vlen[h] + n) * 3 // 2 + 2
+            node = st.nnext[node]
+    nb = st.cnt_b[pivot]
     if st.meta[M_TOP] + need_pool > len(st.pkey):
         _compact(st, st.meta[M_NVEC])
         if 2 * (st.meta[M_TOP] + need_pool) > len(st.pkey):
@@ -563,15 +657,8 @@ def _offer(st, keys, vals, force, n_primaries):
     inv = _modinv(st.rv[at])
     for i in range(n):
         st.rv[i] = np.int64(st.rv[i]) * inv % P
-    for i in range(nb):
-        _update(st, st.ids[i], pivot, n, st.cnt_b, st.head_b)
-    for i in range(nb, nh):
-        if _update(st, st.ids[i], pivot, n, st.cnt_p, st.head_p) == 0:
-            st.meta[M_DISCLOSED] += 1
-    # nothing holds the pivot any more: free its nodes
-    _walk(st, st.head_b, pivot, st.ids, 0, True)
-    _walk(st, st.head_p, pivot, st.ids, 0, True)
-    # r becomes a basis vector
+    st.meta[M_DISCLOSED] += _eliminate(st, pivot, n, nb, nh)
+    # r becomes a basis vector (listed under its keys but the pivot)
     vid = st.meta[M_NVEC]
     st.meta[M_NVEC] += 1
     s = st.meta[M_TOP]
@@ -585,19 +672,22 @@ def _offer(st, keys, vals, force, n_primaries):
         st.pval[s + i] = st.rv[i]
         if k != pivot:
             st.cnt_b[k] += 1
-            _push(st, st.head_b, k, vid)
+            st.pnode[s + i] = _link(st.nnext, st.nprev, st.nowner, st.meta, st.head_b, k,
+                                    vid)
+        else:
+            st.pnode[s + i] = -1
     st.pivot_of[pivot] = vid
     return STATUS_PUBLISHED
 
 
 @_jit
-def _offer_range(st, ptr, keys, vals, force, lo, hi, n_primaries, published):
+def _offer_range(st, ptr, keys, vals, force, lo, hi, published):
     """Offer vectors ``lo..hi-1`` of the CSR ``(ptr, keys, vals)`` in order; returns the
-    first one not done (``hi`` when all are) -- ``meta[M_NEED]`` says why it stopped."""
+    first one not done (``hi`` when all are; else ``meta[M_STATUS]`` says why)."""
     for q in range(lo, hi):
         a = ptr[q]
         b = ptr[q + 1]
-        res = _offer(st, keys[a:b], vals[a:b], force[q], n_primaries)
+        res = _offer(st, keys[a:b], vals[a:b], force[q])
         if res < 0:  # out of room: the caller grows the arrays and goes on from q
             st.meta[M_STATUS] = res
             return q
@@ -607,7 +697,8 @@ def _offer_range(st, ptr, keys, vals, force, lo, hi, n_primaries, published):
 
 @_jit
 def _load_primaries(st, ptr, keys, vals):
-    """The primaries' vectors into the pool (ids 0..), with their key counts and lists."""
+    """The primaries' vectors into the pool (ids 0..), with their lists, counts and
+    fingerprints."""
     n = len(ptr) - 1
     disclosed = 0
     for u in range(n):
@@ -616,13 +707,19 @@ def _load_primaries(st, ptr, keys, vals):
         st.vstart[u] = a
         st.vlen[u] = b - a
         st.vcap[u] = b - a
-        if b == a:
-            disclosed += 1
+        f = np.int64(0)
         for j in range(a, b):
-            st.pkey[j] = keys[j]
+            k = keys[j]
+            st.pkey[j] = k
             st.pval[j] = vals[j]
-            st.cnt_p[keys[j]] += 1
-            _push(st, st.head_p, keys[j], u)
+            st.pnode[j] = _link(st.nnext, st.nprev, st.nowner, st.meta, st.head_p, k, u)
+            st.cnt_p[k] += 1
+            f = (f + st.salt[k]) % Q
+        st.fp[u] = f
+        if b > a:
+            _table_insert(st.table, st.fp, u)
+        else:
+            disclosed += 1
     st.meta[M_TOP] = ptr[n]
     st.meta[M_NVEC] = n
     st.meta[M_DISCLOSED] = disclosed
@@ -707,20 +804,26 @@ class _Elimination:
         pool = max(1024, 4 * nnz) if room is None else nnz + room
         nodes = max(1024, 2 * nnz) if room is None else nnz + room
         i64, i32 = np.int64, np.int32
+        n_keys = self.n_keys
         self.state = _State(
             vstart=np.zeros(n_vectors, i64), vlen=np.zeros(n_vectors, i64),
             vcap=np.zeros(n_vectors, i64),
-            pkey=np.zeros(pool, i32), pval=np.zeros(pool, i32),
-            pivot_of=np.full(self.n_keys, -1, i64),
-            cnt_p=np.zeros(self.n_keys, i64), cnt_b=np.zeros(self.n_keys, i64),
-            head_p=np.full(self.n_keys, -1, i32), head_b=np.full(self.n_keys, -1, i32),
-            nnext=np.zeros(nodes, i32), nowner=np.zeros(nodes, i32),
-            stamp=np.zeros(n_vectors, i64),
-            acc=np.zeros(self.n_keys, i64), inacc=np.zeros(self.n_keys, np.bool_),
-            touched=np.zeros(self.n_keys, i64),
-            rk=np.zeros(self.n_keys, i32), rv=np.zeros(self.n_keys, i32),
-            tk=np.zeros(self.n_keys, i32), tv=np.zeros(self.n_keys, i32),
-            ids=np.zeros(n_vectors, i64), meta=np.zeros(9, i64))
+            pkey=np.zeros(pool, i32), pval=np.zeros(pool, i32), pnode=np.zeros(pool, i32),
+            pivot_of=np.full(n_keys, -1, i64),
+            cnt_p=np.zeros(n_keys, i64), cnt_b=np.zeros(n_keys, i64),
+            head_p=np.full(n_keys, -1, i32), head_b=np.full(n_keys, -1, i32),
+            nnext=np.zeros(nodes, i32), nprev=np.zeros(nodes, i32),
+            nowner=np.zeros(nodes, i32),
+            # fixed seed: the run is deterministic (the salts only pick candidates,
+            # every candidate is checked exactly)
+            salt=np.random.default_rng(0).integers(1, Q, n_keys, dtype=i64),
+            fp=np.zeros(n_vectors, i64),
+            table=np.full(1 << max(4, (2 * n_primaries).bit_length()), -1, i64),
+            acc=np.zeros(n_keys, i64), inacc=np.zeros(n_keys, np.bool_),
+            touched=np.zeros(n_keys, i64),
+            rk=np.zeros(n_keys, i32), rv=np.zeros(n_keys, i32),
+            tk=np.zeros(n_keys, i32), tv=np.zeros(n_keys, i32), tn=np.zeros(n_keys, i32),
+            ids=np.zeros(n_vectors, i64), meta=np.zeros(8, i64))
         self.state.meta[M_FREE] = -1
         _load_primaries(self.state, np.asarray(ptr, i64), np.asarray(keys, i32),
                         np.asarray(vals, i32))
@@ -736,19 +839,19 @@ class _Elimination:
         if meta[M_STATUS] == STATUS_NEED_POOL:
             top = int(meta[M_TOP])
             size = max(2 * len(st.pkey), 2 * (top + int(meta[M_NEED])))
-            pkey = np.zeros(size, np.int32)
-            pval = np.zeros(size, np.int32)
-            pkey[:top] = st.pkey[:top]
-            pval[:top] = st.pval[:top]
-            self.state = st._replace(pkey=pkey, pval=pval)
+            grown = {}
+            for name in ("pkey", "pval", "pnode"):
+                grown[name] = np.zeros(size, np.int32)
+                grown[name][:top] = getattr(st, name)[:top]
+            self.state = st._replace(**grown)
         else:
             top = int(meta[M_NODE_TOP])
             size = max(2 * len(st.nnext), 2 * (top + int(meta[M_NEED])))
-            nnext = np.zeros(size, np.int32)
-            nowner = np.zeros(size, np.int32)
-            nnext[:top] = st.nnext[:top]
-            nowner[:top] = st.nowner[:top]
-            self.state = st._replace(nnext=nnext, nowner=nowner)
+            grown = {}
+            for name in ("nnext", "nprev", "nowner"):
+                grown[name] = np.zeros(size, np.int32)
+                grown[name][:top] = getattr(st, name)[:top]
+            self.state = st._replace(**grown)
         meta[M_STATUS] = 0
 
     def offer_range(self, ptr: np.ndarray, keys: np.ndarray, vals: np.ndarray,
@@ -756,8 +859,7 @@ class _Elimination:
         """Offer vectors ``lo..hi-1`` of a CSR (keys sorted or not, coefficients in
         ``[0, P)``); ``published[q]`` gets 1 (published) or 0 (a secondary)."""
         while lo < hi:
-            lo = _offer_range(self.state, ptr, keys, vals, force, lo, hi,
-                              self.n_primaries, published)
+            lo = _offer_range(self.state, ptr, keys, vals, force, lo, hi, published)
             if lo < hi:
                 self._grow()
 
