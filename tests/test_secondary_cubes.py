@@ -113,3 +113,40 @@ def test_certify_only_adds_nothing_and_its_moves_certify():
     assert len(settled) >= 0.8 * len(np.setdiff1d(prim, left))
     res = audit(repaired, mode="verdict", moves=moves)
     assert res.n_moves_rejected == 0 and res.protected[settled].all()
+
+
+def _pair_table() -> Table:
+    # 3 x 3 interior; primary (a, x) = 10 needs 5 up and 5 down.  Its four leaf cubes:
+    # (b, y) moves it up by 6 but down by 1 only, (c, z) down by 6 but up by 1 only, the
+    # other two by 1 either way: no single cube meets the need, a pair does
+    interior = np.array([[10, 6, 1], [6, 1, 3], [1, 4, 6]], dtype=float)
+    full = np.zeros((4, 4))
+    full[1:, 1:] = interior
+    full[0, 1:] = interior.sum(axis=0)
+    full[1:, 0] = interior.sum(axis=1)
+    full[0, 0] = interior.sum()
+    r = Hierarchy.flat(["a", "b", "c"], total="T")
+    c = Hierarchy.flat(["x", "y", "z"], total="T")
+    t = Table.from_arrays({"r": r, "c": c}, full.ravel())
+    p = t.cell("a", "x")
+    st = t.status.copy()
+    st[p] = "U"
+    levels = np.where(st == "U", 5.0, 0.0)
+    return t.replace(status=st, upl=levels, lpl=levels)
+
+
+def test_cube_pair_protects_where_no_single_cube_does():
+    t = _pair_table()
+    p = t.cell("a", "x")
+    new, left, moves = cube_repair(t, np.ones(t.n_cells), [p], return_moves=True)
+    assert left.tolist() == []
+    added = {t.cell_name(i) for i in np.flatnonzero(new == "M")}
+    assert added == {t.cell_name(t.cell(r, c)) for r, c in
+                     [("a", "y"), ("b", "x"), ("b", "y"), ("a", "z"), ("c", "x"), ("c", "z")]}
+    # one move up (from the first cube), one down (from the second), both accepted
+    assert moves.shape[0] == 2
+    res = audit(t.replace(status=new))
+    assert res.protected[p]
+    assert res.lower[p] <= 10 - 5 and res.upper[p] >= 10 + 5
+    with_moves = audit(t.replace(status=new), mode="verdict", moves=moves)
+    assert with_moves.n_moves_rejected == 0 and with_moves.protected[p]

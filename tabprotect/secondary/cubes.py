@@ -223,11 +223,11 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             return status, unresolved_cells
         return status, unresolved_cells, _move_matrix(moves, table.n_cells)
 
-    def record(p, corners, signs, t_up, t_down):
+    def record(p, corners, signs, t_up, t_down, directions=(1.0, -1.0)):
         # magnitudes: the cube's room, capped where a bound is infinite
         cap = 10.0 * max(need_up[p], need_down[p], float(table.spl[p]), 1.0)
         for magnitude, sign in ((min(t_up, cap), 1.0), (min(t_down, cap), -1.0)):
-            if magnitude > 0:
+            if magnitude > 0 and sign in directions:
                 moves.append((corners, sign * magnitude * signs))
 
     if not table.dimensions or len(cells) == 0:
@@ -291,9 +291,24 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             # a corner's contributor knows its value: the cube proves nothing against it
             ok &= ~single[corners[1:]].any(axis=0)
         width = float(table.spl[p]) if status[p] == "U" else 0.0
-        ok &= ((t_up >= need_up[p] * scale) & (t_down >= need_down[p] * scale)
-               & (t_up + t_down >= max(width * scale, tol[p])))
+        usable_cube = ok
+        ok = usable_cube & ((t_up >= need_up[p] * scale) & (t_down >= need_down[p] * scale)
+                            & (t_up + t_down >= max(width * scale, tol[p])))
         if not ok.any():
+            pair = None if certify_only else _cube_pair(
+                usable_cube, t_up, t_down, new_cost, need_up[p] * scale,
+                need_down[p] * scale, max(width * scale, tol[p]))
+            if pair is not None:
+                # one cube for the way up, another for the way down: each a move of
+                # the whole table, so together they prove the interval
+                for j, direction in zip(pair, (1.0, -1.0)):
+                    cube = corners[:, j]
+                    fresh = cube[~suppressed[cube]]
+                    status[fresh] = "M"
+                    suppressed[fresh] = True
+                    record(p, cube, signs[:, j].astype(float), float(t_up[j]),
+                           float(t_down[j]), directions=(direction,))
+                continue
             # a leaf primary whose siblings have children: chains down from them
             if chain_cubes is None or not chain_cube(p, width):
                 unresolved.append(p)
@@ -309,6 +324,28 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         record(p, cube, signs[:, best].astype(float), float(t_up[best]),
                float(t_down[best]))
     return done(np.asarray(unresolved, dtype=np.int64))
+
+
+def _cube_pair(usable: np.ndarray, t_up: np.ndarray, t_down: np.ndarray,
+               new_cost: np.ndarray, need_up: float, need_down: float, width: float
+               ) -> tuple[int, int] | None:
+    """Two cubes that together meet a need no single cube meets: the cheapest usable
+    cube with room ``need_up`` upwards and the cheapest with ``need_down`` downwards
+    (ties to the first), when their rooms add up to ``width``; None otherwise.
+
+    >>> _cube_pair(np.array([True, True]), np.array([5.0, 1.0]), np.array([1.0, 5.0]),
+    ...            np.array([2.0, 3.0]), 4.0, 4.0, 8.0)
+    (0, 1)
+    """
+    up = np.flatnonzero(usable & (t_up >= need_up))
+    down = np.flatnonzero(usable & (t_down >= need_down))
+    if len(up) == 0 or len(down) == 0:
+        return None
+    a = int(up[np.argmin(new_cost[up])])
+    b = int(down[np.argmin(new_cost[down])])
+    if t_up[a] + t_down[b] < width:
+        return None
+    return a, b
 
 
 def _certified_leaf_cubes(table: Table, cells: np.ndarray, suppressed: np.ndarray,
