@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tabprotect.secondary.gauss import P, _Elimination, _modinv, _run, cell_vectors, gauss
+from tabprotect.secondary.gauss import (P, _Elimination, _modinv, _run, _table_insert,
+                                        _table_remove, cell_vectors, gauss)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import gen_tables  # noqa: E402
@@ -224,3 +225,28 @@ def test_time_limit_keeps_unexamined_cells_hidden():
     assert out.solver_status == "time_limit"
     free = ~np.isin(t.status, ("U", "M", "P", "Z"))
     assert (out.status[free] == "M").all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 11), st.sampled_from([0, 7, 14, 15])),
+                max_size=60))
+def test_fingerprint_table_finds_every_filed_primary(ops):
+    # few fingerprints in a 16-slot table: long clusters that wrap around the end, so the
+    # backward-shift deletion is exercised; a set is the model
+    table = np.full(16, -1, np.int64)
+    fp = np.zeros(12, np.int64)
+    filed: set[int] = set()
+    for insert, u, f in ops:
+        if insert and u not in filed:
+            fp[u] = f
+            _table_insert(table, fp, u)
+            filed.add(u)
+        elif not insert and u in filed:
+            _table_remove(table, fp, u)
+            filed.discard(u)
+        assert set(table[table >= 0].tolist()) == filed
+        for v in filed:  # found by probing from its home slot before an empty slot
+            slot = int(fp[v]) & 15
+            while table[slot] != v:
+                assert table[slot] >= 0
+                slot = (slot + 1) & 15
