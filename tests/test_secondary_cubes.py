@@ -115,11 +115,11 @@ def test_certify_only_adds_nothing_and_its_moves_certify():
     assert res.n_moves_rejected == 0 and res.protected[settled].all()
 
 
-def _pair_table() -> Table:
+def _pair_table(interior=((10, 6, 1), (6, 1, 3), (1, 4, 6)), up=5.0, down=5.0) -> Table:
     # 3 x 3 interior; primary (a, x) = 10 needs 5 up and 5 down.  Its four leaf cubes:
     # (b, y) moves it up by 6 but down by 1 only, (c, z) down by 6 but up by 1 only, the
     # other two by 1 either way: no single cube meets the need, a pair does
-    interior = np.array([[10, 6, 1], [6, 1, 3], [1, 4, 6]], dtype=float)
+    interior = np.asarray(interior, dtype=float)
     full = np.zeros((4, 4))
     full[1:, 1:] = interior
     full[0, 1:] = interior.sum(axis=0)
@@ -131,8 +131,8 @@ def _pair_table() -> Table:
     p = t.cell("a", "x")
     st = t.status.copy()
     st[p] = "U"
-    levels = np.where(st == "U", 5.0, 0.0)
-    return t.replace(status=st, upl=levels, lpl=levels)
+    return t.replace(status=st, upl=np.where(st == "U", up, 0.0),
+                     lpl=np.where(st == "U", down, 0.0))
 
 
 def test_cube_pair_protects_where_no_single_cube_does():
@@ -148,5 +148,21 @@ def test_cube_pair_protects_where_no_single_cube_does():
     res = audit(t.replace(status=new))
     assert res.protected[p]
     assert res.lower[p] <= 10 - 5 and res.upper[p] >= 10 + 5
+    with_moves = audit(t.replace(status=new), mode="verdict", moves=moves)
+    assert with_moves.n_moves_rejected == 0 and with_moves.protected[p]
+
+
+def test_cube_sum_moves_a_primary_further_than_any_single_cube():
+    # (a, x) = 10 needs 5.5 up; every leaf cube moves it up by 3 only, but two cubes
+    # with no corner in common besides it add up: their sum is one move of 6
+    t = _pair_table(((10, 3, 3), (3, 5, 1), (3, 1, 5)), up=5.5, down=1.0)
+    p = t.cell("a", "x")
+    new, left, moves = cube_repair(t, np.ones(t.n_cells), [p], return_moves=True)
+    assert left.tolist() == [] and moves.shape[0] == 2
+    assert abs(t.relations @ moves.T).max() <= 1e-9
+    up_move = moves[np.flatnonzero(moves[:, p].toarray().ravel() > 0)[0]]
+    assert up_move[0, p] >= 5.5
+    res = audit(t.replace(status=new))
+    assert res.protected[p] and res.upper[p] >= 16.0
     with_moves = audit(t.replace(status=new), mode="verdict", moves=moves)
     assert with_moves.n_moves_rejected == 0 and with_moves.protected[p]

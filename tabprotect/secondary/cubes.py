@@ -295,19 +295,29 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         ok = usable_cube & ((t_up >= need_up[p] * scale) & (t_down >= need_down[p] * scale)
                             & (t_up + t_down >= max(width * scale, tol[p])))
         if not ok.any():
-            pair = None if certify_only else _cube_pair(
-                usable_cube, t_up, t_down, new_cost, need_up[p] * scale,
-                need_down[p] * scale, max(width * scale, tol[p]))
-            if pair is not None:
-                # one cube for the way up, another for the way down: each a move of
+            need = (need_up[p] * scale, need_down[p] * scale, max(width * scale, tol[p]))
+            up = down = None
+            if not certify_only:
+                up = _cube_sum(usable_cube, t_up, new_cost, corners, need[0])
+                down = _cube_sum(usable_cube, t_down, new_cost, corners, need[1])
+            if up is not None and down is not None and \
+                    t_up[up].sum() + t_down[down].sum() >= need[2]:
+                # cubes for the way up and cubes for the way down: each sum a move of
                 # the whole table, so together they prove the interval
-                for j, direction in zip(pair, (1.0, -1.0)):
-                    cube = corners[:, j]
-                    fresh = cube[~suppressed[cube]]
+                for chosen, room, direction, own in ((up, t_up, 1.0, search.room_up[p]),
+                                                     (down, t_down, -1.0,
+                                                      search.room_down[p])):
+                    cubes = corners[:, chosen]
+                    fresh = np.unique(cubes[~suppressed[cubes]])
                     status[fresh] = "M"
                     suppressed[fresh] = True
-                    record(p, cube, signs[:, j].astype(float), float(t_up[j]),
-                           float(t_down[j]), directions=(direction,))
+                    # the primary moves by the sum of the rooms: no further than its own
+                    share = min(1.0, own / max(float(room[chosen].sum()), 1e-300))
+                    magnitude = np.minimum(room[chosen] * share, 10.0 * max(
+                        need_up[p], need_down[p], float(table.spl[p]), 1.0))
+                    record(p, cubes.T.ravel(),
+                           (signs[:, chosen] * magnitude).T.ravel().astype(float),
+                           1.0, 1.0, directions=(direction,))
                 continue
             # a leaf primary whose siblings have children: chains down from them
             if chain_cubes is None or not chain_cube(p, width):
@@ -326,26 +336,49 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     return done(np.asarray(unresolved, dtype=np.int64))
 
 
-def _cube_pair(usable: np.ndarray, t_up: np.ndarray, t_down: np.ndarray,
-               new_cost: np.ndarray, need_up: float, need_down: float, width: float
-               ) -> tuple[int, int] | None:
-    """Two cubes that together meet a need no single cube meets: the cheapest usable
-    cube with room ``need_up`` upwards and the cheapest with ``need_down`` downwards
-    (ties to the first), when their rooms add up to ``width``; None otherwise.
+def _cube_sum(usable: np.ndarray, room: np.ndarray, new_cost: np.ndarray,
+              corners: np.ndarray, need: float) -> list[int] | None:
+    """Cubes whose rooms in one direction add up to ``need``: the cheapest usable cube
+    with that room alone, else cubes with no corner in common but the primary (corner
+    0), taken greedily; None when they do not reach it.
 
-    >>> _cube_pair(np.array([True, True]), np.array([5.0, 1.0]), np.array([1.0, 5.0]),
-    ...            np.array([2.0, 3.0]), 4.0, 4.0, 8.0)
-    (0, 1)
+    Cubes that share only the primary move their corners independently, so their sum
+    is a move too, taking the primary by the sum of their rooms.  Whether a sum is found
+    depends on the rooms alone (largest room first), not on what is suppressed already:
+    so a primary settled from one pattern is settled from any other; where the cheaper
+    greedy order (least new cost per unit of room) reaches the need too, it is taken.
+
+    >>> corners = np.array([[0, 0, 0], [1, 3, 1], [2, 4, 5]])
+    >>> _cube_sum(np.array([True, True, True]), np.array([3.0, 3.0, 4.0]),
+    ...           np.array([1.0, 2.0, 1.0]), corners, 5.0)
+    [2, 1]
     """
-    up = np.flatnonzero(usable & (t_up >= need_up))
-    down = np.flatnonzero(usable & (t_down >= need_down))
-    if len(up) == 0 or len(down) == 0:
+    cand = np.flatnonzero(usable & (room > 0))
+    alone = cand[room[cand] >= need]
+    if len(alone):
+        return [int(alone[np.argmin(new_cost[alone])])]
+
+    def greedy(order: np.ndarray) -> list[int] | None:
+        used: set[int] = set()
+        chosen, total = [], 0.0
+        for j in order.tolist():
+            others = corners[1:, j].tolist()
+            if used.intersection(others):
+                continue
+            used.update(others)
+            chosen.append(j)
+            total += float(room[j])
+            if total >= need:
+                return chosen
         return None
-    a = int(up[np.argmin(new_cost[up])])
-    b = int(down[np.argmin(new_cost[down])])
-    if t_up[a] + t_down[b] < width:
+
+    widest = greedy(cand[np.lexsort((cand, -room[cand]))])
+    if widest is None:
         return None
-    return a, b
+    cheap = greedy(cand[np.lexsort((cand, new_cost[cand] / room[cand]))])
+    if cheap is not None and new_cost[cheap].sum() <= new_cost[widest].sum():
+        return cheap
+    return widest
 
 
 def _certified_leaf_cubes(table: Table, cells: np.ndarray, suppressed: np.ndarray,
