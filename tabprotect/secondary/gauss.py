@@ -300,7 +300,7 @@ class _State(NamedTuple):
     touched: np.ndarray
     rk: np.ndarray        # the offered vector reduced (keys, coefficients)
     rv: np.ndarray
-    tk: np.ndarray        # merge output
+    tk: np.ndarray        # per key of the reduced offer: kind, value, position
     tv: np.ndarray
     tn: np.ndarray
     ids: np.ndarray       # holders of the pivot
@@ -539,15 +539,16 @@ def _compact(st, n_vectors):
 @_jit
 def _eliminate(st, pivot, n, nb, nh):
     """``vec[h] -= vec[h][pivot] * r`` for the holders ``h = ids[:nh]`` of the pivot
-    (basis vectors ``ids[:nb]`` first; ``r = rk/rv`` of length ``n``, ``r[pivot] = 1``).
-    Only the window of ``h`` between ``r``'s first and last keys changes: it is merged
-    with ``r`` into the work arrays and written back, the tail after it shifted when the
-    length changed; a holder that outgrows its room moves to the pool's top.  (The
-    copies are what the elimination spends its time on: the window is a third of the
-    holder on 100k-4d.)  Keeps the lists, counts and the primaries' hash table right;
-    returns how many primaries became zero."""
+    (basis vectors ``ids[:nb]`` first; ``r = rk/rv`` of length ``n``, ``r[pivot] = 1``),
+    in place.  Per holder: find ``r``'s keys in it (``n`` binary searches), update the
+    values there, then move only the runs of entries between them whose position
+    changes (a fill-in shifts what follows one place right, a cancellation one place
+    left), and write the fill-ins; a holder that outgrows its room is copied to the
+    pool's top instead.  The copies are what the elimination spends its time on, and
+    most runs keep their place.  Keeps the lists, counts and the primaries' hash table
+    right; returns how many primaries became zero."""
     pkey, pval, pnode = st.pkey, st.pval, st.pnode
-    tk, tv, tn = st.tk, st.tv, st.tn
+    kind, val, pos = st.tk, st.tv, st.tn  # per key of r: 0 update, 1 fill-in, 2 cancel
     rk, rv, salt = st.rk, st.rv, st.salt
     nnext, nowner, meta = st.nnext, st.nowner, st.meta
     table, fp, vstart, vlen, vcap = st.table, st.fp, st.vstart, st.vlen, st.vcap
@@ -562,89 +563,116 @@ def _eliminate(st, pivot, n, nb, nh):
         f = fp[h]
         s = vstart[h]
         m = vlen[h]
-        c = np.int64(pval[_find(pkey, s, s + m, pivot)])
-        # the window [lo, hi) of h's positions that r's keys can touch
-        lo = _lower_bound(pkey, s, s + m, rk[0]) - s
-        hi = _lower_bound(pkey, s + lo, s + m, rk[n - 1] + 1) - s
-        i = lo
-        j = 0
-        out = 0
-        while i < hi and j < n:
-            a = pkey[s + i]
+        end = s + m
+        c = np.int64(pval[_find(pkey, s, end, pivot)])
+        # 1. classify r's keys; updates and cancellations are done where they stand
+        p = s
+        grow = 0
+        for j in range(n):
             k = rk[j]
-            if a < k:
-                tk[out] = a
-                tv[out] = pval[s + i]
-                tn[out] = pnode[s + i]
-                out += 1
-                i += 1
-            elif a > k:  # fill-in
-                tk[out] = k
-                tv[out] = (P - c * np.int64(rv[j]) % P) % P
-                tn[out] = _link(nnext, nowner, meta, head, k, h)
-                out += 1
-                cnt[k] += 1
-                f = (f + salt[k]) % Q
-                j += 1
-            else:
-                z = (np.int64(pval[s + i]) - c * np.int64(rv[j])) % P
+            p = _lower_bound(pkey, p, end, k)
+            pos[j] = p
+            if p < end and pkey[p] == k:
+                z = (np.int64(pval[p]) - c * np.int64(rv[j])) % P
                 if z != 0:
-                    tk[out] = k
-                    tv[out] = z
-                    tn[out] = pnode[s + i]
-                    out += 1
+                    kind[j] = 0
+                    pval[p] = z
                 else:  # cancelled (always so for the pivot)
-                    nowner[pnode[s + i]] = -1  # its node is dead
+                    kind[j] = 2
+                    grow -= 1
+                    nowner[pnode[p]] = -1  # its node is dead
                     cnt[k] -= 1
                     f = (f + Q - salt[k]) % Q
-                i += 1
-                j += 1
-        while i < hi:
-            tk[out] = pkey[s + i]
-            tv[out] = pval[s + i]
-            tn[out] = pnode[s + i]
-            out += 1
-            i += 1
-        while j < n:  # fill-in
-            k = rk[j]
-            tk[out] = k
-            tv[out] = (P - c * np.int64(rv[j]) % P) % P
-            tn[out] = _link(nnext, nowner, meta, head, k, h)
-            out += 1
-            cnt[k] += 1
-            f = (f + salt[k]) % Q
-            j += 1
-        tail = m - hi
-        new_len = lo + out + tail
-        if new_len > vcap[h]:  # move: prefix, window, tail to the top
+            else:
+                kind[j] = 1
+                val[j] = (P - c * np.int64(rv[j]) % P) % P
+                grow += 1
+        new_len = m + grow
+        if new_len > vcap[h]:
+            # 2a. outgrown: copy to the top, dropping cancelled entries, adding fill-ins
             cap = new_len + new_len // 2 + 2
             d = meta[M_TOP]
             meta[M_TOP] += cap
-            for t in range(lo):
-                pkey[d + t] = pkey[s + t]
-                pval[d + t] = pval[s + t]
-                pnode[d + t] = pnode[s + t]
-            for t in range(tail):
-                pkey[d + lo + out + t] = pkey[s + hi + t]
-                pval[d + lo + out + t] = pval[s + hi + t]
-                pnode[d + lo + out + t] = pnode[s + hi + t]
+            w = d
+            i = s
+            for j in range(n):
+                if kind[j] == 0:
+                    continue
+                pj = pos[j]
+                for t in range(i, pj):
+                    pkey[w] = pkey[t]
+                    pval[w] = pval[t]
+                    pnode[w] = pnode[t]
+                    w += 1
+                if kind[j] == 2:
+                    i = pj + 1
+                else:
+                    k = rk[j]
+                    pkey[w] = k
+                    pval[w] = val[j]
+                    pnode[w] = _link(nnext, nowner, meta, head, k, h)
+                    cnt[k] += 1
+                    f = (f + salt[k]) % Q
+                    w += 1
+                    i = pj
+            for t in range(i, end):
+                pkey[w] = pkey[t]
+                pval[w] = pval[t]
+                pnode[w] = pnode[t]
+                w += 1
             vstart[h] = d
             vcap[h] = cap
-            s = d
-        elif lo + out > hi:  # the tail moves right: copy it backwards
-            for t in range(tail - 1, -1, -1):
-                pkey[s + lo + out + t] = pkey[s + hi + t]
-                pval[s + lo + out + t] = pval[s + hi + t]
-                pnode[s + lo + out + t] = pnode[s + hi + t]
-        elif lo + out < hi:  # the tail moves left
-            for t in range(tail):
-                pkey[s + lo + out + t] = pkey[s + hi + t]
-                pval[s + lo + out + t] = pval[s + hi + t]
-                pnode[s + lo + out + t] = pnode[s + hi + t]
-        for t in range(out):
-            pkey[s + lo + t] = tk[t]
-            pval[s + lo + t] = tv[t]
-            pnode[s + lo + t] = tn[t]
+        else:
+            # 2b. in place: runs moving left, front to back; runs moving right, back to
+            # front (runs of opposite shifts never overlap: the cancellations or
+            # fill-ins between them make the room); then the fill-ins
+            shift = 0
+            i = s
+            for j in range(n):
+                if kind[j] == 0:
+                    continue
+                pj = pos[j]
+                if shift < 0:
+                    for t in range(i, pj):
+                        pkey[t + shift] = pkey[t]
+                        pval[t + shift] = pval[t]
+                        pnode[t + shift] = pnode[t]
+                if kind[j] == 2:
+                    shift -= 1
+                    i = pj + 1
+                else:
+                    shift += 1
+                    i = pj
+            if shift < 0:
+                for t in range(i, end):
+                    pkey[t + shift] = pkey[t]
+                    pval[t + shift] = pval[t]
+                    pnode[t + shift] = pnode[t]
+            run_end = end
+            for j in range(n - 1, -1, -1):
+                if kind[j] == 0:
+                    continue
+                pj = pos[j]
+                start = pj + 1 if kind[j] == 2 else pj
+                if shift > 0:
+                    for t in range(run_end - 1, start - 1, -1):
+                        pkey[t + shift] = pkey[t]
+                        pval[t + shift] = pval[t]
+                        pnode[t + shift] = pnode[t]
+                shift += 1 if kind[j] == 2 else -1
+                run_end = pj
+            for j in range(n):  # (shift is 0 again: the prefix before r's keys)
+                if kind[j] == 2:
+                    shift -= 1
+                elif kind[j] == 1:
+                    w = pos[j] + shift
+                    k = rk[j]
+                    pkey[w] = k
+                    pval[w] = val[j]
+                    pnode[w] = _link(nnext, nowner, meta, head, k, h)
+                    cnt[k] += 1
+                    f = (f + salt[k]) % Q
+                    shift += 1
         vlen[h] = new_len
         fp[h] = f
         if primary:
