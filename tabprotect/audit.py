@@ -64,6 +64,11 @@ _SOLO_BLOCK_SIZES = (5_000,)
 _BLOCK_CORE_SHARE = 1 / 3
 # block LPs from this many variables are solved by interior point (no crossover)
 _BLOCK_IPM_VARS = 5_000
+# screen mode: the larger block passes run only while the previous pass certified at
+# least this share of the primaries it tried (on a pattern whose open primaries are
+# mostly really short -- gauss after its cube pass, 1M cells, 4-D -- every pass costs
+# LPs that certify next to nothing, and the repair handles them anyway)
+_SCREEN_BLOCK_MIN_YIELD = 0.1
 
 
 @dataclass
@@ -118,6 +123,7 @@ class AuditResult:
     outer_upper: np.ndarray | None = None
     n_local_lp: int = 0    # small LPs around primary cells (verdict mode, large components)
     n_block_lp: int = 0    # LPs over regions of huge components (verdict mode)
+    n_block_passes_skipped: int = 0  # screen: larger block passes left out (low yield)
     n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
     n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
 
@@ -150,6 +156,7 @@ class AuditResult:
             "certified_by_witness": self.n_certified,
             "local_lp": self.n_local_lp,
             "block_lp": self.n_block_lp,
+            "block_passes_skipped": self.n_block_passes_skipped,
             "moves_used": self.n_moves_used,
             "moves_rejected": self.n_moves_rejected,
             "complete": self.complete,
@@ -264,7 +271,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[determined] = value[determined]
     free = unpublished & ~determined
     comps, ncomp = _components(table.relations, free)
-    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0}
+    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
+                "block_passes_skipped": 0}
     incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
@@ -361,8 +369,9 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        exact_lower=exact_lower, exact_upper=exact_upper,
                        outer_lower=outer_lower, outer_upper=outer_upper,
                        n_certified=counters["certified"], n_local_lp=counters["local_lp"],
-                       n_block_lp=counters["block_lp"], n_moves_used=counters_moves[0],
-                       n_moves_rejected=counters_moves[1])
+                       n_block_lp=counters["block_lp"],
+                       n_block_passes_skipped=counters["block_passes_skipped"],
+                       n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1])
 
 
 def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray]) -> list:
@@ -844,7 +853,8 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
     """Intervals (or the verdict) of one component, plus its singleton attacks."""
     system = task.system
     k = system.k
-    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0}
+    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
+                "block_passes_skipped": 0}
     worst_lo = np.full(k, -np.inf)
     worst_hi = np.full(k, np.inf)
     try:
@@ -1114,7 +1124,8 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
             # alone: where many primaries share a block the LP may leave one of them
             # behind although the block could move it far enough
             tried = np.zeros(k, dtype=bool)
-            for j in np.flatnonzero(want & ~satisfied() & ~decided):
+            open_before = want & ~satisfied() & ~decided
+            for j in np.flatnonzero(open_before):
                 if tried[j] or not (needs_hi(j) or needs_lo(j)) or \
                         _out_of_time(task.deadline):
                     continue
@@ -1149,13 +1160,19 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                         continue
                     absorb(system.block_witness(cells, idx, goal[push], sign, fixed,
                                                 counters, reach, 1.0 / scale[idx]))
+            # the share of the primaries open before the pass that it certified
+            return int((open_before & satisfied()).sum()) / max(1, int(open_before.sum()))
 
         blocks = k >= _BLOCK_MIN_VARS
         if blocks:
-            for size in _BLOCK_SIZES:
-                block_pass(size)
-            for size in _SOLO_BLOCK_SIZES:
-                block_pass(size, solo=True)
+            passes = [(size, False) for size in _BLOCK_SIZES] + \
+                [(size, True) for size in _SOLO_BLOCK_SIZES]
+            for n_pass, (size, solo) in enumerate(passes):
+                share = block_pass(size, solo=solo)
+                if task.mode == "screen" and n_pass + 1 < len(passes) and \
+                        share < _SCREEN_BLOCK_MIN_YIELD:
+                    counters["block_passes_skipped"] += len(passes) - n_pass - 1
+                    break
         else:
             aggregate_rounds(8)
         if large:

@@ -434,6 +434,31 @@ def test_screen_with_block_lps_never_solves_whole_component_lps():
     assert screen.n_lp == 0 and screen.n_local_lp == 0
 
 
+def test_screen_stops_block_passes_that_certify_nothing():
+    # the hopeless pattern: the first block pass certifies few of its primaries, so the
+    # screen leaves the larger passes out; with the yield rule off they all run (and may
+    # certify a few more); whatever either screen certifies is protected
+    audit_module = importlib.import_module("tabprotect.audit")
+    t = _hopeless_pattern()
+    with _block_lps_everywhere(sizes=(200, 60)):
+        adaptive = audit(t, mode="screen")
+        saved = audit_module._SCREEN_BLOCK_MIN_YIELD
+        audit_module._SCREEN_BLOCK_MIN_YIELD = 0.0
+        try:
+            every = audit(t, mode="screen")
+        finally:
+            audit_module._SCREEN_BLOCK_MIN_YIELD = saved
+        verdict = audit(t, mode="verdict")
+    assert adaptive.summary()["block_passes_skipped"] > 0
+    assert every.summary()["block_passes_skipped"] == 0
+    assert adaptive.n_block_lp < every.n_block_lp
+    assert not (adaptive.protected & ~every.protected).any()
+    assert not (every.protected & ~verdict.protected).any()
+    assert not adaptive.passed and not verdict.passed
+    # verdict mode never skips a pass
+    assert verdict.summary()["block_passes_skipped"] == 0
+
+
 def test_grow_gives_connected_blocks_of_the_asked_size():
     audit_module = importlib.import_module("tabprotect.audit")
     rng = np.random.default_rng(3)
