@@ -272,12 +272,13 @@ class _State(NamedTuple):
     Vectors (primaries ``0..n_primaries-1``, then the basis vectors in publication
     order) are runs ``[vstart, vstart + vlen)``, sorted by key, of the pool ``pkey`` /
     ``pval`` / ``pnode`` with room for ``vcap`` entries.  Every entry but a basis
-    vector's pivot has a node (``pnode``) in its key's doubly linked list of holders
+    vector's pivot has a node (``pnode``) in its key's linked list of holders
     (``head_p``: primaries, ``head_b``: basis vectors; ``nnext``/``nowner``), marked
     dead (owner -1) when the entry cancels and freed when the list is next walked, so
-    the live nodes are exact; ``cnt_p``/``cnt_b`` count them.  The non-zero primaries are also filed in an open-addressing hash
-    table by the fingerprint of their support (``fp``: the sum of their keys' ``salt``
-    modulo Q), which is how an offer finds the primaries it would disclose.
+    the live nodes are exact; ``cnt_p``/``cnt_b`` count them.  The non-zero primaries
+    are also filed in an open-addressing hash table by the fingerprint of their support
+    (``fp``: the sum of their keys' ``salt`` modulo Q), which is how an offer finds the
+    primaries it would disclose.
     """
     vstart: np.ndarray
     vlen: np.ndarray
@@ -544,9 +545,9 @@ def _eliminate(st, pivot, n, nb, nh):
     values there, then move only the runs of entries between them whose position
     changes (a fill-in shifts what follows one place right, a cancellation one place
     left), and write the fill-ins; a holder that outgrows its room is copied to the
-    pool's top instead.  The copies are what the elimination spends its time on, and
-    most runs keep their place.  Keeps the lists, counts and the primaries' hash table
-    right; returns how many primaries became zero."""
+    pool's top instead.  (Less memory moved than merging each holder into work arrays
+    and back: 60 s against 66 s of CPU on 1m-4d.)  Keeps the lists, counts and the
+    primaries' hash table right; returns how many primaries became zero."""
     pkey, pval, pnode = st.pkey, st.pval, st.pnode
     kind, val, pos = st.tk, st.tv, st.tn  # per key of r: 0 update, 1 fill-in, 2 cancel
     rk, rv, salt = st.rk, st.rv, st.salt
