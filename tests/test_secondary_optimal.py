@@ -666,3 +666,18 @@ def test_exact_check_at_fractional_points_is_optional(monkeypatch):
     assert secondary_cost(runs[True].status, cost) == secondary_cost(runs[False].status, cost) \
         == brute_force(table, cost)
     assert runs[False].details["lp_solves"] < runs[True].details["lp_solves"]
+
+
+@pytest.mark.parametrize("cost_name,expected", [("unity", True), ("value", False)])
+def test_exact_check_at_fractional_points_follows_the_costs(cost_name, expected, monkeypatch):
+    # "auto": the exact check runs at fractional points only when every candidate costs
+    # the same (a unity bound moves in whole units, and its rare cuts kept the LP phase
+    # going); the result is the brute-force optimum either way
+    monkeypatch.setattr(optimal_module, "FRACTIONAL_CHECK", None)
+    table = hier_table(6, n_primary=2)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    out = benders(table, cost, req, candidate_cells(table))
+    assert out.details["fractional_check"] is expected
+    assert out.proven_optimal
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)

@@ -103,8 +103,11 @@ ROUND_TIME_LIMIT = 3.0
 #: root node, besides the capped separation.  Off: a condition the exact LP finds
 #: violated is violated in the capped LP too (its bounds are smaller), whose duals then
 #: give a violated cut; HIE1372D unity, 300 s: 2,800 exact LPs at fractional points
-#: gave 1 cut (8.5 s) while the capped separation gave 616 (session 8)
-FRACTIONAL_CHECK = False
+#: gave 1 cut (8.5 s) while the capped separation gave 616 (session 8).  None ("auto"):
+#: only when every candidate costs the same -- there the LP phase ended one unit lower
+#: without the exact check's rare cuts (HIE1372D unity root bound 83 vs 84, two runs
+#: each), and a unity bound moves in whole units; HIE1372D value was proven without it
+FRACTIONAL_CHECK: bool | None = None
 #: branch-and-cut: the separation below the root runs over the primaries with a binding
 #: cut in chunks of SEPARATION_CHUNK, those with the latest violated cut first, and the
 #: round ends after the first chunk that finds a violated cut (None: all at once).  Only
@@ -1094,6 +1097,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     # with integer costs every pattern's cost is an integer: a bound rounds up
     cc = cost[cand_idx]
     integral_costs = bool(np.all(np.abs(cc - np.round(cc)) <= 1e-9))
+    fractional_check = (FRACTIONAL_CHECK if FRACTIONAL_CHECK is not None else bool(
+        len(cc) == 0 or np.ptp(cc) <= 1e-12 * max(1.0, float(np.abs(cc).max()))))
+    stats["fractional_check"] = fractional_check
     col = np.full(table.n_cells, -1, dtype=np.int64)
     col[cand_idx] = np.arange(len(cand_idx))
     live = cand & ((req.up > 0) | (req.down > 0))
@@ -1166,7 +1172,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         stats["rounds_lp"] += 1
         zc = np.clip(res.x, 0.0, 1.0)
         to = time.perf_counter()
-        chk = oracle.check(full_z(zc), deadline=deadline) if FRACTIONAL_CHECK else Check()
+        chk = oracle.check(full_z(zc), deadline=deadline) if fractional_check else Check()
         sep = oracle.separate(full_z(zc), deadline=deadline)
         stats["oracle_seconds"] += time.perf_counter() - to
         stats["lp_solves"] += chk.n_lp + sep.n_lp
@@ -1323,7 +1329,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 # below the root only the capped separation: at fractional points its
                 # cuts are the stronger ones, and it halves the attacker LPs per round
                 chk = (oracle.check(full_z(zc), deadline=search_end())
-                       if root and FRACTIONAL_CHECK else Check())
+                       if root and fractional_check else Check())
                 if root or not RESTRICT_SEPARATION:
                     sep = oracle.separate(full_z(zc), deadline=search_end())
                 else:
