@@ -13,10 +13,12 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from tabprotect.secondary.gauss import (P, _Elimination, _modinv, _run, _table_insert,
@@ -250,3 +252,16 @@ def test_fingerprint_table_finds_every_filed_primary(ops):
             while table[slot] != v:
                 assert table[slot] >= 0
                 slot = (slot + 1) & 15
+
+
+def test_warns_on_large_tables_without_numba(monkeypatch):
+    from tabprotect.secondary import gauss as gauss_module
+    t = gen_tables.preset("2d-small", seed=1)
+    monkeypatch.setattr(gauss_module, "SLOW_WITHOUT_NUMBA", t.n_cells - 1)
+    monkeypatch.setattr(gauss_module, "JIT", False)
+    with pytest.warns(RuntimeWarning, match="numba is not installed"):
+        gauss(t, t.value.copy(), singleton=False)
+    monkeypatch.setattr(gauss_module, "SLOW_WITHOUT_NUMBA", t.n_cells)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gauss(t, t.value.copy(), singleton=False)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+import warnings
 from fractions import Fraction
 from math import gcd
 from typing import Callable, NamedTuple
@@ -255,6 +256,8 @@ except ImportError:  # pragma: no cover - exercised by a subprocess test
 
 #: the kernel runs compiled (numba installed)
 JIT = _numba_njit is not None
+#: without numba, gauss warns from this many cells on (10k-3d: ~1 s of plain Python)
+SLOW_WITHOUT_NUMBA = 50_000
 
 
 def _jit(fn):
@@ -1055,6 +1058,10 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
+    if not JIT and table.n_cells > SLOW_WITHOUT_NUMBA:
+        warnings.warn(f"gauss: numba is not installed, so the elimination runs as plain "
+                      f"Python: slow on {table.n_cells:,} cells (install "
+                      f"tabprotect[fast] or numba)", RuntimeWarning, stacklevel=2)
     dependent = options.get("dependent", "largest")
     cost = np.asarray(cost, dtype=float)
     primary = table.status == "U"
