@@ -31,7 +31,7 @@ a prime of 2^31 - 1 dividing one is negligible); a vector outside the rational s
 looks inside it modulo ``P`` (same condition) only makes the method suppress one cell
 more than needed; and protect() audits every pattern by LP anyway (the audit, not the
 method, is the judge).  The kernel is plain Python over numpy arrays, compiled by numba
-when it is installed (``pip install tabprotect[fast]``; ``cache=True``: the first call
+when it can be imported (numba is a dependency; ``cache=True``: the first call
 compiles, later processes load the cache) and run as it is otherwise: same results,
 much slower (fine for small tables).
 
@@ -238,7 +238,7 @@ def cell_vectors(table: Table, dependent: str = "largest"
 
 # ---------------------------------------------------------------------------------------
 # The elimination kernel: plain functions over numpy arrays, compiled by numba when it is
-# installed (``pip install tabprotect[fast]``) and run as they are otherwise (same
+# available (numba is a dependency) and run as they are otherwise (same
 # results, much slower).  Arithmetic is modulo the prime P, so every coefficient fits an
 # int32 and every product of two an int64.
 
@@ -1059,9 +1059,9 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
     if not JIT and table.n_cells > SLOW_WITHOUT_NUMBA:
-        warnings.warn(f"gauss: numba is not installed, so the elimination runs as plain "
-                      f"Python: slow on {table.n_cells:,} cells (install "
-                      f"tabprotect[fast] or numba)", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"gauss: numba is not available, so the elimination runs as plain "
+                      f"Python: slow on {table.n_cells:,} cells (install numba, a "
+                      f"dependency of tabprotect)", RuntimeWarning, stacklevel=2)
     dependent = options.get("dependent", "largest")
     cost = np.asarray(cost, dtype=float)
     primary = table.status == "U"
