@@ -378,6 +378,18 @@ def _link(nnext, nowner, meta, head, key, owner):
 
 
 @_jit_inline
+def _write_fill_in(pkey, pval, pnode, at, key, value, nnext, nowner, meta, head, owner,
+                   cnt, salt, fingerprint):
+    """Write entry (key, value) of vector ``owner`` at pool position ``at``, link it into
+    the key's holder list; returns the owner's support fingerprint with the key added."""
+    pkey[at] = key
+    pval[at] = value
+    pnode[at] = _link(nnext, nowner, meta, head, key, owner)
+    cnt[key] += 1
+    return (fingerprint + salt[key]) % Q
+
+
+@_jit_inline
 def _holders(nnext, nowner, meta, head, key, out, at):
     """Collect the owners of ``key``'s live nodes into ``out[at:]`` (returns how many),
     freeing the dead nodes on the way."""
@@ -611,12 +623,8 @@ def _eliminate(st, pivot, n, nb, nh):
                 if kind[j] == 2:
                     i = pj + 1
                 else:
-                    k = rk[j]
-                    pkey[w] = k
-                    pval[w] = val[j]
-                    pnode[w] = _link(nnext, nowner, meta, head, k, h)
-                    cnt[k] += 1
-                    f = (f + salt[k]) % Q
+                    f = _write_fill_in(pkey, pval, pnode, w, rk[j], val[j], nnext, nowner,
+                                       meta, head, h, cnt, salt, f)
                     w += 1
                     i = pj
             for t in range(i, end):
@@ -669,13 +677,8 @@ def _eliminate(st, pivot, n, nb, nh):
                 if kind[j] == 2:
                     shift -= 1
                 elif kind[j] == 1:
-                    w = pos[j] + shift
-                    k = rk[j]
-                    pkey[w] = k
-                    pval[w] = val[j]
-                    pnode[w] = _link(nnext, nowner, meta, head, k, h)
-                    cnt[k] += 1
-                    f = (f + salt[k]) % Q
+                    f = _write_fill_in(pkey, pval, pnode, pos[j] + shift, rk[j], val[j],
+                                       nnext, nowner, meta, head, h, cnt, salt, f)
                     shift += 1
         vlen[h] = new_len
         fp[h] = f
