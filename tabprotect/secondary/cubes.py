@@ -223,11 +223,14 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             return status, unresolved_cells
         return status, unresolved_cells, _move_matrix(moves, table.n_cells)
 
-    def record(p, corners, signs, t_up, t_down, directions=(1.0, -1.0)):
-        # magnitudes: the cube's room, capped where a bound is infinite
-        cap = 10.0 * max(need_up[p], need_down[p], float(table.spl[p]), 1.0)
+    def move_cap(p) -> float:
+        # a move's magnitude: the cube's room, capped where a bound is infinite
+        return 10.0 * max(need_up[p], need_down[p], float(table.spl[p]), 1.0)
+
+    def record(p, corners, signs, t_up, t_down):
+        cap = move_cap(p)
         for magnitude, sign in ((min(t_up, cap), 1.0), (min(t_down, cap), -1.0)):
-            if magnitude > 0 and sign in directions:
+            if magnitude > 0:
                 moves.append((corners, sign * magnitude * signs))
 
     if not table.dimensions or len(cells) == 0:
@@ -292,10 +295,10 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             ok &= ~single[corners[1:]].any(axis=0)
         width = float(table.spl[p]) if status[p] == "U" else 0.0
         usable_cube = ok
-        ok = usable_cube & ((t_up >= need_up[p] * scale) & (t_down >= need_down[p] * scale)
-                            & (t_up + t_down >= max(width * scale, tol[p])))
+        need = (need_up[p] * scale, need_down[p] * scale, max(width * scale, tol[p]))
+        ok = usable_cube & ((t_up >= need[0]) & (t_down >= need[1])
+                            & (t_up + t_down >= need[2]))
         if not ok.any():
-            need = (need_up[p] * scale, need_down[p] * scale, max(width * scale, tol[p]))
             up = down = None
             if not certify_only:
                 up = _cube_sum(usable_cube, t_up, new_cost, corners, need[0])
@@ -313,11 +316,9 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
                     suppressed[fresh] = True
                     # the primary moves by the sum of the rooms: no further than its own
                     share = min(1.0, own / max(float(room[chosen].sum()), 1e-300))
-                    magnitude = np.minimum(room[chosen] * share, 10.0 * max(
-                        need_up[p], need_down[p], float(table.spl[p]), 1.0))
-                    record(p, cubes.T.ravel(),
-                           (signs[:, chosen] * magnitude).T.ravel().astype(float),
-                           1.0, 1.0, directions=(direction,))
+                    magnitude = np.minimum(room[chosen] * share, move_cap(p))
+                    moves.append((cubes.T.ravel(), direction * (
+                        signs[:, chosen] * magnitude).T.ravel().astype(float)))
                 continue
             # a leaf primary whose siblings have children: chains down from them
             if chain_cubes is None or not chain_cube(p, width):
