@@ -345,6 +345,28 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     assert (res.status[t.status == "U"] == "U").all()
 
 
+def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch):
+    # gauss on a large 4-D product table: the pass before the first audit is the
+    # hypercube method run on the gauss pattern; the result must pass the independent
+    # interval audit, keep every gauss suppression and leave the primaries U
+    pm = _protect_module()
+    monkeypatch.setattr(pm, "LARGE_TABLE", 10)
+    monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
+    monkeypatch.setattr(pm, "CERTIFY_PASS_MIN_CELLS", 10)
+    t = gen_tables.generate(((2, 3), (3,), (3,), (2,)), seed=7)
+    assert len(t.dimensions) == 4
+    raw = protect(t, method="gauss", cost="value", singleton=False, repair=False)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
+    stages = list(res.stage_seconds)
+    assert stages[:3] == ["method", "hypercube pass", "certify pass"]
+    assert any("hypercube pass before the audit added" in n for n in res.notes)
+    assert res.passed
+    assert audit(res.table).passed
+    assert (res.status[raw.status == "M"] == "M").all()
+    assert (res.status[t.status == "U"] == "U").all()
+    assert not (res.status[t.status != "U"] == "U").any()
+
+
 @pytest.mark.parametrize("as_general", [False, True])
 def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general):
     # a small table whose gauss pattern has components too large for the interval audit

@@ -22,6 +22,7 @@ from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
 from tabprotect.secondary.optimal import candidate_cells
 from tabprotect.secondary.cubes import cube_repair
+from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.repair import GreedyRepair, Requirements
 
@@ -159,6 +160,12 @@ PRE_REPAIR = "auto"
 #: costs more than the repair of the proven shortfalls (100k-3d: 26.1M against 23.9M,
 #: same time); on 1m-3d the screen of the raw gauss pattern took 272 s (48,738 short)
 PRE_REPAIR_MIN_CELLS = 500_000
+#: from this many dimensions the pass before the first audit is the hypercube method run
+#: on the pattern (a cube in every sub-table of each primary, requirements carried into
+#: the corners' other sub-tables) instead of leaf cubes: on the 1M-cell 4-D table the
+#: leaf and chain cubes leave ~32,000 primaries that the audit's LPs must prove or
+#: repair one by one (more than 30 minutes), the hypercube pass ~450
+HYPERCUBE_PASS_MIN_DIMS = 4
 
 #: the gauss cube pass searches cubes in ``audit_workers`` processes from this many
 #: primaries without a cube yet (1m-3d: ~70,000; the search is a Python loop per primary)
@@ -374,6 +381,20 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     if repair and PRE_REPAIR == "auto" and method in INTERVAL_BLIND_METHODS:
         if large and table.dimensions and table.n_cells >= PRE_REPAIR_MIN_CELLS:
             view = table
+            if len(table.dimensions) >= HYPERCUBE_PASS_MIN_DIMS:
+                # cubes in every sub-table with carried requirements: the pattern then
+                # reads like a hypercube pattern, and goes on as one (certify pass below)
+                outcome_h = hypercube(table.replace(status=status), c,
+                                      time_limit=left(), singleton=singleton)
+                pre = np.flatnonzero((outcome_h.status == "M") & (status != "M"))
+                if len(pre):
+                    repaired.append(pre)
+                    status = status.copy()
+                    status[pre] = "M"
+                    protected_table = table.replace(status=status)
+                notes.append(f"hypercube pass before the audit added {len(pre)} cell(s)")
+                stage("hypercube pass")
+                view = None
         elif not large and mode == "verdict":
             # a small table whose pattern has components too large for the interval
             # audit (TABLE3): without cubes the verdict audit must prove each shortfall
