@@ -18,8 +18,8 @@ from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import cost_vector, protect
 import tabprotect.secondary.optimal as optimal_module
-from tabprotect.secondary.optimal import (_cover_cuts, _reduce_candidates, _rounded_cut,
-                                          _SupportSeparator,
+from tabprotect.secondary.optimal import (_cover_cuts, _HybridOracle, _reduce_candidates,
+                                          _rounded_cut, _SupportSeparator,
                                           benders,
                                           candidate_cells, optimal)
 from tabprotect.secondary.repair import AttackerOracle, Requirements, derived_upper_bounds
@@ -681,3 +681,66 @@ def test_exact_check_at_fractional_points_follows_the_costs(cost_name, expected,
     assert out.details["fractional_check"] is expected
     assert out.proven_optimal
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
+# ---------------------------------------------------------------- session 9: LP phase
+@pytest.mark.parametrize("seed,cost_name", [(0, "value"), (6, "unity")])
+def test_chunked_lp_phase_reaches_the_compact_optimum(seed, cost_name, monkeypatch):
+    # the LP phase separates one chunk of primaries per master solve (here one primary:
+    # more master solves than rounds over all primaries, asserted); it ends only after a
+    # whole sweep finds no violated cut, and the search must still end at the optimum of
+    # the other exact engine (the compact MILP) with a pattern the audit accepts
+    monkeypatch.setattr(optimal_module, "COVER_CUTS", False)
+    monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, finite_ub=True)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    ref = optimal(table, cost, engine="compact")
+    assert ref.proven_optimal
+    runs = {}
+    for chunk in (None, 1):
+        monkeypatch.setattr(optimal_module, "LP_SEPARATION_CHUNK", chunk)
+        runs[chunk] = out = benders(table, cost, req, candidate_cells(table))
+        assert out.proven_optimal
+        assert audit(table.replace(status=out.status), singleton=True).passed
+        assert secondary_cost(out.status, cost) == pytest.approx(
+            secondary_cost(ref.status, cost), rel=1e-6)
+    assert runs[1].details["rounds_lp"] > runs[None].details["rounds_lp"]
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("cap", [2.0, 1e-9])
+def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap, monkeypatch):
+    # the race only picks HiGHS' algorithm per oracle call (a trial every 2nd call here;
+    # with a cap of ~0 every trial LP is stopped at once and finished by the other one):
+    # verdicts, attack values and cuts must be the dual simplex oracle's, at fractional
+    # points (capped separation and exact check) and at binary ones
+    monkeypatch.setattr(optimal_module, "RACE_EVERY", 2)
+    monkeypatch.setattr(optimal_module, "RACE_EVERY_MAX", 2)
+    monkeypatch.setattr(optimal_module, "RACE_CAP", cap)
+    monkeypatch.setattr(optimal_module, "RACE_LP_CAP", cap)
+    monkeypatch.setattr(optimal_module, "RACE_TRIAL_LPS", 1)
+    monkeypatch.setattr(optimal_module, "RACE_MIN_SECONDS", 0.0)
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    dual = AttackerOracle(table, req, simplex_strategy=1)
+    raced = _HybridOracle(table, req, simplex_strategy=1)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        z = np.where(rng.random(table.n_cells) < 0.3, 0.0, z)
+        for kind, point in (("separate", z), ("check", z), ("check", z > 0.5)):
+            a, b = getattr(dual, kind)(point), getattr(raced, kind)(point)
+            assert sorted(a.violated) == sorted(b.violated)
+            assert [(c.primary, c.kind, c.attacker) for c in a.cuts] == \
+                [(c.primary, c.kind, c.attacker) for c in b.cuts]
+            for cb in b.cuts:  # every cut the raced oracle returns cuts its point off
+                assert float(np.minimum(cb.coef, cb.rhs) @ point[cb.cols]) < cb.rhs
+    assert set(raced._race["check"]) >= {1, 4} and set(raced._race["sep"]) >= {1, 4}, \
+        "both simplex variants ran"

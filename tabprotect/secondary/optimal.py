@@ -114,6 +114,12 @@ FRACTIONAL_CHECK: bool | None = None
 #: ~21% of those attacker LPs gave a cut (HIE1372D unity, 300 s: 72,462 LPs, 14,984
 #: cuts, 120 of 300 s), and a master re-solve costs about as much as ten of them
 SEPARATION_CHUNK: int | None = 10
+#: the LP phase separates the primaries in chunks of LP_SEPARATION_CHUNK (round-robin)
+#: and re-solves the master after the first chunk that gives a cut (None: all primaries
+#: every round).  The master LP is cheap there and the attacker LPs are not: TABLE3 value,
+#: 1,034 attacker LPs per round at 3-25 ms each (slower as the point spreads) against
+#: ~0.5 s for the master (session 9)
+LP_SEPARATION_CHUNK: int | None = None
 #: support cuts (:class:`_SupportSeparator`, the bridgeless rows generalised to
 #: combinations of relations): separated in the LP phase and in the branch-and-cut for
 #: candidates with at least SUPPORT_MIN_Z at the LP point, at most SUPPORT_MAX_LPS
@@ -503,6 +509,157 @@ class _SafeOracle:
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
+
+    def separate_some(self, z, part: np.ndarray, **kw) -> Check:
+        """:meth:`separate` for the primaries ``part`` (bool mask over the primaries'
+        slots) only: the others are given no levels, so their attacker LPs are skipped."""
+        req = self._oracle.req
+        view = copy.copy(self._oracle)
+        view.req = dataclasses.replace(req, need_up=np.where(part, req.need_up, 0.0),
+                                       need_down=np.where(part, req.need_down, 0.0),
+                                       need_width=np.where(part, req.need_width, 0.0))
+        try:
+            return view.separate(_clean(z), **kw)
+        except RuntimeError:
+            self._stats["oracle_errors"] += 1
+            return Check(complete=False)
+
+
+#: the attacker LPs (:class:`_HybridOracle`) race the primal and the dual simplex per
+#: oracle call (one check of a pattern, one separation round): a call re-solves all its
+#: LPs with the simplex of the lower time per LP so far (kept separately for checks and
+#: for the separation); every RACE_EVERY calls a trial call uses the other one, given up
+#: for the rest of the call once its time per LP (after RACE_TRIAL_LPS LPs) exceeds
+#: RACE_CAP times the faster one's, and any one of its LPs is stopped after
+#: RACE_LP_CAP times that and finished by the faster one.  While the same one stays
+#: faster, trials come twice as rarely each time (up to every RACE_EVERY_MAX calls).
+#: Switching within a run of LPs is what costs: the dual simplex started from a primal
+#: optimal basis needed 3,199 iterations where it needs ~10 from its own (TABLE3, every
+#: candidate suppressed).  Which one is fast depends on the pattern, by up to 100x
+#: either way: TABLE3's LP-support pattern (1,094 cells), 1,034 exact LPs: dual 21.4 ms /
+#: 367 iterations per LP, primal 2.9 ms / 34; every candidate suppressed (2,397 cells):
+#: dual ~2-5 ms, primal 0.14-0.5 s (sessions 3, 9).  False: the dual simplex only.
+RACE_SIMPLEX = True
+RACE_EVERY = 8
+RACE_EVERY_MAX = 128
+RACE_TRIAL_LPS = 4
+RACE_CAP = 1.5
+RACE_LP_CAP = 20.0
+RACE_MIN_SECONDS = 2e-3
+_PRIMAL_SIMPLEX = 4
+
+
+class _HybridOracle(AttackerOracle):
+    """:class:`AttackerOracle` whose calls race the primal and the dual simplex (see
+    RACE_SIMPLEX); the answers are the same LPs' optima either way."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # seconds per LP of each simplex (by HiGHS strategy number) and the trial
+        # schedule, by context; shared with copies of the oracle (views)
+        self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
+        self._call: list = [None]
+
+    def check(self, z, **kw) -> Check:
+        self._begin("check")
+        try:
+            return super().check(z, **kw)
+        finally:
+            self._end()
+
+    def separate(self, z, **kw) -> Check:
+        self._begin("sep")
+        try:
+            return super().separate(z, **kw)
+        finally:
+            self._end()
+
+    def _begin(self, context: str) -> None:
+        race = self._race[context]
+        race["calls"] += 1
+        dual, primal = DUAL_SIMPLEX, _PRIMAL_SIMPLEX
+        fast = None
+        if dual not in race:
+            strategy = dual  # the safe one first: primal re-solves can be 100x slower
+        elif primal not in race:
+            strategy, fast = primal, dual
+        else:
+            fast = primal if race[primal] <= race[dual] else dual
+            strategy = fast
+            if race["calls"] >= race.get("next_trial", 0):
+                strategy = dual if fast == primal else primal
+                # a trial that keeps losing comes back less and less often
+                every = race["every"] = (RACE_EVERY if race.get("winner") != fast
+                                         else min(2 * race.get("every", RACE_EVERY),
+                                                  RACE_EVERY_MAX))
+                race["winner"] = fast
+                race["next_trial"] = race["calls"] + every
+        self._call[0] = {"race": race, "strategy": strategy,
+                         "fast": fast if strategy != fast else None, "lps": 0, "secs": 0.0}
+
+    def _end(self) -> None:
+        call, self._call[0] = self._call[0], None
+        if call is not None and call["lps"]:
+            self._record(call)
+
+    @staticmethod
+    def _record(call) -> None:
+        race, strategy = call["race"], call["strategy"]
+        per_lp = call["secs"] / call["lps"]
+        race[strategy] = per_lp if strategy not in race else 0.5 * (race[strategy] + per_lp)
+
+    def _solve(self, model, k, sign):
+        call = self._call[0]
+        if not RACE_SIMPLEX or call is None:
+            return super()._solve(model, k, sign)
+        h = model.highs
+        race, strategy, fast = call["race"], call["strategy"], call["fast"]
+        model.set_objective(indices=[k], values=[float(sign)], sense="max")
+        S = highspy.HighsModelStatus
+        t = time.perf_counter()
+        self._set_strategy(model, strategy)
+        if fast is not None:
+            # HiGHS' time limit counts the object's whole run time, not this run's
+            h.setOptionValue("time_limit", h.getRunTime() + max(
+                RACE_MIN_SECONDS, RACE_LP_CAP * race[fast]))
+        h.run()
+        ms = h.getModelStatus()
+        if fast is not None:
+            h.setOptionValue("time_limit", np.inf)
+        took = time.perf_counter() - t
+        call["lps"] += 1
+        call["secs"] += took
+        if fast is not None and (ms == S.kTimeLimit or (
+                call["lps"] >= RACE_TRIAL_LPS
+                and call["secs"] > RACE_CAP * race[fast] * call["lps"])):
+            # the trial lost: its time so far is recorded, the faster one takes over
+            # from scratch (from the trial's basis the dual simplex stayed ~20x slower
+            # for every later LP of the model: TABLE3, every candidate suppressed)
+            self._record(call)
+            call.update(strategy=fast, fast=None, lps=0, secs=0.0)
+            h.clearSolver()
+            self._set_strategy(model, fast)
+            if ms == S.kTimeLimit:
+                t = time.perf_counter()
+                h.run()
+                ms = h.getModelStatus()
+                call["lps"] += 1
+                call["secs"] += time.perf_counter() - t
+        if ms == S.kUnbounded:
+            return np.inf, None
+        sol = h.getSolution() if ms == S.kOptimal else None
+        if sol is None or not sol.dual_valid:
+            # anything unusual: the plain path from scratch (HighsModel's own checks)
+            h.clearSolver()
+            self._set_strategy(model, DUAL_SIMPLEX)
+            return super()._solve(model, k, sign)
+        return float(h.getInfo().objective_function_value), np.array(sol.row_dual, float)
+
+    @staticmethod
+    def _set_strategy(model, strategy: int) -> None:
+        if getattr(model, "_race_strategy", DUAL_SIMPLEX) != strategy:
+            model.highs.setOptionValue("simplex_strategy", strategy)
+            model._race_strategy = strategy
 
 
 def _clean(z):
@@ -961,8 +1118,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         cand = _reduce_candidates(table, req, cand, fixed)
     cand_idx = np.flatnonzero(cand)
     stats = {"oracle_errors": 0}
-    oracle = _SafeOracle(AttackerOracle(table, req, simplex_strategy=DUAL_SIMPLEX
-                                          if DUAL_ORACLE else None), stats)
+    oracle = _SafeOracle(_HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX)
+                         if DUAL_ORACLE else AttackerOracle(table, req, simplex_strategy=None),
+                         stats)
     repair = _DeadlineRepair(table, req, cost, cand, oracle)
     stats.update({"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
              "heuristic_seconds": 0.0, "master_seconds": 0.0, "oracle_seconds": 0.0})
@@ -1160,6 +1318,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     lower_bound = 0.0
     res = None
     lp_deadline = None if time_limit is None else t0 + LP_PHASE_SHARE * time_limit
+    n_prim = len(req.primary)
+    lp_chunk = min(n_prim, LP_SEPARATION_CHUNK or n_prim) if n_prim else 1
+    cursor = 0  # next primary (slot) the LP phase's chunked separation looks at
+    swept = 0  # primaries separated since the last stall test
     for _ in range(max_rounds):
         if lp_deadline is not None and time.perf_counter() > lp_deadline:
             break
@@ -1171,22 +1333,45 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         lower_bound = max(lower_bound, _round_bound(float(res.objective), integral_costs))
         stats["rounds_lp"] += 1
         zc = np.clip(res.x, 0.0, 1.0)
-        to = time.perf_counter()
-        chk = oracle.check(full_z(zc), deadline=deadline) if fractional_check else Check()
-        sep = oracle.separate(full_z(zc), deadline=deadline)
-        stats["oracle_seconds"] += time.perf_counter() - to
-        stats["lp_solves"] += chk.n_lp + sep.n_lp
-        n_new = add_cuts(chk, zc) + add_cuts(sep, zc)
+        # the primaries in chunks, round-robin from where the last round stopped; the
+        # round ends after the first chunk with a cut, and finds "no cut" only after a
+        # whole cycle of empty chunks at this point
+        n_new = 0
+        empty = 0
+        while empty < n_prim:
+            slots = (cursor + np.arange(lp_chunk)) % n_prim
+            cursor = (cursor + lp_chunk) % n_prim
+            part = np.zeros(n_prim, bool)
+            part[slots] = True
+            to = time.perf_counter()
+            if lp_chunk == n_prim:
+                chk = (oracle.check(full_z(zc), deadline=deadline) if fractional_check
+                       else Check())
+                sep = oracle.separate(full_z(zc), deadline=deadline)
+            else:
+                chk = (oracle.check(full_z(zc), primaries=req.primary[part],
+                                    deadline=deadline) if fractional_check else Check())
+                sep = oracle.separate_some(full_z(zc), part, deadline=deadline)
+            stats["oracle_seconds"] += time.perf_counter() - to
+            stats["lp_solves"] += chk.n_lp + sep.n_lp
+            n_new = add_cuts(chk, zc) + add_cuts(sep, zc)
+            if n_new or (lp_deadline is not None and time.perf_counter() > lp_deadline):
+                break
+            empty += lp_chunk
+        swept += lp_chunk if n_new else empty
         n_new += add_support(zc, SUPPORT_MAX_LPS)
         if n_new == 0:
             break
-        if res.objective <= last * (1 + LP_STALL_TOL) + 1e-12:
-            stall += 1
-            if stall >= LP_STALL_ROUNDS:
-                break
-        else:
-            stall = 0
-        last = float(res.objective)
+        if swept >= n_prim:
+            # the stall test per sweep over all primaries (one round without chunks)
+            swept = 0
+            if res.objective <= last * (1 + LP_STALL_TOL) + 1e-12:
+                stall += 1
+                if stall >= LP_STALL_ROUNDS:
+                    break
+            else:
+                stall = 0
+            last = float(res.objective)
         report(f"LP round {stats['rounds_lp']}: bound {res.objective:.6g}", 0.2)
     stats["root_bound"] = lower_bound
     stats["root_seconds"] = time.perf_counter() - t0
@@ -1415,15 +1600,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             for start in range(0, len(slots), chunk):
                 part = np.zeros(len(keep), bool)
                 part[slots[start:start + chunk]] = True
-                sub = dataclasses.replace(req, need_up=np.where(part, req.need_up, 0.0),
-                                          need_down=np.where(part, req.need_down, 0.0),
-                                          need_width=np.where(part, req.need_width, 0.0))
-                view = copy.copy(oracle._oracle)
-                view.req = sub
-                try:
-                    got = view.separate(z, deadline=search_end())
-                except RuntimeError:
-                    stats["oracle_errors"] += 1
+                errors = stats["oracle_errors"]
+                got = oracle.separate_some(z, part, deadline=search_end())
+                if stats["oracle_errors"] > errors:
                     out.complete = False
                     return out
                 out.violated += got.violated
