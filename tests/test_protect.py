@@ -345,18 +345,33 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     assert (res.status[t.status == "U"] == "U").all()
 
 
-def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
     # gauss on a large 4-D product table: the pass before the first audit is the
-    # hypercube method run on the gauss pattern; the result must pass the independent
+    # hypercube method run on the gauss pattern (with 2 workers: the primaries cut into
+    # two runs searched in worker processes); the result must pass the independent
     # interval audit, keep every gauss suppression and leave the primaries U
     pm = _protect_module()
     monkeypatch.setattr(pm, "LARGE_TABLE", 10)
     monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
     monkeypatch.setattr(pm, "CERTIFY_PASS_MIN_CELLS", 10)
+    monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 4)
     t = gen_tables.generate(((2, 3), (3,), (3,), (2,)), seed=7)
     assert len(t.dimensions) == 4
     raw = protect(t, method="gauss", cost="value", singleton=False, repair=False)
-    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
+    if workers == 2:
+        # the union of the runs' cubes holds every cube a run found
+        primaries = np.flatnonzero(raw.status == "U")
+        assert len(primaries) >= 4
+        halves = [pm._hypercube_in_worker((t, raw.status, primaries, run,
+                                           raw.table.value, False, None))
+                  for run in (primaries[:round(len(primaries) / 2)],
+                              primaries[round(len(primaries) / 2):])]
+        united = pm._hypercube_pass(t, raw.status, raw.table.value, False, None,
+                                    workers=2)
+        np.testing.assert_array_equal(united, np.unique(np.concatenate(halves)))
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
+                  audit_workers=workers)
     stages = list(res.stage_seconds)
     assert stages[:3] == ["method", "hypercube pass", "certify pass"]
     assert any("hypercube pass before the audit added" in n for n in res.notes)

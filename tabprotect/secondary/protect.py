@@ -384,9 +384,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             if len(table.dimensions) >= HYPERCUBE_PASS_MIN_DIMS:
                 # cubes in every sub-table with carried requirements: the pattern then
                 # reads like a hypercube pattern, and goes on as one (certify pass below)
-                outcome_h = hypercube(table.replace(status=status), c,
-                                      time_limit=left(), singleton=singleton)
-                pre = np.flatnonzero((outcome_h.status == "M") & (status != "M"))
+                pre = _hypercube_pass(table, status, c, singleton, left(),
+                                      workers=audit_workers)
                 if len(pre):
                     repaired.append(pre)
                     status = status.copy()
@@ -556,6 +555,37 @@ def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     found = found.tocoo()
     return new, sp.csr_matrix((found.data, (found.row, source[found.col])),
                               shape=(found.shape[0], table.n_cells))
+
+
+def _hypercube_pass(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,
+                    time_limit: float | None, workers: int = 1) -> np.ndarray:
+    """The cells the hypercube method adds to ``status`` (its suppressions are free
+    corners).  With ``workers`` > 1 and at least :data:`CUBE_PASS_PARALLEL_MIN`
+    primaries, the primaries are cut in cell order into ``workers`` runs, each run's
+    cubes searched in a worker process (the other primaries count as suppressed cells
+    without requirements there) and the suppressions united: each primary keeps the
+    cubes it got in its run, and more suppressed cells never narrow an interval."""
+    primaries = np.flatnonzero(status == "U")
+    if workers > 1 and len(primaries) >= CUBE_PASS_PARALLEL_MIN:
+        from tabprotect.parallel import map_runs
+        runs = map_runs(_hypercube_in_worker, primaries, workers,
+                        job=lambda run: (table, status, primaries, run, cost, singleton,
+                                         time_limit))
+        if runs is not None:   # (None: no worker could run the module; in process below)
+            return np.unique(np.concatenate(runs))
+    out = hypercube(table.replace(status=status), cost, time_limit=time_limit,
+                    singleton=singleton)
+    return np.flatnonzero((out.status == "M") & (status != "M"))
+
+
+def _hypercube_in_worker(job: tuple) -> np.ndarray:
+    """One worker's share of the parallel hypercube pass: the cells it suppressed."""
+    table, status, primaries, run, cost, singleton, time_limit = job
+    mine = status.copy()
+    mine[np.setdiff1d(primaries, run)] = "M"
+    out = hypercube(table.replace(status=mine), cost, time_limit=time_limit,
+                    singleton=singleton)
+    return np.flatnonzero((out.status == "M") & (mine != "M"))
 
 
 def _cube_repair_in_worker(job: tuple) -> tuple[np.ndarray, sp.csr_matrix]:
