@@ -625,6 +625,15 @@ def test_deadline_repair_leaves_a_condition_unmet_when_its_lp_runs_out_of_time()
 
 
 # ---------------------------------------------------------------- session 8: separation
+def _six_primary_table(seed: int, cost_name: str):
+    """A 48-cell two-level table with 6 primaries: (table, cost, requirements)."""
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, finite_ub=True)
+    return table, cost_vector(table, cost_name), Requirements.from_table(table, singleton=True)
+
+
 @pytest.mark.parametrize("seed,cost_name", [(7, "unity"), (0, "value")])
 def test_chunked_node_separation_reaches_the_compact_optimum(seed, cost_name, monkeypatch):
     # below the root the separation stops after the first chunk of primaries with a
@@ -634,12 +643,7 @@ def test_chunked_node_separation_reaches_the_compact_optimum(seed, cost_name, mo
     monkeypatch.setattr(optimal_module, "SEPARATION_CHUNK", 1)
     monkeypatch.setattr(optimal_module, "COVER_CUTS", False)
     monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)
-    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
-                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
-    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
-    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, finite_ub=True)
-    cost = cost_vector(table, cost_name)
-    req = Requirements.from_table(table, singleton=True)
+    table, cost, req = _six_primary_table(seed, cost_name)
     out = benders(table, cost, req, candidate_cells(table))
     assert out.proven_optimal
     assert out.details["nodes"] > 1
@@ -692,12 +696,7 @@ def test_chunked_lp_phase_reaches_the_compact_optimum(seed, cost_name, monkeypat
     # the other exact engine (the compact MILP) with a pattern the audit accepts
     monkeypatch.setattr(optimal_module, "COVER_CUTS", False)
     monkeypatch.setattr(optimal_module, "GOMORY_ROUNDS", 0)
-    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
-                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
-    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
-    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, finite_ub=True)
-    cost = cost_vector(table, cost_name)
-    req = Requirements.from_table(table, singleton=True)
+    table, cost, req = _six_primary_table(seed, cost_name)
     ref = optimal(table, cost, engine="compact")
     assert ref.proven_optimal
     runs = {}

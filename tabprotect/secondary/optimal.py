@@ -561,16 +561,16 @@ class _HybridOracle(AttackerOracle):
         self._call: list = [None]
 
     def check(self, z, **kw) -> Check:
-        self._begin("check")
-        try:
-            return super().check(z, **kw)
-        finally:
-            self._end()
+        return self._raced("check", super().check, z, **kw)
 
     def separate(self, z, **kw) -> Check:
-        self._begin("sep")
+        return self._raced("sep", super().separate, z, **kw)
+
+    def _raced(self, context: str, call, z, **kw) -> Check:
+        """``call(z, **kw)`` as one raced oracle call of ``context``."""
+        self._begin(context)
         try:
-            return super().separate(z, **kw)
+            return call(z, **kw)
         finally:
             self._end()
 
