@@ -678,11 +678,14 @@ def test_exact_check_at_fractional_points_follows_the_costs(cost_name, expected,
     # the same (a unity bound moves in whole units, and its rare cuts kept the LP phase
     # going); the result is the brute-force optimum either way
     monkeypatch.setattr(optimal_module, "FRACTIONAL_CHECK", None)
+    # (the simplex race follows the costs the other way round: on for unequal costs)
+    monkeypatch.setattr(optimal_module, "RACE_SIMPLEX", None)
     table = hier_table(6, n_primary=2)
     cost = cost_vector(table, cost_name)
     req = Requirements.from_table(table, singleton=True)
     out = benders(table, cost, req, candidate_cells(table))
     assert out.details["fractional_check"] is expected
+    assert out.details["race_simplex"] is (not expected)
     assert out.proven_optimal
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
 

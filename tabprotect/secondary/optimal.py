@@ -538,8 +538,11 @@ class _SafeOracle:
 #: candidate suppressed).  Which one is fast depends on the pattern, by up to 100x
 #: either way: TABLE3's LP-support pattern (1,094 cells), 1,034 exact LPs: dual 21.4 ms /
 #: 367 iterations per LP, primal 2.9 ms / 34; every candidate suppressed (2,397 cells):
-#: dual ~2-5 ms, primal 0.14-0.5 s (sessions 3, 9).  False: the dual simplex only.
-RACE_SIMPLEX = True
+#: dual ~2-5 ms, primal 0.14-0.5 s (sessions 3, 9).  False: the dual simplex only;
+#: None ("auto"): the race when the candidates' costs differ.  With equal costs two
+#: TABLE3 unity runs of 600 s ended with a worse incumbent racing (670 and 551 against
+#: 490 and 495 secondaries; bound +1), with value costs TABLE3's gap fell 37.1 -> 34.1%.
+RACE_SIMPLEX: bool | None = None
 RACE_EVERY = 8
 RACE_EVERY_MAX = 128
 RACE_TRIAL_LPS = 4
@@ -553,8 +556,9 @@ class _HybridOracle(AttackerOracle):
     """:class:`AttackerOracle` whose calls race the primal and the dual simplex (see
     RACE_SIMPLEX); the answers are the same LPs' optima either way."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, racing: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
+        self.racing = racing   # False: the dual simplex only, like AttackerOracle
         # seconds per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)
         self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
@@ -610,7 +614,7 @@ class _HybridOracle(AttackerOracle):
 
     def _solve(self, model, k, sign):
         call = self._call[0]
-        if not RACE_SIMPLEX or call is None:
+        if not self.racing or call is None:
             return super()._solve(model, k, sign)
         h = model.highs
         race, strategy, fast = call["race"], call["strategy"], call["fast"]
@@ -1118,7 +1122,13 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         cand = _reduce_candidates(table, req, cand, fixed)
     cand_idx = np.flatnonzero(cand)
     stats = {"oracle_errors": 0}
-    oracle = _SafeOracle(_HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX)
+    costs = cost[cand_idx]
+    equal_costs = bool(len(costs) == 0 or np.ptp(costs) <= 1e-12 * max(
+        1.0, float(np.abs(costs).max())))
+    racing = RACE_SIMPLEX if RACE_SIMPLEX is not None else not equal_costs
+    stats["race_simplex"] = racing
+    oracle = _SafeOracle(_HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX,
+                                       racing=racing)
                          if DUAL_ORACLE else AttackerOracle(table, req, simplex_strategy=None),
                          stats)
     repair = _DeadlineRepair(table, req, cost, cand, oracle)
@@ -1255,8 +1265,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     # with integer costs every pattern's cost is an integer: a bound rounds up
     cc = cost[cand_idx]
     integral_costs = bool(np.all(np.abs(cc - np.round(cc)) <= 1e-9))
-    fractional_check = (FRACTIONAL_CHECK if FRACTIONAL_CHECK is not None else bool(
-        len(cc) == 0 or np.ptp(cc) <= 1e-12 * max(1.0, float(np.abs(cc).max()))))
+    fractional_check = FRACTIONAL_CHECK if FRACTIONAL_CHECK is not None else equal_costs
     stats["fractional_check"] = fractional_check
     col = np.full(table.n_cells, -1, dtype=np.int64)
     col[cand_idx] = np.arange(len(cand_idx))
