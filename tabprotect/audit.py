@@ -277,8 +277,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[determined] = value[determined]
     free = unpublished & ~determined
     comps, ncomp = _components(table.relations, free)
-    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
-                "block_passes_skipped": 0}
+    counters = _new_counters()
     incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
@@ -378,6 +377,12 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                        n_block_lp=counters["block_lp"],
                        n_block_passes_skipped=counters["block_passes_skipped"],
                        n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1])
+
+
+def _new_counters() -> dict[str, int]:
+    """The audit's work counters (summed over components into the AuditResult)."""
+    return {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
+            "block_passes_skipped": 0}
 
 
 def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray]) -> list:
@@ -859,8 +864,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
     """Intervals (or the verdict) of one component, plus its singleton attacks."""
     system = task.system
     k = system.k
-    counters = {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
-                "block_passes_skipped": 0}
+    counters = _new_counters()
     worst_lo = np.full(k, -np.inf)
     worst_hi = np.full(k, np.inf)
     try:

@@ -1123,6 +1123,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     cand_idx = np.flatnonzero(cand)
     stats = {"oracle_errors": 0}
     costs = cost[cand_idx]
+    # every candidate costs the same (unity): several defaults below follow this
     equal_costs = bool(len(costs) == 0 or np.ptp(costs) <= 1e-12 * max(
         1.0, float(np.abs(costs).max())))
     racing = RACE_SIMPLEX if RACE_SIMPLEX is not None else not equal_costs
@@ -1263,8 +1264,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     report("incumbent", 0.05)
 
     # with integer costs every pattern's cost is an integer: a bound rounds up
-    cc = cost[cand_idx]
-    integral_costs = bool(np.all(np.abs(cc - np.round(cc)) <= 1e-9))
+    integral_costs = bool(np.all(np.abs(costs - np.round(costs)) <= 1e-9))
     fractional_check = FRACTIONAL_CHECK if FRACTIONAL_CHECK is not None else equal_costs
     stats["fractional_check"] = fractional_check
     col = np.full(table.n_cells, -1, dtype=np.int64)
@@ -1551,13 +1551,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         gomory_left = [0]  # root rounds of Gomory cuts still allowed (set below)
         branching_rule = BRANCHING
         if branching_rule == "auto":
-            cc = cost[cand_idx]
-            branching_rule = ("fractional" if len(cc) == 0 or np.ptp(cc) <= 1e-12 * max(
-                1.0, float(np.abs(cc).max())) else "reliability")
+            branching_rule = "fractional" if equal_costs else "reliability"
         stats["branching"] = branching_rule
-        equal_costs = branching_rule == "fractional" if BRANCHING == "auto" else bool(
-            len(cand_idx) == 0 or np.ptp(cost[cand_idx]) <= 1e-12 * max(
-                1.0, float(np.abs(cost[cand_idx]).max())))
         gomory_left[0] = (GOMORY_ROUNDS if GOMORY_ROUNDS is not None
                           else 0 if equal_costs else GOMORY_AUTO_ROUNDS)
         use_covers = COVER_CUTS if COVER_CUTS is not None else not equal_costs
