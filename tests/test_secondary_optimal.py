@@ -746,3 +746,104 @@ def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap, monkeypa
                 assert float(np.minimum(cb.coef, cb.rhs) @ point[cb.cols]) < cb.rhs
     assert set(raced._race["check"]) >= {1, 4} and set(raced._race["sep"]) >= {1, 4}, \
         "both simplex variants ran"
+
+
+def _dual_value(c, A, lam, lo, hi):
+    """Weak-duality bound of ``max c y`` over ``A y = 0, lo <= y <= hi`` from row
+    multipliers ``lam``: equal to the optimum exactly when ``lam`` is optimal."""
+    r = c - A.T @ lam
+    return float(np.maximum(r * lo, r * hi).sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pair_merged_lp_has_the_original_optimum_and_optimal_duals(seed):
+    # random attacker-like LPs (rows with +-1 entries summing to 0 over a feasible y = 0)
+    # with many two-cell rows, chains of them, and cycles (consistent ones, redundant, and
+    # sign-conflicting ones, which force a class to 0)
+    rng = np.random.default_rng(seed)
+    n = 14
+    rows = []
+    for _ in range(9):
+        cells = rng.choice(n, size=2, replace=False)
+        rows.append({int(cells[0]): 1.0, int(cells[1]): float(rng.choice([-1.0, 1.0]))})
+    for _ in range(4):
+        cells = rng.choice(n, size=int(rng.integers(3, 6)), replace=False)
+        rows.append({int(j): float(rng.choice([-1.0, 1.0])) for j in cells})
+    A = sp.csr_matrix(np.array([[r.get(j, 0.0) for j in range(n)] for r in rows]))
+    for trial in range(4):
+        lo = -rng.uniform(0.0, 3.0, n) * (rng.random(n) < 0.8)
+        hi = rng.uniform(0.0, 3.0, n) * (rng.random(n) < 0.8)
+        lp = optimal_module.LinearProgram(c=np.zeros(n), A=A, row_lower=np.zeros(A.shape[0]),
+                                          row_upper=np.zeros(A.shape[0]), col_lower=lo,
+                                          col_upper=hi)
+        plain = optimal_module.HighsModel(lp, simplex_strategy=1)
+        merged = optimal_module._PairMergedModel(lp, simplex_strategy=1)
+        assert merged.n_model_rows < A.shape[0]
+        for k in range(n):
+            for sign in (1.0, -1.0):
+                plain.set_objective(indices=[k], values=[sign], sense="max")
+                merged.set_objective(indices=[k], values=[sign], sense="max")
+                a, b = plain.solve(), merged.solve()
+                assert a.status == b.status == "optimal"
+                assert b.objective == pytest.approx(a.objective, abs=1e-7)
+                assert np.abs(A @ b.x).max() < 1e-7
+                assert np.all(b.x >= lo - 1e-7) and np.all(b.x <= hi + 1e-7)
+                c = np.zeros(n)
+                c[k] = sign
+                # the rebuilt duals certify the optimum (so the cut is as strong)
+                assert _dual_value(c, A, b.duals, lo, hi) == pytest.approx(a.objective,
+                                                                          abs=1e-7)
+        # bound changes of single cells (the oracle's singleton attackers) are followed
+        j = int(rng.integers(n))
+        for m in (plain, merged):
+            m.set_col_bounds([j], 0.0, 0.0)
+            m.set_objective(indices=[(j + 1) % n], values=[1.0], sense="max")
+        assert merged.solve().objective == pytest.approx(plain.solve().objective, abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+def test_pair_merged_oracle_gives_the_plain_oracles_answers(seed, monkeypatch):
+    # the oracle with every component's LP merged: the same verdicts, the same cut
+    # kinds, and every cut as violated at its point as the plain oracle's (the cut's
+    # left side at the point is the attacker LP's optimum either way)
+    monkeypatch.setattr(optimal_module, "MERGE_PAIRS_MIN_COLS", 0)
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    plain = AttackerOracle(table, req, simplex_strategy=1)
+    merged = _HybridOracle(table, req, simplex_strategy=1, racing=bool(seed % 2))
+    made = []
+    orig = optimal_module._PairMergedModel.__init__
+
+    def spy(self, *a, **k):
+        orig(self, *a, **k)
+        made.append(self.n_model_rows < self.m)
+    monkeypatch.setattr(optimal_module._PairMergedModel, "__init__", spy)
+    rng = np.random.default_rng(seed)
+    for _ in range(6):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        z = np.where(rng.random(table.n_cells) < 0.4, 0.0, z)
+        for kind, point in (("separate", z), ("check", z), ("check", z > 0.5)):
+            a, b = getattr(plain, kind)(point), getattr(merged, kind)(point)
+            assert sorted(a.violated) == sorted(b.violated)
+            assert [(c.primary, c.kind, c.attacker) for c in a.cuts] == \
+                [(c.primary, c.kind, c.attacker) for c in b.cuts]
+            for ca, cb in zip(a.cuts, b.cuts):
+                la = float(np.minimum(ca.coef, ca.rhs) @ point[ca.cols])
+                lb = float(np.minimum(cb.coef, cb.rhs) @ point[cb.cols])
+                assert lb == pytest.approx(la, rel=1e-6, abs=1e-6)
+                assert lb < cb.rhs
+    assert any(made), "some attacker LP had two-cell rows merged"
+
+
+@pytest.mark.parametrize("seed,cost_name", [(5, "unity"), (6, "value"), (21, "unity")])
+def test_pair_merged_oracle_keeps_the_brute_force_optimum(seed, cost_name, monkeypatch):
+    monkeypatch.setattr(optimal_module, "MERGE_PAIRS_MIN_COLS", 0)
+    table = hier_table(seed, n_primary=2)
+    cost = cost_vector(table, cost_name)
+    res = optimal(table, cost, engine="benders", mip_gap=0.0)
+    assert res.proven_optimal
+    assert audit(table.replace(status=res.status)).passed
+    assert secondary_cost(res.status, cost) == pytest.approx(brute_force(table, cost))

@@ -250,7 +250,7 @@ class AttackerOracle:
                                row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
                                col_lower=-req.down[comp] * z[comp],
                                col_upper=req.up[comp] * z[comp])
-            model = HighsModel(lp, **self._model_options)
+            model = self._new_model(lp)
             local = {int(c): k for k, c in enumerate(comp)}
             attackers = [-1]
             if req.singleton.any():
@@ -308,6 +308,11 @@ class AttackerOracle:
         return out
 
     # ------------------------------------------------------------ internals
+    def _new_model(self, lp: LinearProgram):
+        """The persistent model of one component's attacker LP (a hook for subclasses:
+        anything with HighsModel's ``set_col_bounds``, ``set_objective`` and ``solve``)."""
+        return HighsModel(lp, **self._model_options)
+
     def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
         req = self.req
         sub = self.A[:, comp].tocsr()
@@ -316,7 +321,7 @@ class AttackerOracle:
         hi = req.up[comp] * z[comp]
         lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
                            row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
-        model = HighsModel(lp, **self._model_options)
+        model = self._new_model(lp)
         local = {int(c): k for k, c in enumerate(comp)}
         attackers = [-1]
         if req.singleton.any():
