@@ -678,10 +678,12 @@ class _HybridOracle(AttackerOracle):
 #: the attacker LPs merge their two-cell rows first (:class:`_PairMergedModel`) when a
 #: component's LP has at least MERGE_PAIRS_MIN_COLS columns (None: never).  TABLE3 value,
 #: 600 s, same time: 27 LP rounds instead of 20 in the LP phase's 300 s, 8.9 instead of
-#: 11.4 ms per attacker LP, bound 7,256,872 vs 7,202,399 (session 10); on HIE1372D's
-#: LP point (386 columns and 441 rows, merged to 261 and 316) no faster per LP, so
-#: smaller LPs stay as they are
-MERGE_PAIRS_MIN_COLS: int | None = 500
+#: 11.4 ms per attacker LP, bound 7,256,872 vs 7,202,399 (session 10; its LPs have
+#: 1,300+ columns, the primaries included); on HIE1372D's LP point (386 columns and 441
+#: rows, merged to 261 and 316) no faster per LP, so smaller LPs stay as they are (the
+#: threshold leaves every LP of the tables up to 700 cells -- TABLE7, HIE1372D -- as
+#: before)
+MERGE_PAIRS_MIN_COLS: int | None = 700
 
 
 class _PairMergedModel:
