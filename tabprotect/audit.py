@@ -54,7 +54,7 @@ _LOCAL_MAX_VARS = 50_000
 # component at its true values) instead of aggregate LPs over the whole component, whose
 # interior-point solves take minutes at 10^5-10^6 variables
 _BLOCK_MIN_VARS = 10_000
-_BLOCK_SIZES = (2_000, 5_000)
+_BLOCK_SIZES = (5_000,)
 # options of the warm per-component model (see the A/B in benchmarks/results/audit.md)
 _WARM_OPTIONS: dict = {"simplex_strategy": 1}
 _DUAL_MIN_VARS = 2000

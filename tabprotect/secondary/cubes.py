@@ -189,9 +189,12 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     ancestors moving alike (again a move of the whole table; its cells are totals, so
     rarely zero).
 
-    With ``certify_only`` only cubes whose corners are all suppressed already count:
+    With ``certify_only`` only moves whose cells are all suppressed already count:
     nothing is added, and the moves certify the pattern as it is (e.g. before the first
-    audit of a hypercube pattern).
+    audit of a hypercube pattern). There every primary, leaf or not, gets the exhaustive
+    search of :mod:`tabprotect.secondary.product_moves` (leaf cubes, and the products
+    of cousin paths and poles as well); only with ``chains`` do the primaries it leaves
+    go on to the chain-cube search.
 
     Returns
     -------
@@ -212,6 +215,7 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     ([5, 7, 8], [])
     """
     from tabprotect.secondary.hypercube import _CubeSearch, requirements
+    from tabprotect.secondary.product_moves import cheapest_product_moves
     from tabprotect.secondary.subtables import Split
     start = time.perf_counter()
     cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
@@ -257,17 +261,22 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         return found is not None
 
     if certify_only:
-        # the cubes a pattern already has: vectorised over the leaf primaries (a few
-        # sibling choices each), the per-primary search for the others
-        is_leaf = leaf[cells]
+        # the moves a pattern already has: per primary, the products of one-dimensional
+        # paths (siblings -- the leaf cubes --, cousins through the parents, poles) whose
+        # cells are all suppressed, searched exhaustively (compiled) for every primary;
+        # non-leaf primaries too (their paths run down to a leaf)
+        usable = suppressed & ~search.unusable
+        if singleton:
+            usable &= ~single   # (the primary itself, corner 0, is not checked)
         widths = np.where(status[cells] == "U", table.spl[cells], 0.0)
-        ok, cubes = _certified_leaf_cubes(
-            table, cells[is_leaf], suppressed, search.unusable, need_up, need_down,
-            widths[is_leaf], single if singleton else None)
-        for p, cube in zip(cells[is_leaf][ok], cubes):
-            record(int(p), *cube)
-        unresolved.extend(int(q) for q in cells[is_leaf][~ok])
-        cells = cells[~is_leaf]
+        ok, found_moves = cheapest_product_moves(
+            table, cells, np.where(usable, 0.0, np.inf), need_up[cells] * scale,
+            need_down[cells] * scale, np.maximum(widths * scale, tol[cells]))
+        for p, (corners, signs, t_up, t_down, _) in zip(cells[ok], found_moves):
+            record(int(p), corners, signs, t_up, t_down)
+        cells = cells[~ok]
+        if chain_cubes is None:
+            return done(cells)
     for n, p in enumerate(cells):
         p = int(p)
         if time_limit is not None and n % 256 == 0 and \
@@ -380,83 +389,6 @@ def _cube_sum(usable: np.ndarray, room: np.ndarray, new_cost: np.ndarray,
     if cheap is not None and new_cost[cheap].sum() <= new_cost[widest].sum():
         return cheap
     return widest
-
-
-def _certified_leaf_cubes(table: Table, cells: np.ndarray, suppressed: np.ndarray,
-                          unusable: np.ndarray, need_up: np.ndarray, need_down: np.ndarray,
-                          width: np.ndarray, single: np.ndarray | None, rounds: int = 8):
-    """Leaf cubes whose corners are all suppressed, for many leaf primaries at once.
-
-    Vectorised over the primaries: dimension by dimension, each primary takes a sibling
-    whose new corners (the cube so far, shifted to the sibling) are all suppressed and
-    usable; the rounds scan the siblings in different orders.  A cube is accepted when
-    its simple bounds meet the requirement.  Returns (mask over ``cells``, list of
-    ``(corners, signs, t_up, t_down)`` per accepted cube, in the order of ``cells``)."""
-    shape = table.shape
-    strides = np.asarray([int(np.prod(shape[d + 1:])) for d in range(len(shape))],
-                         dtype=np.int64)
-    pos = np.unravel_index(cells, shape)
-    varying = [d for d in range(len(shape)) if shape[d] > 1]
-    siblings = []
-    for d in varying:
-        h = table.dimensions[d].hierarchy
-        parent = np.asarray(h.parent)
-        width_d = max(1, max((len(c) for c in h.children), default=1) - 1)
-        table_d = np.full((len(h), width_d), -1, dtype=np.int64)
-        for a in range(len(h)):
-            if parent[a] >= 0:
-                sibs = [b for b in h.children[parent[a]] if b != a]
-                table_d[a, :len(sibs)] = sibs
-        siblings.append(table_d)
-    room_up = table.ub - table.value
-    room_down = table.value - table.lb
-    done = np.zeros(len(cells), dtype=bool)
-    found: dict[int, tuple] = {}
-    scale = 1.0 + 1e-9
-    tol = 1e-9 * np.maximum(1.0, np.abs(table.value[cells]))
-    for r in range(rounds):
-        todo = np.flatnonzero(~done)
-        if len(todo) == 0:
-            break
-        p = cells[todo]
-        corners = p[None, :]
-        sign = np.ones(1)
-        alive = np.ones(len(todo), dtype=bool)
-        for j, d in enumerate(varying):
-            here = pos[d][todo]
-            cand = siblings[j][here]
-            m = cand.shape[1]
-            # the rounds scan the siblings in different orders (first, last, middle, ...)
-            order = np.roll(np.arange(m)[::(-1 if r % 2 else 1)], -(r // 2))
-            chosen = np.zeros(len(todo), dtype=np.int64)
-            have = np.zeros(len(todo), dtype=bool)
-            for col in order:
-                sib = cand[:, col]
-                ok = (sib >= 0) & ~have & alive
-                if not ok.any():
-                    continue
-                offset = (np.where(sib >= 0, sib, here) - here) * strides[d]
-                shifted = corners + offset[None, :]
-                # every corner the sibling adds must be suppressed and usable
-                ok &= suppressed[shifted].all(axis=0) & ~unusable[shifted].any(axis=0)
-                if single is not None:
-                    ok &= ~single[shifted].any(axis=0)
-                chosen[ok] = offset[ok]
-                have |= ok
-            alive &= have
-            corners = np.concatenate([corners, corners + chosen[None, :]])
-            sign = np.concatenate([sign, -sign])
-        plus = sign[:, None] > 0
-        t_up = np.where(plus, room_up[corners], room_down[corners]).min(axis=0)
-        t_down = np.where(plus, room_down[corners], room_up[corners]).min(axis=0)
-        q = todo
-        good = alive & ((t_up >= need_up[cells[q]] * scale)
-                        & (t_down >= need_down[cells[q]] * scale)
-                        & (t_up + t_down >= np.maximum(width[q] * scale, tol[q])))
-        for i in np.flatnonzero(good):
-            found[int(q[i])] = (corners[:, i], sign, float(t_up[i]), float(t_down[i]))
-        done[q[good]] = True
-    return done, [found[i] for i in sorted(found)]
 
 
 def _move_matrix(moves: list[tuple[np.ndarray, np.ndarray]], n_cells: int) -> sp.csr_matrix:
