@@ -18,10 +18,12 @@ move up by ``t_up = min(room in the corner's direction)`` and down by ``t_down``
 leaf cubes of :func:`tabprotect.secondary.cubes.cube_repair` are the products of sibling
 steps; this module searches all paths, for the audit's certify pass.
 
-:func:`certified_product_moves` searches, per primary cell, depth first over the
-dimensions, with the steps of small support first, pruning a step as soon as one of its
-cells is published (or unusable) or the cells so far already lack the room; the search
-is compiled with numba when it is installed.
+:func:`cheapest_product_moves` searches, per primary cell, depth first over the
+dimensions for the cheapest move that meets the cell's needs (cells suppressed already
+cost nothing; the certify pass admits no other cell), the steps of small support first,
+pruning a step as soon as one of its cells may not be a corner, the cost so far reaches
+the best found or the cells so far already lack the room; the search is compiled with
+numba when it is installed.
 """
 from __future__ import annotations
 
