@@ -634,6 +634,38 @@ def _six_primary_table(seed: int, cost_name: str):
     return table, cost_vector(table, cost_name), Requirements.from_table(table, singleton=True)
 
 
+def _six_primary_singleton_table(seed: int):
+    """The 48-cell table of :func:`_six_primary_table` with single-contributor cells:
+    (table, requirements against singleton attackers)."""
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, freq_one=True)
+    return table, Requirements.from_table(table, singleton=True)
+
+
+def _assert_oracles_agree(reference, candidate, table, seed: int, points: int,
+                          zero_share: float, same_values: bool) -> None:
+    """Both oracles give the same verdicts and cut kinds at random fractional points
+    (separation and exact check) and at their roundings; every candidate cut cuts its
+    point off, with the reference cut's value there when ``same_values``."""
+    rng = np.random.default_rng(seed)
+    for _ in range(points):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        z = np.where(rng.random(table.n_cells) < zero_share, 0.0, z)
+        for kind, point in (("separate", z), ("check", z), ("check", z > 0.5)):
+            a, b = getattr(reference, kind)(point), getattr(candidate, kind)(point)
+            assert sorted(a.violated) == sorted(b.violated)
+            assert [(c.primary, c.kind, c.attacker) for c in a.cuts] == \
+                [(c.primary, c.kind, c.attacker) for c in b.cuts]
+            for ca, cb in zip(a.cuts, b.cuts):
+                lb = float(np.minimum(cb.coef, cb.rhs) @ point[cb.cols])
+                assert lb < cb.rhs
+                if same_values:
+                    la = float(np.minimum(ca.coef, ca.rhs) @ point[ca.cols])
+                    assert lb == pytest.approx(la, rel=1e-6, abs=1e-6)
+
+
 @pytest.mark.parametrize("seed,cost_name", [(7, "unity"), (0, "value")])
 def test_chunked_node_separation_reaches_the_compact_optimum(seed, cost_name, monkeypatch):
     # below the root the separation stops after the first chunk of primaries with a
@@ -726,24 +758,11 @@ def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap, monkeypa
     monkeypatch.setattr(optimal_module, "RACE_LP_CAP", cap)
     monkeypatch.setattr(optimal_module, "RACE_TRIAL_LPS", 1)
     monkeypatch.setattr(optimal_module, "RACE_MIN_SECONDS", 0.0)
-    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
-                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
-    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
-    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, freq_one=True)
-    req = Requirements.from_table(table, singleton=True)
+    table, req = _six_primary_singleton_table(seed)
     dual = AttackerOracle(table, req, simplex_strategy=1)
     raced = _HybridOracle(table, req, simplex_strategy=1)
-    rng = np.random.default_rng(seed)
-    for _ in range(5):
-        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
-        z = np.where(rng.random(table.n_cells) < 0.3, 0.0, z)
-        for kind, point in (("separate", z), ("check", z), ("check", z > 0.5)):
-            a, b = getattr(dual, kind)(point), getattr(raced, kind)(point)
-            assert sorted(a.violated) == sorted(b.violated)
-            assert [(c.primary, c.kind, c.attacker) for c in a.cuts] == \
-                [(c.primary, c.kind, c.attacker) for c in b.cuts]
-            for cb in b.cuts:  # every cut the raced oracle returns cuts its point off
-                assert float(np.minimum(cb.coef, cb.rhs) @ point[cb.cols]) < cb.rhs
+    _assert_oracles_agree(dual, raced, table, seed, points=5, zero_share=0.3,
+                          same_values=False)
     assert set(raced._race["check"]) >= {1, 4} and set(raced._race["sep"]) >= {1, 4}, \
         "both simplex variants ran"
 
@@ -807,11 +826,7 @@ def test_pair_merged_oracle_gives_the_plain_oracles_answers(seed, monkeypatch):
     # kinds, and every cut as violated at its point as the plain oracle's (the cut's
     # left side at the point is the attacker LP's optimum either way)
     monkeypatch.setattr(optimal_module, "MERGE_PAIRS_MIN_COLS", 0)
-    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
-                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
-    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
-    table = hier_table(seed, n_primary=6, rows=rows, cols=cols, freq_one=True)
-    req = Requirements.from_table(table, singleton=True)
+    table, req = _six_primary_singleton_table(seed)
     plain = AttackerOracle(table, req, simplex_strategy=1)
     merged = _HybridOracle(table, req, simplex_strategy=1, racing=bool(seed % 2))
     made = []
@@ -821,20 +836,8 @@ def test_pair_merged_oracle_gives_the_plain_oracles_answers(seed, monkeypatch):
         orig(self, *a, **k)
         made.append(self.n_model_rows < self.m)
     monkeypatch.setattr(optimal_module._PairMergedModel, "__init__", spy)
-    rng = np.random.default_rng(seed)
-    for _ in range(6):
-        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
-        z = np.where(rng.random(table.n_cells) < 0.4, 0.0, z)
-        for kind, point in (("separate", z), ("check", z), ("check", z > 0.5)):
-            a, b = getattr(plain, kind)(point), getattr(merged, kind)(point)
-            assert sorted(a.violated) == sorted(b.violated)
-            assert [(c.primary, c.kind, c.attacker) for c in a.cuts] == \
-                [(c.primary, c.kind, c.attacker) for c in b.cuts]
-            for ca, cb in zip(a.cuts, b.cuts):
-                la = float(np.minimum(ca.coef, ca.rhs) @ point[ca.cols])
-                lb = float(np.minimum(cb.coef, cb.rhs) @ point[cb.cols])
-                assert lb == pytest.approx(la, rel=1e-6, abs=1e-6)
-                assert lb < cb.rhs
+    _assert_oracles_agree(plain, merged, table, seed, points=6, zero_share=0.4,
+                          same_values=True)
     assert any(made), "some attacker LP had two-cell rows merged"
 
 
