@@ -674,7 +674,6 @@ class _HybridOracle(AttackerOracle):
             model._race_strategy = strategy
 
 
-
 #: the attacker LPs merge their two-cell rows first (:class:`_PairMergedModel`) when a
 #: component's LP has at least MERGE_PAIRS_MIN_COLS columns (None: never).  TABLE3 value,
 #: 600 s, same time: 27 LP rounds instead of 20 in the LP phase's 300 s, 8.9 instead of
