@@ -37,12 +37,6 @@ def _bound(v: float) -> float | None:
     return None if not np.isfinite(v) else float(v)
 
 
-#: the CBC solvers of PuLP, and the command-line options tabprotect gives them unless the
-#: caller passes its own ``options``
-CBC_SOLVERS = ("PULP_CBC_CMD", "COIN_CMD")
-CBC_OPTIONS = ("preprocess off",)
-
-
 def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, options):
     kwargs: dict[str, Any] = {"msg": bool(verbose)}
     if time_limit is not None:
@@ -51,13 +45,6 @@ def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, o
         kwargs["gapRel"] = float(mip_gap)
     if threads is not None:
         kwargs["threads"] = int(threads)
-    if name in CBC_SOLVERS and "options" not in options:
-        # CBC's MIP preprocessing returned a wrong "optimal" answer (3 instead of 4) on
-        # max x0 + x3 + x4 s.t. 2 x0 - x3 - 3 x4 >= 0, x0 <= 2, x3 <= 1, x4 in {0, 1}
-        # (PuLP 3.3.2's bundled CBC; found by tests/test_solvers.py's property test);
-        # without it CBC solves it right. Correct answers first: pulp is the fallback
-        # backend, HiGHS the fast one
-        kwargs["options"] = list(CBC_OPTIONS)
     kwargs.update(options)
     try:
         with warnings.catch_warnings():

@@ -478,17 +478,3 @@ def test_highs_model_delete_rows_matches_a_fresh_model():
     assert abs(model.solve().objective - fresh.objective) <= 1e-7
     with pytest.raises(ValueError, match="out of range"):
         model.delete_rows([9])
-
-
-def test_pulp_cbc_solves_the_mip_its_preprocessing_got_wrong():
-    # found by test_backends_agree: CBC's MIP preprocessing answered 3 (status optimal)
-    # where the optimum is 4; the pulp backend turns it off
-    import scipy.sparse as sp
-    lp = LinearProgram(c=np.array([1.0, 0.0, 0.0, 1.0, 1.0]),
-                       A=sp.csr_matrix(np.array([[2.0, 0.0, 0.0, -1.0, -3.0]])),
-                       row_lower=np.array([0.0]), row_upper=np.array([np.inf]),
-                       col_lower=np.zeros(5), col_upper=np.array([2.0, 0.0, 0.0, 1.0, 1.0]),
-                       integrality=np.array([False, False, False, False, True]), sense="max")
-    for backend in BACKEND_LIST:
-        res = solve(lp, backend=backend)
-        assert res.status == "optimal" and res.objective == pytest.approx(4.0), backend
