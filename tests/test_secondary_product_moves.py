@@ -23,8 +23,7 @@ def _hierarchy(lengths, name):
             codes.append(code)
             grow(code, level + 1)
     grow("", 0)
-    pairs = [(c[:-1] if len(c) > 1 else "T", c) for c in codes]
-    return Hierarchy.from_pairs(pairs, name=name)
+    return Hierarchy.from_levels(codes, range(1, len(lengths) + 1), total="T", name=name)
 
 
 def _relations_1d(h):

@@ -42,8 +42,6 @@ class _ChainCubes:
 
     #: per primary at most this many sibling combinations are evaluated
     MAX_COMBOS = 64
-    #: only cubes whose corners are all suppressed already (see cube_repair)
-    certify_only = False
 
     def __init__(self, table: Table, poles: bool = False):
         from tabprotect.secondary.gauss import _marginals
@@ -152,8 +150,6 @@ class _ChainCubes:
                     t_up + t_down < max(width * scale, tol):
                 continue
             fresh = corners[~suppressed[corners]]
-            if self.certify_only and len(fresh):
-                continue
             key = (float(cost[fresh].sum()), float(np.abs(self.table.value[fresh]).sum()))
             if best is None or key < best[0]:
                 best = (key, fresh, (corners, sign, float(t_up), float(t_down)))
@@ -193,8 +189,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     nothing is added, and the moves certify the pattern as it is (e.g. before the first
     audit of a hypercube pattern). There every primary, leaf or not, gets the exhaustive
     search of :mod:`tabprotect.secondary.product_moves` (leaf cubes, and the products
-    of cousin paths and poles as well); only with ``chains`` do the primaries it leaves
-    go on to the chain-cube search.
+    of cousin paths and poles as well), and ``chains`` / ``poles`` change nothing (the
+    chain cubes and poles are products of those paths too).
 
     Returns
     -------
@@ -250,8 +246,6 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     single = table.freq == 1
     unresolved = []
     chain_cubes = _ChainCubes(table, poles=poles) if chains else None
-    if chain_cubes is not None:
-        chain_cubes.certify_only = certify_only
 
     def chain_cube(p, width) -> bool:
         found = chain_cubes.protect(p, status, suppressed, cost, need_up[p], need_down[p],
@@ -274,9 +268,9 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
             need_down[cells] * scale, np.maximum(widths * scale, tol[cells]))
         for p, (corners, signs, t_up, t_down, _) in zip(cells[ok], found_moves):
             record(int(p), corners, signs, t_up, t_down)
-        cells = cells[~ok]
-        if chain_cubes is None:
-            return done(cells)
+        # the leaf and chain cubes of the search below are products of such paths: what
+        # the exhaustive search left, they cannot certify
+        return done(cells[~ok])
     for n, p in enumerate(cells):
         p = int(p)
         if time_limit is not None and n % 256 == 0 and \
@@ -290,15 +284,13 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         pos = np.unravel_index(p, table.shape)
         key = tuple(int(g.as_child[q]) if g.as_child[q] >= 0 else 0
                     for g, q in zip(split.dims, pos))
-        cand = search.candidates(p, key, suppressed, only_suppressed=certify_only)
+        cand = search.candidates(p, key, suppressed)
         if cand is None:
             unresolved.append(p)
             continue
         corners, signs, _ = cand
         usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
         ok = usable & leaf[corners].all(axis=0)
-        if certify_only:
-            ok &= suppressed[corners].all(axis=0)
         if singleton:
             # a corner's contributor knows its value: the cube proves nothing against it
             ok &= ~single[corners[1:]].any(axis=0)
@@ -308,10 +300,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         ok = usable_cube & ((t_up >= need[0]) & (t_down >= need[1])
                             & (t_up + t_down >= need[2]))
         if not ok.any():
-            up = down = None
-            if not certify_only:
-                up = _cube_sum(usable_cube, t_up, new_cost, corners, need[0])
-                down = _cube_sum(usable_cube, t_down, new_cost, corners, need[1])
+            up = _cube_sum(usable_cube, t_up, new_cost, corners, need[0])
+            down = _cube_sum(usable_cube, t_down, new_cost, corners, need[1])
             if up is not None and down is not None and \
                     t_up[up].sum() + t_down[down].sum() >= need[2]:
                 # cubes for the way up and cubes for the way down: each sum a move of

@@ -119,8 +119,7 @@ class _CubeSearch:
         self._steps: dict = {}
         self._stride_list = [int(s) for s in self.strides]
 
-    def alternatives(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
-                     only_suppressed: bool = False):
+    def alternatives(self, p: int, key: tuple[int, ...], suppressed: np.ndarray):
         """Per dimension of sub-table ``key`` with at least two codes, ``p``'s other codes.
 
         Returns (``p``'s code positions, alternative codes per dimension, the sign of the
@@ -144,12 +143,6 @@ class _CubeSearch:
             alt, sigma = cached
             if alt is None:
                 continue
-            if only_suppressed:
-                line = p + (alt - pos[d]) * self.strides[d]
-                keep = suppressed[line]
-                if not keep.any():
-                    return None
-                alt, sigma = alt[keep], sigma[keep]
             alts.append(alt)
             sigmas.append(sigma)
             dims.append(d)
@@ -172,19 +165,13 @@ class _CubeSearch:
                 sigmas[j] = sigmas[j][order]
         return pos, alts, sigmas, dims
 
-    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray,
-                   only_suppressed: bool = False):
+    def candidates(self, p: int, key: tuple[int, ...], suppressed: np.ndarray):
         """Every cube of ``p`` in sub-table ``key`` (grid of the other corners' codes).
 
-        With ``only_suppressed``, only alternatives whose line neighbour (the corner that
-        differs from ``p`` in that dimension alone) is suppressed: every cube whose
-        corners are all suppressed is among them, and far fewer others.
-
         Returns (corner cell indices (2^k x G), corner signs (2^k x G), alternative code
-        positions per cube (G x k)), or None when the sub-table is a single cell (or,
-        ``only_suppressed``, when a dimension has no such alternative).
+        positions per cube (G x k)), or None when the sub-table is a single cell.
         """
-        found = self.alternatives(p, key, suppressed, only_suppressed)
+        found = self.alternatives(p, key, suppressed)
         if found is None:
             return None
         pos, alts, sigmas, dims = found
