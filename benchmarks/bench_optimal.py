@@ -36,10 +36,11 @@ from tabprotect.secondary import cost_vector, protect  # noqa: E402
 
 
 # ---------------------------------------------------------------- generated tables
-def generated_table(n_target: int, dims: int, seed: int = 0) -> Table:
+def generated_table(n_target: int, dims: int, seed: int = 0,
+                    primary_share: float = 0.05) -> Table:
     """A hierarchical product table of about ``n_target`` cells: each dimension has a
-    2-level hierarchy (total -> groups -> leaves); skewed leaf values; about 5% of the
-    inner cells primary (a (1,70)-dominance-like level of 15% of the value)."""
+    2-level hierarchy (total -> groups -> leaves); skewed leaf values; ``primary_share``
+    of the inner cells primary (a (1,70)-dominance-like level of 15% of the value)."""
     rng = np.random.default_rng(seed)
     per_dim = max(4, int(round(n_target ** (1 / dims))))
     hs = []
@@ -58,7 +59,7 @@ def generated_table(n_target: int, dims: int, seed: int = 0) -> Table:
     freq = aggregate_leaves(rng.integers(1, 12, size=shape).ravel().astype(float), hs)
     t = Table.from_arrays({f"v{d}": h for d, h in enumerate(hs)}, value, freq=freq)
     inner = np.flatnonzero(t.is_inner)
-    prim = rng.choice(inner, size=max(1, len(inner) // 20), replace=False)
+    prim = rng.choice(inner, size=max(1, int(len(inner) * primary_share)), replace=False)
     st = t.status.copy()
     st[prim] = "U"
     level = np.where(st == "U", np.ceil(0.15 * value), 0.0)
@@ -259,6 +260,12 @@ def main(argv=None) -> int:
                     help="Castro tables as loaded (6-decimal values) instead of their integer "
                          "version; pytauargus' engine does not run on them")
     ap.add_argument("--sizes", nargs="*", type=int, default=[1000, 5000, 20000])
+    ap.add_argument("--dims", nargs="*", type=int, default=[2, 3],
+                    help="dimensions of the generated tables")
+    ap.add_argument("--primary-share", type=float, default=0.05,
+                    help="share of a generated table's inner cells that are primary (0.26 "
+                         "on the 961-cell 2-D table: 162 primaries, the size of the issue's "
+                         "tau-Argus OPT reference case)")
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                     help="set a module constant of tabprotect.secondary.optimal for this run "
                          "(A/B probes, e.g. GOMORY_ROUNDS=5 BRANCHING='\"fractional\"')")
@@ -293,15 +300,18 @@ def main(argv=None) -> int:
     if not args.generated_only:
         for name in (args.tables or list(CASTRO_TABLES)):
             if args.original_values:
-                jobs.append((name, lambda name=name: load_castro(name), True))
+                jobs.append((name, lambda name=name: load_castro(name)))
             else:
-                jobs.append((name, lambda name=name: integer_table(load_castro(name)), True))
+                jobs.append((name, lambda name=name: integer_table(load_castro(name))))
     if not args.no_generated:
-        for dims in (2, 3):
+        share = args.primary_share
+        tag = "" if share == 0.05 else f"-p{share:g}"
+        for dims in args.dims:
             for size in args.sizes:
-                jobs.append((f"gen{dims}d-{size}",
-                             lambda s=size, d=dims: generated_table(s, d, seed=s + d), False))
-    for name, make, castro in jobs:
+                jobs.append((f"gen{dims}d-{size}{tag}",
+                             lambda s=size, d=dims: generated_table(s, d, seed=s + d,
+                                                                    primary_share=share)))
+    for name, make in jobs:
         table = make()
         n_prim = int((table.status == "U").sum())
         for cost in args.costs:
@@ -316,7 +326,9 @@ def main(argv=None) -> int:
                       f"audit {ours['audit_seconds']:.1f} s, nodes {ours['nodes']})", flush=True)
                 opt = "proven" if ours["proven"] else f"gap {100 * (ours['gap'] or 0):.2f}%"
             tau = {"status": "skipped"}
-            if castro and not args.no_tau:
+            if not args.no_tau:
+                # (generated tables are integer and additive already; Castro tables are
+                # given in their integer version above)
                 tau = run_pytauargus(table, cost, args.time_limit)
             if tau.get("status") == "ok":
                 tr = fmt(tau["seconds"] / max(ours["seconds"], 1e-9), 2) \
