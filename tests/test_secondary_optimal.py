@@ -439,6 +439,22 @@ def test_support_cuts_keep_the_brute_force_optimum(seed, cost_name, support, mon
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
 
 
+@pytest.mark.parametrize("seed,cost_name,freq_one", [
+    (5, "unity", False), (6, "value", False), (3, "value", True)])
+def test_gauss_start_keeps_the_brute_force_optimum(seed, cost_name, freq_one, monkeypatch):
+    # large tables start from the gauss method's repaired pattern; forced on here: the
+    # search still ends at the enumerated optimum, and its pattern passes the independent
+    # audit (single-contributor attackers included)
+    monkeypatch.setattr(optimal_module, "GAUSS_START_MIN_CANDIDATES", 0)
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    cost = cost_vector(table, cost_name)
+    out = optimal(table, cost, engine="benders", search="bc", time_limit=60)
+    assert out.details["gauss_start_cells"] > 0
+    assert out.proven_optimal
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
 @pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (8, False)])
 def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one):
     # prune everything-suppressed: the audit must pass, and publishing any remaining
