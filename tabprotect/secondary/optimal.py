@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram, SolveResult
-from tabprotect.errors import InfeasibleRulesError
+from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair, Requirements
 
@@ -2604,7 +2604,7 @@ def _gauss_start(table, cost: np.ndarray, singleton: bool, empty: str,
     """A first incumbent for large tables: the gauss method's pattern after protect()'s
     audit and repair (unpublished cells), or None when it did not pass in time.  Benders
     checks it with the exact oracle before using it."""
-    from tabprotect.errors import InfeasibleRulesError, InputError
+    # (imported here: protect imports this module)
     from tabprotect.secondary.protect import protect
     try:
         res = protect(table, method="gauss", cost=np.asarray(cost, dtype=float),
