@@ -450,11 +450,15 @@ def plot_loss_by_level(info) -> str | None:
 
 
 def interval_widths(table: Table, audit) -> np.ndarray:
-    """Relative width ``(upper - lower) / |value|`` in percent of each unpublished cell."""
+    """Relative width ``(upper - lower) / |value|`` in percent of each unpublished cell
+    (a verdict audit: a lower bound of the width, ``max_at_least - min_at_most``)."""
     unpublished = getattr(audit, "unpublished", None)
-    if unpublished is None:
-        unpublished = np.isfinite(audit.lower) & (audit.upper > audit.lower)
-    width = (audit.upper - audit.lower)[unpublished]
+    if getattr(audit, "figures", "intervals") == "bounds":
+        width = audit.width_at_least[unpublished]
+    else:
+        if unpublished is None:
+            unpublished = np.isfinite(audit.lower) & (audit.upper > audit.lower)
+        width = (audit.upper - audit.lower)[unpublished]
     value = np.abs(table.value[unpublished])
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100 * width / np.where(value > 0, value, np.nan)
@@ -478,9 +482,12 @@ def plot_interval_widths(table: Table, audit) -> str | None:
     ax.hist([shown[primary & np.isfinite(shown)], shown[~primary & np.isfinite(shown)]],
             bins=bins, stacked=True, color=[STATUS_COLOURS["U"], STATUS_COLOURS["M"]],
             edgecolor="#555555", label=["primary", "other unpublished"])
-    ax.set_xlabel("interval width, % of the cell value")
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    ax.set_xlabel(("lower bound of the interval width" if bounds else "interval width")
+                  + ", % of the cell value")
     ax.set_ylabel("cells")
-    ax.set_title("audit: feasibility interval widths")
+    ax.set_title("audit: feasibility interval widths"
+                 + (" (verdict audit: lower bounds)" if bounds else ""))
     ax.legend(fontsize=8)
     fig.tight_layout()
     return _figure_png(fig)
@@ -614,16 +621,23 @@ def _audit_html(run: Run) -> str:
     if unpublished is None:
         unpublished = audit.upper > audit.lower
     frame = table.to_frame(("status", "value"))
-    frame["lower"] = audit.lower
-    frame["upper"] = audit.upper
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    if bounds:
+        # a verdict audit: bounds on the interval ends, never the interval
+        for name, col in audit.columns().items():
+            frame[name.replace("_", " ")] = col
+    else:
+        frame["lower"] = audit.lower
+        frame["upper"] = audit.upper
     req_lo = getattr(audit, "required_lower", None)
     req_hi = getattr(audit, "required_upper", None)
     if req_lo is not None:
         frame["required lower"] = req_lo
         frame["required upper"] = req_hi
     with np.errstate(divide="ignore", invalid="ignore"):
-        frame["width % of value"] = 100 * (audit.upper - audit.lower) / np.where(
-            np.abs(table.value) > 0, np.abs(table.value), np.nan)
+        width = audit.width_at_least if bounds else audit.upper - audit.lower
+        frame["width at least % of value" if bounds else "width % of value"] = \
+            100 * width / np.where(np.abs(table.value) > 0, np.abs(table.value), np.nan)
     protected = np.asarray(getattr(audit, "protected", np.ones(table.n_cells, bool)))
     frame["protected"] = np.where(table.status == "U", protected, None)
     frame = frame[unpublished]

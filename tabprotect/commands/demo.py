@@ -116,14 +116,19 @@ def _print_intervals(table, audit, limit: int = 12) -> None:
     # primary cells first: they are the ones the protection is for
     cells = sorted((i for i in range(table.n_cells) if audit.unpublished[i]),
                    key=lambda i: table.status[i] != "U")
-    print("feasibility intervals of the suppressed cells (what an intruder can derive):")
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    print("bounds on the feasibility intervals of the suppressed cells (verdict audit: "
+          "the interval holds [min at most, max at least])" if bounds else
+          "feasibility intervals of the suppressed cells (what an intruder can derive):")
     for i in cells[:limit]:
         req = ""
         if table.status[i] == "U":
             req = (f"  needs [{audit.required_lower[i]:g}, {audit.required_upper[i]:g}]  "
                    f"{'protected' if audit.protected[i] else 'NOT PROTECTED'}")
         print(f"  {table.status[i]} {table.cell_name(i):<32} value {table.value[i]:>10g}  "
-              f"interval [{audit.lower[i]:g}, {audit.upper[i]:g}]{req}")
+              + (f"interval holds [{audit.min_at_most[i]:g}, {audit.max_at_least[i]:g}]"
+                 if bounds else f"interval [{audit.lower[i]:g}, {audit.upper[i]:g}]")
+              + req)
     if len(cells) > limit:
         print(f"  ... {len(cells) - limit} more in the audit file")
 

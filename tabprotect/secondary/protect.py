@@ -130,7 +130,9 @@ class ProtectResult:
 
     def to_frame(self, flag: bool = False) -> pd.DataFrame:
         """The published table: suppressed values (and their contributor counts) blanked,
-        status letters, and the intruder's interval for every suppressed cell.
+        status letters, and the intruder's interval for every suppressed cell (``lower,
+        upper``; after a verdict audit the bounds ``min_at_least, min_at_most,
+        max_at_least, max_at_most`` on its ends instead).
 
         ``flag=True`` keeps a ``published`` column (False for suppressed cells) instead of
         relying on the blanks alone.
@@ -140,8 +142,9 @@ class ProtectResult:
         sup = t.suppressed
         out["value"] = np.where(sup, np.nan, t.value)
         out["freq"] = np.where(sup, np.nan, t.freq)
-        out["lower"] = np.where(sup, self.audit.lower, np.nan)
-        out["upper"] = np.where(sup, self.audit.upper, np.nan)
+        # an interval audit's ``lower, upper``; a verdict audit's bounds on them
+        for name, col in self.audit.columns().items():
+            out[name] = np.where(sup, col, np.nan)
         if flag:
             out["published"] = ~sup
         return out
@@ -632,10 +635,12 @@ def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
     more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
     tol = 1e-6 * np.maximum(1.0, np.abs(table.value[bad]))
     why = set()
-    if (res.upper[bad] < res.required_upper[bad] - tol).any():
+    if (res.max_at_most[bad] < res.required_upper[bad] - tol).any():
         why.add("up")
-    if (res.lower[bad] > res.required_lower[bad] + tol).any():
+    if (res.min_at_least[bad] > res.required_lower[bad] + tol).any():
         why.add("down")
+    if res.attacked[bad].any():
+        why.add("single-contributor")
     if not why:
         why.add("sliding")
     raise InfeasibleRulesError(
