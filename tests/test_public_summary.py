@@ -18,7 +18,7 @@ from tabprotect.secondary.protect import protect
 
 def _grid(values, rows, cols, kind_freq=False):
     r = Hierarchy.flat([str(i) for i in range(rows)], total="T")
-    c = Hierarchy.flat([chr(97 + j) for j in range(cols)], total="T")
+    c = Hierarchy.flat([f"c{j}" for j in range(cols)], total="T")
     inner = np.asarray(values, dtype=float).reshape(rows, cols)
     full = np.zeros((rows + 1, cols + 1))
     full[1:, 1:] = inner
