@@ -30,6 +30,7 @@ import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, read_frame
+from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
 
 KNOWN_SECTIONS = {"input", "hierarchies", "microdata", "rules", "primary", "protect",
                   "audit", "round", "compare", "risk", "perturb", "output", "report", "job",
@@ -152,16 +153,6 @@ def build_table(job: Job, progress=None) -> Table:
         spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=bool(spec.get("compute_totals", False)),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
-
-
-def write_frame(frame: pd.DataFrame, path: Path) -> Path:
-    """Write CSV or Parquet by suffix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_csv(path, index=False)
-    return path
 
 
 def as_float_or_none(x) -> float | None:
