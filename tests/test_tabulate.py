@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy
-from tabprotect.tabulate import hierarchy_from_correspondence, tabulate, tabulate_job
+from tabprotect.io.job import tabulate_job
+from tabprotect.tabulate import hierarchy_from_correspondence, tabulate
 
 REGION = Hierarchy.from_pairs([("T", "N"), ("T", "S"), ("N", "N1"), ("N", "N2"), ("S", "S1")],
                               name="region")

@@ -1,9 +1,9 @@
 """Running one submitted job (in a worker process or thread).
 
 The job's folder holds ``input/`` (the uploaded files, which the spec's relative paths
-name) and ``out/`` (results: ``published.csv``, ``cells.csv``, ``audit.csv``,
-``report.html``, ``report.json``).  Progress and the outcome go to the job store.  What
-is logged or stored as an error is the one-line :class:`~tabprotect.errors.InputError`
+name) and ``out/`` (results: the files of :data:`tabprotect.io.outputs.OUTPUT_FILES`,
+written by the same pipeline as the command line).  Progress and the outcome go to the
+job store.  What is logged or stored as an error is the one-line :class:`~tabprotect.errors.InputError`
 message (which never holds a cell value) or only the exception's type.
 """
 from __future__ import annotations
@@ -13,15 +13,22 @@ from pathlib import Path
 
 log = logging.getLogger("tabprotect.service")
 
-RESULT_FILES = {"table": "published.csv", "audit": "audit.csv", "report": "report.html",
-                "trail": "report.json", "cells": "cells.csv"}
+def _result_files() -> dict[str, str]:
+    from tabprotect.io.outputs import OUTPUT_FILES
+    return {"table": OUTPUT_FILES["published"][0], "audit": OUTPUT_FILES["audit"][0],
+            "report": OUTPUT_FILES["report"][0], "trail": OUTPUT_FILES["trail"][0],
+            "cells": OUTPUT_FILES["cells"][0]}
+
+
+RESULT_FILES = _result_files()
 
 
 def execute(store_path: str, job_id: str) -> str:
     """Run job ``job_id`` of the store at ``store_path``; returns its final state."""
     from tabprotect.errors import InputError
     from tabprotect.io.job import load_job
-    from tabprotect.report import audit_trail, run_job, write_report
+    from tabprotect.io.outputs import public_summary, write_outputs
+    from tabprotect.pipeline import run as run_pipeline
     from tabprotect.service.store import JobStore
 
     store = JobStore(store_path)
@@ -34,15 +41,12 @@ def execute(store_path: str, job_id: str) -> str:
     try:
         job = load_job(spec=record["spec"], base=folder / "input")
         job.name = f"job {job_id[:8]}"
-        run = run_job(job, output_dir=out,
-                      progress=lambda step, frac: store.progress(job_id, step, 0.9 * frac))
+        run = run_pipeline(job, progress=lambda step, frac: store.progress(job_id, step,
+                                                                           0.9 * frac))
         store.progress(job_id, "report", 0.95)
-        write_report(run, out / "report.html")
-        trail = audit_trail(run)
+        write_outputs(run, out, report=True)
         result = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
-                  "results": {k: v for k, v in trail["results"].items()
-                              if k not in ("comparison",)},
-                  "timings_seconds": trail["timings_seconds"]}
+                  "results": public_summary(run), "timings_seconds": run.timings}
         store.finish(job_id, result)
         log.info("job %s finished (%s, audit %s)", job_id, run.kind,
                  {None: "none", True: "passed", False: "failed"}[run.passed])
