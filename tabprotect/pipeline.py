@@ -5,7 +5,7 @@ protects (secondary suppression) or rounds, audits, measures the information los
 when the job asks, compares methods.  Every entry point -- ``tabprotect protect``,
 ``audit``, ``round``, ``audit-rounded``, ``primary``, ``report``, ``compare``, ``demo`` and
 the service's worker -- calls :func:`run` and then writes the :class:`Run` with
-:func:`tabprotect.io.outputs.write_outputs`, so one job gives one answer whichever way it
+:func:`tabprotect.io.results.write_outputs`, so one job gives one answer whichever way it
 is run.
 
 The job is checked against the schema (:mod:`tabprotect.io.schema`) before any work;
@@ -142,7 +142,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
 
     Returns
     -------
-    Run (nothing is written: see :func:`tabprotect.io.outputs.write_outputs`)
+    Run (nothing is written: see :func:`tabprotect.io.results.write_outputs`)
 
     Examples
     --------

@@ -6,7 +6,7 @@ with matplotlib (Agg backend, embedded as base64 PNG): information loss by metho
 hierarchy level for a single run), the distribution of audit interval widths, and the R-U
 map for microdata runs.  It renders a :class:`tabprotect.pipeline.Run`; the pipeline
 (:func:`tabprotect.pipeline.run`) makes the run and
-:func:`tabprotect.io.outputs.write_outputs` writes ``report.html`` with the other outputs.
+:func:`tabprotect.io.results.write_outputs` writes ``report.html`` with the other outputs.
 """
 from __future__ import annotations
 

@@ -239,7 +239,7 @@ def test_failed_audit_writes_only_the_unsafe_file(tmp_path, capsys):
 
 
 def test_trail_lists_checksums_of_every_output(tmp_path):
-    from tabprotect.io.outputs import sha256_file
+    from tabprotect.io.results import sha256_file
     job_path = write_job(tmp_path / "job", "status+rules")
     out = tmp_path / "out"
     assert main(["report", str(job_path), "-o", str(out), "--quiet"]) == 0

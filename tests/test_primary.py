@@ -20,6 +20,7 @@ from tabprotect.primary import (DominanceRule, FrequencyRule, GroupDisclosureRul
 from tabprotect.tabulate import hierarchy_from_correspondence, tabulate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+RTAUARGUS = Path(__file__).resolve().parents[1] / "fixtures" / "rtauargus"
 
 
 def cells(values, freq, tops, **extra):
@@ -276,12 +277,12 @@ def test_protection_level_checked_by_the_audit(partner, protected):
 
 
 # ------------------------------------------------------------------ real data
-def test_rtauargus_indiv_dt_rules(shared_dir):
+def test_rtauargus_indiv_dt_rules():
     """INSEE's fictitious firms: weighted turnover by A88 x NUTS3 x SIZE (all levels) with
     frequency, dominance and p% rules, each checked against the formulas applied to weighted
     top contributions recomputed from the records of every cell."""
-    data = shared_dir / "datasets" / "rtauargus"
-    df = pd.read_csv(data / "indiv_dt.csv", dtype=str)
+    data = RTAUARGUS
+    df = pd.read_csv(data / "indiv_dt.csv.gz", dtype=str)
     df["A88"] = df["A88"].str.zfill(2)      # the file writes 07/08 as 7/8
     df["TURNOVER"] = df["TURNOVER"].astype(float)
     df["WEIGHT"] = df["WEIGHT"].astype(float)

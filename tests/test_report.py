@@ -9,9 +9,10 @@ import pytest
 
 from tabprotect.audit import audit
 from tabprotect.cli import main
+from tabprotect.errors import InputError
 from tabprotect.infoloss import info_loss
 from tabprotect.model import Hierarchy, Table
-from tabprotect.io.outputs import sha256_file, write_outputs
+from tabprotect.io.results import sha256_file, write_outputs
 from tabprotect.pipeline import Run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -91,6 +92,10 @@ def test_report_contains_tables_and_images(tmp_path):
     res = audit(t)
     inp = tmp_path / "cells.csv"
     t.to_frame().to_csv(inp, index=False)
+    run = Run(t, published=t, audit=res, inputs=[inp])
+    with pytest.raises(InputError, match="output folder holds this input file"):
+        write_outputs(run, tmp_path)         # cells.csv would replace the input
+    inp = inp.rename(tmp_path / "input.csv")
     run = Run(t, title="A1 block", published=t, audit=res, inputs=[inp],
               info=info_loss(t, t), parameters={"protect": {"method": "manual"}},
               timings={"audit": 0.01})

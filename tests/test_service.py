@@ -17,7 +17,7 @@ import uvicorn
 
 from tabprotect.audit import audit
 from tabprotect.io.job import build_table, load_job
-from tabprotect.io.outputs import sha256_file
+from tabprotect.io.results import sha256_file
 from tabprotect.service.app import create_app
 from tabprotect.service.config import load_config
 

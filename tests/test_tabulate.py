@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,8 @@ from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy
 from tabprotect.io.job import tabulate_job
 from tabprotect.tabulate import hierarchy_from_correspondence, tabulate
+
+RTAUARGUS = Path(__file__).resolve().parents[1] / "fixtures" / "rtauargus"
 
 REGION = Hierarchy.from_pairs([("T", "N"), ("T", "S"), ("N", "N1"), ("N", "N2"), ("S", "S1")],
                               name="region")
@@ -196,11 +199,11 @@ def test_duckdb_file_engine_equals_pandas(tmp_path, suffix):
     np.testing.assert_allclose(bw.top, aw.top, rtol=1e-12)
 
 
-def test_rtauargus_indiv_dt_totals_at_every_level(shared_dir):
+def test_rtauargus_indiv_dt_totals_at_every_level():
     """Real data: INSEE's fictitious firms, activity A10 > A21 > A88 and NUTS1 > NUTS2 >
     NUTS3 from the correspondence tables, SIZE flat, weighted TURNOVER."""
-    data = shared_dir / "datasets" / "rtauargus"
-    df = pd.read_csv(data / "indiv_dt.csv", dtype=str)
+    data = RTAUARGUS
+    df = pd.read_csv(data / "indiv_dt.csv.gz", dtype=str)
     df["TURNOVER"] = df["TURNOVER"].astype(float)
     df["WEIGHT"] = df["WEIGHT"].astype(float)
     activity = hierarchy_from_correspondence(pd.read_csv(data / "activity_corr_table.csv",
@@ -336,8 +339,6 @@ def test_correspondence_table_with_repeated_codes():
 
 
 def test_tabulate_job_on_demo_fixture(tmp_path):
-    from pathlib import Path
-
     from tabprotect.io.job import build_table, load_job
     job = load_job(Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "business.toml")
     t = build_table(job)

@@ -3,7 +3,7 @@ lines on stderr, running the pipeline and writing the outputs.
 
 Each command turns its options into job keys (``overrides``), runs
 :func:`tabprotect.pipeline.run` and writes the run with
-:func:`tabprotect.io.outputs.write_outputs`.  Exit code 0: the audit passed (or the run
+:func:`tabprotect.io.results.write_outputs`.  Exit code 0: the audit passed (or the run
 has no audit); 1: the audit failed (nothing is written as ``published.csv``); 2: bad input.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 
 from tabprotect.io.job import Job, load_job
-from tabprotect.io.outputs import OUTPUT_FILES, verdict, write_outputs
+from tabprotect.io.results import OUTPUT_FILES, verdict, write_outputs
 from tabprotect.pipeline import Run, run
 
 #: seconds between two progress lines within a step when stderr is not a terminal

@@ -33,6 +33,7 @@ import pandas as pd
 from tabprotect.errors import InputError
 from tabprotect.io.schema import check_job, file_keys
 from tabprotect.model import Hierarchy, Table, read_frame
+from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
 from tabprotect.tabulate import (MICRODATA_KEYS, distinct_codes, hierarchy_from_correspondence,
                                  read_table_file, tabulate)
 
@@ -175,20 +176,6 @@ def build_table(job: Job, progress=None) -> Table:
         spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=spec.get("compute_totals", False),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
-
-
-def write_frame(frame: pd.DataFrame, path: Path) -> Path:
-    """Write CSV or Parquet by suffix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        try:
-            frame.to_parquet(path, index=False)
-        except ImportError:
-            raise InputError(f"{path.name}: writing Parquet needs pyarrow: pip install "
-                             f"'tabprotect[files]'") from None
-    else:
-        frame.to_csv(path, index=False)
-    return path
 
 
 def tabulate_job(job: Job, progress=None) -> Table:

@@ -4,7 +4,7 @@
 of the wrong type, a value out of range, ``inf``/``nan`` and a wrong choice are each one
 :class:`~tabprotect.errors.InputError` naming the file, the section and the key.  The
 reference tables of ``docs/jobs.md`` are generated from the same declarations
-(:func:`reference_markdown`; ``python -m tabprotect.io.schema docs/jobs.md`` rewrites
+(:func:`reference_markdown`; ``python -m tabprotect.io.reference docs/jobs.md`` rewrites
 them), and a test checks that the two agree.
 
 Options of one protection method (``[protect] engine``, ``subtable_time_limit``, ...) are
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from tabprotect.errors import InputError
@@ -121,8 +119,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             choices=("magnitude", "frequency")),
         Key("name", "string", doc="table name (default: the file name)"),
     )),
-    Section("hierarchies", "`[hierarchies.NAME]`: the hierarchy of dimension NAME (flat "
-            "when absent); give one of pairs, hrc, levels, file + columns, codes, flat", (
+    Section("hierarchies", "the hierarchy of dimension NAME (flat when absent); give one "
+            "of pairs, hrc, levels, file + columns, codes, flat", (
         Key("pairs", "string", path=True, doc="`parent,child` CSV"),
         Key("hrc", "string", path=True, doc="tau-Argus .hrc file"),
         Key("lead", "string", "@", doc=".hrc level marker"),
@@ -441,10 +439,6 @@ def file_keys(spec: dict[str, Any]) -> Iterator[str]:
 
 
 # ---------------------------------------------------------------- the reference
-BEGIN = "<!-- generated from tabprotect/io/schema.py: begin -->"
-END = "<!-- generated from tabprotect/io/schema.py: end -->"
-
-
 def _default_text(key: Key) -> str:
     if key.default is None:
         return ""
@@ -467,19 +461,3 @@ def reference_markdown() -> str:
                          f"{key.range_text()} | {key.doc} |")
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def update_docs(path: str | Path) -> bool:
-    """Rewrite the generated part of ``path``; True when it changed."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    new = text[:start] + "\n" + reference_markdown() + text[end:]
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
-
-
-if __name__ == "__main__":
-    for doc in sys.argv[1:]:
-        print(f"{doc}: {'updated' if update_docs(doc) else 'up to date'}")

@@ -1,7 +1,7 @@
 """Running one submitted job (in a worker process or thread).
 
 The job's folder holds ``input/`` (the uploaded files, which the spec's relative paths
-name) and ``out/`` (results: the files of :data:`tabprotect.io.outputs.OUTPUT_FILES`,
+name) and ``out/`` (results: the files of :data:`tabprotect.io.results.OUTPUT_FILES`,
 written by the same pipeline as the command line).  Progress and the outcome go to the
 job store.  What is logged or stored as an error is the one-line :class:`~tabprotect.errors.InputError`
 message (which never holds a cell value) or only the exception's type.
@@ -14,7 +14,7 @@ from pathlib import Path
 log = logging.getLogger("tabprotect.service")
 
 def _result_files() -> dict[str, str]:
-    from tabprotect.io.outputs import OUTPUT_FILES
+    from tabprotect.io.results import OUTPUT_FILES
     return {"table": OUTPUT_FILES["published"][0], "audit": OUTPUT_FILES["audit"][0],
             "report": OUTPUT_FILES["report"][0], "trail": OUTPUT_FILES["trail"][0],
             "cells": OUTPUT_FILES["cells"][0]}
@@ -27,7 +27,7 @@ def execute(store_path: str, job_id: str) -> str:
     """Run job ``job_id`` of the store at ``store_path``; returns its final state."""
     from tabprotect.errors import InputError
     from tabprotect.io.job import load_job
-    from tabprotect.io.outputs import public_summary, write_outputs
+    from tabprotect.io.results import public_summary, write_outputs
     from tabprotect.pipeline import run as run_pipeline
     from tabprotect.service.store import JobStore
 

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabprotect.io.job import write_frame
+from tabprotect.errors import InputError
+from tabprotect.io.output import write_frame
 
 #: key -> (file name, what it holds); the confidential files hold true cell values
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
@@ -198,6 +199,7 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
     """Write a run's outputs into ``folder`` (see the module doc); returns key -> path
     (also put in ``run.outputs``)."""
     folder = Path(folder)
+    _check_not_inputs(run, folder)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tabprotect-", dir=folder))
     try:
@@ -225,6 +227,15 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)
     run.outputs.update(final)
     return final
+
+
+def _check_not_inputs(run, folder: Path) -> None:
+    """An output may never replace an input of the run."""
+    names = {name for name, _ in OUTPUT_FILES.values()} | set(_OLD_NAMES)
+    for path in map(Path, run.inputs):
+        if path.name in names and path.resolve().parent == folder.resolve():
+            raise InputError(f"{path.name}: the output folder holds this input file, which "
+                             f"an output would replace; choose another output folder (-o)")
 
 
 def _clear(folder: Path) -> None:
