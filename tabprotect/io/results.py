@@ -54,7 +54,7 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
               "primary_summary.csv", "report.json", "compare.json", "compare_report.html",
               "compare_report.json")
 
-__all__ = ["OUTPUT_FILES", "write_outputs", "public_summary", "audit_trail", "sha256_file",
+__all__ = ["OUTPUT_FILES", "write_outputs", "run_summary", "audit_trail", "sha256_file",
            "versions", "published_frame"]
 
 
@@ -105,9 +105,11 @@ def verdict(run) -> str:
     return {None: "no audit", True: "PASSED", False: "FAILED"}[run.passed]
 
 
-def public_summary(run) -> dict[str, Any]:
+def run_summary(run) -> dict[str, Any]:
     """What a run may tell outside the confidential report: counts, the verdict, the
-    method, the attacker model and times -- no value, cost or value-based measure."""
+    method, the attacker model, times and, under ``figures``, the value figures of the
+    pattern that :func:`tabprotect.public_summary.public_summary` releases (each checked
+    by the LP audit as one more published equation; the others are listed as withheld)."""
     status = run.status
     out: dict[str, Any] = {
         "kind": run.kind, "method": run.method, "attacker": run.attacker,
@@ -129,6 +131,11 @@ def public_summary(run) -> dict[str, Any]:
         out["methods"] = [{"label": r["label"], "audit_passed": r.get("audit_passed"),
                            "error": bool(r.get("error"))}
                           for r in run.comparison.to_dict(orient="records")]
+    if run.kind in ("suppression", "audit", "compare") and run.published is not None:
+        from tabprotect.public_summary import public_summary
+        figures = public_summary(run.published, status)
+        out["figures"] = {k: v for k, v in figures.items()
+                          if k not in ("cells", "primary", "secondary", "suppressed")}
     out["seconds"] = round(sum(run.timings.values()), 3)
     return jsonable(out)
 
@@ -146,7 +153,7 @@ def audit_trail(run, outputs: dict[str, Path]) -> dict[str, Any]:
         "timings_seconds": run.timings,
         "outputs": {k: {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
                     for k, p in outputs.items()},
-        "summary": public_summary(run),
+        "summary": run_summary(run),
         "notes": run.notes,
     })
 
@@ -211,7 +218,7 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
             staged["report"] = tmp / OUTPUT_FILES["report"][0]
             staged["report"].write_text(render_html(run), encoding="utf-8")
         staged["summary"] = tmp / OUTPUT_FILES["summary"][0]
-        staged["summary"].write_text(json.dumps(public_summary(run), indent=2),
+        staged["summary"].write_text(json.dumps(run_summary(run), indent=2),
                                      encoding="utf-8")
         trail = audit_trail(run, staged)
         _clear(folder)
