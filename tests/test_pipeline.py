@@ -173,13 +173,15 @@ def from_run(result) -> dict:
 
 def via_worker(job_path: Path, tmp: Path) -> Path:
     from tabprotect.service.store import JobStore
-    from tabprotect.service.worker import execute
+    from tabprotect.service.worker import Lease, run_claimed
     folder = tmp / "service-job"
     shutil.copytree(job_path.parent, folder / "input")
     spec = tomllib.loads(job_path.read_text())
     store = JobStore(tmp / "jobs.sqlite")
-    job_id = store.create(spec, sorted(p.name for p in (folder / "input").iterdir()), folder)
-    assert execute(str(tmp / "jobs.sqlite"), job_id) == "finished", store.get(job_id)
+    job_id = store.create(spec, sorted(p.name for p in (folder / "input").iterdir()), folder,
+                          owner="tester")
+    assert store.claim("worker-1") == job_id
+    assert run_claimed(Lease(store, job_id, "worker-1")) == "finished", store.get(job_id)
     return folder / "out"
 
 
