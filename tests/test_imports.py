@@ -11,8 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: import cycles that are known and being removed; each entry is the set of modules on
 #: one cycle.  The test fails on any other cycle, and on an entry that no longer exists.
 KNOWN_CYCLES: list[frozenset[str]] = [
-    # optimal starts large searches from protect(method="gauss"), inside protect()
-    frozenset({"tabprotect.secondary.optimal", "tabprotect.secondary.protect"}),
 ]
 
 

@@ -284,9 +284,10 @@ RULE_KEYS = {"frequency": {"n": "integer", "safety_range": "number", "holding": 
              "zero": {"safety_range": "number"},
              "group": {"dimensions": "list of strings"}}
 
-#: keyword options every method receives from protect() (not method-specific)
+#: keyword options every method receives from protect() (not method-specific), and
+#: objects no job file can give (an options object, a solver, a start pattern)
 _PROTECT_COMMON = {"table", "cost", "time_limit", "progress", "singleton", "mip_gap",
-                   "threads", "backend", "empty", "start"}
+                   "threads", "backend", "empty", "start", "options", "solver"}
 
 
 # ---------------------------------------------------------------- checking
