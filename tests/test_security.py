@@ -371,9 +371,9 @@ def test_refused_submissions_leave_nothing_and_files_are_private(server, alice_j
     for path in folder.rglob("*"):
         assert (path.stat().st_mode & 0o777) == (0o700 if path.is_dir() else 0o600), path
     # the trail lists every other output's checksum and no server path
-    trail = json.loads((folder / "out" / "report.json").read_text())
-    outputs = {p.name for p in (folder / "out").iterdir()} - {"report.json"}
-    assert set(trail["outputs"]) == outputs
+    trail = json.loads((folder / "out" / "trail.json").read_text())
+    outputs = {p.name for p in (folder / "out").iterdir()} - {"trail.json"}
+    assert {o["file"] for o in trail["outputs"].values()} == outputs
     assert str(server.folder) not in json.dumps(trail)
 
 
