@@ -453,3 +453,22 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
     finally:
         srv.stop()
         srv.cleanup()
+
+
+@pytest.mark.slow
+def test_job_running_too_long_is_stopped(tmp_path):
+    # a fresh worker spends longer than this importing what the job needs
+    srv = Server(tmp_path, workers=1, max_job_seconds=0.3).start()
+    try:
+        with srv.client("alice") as alice:
+            job_id = submit(alice, files(planted_cells(400)))
+            rec = wait(alice, job_id)
+            assert rec["state"] == "failed" and "longer than" in rec["error"], rec
+            assert alice.get(f"/jobs/{job_id}/table").status_code == 409
+        deadline = time.monotonic() + 30
+        while httpx.get(srv.url + "/health").json()["workers_replaced"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        srv.stop()
+        srv.cleanup()
