@@ -315,7 +315,9 @@ def test_summaries_disclose_no_value(server, alice_job):
         listing = alice.get("/jobs").text
         record = alice.get(f"/jobs/{alice_job}").json()
         trail = alice.get(f"/jobs/{alice_job}/trail").text
-    for text in (listing, json.dumps(record), trail):
+        shared = alice.get(f"/jobs/{alice_job}/summary")
+        assert shared.status_code == 200
+    for text in (listing, json.dumps(record), trail, shared.text):
         assert PLANTED not in text
     summary = record["result"]["summary"]
     assert not {"value_suppressed", "value_secondary"} <= set(summary)

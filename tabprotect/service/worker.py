@@ -35,7 +35,7 @@ def _result_files() -> dict[str, str]:
     from tabprotect.io.results import OUTPUT_FILES
     return {"table": OUTPUT_FILES["published"][0], "audit": OUTPUT_FILES["audit"][0],
             "report": OUTPUT_FILES["report"][0], "trail": OUTPUT_FILES["trail"][0],
-            "cells": OUTPUT_FILES["cells"][0]}
+            "cells": OUTPUT_FILES["cells"][0], "summary": OUTPUT_FILES["summary"][0]}
 
 
 RESULT_FILES = _result_files()
