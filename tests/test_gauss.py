@@ -75,23 +75,37 @@ def reference_secondaries(M: np.ndarray, status: np.ndarray, cost: np.ndarray) -
     """Langsrud's greedy with the dense exact span: forced P/Z cells first, then the
     candidates by decreasing cost (ties by index); a candidate is suppressed iff adding it
     puts some primary into the published span (primaries already disclosed by the forced
-    cells are lost anyway and do not block anything)."""
+    cells are lost anyway and do not block anything).
+
+    The residue of a vector (what is left after the span's echelon sweep) is zero exactly
+    for vectors in the span, so a candidate with residue ``r`` discloses a primary iff the
+    primary's residue is a multiple of ``r``; the primaries' residues are kept up to date
+    as the span grows."""
     span = DenseSpan(M.shape[1])
-    primaries = [M[u] for u in np.flatnonzero(status == "U")]
     for i in np.flatnonzero(np.isin(status, ("P", "Z"))):
         span.add(M[i])
+    open_ = [r for r in (span.residue(M[u]) for u in np.flatnonzero(status == "U"))
+             if any(r)]
     free = np.flatnonzero(~np.isin(status, ("U", "M", "P", "Z")))
     order = free[np.lexsort((free, -cost[free]))]
-    primaries = [p for p in primaries if not span.contains(p)]
     secondary = set()
     for i in order:
-        trial = span.copy()
-        trial.add(M[i])
-        if any(trial.contains(p) for p in primaries):
+        r = span.residue(M[i])
+        j = next((k for k, x in enumerate(r) if x), None)
+        if j is None:
+            continue  # already in the span: publishing it reveals nothing new
+        if any(_parallel(p, r, j) for p in open_):
             secondary.add(int(i))
-        else:
-            span = trial
+            continue
+        span.rows[j] = [x / r[j] for x in r]
+        open_ = [[a - p[j] / r[j] * b for a, b in zip(p, r)] for p in open_]
     return secondary
+
+
+def _parallel(p: list[Fraction], r: list[Fraction], j: int) -> bool:
+    """``p`` is a multiple of ``r`` (``r[j]`` its first non-zero entry; ``p`` non-zero)."""
+    f = p[j] / r[j]
+    return f != 0 and all(a == f * b for a, b in zip(p, r))
 
 
 branching = st.lists(st.integers(2, 3), min_size=1, max_size=2)

@@ -52,7 +52,8 @@ def test_cube_repair_with_singletons_avoids_single_contributor_corners():
     assert left.tolist() == [] and sorted(np.flatnonzero(new == "M").tolist()) == [5, 7, 8]
 
 
-@pytest.mark.parametrize("name,seed", [("3d-small", 5), ("1k-3d", 2024), ("10k-4d", 2024)])
+@pytest.mark.parametrize("name,seed", [("3d-small", 5), ("1k-3d", 2024),
+                                       pytest.param("10k-4d", 2024, marks=pytest.mark.slow)])
 def test_chain_cubes_protect_non_leaf_primaries(name, seed):
     # chain cubes (one child per level down to a leaf) settle primaries with non-leaf
     # codes; each one settled must be protected in the independent audit
