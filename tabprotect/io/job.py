@@ -45,6 +45,8 @@ class Job:
     base: Path
     path: Path | None = None
     name: str = "job"
+    # when set, every path of the job must resolve (symlinks followed) inside this folder
+    root: Path | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.spec.get(name, {})
@@ -59,7 +61,13 @@ class Job:
     def resolve(self, relative: str | Path) -> Path:
         """A path of the job, relative to the job file's folder."""
         p = Path(relative)
-        return p if p.is_absolute() else self.base / p
+        p = p if p.is_absolute() else self.base / p
+        if self.root is not None:
+            root = Path(self.root).resolve()
+            if not p.resolve().is_relative_to(root):
+                raise InputError(f"{self.label}: a path of the job is outside its folder "
+                                 f"(give the plain name of an uploaded file)")
+        return p
 
     def output_dir(self, override: str | Path | None = None) -> Path:
         out = Path(override) if override else self.resolve(self.section("output").get("dir", "out"))

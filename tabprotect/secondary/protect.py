@@ -20,7 +20,7 @@ from tabprotect.model.table import Table
 from tabprotect.model.relations import linked_components
 from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
-from tabprotect.secondary.optimal import candidate_cells
+from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.greedy import greedy_repair
