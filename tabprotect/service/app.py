@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, File, HTTPException, Request, UploadFile
+from fastapi import Depends, FastAPI, File, HTTPException, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -256,13 +256,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return public(store.get(job_id))
 
     @app.get("/jobs", tags=["jobs"])
-    def list_jobs(limit: int = 100, all: bool = False,
+    def list_jobs(limit: int = 100, everyone: bool = Query(False, alias="all"),
                   who: Principal = Depends(caller)) -> list[dict]:
         """The caller's recent jobs, newest first (``all=true``: everyone's, admin only)."""
-        if all and not who.admin:
+        if everyone and not who.admin:
             raise HTTPException(403, "listing every principal's jobs needs an admin token")
-        recs = store.list(None if all else who.name, max(1, min(limit, 1000)))
-        return [public(r, with_owner=all) for r in recs]
+        recs = store.list(None if everyone else who.name, max(1, min(limit, 1000)))
+        return [public(r, with_owner=everyone) for r in recs]
 
     @app.get("/jobs/{job_id}", tags=["jobs"])
     def status(job_id: str, who: Principal = Depends(caller)) -> dict:
