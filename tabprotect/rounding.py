@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import HighsModel, LinearProgram, solve
+from tabprotect.audit_rounded import audit_rounded
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 
@@ -277,7 +278,6 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
                             max_steps=steps, solver_path=path, proven_optimal=optimal,
                             runtime=time.perf_counter() - start, notes=notes)
     if audit:
-        from tabprotect.audit_rounded import audit_rounded
         result.audit = audit_rounded(result, **(audit_options or {}))
     return result
 
@@ -600,8 +600,6 @@ def sifted_lp(c: np.ndarray, A: sp.spmatrix, rhs: np.ndarray, lower: np.ndarray,
     >>> r.status, r.x.tolist()
     ('optimal', [0.0, 1.0, 0.0])
     """
-    from solvers import HighsModel
-
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     A = sp.csr_matrix(A, dtype=float)
@@ -790,30 +788,13 @@ def _grand_total(table: Table) -> int:
 
 
 def _aggregation_matrix(table: Table, inner: np.ndarray) -> sp.csr_matrix:
-    """cells x inner-cells 0/1 matrix: which inner cells make up each cell."""
-    if table.dimensions:
-        mats = []
-        for dim in table.dimensions:
-            h = dim.hierarchy
-            leaves = np.flatnonzero(h.is_leaf)
-            leaf_col = {int(l): j for j, l in enumerate(leaves)}
-            r, c = [], []
-            for j, l in enumerate(leaves):
-                node = int(l)
-                while node >= 0:
-                    r.append(node)
-                    c.append(j)
-                    node = int(h.parent[node])
-            mats.append(sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(len(h), len(leaves))))
-            del leaf_col
-        K = mats[0]
-        for m in mats[1:]:
-            K = sp.kron(K, m, format="csr")
-        # columns of K are leaf combinations in C order == inner cells in cell order
-        return K.tocsr()
-    # general table: solve the relations top-down is not defined in general
-    raise InputError("small-count rounding and margins_from_interior need a product table "
-                     "(dimensions with hierarchies)")
+    """cells x inner-cells 0/1 matrix: which inner cells make up each cell (the table's
+    model matrix; its columns, the leaf cells in cell order, are the inner cells)."""
+    if not table.dimensions:
+        # general table: solve the relations top-down is not defined in general
+        raise InputError("small-count rounding and margins_from_interior need a product "
+                         "table (dimensions with hierarchies)")
+    return table.model_matrix.sparse()
 
 
 def _aggregate_from_inner(table: Table, inner: np.ndarray, inner_values: np.ndarray,

@@ -2,6 +2,7 @@
 holdings, weights, manual statuses, the CLI, and protection levels checked by the LP audit."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tabprotect.primary import (DominanceRule, FrequencyRule, GroupDisclosureRul
 from tabprotect.tabulate import hierarchy_from_correspondence, tabulate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+RTAUARGUS = Path(__file__).resolve().parents[1] / "fixtures" / "rtauargus"
 
 
 def cells(values, freq, tops, **extra):
@@ -200,7 +202,7 @@ def test_manual_statuses_and_levels(tmp_path):
     assert res.table.upl[2] == 4.0 and res.table.lpl[2] == 4.0
     assert res.reason[2] == "manual"
     bad = pd.DataFrame({"g": ["zz"], "status": ["U"]})
-    with pytest.raises(InputError, match="code 'zz'"):
+    with pytest.raises(InputError, match="the code in column 'g'"):
         apply_rules(t, [ManualStatus(bad)])
 
 
@@ -275,12 +277,12 @@ def test_protection_level_checked_by_the_audit(partner, protected):
 
 
 # ------------------------------------------------------------------ real data
-def test_rtauargus_indiv_dt_rules(shared_dir):
+def test_rtauargus_indiv_dt_rules():
     """INSEE's fictitious firms: weighted turnover by A88 x NUTS3 x SIZE (all levels) with
     frequency, dominance and p% rules, each checked against the formulas applied to weighted
     top contributions recomputed from the records of every cell."""
-    data = shared_dir / "datasets" / "rtauargus"
-    df = pd.read_csv(data / "indiv_dt.csv", dtype=str)
+    data = RTAUARGUS
+    df = pd.read_csv(data / "indiv_dt.csv.gz", dtype=str)
     df["A88"] = df["A88"].str.zfill(2)      # the file writes 07/08 as 7/8
     df["TURNOVER"] = df["TURNOVER"].astype(float)
     df["WEIGHT"] = df["WEIGHT"].astype(float)
@@ -352,8 +354,8 @@ def test_cli_primary_on_demo_job(tmp_path, capsys):
     unsafe = cells_out[cells_out.status == "U"]
     assert len(unsafe) > 0 and (unsafe.reason.str.len() > 0).all()
     assert (unsafe.upl > 0).all()
-    summary = pd.read_csv(tmp_path / "out" / "primary_summary.csv")
-    assert "frequency(3)" in set(summary.rule)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "frequency(3)" in {r["rule"] for r in summary["rules"]}
     (tmp_path / "bad.toml").write_text('[microdata]\nfile = "business_survey.csv"\n'
                                        'dimensions = ["region"]\nresponse = "turnover"\n'
                                        '[rules.dominance]\nn = 1\n')
@@ -364,7 +366,7 @@ def test_cli_primary_on_demo_job(tmp_path, capsys):
 def test_cli_census_frequency_job(tmp_path, capsys):
     for f in ("census_counts.toml", "census_persons.csv", "region.hrc"):
         shutil.copyfile(FIXTURES / f, tmp_path / f)
-    assert main(["primary", str(tmp_path / "census_counts.toml"), "--only-unsafe"]) == 0
+    assert main(["primary", str(tmp_path / "census_counts.toml")]) == 0
     out = pd.read_csv(tmp_path / "out_census" / "primary.csv", dtype=str)
-    assert (out.status == "U").all()
+    out = out[out.status == "U"]
     assert out.reason.str.contains("group").any()
