@@ -305,6 +305,15 @@ def test_feasibility_check_stops_at_its_share_of_the_time_limit():
     assert res.passed == audit(res.table).passed
 
 
+def test_feasibility_check_is_timed_as_a_stage():
+    t = synthetic.preset("3d-small", seed=3)
+    res = protect(t, method="gauss", cost="value", singleton=True)
+    stages = list(res.stage_seconds)
+    assert stages[:2] == ["feasibility check", "method"]
+    assert sum(res.stage_seconds.values()) <= res.seconds
+    assert res.passed == audit(res.table, singleton=True).passed
+
+
 def _protect_module():
     import importlib
     return importlib.import_module("tabprotect.secondary.protect")
