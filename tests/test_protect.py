@@ -310,7 +310,8 @@ def test_feasibility_check_is_timed_as_a_stage():
     res = protect(t, method="gauss", cost="value", singleton=True)
     stages = list(res.stage_seconds)
     assert stages[:2] == ["feasibility check", "method"]
-    assert sum(res.stage_seconds.values()) <= res.seconds
+    # (each stage rounded to ms)
+    assert sum(res.stage_seconds.values()) <= res.seconds + 0.001 * len(stages)
     assert res.passed == audit(res.table, singleton=True).passed
 
 
