@@ -346,8 +346,9 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
     if not main:
         return
     result.kind = "compare"
-    opts = job.section("compare")
-    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    singleton = job.section("compare").get("singleton",
+                                           job.section("protect").get("singleton", True))
+    result.attacker = _attacker(bool(singleton))
     best = comparison.best()
     if best is None:
         result.notes.append("no method passed the audit: nothing is publishable")
