@@ -18,7 +18,7 @@ COMPARE_EXAMPLES = """  tabprotect compare job.toml                      methods
 """
 
 SERVE_EXAMPLES = """  TABPROTECT_TOKENS=secret-token tabprotect serve --port 8000
-  tabprotect serve --config service.toml      tokens, store path, limits, retention
+  tabprotect serve --config service.toml      principals (token hashes), store, limits
 """
 
 
