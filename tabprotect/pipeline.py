@@ -240,6 +240,10 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     result.results = {k: v for k, v in res.summary().items()
                       if k not in ("cells", "method", "audit")}
     result.notes.extend(res.notes or [])
+    if not res.passed and opts.get("singleton", True):
+        result.notes.append("the pattern failed its audit against single-contributor "
+                            "attackers included; singleton = false in [protect] protects "
+                            "against outside intruders only")
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")
