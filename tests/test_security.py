@@ -315,7 +315,9 @@ def test_summaries_disclose_no_value(server, alice_job):
         listing = alice.get("/jobs").text
         record = alice.get(f"/jobs/{alice_job}").json()
         trail = alice.get(f"/jobs/{alice_job}/trail").text
-    for text in (listing, json.dumps(record), trail):
+        shared = alice.get(f"/jobs/{alice_job}/summary")
+        assert shared.status_code == 200
+    for text in (listing, json.dumps(record), trail, shared.text):
         assert PLANTED not in text
     summary = record["result"]["summary"]
     assert not {"value_suppressed", "value_secondary"} <= set(summary)
@@ -365,7 +367,8 @@ def test_refused_submissions_leave_nothing_and_files_are_private(server, alice_j
     assert {p.name for p in jobs_dir.iterdir()} == ids
     assert (server.store.parent.stat().st_mode & 0o777) == 0o700
     assert (jobs_dir.stat().st_mode & 0o777) == 0o700
-    assert (server.store.stat().st_mode & 0o777) == 0o600
+    for path in server.store.parent.glob("jobs.sqlite*"):      # the database, WAL, index
+        assert (path.stat().st_mode & 0o777) == 0o600, path.name
     folder = jobs_dir / alice_job
     assert (folder.stat().st_mode & 0o777) == 0o700
     for path in folder.rglob("*"):

@@ -9,7 +9,8 @@ one principal, and a principal sees only its own jobs -- another's job is a 404)
   everyone's); ``GET /jobs/{id}`` -- state, progress, step, public result summary.
 * ``GET /jobs/{id}/table`` (published table, suppressed values blank) and ``/cells``
   (confidential values) -- only when the audit passed, else 409 with the verdict;
-  ``/audit`` (intervals), ``/report`` (HTML), ``/trail`` (JSON audit trail).
+  ``/audit`` (intervals), ``/report`` (HTML), ``/trail`` (JSON audit trail),
+  ``/summary`` (counts, verdict and released figures; shareable).
 * ``DELETE /jobs/{id}`` -- remove an ended job and its files.
 * ``GET /health`` -- liveness and the worker pool; ``/openapi.json`` and ``/docs`` -- the
   OpenAPI schema and a plain HTML list of the endpoints (token needed).
@@ -51,7 +52,8 @@ log = logging.getLogger("tabprotect.service")
 
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 MEDIA_TYPES = {"table": "text/csv", "audit": "text/csv", "cells": "text/csv",
-               "report": "text/html", "trail": "application/json"}
+               "report": "text/html", "trail": "application/json",
+               "summary": "application/json"}
 #: results that are publishable or confidential values: served only after a passed audit
 VERDICT_FIRST = ("table", "cells")
 
@@ -308,6 +310,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         """The JSON audit trail (checksums of inputs and outputs, parameters, versions,
         public results)."""
         return result_file(job_id, "trail", who)
+
+    @app.get("/jobs/{job_id}/summary", tags=["results"], response_class=FileResponse)
+    def summary(job_id: str, who: Principal = Depends(caller)):
+        """Counts, the verdict and the value figures that disclose nothing more than the
+        published table (JSON, shareable)."""
+        return result_file(job_id, "summary", who)
 
     @app.get("/jobs/{job_id}/cells", tags=["results"], response_class=FileResponse)
     def cells(job_id: str, who: Principal = Depends(caller)):

@@ -35,7 +35,7 @@ def _result_files() -> dict[str, str]:
     from tabprotect.io.results import OUTPUT_FILES
     return {"table": OUTPUT_FILES["published"][0], "audit": OUTPUT_FILES["audit"][0],
             "report": OUTPUT_FILES["report"][0], "trail": OUTPUT_FILES["trail"][0],
-            "cells": OUTPUT_FILES["cells"][0]}
+            "cells": OUTPUT_FILES["cells"][0], "summary": OUTPUT_FILES["summary"][0]}
 
 
 RESULT_FILES = _result_files()
@@ -136,21 +136,22 @@ def _run(record: dict, folder: Path, work: Path, lease: Lease) -> dict:
     job.root = folder / "input"
     run = run_pipeline(job, progress=lambda step, frac: lease.progress(step, 0.9 * frac))
     lease.progress("report", 0.95)
-    write_outputs(run, work, report=True)
-    result = public_result(run)
+    written = write_outputs(run, work, report=True)
+    result = public_result(run, json.loads(written["summary"].read_text()))
     for path in work.rglob("*"):
         os.chmod(path, 0o700 if path.is_dir() else 0o600)
     return result
 
 
-def public_result(run) -> dict:
-    """What the job listing and the trail may show: the verdict, counts, solver state,
-    timings and the figures :func:`~tabprotect.public_summary.public_summary` releases."""
-    from tabprotect.public_summary import public_summary
-
-    table = run.published if run.published is not None else run.table
-    figures = {} if run.kind == "rounding" else None
-    summary = public_summary(table, run.status, figures)
+def public_result(run, shared: dict) -> dict:
+    """What the job listing may show: the verdict, counts, solver state, timings and the
+    figures that :func:`~tabprotect.public_summary.public_summary` released for the
+    run's shareable summary ``shared`` (``summary.json``)."""
+    status = run.status
+    summary = {"cells": int(run.table.n_cells), "primary": int((status == "U").sum()),
+               "secondary": int((status == "M").sum()),
+               "suppressed": int(((status == "U") | (status == "M")).sum()),
+               **shared.get("figures", {"withheld": {}})}
     out = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
            "summary": summary}
     if run.audit is not None and hasattr(run.audit, "summary"):
