@@ -1,6 +1,8 @@
 """Modular (HiTaS) suppression: optimal sub-tables top-down, judged by the LP audit."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -499,7 +501,7 @@ def _business_like_table(seed: int) -> Table:
     """Two 3-level binary-split hierarchies (as the demo's regions and industries), 15%
     primaries at every level with requirements of 5-60% of their value."""
     rng = np.random.default_rng(seed)
-    hs = [gen_tables.branching_hierarchy(b, p) for b, p in (((3, 2), "R"), ((4, 2), "N"))]
+    hs = [synthetic.branching_hierarchy(b, p) for b, p in (((3, 2), "R"), ((4, 2), "N"))]
     inner = np.logical_and.outer(hs[0].is_leaf, hs[1].is_leaf).ravel()
     x = np.where(inner, np.round(rng.lognormal(8, 1.5, size=inner.size), 1), 0.0)
     from tabprotect.model.table import aggregate_leaves
@@ -527,7 +529,7 @@ def test_carried_proof_levels_keep_small_primaries_small():
 
 
 def test_carried_level_must_be_known():
-    t = gen_tables.preset("2d-small", seed=1)
+    t = synthetic.preset("2d-small", seed=1)
     with pytest.raises(InputError, match="carried_level"):
         modular(t, cost_vector(t, "value"), singleton=False, carried_level="mean")
 
