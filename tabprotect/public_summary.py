@@ -171,9 +171,11 @@ class _Checker:
         for k, c in enumerate(comps):
             self.comp[local[c]] = k
         self.primary = np.flatnonzero(status[self.cells] == "U")
-        self.touched = np.zeros(len(comps), dtype=bool)
-        self.base_lo: dict[int, float] = {}
-        self.base_hi: dict[int, float] = {}
+        self.n_comp = len(comps)
+        # per released figure: its part's (min, max) per component
+        self.rows: list[tuple[np.ndarray, np.ndarray]] = []
+        self.base_lo = np.full(len(self.cells), np.nan)
+        self.base_hi = np.full(len(self.cells), np.nan)
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -188,68 +190,112 @@ class _Checker:
         if len(nz) == 0:
             return None          # a function of published cells only
         band = abs(truth - rhs) + 1e-12 * scale
+        ranges = self._ranges(free, nz)
+        if ranges is None:
+            return "time"
+        active = self._active(ranges, scale, rhs - const, band)
+        targets = self.primary[active[self.comp[self.primary]]]
+        if len(targets) == 0:
+            self.rows.append(ranges)
+            return None
         row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
-        touched = self.touched.copy()
-        touched[self.comp[nz]] = True
-        targets = self.primary[touched[self.comp[self.primary]]]
         new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
         reason = self._holds(targets)
         if reason is None:
-            self.touched = touched
+            self.rows.append(ranges)
         else:
             self.ext.delete_row(new_row)
         return reason
 
-    def _base(self, j: int) -> tuple[float, float] | None:
-        if j not in self.base_lo:
-            lo, _ = self.base.bound(j, "min")
-            hi, _ = self.base.bound(j, "max")
-            if lo is None or hi is None:
+    def _ranges(self, free: np.ndarray, nz: np.ndarray):
+        """Per component, the least and largest value of the row's part over the intruder's
+        system: one LP each way, because the components are independent and an optimum
+        of their sum is an optimum of every part. None when out of time; infinite ends
+        when unbounded."""
+        out = []
+        for sense in ("min", "max"):
+            status, x = self.base.optimum(nz, free[nz], sense)
+            if status == "unbounded":
+                return np.full(self.n_comp, -np.inf), np.full(self.n_comp, np.inf)
+            if status != "optimal":
                 return None
-            self.base_lo[j], self.base_hi[j] = lo, hi
-        return self.base_lo[j], self.base_hi[j]
+            out.append(np.bincount(self.comp[nz], weights=free[nz] * x[nz],
+                                   minlength=self.n_comp))
+        return out[0], out[1]
+
+    def _active(self, ranges, scale: float, rhs: float, band: float) -> np.ndarray:
+        """Components whose primaries the rows in play may narrow. A component on which
+        every row's part is constant cannot be narrowed (its part is a published constant
+        already). With a single row (and LP intervals) the rest of the table leaves the
+        component's part the range ``rhs - others``; a component whose own range lies
+        inside it is not narrowed either."""
+        lo, hi = ranges
+        tol = 1e-9 * scale
+        active = hi - lo > tol
+        for r_lo, r_hi in self.rows:
+            active |= r_hi - r_lo > tol
+        if self.rows or self.integer or not np.isfinite(lo).all() or \
+                not np.isfinite(hi).all():
+            return active
+        others_lo, others_hi = lo.sum() - lo, hi.sum() - hi
+        inside = (lo >= rhs - band - others_hi - tol) & (hi <= rhs + band - others_lo + tol)
+        return active & ~inside
+
+    def _base(self, targets: np.ndarray) -> bool:
+        """The targets' intervals without the figures (computed once per primary; a
+        solution at a target's a-priori bound gives that end without an LP); False when
+        out of time."""
+        lb, ub = self.base.col_lower, self.base.col_upper
+        for j in targets:
+            for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+                if not np.isnan(known[j]):
+                    continue
+                val, x = self.base.bound(int(j), sense)
+                if val is None or val == "infeasible":
+                    return False
+                known[j] = val
+                if x is not None:
+                    self._at_bounds(x, targets, lb, self.base_lo)
+                    self._at_bounds(x, targets, ub, self.base_hi)
+        return True
+
+    @staticmethod
+    def _at_bounds(x, targets, bound, known) -> None:
+        """Targets not yet known that ``x`` shows at their (finite) a-priori ``bound``."""
+        pending = targets[np.isnan(known[targets]) & np.isfinite(bound[targets])]
+        at = pending[np.abs(x[pending] - bound[pending])
+                     <= 1e-9 * np.maximum(1.0, np.abs(bound[pending]))]
+        known[at] = bound[at]
 
     def _holds(self, targets: np.ndarray) -> str | None:
-        """Every target's interval with the extra rows equals its interval without."""
-        open_lo = {int(j) for j in targets}
-        open_hi = set(open_lo)
-        for j in (int(j) for j in targets):
-            base = self._base(j)
-            if base is None:
-                return "time"
-            for sense, pending in (("min", open_lo), ("max", open_hi)):
-                if j not in pending:
+        """Every target's interval with the extra rows equals its interval without. The
+        base intervals come first, so that every solution of the extended system is a
+        witness: a target it shows at an end of its base interval keeps that end."""
+        if not self._base(targets):
+            return "time"
+        lo, hi = self.base_lo[targets], self.base_hi[targets]
+        ends = np.abs(np.where(np.isfinite(lo), lo, 0.0)) + \
+            np.abs(np.where(np.isfinite(hi), hi, 0.0))
+        slack = self.tol * np.maximum(1.0, ends)
+        pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
+        for k, j in enumerate(targets):
+            for sense, end in (("min", lo), ("max", hi)):
+                if not pending[sense][k]:
                     continue
-                val, x = self.ext.bound(j, sense)
+                val, x = self.ext.bound(int(j), sense)
                 if val == "infeasible":
                     return "inconsistent"
                 if val is None:
                     return "time"
-                end = base[0] if sense == "min" else base[1]
-                if not self._same(val, end, base):
+                if not (val == end[k] or abs(val - end[k]) <= slack[k]):
                     return "narrows"
+                pending[sense][k] = False
                 if x is not None:
-                    self._witness(x, targets, open_lo, open_hi)
-                pending.discard(j)
+                    xt = x[targets]
+                    with np.errstate(invalid="ignore"):
+                        pending["min"] &= ~(np.abs(xt - lo) <= slack)
+                        pending["max"] &= ~(np.abs(xt - hi) <= slack)
         return None
-
-    def _same(self, val: float, end: float, base) -> bool:
-        if np.isinf(end):
-            return val == end
-        finite = [abs(b) for b in base if np.isfinite(b)]
-        return abs(val - end) <= self.tol * max([1.0] + finite)
-
-    def _witness(self, x, targets, open_lo, open_hi) -> None:
-        """A feasible point of the extended system at a target's base bound proves that end."""
-        for j in targets:
-            j = int(j)
-            if j in self.base_lo:
-                if j in open_lo and self._same(x[j], self.base_lo[j], (self.base_lo[j],
-                                                                      self.base_hi[j])):
-                    open_lo.discard(j)
-                if j in open_hi and self._same(x[j], self.base_hi[j], (self.base_lo[j],
-                                                                      self.base_hi[j])):
-                    open_hi.discard(j)
 
 
 class _Bounds:
@@ -278,20 +324,24 @@ class _Bounds:
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def bound(self, j: int, sense: str):
-        """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""
+    def optimum(self, idx, vals, sense: str):
+        """``(status, point)`` of the LP with objective ``sum vals * x[idx]``."""
         left = self._remaining()
         if left is not None and left <= 0:
-            return None, None
-        self.model.set_objective(indices=[j], values=[1.0], sense=sense)
+            return "time", None
+        self.model.set_objective(indices=idx, values=vals, sense=sense)
         res = self.model.solve()
-        if res.status == "infeasible":
+        return res.status, res.x
+
+    def bound(self, j: int, sense: str):
+        """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""
+        status, x = self.optimum([j], [1.0], sense)
+        if status == "infeasible":
             return "infeasible", None
-        if res.status == "unbounded":
+        if status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None
-        if res.status != "optimal":
+        if status != "optimal":
             return None, None
-        x = res.x
         if self.integer and np.abs(x - np.round(x)).max() > 1e-6:
             return self._integer(j, sense)
         return float(x[j]), x
