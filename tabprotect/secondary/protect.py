@@ -44,6 +44,11 @@ FEASIBILITY_CHECK_MAX_WORK = 5_000_000
 #: shown by ``to_frame``) while the sum of the squared component sizes of the pattern
 #: stays below this, else verdict
 INTERVAL_AUDIT_MAX_WORK = 250_000
+#: ... and includes the single-contributor attackers while attackers x candidate cells
+#: stays below this: each attacker costs a verdict pass over the one component of the
+#: all-suppressed pattern (a 2,197-cell count table, ~250 attackers x ~2,100 cells, ran
+#: into the check's time limit without deciding); past it the final audit judges them
+FEASIBILITY_SINGLETON_MAX_WORK = 200_000
 #: seconds for that check when protect() has no time limit (else a quarter of it)
 FEASIBILITY_CHECK_SECONDS = 120.0
 
@@ -287,7 +292,14 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         check_limit = FEASIBILITY_CHECK_SECONDS if time_limit is None else \
             0.25 * time_limit
         tf = time.perf_counter()
-        if not _check_feasible(table, cand, check_limit):
+        everything = cand | table.suppressed
+        attackers = int((everything & (table.freq == 1)).sum()) if singleton else 0
+        check_singleton = attackers * int(everything.sum()) <= FEASIBILITY_SINGLETON_MAX_WORK
+        if not check_singleton:
+            notes.append(f"up-front feasibility check against the outside intruder only: "
+                         f"{attackers} single-contributor attackers x "
+                         f"{int(everything.sum())} cells (the final audit judges them)")
+        if not _check_feasible(table, cand, singleton and check_singleton, check_limit):
             notes.append("up-front feasibility check stopped at its time limit (a quarter "
                          "of the time limit; the final audit judges)")
         feasibility_seconds = time.perf_counter() - tf
@@ -612,14 +624,10 @@ def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Require
                         need_width=bump(req.need_width), singleton=req.singleton, tol=req.tol)
 
 
-def _check_feasible(table: Table, cand: np.ndarray, time_limit: float | None) -> bool:
-    """Every primary must be protectable with every candidate cell suppressed, against
-    the outside intruder.
-
-    Single-contributor attackers are left to the final audit: with every candidate
-    suppressed the pattern is one large component, and each attacker costs a verdict
-    pass of its own over it (on a 2,197-cell count table with 387 primaries that ran
-    into the check's time limit, most of protect()'s time, without deciding).
+def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
+                    time_limit: float | None) -> bool:
+    """Every primary must be protectable with every candidate cell suppressed (against
+    single-contributor attackers too when ``singleton``).
 
     Judged by the audit itself (verdict mode) on the pattern "every candidate
     suppressed": its aggregate LPs certify most primaries at once (TABLE3, 517 primaries
@@ -628,7 +636,7 @@ def _check_feasible(table: Table, cand: np.ndarray, time_limit: float | None) ->
     shortfall.  Returns False when the time limit stopped it before it decided.
     """
     everything = cand | table.suppressed
-    res = audit(table, unpublished=everything, singleton=False, time_limit=time_limit,
+    res = audit(table, unpublished=everything, singleton=singleton, time_limit=time_limit,
                 mode="verdict")
     if res.passed:
         return True
@@ -646,10 +654,11 @@ def _check_feasible(table: Table, cand: np.ndarray, time_limit: float | None) ->
     if (res.min_at_least[bad] > res.required_lower[bad] + tol).any():
         why.add("down")
     if not why:
-        why.add("sliding")
+        why.add("single-contributor" if res.attacked[bad].any() else "sliding")
     raise InfeasibleRulesError(
         f"primary cell(s) {names}{more} cannot be protected even with every other cell "
-        f"suppressed ({'/'.join(sorted(why))} protection level; P cells, "
+        f"suppressed ({'/'.join(sorted(why))} protection level"
+        f"{'; single-contributor attackers included' if singleton else ''}; P cells, "
         f"empty cells and cells with lb == ub are never suppressed)")
 
 
