@@ -28,6 +28,7 @@ from solvers import LinearProgram, solve
 from tabprotect.audit import AuditResult, audit, mirror_share
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
+from tabprotect.requirements import cell_moves
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
 
@@ -238,13 +239,9 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
 
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
-    """(up, down) amounts that give the primary its required interval."""
-    up = float(min(table.upl[cell], table.ub[cell] - table.value[cell]))
-    down = float(min(table.lpl[cell], table.value[cell] - table.lb[cell]))
-    if table.spl[cell] > up + down:
-        up = float(min(table.spl[cell] - down, table.ub[cell] - table.value[cell]))
-    # a primary always needs some uncertainty, even with zero protection levels
-    return up, down
+    """(up, down) amounts that give the primary its required interval
+    (:func:`tabprotect.requirements.cell_moves`: levels, and never a point)."""
+    return cell_moves(table, cell)
 
 
 #: HiGHS options of the deviation LPs. Presolve off: these LPs are small and their

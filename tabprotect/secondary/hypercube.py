@@ -50,6 +50,7 @@ import numpy as np
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
+from tabprotect.requirements import protection_requirements
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.subtables import Split
 
@@ -67,8 +68,9 @@ _LOOKAHEAD = 64
 def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
     """Per cell, how far a primary must be able to move up and down (0 elsewhere).
 
-    ``UPL`` and ``LPL`` capped by the a-priori bounds; a sliding level larger than
-    ``UPL + LPL`` raises the upward amount.
+    ``UPL`` and ``LPL`` capped by the a-priori bounds; a sliding level (or the
+    no-exact-disclosure width, :mod:`tabprotect.requirements`) larger than ``UPL + LPL``
+    raises the upward amount.
 
     Examples
     --------
@@ -78,13 +80,7 @@ def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in requirements(t)]
     [[0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
     """
-    primary = table.status == "U"
-    x = table.value
-    up = np.where(primary, np.minimum(table.upl, table.ub - x), 0.0)
-    down = np.where(primary, np.minimum(table.lpl, x - table.lb), 0.0)
-    short = primary & (table.spl > up + down)
-    up = np.where(short, np.minimum(table.spl - down, table.ub - x), up)
-    return np.maximum(up, 0.0), np.maximum(down, 0.0)
+    return protection_requirements(table).moves(table.n_cells)
 
 
 class _CubeSearch:
