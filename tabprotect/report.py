@@ -241,7 +241,7 @@ def _protect_step(run: Run, job, method: str, progress: Progress | None,
                          **kwargs)
     run.kind = "suppression"
     run.method = method
-    run.published = result.table
+    run.published = result.confidential_table
     run.audit = result.audit
     summary = result.summary() if hasattr(result, "summary") else _result_numbers(result)
     run.results = {k: v for k, v in summary.items() if k not in ("cells", "method", "audit")}

@@ -66,6 +66,7 @@ class ProtectionRequirements:
     attacker : ``"intruder"`` or ``"single-contributor"``
     integer : the attacker reasons in integers (frequency tables)
     room_up : ``ub - x``: how far each primary can move up at all
+    sliding : the sliding protection levels ``SPL`` themselves
     """
 
     primary: np.ndarray
@@ -79,6 +80,16 @@ class ProtectionRequirements:
     attacker: str
     integer: bool
     room_up: np.ndarray
+    sliding: np.ndarray
+
+    @property
+    def binding_width(self) -> np.ndarray:
+        """``need_width`` where the levels do not imply it, else the sliding level: a
+        primary that can move ``need_up`` up and ``need_down`` down has an interval at
+        least ``need_up + need_down`` wide, so a separate width condition there is
+        redundant (methods then solve no LP for it)."""
+        implied = self.need_up + self.need_down >= self.need_width
+        return np.where(implied, self.sliding, self.need_width)
 
     @property
     def singleton(self) -> bool:
@@ -151,7 +162,7 @@ def protection_requirements(table, attacker: str = "single-contributor", *,
         primary=primary, value=x, required_lower=req_lo, required_upper=req_hi,
         need_up=np.maximum(req_hi - x, 0.0), need_down=np.maximum(x - req_lo, 0.0),
         need_width=need_width, min_width=min_width, attacker=attacker, integer=bool(integer),
-        room_up=np.maximum(ub - x, 0.0))
+        room_up=np.maximum(ub - x, 0.0), sliding=table.spl[primary].astype(float))
 
 
 def cell_moves(table, cell: int, integer: bool | None = None) -> tuple[float, float]:

@@ -63,19 +63,22 @@ def run(args) -> int:
     cost = args.cost or opts.get("cost", "value")
     time_limit = args.time_limit if args.time_limit is not None else opts.get("time_limit")
     singleton = not args.no_singleton and bool(opts.get("singleton", True))
+    # the method's options (checked by protect(): an unknown key is an input error)
     extra = {k: v for k, v in opts.items()
              if k not in ("method", "cost", "time_limit", "singleton", "cost_column",
-                          "mip_gap", "empty", "output", "flag")}
+                          "empty", "output", "flag")}
     t0 = time.perf_counter()
     res = protect(table, method=method, cost=cost, time_limit=time_limit, progress=say,
-                  singleton=singleton, mip_gap=opts.get("mip_gap"),
-                  cost_column=opts.get("cost_column"), empty=opts.get("empty", "publish"),
-                  **extra)
+                  singleton=singleton, cost_column=opts.get("cost_column"),
+                  empty=opts.get("empty", "publish"), options=extra)
     if say is not None:
         say("done", 1.0)
     out = Path(args.output) if args.output else job.output_dir() / opts.get(
         "output", "protected.csv")
-    write_frame(res.to_frame(flag=args.flag or bool(opts.get("flag", False))), out)
+    frame = res.to_frame()
+    if not (args.flag or bool(opts.get("flag", False))):
+        frame = frame.drop(columns="published")
+    write_frame(frame, out)
     summary = res.summary()
     summary["primary_source"] = primary_note
     summary["notes"] = res.notes
@@ -91,7 +94,7 @@ def run(args) -> int:
         from tabprotect.report import Run, write_report
         html, trail = write_report(Run(table, title=job.spec.get("job", {}).get(
             "title", "tabprotect protect"), kind="suppression", method=method,
-            published=res.table, audit=res.audit, parameters=job.spec,
+            published=res.confidential_table, audit=res.audit, parameters=job.spec,
             results={k: v for k, v in summary.items() if not isinstance(v, dict)}),
             out.parent)
         print(f"report written to {html} (audit trail {trail})")

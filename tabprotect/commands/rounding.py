@@ -113,8 +113,8 @@ def run_round(args) -> int:
         partition=partition, time_limit=spec.get("time_limit"), mip_gap=spec.get("mip_gap"),
         audit=False)
     out = job.output_dir(args.output_dir)
-    written = [write_frame(res.publication_frame(), out / "rounded.csv"),
-               write_frame(res.to_frame(), out / "rounding_detail.csv")]
+    written = [write_frame(res.published(), out / "rounded.csv"),
+               write_frame(res.to_frame(confidential=True), out / "rounding_detail.csv")]
     audit = None
     if not args.no_audit and spec.get("audit", True):
         from tabprotect.audit_rounded import audit_rounded

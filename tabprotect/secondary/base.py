@@ -1,20 +1,34 @@
-"""What every secondary-suppression method shares: the calling shape, cost functions and
-the result object.
+"""What every secondary-suppression method shares: the registry, the calling shape, the
+options protocol, cost functions and the result object.
 
-A method is a function registered with :func:`register_method`::
+A method is a function registered with :func:`register_method`, together with its frozen
+options dataclass and its capabilities::
 
-    @register_method("hypercube")
+    @dataclass(frozen=True)
+    class HypercubeOptions:
+        max_candidates: int = field(default=20000, metadata={"why": "..."})
+
+    @register_method("hypercube", options=HypercubeOptions, needs_product_structure=True,
+                     handles_singletons=True, proves_optimality=False)
     def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None,
-                  progress: Callable[[str, float], None] | None, **options) -> MethodOutcome
+                  progress: Callable[[str, float], None] | None, singleton: bool,
+                  max_candidates: int = 20000) -> MethodOutcome
 
-It receives a table whose primary cells have status ``U`` (and protection levels
-``upl/lpl/spl``), ``P`` cells that must stay published, and the cost per cell; it returns the
-new status array (``M`` for its secondary suppressions) in a :class:`MethodOutcome`.
-:func:`tabprotect.secondary.protect` then audits the pattern on the full table, repairs
-any shortfall and returns a :class:`ProtectResult`.
+The function receives a table whose primary cells have status ``U`` (and protection
+levels ``upl/lpl/spl``), ``P`` cells that must stay published, and the cost per cell; it
+takes the shared settings it uses among :data:`SHARED_SETTINGS` and one keyword per
+field of its options class (nothing else: no ``**kwargs``); it returns the new status
+array (``M`` for its secondary suppressions) in a :class:`MethodOutcome`.
+:func:`tabprotect.secondary.protect` checks the options (:func:`method_options`), runs
+the method, audits the pattern on the full table, repairs any shortfall and returns a
+:class:`ProtectResult`.
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -23,15 +37,169 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 
-METHODS: dict[str, Callable[..., "MethodOutcome"]] = {}
+#: settings protect() owns and hands to every method function that takes them
+SHARED_SETTINGS = ("time_limit", "progress", "singleton", "empty")
 
 
-def register_method(name: str):
-    """Decorator that makes a method available as ``protect(table, method=name)``."""
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a method that has none."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a method can do, for callers that choose one.
+
+    Attributes
+    ----------
+    needs_product_structure : works on the sub-tables of a product table (protect()
+        recovers the product structure of a general table first, or refuses)
+    handles_singletons : protects against the contributors of single-contributor cells
+        itself (otherwise only protect()'s audit and repair do)
+    proves_optimality : can prove that its pattern has minimum cost
+    """
+
+    needs_product_structure: bool = False
+    handles_singletons: bool = False
+    proves_optimality: bool = False
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its function, options class and capabilities."""
+
+    name: str
+    run: Callable[..., "MethodOutcome"]
+    options: type
+    capabilities: Capabilities
+    shared: tuple[str, ...]   # the SHARED_SETTINGS its function takes
+
+    def __call__(self, *args, **kwargs) -> "MethodOutcome":
+        return self.run(*args, **kwargs)
+
+    def call(self, table: Table, cost: np.ndarray, options, **shared) -> "MethodOutcome":
+        """Run the method with ``options`` (an instance of its options class) and the
+        shared settings its function takes."""
+        kw = {k: v for k, v in shared.items() if k in self.shared}
+        kw.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options)})
+        return self.run(table, cost, **kw)
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register_method(name: str, *, options: type | None = None,
+                    needs_product_structure: bool = False, handles_singletons: bool = False,
+                    proves_optimality: bool = False):
+    """Decorator that makes a method available as ``protect(table, method=name)``.
+
+    ``options`` is the method's frozen options dataclass (default: none); every field
+    must be a keyword of the function.
+    """
+    opts = NoOptions if options is None else options
+    if not (dataclasses.is_dataclass(opts) and opts.__dataclass_params__.frozen):
+        raise TypeError(f"method '{name}': options must be a frozen dataclass")
+    caps = Capabilities(needs_product_structure=needs_product_structure,
+                        handles_singletons=handles_singletons,
+                        proves_optimality=proves_optimality)
+
     def wrap(fn):
-        METHODS[name] = fn
+        params = inspect.signature(fn).parameters
+        missing = [f.name for f in dataclasses.fields(opts) if f.name not in params]
+        if missing:
+            raise TypeError(f"method '{name}': option(s) {missing} are no keyword of "
+                            f"{fn.__name__}()")
+        shared = tuple(k for k in SHARED_SETTINGS if k in params)
+        METHODS[name] = MethodSpec(name=name, run=fn, options=opts, capabilities=caps,
+                                   shared=shared)
         return fn
     return wrap
+
+
+def option_help(options: type) -> dict[str, str]:
+    """``{field: one-line reason}`` of an options class (from the fields' ``why``)."""
+    return {f.name: f.metadata.get("why", "") for f in dataclasses.fields(options)}
+
+
+def method_options(method: str, options: Any = None, *, also: tuple[str, ...] = (),
+                   **keywords) -> Any:
+    """The options instance of ``method`` from ``options`` (an instance of its options
+    class, a dict or None) updated by ``keywords``.
+
+    Unknown keys and values of the wrong type are :class:`InputError` naming the key and
+    listing the valid ones (and ``also``, the caller's own keywords, if any).
+    """
+    if method not in METHODS:
+        raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
+    cls = METHODS[method].options
+    if options is None:
+        given: dict[str, Any] = {}
+    elif isinstance(options, cls):
+        given = {f.name: getattr(options, f.name) for f in dataclasses.fields(cls)}
+    elif isinstance(options, dict):
+        given = dict(options)
+    else:
+        raise InputError(f"options for method '{method}' must be a {cls.__name__} or a "
+                         f"dict, not {type(options).__name__}")
+    given.update(keywords)
+    valid = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(k for k in given if k not in valid)
+    if unknown:
+        more = f"; besides: {', '.join(also)}" if also else ""
+        raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))} for method "
+                         f"'{method}' (valid: {', '.join(valid) if valid else 'none'}{more})")
+    hints = typing.get_type_hints(cls)
+    for key, value in given.items():
+        if not _type_ok(value, hints.get(key, Any)):
+            raise InputError(f"option '{key}' of method '{method}' must be "
+                             f"{_type_name(hints.get(key))}, not {type(value).__name__}")
+    return cls(**given)
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    """``value`` fits the annotation ``hint`` (plain types, unions, Optional, Literal;
+    anything else is accepted).  bool is no int here, and an int is a float."""
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, h) for h in typing.get_args(hint))
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, (bool, np.bool_))
+    if hint is int:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if hint is float:
+        return isinstance(value, (int, float, np.integer, np.floating)) and \
+            not isinstance(value, (bool, np.bool_))
+    if hint is str:
+        return isinstance(value, str)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def applied_options(options: Any) -> dict[str, Any]:
+    """The options as recorded in a result's ``params``: plain values as they are,
+    arrays and callables by a short description (no cell values)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(options):
+        v = getattr(options, f.name)
+        if isinstance(v, np.ndarray):
+            v = f"array of {v.size} entries"
+        elif callable(v):
+            v = getattr(v, "__name__", type(v).__name__)
+        out[f.name] = v
+    return out
 
 
 @dataclass

@@ -19,6 +19,7 @@ deviation.  This is also the repair step of :func:`tabprotect.secondary.protect`
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -480,10 +481,20 @@ def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: fl
     return status, found_moves
 
 
-@register_method("greedy")
+@dataclass(frozen=True)
+class GreedyOptions:
+    """Settings of the greedy method (see :func:`greedy`)."""
+
+    max_rounds: int = field(default=20, metadata={
+        "why": "audit/repair rounds before the method hands its pattern to protect()'s "
+               "own audit and repair"})
+
+
+@register_method("greedy", options=GreedyOptions, needs_product_structure=False,
+                 handles_singletons=True, proves_optimality=False)
 def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
-           progress: Callable[[str, float], None] | None = None, max_rounds: int = 20,
-           **options) -> MethodOutcome:
+           progress: Callable[[str, float], None] | None = None, singleton: bool = False,
+           max_rounds: int = 20) -> MethodOutcome:
     """The attacker-LP loop: repair every short primary, audit, repeat until the audit passes.
 
     Options
@@ -503,7 +514,6 @@ def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     3
     """
     start = time.perf_counter()
-    singleton = bool(options.get("singleton", False))
     status = table.status.copy()
     primaries = np.flatnonzero(status == "U")
     # first round without an audit: every primary needs both directions anyway

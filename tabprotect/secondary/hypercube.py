@@ -44,6 +44,7 @@ import itertools
 import math
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -450,10 +451,22 @@ def _subtables_lookup(split: Split) -> Callable[[int], list[tuple[int, ...]]]:
     return subtables_of
 
 
-@register_method("hypercube")
+@dataclass(frozen=True)
+class HypercubeOptions:
+    """Settings of the hypercube method (see :func:`hypercube`)."""
+
+    max_candidates: int = field(default=20000, metadata={
+        "why": "cubes examined per cell and sub-table: more finds cheaper cubes, slower"})
+    carry: int = field(default=1, metadata={
+        "why": "generations of carried requirements (-1 all, 0 none): more protects "
+               "corners in their other sub-tables before the audit has to"})
+
+
+@register_method("hypercube", options=HypercubeOptions, needs_product_structure=True,
+                 handles_singletons=True, proves_optimality=False)
 def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
               progress: Callable[[str, float], None] | None = None, singleton: bool = True,
-              max_candidates: int = 20000, carry: int = 1, **options) -> MethodOutcome:
+              max_candidates: int = 20000, carry: int = 1) -> MethodOutcome:
     """GHMiter-style hypercube suppression on a product table (any number of dimensions).
 
     Parameters

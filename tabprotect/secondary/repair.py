@@ -52,7 +52,8 @@ class Requirements:
         cell that can never be suppressed usefully
     primary : indices of the primary cells
     need_up, need_down, need_width : ``UPL'``, ``LPL'`` and ``max(SPL, no-exact-disclosure
-        width)`` per primary (:func:`tabprotect.requirements.protection_requirements`)
+        width)`` per primary (:func:`tabprotect.requirements.protection_requirements`;
+        the width only where the levels do not imply it, else ``SPL``)
     singleton : mask of single-contributor cells (``freq == 1``)
     tol : absolute tolerance per primary
     """
@@ -79,7 +80,7 @@ class Requirements:
         single = (table.freq == 1) if singleton else np.zeros(table.n_cells, bool)
         tol = PROTECTION_TOL * np.maximum(1.0, np.abs(req.value))
         return cls(up=up, down=down, primary=req.primary, need_up=req.need_up,
-                   need_down=req.need_down, need_width=req.need_width,
+                   need_down=req.need_down, need_width=req.binding_width,
                    singleton=np.asarray(single, bool), tol=tol)
 
 
