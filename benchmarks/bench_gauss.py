@@ -104,7 +104,7 @@ def child(args) -> None:
 
     module = load_variant(args.variant, args.baseline_rev, args.current_rev)
     offers = [0]
-    if hasattr(module, "_Eliminator"):  # the dict-based code (up to session 7)
+    if hasattr(module, "_Eliminator"):  # the dict-based elimination (revisions before the compiled kernel)
         original_offer = module._Eliminator.offer
 
         def counting_offer(self, v, force=False):
@@ -219,7 +219,8 @@ def main(argv=None) -> None:
     ap.add_argument("--variants", nargs="+", default=["baseline", "current"],
                     choices=["baseline", "current"])
     ap.add_argument("--baseline-rev", default="2242125",
-                    help="git revision of the baseline gauss.py (default: session 2's)")
+                    help="git revision of the baseline gauss.py (default: the elimination "
+                         "before the in-place updates)")
     ap.add_argument("--current-rev", help="git revision for 'current' (default: the "
                     "working tree)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")

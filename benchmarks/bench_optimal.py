@@ -125,7 +125,7 @@ def write_jj(table: Table, cost: np.ndarray, path: Path) -> None:
     """tau-Argus JJ format (tau-Argus 4.1 manual sec. 5.5, as its WriteJJFormat writes
     it), plus the ``<file>.frq`` companion (frequency and holding frequency per cell)
     that WriteJJFormat writes next to it.  Costs are integers, as tau-Argus writes them
-    (the engine crashed on fractional costs in an earlier session)."""
+    (the engine crashes on fractional costs)."""
     letter = {"U": "u", "S": "s", "Z": "z", "P": "z", "M": "m"}
     A = table.relations.tocsr()
     lines = ["0", str(table.n_cells)]
@@ -255,7 +255,7 @@ def main(argv=None) -> int:
                     help="optimal method's search (branch-and-cut or MILP rounds)")
     ap.add_argument("--support-cuts", action="store_true",
                     help="optimal method's support cuts (off by default; see "
-                         "results/optimal.md, session 4)")
+                         "results/optimal.md)")
     ap.add_argument("--original-values", action="store_true",
                     help="Castro tables as loaded (6-decimal values) instead of their integer "
                          "version; pytauargus' engine does not run on them")

@@ -7,8 +7,8 @@ and cost, then an independent verdict-mode audit of the final pattern.
     python benchmarks/bench_protect_flow.py --table 100k-3d --method gauss
     python benchmarks/bench_protect_flow.py --table castro:TABLE3 --method hypercube \\
         --time-limit 120
-    # the same with an older checkout (e.g. ``git archive <rev> | tar -x -C /tmp/base``):
-    python benchmarks/bench_protect_flow.py --code /tmp/base --table 100k-3d
+    # the same with another checkout (e.g. ``git archive <rev> | tar -x -C BASE``):
+    python benchmarks/bench_protect_flow.py --code BASE --table 100k-3d
 
 ``--pre-repair off`` switches protect()'s leaf-cube pass before the first audit off (code
 trees that have it); ``--large-from N`` moves protect()'s large-table path threshold.

@@ -11,7 +11,7 @@ Counts are negative binomial (many small counts and zeros, like real frequency t
 For each case: tabprotect's controlled rounding (time, peak RSS, deviation, additivity
 and zero-restriction re-checked from the inner cells), the audit of the rounded table, and
 same-run baselines: the whole LP relaxation without sifting (``lp-nosift``, the 2-D path
-before sifting), the audit with an LP for every bound (``audit-lp``, before move
+without sifting), the audit with an LP for every bound (``audit-lp``, without move
 certificates), audits of deterministic and random rounding (``audit-deterministic``,
 ``audit-random``: the true table is the feasible start), the plain MILP on the whole
 table (no network/LP path, no partition),
@@ -116,7 +116,7 @@ def run_tabprotect(case: str, mode: str, timeout: float) -> dict:
         return {"seconds": secs, "path": path, "proven_optimal": optimal,
                 **check(table, vals), "peak_mb": peak_mb()}
     elif mode == "lp-nosift":
-        # before this session's change: the whole LP relaxation, forced simplex, no sifting
+        # baseline: the whole LP relaxation, forced simplex, no sifting
         from tabprotect import rounding
         old = rounding.SIFTING_MIN_COLUMNS
         rounding.SIFTING_MIN_COLUMNS = 10**12

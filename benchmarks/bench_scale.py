@@ -116,9 +116,9 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
             row["verdict_again_s"] = round(time.perf_counter() - t1, 1)
         if table.n_cells <= audit_max:
             # judged again by an independent audit call (intervals mode)
-            # (same attacker as the protection, and a time limit: a 10k-4d modular child
-            # with the unlimited singleton interval audit was killed at 400 s, where
-            # protect() and the verdict audit alone take 73 s)
+            # (same attacker as the protection, and a time limit: with single-contributor
+            # attackers and no limit, the interval audit of a 10k-4d modular pattern takes
+            # several times as long as protect() and the verdict audit together)
             again = audit(res.confidential_table, singleton=False, time_limit=audit_budget)
             row["audit_again"] = bool(again.passed) if again.complete else None
         sec = status == "M"

@@ -22,10 +22,15 @@ unpublished cell                       the table's a-priori bounds (default ``[0
 
 The audit intersects these ranges with additivity and integrality: for every cell the
 integer minimum and maximum over ``{x integer : A x = 0, lo <= x <= hi}``.  Intervals can
-be far narrower than the ranges; the audit flags
+be far narrower than the ranges.  The audit judges what the method promises to protect
+(:func:`promised_cells`): every published cell the method rounds, and for small-count
+rounding only the small counts -- inner cells published 0 or ``b`` and totals whose true
+value may lie below the threshold (large counts, and totals made of them only, are
+published exactly by design).  It flags
 
-* **narrower** cells: the interval is strictly inside the method's range,
-* **exact** disclosure: the interval is a single value (where the method promised more),
+* **narrower** cells: the interval is strictly inside the method's own (finite) range,
+* **exact** disclosure: a promised cell whose interval is a single value, or an
+  unpublished cell that can be derived exactly,
 * **pinned small values**: the interval lies inside ``[1, small_max]`` (default 1 and 2),
   so the intruder learns that the cell holds a group of one or two units.
 
@@ -66,7 +71,7 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram, solve
 from tabprotect.model.relations import linked_components
 from tabprotect.errors import InputError
-from tabprotect.model.table import Table
+from tabprotect.model.table import Table, aggregate_leaves
 
 _TOL = 1e-6
 #: local LPs (see _ComponentAudit.local_certificates): cells per random batch; they run on
@@ -91,8 +96,10 @@ class RoundedAuditResult:
     range_lower, range_upper : the range the method alone implies for each cell
     lower, upper : integer min and max of each cell given everything the intruder knows
     is_published : mask of the cells the intruder sees
-    narrower : interval strictly inside the method's range
-    exact : single-value interval where the method's range had more than one value
+    promised : the published cells the method promises to protect (see
+        :func:`promised_cells`)
+    narrower : interval strictly inside the method's own finite range
+    exact : single-value interval of a promised cell, or of an unpublished cell
     pinned_small : interval inside ``[1, small_max]``
     true_inside : when true values are known: each lies in its interval (a check of the
         audit and of the rounding; None otherwise)
@@ -107,6 +114,7 @@ class RoundedAuditResult:
     narrower: np.ndarray
     exact: np.ndarray
     pinned_small: np.ndarray
+    promised: np.ndarray
     base: int
     method: str
     k_step: int
@@ -131,6 +139,7 @@ class RoundedAuditResult:
         return {
             "cells": int(len(self.lower)),
             "published": int(self.is_published.sum()),
+            "promised_protection": int(self.promised.sum()),
             "narrower_than_method": int(self.narrower.sum()),
             "exactly_disclosed": int(self.exact.sum()),
             "pinned_small_values": int(self.pinned_small.sum()),
@@ -158,6 +167,7 @@ class RoundedAuditResult:
         out["range_upper"] = self.range_upper
         out["lower"] = self.lower
         out["upper"] = self.upper
+        out["promised"] = self.promised
         out["narrower"] = self.narrower
         out["exact"] = self.exact
         out["pinned_small"] = self.pinned_small
@@ -208,6 +218,40 @@ def method_ranges(published: np.ndarray, base: int, method: str, *, k_step: int 
     return np.maximum(lo, 0.0), hi
 
 
+def promised_cells(published: np.ndarray, range_lower: np.ndarray, range_upper: np.ndarray,
+                   lower: np.ndarray, method: str, *, base: int, threshold: int | None = None,
+                   inner: np.ndarray | None = None) -> np.ndarray:
+    """Cells whose true value the method promises not to give away exactly.
+
+    Deterministic, random and controlled rounding round every cell: each cell whose range
+    holds more than one value is promised.  Small-count rounding protects small counts
+    only: an inner cell published 0 or ``b`` (its true value may be a small count) and a
+    total whose derived lower bound ``lower`` is below the threshold (its true value may be
+    small).  Other inner cells are large counts published unrounded, and a total whose
+    true value is at least the threshold is a large count too: both are exact by design.
+
+    Examples
+    --------
+    >>> a = np.array([7.0, 3.0, 0.0, 10.0, 7.0])      # inner 7, 3, 0; totals 10 and 7
+    >>> inner = np.array([True, True, True, False, False])
+    >>> lo, hi = method_ranges(a, 3, "small-count", threshold=3, inner=inner)
+    >>> derived_lower = np.array([7.0, 1.0, 0.0, 8.0, 1.0])
+    >>> promised_cells(a, lo, hi, derived_lower, "small-count", base=3, threshold=3,
+    ...                inner=inner).tolist()
+    [False, True, True, False, True]
+    """
+    a = np.asarray(published, dtype=float)
+    several = np.asarray(range_upper) - np.asarray(range_lower) > _TOL
+    if method != "small-count":
+        return several
+    if inner is None:
+        inner = np.ones(len(a), dtype=bool)
+    t = float(threshold if threshold is not None else base)
+    rounded = (np.abs(a) <= _TOL) | (np.abs(a - float(base)) <= _TOL)
+    may_be_small = np.asarray(lower, dtype=float) < t - _TOL
+    return several & np.where(inner, rounded, may_be_small)
+
+
 def audit_rounded(rounded, base: int | None = None, method: str | None = None, *,
                   published: np.ndarray | None = None, k_step: int | None = None,
                   threshold: int | None = None, margins_from_interior: bool | None = None,
@@ -250,9 +294,12 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     ([6.0, 1.0, 1.0], [14.0, 9.0, 9.0])
     """
     start = time.perf_counter()
-    from tabprotect.rounding import RoundingResult  # local: rounding imports this module
     params: dict[str, Any] = {}
-    if isinstance(rounded, RoundingResult):
+    if isinstance(rounded, Table):
+        table = rounded
+    elif hasattr(rounded, "rounded_table"):
+        # a RoundingResult (recognised by its fields: rounding calls this audit, so this
+        # module does not import rounding)
         table = rounded.rounded_table
         base = rounded.base if base is None else base
         method = rounded.method if method is None else method
@@ -262,8 +309,6 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         if k_step is None and method == "controlled":
             # the intruder assumes the relaxation only when the rounding needed it
             k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
-    elif isinstance(rounded, Table):
-        table = rounded
     else:
         raise InputError("audit_rounded: give a RoundingResult or a Table of rounded values")
     if base is None or method is None:
@@ -335,10 +380,11 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     if deadline is not None and (time.perf_counter() > deadline or counters.get("cut")):
         notes.append("time limit reached: some cells keep their method range (the audit may "
                      "understate what an intruder can derive)")
-    width_range = r_hi - r_lo
-    narrower = is_pub & ((lower > r_lo + _TOL) | (upper < r_hi - _TOL))
-    exact = (np.abs(upper - lower) <= _TOL) & (width_range > _TOL) & is_pub
-    exact |= (np.abs(upper - lower) <= _TOL) & ~is_pub
+    promised = is_pub & promised_cells(a, r_lo, r_hi, lower, method, base=base,
+                                       threshold=threshold, inner=inner)
+    narrower = is_pub & np.isfinite(r_hi) & ((lower > r_lo + _TOL) | (upper < r_hi - _TOL))
+    single = np.abs(upper - lower) <= _TOL
+    exact = single & (promised | ~is_pub)
     pinned = (lower >= 1 - _TOL) & (upper <= small_max + _TOL)
     inside = None
     if true_values is not None:
@@ -352,7 +398,8 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     return RoundedAuditResult(
         published=np.where(is_pub, a, np.nan), range_lower=np.where(is_pub, r_lo, box_lo),
         range_upper=np.where(is_pub, r_hi, box_hi), lower=lower, upper=upper,
-        is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned, base=base,
+        is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned,
+        promised=promised, base=base,
         method=method, k_step=k_step, small_max=int(small_max), n_components=len(comps),
         n_lp=counters["lp"], n_mip=counters["mip"], runtime=time.perf_counter() - start,
         true_inside=inside, notes=notes, n_certified=n_certified,
@@ -399,7 +446,6 @@ def move_certificates(table: Table, start: np.ndarray, lower: np.ndarray,
         return none
     # the relations must be exactly the hierarchies' sums: A K u = 0 for the aggregation
     # K of a random inner vector u (fails with probability 0 otherwise)
-    from tabprotect.model.table import aggregate_leaves
     inner = table.is_inner
     u = np.random.default_rng(12345).normal(size=n)
     if table.n_relations and np.abs(table.relations @ aggregate_leaves(u, hs)).max() > 1e-6:

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-import pytest
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -14,16 +11,7 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
 if _hypothesis_settings is not None:
     # CI (.ci/run sets TABPROTECT_CI=1) draws the same examples on every run, so that a
     # red CI always means a change broke something; local runs keep drawing new ones,
-    # which is how the property tests find new bugs (e.g. CBC's preprocessing, session 10)
+    # which is how the property tests find new bugs
     _hypothesis_settings.register_profile("ci", derandomize=True)
     if os.environ.get("TABPROTECT_CI") == "1":
         _hypothesis_settings.load_profile("ci")
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-
-
-@pytest.fixture
-def shared_dir() -> Path:
-    if not SHARED.exists():
-        pytest.fail(f"../shared not found at {SHARED} (tests read published data from it)")
-    return SHARED

@@ -159,6 +159,75 @@ def test_audit_intervals_match_enumeration(table, method, seed):
     assert np.array_equal(audit.pinned_small, (blo >= 1) & (bhi <= 2))
 
 
+# ---------------------------------------------------------------- small-count promise
+def small_count_possible_values(table: Table, published: np.ndarray, base: int,
+                                threshold: int) -> list[set]:
+    """Every value each cell can take, by enumeration from the method's definition alone:
+    an inner cell published 0 held a count 0..t-1; published b, a count 1..t-1 or b itself;
+    any other inner value is the true count.  Totals are sums of the true inner cells."""
+    inner = np.flatnonzero(leaf_mask(table))
+    hs = [d.hierarchy for d in table.dimensions]
+    choices = []
+    for i in inner:
+        a = int(published[i])
+        if a == 0:
+            choices.append(range(0, threshold))
+        elif a == base:
+            choices.append(sorted(set(range(1, threshold)) | {base}))
+        else:
+            choices.append([a])
+    possible = [set() for _ in range(table.n_cells)]
+    for combo in itertools.product(*choices):
+        full = np.zeros(table.n_cells)
+        full[inner] = combo
+        full = aggregate_leaves(full, hs)
+        for c, v in enumerate(full):
+            possible[c].add(int(v))
+    return possible
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_count_protects_every_small_count_and_passes(seed):
+    """The method promises that no small count (1..t-1) can be pinned down; large counts
+    and totals of large counts are published exactly by design and must not fail the
+    audit.  Checked against enumeration of every table the published values allow."""
+    rng = np.random.default_rng(seed)
+    rows = Hierarchy.flat(["a", "b"], total="T")
+    cols = Hierarchy.flat(["p", "q", "r"], total="T")
+    inner = rng.choice([0, 1, 2, 4, 6, 9], size=6)
+    inner[2] = inner[5] = 8            # column r holds large counts only: its total is exact
+    table = product_table({"r": rows, "c": cols}, inner)
+    res = round_table(table, 3, "small-count", threshold=3, audit=False)
+    audit = audit_rounded(res)
+    possible = small_count_possible_values(table, res.rounded, 3, 3)
+    x = table.value
+    m = leaf_mask(table)
+    assert audit.lower.tolist() == [min(v) for v in possible]
+    assert audit.upper.tolist() == [max(v) for v in possible]
+    for c in range(table.n_cells):
+        if 0 < x[c] < 3 or (m[c] and res.rounded[c] in (0, 3)):
+            assert len(possible[c]) > 1, table.cell_name(c)   # the promise holds
+    large_exact = [c for c in range(table.n_cells) if len(possible[c]) == 1 and not m[c]]
+    assert large_exact and all(x[c] >= 3 for c in large_exact)
+    assert not audit.exact.any() and audit.passed
+    assert not audit.promised[large_exact].any()
+    assert audit.summary()["exactly_disclosed"] == 0
+
+
+def test_small_count_with_base_below_threshold_pins_small_counts():
+    # base 2, threshold 3: a published 2 means a true 1 or 2, a pinned small count
+    rows = Hierarchy.flat(["a", "b"], total="T")
+    table = product_table({"r": rows}, [1, 7])
+    res = round_table(table, 2, "small-count", threshold=3, audit=False)
+    audit = audit_rounded(res)
+    possible = small_count_possible_values(table, res.rounded, 2, 3)
+    a = table.cell("a")
+    if res.rounded[a] == 2:
+        assert possible[a] == {1, 2} and audit.pinned_small[a] and not audit.passed
+    else:
+        assert possible[a] == {0, 1, 2} and audit.passed
+
+
 # ---------------------------------------------------------------- disclosure flags
 def test_exact_disclosure_and_pinned_small_values():
     # five parts each published 3 and their total published 3 (random rounding, base 3):

@@ -19,6 +19,7 @@ from tabprotect.primary import (DominanceRule, FrequencyRule, GroupDisclosureRul
 from tabprotect.tabulate import hierarchy_from_correspondence, tabulate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+RTAUARGUS = Path(__file__).resolve().parents[1] / "fixtures" / "rtauargus"
 
 
 def cells(values, freq, tops, **extra):
@@ -200,7 +201,7 @@ def test_manual_statuses_and_levels(tmp_path):
     assert res.table.upl[2] == 4.0 and res.table.lpl[2] == 4.0
     assert res.reason[2] == "manual"
     bad = pd.DataFrame({"g": ["zz"], "status": ["U"]})
-    with pytest.raises(InputError, match="code 'zz'"):
+    with pytest.raises(InputError, match="the code in column 'g'"):
         apply_rules(t, [ManualStatus(bad)])
 
 
@@ -275,12 +276,12 @@ def test_protection_level_checked_by_the_audit(partner, protected):
 
 
 # ------------------------------------------------------------------ real data
-def test_rtauargus_indiv_dt_rules(shared_dir):
+def test_rtauargus_indiv_dt_rules():
     """INSEE's fictitious firms: weighted turnover by A88 x NUTS3 x SIZE (all levels) with
     frequency, dominance and p% rules, each checked against the formulas applied to weighted
     top contributions recomputed from the records of every cell."""
-    data = shared_dir / "datasets" / "rtauargus"
-    df = pd.read_csv(data / "indiv_dt.csv", dtype=str)
+    data = RTAUARGUS
+    df = pd.read_csv(data / "indiv_dt.csv.gz", dtype=str)
     df["A88"] = df["A88"].str.zfill(2)      # the file writes 07/08 as 7/8
     df["TURNOVER"] = df["TURNOVER"].astype(float)
     df["WEIGHT"] = df["WEIGHT"].astype(float)

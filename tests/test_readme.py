@@ -24,8 +24,15 @@ def test_readme_python_example_runs_and_is_protected(capsys):
 
 
 def test_readme_quick_start_matches_ci():
+    # the quick start is exactly two commands, and CI runs both verbatim on a fresh copy
     text = README.read_text()
-    test_cmd = [ln for ln in text.splitlines() if "pytest" in ln and ln.startswith("python3")]
-    assert len(test_cmd) == 1
+    quick = re.search(r"## Quick start\n(.*?)\n## ", text, re.S).group(1)
+    block = re.search(r"```sh\n(.*?)```", quick, re.S).group(1)
+    commands = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    assert len(commands) == 2
+    assert "tabprotect demo" in commands[0] and "pytest" in commands[1]
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
-    assert test_cmd[0].strip() in ci
+    for command in commands:
+        assert command in ci
+    # CI copies the tracked files to an empty folder and runs the commands there
+    assert "git -C \"$repo\" ls-files" in ci and 'cd "$clone"' in ci

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy
 from tabprotect.tabulate import hierarchy_from_correspondence, tabulate, tabulate_job
+
+RTAUARGUS = Path(__file__).resolve().parents[1] / "fixtures" / "rtauargus"
 
 REGION = Hierarchy.from_pairs([("T", "N"), ("T", "S"), ("N", "N1"), ("N", "N2"), ("S", "S1")],
                               name="region")
@@ -195,11 +198,11 @@ def test_duckdb_file_engine_equals_pandas(tmp_path, suffix):
     np.testing.assert_allclose(bw.top, aw.top, rtol=1e-12)
 
 
-def test_rtauargus_indiv_dt_totals_at_every_level(shared_dir):
+def test_rtauargus_indiv_dt_totals_at_every_level():
     """Real data: INSEE's fictitious firms, activity A10 > A21 > A88 and NUTS1 > NUTS2 >
     NUTS3 from the correspondence tables, SIZE flat, weighted TURNOVER."""
-    data = shared_dir / "datasets" / "rtauargus"
-    df = pd.read_csv(data / "indiv_dt.csv", dtype=str)
+    data = RTAUARGUS
+    df = pd.read_csv(data / "indiv_dt.csv.gz", dtype=str)
     df["TURNOVER"] = df["TURNOVER"].astype(float)
     df["WEIGHT"] = df["WEIGHT"].astype(float)
     activity = hierarchy_from_correspondence(pd.read_csv(data / "activity_corr_table.csv",
@@ -210,7 +213,7 @@ def test_rtauargus_indiv_dt_totals_at_every_level(shared_dir):
     size = Hierarchy.flat(["tr1", "tr2", "tr3"], total="Total", name="SIZE")
     dims = {"A88": activity, "NUTS3": region, "SIZE": size}
     # the file writes divisions 07 and 08 as 7 and 8: caught as unknown codes
-    with pytest.raises(InputError, match=r"code '8' of 'A88' is not in its hierarchy"):
+    with pytest.raises(InputError, match=r"the code in column 'A88' is not in its hierarchy"):
         tabulate(df, dims, "TURNOVER", weight="WEIGHT")
     df["A88"] = df["A88"].str.zfill(2)
     t = tabulate(df, dims, "TURNOVER", weight="WEIGHT", top_k=2)
@@ -248,9 +251,9 @@ def test_rtauargus_indiv_dt_totals_at_every_level(shared_dir):
 
 
 # ------------------------------------------------------------------ errors
-def test_unknown_code_error_names_code_and_rows():
+def test_unknown_code_error_names_column_and_rows():
     df = pd.DataFrame({"region": ["N1", "X9", "N2", "X9"], "x": [1.0, 2.0, 3.0, 4.0]})
-    with pytest.raises(InputError, match=r"code 'X9' of 'region' is not in its hierarchy.*"
+    with pytest.raises(InputError, match=r"the code in column 'region' is not in its hierarchy.*"
                                          r"first: row 1, row 3"):
         tabulate(df, {"region": REGION}, "x")
 
@@ -259,7 +262,7 @@ def test_unknown_code_in_file_names_lines(tmp_path):
     df = pd.DataFrame({"region": ["N1", "N2", "X9"], "x": [1.0, 2.0, 3.0]})
     df.to_csv(tmp_path / "m.csv", index=False)
     for engine in ("duckdb", "pandas"):
-        with pytest.raises(InputError, match=r"m.csv line 4: code 'X9' of 'region'"):
+        with pytest.raises(InputError, match=r"m.csv line 4: the code in column 'region'"):
             tabulate(tmp_path / "m.csv", {"region": REGION}, "x", engine=engine)
 
 
@@ -335,8 +338,6 @@ def test_correspondence_table_with_repeated_codes():
 
 
 def test_tabulate_job_on_demo_fixture(tmp_path):
-    from pathlib import Path
-
     from tabprotect.io.job import build_table, load_job
     job = load_job(Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "business.toml")
     t = build_table(job)
@@ -359,5 +360,5 @@ def test_categorical_codes_with_unused_categories():
     t = tabulate(df, {"region": REGION}, "x", top_k=2)
     assert t.value[t.cell("N")] == 5.0 and t.top[t.cell("T")].tolist() == [4.0, 2.0]
     df.loc[1, "region"] = "zz"
-    with pytest.raises(InputError, match="code 'zz' of 'region'"):
+    with pytest.raises(InputError, match="the code in column 'region'"):
         tabulate(df, {"region": REGION}, "x")

@@ -1,0 +1,311 @@
+"""Summary figures that may leave the confidential report.
+
+A suppression pattern is judged by the LP audit: the intruder knows the published cells,
+the relations of the table and the a-priori bounds, and must not narrow any primary cell
+beyond its protection interval. A summary figure published beside the table is one more
+thing the intruder knows. A figure such as "value of the suppressed cells" is a linear
+equation over the suppressed cells: with one primary, ``value_suppressed -
+value_secondary`` *is* the primary's value.
+
+:func:`public_summary` therefore releases a figure only when adding it to the intruder's
+system as one more published equation narrows no primary's feasibility interval
+(intervals with and without the equation compared, with a relative tolerance). Figures are
+tried in the order given and each is checked together with the ones already released, so
+two figures that disclose only together are not both released. A figure whose linear
+form is not known, whose check does not finish in time, or that is not linear over the
+cells it sums (absolute values of cells that may be negative) is withheld: it stays in the
+confidential report only. Counts of cells, primaries and secondaries are released as they
+are (the status of every cell is published anyway).
+
+Examples
+--------
+>>> from tabprotect.model import Hierarchy, Table
+>>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+>>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+>>> st = t.status.copy(); st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+>>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+>>> out = public_summary(t)
+>>> out["primary"], out["secondary"], sorted(out["withheld"])
+(1, 3, ['value_primary', 'value_secondary'])
+"""
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram, solve
+from tabprotect.errors import InputError
+from tabprotect.model.relations import linked_components
+from tabprotect.model.status import check_status, is_suppressed
+from tabprotect.model.table import Table
+
+#: figures computed when none are given; each is a sum of absolute cell values
+STANDARD_FIGURES = ("value_suppressed", "value_secondary", "value_primary",
+                    "share_value_suppressed")
+#: reasons a figure is withheld (the only text the caller gets about a withheld figure)
+REASONS = {
+    "narrows": "narrows a primary cell's feasibility interval",
+    "unknown": "no linear form is known for it",
+    "not_linear": "sums absolute values of cells that may be negative",
+    "inconsistent": "does not agree with the table",
+    "time": "its check did not finish in time",
+}
+_COUNT_KEYS = ("cells", "primary", "secondary", "suppressed")
+
+
+def standard_figures(table: Table, status=None) -> dict[str, float]:
+    """The value figures of a pattern (absolute values; the share is of all cells)."""
+    status = table.status if status is None else np.asarray(status)
+    a = np.abs(table.value)
+    sup = is_suppressed(status)
+    total = float(a.sum())
+    return {"value_suppressed": float(a[sup].sum()),
+            "value_secondary": float(a[status == "M"].sum()),
+            "value_primary": float(a[status == "U"].sum()),
+            "share_value_suppressed": float(a[sup].sum()) / total if total > 0 else 0.0}
+
+
+def public_summary(table: Table, status=None, figures: Mapping[str, float] | None = None, *,
+                   forms: Mapping[str, np.ndarray] | None = None, integer: bool | None = None,
+                   time_limit: float | None = 60.0, tol: float = 1e-6) -> dict:
+    """Counts of the pattern and the figures that disclose nothing more than the table.
+
+    Parameters
+    ----------
+    table : the table with its true values and a-priori bounds
+    status : the pattern's status letters (default ``table.status``)
+    figures : name -> value of the figures to release (default :func:`standard_figures`).
+        Names of :data:`STANDARD_FIGURES` have known forms; any other name needs ``forms``
+    forms : name -> per-cell coefficients ``w``: the figure is ``sum w * value``
+        (e.g. a cost with value weights: ``w = (status == "M") * 1.0``)
+    integer : integer intervals (default: frequency tables)
+    time_limit : seconds for all checks; a figure not checked in time is withheld
+    tol : relative tolerance when comparing interval ends
+
+    Returns
+    -------
+    dict with ``cells``, ``primary``, ``secondary``, ``suppressed`` (counts), every released
+    figure under its name, and ``withheld``: name -> reason for each figure kept back.
+    """
+    n = table.n_cells
+    status = table.status if status is None else check_status(status, n)
+    sup = is_suppressed(status)
+    out: dict = {"cells": int(n), "primary": int((status == "U").sum()),
+                 "secondary": int((status == "M").sum()), "suppressed": int(sup.sum())}
+    figures = standard_figures(table, status) if figures is None else dict(figures)
+    clash = set(figures) & set(_COUNT_KEYS + ("withheld",))
+    if clash:
+        raise InputError(f"public_summary: figure name(s) {sorted(clash)} are reserved")
+    forms = dict(forms or {})
+    if integer is None:
+        integer = table.kind == "frequency"
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    checker = _Checker(table, status, bool(integer), tol, deadline)
+    withheld: dict[str, str] = {}
+    for name, value in figures.items():
+        form = _form(name, float(value), table, status, forms.get(name))
+        reason = form if isinstance(form, str) else checker.try_release(*form)
+        if reason is None:
+            out[name] = value
+        else:
+            withheld[name] = REASONS[reason]
+    out["withheld"] = withheld
+    return out
+
+
+def _form(name, value, table, status, weights):
+    """``(coefficients, rhs)`` of the figure as ``coefficients @ x == rhs``, or a reason key."""
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (table.n_cells,):
+            raise InputError(f"public_summary: form of '{name}' needs {table.n_cells} entries")
+        return w, value
+    sup = is_suppressed(status)
+    masks = {"value_suppressed": sup, "value_secondary": status == "M",
+             "value_primary": status == "U", "share_value_suppressed": sup}
+    if name not in masks:
+        return "unknown"
+    mask = masks[name]
+    # |x| is linear where the a-priori bounds fix the sign of an unpublished cell
+    sign = np.where(table.lb >= 0, 1.0, np.where(table.ub <= 0, -1.0, 0.0))
+    sign = np.where(sup, sign, np.sign(table.value))
+    if (sup & mask & (sign == 0)).any() or (name == "share_value_suppressed" and
+                                            (sup & (sign == 0)).any()):
+        return "not_linear"
+    if name == "share_value_suppressed":
+        # sum_sup |x| = s * sum_all |x|  <=>  sum (1[sup] - s) |x| = 0
+        return sign * (mask.astype(float) - value), 0.0
+    return sign * mask, value
+
+
+class _Checker:
+    """The intruder's system over the unpublished cells, the primaries' intervals in it,
+    and the figures released so far as extra rows."""
+
+    def __init__(self, table: Table, status, integer: bool, tol: float, deadline):
+        self.tol, self.deadline, self.integer = tol, deadline, integer
+        sup = is_suppressed(status)
+        self.cells = np.flatnonzero(sup)
+        self.value = table.value.astype(float)
+        self.published = ~sup
+        A = table.relations.tocsr()
+        sub = A[:, self.cells].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        rhs = -np.asarray(A[rows] @ np.where(sup, 0.0, self.value), dtype=float)
+        # relations that hold only up to rounding in the true table hold so for the intruder
+        magnitude = np.asarray(abs(A[rows]) @ np.abs(self.value), dtype=float)
+        band = 1.5 * np.abs(np.asarray(A[rows] @ self.value, dtype=float)) \
+            + 1e-12 * np.maximum(1.0, magnitude)
+        self.lp = LinearProgram(c=np.zeros(len(self.cells)), A=sub[rows],
+                                row_lower=rhs - band, row_upper=rhs + band,
+                                col_lower=table.lb[self.cells], col_upper=table.ub[self.cells])
+        self.base = _Bounds(self.lp, integer, deadline)
+        self.ext = _Bounds(self.lp, integer, deadline)
+        comps = linked_components(A, sup)
+        self.comp = np.full(len(self.cells), -1)
+        local = np.full(table.n_cells, -1)
+        local[self.cells] = np.arange(len(self.cells))
+        for k, c in enumerate(comps):
+            self.comp[local[c]] = k
+        self.primary = np.flatnonzero(status[self.cells] == "U")
+        self.touched = np.zeros(len(comps), dtype=bool)
+        self.base_lo: dict[int, float] = {}
+        self.base_hi: dict[int, float] = {}
+
+    def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
+        """None if the figure narrows no primary (its row is then kept), else a reason."""
+        coef = np.asarray(coef, dtype=float)
+        free = coef[self.cells]
+        const = float(coef[self.published] @ self.value[self.published])
+        truth = float(free @ self.value[self.cells]) + const
+        scale = max(1.0, abs(rhs), float(np.abs(coef) @ np.abs(self.value)))
+        if abs(truth - rhs) > 1e-6 * scale:
+            return "inconsistent"
+        nz = np.flatnonzero(free)
+        if len(nz) == 0:
+            return None          # a function of published cells only
+        band = abs(truth - rhs) + 1e-12 * scale
+        row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
+        touched = self.touched.copy()
+        touched[self.comp[nz]] = True
+        targets = self.primary[touched[self.comp[self.primary]]]
+        new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
+        reason = self._holds(targets)
+        if reason is None:
+            self.touched = touched
+        else:
+            self.ext.delete_row(new_row)
+        return reason
+
+    def _base(self, j: int) -> tuple[float, float] | None:
+        if j not in self.base_lo:
+            lo, _ = self.base.bound(j, "min")
+            hi, _ = self.base.bound(j, "max")
+            if lo is None or hi is None:
+                return None
+            self.base_lo[j], self.base_hi[j] = lo, hi
+        return self.base_lo[j], self.base_hi[j]
+
+    def _holds(self, targets: np.ndarray) -> str | None:
+        """Every target's interval with the extra rows equals its interval without."""
+        open_lo = {int(j) for j in targets}
+        open_hi = set(open_lo)
+        for j in (int(j) for j in targets):
+            base = self._base(j)
+            if base is None:
+                return "time"
+            for sense, pending in (("min", open_lo), ("max", open_hi)):
+                if j not in pending:
+                    continue
+                val, x = self.ext.bound(j, sense)
+                if val == "infeasible":
+                    return "inconsistent"
+                if val is None:
+                    return "time"
+                end = base[0] if sense == "min" else base[1]
+                if not self._same(val, end, base):
+                    return "narrows"
+                if x is not None:
+                    self._witness(x, targets, open_lo, open_hi)
+                pending.discard(j)
+        return None
+
+    def _same(self, val: float, end: float, base) -> bool:
+        if np.isinf(end):
+            return val == end
+        finite = [abs(b) for b in base if np.isfinite(b)]
+        return abs(val - end) <= self.tol * max([1.0] + finite)
+
+    def _witness(self, x, targets, open_lo, open_hi) -> None:
+        """A feasible point of the extended system at a target's base bound proves that end."""
+        for j in targets:
+            j = int(j)
+            if j in self.base_lo:
+                if j in open_lo and self._same(x[j], self.base_lo[j], (self.base_lo[j],
+                                                                      self.base_hi[j])):
+                    open_lo.discard(j)
+                if j in open_hi and self._same(x[j], self.base_hi[j], (self.base_lo[j],
+                                                                      self.base_hi[j])):
+                    open_hi.discard(j)
+
+
+class _Bounds:
+    """Min and max of single cells over one system (warm LPs, MIPs for fractional ends)."""
+
+    def __init__(self, lp: LinearProgram, integer: bool, deadline):
+        self.integer, self.deadline = integer, deadline
+        self.A = lp.A.tocsr()
+        self.row_lower, self.row_upper = lp.row_lower.copy(), lp.row_upper.copy()
+        self.col_lower, self.col_upper = lp.col_lower, lp.col_upper
+        self.model = HighsModel(lp)
+
+    def add_row(self, row: sp.csr_matrix, lower: float, upper: float) -> int:
+        self.model.add_rows(row, [lower], [upper])
+        self.A = sp.vstack([self.A, row]).tocsr()
+        self.row_lower = np.append(self.row_lower, lower)
+        self.row_upper = np.append(self.row_upper, upper)
+        return self.A.shape[0] - 1
+
+    def delete_row(self, i: int) -> None:
+        self.model.delete_rows([i])
+        keep = np.arange(self.A.shape[0]) != i
+        self.A, self.row_lower, self.row_upper = \
+            self.A[keep], self.row_lower[keep], self.row_upper[keep]
+
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def bound(self, j: int, sense: str):
+        """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""
+        left = self._remaining()
+        if left is not None and left <= 0:
+            return None, None
+        self.model.set_objective(indices=[j], values=[1.0], sense=sense)
+        res = self.model.solve()
+        if res.status == "infeasible":
+            return "infeasible", None
+        if res.status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None
+        if res.status != "optimal":
+            return None, None
+        x = res.x
+        if self.integer and np.abs(x - np.round(x)).max() > 1e-6:
+            return self._integer(j, sense)
+        return float(x[j]), x
+
+    def _integer(self, j: int, sense: str):
+        k = self.A.shape[1]
+        c = np.zeros(k)
+        c[j] = 1.0
+        lp = LinearProgram(c=c, A=self.A, row_lower=self.row_lower, row_upper=self.row_upper,
+                           col_lower=self.col_lower, col_upper=self.col_upper,
+                           integrality=np.full(k, True), sense=sense)
+        res = solve(lp, time_limit=self._remaining())
+        if res.status == "infeasible":
+            return "infeasible", None
+        if res.status != "optimal":
+            return None, None
+        return float(res.x[j]), res.x

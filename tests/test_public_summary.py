@@ -1,0 +1,179 @@
+"""public_summary: a released figure, as one more published equation, narrows no primary.
+
+Checked with an independent LP (scipy's linprog/milp over every cell of the table, published
+cells fixed, dense matrices: the tables are small): the primaries' intervals with all
+released figures added equal the intervals without them, and each figure withheld for
+narrowing does narrow some primary when added to the released ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+from tabprotect.model import Hierarchy, Table
+from tabprotect.public_summary import REASONS, public_summary, standard_figures
+from tabprotect.secondary.protect import protect
+
+
+def _grid(values, rows, cols, kind_freq=False):
+    r = Hierarchy.flat([str(i) for i in range(rows)], total="T")
+    c = Hierarchy.flat([chr(97 + j) for j in range(cols)], total="T")
+    inner = np.asarray(values, dtype=float).reshape(rows, cols)
+    full = np.zeros((rows + 1, cols + 1))
+    full[1:, 1:] = inner
+    full[0, 1:] = inner.sum(axis=0)
+    full[1:, 0] = inner.sum(axis=1)
+    full[0, 0] = inner.sum()
+    freq = full.copy() if kind_freq else None
+    return Table.from_arrays({"r": r, "c": c}, full.ravel(), freq=freq)
+
+
+def _with_primaries(t: Table, cells, level=0.3) -> Table:
+    st = t.status.copy()
+    st[cells] = "U"
+    prot = np.where(st == "U", np.maximum(1.0, level * t.value), 0.0)
+    return t.replace(status=st, upl=prot, lpl=prot)
+
+
+def _intervals(t: Table, status, extra, integer: bool):
+    """Independent min/max of every primary: all cells are variables, published ones
+    fixed, relations A x = 0, a-priori bounds, plus rows ``w @ x == f`` for ``extra``."""
+    n = t.n_cells
+    sup = np.isin(status, ("U", "M"))
+    lo = np.where(sup, t.lb, t.value)
+    hi = np.where(sup, t.ub, t.value)
+    A = t.relations.toarray()
+    rows = [A] + [np.asarray(w, float)[None, :] for w, _ in extra]
+    rhs = np.concatenate([np.zeros(A.shape[0])] + [[f] for _, f in extra])
+    M = np.vstack(rows)
+    out = {}
+    for j in np.flatnonzero(status == "U"):
+        ends = []
+        for sign in (1.0, -1.0):
+            c = np.zeros(n)
+            c[j] = sign
+            if integer:
+                res = milp(c, constraints=LinearConstraint(M, rhs - 1e-9, rhs + 1e-9),
+                           integrality=np.ones(n), bounds=Bounds(lo, hi))
+            else:
+                res = linprog(c, A_eq=M, b_eq=rhs, bounds=list(zip(lo, hi)), method="highs")
+            assert res.status == 0
+            ends.append(sign * res.fun)
+        out[int(j)] = tuple(ends)
+    return out
+
+
+def _forms(t: Table, status, figures):
+    """Each standard figure as ``(w, f)`` with ``w @ x == f`` (non-negative tables)."""
+    sup = np.isin(status, ("U", "M"))
+    masks = {"value_suppressed": sup, "value_secondary": status == "M",
+             "value_primary": status == "U"}
+    out = {}
+    for name, f in figures.items():
+        if name == "share_value_suppressed":
+            out[name] = (sup.astype(float) - f, 0.0)
+        else:
+            out[name] = (masks[name].astype(float), f)
+    return out
+
+
+def _check(t: Table, status, integer=False):
+    figures = standard_figures(t, status)
+    res = public_summary(t, status, integer=integer)
+    released = [k for k in figures if k in res]
+    assert set(released) | set(res["withheld"]) == set(figures)
+    forms = _forms(t, status, figures)
+    base = _intervals(t, status, [], integer)
+    with_released = _intervals(t, status, [forms[k] for k in released], integer)
+    for j, (lo, hi) in base.items():
+        assert with_released[j] == pytest.approx((lo, hi), rel=1e-6, abs=1e-6), j
+    for name, reason in res["withheld"].items():
+        assert reason == REASONS["narrows"]
+        more = _intervals(t, status, [forms[k] for k in released] + [forms[name]], integer)
+        assert any(more[j] != pytest.approx(base[j], rel=1e-6, abs=1e-6) for j in base), name
+    return res
+
+
+def test_one_primary_difference_is_withheld():
+    # one primary, three secondaries: value_suppressed - value_secondary is the primary
+    t = _grid([3, 2, 3, 2], 2, 2)
+    st = t.status.copy()
+    st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    t = _with_primaries(t, [4]).replace(status=st)
+    figures = standard_figures(t, st)
+    assert figures["value_suppressed"] - figures["value_secondary"] == t.value[4]
+    res = _check(t, st)
+    assert not ({"value_suppressed", "value_secondary"} <= set(res))
+    assert "value_primary" in res["withheld"]
+    assert t.value[4] not in [v for k, v in res.items() if k not in ("withheld",)
+                              and isinstance(v, float)]
+
+
+def test_published_total_makes_the_sum_of_the_block_safe():
+    t = _grid([3, 2, 3, 2], 2, 2)
+    st = t.status.copy()
+    st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    res = public_summary(_with_primaries(t, [4]).replace(status=st), st)
+    # the four suppressed cells add up to the published grand total: nothing new
+    assert res["value_suppressed"] == 10.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_protected_random_tables(seed):
+    rng = np.random.default_rng(seed)
+    rows, cols = 4, 5
+    t = _grid(rng.integers(1, 40, rows * cols), rows, cols)
+    inner = [i for i in range(t.n_cells) if i // (cols + 1) > 0 and i % (cols + 1) > 0]
+    prim = rng.choice(inner, size=3, replace=False)
+    t = _with_primaries(t, prim)
+    result = protect(t, method="optimal", time_limit=20)
+    assert result.passed
+    _check(t, result.table.status)
+
+
+def test_two_primaries_in_one_row():
+    t = _grid([5, 7, 30, 12, 9, 40, 8, 6, 25], 3, 3)
+    st = t.status.copy()
+    # primaries (1,a) and (1,b); secondaries (2,a) and (2,b)
+    idx = {(r, c): r * 4 + c for r in range(4) for c in range(4)}
+    st[[idx[1, 1], idx[1, 2]]] = "U"
+    st[[idx[2, 1], idx[2, 2]]] = "M"
+    t = _with_primaries(t, [idx[1, 1], idx[1, 2]]).replace(status=st)
+    res = _check(t, st)
+    assert res["primary"] == 2 and res["secondary"] == 2
+
+
+def test_frequency_table_integer_intervals():
+    t = _grid([1, 4, 6, 2, 3, 5], 2, 3, kind_freq=True)
+    t = t.replace(kind="frequency") if t.kind != "frequency" else t
+    st = t.status.copy()
+    st[[5, 6, 9, 10]] = ["U", "M", "M", "M"]
+    t = _with_primaries(t, [5]).replace(status=st)
+    res = _check(t, st, integer=True)
+    assert "value_primary" in res["withheld"]
+
+
+def test_unknown_and_non_linear_figures_are_withheld():
+    t = _grid([3, 2, 3, 2], 2, 2)
+    st = t.status.copy()
+    st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    t = _with_primaries(t, [4]).replace(status=st)
+    res = public_summary(t, st, {"cost": 7.0})
+    assert res["withheld"] == {"cost": REASONS["unknown"]}
+    # with its form given, cost (value weights of the secondaries) is checked like the rest
+    res = public_summary(t, st, {"value_suppressed": 10.0, "cost": 7.0},
+                         forms={"cost": (st == "M") * 1.0})
+    assert res["withheld"] == {"cost": REASONS["narrows"]}
+    neg = t.replace(lb=np.full(t.n_cells, -100.0))
+    res = public_summary(neg, st, {"value_primary": 3.0})
+    assert res["withheld"] == {"value_primary": REASONS["not_linear"]}
+
+
+def test_a_figure_that_does_not_match_the_table_is_withheld():
+    t = _grid([3, 2, 3, 2], 2, 2)
+    st = t.status.copy()
+    st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    t = _with_primaries(t, [4]).replace(status=st)
+    res = public_summary(t, st, {"value_suppressed": 11.0})
+    assert res["withheld"] == {"value_suppressed": REASONS["inconsistent"]}
