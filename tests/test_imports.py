@@ -13,8 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 KNOWN_CYCLES: list[frozenset[str]] = [
     # tabulate builds hierarchies with io.job's reader; io.job runs tabulate for a job
     frozenset({"tabprotect.tabulate", "tabprotect.io.job"}),
-    # optimal starts large searches from protect(method="gauss"), inside protect()
-    frozenset({"tabprotect.secondary.optimal", "tabprotect.secondary.protect"}),
 ]
 
 

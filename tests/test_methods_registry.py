@@ -12,6 +12,7 @@ from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.secondary import (METHODS, HypercubeOptions, OptimalOptions, describe_methods,
                                   method_options, protect)
+from tabprotect.secondary.base import option_help
 from tabprotect.secondary.hypercube import hypercube
 
 
@@ -39,8 +40,8 @@ def test_every_method_has_frozen_options_with_reasons_and_capabilities():
             for f in dataclasses.fields(opts):
                 setattr(opts, f.name, None)
             raise dataclasses.FrozenInstanceError  # a method without options
-        for f in dataclasses.fields(spec.options):
-            assert f.metadata.get("why"), f"{name}.{f.name} has no reason"
+        for key, why in option_help(spec.options).items():
+            assert why, f"{name}.{key} has no reason"
     caps = {n: METHODS[n].capabilities for n in METHODS}
     assert caps["hypercube"].needs_product_structure and caps["modular"].needs_product_structure
     assert not caps["gauss"].needs_product_structure
@@ -70,13 +71,16 @@ def test_backend_is_no_option_of_any_method():
 
 def test_options_as_instance_or_dict_and_only_applied_settings_recorded():
     t = small()
-    a = protect(t, method="optimal", cost="unity", options=OptimalOptions(mip_gap=0.0))
-    b = protect(t, method="optimal", cost="unity", options={"mip_gap": 0.0})
-    c = protect(t, method="optimal", cost="unity", mip_gap=0.0)   # keyword form
+    a = protect(t, method="optimal", cost="unity", options=OptimalOptions(engine="benders"),
+                mip_gap=0.0)
+    b = protect(t, method="optimal", cost="unity", options={"engine": "benders",
+                                                              "mip_gap": 0.0})
+    c = protect(t, method="optimal", cost="unity", engine="benders", mip_gap=0.0)
     for res in (a, b, c):
         assert res.passed and audit(res.confidential_table, singleton=True).passed
-        assert res.params["mip_gap"] == 0.0 and res.params["engine"] == "auto"
-        assert "backend" not in res.params and "threads" in res.params
+        assert res.params["mip_gap"] == 0.0 and res.params["engine"] == "benders"
+        assert res.solver["options"]["engine"] == "benders"   # applied, not only recorded
+        assert "backend" not in res.params and "start" not in res.params
     np.testing.assert_array_equal(a.status, b.status)
     h = protect(t, method="hypercube", cost="unity", options=HypercubeOptions(carry=0))
     assert h.params["carry"] == 0 and "mip_gap" not in h.params and "engine" not in h.params
@@ -88,6 +92,8 @@ def test_option_values_are_type_checked():
         protect(t, method="hypercube", options={"max_candidates": "many"})
     with pytest.raises(InputError, match="engine"):
         protect(t, method="optimal", options={"engine": "fastest"})
+    with pytest.raises(InputError, match="mip_gap"):
+        protect(t, method="optimal", mip_gap="small")
     with pytest.raises(InputError, match="OptimalOptions"):
         protect(t, method="optimal", options=HypercubeOptions())
 

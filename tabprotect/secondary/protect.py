@@ -23,7 +23,7 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import (METHODS, MethodOutcome, applied_options,
                                        cost_vector, method_options)
-from tabprotect.secondary.optimal import candidate_cells
+from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.greedy import greedy_repair

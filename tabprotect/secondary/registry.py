@@ -8,44 +8,20 @@ with their options (each with its one-line reason) and capabilities.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from tabprotect.secondary import gauss as _gauss  # noqa: F401  (registers "gauss")
 from tabprotect.secondary import greedy as _greedy  # noqa: F401  (registers "greedy")
 from tabprotect.secondary import hypercube as _hypercube  # noqa: F401
 from tabprotect.secondary import modular as _modular  # noqa: F401
-from tabprotect.secondary import optimal as _optimal
 from tabprotect.secondary.base import METHODS, option_help, register_method
+from tabprotect.secondary.optimal import OptimalOptions, optimal
 
-
-@dataclass(frozen=True)
-class OptimalOptions:
-    """Settings of the optimal method (see :func:`tabprotect.secondary.optimal.optimal`)."""
-
-    engine: Literal["auto", "compact", "benders"] = field(default="auto", metadata={
-        "why": "compact MILP for small tables with finite ranges, Benders otherwise (auto "
-               "chooses by size)"})
-    mip_gap: float | None = field(default=None, metadata={
-        "why": "relative gap at which the search may stop (None: HiGHS' 1e-4; 0: exact)"})
-    threads: int | None = field(default=1, metadata={
-        "why": "HiGHS threads of the master problem (1: deterministic and fair to other "
-               "processes)"})
-    start: np.ndarray | None = field(default=None, metadata={
-        "why": "a protected pattern (bool mask over the cells) to start from"})
-    search: Literal["bc", "milp"] = field(default="bc", metadata={
-        "why": "Benders master: own branch-and-cut with cuts at every node, or HiGHS MILP "
-               "re-solved after each round"})
-    support_cuts: bool | None = field(default=None, metadata={
-        "why": "bc only: support cuts raise the root bound of some hierarchical tables "
-               "but slow the tree (default off)"})
-
-
-# optimal.py registers the function without options; registered again here with them
-register_method("optimal", options=OptimalOptions, needs_product_structure=False,
-                    handles_singletons=True, proves_optimality=True)(_optimal.optimal)
+# the optimal package registers its function without options; registered here with its
+# options class (taken whole, as ``options=``) and its two run settings
+register_method("optimal", options=OptimalOptions, extra=("mip_gap", "start"),
+                needs_product_structure=False, handles_singletons=True,
+                proves_optimality=True)(optimal)
 
 
 def describe_methods() -> dict[str, dict[str, Any]]:
@@ -56,8 +32,8 @@ def describe_methods() -> dict[str, dict[str, Any]]:
     >>> d = describe_methods()
     >>> d["hypercube"]["capabilities"]["needs_product_structure"]
     True
-    >>> d["optimal"]["options"]["mip_gap"]["default"] is None
-    True
+    >>> d["optimal"]["options"]["engine"]["default"], d["optimal"]["run_settings"]
+    ('auto', ['mip_gap', 'start'])
     """
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(METHODS):
@@ -67,5 +43,6 @@ def describe_methods() -> dict[str, dict[str, Any]]:
             "capabilities": dataclasses.asdict(spec.capabilities),
             "options": {f.name: {"default": f.default, "why": why[f.name]}
                         for f in dataclasses.fields(spec.options)},
+            "run_settings": list(spec.extra),
         }
     return out
