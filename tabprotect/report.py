@@ -220,7 +220,7 @@ def _apply_job_rules(job, table: Table) -> Table:
 
 
 PROTECT_KEYS = ("cost", "time_limit", "singleton", "repair", "mip_gap", "empty",
-                "cost_column", "engine", "backend")
+                "cost_column", "engine")
 
 
 def _protect_step(run: Run, job, method: str, progress: Progress | None,
