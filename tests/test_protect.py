@@ -210,13 +210,13 @@ def test_cli_protect_writes_published_table_and_summary(tmp_path, capsys, with_s
     out = capsys.readouterr().out
     assert code == 0, out
     assert "audit: PASSED" in out
-    pub = pd.read_csv(tmp_path / "out" / "protected.csv")
-    summary = json.loads((tmp_path / "out" / "protected_summary.json").read_text())
+    pub = pd.read_csv(tmp_path / "out" / "published.csv")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     sup = pub["status"].isin(["U", "M"])
-    assert summary["primary"] == int((pub["status"] == "U").sum()) >= 1
-    assert summary["secondary"] == int((pub["status"] == "M").sum()) >= 1
+    assert summary["status_counts"]["U"] == int((pub["status"] == "U").sum()) >= 1
+    assert summary["status_counts"]["M"] == int((pub["status"] == "M").sum()) >= 1
     assert pub.loc[sup, "value"].isna().all() and pub.loc[~sup, "value"].notna().all()
-    assert summary["audit"] == "PASSED"
+    assert summary["verdict"] == "PASSED"
 
 
 def test_cli_without_primaries_is_an_input_error(tmp_path, capsys):
@@ -224,16 +224,17 @@ def test_cli_without_primaries_is_an_input_error(tmp_path, capsys):
     (tmp_path / "job.toml").write_text('[input]\ncells = "cells.csv"\ndimensions = ["row"]\n'
                                       'compute_totals = true\n')
     assert main(["protect", str(tmp_path / "job.toml")]) == 2
-    assert "no primary cells" in capsys.readouterr().err
+    assert "no primary unsafe cells" in capsys.readouterr().err
 
 
 def test_cli_protect_report_option(tmp_path, capsys):
     job = _write_job(tmp_path, True)
     assert main(["protect", job, "--time-limit", "30", "--report"]) == 0
     html = (tmp_path / "out" / "report.html").read_text()
-    trail = json.loads((tmp_path / "out" / "report.json").read_text())
+    trail = json.loads((tmp_path / "out" / "trail.json").read_text())
     assert "PASSED" in html and "<img" in html
-    assert trail and "report written to" in capsys.readouterr().out
+    assert trail["outputs"]["report"]["file"] == "report.html"
+    assert "report: " in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("local_lps", [False, True])

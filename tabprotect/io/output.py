@@ -143,7 +143,12 @@ def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() in (".parquet", ".pq"):
-        format_frame(frame, text=False).to_parquet(path, index=False)
+        try:
+            format_frame(frame, text=False).to_parquet(path, index=False)
+        except ImportError:
+            from tabprotect.errors import InputError
+            raise InputError(f"{path.name}: writing Parquet needs pyarrow: pip install "
+                             f"'tabprotect[files]'") from None
     else:
         format_frame(frame).to_csv(path, index=False)
     return path

@@ -210,6 +210,10 @@ class Table:
                 r = int(np.flatnonzero(np.isnan(arr))[0])
                 raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is missing")
+            if np.isinf(arr).any() and not (what == "ub" and (arr[np.isinf(arr)] > 0).all()):
+                r = int(np.flatnonzero(np.isinf(arr))[0])
+                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                                 f"{_cell_name(dims, pos, r)} is not a finite number")
             if not allow_negative and (arr < 0).any():
                 r = int(np.flatnonzero(arr < 0)[0])
                 raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
@@ -239,8 +243,7 @@ class Table:
             kw["top"] = t
         if status is not None:
             st = np.full(n, "", dtype="<U1")
-            given = frame[status].fillna("").astype(str).str.strip().str.upper().str[:1]
-            st[flat] = given.to_numpy()
+            st[flat] = _status_letters(frame[status], source, status)
             kw["status_given"] = st
         ex = {c: scatter(column(c, c, allow_nan=True), np.nan) for c in extra}
 
@@ -265,6 +268,11 @@ class Table:
             kind = ("frequency" if f is not None and np.allclose(v, f) and
                     np.allclose(v, np.round(v)) and (top_cols is None or not top_cols)
                     else "magnitude")
+        for what, arr in (("value", v), ("freq", f)):
+            if arr is not None and not np.isfinite(arr).all():
+                i = int(np.flatnonzero(~np.isfinite(arr))[0])
+                raise InputError(f"{source}: the {what} of a total overflows (cell "
+                                 f"{_flat_cell_name(dims, shape, i)} is not finite)")
         status_given = kw.pop("status_given", None)
         table = cls(value=v, freq=f if f is not None else np.where(v != 0, np.nan, 0.0),
                     relations=A, relation_total=rel_total, dimensions=tuple(dims),
@@ -601,6 +609,31 @@ def _check_additive(source, dims, shape, what, A, rel_total, values, tolerance,
                          f"computed with compute_totals)")
 
 
+#: status words accepted in a status column besides the letters S U M P Z
+STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
+                "protected": "P", "empty": "Z"}
+
+
+def _status_letters(column: pd.Series, source: str, name: str) -> np.ndarray:
+    """A status column as letters: S U M P Z (any case), the words of
+    :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
+    text = column.fillna("").astype(str).str.strip()
+    lower = text.str.lower()
+    letters = lower.map(lambda s: STATUS_WORDS.get(s, s.upper() if len(s) == 1 else "?"))
+    letters[lower == ""] = ""
+    bad = ~letters.isin(("", "S", "U", "M", "P", "Z"))
+    if bad.any():
+        r = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
+                         f"S U M P Z, or {', '.join(STATUS_WORDS)})")
+    return letters.to_numpy().astype("<U1")
+
+
+def _flat_cell_name(dims, shape, i: int) -> str:
+    idx = np.unravel_index(i, shape)
+    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[k]}" for d, k in zip(dims, idx)) + ")"
+
+
 def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> pd.DataFrame:
     """Read a CSV or Parquet file with clear errors; code columns stay strings."""
     path = Path(path)
@@ -616,6 +649,11 @@ def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> pd.DataFrame:
             frame = pd.read_csv(path, dtype={c: str for c in dtype_str}, keep_default_na=True)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path.name}: empty file") from None
+    except ImportError:
+        raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
+                         f"'tabprotect[files]'") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path.name}: not UTF-8 text") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
     if len(frame) == 0:
