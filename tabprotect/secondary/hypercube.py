@@ -459,7 +459,7 @@ class HypercubeOptions:
         "why": "cubes examined per cell and sub-table: more finds cheaper cubes, slower"})
     carry: int = field(default=1, metadata={
         "why": "generations of carried requirements (-1 all, 0 none): more protects "
-               "corners in their other sub-tables before the audit has to"})
+               "corners in their other sub-tables before the audit has to", "low": -1})
 
 
 @register_method("hypercube", options=HypercubeOptions, needs_product_structure=True,
