@@ -2,7 +2,8 @@
 
 The HTML report (``docs/report.md``) has a summary, the published table with status
 colours, the audit table (feasibility intervals), the information-loss table and plots made
-with matplotlib (Agg backend, embedded as base64 PNG): information loss by method (or by
+with matplotlib (drawn on an Agg canvas without touching the session's backend, embedded
+as base64 PNG): information loss by method (or by
 hierarchy level for a single run), the distribution of audit interval widths, and the R-U
 map for microdata runs.  It renders a :class:`tabprotect.pipeline.Run`; the pipeline
 (:func:`tabprotect.pipeline.run`) makes the run and
@@ -10,15 +11,14 @@ map for microdata runs.  It renders a :class:`tabprotect.pipeline.Run`; the pipe
 """
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import html
-import io
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from tabprotect.figures import new_figure, png_base64
 from tabprotect.model.table import Table
 
 if TYPE_CHECKING:
@@ -36,33 +36,18 @@ __all__ = ["render_html", "MAX_TABLE_ROWS"]
 
 
 # ---------------------------------------------------------------- plots
-def _figure_png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def plot_loss_by_method(comparison: pd.DataFrame) -> str | None:
     """Bar chart of each method's information loss (and suppressions); base64 PNG."""
     if comparison is None or len(comparison) == 0:
         return None
-    plt = _pyplot()
     col = next((c for c in ("share_value", "hellinger", "value_suppressed", "suppressed")
                 if c in comparison.columns and comparison[c].notna().any()), None)
     if col is None:
         return None
     labels = comparison["label"].astype(str) if "label" in comparison else \
         comparison.index.astype(str)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig = new_figure((9, 3.6))
+    axes = fig.subplots(1, 2)
     axes[0].bar(labels, comparison[col].fillna(0.0), color="#5b8bd0")
     axes[0].set_title(f"information loss ({col})")
     second = "suppressed" if col != "suppressed" and "suppressed" in comparison else "seconds"
@@ -73,7 +58,7 @@ def plot_loss_by_method(comparison: pd.DataFrame) -> str | None:
         ax.tick_params(axis="x", rotation=30, labelsize=8)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 def plot_loss_by_level(info) -> str | None:
@@ -84,14 +69,14 @@ def plot_loss_by_level(info) -> str | None:
     col = "share_value" if info.kind == "suppression" else "sum_abs_deviation"
     if len(frame) == 0 or col not in frame:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig = new_figure((6, 3.4))
+    ax = fig.subplots()
     ax.bar(frame.index.astype(str), frame[col].fillna(0.0), color="#5b8bd0")
     ax.set_ylabel("% of value suppressed" if col == "share_value" else "sum |deviation|")
     ax.set_title("information loss by hierarchy level")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 def interval_widths(table: Table, audit) -> np.ndarray:
@@ -117,8 +102,8 @@ def plot_interval_widths(table: Table, audit) -> str | None:
     cap = float(np.nanpercentile(rel_f, 99)) if np.isfinite(rel_f).sum() > 5 else \
         float(np.nanmax(rel_f))
     shown = np.clip(rel_f, 0, max(cap, 1.0))
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig = new_figure((6, 3.4))
+    ax = fig.subplots()
     bins = min(30, max(5, int(np.sqrt(np.isfinite(shown).sum())) + 1))
     ax.hist([shown[primary & np.isfinite(shown)], shown[~primary & np.isfinite(shown)]],
             bins=bins, stacked=True, color=[STATUS_COLOURS["U"], STATUS_COLOURS["M"]],
@@ -128,7 +113,7 @@ def plot_interval_widths(table: Table, audit) -> str | None:
     ax.set_title("audit: feasibility interval widths")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 def plot_ru(frame: pd.DataFrame | None) -> str | None:
@@ -139,8 +124,8 @@ def plot_ru(frame: pd.DataFrame | None) -> str | None:
     risk = next((c for c in frame.columns if "tau" in c or "risk" in c), None)
     if loss is None or risk is None:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = new_figure((6, 4))
+    ax = fig.subplots()
     ax.plot(frame[loss], frame[risk], "o", color="#5b8bd0")
     for _, row in frame.iterrows():
         ax.annotate(str(row.get("label", row.get("method", ""))), (row[loss], row[risk]),
@@ -150,7 +135,7 @@ def plot_ru(frame: pd.DataFrame | None) -> str | None:
     ax.set_title("R-U map")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 # ---------------------------------------------------------------- HTML

@@ -1,18 +1,14 @@
 """time_limit is the wall-clock budget of the whole protect() call."""
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from tabprotect.budget import Budget
 from tabprotect.errors import InputError
+from tabprotect.model import synthetic
 from tabprotect.secondary import protect
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
 
 
 def test_budget_shares_never_outlast_their_parent():
@@ -33,7 +29,7 @@ def test_budget_shares_never_outlast_their_parent():
 def five_d():
     """2,240 cells in five dimensions, 196 primaries: every stage would like more than
     a few seconds (the methods, the audit, the repair)."""
-    return gen_tables.generate(((3,), (3,), (2, 2), (3,), (4,)), seed=2)
+    return synthetic.generate(((3,), (3,), (2, 2), (3,), (4,)), seed=2)
 
 
 LIMIT = 5.0

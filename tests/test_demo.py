@@ -12,9 +12,7 @@ from tabprotect.io.job import build_table, load_job
 
 def test_demo_audit_job_writes_report(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)          # nothing may depend on the repository's folders
-    start = time.perf_counter()
     assert main(["demo", "--job", "demo_audit", "--quiet"]) == 0
-    assert time.perf_counter() - start < 60
     out_dir = tmp_path / "tabprotect-demo_audit"     # its own folder, not the first demo's
     assert not (tmp_path / "tabprotect-demo").exists()
     printed = capsys.readouterr().out

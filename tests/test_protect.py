@@ -4,7 +4,6 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,12 +14,9 @@ from hypothesis import strategies as st
 from tabprotect.audit import audit
 from tabprotect.cli import main
 from tabprotect.errors import InputError
-from tabprotect.model import Hierarchy, Table
+from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import METHODS, MethodOutcome, protect, register_method
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
 
 
 def a2_table() -> Table:
@@ -247,7 +243,7 @@ def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps)
     monkeypatch.setattr(protect_module, "LARGE_TABLE", 10)
     if local_lps:  # the screen's local LPs, normally for large components only
         monkeypatch.setattr(_sys.modules["tabprotect.audit"], "_LOCAL_MIN_VARS", 0)
-    t = gen_tables.preset("3d-small", seed=3)
+    t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
     assert res.params["audit_mode"] == "verdict"
     assert res.audit.mode in ("screen", "verdict")
@@ -257,7 +253,7 @@ def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps)
 
 
 def test_audit_mode_is_validated_and_intervals_can_be_forced():
-    t = gen_tables.preset("2d-small", seed=1)
+    t = synthetic.preset("2d-small", seed=1)
     with pytest.raises(InputError, match="audit_mode"):
         protect(t, method="gauss", audit_mode="fast", singleton=False)
     res = protect(t, method="gauss", audit_mode="verdict", singleton=False)
@@ -271,7 +267,7 @@ def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges
     monkeypatch.setattr(protect_module, "FEASIBILITY_CHECK_MAX_WORK", 0)
     # (generated tables hold totals equal to one single-contributor child, which no
     # pattern protects against its contributor: singleton attacks off, as in bench_scale)
-    t = gen_tables.preset("3d-small", seed=2024)
+    t = synthetic.preset("3d-small", seed=2024)
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert any("feasibility check skipped" in n for n in res.notes)
     assert res.passed and audit(res.confidential_table).passed
@@ -279,7 +275,7 @@ def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges
 
 @pytest.mark.parametrize("method", ["hypercube", "modular"])
 def test_product_methods_recover_the_structure_of_a_general_table(method):
-    t = gen_tables.preset("3d-small", seed=7)
+    t = synthetic.preset("3d-small", seed=7)
     # the same table as cells + relations only, cells shuffled (no dimensions at all)
     perm = np.random.default_rng(1).permutation(t.n_cells)
     new_index = np.empty_like(perm)
@@ -302,7 +298,7 @@ def test_product_methods_recover_the_structure_of_a_general_table(method):
 
 
 def test_feasibility_check_stops_at_its_share_of_the_time_limit():
-    t = gen_tables.preset("3d-small", seed=3)
+    t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=1e-6)
     assert any("feasibility check stopped" in n for n in res.notes)
     # the budget is the whole call's: the audit had no time left, so it cannot pass
@@ -329,7 +325,7 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 8)
     monkeypatch.setattr(importlib.import_module("tabprotect.secondary.greedy"),
                         "PARALLEL_MIN_PRIMARIES", 8)
-    t = gen_tables.preset("1k-3d", seed=2024)
+    t = synthetic.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   audit_workers=2)
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
@@ -358,7 +354,7 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
     monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
     monkeypatch.setattr(pm, "CERTIFY_PASS_MIN_CELLS", 10)
     monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 4)
-    t = gen_tables.generate(((2, 3), (3,), (3,), (2,)), seed=7)
+    t = synthetic.generate(((2, 3), (3,), (3,), (2,)), seed=7)
     assert len(t.dimensions) == 4
     raw = protect(t, method="gauss", cost="value", singleton=False, repair=False)
     if workers == 2:
@@ -392,7 +388,7 @@ def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general)
     # passes the independent interval audit
     pm = _protect_module()
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
-    t = gen_tables.preset("1k-3d", seed=2024)
+    t = synthetic.preset("1k-3d", seed=2024)
     if as_general:
         t = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
                                  status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
@@ -405,7 +401,7 @@ def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general)
 def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
     pm = _protect_module()
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
-    t = gen_tables.preset("3d-small", seed=2024)
+    t = synthetic.preset("3d-small", seed=2024)
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert res.params["audit_mode"] == "verdict" and res.audit.mode == "verdict"
     assert any("verdict mode" in n for n in res.notes)

@@ -1,6 +1,8 @@
 """HTML report and JSON audit trail: opened, parsed and checked."""
 import base64
 import json
+import subprocess
+import sys
 from html.parser import HTMLParser
 
 import numpy as np
@@ -203,3 +205,28 @@ def test_report_command_needs_something_to_report(tmp_path, capsys):
     job.write_text('[input]\ncells = "cells.csv"\ndimensions = ["r"]\ncompute_totals = true\n')
     assert main(["report", str(job), "--quiet"]) == 2
     assert "nothing to audit" in capsys.readouterr().err
+
+
+def test_plots_leave_the_matplotlib_backend_and_pyplot_alone():
+    # the report draws on its own Agg canvas: a session's backend choice and its open
+    # pyplot figures are untouched
+    code = (
+        "import matplotlib; matplotlib.use('svg'); import matplotlib.pyplot as plt\n"
+        "import pandas as pd\n"
+        "from tabprotect.report import plot_loss_by_method\n"
+        "png = plot_loss_by_method(pd.DataFrame({'label': ['a', 'b'],"
+        " 'suppressed': [3, 4]}))\n"
+        "import base64; assert base64.b64decode(png)[:4] == b'\\x89PNG'\n"
+        "print(matplotlib.get_backend(), len(plt.get_fignums()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["svg", "0"]
+
+
+def test_importing_the_package_imports_neither_matplotlib_nor_pytest():
+    # matplotlib is loaded by the first plot; pytest is not a runtime dependency
+    code = ("import sys, tabprotect, tabprotect.report, tabprotect.microdata, "
+            "tabprotect.cli; print('matplotlib' in sys.modules, 'pytest' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.hierarchy import Hierarchy
+from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
 from tabprotect.model.status import EMPTY, SAFE, check_status
 
@@ -249,7 +250,7 @@ class Table:
 
         hierarchies = [d.hierarchy for d in dims]
         A, rel_total = product_relations(hierarchies)
-        leaf_mask = _leaf_cells(hierarchies)
+        leaf_mask = ModelMatrix(hierarchies).leaf_cells
         if compute_totals:
             computed_v = aggregate_leaves(v, hierarchies)
             computed_f = aggregate_leaves(f, hierarchies) if f is not None else None
@@ -390,6 +391,15 @@ class Table:
     def index(self) -> pd.MultiIndex:
         """A pandas MultiIndex of the cells' codes (for users)."""
         return pd.MultiIndex.from_frame(self.labels)
+
+    @cached_property
+    def model_matrix(self) -> ModelMatrix:
+        """The cells as sums of the leaf cells (product tables; see
+        :mod:`tabprotect.model.matrix`); with :attr:`relations`, the table's model."""
+        if not self.dimensions:
+            raise InputError("a general table has no model matrix over leaf cells (only "
+                             "its relations); give a table with dimensions")
+        return ModelMatrix([d.hierarchy for d in self.dimensions])
 
     @cached_property
     def is_inner(self) -> np.ndarray:
@@ -546,27 +556,10 @@ def _cell_name_flat(dims, shape, i: int, table=None) -> str:
     return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[p]}" for d, p in zip(dims, pos)) + ")"
 
 
-def _leaf_cells(hierarchies: Sequence[Hierarchy]) -> np.ndarray:
-    mask = np.ones(1, dtype=bool)
-    for h in hierarchies:
-        mask = np.logical_and.outer(mask, h.is_leaf).ravel()
-    return mask
-
-
 def aggregate_leaves(values: np.ndarray, hierarchies: Sequence[Hierarchy]) -> np.ndarray:
-    """Every total and subtotal computed from the leaf cells (other cells ignored).
-
-    Works one dimension at a time: along dimension d, each non-leaf code becomes the sum
-    of its children, deepest codes first, so multi-level hierarchies are exact.
-    """
-    shape = tuple(len(h) for h in hierarchies)
-    arr = np.where(_leaf_cells(hierarchies), values, 0.0).reshape(shape).copy()
-    for d, h in enumerate(hierarchies):
-        moved = np.moveaxis(arr, d, 0)  # a view: writes go into arr
-        depth = h.depth
-        for p in sorted((p for p, _ in h.edges()), key=lambda p: -depth[p]):
-            moved[p] = moved[list(h.children[p])].sum(axis=0)
-    return arr.ravel()
+    """Every total and subtotal computed from the leaf cells (other cells ignored):
+    ``ModelMatrix(hierarchies).aggregate(values)``."""
+    return ModelMatrix(hierarchies).aggregate(values)
 
 
 def _aggregate_top(top: np.ndarray, hierarchies, leaf_mask) -> np.ndarray:

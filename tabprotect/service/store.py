@@ -277,6 +277,10 @@ class JobStore:
                                "AND ended < ?", (when,)).fetchall()
         return [self._record(r) for r in rows]
 
+    def ids(self) -> set[str]:
+        with self._connect(write=False) as con:
+            return {r["id"] for r in con.execute("SELECT id FROM jobs")}
+
     def mark_uploads_deleted(self, job_id: str) -> None:
         with self._connect() as con:
             con.execute("UPDATE jobs SET uploads_deleted=1 WHERE id=?", (job_id,))
