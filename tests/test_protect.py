@@ -362,10 +362,10 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
         primaries = np.flatnonzero(raw.status == "U")
         assert len(primaries) >= 4
         halves = [pm._hypercube_in_worker((t, raw.status, primaries, run,
-                                           raw.table.value, False, None))
+                                           raw.confidential_table.value, False, None))
                   for run in (primaries[:round(len(primaries) / 2)],
                               primaries[round(len(primaries) / 2):])]
-        united = pm._hypercube_pass(t, raw.status, raw.table.value, False, None,
+        united = pm._hypercube_pass(t, raw.status, raw.confidential_table.value, False, None,
                                     workers=2)
         np.testing.assert_array_equal(united, np.unique(np.concatenate(halves)))
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,

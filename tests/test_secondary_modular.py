@@ -515,7 +515,7 @@ def test_carried_proof_levels_keep_small_primaries_small():
     the independent audit and against gauss's pattern."""
     t = _business_like_table(4)
     res = protect(t, method="modular", cost="value", singleton=False)
-    assert audit(res.table, singleton=False).passed
+    assert audit(res.confidential_table, singleton=False).passed
     gauss = protect(t, method="gauss", cost="value", singleton=False)
     cost = {name: t.value[r.table.status == "M"].sum() for name, r in
             (("modular", res), ("gauss", gauss))}
@@ -541,5 +541,5 @@ def test_demo_table_modular_is_not_worse_than_gauss():
     t = apply_rules(build_table(job), rules_from_job(job)).table
     res = protect(t, method="modular", singleton=False, time_limit=60)
     gauss = protect(t, method="gauss", singleton=False)
-    assert audit(res.table, singleton=False).passed
+    assert audit(res.confidential_table, singleton=False).passed
     assert (res.table.status == "M").sum() <= (gauss.table.status == "M").sum()
