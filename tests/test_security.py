@@ -435,6 +435,7 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
         with srv.client("alice") as alice:
             job_id = submit(alice, files(planted_cells(400)))
             wait(alice, job_id, ("running",))
+            waiting = submit(alice, files(planted_cells(400)))   # queued behind it
         workers = srv.workers()
         assert workers
         srv.stop(sig)
@@ -442,17 +443,20 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
         while any(alive(p) for p in srv.seen):
             assert time.monotonic() < deadline, "a worker outlived the server"
             time.sleep(0.05)
-        ((_, state, attempts, _),) = _lease_rows(srv.store)
+        rows = {r[0]: r[1:3] for r in _lease_rows(srv.store)}
         # SIGTERM: queued again at once, the attempt not counted; SIGKILL: the lease
-        # stays until it expires under the next server
-        assert (state, attempts) == (("queued", 0) if sig == signal.SIGTERM else
-                                     ("running", 1))
+        # stays until it expires under the next server. Nothing runs without a server.
+        expected = ("queued", 0) if sig == signal.SIGTERM else ("running", 1)
+        assert rows == {job_id: expected, waiting: ("queued", 0)}
+        time.sleep(1.0)
+        assert {r[0]: r[1:3] for r in _lease_rows(srv.store)} == rows
         srv.start()
         with srv.client("alice") as alice:
             rec = wait(alice, job_id)
             assert rec["state"] == "finished", rec
             assert rec["attempts"] == (1 if sig == signal.SIGTERM else 2)
             assert alice.get(f"/jobs/{job_id}/table").status_code == 200
+            assert wait(alice, waiting)["attempts"] == 1
     finally:
         srv.stop()
         srv.cleanup()

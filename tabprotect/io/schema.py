@@ -225,9 +225,12 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
             "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column")),
-        Key("time_limit", doc="seconds per method", **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
+            doc="default: [protect] cost"),
+        Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
+            **_TIME),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "
+            "singleton)"),
     )),
     Section("risk", "microdata disclosure risk (docs/microdata.md)", (
         Key("k", "integer", 3, low=1, doc="k-anonymity threshold"),
