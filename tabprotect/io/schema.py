@@ -80,6 +80,7 @@ TYPES = {
     "string or table": lambda v: isinstance(v, (str, dict)),
     "string or boolean": lambda v: isinstance(v, (str, bool)),
     "string or list": lambda v: isinstance(v, (str, list)),
+    "number or string": lambda v: isinstance(v, str) or _is_number(v),
     "list": lambda v: isinstance(v, list),
     "table": lambda v: isinstance(v, dict),
     "scalar": lambda v: isinstance(v, (str, int, float, bool)),
@@ -155,8 +156,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("memory_limit", "string", doc="duckdb memory limit, e.g. \"4GB\""),
         Key("keys", "list of strings", doc="risk: key variables"),
         Key("household", doc="risk: household column", **_COLUMN),
-        Key("sampling_fraction", "number", low=0, low_open=True, high=1,
-            doc="risk: sampling fraction"),
+        Key("sampling_fraction", "number or string", low=0, low_open=True, high=1,
+            doc="risk: sampling fraction, or the column holding it (with `pi_key`)"),
         Key("pi_key", doc="risk: column along which the sampling fraction varies",
             **_COLUMN),
     )),
@@ -228,9 +229,12 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
             "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column")),
-        Key("time_limit", doc="seconds per method", **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
+            doc="default: [protect] cost"),
+        Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
+            **_TIME),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "
+            "singleton)"),
     )),
     Section("risk", "microdata disclosure risk (docs/microdata.md)", (
         Key("k", "integer", 3, low=1, doc="k-anonymity threshold"),
