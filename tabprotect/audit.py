@@ -39,12 +39,13 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram, solve
 from tabprotect.audit_result import (TOL as _TOL, AuditResult, IntervalAudit, VerdictAudit,
-                                     meets_requirement, required_interval)
+                                     meets_requirement)
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+from tabprotect.requirements import attacker_name, protection_requirements
 from tabprotect.parallel import process_map
 
 __all__ = ["audit", "AuditResult", "IntervalAudit", "VerdictAudit", "MODES",
@@ -171,7 +172,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     outer_upper = np.full(n, np.inf)
 
     primary = (table.status == "U") & unpublished
-    req_lo, req_hi, req_w = required_interval(table, primary)
+    req_lo, req_hi, req_w = required_interval(table, primary, bool(integer), singleton)
     settled = _settled_by(previous, table, unpublished, singleton, bool(integer)) \
         if previous is not None and mode != "intervals" else np.zeros(n, dtype=bool)
 
@@ -397,6 +398,16 @@ def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
         # bounds from relaxed LPs are not attained: never reused as witnesses
         settled &= ~(previous.outer_lower | previous.outer_upper)
     return settled
+
+
+def required_interval(table: Table, primary: np.ndarray | None = None,
+                      integer: bool | None = None, singleton: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The interval each primary cell must reach, ``[max(lb, X - LPL), min(ub, X + UPL)]``,
+    and the width it needs, ``max(SPL, no-exact-disclosure width)``; nan for other cells
+    (:func:`tabprotect.requirements.protection_requirements`)."""
+    req = protection_requirements(table, attacker_name(singleton), integer=integer)
+    return req.per_cell(table.n_cells, primary)
 
 
 # ---------------------------------------------------------------- internals

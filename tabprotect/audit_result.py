@@ -25,23 +25,11 @@ from tabprotect.model.table import Table
 TOL = 1e-6
 
 
-def required_interval(table: Table, primary: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The interval each primary cell must reach: ``[max(lb, X - LPL), X + UPL]`` and the
-    sliding width ``SPL``; nan for other cells."""
-    if primary is None:
-        primary = table.status == "U"
-    x = table.value
-    req_lo = np.where(primary, np.maximum(table.lb, x - table.lpl), np.nan)
-    req_hi = np.where(primary, np.minimum(table.ub, x + table.upl), np.nan)
-    req_w = np.where(primary, table.spl, np.nan)
-    return req_lo, req_hi, req_w
-
-
 def meets_requirement(lo: np.ndarray, hi: np.ndarray, req_lo: np.ndarray,
                       req_hi: np.ndarray, req_w: np.ndarray, value: np.ndarray
                       ) -> np.ndarray:
-    """Whether the interval ``[lo, hi]`` reaches the required one (``required_interval``)
+    """Whether the interval ``[lo, hi]`` reaches the required one
+    (:func:`tabprotect.audit.required_interval`)
     and is more than a point, within the relative tolerance ``TOL``; False where the
     requirement is nan (not a primary).
 

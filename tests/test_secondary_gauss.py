@@ -147,7 +147,7 @@ def test_property_no_primary_derivable_by_one_contributor(seed, leaves):
 def test_after_protect_the_audit_passes(name):
     t = synthetic.preset(name, seed=5)
     res = protect(t, method="gauss", cost="value", singleton=False)
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
 
 
 def test_five_dimensional_and_deterministic():
