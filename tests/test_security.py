@@ -457,6 +457,9 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
             assert rec["attempts"] == (1 if sig == signal.SIGTERM else 2)
             assert alice.get(f"/jobs/{job_id}/table").status_code == 200
             assert wait(alice, waiting)["attempts"] == 1
+        # the job folder holds its uploads and results, no work folder of the killed run
+        folder = srv.store.parent / "jobs" / job_id
+        assert sorted(p.name for p in folder.iterdir()) == ["input", "out"]
     finally:
         srv.stop()
         srv.cleanup()
