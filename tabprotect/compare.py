@@ -243,9 +243,9 @@ def _run_one(table: Table, spec: dict, cost, time_limit, common) -> MethodRun:
             from tabprotect.secondary import protect
             kw = {"cost": cost, "time_limit": time_limit, **common, **opts}
             result = protect(table, method=spec["method"], **kw)
-            run.published = result.table
+            run.published = result.confidential_table
             run.audit = result.audit
-            run.info = info_loss(table, result.table)
+            run.info = info_loss(table, result.confidential_table)
         run.result = result
     except InputError as exc:
         run.error = str(exc)

@@ -235,7 +235,7 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     result.kind = "suppression"
     result.method = method
     result.attacker = _attacker(bool(opts.get("singleton", True)))
-    result.published = res.table
+    result.published = res.confidential_table
     result.audit = res.audit
     result.results = {k: v for k, v in res.summary().items()
                       if k not in ("cells", "method", "audit")}

@@ -245,6 +245,16 @@ def test_spec_paths_outside_the_upload_folder_are_refused(server, alice_job, whe
         assert "passwd" not in r.text and str(server.folder) not in r.text
 
 
+def test_path_with_a_nul_byte_is_refused(server):
+    spec = {"input": {"cells": "cells.csv", "dimensions": ["region", "size"]},
+            "hierarchies": {"region": {"hrc": "a\u0000b.hrc"}}}
+    parts = files(planted_cells(400))
+    parts[0] = ("spec", ("job.json", json.dumps(spec).encode(), "application/json"))
+    with server.client("bob") as bob:
+        r = bob.post("/jobs", files=parts)
+    assert r.status_code == 422 and "[hierarchies.region] hrc" in r.json()["detail"]
+
+
 def test_symlink_out_of_the_job_folder_is_refused(tmp_path):
     root = tmp_path / "input"
     root.mkdir()

@@ -71,11 +71,15 @@ def _key_name(where: tuple[str, ...]) -> str:
 
 
 def _escapes(value: str, folder: Path) -> bool:
+    """The value, read as a path, leaves ``folder`` (or is no usable path at all)."""
     p = Path(value)
-    if p.is_absolute() or ".." in p.parts or value.startswith("~"):
+    if p.is_absolute() or ".." in p.parts or value.startswith("~") or "\0" in value:
         return True
     root = folder.resolve()
-    return not (root / p).resolve().is_relative_to(root)
+    try:
+        return not (root / p).resolve().is_relative_to(root)
+    except (OSError, ValueError):
+        return True
 
 
 def check_spec(spec: dict, uploaded: set[str], folder: Path, max_time_limit: float) -> None:
