@@ -119,3 +119,11 @@ def test_rounded_audit_follows_the_protocol():
     assert "confidential_value" not in frame.columns and "value" not in frame.columns
     full = audit.to_frame(res.confidential_table, confidential=True)
     assert np.array_equal(full["confidential_value"], t.value)
+
+
+def test_a_verdict_audit_figure_is_labelled_as_a_bound():
+    res = protect(magnitude_table(), cost="unity", audit_mode="verdict")
+    assert res.audit.mode == "verdict"
+    cols = set(res.to_frame().columns)
+    # either the bounds are named as bounds or every row says whether it is exact
+    assert {"min_at_most", "max_at_least"} <= cols or "interval_exact" in cols
