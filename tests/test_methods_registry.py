@@ -102,3 +102,43 @@ def test_a_method_called_directly_takes_no_unknown_keyword():
     t = small()
     with pytest.raises(TypeError):
         hypercube(t, np.ones(t.n_cells), bogus=1)
+
+
+CELLS = "region,size,value,freq,status\nN1,a,5,4,U\nN1,b,7,3,\nN2,a,1,3,\nN2,b,9,5,\n" \
+        "S,a,4,4,\nS,b,6,6,\n"
+JOB = """
+[input]
+cells = "cells.csv"
+dimensions = ["region", "size"]
+status = "status"
+compute_totals = true
+
+[hierarchies.region]
+pairs = "region.csv"
+
+[protect]
+method = "hypercube"
+singleton = false
+"""
+
+
+@pytest.mark.parametrize("extra,ok", [("", True), ("carry = 0\n", True),
+                                      ('backend = "highs"\n', False),
+                                      ("singelton = false\n", False),
+                                      ("mip_gap = 0.0\n", False)])
+def test_a_job_records_only_the_options_its_method_applied(tmp_path, capsys, extra, ok):
+    from tabprotect.cli import main
+    (tmp_path / "cells.csv").write_text(CELLS)
+    (tmp_path / "region.csv").write_text("parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n")
+    (tmp_path / "job.toml").write_text(JOB + extra)
+    code = main(["protect", str(tmp_path / "job.toml"), "--quiet", "-o",
+                 str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    if not ok:
+        # refused before any work, naming the key; nothing written, so nothing recorded
+        assert code == 2 and extra.split(" ")[0] in err
+        assert not list(tmp_path.glob("out/*"))
+        return
+    assert code == 0, err
+    trail = (tmp_path / "out" / "trail.json").read_text()
+    assert "backend" not in trail and "threads" not in trail

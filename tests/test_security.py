@@ -255,6 +255,14 @@ def test_path_with_a_nul_byte_is_refused(server):
     assert r.status_code == 422 and "[hierarchies.region] hrc" in r.json()["detail"]
 
 
+def test_deeply_nested_spec_is_refused(server):
+    for depth in (900, 100_000):      # below and above the parser's own recursion limit
+        deep = b'{"input": ' + b"[" * depth + b"]" * depth + b"}"
+        with server.client("bob") as bob:
+            r = bob.post("/jobs", files=[("spec", ("job.json", deep, "application/json"))])
+        assert r.status_code == 422 and "nested" in r.json()["detail"]
+
+
 def test_symlink_out_of_the_job_folder_is_refused(tmp_path):
     root = tmp_path / "input"
     root.mkdir()
