@@ -54,9 +54,9 @@ def run(side: int, method: str, singleton: bool, intervals_max: int,
     t = count_table(side)
     cost = cost_vector(t, "value")
     t0 = time.perf_counter()
-    out = METHODS[method](t, cost, time_limit=time_limit, progress=None,
-                          singleton=singleton, mip_gap=None, threads=1, backend="highs",
-                          empty="publish")
+    spec = METHODS[method]
+    shared = {"time_limit": time_limit, "singleton": singleton, "empty": "publish"}
+    out = spec(t, cost, **{k: v for k, v in shared.items() if k in spec.shared})
     method_s = time.perf_counter() - t0
     pattern = t.replace(status=np.asarray(out.status).astype("<U1"))
     n_sec = int((pattern.status == "M").sum())
