@@ -305,7 +305,7 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         method = rounded.method if method is None else method
         params = rounded.params
         if true_values is None:
-            true_values = rounded.table.value
+            true_values = rounded.confidential_table.value
         if k_step is None and method == "controlled":
             # the intruder assumes the relaxation only when the rounding needed it
             k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
