@@ -251,10 +251,10 @@ def _gauss_run():
     from tabprotect.secondary import protect
     t = synthetic.preset("2d-small", seed=1)
     res = protect(t, method="gauss", singleton=False)
+    pattern = res.confidential_table
     return t, Run(t, title="2d-small", kind="suppression", method="gauss",
-                  attacker="outside intruder", published=res.table, audit=res.audit,
-                  info=info_loss(t, res.table), results=res.summary(),
-                  timings={"protect": 1.0})
+                  attacker="outside intruder", published=pattern, audit=res.audit,
+                  info=info_loss(t, pattern), results=res.summary(), timings={"protect": 1.0})
 
 
 def test_report_reads_at_a_glance(tmp_path):
