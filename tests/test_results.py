@@ -104,3 +104,26 @@ def test_published_table_of_a_rounding_has_no_true_count_of_a_magnitude_table():
     rounded = np.round(t.value / 10) * 10
     pub = published_table(t, rounded)
     assert np.isnan(pub.freq).all() and pub.top is None and pub.cost is None
+
+
+def test_rounded_audit_follows_the_protocol():
+    t = count_table()
+    res = round_table(t, 5, "controlled")
+    audit = res.audit
+    assert isinstance(audit, Result) and audit.passed
+    assert audit.params["base"] == 5 and audit.params["method"] == "controlled"
+    assert isinstance(audit.seconds, float) and isinstance(audit.summary(), dict)
+    pub = audit.published()
+    assert np.array_equal(pub["value"], res.rounded)
+    frame = audit.to_frame()
+    assert "confidential_value" not in frame.columns and "value" not in frame.columns
+    full = audit.to_frame(res.confidential_table, confidential=True)
+    assert np.array_equal(full["confidential_value"], t.value)
+
+
+def test_a_verdict_audit_figure_is_labelled_as_a_bound():
+    res = protect(magnitude_table(), cost="unity", audit_mode="verdict")
+    assert res.audit.mode == "verdict"
+    cols = set(res.to_frame().columns)
+    # either the bounds are named as bounds or every row says whether it is exact
+    assert {"min_at_most", "max_at_least"} <= cols or "interval_exact" in cols

@@ -170,10 +170,10 @@ class ProtectResult:
 
     def to_frame(self, confidential: bool = False) -> pd.DataFrame:
         """One row per cell: the published columns (``value`` and ``freq`` blank where
-        suppressed, ``status``), ``published`` (False for suppressed cells) and the
-        intruder's interval ``lower``/``upper`` of every suppressed cell.  In a verdict-
-        mode audit those are bounds the interval reaches at least, not the interval
-        (``interval_exact`` says which cells have their exact interval).
+        suppressed, ``status``), ``published`` (False for suppressed cells) and, for every
+        suppressed cell, the audit's figures: the intruder's interval ``lower``/``upper``
+        from an interval audit; from a verdict audit bounds on the interval's ends, never
+        the interval itself (named as bounds, or flagged by ``interval_exact``).
 
         ``confidential=True`` adds ``confidential_value`` and ``confidential_freq``: the
         true values of every cell (not for publication).
@@ -182,11 +182,14 @@ class ProtectResult:
         out = self.table.to_frame(("value", "freq", "status"))
         sup = t.suppressed
         out["published"] = ~sup
-        out["lower"] = np.where(sup, self.audit.lower, np.nan)
-        out["upper"] = np.where(sup, self.audit.upper, np.nan)
-        if self.audit.mode != "intervals" and self.audit.exact_lower is not None:
-            out["interval_exact"] = np.where(sup, self.audit.exact_lower
-                                             & self.audit.exact_upper, True)
+        a = self.audit
+        figures = a.columns() if hasattr(a, "columns") else {"lower": a.lower,
+                                                              "upper": a.upper}
+        for name, col in figures.items():
+            out[name] = np.where(sup, col, np.nan)
+        if not hasattr(a, "columns") and a.mode != "intervals" and \
+                getattr(a, "exact_lower", None) is not None:
+            out["interval_exact"] = np.where(sup, a.exact_lower & a.exact_upper, True)
         if confidential:
             out["confidential_value"] = t.value
             out["confidential_freq"] = t.freq
