@@ -467,7 +467,7 @@ def _audit_html(run: Run) -> str:
     else:
         frame["lower"] = audit.lower
         frame["upper"] = audit.upper
-        frame["interval"] = _exactness(audit, table.n_cells)
+    frame["interval"] = _exactness(audit, table.n_cells)
     req_lo = getattr(audit, "required_lower", None)
     req_hi = getattr(audit, "required_upper", None)
     if req_lo is not None:
