@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.relations import relations_from_triplets
-from tabprotect.model.table import Table, read_frame
+from tabprotect.model.table import Table, _status_letters, read_frame
 
 _JJ_STATUS_IN = {"s": "S", "u": "U", "m": "M", "z": "Z", "p": "P"}
 
@@ -307,7 +307,8 @@ def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path
     if "ub" in kw:
         kw["ub"] = np.where(np.isnan(kw["ub"]), np.inf, kw["ub"])
     if "status" in cf.columns:
-        kw["status"] = cf["status"].fillna("S").astype(str).str.upper().str[:1].to_numpy()
+        letters = _status_letters(cf["status"], src, "status")
+        kw["status"] = np.where(letters == "", "S", letters)
     table = Table.from_relations(value, A, relation_total=total,
                                  labels=pd.DataFrame({id_column: ids.to_numpy()}),
                                  freq=col("freq"), name=Path(str(src)).stem, **kw)
