@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.relations import relations_from_triplets
-from tabprotect.model.table import Table, _status_letters, read_frame
+from tabprotect.model.table import Table, parse_status, read_frame
 
 _JJ_STATUS_IN = {"s": "S", "u": "U", "m": "M", "z": "Z", "p": "P"}
 
@@ -307,8 +307,8 @@ def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path
     if "ub" in kw:
         kw["ub"] = np.where(np.isnan(kw["ub"]), np.inf, kw["ub"])
     if "status" in cf.columns:
-        letters = _status_letters(cf["status"], src, "status")
-        kw["status"] = np.where(letters == "", "S", letters)
+        st = parse_status(cf["status"], str(src))
+        kw["status"] = np.where(st == "", "S", st)
     table = Table.from_relations(value, A, relation_total=total,
                                  labels=pd.DataFrame({id_column: ids.to_numpy()}),
                                  freq=col("freq"), name=Path(str(src)).stem, **kw)

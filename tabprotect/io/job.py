@@ -1,8 +1,10 @@
 """Job files: one TOML format shared by every command (``tabprotect audit|primary|protect|
-round|compare|risk ... JOB.toml``).
+round|compare|risk ... JOB.toml``) and the service, and the table a job describes.
 
 A job names its input (a cells file or a microdata file), the dimensions and their
-hierarchies, and one section per step.  Paths are relative to the job file.  See
+hierarchies, and one section per step.  Paths are relative to the job file.  A job is
+checked against the schema (:mod:`tabprotect.io.schema`) when it is loaded, before any
+work; :func:`build_table` reads its cells file or tabulates its microdata.  See
 ``docs/jobs.md`` for the full reference; a minimal job::
 
     [input]

@@ -109,7 +109,10 @@ def jsonable(obj):
 
 
 def verdict(run) -> str:
-    return {None: "no audit", True: "PASSED", False: "FAILED"}[run.passed]
+    """PASSED, FAILED, NOT PROVEN (the audit stopped before proving every primary cell
+    protected) or "no audit": the same words as the report's banner."""
+    from tabprotect.report import run_verdict
+    return run_verdict(run)
 
 
 def run_summary(run) -> dict[str, Any]:
