@@ -491,15 +491,30 @@ def _default_text(key: Key) -> str:
     return f"`{key.default!r}`" if not isinstance(key.default, float) else f"`{key.default:g}`"
 
 
+def _key_table(keys) -> list[str]:
+    lines = ["| key | type | default | range | what |", "|---|---|---|---|---|"]
+    for key in keys:
+        doc = " ".join(str(key.doc).split()).replace("|", "\\|")
+        lines.append(f"| `{key.name}` | {key.type} | {_default_text(key)} | "
+                     f"{key.range_text()} | {doc} |")
+    return lines + [""]
+
+
 def reference_markdown() -> str:
-    """The key reference of docs/jobs.md: one table per section."""
+    """The key reference of docs/jobs.md: one table per section, then one per protection
+    method for the options only that method takes."""
+    from tabprotect.secondary import METHODS
     lines = []
     for section in SECTIONS.values():
         head = f"[{section.name}.NAME]" if section.shape == "named" else f"[{section.name}]"
-        lines += [f"### `{head}`", "", section.doc[0].upper() + section.doc[1:] + ".", "",
-                  "| key | type | default | range | what |", "|---|---|---|---|---|"]
-        for key in section.keys:
-            lines.append(f"| `{key.name}` | {key.type} | {_default_text(key)} | "
-                         f"{key.range_text()} | {key.doc} |")
-        lines.append("")
+        lines += [f"### `{head}`", "", section.doc[0].upper() + section.doc[1:] + ".", ""]
+        lines += _key_table(section.keys)
+    for method in sorted(METHODS):
+        keys = method_option_keys(method)
+        if keys:
+            lines += [f"### `[protect]` with `method = \"{method}\"`", "",
+                      f"Options of the {method} method; a key the chosen method does not "
+                      f"take is an error.",
+                      ""]
+            lines += _key_table(keys[name] for name in sorted(keys))
     return "\n".join(lines).rstrip("\n") + "\n"
