@@ -92,9 +92,14 @@ def run(args) -> int:
 
 
 def _print_intervals(table, audit, limit: int = 12) -> None:
+    from tabprotect.io.output import column_decimals, format_number
     # primary cells first: they are the ones the protection is for
     cells = sorted((i for i in range(table.n_cells) if audit.unpublished[i]),
                    key=lambda i: table.status[i] != "U")
+    d = column_decimals(table.value)    # numbers at the table's precision
+
+    def num(x):
+        return format_number(x, d)
     bounds = getattr(audit, "figures", "intervals") == "bounds"
     print("bounds on the feasibility intervals of the suppressed cells (verdict audit: "
           "the interval holds [min at most, max at least])" if bounds else
@@ -102,12 +107,12 @@ def _print_intervals(table, audit, limit: int = 12) -> None:
     for i in cells[:limit]:
         req = ""
         if table.status[i] == "U":
-            req = (f"  needs [{audit.required_lower[i]:g}, {audit.required_upper[i]:g}]  "
-                   f"{'protected' if audit.protected[i] else 'NOT PROTECTED'}")
-        print(f"  {table.status[i]} {table.cell_name(i):<32} value {table.value[i]:>10g}  "
-              + (f"interval holds [{audit.min_at_most[i]:g}, {audit.max_at_least[i]:g}]"
-                 if bounds else f"interval [{audit.lower[i]:g}, {audit.upper[i]:g}]")
-              + req)
+            req = (f"  needs [{num(audit.required_lower[i])}, {num(audit.required_upper[i])}]"
+                   f"  {'protected' if audit.protected[i] else 'NOT PROTECTED'}")
+        shown = (f"interval holds [{num(audit.min_at_most[i])}, {num(audit.max_at_least[i])}]"
+                 if bounds else f"interval [{num(audit.lower[i])}, {num(audit.upper[i])}]")
+        print(f"  {table.status[i]} {table.cell_name(i):<32} value {num(table.value[i]):>10}  "
+              f"{shown}{req}")
     if len(cells) > limit:
         print(f"  ... {len(cells) - limit} more in the audit file")
 
