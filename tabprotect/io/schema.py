@@ -95,9 +95,15 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("job", "what the run is called", (
         Key("title", "string", doc="title of the report"),
     )),
-    Section("input", "a cells file: one row per cell, one column per dimension", (
+    Section("input", "a cells file: one row per cell, one column per dimension; or a "
+            "general table: `jj`, or `cells` + `relations`", (
         Key("cells", "string", path=True, doc="CSV or Parquet cells file"),
         Key("dimensions", "list of strings", doc="the code columns, in order"),
+        Key("jj", "string", path=True, doc="tau-Argus JJ file (a general table; 9- or "
+            "10-field cell lines), instead of `cells`"),
+        Key("relations", "string", path=True, doc="relations file `rel,cell,coef` (a "
+            "general table with `cells`, instead of `dimensions`)"),
+        Key("id", "string", "cell", doc="cell id column of `cells` with `relations`"),
         Key("value", default="value", doc="value column", **_COLUMN),
         Key("freq", default="freq", doc="contributor-count column (optional in the file)",
             **_COLUMN),
