@@ -119,11 +119,6 @@ class ProtectResult:
         return self.confidential_table.status
 
     @property
-    def parameters(self) -> dict[str, Any]:
-        """Deprecated name of :attr:`params`."""
-        return self.params
-
-    @property
     def passed(self) -> bool:
         """The final pattern passed the full-table audit."""
         return self.audit.passed
