@@ -22,6 +22,7 @@ Why it is fast (and still exact):
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -34,6 +35,7 @@ from solvers import HighsModel, LinearProgram, solve
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
+from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.requirements import attacker_name, protection_requirements
@@ -256,6 +258,15 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             raise InputError(f"audit: 'unpublished' must have {n} entries")
     if integer is None:
         integer = table.kind == "frequency"
+    scale = 1.0 if integer else value_scale(table)
+    if scale != 1.0:
+        # values far from 1 are audited in scaled units (tabprotect.model.scale)
+        inner = audit(scaled_table(table, 1.0 / scale), unpublished, integer=integer,
+                      singleton=singleton, time_limit=time_limit, progress=progress,
+                      mode=mode, workers=workers,
+                      previous=None if previous is None else rescale_audit(previous, 1.0 / scale),
+                      moves=None if moves is None else sp.csr_matrix(moves) * (1.0 / scale))
+        return dataclasses.replace(rescale_audit(inner, scale), runtime=time.monotonic() - start)
     value = table.value
     lower = value.copy()
     upper = value.copy()
@@ -438,6 +449,12 @@ def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray])
                                    shape=(int(new_row[-1]) + 1, len(cells))))
     parts.append((int(ok.sum()), int((~ok & (nnz > 0)).sum())))
     return parts
+
+
+def rescale_audit(result: AuditResult, factor: float) -> AuditResult:
+    """The audit result with its value-unit figures multiplied by ``factor``."""
+    return dataclasses.replace(result, **{k: getattr(result, k) * factor for k in (
+        "lower", "upper", "required_lower", "required_upper", "required_width")})
 
 
 def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
