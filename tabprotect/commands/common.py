@@ -36,16 +36,17 @@ class ProgressPrinter:
     lines from :data:`QUIET_START` seconds on, one per step and at most one per
     :data:`LOG_INTERVAL` seconds within a step."""
 
-    def __init__(self, command: str, stream=None):
+    def __init__(self, command: str, stream=None, clock=time.perf_counter):
         self.command = command
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.start = time.perf_counter()
+        self.clock = clock
+        self.start = clock()
         self.last_step: str | None = None
         self.last_time = -LOG_INTERVAL
 
     def __call__(self, step: str, fraction: float) -> None:
-        now = time.perf_counter() - self.start
+        now = self.clock() - self.start
         line = f"{self.command} [{now:7.1f} s {100 * fraction:3.0f}%] {step[:70]}"
         if self.tty:
             print(f"\r{line:<100}", end="", file=self.stream, flush=True)
