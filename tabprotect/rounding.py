@@ -115,11 +115,6 @@ class RoundingResult:
         return self.table
 
     @property
-    def runtime(self) -> float:
-        """Deprecated name of :attr:`seconds`."""
-        return self.seconds
-
-    @property
     def passed(self) -> bool:
         """The rounded-table audit passed (False when no audit was run)."""
         return bool(self.audit is not None and self.audit.passed)
@@ -162,10 +157,6 @@ class RoundingResult:
     def published(self) -> pd.DataFrame:
         """Only what may be published: the codes and the rounded ``value``."""
         return publication_frame(self.table, with_status=False)
-
-    def publication_frame(self) -> pd.DataFrame:
-        """Deprecated name of :meth:`published`."""
-        return self.published()
 
     def to_frame(self, confidential: bool = False) -> pd.DataFrame:
         """One row per cell: codes and the rounded ``value``; ``confidential=True`` adds

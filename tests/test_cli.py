@@ -146,12 +146,14 @@ def test_progress_on_a_log_file_is_plain_and_throttled():
         say("protect (optimal)", 0.2 + k / 100)
     clock.now += LOG_INTERVAL
     say("protect (optimal)", 0.7)                  # the same step, after the interval
-    say("audit", 0.8)                              # a new step
+    for k in range(1, 6):                          # a new step, counting
+        say(f"audit: {k} of 5 components", 0.8)
     say.close()
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3 and "\r" not in stream.getvalue()
     assert lines[0].startswith("protect [") and lines[0].endswith("protect (optimal)")
-    assert lines[1].endswith("protect (optimal)") and lines[2].endswith("audit")
+    assert lines[1].endswith("protect (optimal)")
+    assert lines[2].endswith("audit: 1 of 5 components")
 
 
 def test_every_job_command_takes_output_folder_and_quiet():

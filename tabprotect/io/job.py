@@ -83,8 +83,9 @@ class Job:
             if keys is None:
                 spec.pop(section, None)
                 continue
-            spec.setdefault(section, {})
-            spec[section].update({k: v for k, v in keys.items() if v is not None})
+            given = {k: v for k, v in keys.items() if v is not None}
+            if given:
+                spec.setdefault(section, {}).update(given)
         check_job(spec, self.label)
         return replace(self, spec=spec)
 
