@@ -69,15 +69,17 @@ def generated_table(n_target: int, dims: int, seed: int = 0,
 
 # ---------------------------------------------------------------- tabprotect
 def run_tabprotect(table: Table, cost: str, time_limit: float, search: str = "bc",
-                   audit_mode: str = "intervals", support_cuts: bool = False) -> dict:
+                   audit_mode: str = "intervals", support_cuts: bool = False,
+                   options=None) -> dict:
     t0 = time.perf_counter()
     res = protect(table, method="optimal", cost=cost, time_limit=time_limit,
-                  singleton=False, search=search, support_cuts=support_cuts)
+                  singleton=False, search=search, support_cuts=support_cuts,
+                  options=options)
     wall = time.perf_counter() - t0
     independent = audit(res.table, mode=audit_mode)  # the judge, recomputed here
     # the method's own counters (rounds, nodes, heuristic seconds, ...) for the log
     print("  details:", {k: (round(v, 2) if isinstance(v, float) else v)
-                         for k, v in res.solver.items()}, flush=True)
+                         for k, v in res.solver.items() if k != "options"}, flush=True)
     return {"secondary": res.n_secondary, "cost": res.cost, "seconds": wall,
             "method_seconds": res.method_seconds, "proven": res.proven_optimal,
             "gap": res.mip_gap, "audit": "PASSED" if independent.passed else "FAILED",
@@ -267,18 +269,24 @@ def main(argv=None) -> int:
                          "on the 961-cell 2-D table: 162 primaries, the size of the issue's "
                          "tau-Argus OPT reference case)")
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                    help="set a module constant of tabprotect.secondary.optimal for this run "
-                         "(A/B probes, e.g. GOMORY_ROUNDS=5 BRANCHING='\"fractional\"')")
+                    help="set a field of the optimal method's OptimalOptions for this run "
+                         "(A/B probes, e.g. gomory_rounds=5 branching='\"fractional\"')")
     ap.add_argument("--out", help="write the markdown results here")
     args = ap.parse_args(argv)
+    options = None
     if args.set:
         import ast
-        import tabprotect.secondary.optimal as optimal_module
+        import dataclasses
+
+        from tabprotect.secondary.optimal import OptimalOptions
+        fields = {f.name for f in dataclasses.fields(OptimalOptions)}
+        changes = {}
         for item in args.set:
             name, _, value = item.partition("=")
-            if not hasattr(optimal_module, name):
-                raise SystemExit(f"--set: tabprotect.secondary.optimal has no {name}")
-            setattr(optimal_module, name, ast.literal_eval(value))
+            if name not in fields:
+                raise SystemExit(f"--set: OptimalOptions has no field {name}")
+            changes[name] = ast.literal_eval(value)
+        options = OptimalOptions(**changes)
     if args.skip_protect_check:
         import tabprotect.secondary.protect as protect_module
         protect_module.FEASIBILITY_CHECK_MAX_WORK = 0
@@ -321,7 +329,7 @@ def main(argv=None) -> int:
                 opt = "-"
             else:
                 ours = run_tabprotect(table, cost, args.time_limit, args.search,
-                                      args.audit_mode, args.support_cuts)
+                                      args.audit_mode, args.support_cuts, options)
                 print(f"  ({name} {cost}: method {ours['method_seconds']:.1f} s, protect's "
                       f"audit {ours['audit_seconds']:.1f} s, nodes {ours['nodes']})", flush=True)
                 opt = "proven" if ours["proven"] else f"gap {100 * (ours['gap'] or 0):.2f}%"

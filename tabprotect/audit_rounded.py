@@ -71,7 +71,7 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram, solve
 from tabprotect.model.relations import linked_components
 from tabprotect.errors import InputError
-from tabprotect.model.table import Table
+from tabprotect.model.table import Table, aggregate_leaves
 
 _TOL = 1e-6
 #: local LPs (see _ComponentAudit.local_certificates): cells per random batch; they run on
@@ -294,9 +294,12 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     ([6.0, 1.0, 1.0], [14.0, 9.0, 9.0])
     """
     start = time.perf_counter()
-    from tabprotect.rounding import RoundingResult  # local: rounding imports this module
     params: dict[str, Any] = {}
-    if isinstance(rounded, RoundingResult):
+    if isinstance(rounded, Table):
+        table = rounded
+    elif hasattr(rounded, "rounded_table"):
+        # a RoundingResult (recognised by its fields: rounding calls this audit, so this
+        # module does not import rounding)
         table = rounded.rounded_table
         base = rounded.base if base is None else base
         method = rounded.method if method is None else method
@@ -306,8 +309,6 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         if k_step is None and method == "controlled":
             # the intruder assumes the relaxation only when the rounding needed it
             k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
-    elif isinstance(rounded, Table):
-        table = rounded
     else:
         raise InputError("audit_rounded: give a RoundingResult or a Table of rounded values")
     if base is None or method is None:
@@ -445,7 +446,6 @@ def move_certificates(table: Table, start: np.ndarray, lower: np.ndarray,
         return none
     # the relations must be exactly the hierarchies' sums: A K u = 0 for the aggregation
     # K of a random inner vector u (fails with probability 0 otherwise)
-    from tabprotect.model.table import aggregate_leaves
     inner = table.is_inner
     u = np.random.default_rng(12345).normal(size=n)
     if table.n_relations and np.abs(table.relations @ aggregate_leaves(u, hs)).max() > 1e-6:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.infoloss import InfoLoss, info_loss
+from tabprotect.io.output import write_frame
 from tabprotect.model.table import Table
 
 Progress = Callable[[str, float], None]
@@ -94,10 +95,7 @@ class Comparison:
         return path
 
     def write_csv(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.frame.to_csv(path, index=False)
-        return path
+        return write_frame(self.frame, Path(path))
 
 
 def residual_risk(table: Table, audit) -> dict[str, float]:

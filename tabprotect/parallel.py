@@ -1,37 +1,232 @@
-"""Run independent pieces of work (audit components, sub-tables) in worker processes.
+"""Run independent pieces of work (audit components, sub-tables, runs of primaries) in
+worker processes.
 
-Why not ``multiprocessing``: its ``spawn`` start method re-imports the caller's main
-script in every worker (a script without an ``if __name__ == "__main__"`` guard then runs
-again), and ``fork`` would copy HiGHS' thread pool into the child in a broken state. Here
-each worker is a fresh ``python -m tabprotect.parallel`` process that receives a pickled
-function and its tasks on stdin and sends one pickled result per task back on a private
-pipe, so nothing of the caller is re-run and the workers' console output cannot corrupt
-the results.
+The work goes through an *executor*: anything with ``submit(fn, *args)`` returning a
+:class:`concurrent.futures.Future` and ``map(fn, tasks, *, timeout, weights,
+on_result)`` (the :class:`TaskExecutor` protocol).  The default is :class:`ProcessPool`,
+a :class:`concurrent.futures.ProcessPoolExecutor` whose workers start from a fork server
+(``spawn`` where there is none): never forked from the caller, so no worker inherits
+HiGHS' threads in a broken state.  One pool per process is created on first use, reused
+by every later call and shut down at exit, so the worker start-up is paid once.  Another
+engine (e.g. a Dask client's ``get_executor()``, wrapped in :class:`FuturesExecutor`)
+plugs in with :func:`use_executor`.
+
+Like every ``spawn``/``forkserver`` pool, the workers import the caller's main script
+(to find functions defined there): a script that calls tabprotect with ``workers > 1``
+keeps its top-level work under ``if __name__ == "__main__":``.
+
+Small work stays in the calling process by an explicit rule (one worker or one task, and
+the callers' own size thresholds), never by catching a failure: an error in a task, a
+task that cannot be pickled or a worker that dies is raised in the caller, and the tasks
+not yet started are cancelled.
 """
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
+import atexit
+import contextlib
+import multiprocessing
 import threading
-from typing import Any, Callable, Sequence
+import time
+from concurrent.futures import (FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor,
+                                wait)
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+OnResult = Callable[[int, Any], None]
+
+
+class TaskExecutor(Protocol):
+    """What the package needs of a parallel engine."""
+
+    workers: int
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        """Start ``fn(*args)``; its future."""
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any], *,
+            workers: int | None = None, timeout: float | None = None,
+            weights: Sequence[float] | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        """``[fn(t) for t in tasks]`` in task order, at most ``workers`` (default
+        `workers`) at a time; raises the first task's error or :class:`TimeoutError` after
+        ``timeout`` seconds, cancelling what has not started."""
+
+
+def gather(submit: Callable[..., Future], fn: Callable[[Any], Any], tasks: Sequence[Any],
+           *, limit: int, timeout: float | None = None,
+           weights: Sequence[float] | None = None,
+           on_result: OnResult | None = None) -> list[Any]:
+    """`TaskExecutor.map` on top of any ``submit``: at most ``limit`` tasks in flight,
+    started heaviest first (``weights``, default all equal; ties in task order), results
+    returned in task order, ``on_result(index, result)`` called in this thread as each
+    result arrives.  On an error or the time-out the tasks not started are cancelled."""
+    n = len(tasks)
+    order = (sorted(range(n), key=lambda i: (-float(weights[i]), i)) if weights
+             else list(range(n)))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    results: list[Any] = [None] * n
+    running: dict[Future, int] = {}
+    nxt = 0
+    try:
+        while nxt < n or running:
+            while nxt < n and len(running) < max(1, limit):
+                running[submit(fn, tasks[order[nxt]])] = order[nxt]
+                nxt += 1
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, _ = wait(running, timeout=left, return_when=FIRST_COMPLETED)
+            if not done:
+                raise TimeoutError(f"parallel work not finished within {timeout:g} s "
+                                   f"({n - nxt + len(running)} of {n} tasks open)")
+            for fut in sorted(done, key=running.__getitem__):
+                i = running.pop(fut)
+                results[i] = fut.result()  # a task's error is raised here
+                if on_result is not None:
+                    on_result(i, results[i])
+        return results
+    finally:
+        for fut in running:
+            fut.cancel()  # no-op for a running task (see ProcessPool.map)
+
+
+def _start_method() -> str:
+    return ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+            else "spawn")
+
+
+class ProcessPool:
+    """A lazily created, reused :class:`ProcessPoolExecutor` of ``workers`` processes.
+
+    A call that needs more workers than the pool has replaces the pool with a larger one;
+    a time-out or a broken worker discards the pool (its processes are ended), so the next
+    call starts clean.
+    """
+
+    def __init__(self, workers: int = 2) -> None:
+        self.workers = int(workers)
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _pool(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                context = multiprocessing.get_context(_start_method())
+                if context.get_start_method() == "forkserver":
+                    # the fork server imports the package once; each worker is forked
+                    # from it with numpy, scipy and HiGHS loaded (no solver has run in
+                    # the server, so no HiGHS thread is copied)
+                    context.set_forkserver_preload(["tabprotect.secondary"])
+                self._executor = ProcessPoolExecutor(max_workers=self.workers,
+                                                     mp_context=context)
+            return self._executor
+
+    def grow(self, workers: int) -> None:
+        """Make sure the pool has at least ``workers`` processes."""
+        if workers > self.workers:
+            self.shutdown()
+            self.workers = int(workers)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        return self._pool().submit(fn, *args)
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any], *,
+            workers: int | None = None, timeout: float | None = None,
+            weights: Sequence[float] | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        try:
+            return gather(self.submit, fn, tasks, limit=min(self.workers, workers or self.workers),
+                          timeout=timeout, weights=weights, on_result=on_result)
+        except TimeoutError:
+            # the running tasks cannot be cancelled: end their processes
+            self.shutdown(kill=True)
+            raise
+        except BaseException:
+            executor = self._executor
+            if executor is not None and getattr(executor, "_broken", False):
+                self.shutdown(kill=True)
+            raise
+
+    def shutdown(self, kill: bool = False) -> None:
+        """End the pool (the next call creates a new one); ``kill`` ends the workers'
+        running tasks too instead of waiting for them."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        processes = list(getattr(executor, "_processes", {}).values()) if kill else []
+        executor.shutdown(wait=not kill, cancel_futures=True)
+        for proc in processes:
+            proc.kill()
+        for proc in processes:
+            proc.join()
+
+
+class FuturesExecutor:
+    """Any :class:`concurrent.futures.Executor` (e.g. ``dask.distributed.Client(...)
+    .get_executor()``) as a :class:`TaskExecutor`; the caller owns and shuts it down."""
+
+    def __init__(self, executor: Executor, workers: int) -> None:
+        self.executor = executor
+        self.workers = int(workers)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        return self.executor.submit(fn, *args)
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any], *,
+            workers: int | None = None, timeout: float | None = None,
+            weights: Sequence[float] | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        return gather(self.submit, fn, tasks, limit=min(self.workers, workers or self.workers),
+                      timeout=timeout, weights=weights, on_result=on_result)
+
+
+_DEFAULT_POOL = ProcessPool()
+atexit.register(_DEFAULT_POOL.shutdown)
+_CURRENT: ContextVar[TaskExecutor | None] = ContextVar("tabprotect_executor", default=None)
+
+
+@contextlib.contextmanager
+def use_executor(executor: TaskExecutor) -> Iterator[TaskExecutor]:
+    """Send the package's parallel work (in this thread or task) to ``executor``.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(2) as pool, use_executor(FuturesExecutor(pool, 2)):
+    ...     process_map(abs, [-1, -2, 3], workers=2)
+    [1, 2, 3]
+    """
+    token = _CURRENT.set(executor)
+    try:
+        yield executor
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_executor(workers: int) -> TaskExecutor:
+    """The executor set by :func:`use_executor`, else the process pool grown to
+    ``workers`` processes."""
+    chosen = _CURRENT.get()
+    if chosen is not None:
+        return chosen
+    _DEFAULT_POOL.grow(workers)
+    return _DEFAULT_POOL
 
 
 def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2, *,
-                weights: Sequence[float] | None = None,
-                on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
-    """``[fn(t) for t in tasks]``, computed in ``workers`` processes.
+                weights: Sequence[float] | None = None, on_result: OnResult | None = None,
+                timeout: float | None = None) -> list[Any]:
+    """``[fn(t) for t in tasks]``, computed by ``workers`` worker processes.
 
-    Tasks are dealt to the workers up front, heaviest first to the least loaded worker
-    (``weights``, default all 1), so the split is deterministic; results come back in task
-    order whatever the finishing order. ``fn`` and the tasks must be picklable (``fn`` a
-    module-level function). An exception raised by ``fn`` is raised here.
+    With one worker or at most one task the work runs in this process (same results, no
+    start-up).  Results come back in task order whatever the finishing order; tasks are
+    started heaviest first (``weights``, default all 1).  ``fn`` and the tasks must be
+    picklable (``fn`` a module-level function).  The first error raised by ``fn`` is
+    raised here; ``timeout`` (seconds, default none) bounds the whole call.
 
     Parameters
     ----------
-    on_result : called as ``on_result(task_index, result)`` as results arrive (from a
-        reader thread, one call at a time)
+    on_result : called as ``on_result(task_index, result)`` in this thread as results
+        arrive
 
     Examples
     --------
@@ -39,102 +234,22 @@ def process_map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int = 2
     [3, 1, 2]
     """
     n = len(tasks)
-    if n == 0:
-        return []
     workers = max(1, min(int(workers), n))
-    if weights is None:
-        weights = [1.0] * n
-    bins: list[list[int]] = [[] for _ in range(workers)]
-    load = [0.0] * workers
-    for i in sorted(range(n), key=lambda i: (-float(weights[i]), i)):
-        w = min(range(workers), key=lambda b: (load[b], b))
-        bins[w].append(i)
-        load[w] += float(weights[i])
-
-    results: list[Any] = [None] * n
-    received: set[int] = set()
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    env = dict(os.environ)
-    # the worker must import exactly the modules this process uses
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-
-    def run_bin(indices: list[int]) -> None:
-        read_fd, write_fd = os.pipe()
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tabprotect.parallel", str(write_fd)],
-                stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                pass_fds=(write_fd,))
-        except BaseException as exc:  # pragma: no cover - cannot start python
-            os.close(read_fd)
-            os.close(write_fd)
-            with lock:
-                errors.append(exc)
-            return
-        os.close(write_fd)
-        stderr_chunks: list[bytes] = []
-        drain = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()),
-                                 daemon=True)
-        drain.start()
-        try:
-            with proc.stdin:
-                pickle.dump((fn, [tasks[i] for i in indices]), proc.stdin,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-        except BrokenPipeError:
-            pass
-        except BaseException as exc:  # e.g. an unpicklable task: raised in the caller
-            proc.kill()
-            proc.wait()
-            drain.join()
-            os.close(read_fd)
-            with lock:
-                errors.append(exc)
-            return
-        with os.fdopen(read_fd, "rb") as pipe:
-            for _ in indices:
-                try:
-                    local, ok, payload = pickle.load(pipe)
-                except EOFError:
-                    break
-                with lock:
-                    if not ok:
-                        errors.append(payload)
-                        continue
-                    results[indices[local]] = payload
-                    received.add(indices[local])
-                    if on_result is not None and not errors:
-                        on_result(indices[local], payload)
-        proc.wait()
-        drain.join()
-        if proc.returncode != 0:
-            tail = b"".join(stderr_chunks).decode(errors="replace").strip().splitlines()[-5:]
-            with lock:
-                errors.append(RuntimeError(
-                    f"worker process failed (exit code {proc.returncode}): "
-                    + " | ".join(tail)))
-
-    threads = [threading.Thread(target=run_bin, args=(b,), daemon=True) for b in bins if b]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    sent = sorted(i for b in bins for i in b)
-    if len(received) != len(sent):
-        # a worker that ended without answering every task must not pass for a result
-        missing = [i for i in sent if i not in received]
-        raise RuntimeError(f"worker processes returned no result for task(s) {missing[:5]}")
-    return results
+    if workers == 1:
+        results = []
+        for i, task in enumerate(tasks):
+            results.append(fn(task))
+            if on_result is not None:
+                on_result(i, results[-1])
+        return results
+    return current_executor(workers).map(fn, tasks, workers=workers, timeout=timeout,
+                                         weights=weights, on_result=on_result)
 
 
 def map_runs(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
-             job: Callable[[Sequence[Any]], Any]) -> list[Any] | None:
+             job: Callable[[Sequence[Any]], Any]) -> list[Any]:
     """Cut ``items`` (in their order) into ``workers`` runs of neighbours and return
-    ``[fn(job(run)) for run in runs]``, computed in worker processes; None when no worker
-    process could run ``fn``'s module (e.g. it was loaded from a file path): the caller
-    then does the work in its own process.
+    ``[fn(job(run)) for run in runs]``, computed by :func:`process_map`.
 
     Examples
     --------
@@ -143,24 +258,4 @@ def map_runs(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
     """
     cuts = [round(i * len(items) / workers) for i in range(workers + 1)]
     jobs = [job(items[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-    try:
-        return process_map(fn, jobs, workers=len(jobs))
-    except RuntimeError:
-        return None
-
-
-def _worker(result_fd: int) -> None:
-    """Body of a worker process: tasks from stdin, results to ``result_fd``."""
-    fn, items = pickle.load(sys.stdin.buffer)
-    with os.fdopen(result_fd, "wb") as out:
-        for i, item in enumerate(items):
-            try:
-                message = (i, True, fn(item))
-            except BaseException as exc:  # sent back and raised in the caller
-                message = (i, False, exc)
-            pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
-            out.flush()
-
-
-if __name__ == "__main__":
-    _worker(int(sys.argv[1]))
+    return process_map(fn, jobs, workers=len(jobs))

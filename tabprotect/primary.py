@@ -486,7 +486,7 @@ class ManualStatus(Rule):
             p = d.hierarchy.lookup(codes)
             bad = np.flatnonzero(p < 0)
             if len(bad):
-                raise InputError(f"{src} line {bad[0] + 2}: code '{codes.iloc[bad[0]]}' of "
+                raise InputError(f"{src} line {bad[0] + 2}: the code in column "
                                  f"'{d.name}' is not in its hierarchy")
             pos.append(p)
         idx = np.ravel_multi_index(tuple(pos), table.shape)
@@ -762,7 +762,7 @@ def rules_from_spec(spec: Mapping[str, Any], job_or_base=None) -> list[Rule]:
         else:
             path = Path(m)
         if not Path(path).exists():
-            raise InputError(f"{label}: manual file {path} not found")
+            raise InputError(f"{label}: manual file {Path(path).name} not found")
         rules.append(ManualStatus(path, float(spec.get("manual_safety_range", 10.0))))
     return rules
 

@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import HighsModel, LinearProgram, solve
+from tabprotect.audit_rounded import audit_rounded
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 
@@ -277,7 +278,6 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
                             max_steps=steps, solver_path=path, proven_optimal=optimal,
                             runtime=time.perf_counter() - start, notes=notes)
     if audit:
-        from tabprotect.audit_rounded import audit_rounded
         result.audit = audit_rounded(result, **(audit_options or {}))
     return result
 
@@ -600,8 +600,6 @@ def sifted_lp(c: np.ndarray, A: sp.spmatrix, rhs: np.ndarray, lower: np.ndarray,
     >>> r.status, r.x.tolist()
     ('optimal', [0.0, 1.0, 0.0])
     """
-    from solvers import HighsModel
-
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     A = sp.csr_matrix(A, dtype=float)

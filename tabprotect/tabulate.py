@@ -403,7 +403,7 @@ def _code_positions(values: pd.Series, dim: Dimension, spec: _Spec, source: str,
         r0 = int(bad[0])
         code = values.iloc[r0]
         what = (f"the code of '{dim.name}' is empty" if pd.isna(code) else
-                f"code '{str(code).strip()}' of '{dim.name}' is not in its hierarchy")
+                f"the code in column '{dim.name}' is not in its hierarchy")
         same = bad[codes[bad] == codes[r0]][:3]
         raise InputError(f"{source} {_row_label(same[:1], values.index, file_rows)}: "
                          f"{what} ({int(np.sum(codes == codes[r0]))} record(s), "
@@ -796,7 +796,7 @@ def _duck_positions(col: pd.Series, dim: Dimension, spec: _Spec, src, label: str
             raise InputError(f"{label} {where}: code '{code}' of '{dim.name}' is a "
                              f"total/subtotal of its hierarchy; microdata must carry "
                              f"lowest-level codes") from None
-        raise InputError(f"{label} {where}: code '{code}' of '{dim.name}' is not in its "
+        raise InputError(f"{label} {where}: the code in column '{dim.name}' is not in its "
                          f"hierarchy; fix the data, add the code to the hierarchy or set "
                          f"unknown_code") from None
 

@@ -162,7 +162,7 @@ def test_existing_totals_checked_and_non_additive_rejected():
 
 def test_bad_cells_input_errors():
     h = Hierarchy.flat(["a", "b"], total="T")
-    with pytest.raises(InputError, match="row 3: code 'c'"):
+    with pytest.raises(InputError, match="row 3: the code in column 'x' is not in"):
         Table.from_frame(pd.DataFrame({"x": ["a", "c"], "value": [1, 2]}), {"x": h})
     with pytest.raises(InputError, match="row 3: cell \\(x=a\\) is duplicated"):
         Table.from_frame(pd.DataFrame({"x": ["a", "a"], "value": [1, 2]}), {"x": h},

@@ -201,7 +201,7 @@ def test_manual_statuses_and_levels(tmp_path):
     assert res.table.upl[2] == 4.0 and res.table.lpl[2] == 4.0
     assert res.reason[2] == "manual"
     bad = pd.DataFrame({"g": ["zz"], "status": ["U"]})
-    with pytest.raises(InputError, match="code 'zz'"):
+    with pytest.raises(InputError, match="the code in column 'g'"):
         apply_rules(t, [ManualStatus(bad)])
 
 

@@ -237,7 +237,7 @@ def test_certified_pattern_passes_the_audit_or_the_table_is_infeasible(seed):
     # each condition's deviation vector is its proof; the audit must agree, and when
     # the heuristic says "unreachable" not even every candidate suppressed protects
     from tabprotect.secondary.modular import Unreachable, certified_pattern
-    from tabprotect.secondary.optimal import candidate_cells
+    from tabprotect.secondary.candidates import candidate_cells
 
     t, _, req = _flat_case(seed, False)
     c = cost_vector(t, "value")

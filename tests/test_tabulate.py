@@ -213,7 +213,7 @@ def test_rtauargus_indiv_dt_totals_at_every_level():
     size = Hierarchy.flat(["tr1", "tr2", "tr3"], total="Total", name="SIZE")
     dims = {"A88": activity, "NUTS3": region, "SIZE": size}
     # the file writes divisions 07 and 08 as 7 and 8: caught as unknown codes
-    with pytest.raises(InputError, match=r"code '8' of 'A88' is not in its hierarchy"):
+    with pytest.raises(InputError, match=r"the code in column 'A88' is not in its hierarchy"):
         tabulate(df, dims, "TURNOVER", weight="WEIGHT")
     df["A88"] = df["A88"].str.zfill(2)
     t = tabulate(df, dims, "TURNOVER", weight="WEIGHT", top_k=2)
@@ -251,9 +251,9 @@ def test_rtauargus_indiv_dt_totals_at_every_level():
 
 
 # ------------------------------------------------------------------ errors
-def test_unknown_code_error_names_code_and_rows():
+def test_unknown_code_error_names_column_and_rows():
     df = pd.DataFrame({"region": ["N1", "X9", "N2", "X9"], "x": [1.0, 2.0, 3.0, 4.0]})
-    with pytest.raises(InputError, match=r"code 'X9' of 'region' is not in its hierarchy.*"
+    with pytest.raises(InputError, match=r"the code in column 'region' is not in its hierarchy.*"
                                          r"first: row 1, row 3"):
         tabulate(df, {"region": REGION}, "x")
 
@@ -262,7 +262,7 @@ def test_unknown_code_in_file_names_lines(tmp_path):
     df = pd.DataFrame({"region": ["N1", "N2", "X9"], "x": [1.0, 2.0, 3.0]})
     df.to_csv(tmp_path / "m.csv", index=False)
     for engine in ("duckdb", "pandas"):
-        with pytest.raises(InputError, match=r"m.csv line 4: code 'X9' of 'region'"):
+        with pytest.raises(InputError, match=r"m.csv line 4: the code in column 'region'"):
             tabulate(tmp_path / "m.csv", {"region": REGION}, "x", engine=engine)
 
 
@@ -360,5 +360,5 @@ def test_categorical_codes_with_unused_categories():
     t = tabulate(df, {"region": REGION}, "x", top_k=2)
     assert t.value[t.cell("N")] == 5.0 and t.top[t.cell("T")].tolist() == [4.0, 2.0]
     df.loc[1, "region"] = "zz"
-    with pytest.raises(InputError, match="code 'zz' of 'region'"):
+    with pytest.raises(InputError, match="the code in column 'region'"):
         tabulate(df, {"region": REGION}, "x")

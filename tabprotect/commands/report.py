@@ -116,7 +116,8 @@ def run_serve(args) -> int:
     app = create_app(config)
     print(f"tabprotect service on http://{config.host}:{config.port} "
           f"(store {config.store}, {config.workers} worker(s), "
-          f"{len(config.tokens)} token(s)); OpenAPI at /docs", file=sys.stderr)
+          f"{len(config.principals)} principal(s)); endpoints at /docs (token needed)",
+          file=sys.stderr)
     uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level)
     return 0
 

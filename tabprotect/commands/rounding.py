@@ -191,7 +191,7 @@ def published_table(job: Job) -> Table:
         pos = h.lookup(frame[d].astype(str).str.strip())
         if (pos < 0).any():
             r = int(np.flatnonzero(pos < 0)[0])
-            raise InputError(f"{path.name} row {r + 2}: code '{frame[d].iloc[r]}' of '{d}' "
+            raise InputError(f"{path.name} row {r + 2}: the code in column '{d}' "
                              f"is not in its hierarchy")
         leaf_rows &= h.is_leaf[pos]
     base = Table.from_frame(frame[leaf_rows].reset_index(drop=True), hierarchies, value=value,

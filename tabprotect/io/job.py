@@ -30,6 +30,7 @@ import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, read_frame
+from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
 
 KNOWN_SECTIONS = {"input", "hierarchies", "microdata", "rules", "primary", "protect",
                   "audit", "round", "compare", "risk", "perturb", "output", "report", "job",
@@ -44,6 +45,8 @@ class Job:
     base: Path
     path: Path | None = None
     name: str = "job"
+    # when set, every path of the job must resolve (symlinks followed) inside this folder
+    root: Path | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.spec.get(name, {})
@@ -58,7 +61,13 @@ class Job:
     def resolve(self, relative: str | Path) -> Path:
         """A path of the job, relative to the job file's folder."""
         p = Path(relative)
-        return p if p.is_absolute() else self.base / p
+        p = p if p.is_absolute() else self.base / p
+        if self.root is not None:
+            root = Path(self.root).resolve()
+            if not p.resolve().is_relative_to(root):
+                raise InputError(f"{self.label}: a path of the job is outside its folder "
+                                 f"(give the plain name of an uploaded file)")
+        return p
 
     def output_dir(self, override: str | Path | None = None) -> Path:
         out = Path(override) if override else self.resolve(self.section("output").get("dir", "out"))
@@ -152,16 +161,6 @@ def build_table(job: Job, progress=None) -> Table:
         spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=bool(spec.get("compute_totals", False)),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
-
-
-def write_frame(frame: pd.DataFrame, path: Path) -> Path:
-    """Write CSV or Parquet by suffix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_csv(path, index=False)
-    return path
 
 
 def as_float_or_none(x) -> float | None:

@@ -184,7 +184,8 @@ class Table:
             bad = np.flatnonzero(p < 0)
             if len(bad):
                 rows = ", ".join(str(r + 2) for r in bad[:3])
-                raise InputError(f"{source} row {bad[0] + 2}: code '{codes.iloc[bad[0]]}' of "
+                # the code is a data field (it may be a shifted value): named, not quoted
+                raise InputError(f"{source} row {bad[0] + 2}: the code in column "
                                  f"'{d.name}' is not in its hierarchy (rows {rows}"
                                  f"{' ...' if len(bad) > 3 else ''})")
             pos.append(p)

@@ -55,6 +55,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
+from tabprotect.parallel import process_map
 
 
 def _dimension_vectors(h, weight: np.ndarray | None = None
@@ -1076,15 +1077,9 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         workers = 2 if table.n_cells >= 100_000 else 1
     runs = None
     if second and workers >= 2:
-        from tabprotect.parallel import process_map
         tasks = [(table, cost, dependent, primary, none, time_limit),
                  (table, cost, dependent, primary & ~single, single, time_limit)]
         runs = process_map(_run_in_worker, tasks, workers=2)
-        if any(run is None for run in runs):
-            # process_map loses an error raised while sending a task (e.g. this module
-            # loaded from a file path, so the worker cannot import the function): run
-            # both eliminations here instead
-            runs = None
     if runs is not None:
         (secondary, disclosed, timed_out, offers), (sec2, _, to2, offers2) = runs
     else:

@@ -30,6 +30,7 @@ from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
+from tabprotect.parallel import map_runs
 
 _TOL = 1e-7
 
@@ -464,15 +465,10 @@ def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: fl
     (C order: the first dimensions' codes vary slowest, so a run covers whole slabs of the
     table and shares most of its suppressions within itself), repair each run in a worker
     process from the current pattern, and unite the suppressions and the moves."""
-    from tabprotect.parallel import map_runs
     order = sorted(tasks, key=lambda t: t[0])
     results = map_runs(_repair_in_worker, order, workers,
                        job=lambda run: (table, cost, run, time_limit, max_radius,
                                         block_sizes))
-    if results is None:
-        # no worker process could run the module: the same repair in this process
-        return _repair_sequence(table, table.status, cost, order, time_limit, max_radius,
-                                block_sizes, progress, time.perf_counter())
     status = table.status.copy()
     found_moves: list[tuple[np.ndarray, np.ndarray]] = []
     for changed, job_moves in results:

@@ -133,7 +133,7 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
             # the certificates are outsider moves: the greedy repair adds what the
             # single-contributor attackers still need (checked by attacker LPs)
             full = Requirements.from_table(sub, singleton=singleton)
-            from tabprotect.secondary.optimal import candidate_cells
+            from tabprotect.secondary.candidates import candidate_cells
             z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(z)
         status = sub.status.copy()
         status[z & ~hidden] = "M"
@@ -326,7 +326,7 @@ def certified_pattern(sub: Table, req, cost: np.ndarray, *,
 
     from solvers import LinearProgram
     from solvers import solve as solve_lp
-    from tabprotect.secondary.optimal import candidate_cells
+    from tabprotect.secondary.candidates import candidate_cells
 
     n = sub.n_cells
     cost = np.asarray(cost, dtype=float)

@@ -20,11 +20,12 @@ from tabprotect.model.table import Table
 from tabprotect.model.relations import linked_components
 from tabprotect.model.structure import product_structure
 from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
-from tabprotect.secondary.optimal import candidate_cells
+from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.repair import GreedyRepair, Requirements
+from tabprotect.parallel import map_runs
 
 #: rounds of audit-and-repair before giving up (each round suppresses more)
 MAX_REPAIR_ROUNDS = 6
@@ -533,17 +534,14 @@ def _cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     # cheapest cubes for the others
     _, open_, certified = cube_repair(view, view_cost, primaries, singleton=singleton,
                                       certify_only=True, return_moves=True)
-    new_view = found = None
     if workers > 1 and len(open_) >= CUBE_PASS_PARALLEL_MIN:
-        from tabprotect.parallel import map_runs
         runs = map_runs(_cube_repair_in_worker, np.sort(open_), workers,
                         job=lambda run: (view, view_cost, run, singleton, time_limit))
-        if runs is not None:  # (None: no worker could run the module; in process below)
-            new_view = view_status.copy()
-            for changed, _ in runs:
-                new_view[changed] = "M"
-            found = sp.vstack([f for _, f in runs], format="csr")
-    if new_view is None:
+        new_view = view_status.copy()
+        for changed, _ in runs:
+            new_view[changed] = "M"
+        found = sp.vstack([f for _, f in runs], format="csr")
+    else:
         new_view, _, found = cube_repair(view, view_cost, open_, singleton=singleton,
                                          time_limit=time_limit, chains=True,
                                          return_moves=True)
@@ -567,12 +565,10 @@ def _hypercube_pass(table: Table, status: np.ndarray, cost: np.ndarray, singleto
     cubes it got in its run, and more suppressed cells never narrow an interval."""
     primaries = np.flatnonzero(status == "U")
     if workers > 1 and len(primaries) >= CUBE_PASS_PARALLEL_MIN:
-        from tabprotect.parallel import map_runs
         runs = map_runs(_hypercube_in_worker, primaries, workers,
                         job=lambda run: (table, status, primaries, run, cost, singleton,
                                          time_limit))
-        if runs is not None:   # (None: no worker could run the module; in process below)
-            return np.unique(np.concatenate(runs))
+        return np.unique(np.concatenate(runs))
     out = hypercube(table.replace(status=status), cost, time_limit=time_limit,
                     singleton=singleton)
     return np.flatnonzero((out.status == "M") & (status != "M"))

@@ -1,53 +1,59 @@
 """The HTTP service: submit a job, poll it, fetch its results (FastAPI).
 
-Endpoints (all but ``/health`` need ``Authorization: Bearer <token>``):
+Endpoints (all but ``/health`` need ``Authorization: Bearer <token>``; a token belongs to
+one principal, and a principal sees only its own jobs -- another's job is a 404):
 
 * ``POST /jobs`` -- multipart form: ``spec`` (a job file, TOML or JSON) and ``files`` (the
-  CSV/Parquet/hierarchy files the spec names, by file name).  202 with the job's id.
-* ``GET /jobs`` -- recent jobs; ``GET /jobs/{id}`` -- state, progress, step, result summary.
-* ``GET /jobs/{id}/table`` (published table, suppressed values blank), ``/audit``
-  (intervals), ``/report`` (HTML), ``/trail`` (JSON audit trail), ``/cells``.
-* ``DELETE /jobs/{id}`` -- remove a finished job and its files.
-* ``GET /health`` -- liveness; ``/openapi.json`` and ``/docs`` -- the OpenAPI schema.
+  CSV/Parquet/hierarchy files the spec names, by file name).  202 with the job's record.
+* ``GET /jobs`` -- the caller's recent jobs (an admin principal: ``?all=true`` lists
+  everyone's); ``GET /jobs/{id}`` -- state, progress, step, public result summary.
+* ``GET /jobs/{id}/table`` (published table, suppressed values blank) and ``/cells``
+  (confidential values) -- only when the audit passed, else 409 with the verdict;
+  ``/audit`` (intervals), ``/report`` (HTML), ``/trail`` (JSON audit trail).
+* ``DELETE /jobs/{id}`` -- remove an ended job and its files.
+* ``GET /health`` -- liveness and the worker pool; ``/openapi.json`` and ``/docs`` -- the
+  OpenAPI schema and a plain HTML list of the endpoints (token needed).
 
-Errors are JSON ``{"detail": "..."}`` with 400 (malformed request), 401 (no or wrong
-token), 404 (no such job), 409 (result not ready), 413 (request too large), 422 (bad spec
-or file).
+Errors are JSON ``{"detail": ...}`` with 400 (malformed request), 401 (no or wrong
+token), 404 (no such job of the caller), 409 (result not ready, job failed, or audit not
+passed), 413 (request too large), 422 (bad spec or file), 429 (too many jobs queued).
+No error body holds a request's content, a data value or a server path.
 """
 from __future__ import annotations
 
 import hmac
+import html
 import json
 import logging
 import re
 import shutil
 import threading
-import time
-import tomllib
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, File, HTTPException, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tabprotect import __version__
 from tabprotect.errors import InputError
-from tabprotect.service.config import ServiceConfig
-from tabprotect.service.store import JobStore
-from tabprotect.service.worker import RESULT_FILES, execute
+from tabprotect.service.config import Principal, ServiceConfig, hash_token
+from tabprotect.service.pool import WorkerPool
+from tabprotect.service.store import private_dir
+from tabprotect.service.validate import check_files, check_spec, parse_spec, save_uploads
+from tabprotect.service.worker import OUT, RESULT_FILES, strip_paths
 
 log = logging.getLogger("tabprotect.service")
 
-DATA_SUFFIXES = {".csv", ".parquet", ".pq"}
-FILE_SUFFIXES = DATA_SUFFIXES | {".hrc", ".txt", ".toml", ".json"}
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
-VALIDATE_TABLE_BYTES = 4 * 2**20   # cells jobs this small are built at submission (422 early)
 MEDIA_TYPES = {"table": "text/csv", "audit": "text/csv", "cells": "text/csv",
                "report": "text/html", "trail": "application/json"}
+#: results that are publishable or confidential values: served only after a passed audit
+VERDICT_FIRST = ("table", "cells")
 
 
 class RequestTooLarge(Exception):
@@ -101,164 +107,42 @@ class BodySizeLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-class JobRunner:
-    """The worker pool, the store and retention (one per app)."""
-
-    def __init__(self, config: ServiceConfig):
-        self.config = config
-        self.store = JobStore(config.store)
-        config.jobs_dir.mkdir(parents=True, exist_ok=True)
-        self.executor: Executor | None = None
-        self._stop = threading.Event()
-        self._cleaner: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self.config.pool == "process":
-            import multiprocessing
-            # spawn: a fresh interpreter per worker (forking a threaded server is unsafe)
-            self.executor = ProcessPoolExecutor(
-                max_workers=self.config.workers,
-                mp_context=multiprocessing.get_context("spawn"))
-        else:
-            self.executor = ThreadPoolExecutor(max_workers=self.config.workers,
-                                               thread_name_prefix="tabprotect-job")
-        for job_id in self.store.unfinished():
-            self.store.requeue(job_id)
-            self.submit(job_id)
-            log.info("job %s re-queued after restart", job_id)
-        self.enforce_retention()
-        self._cleaner = threading.Thread(target=self._clean_loop, daemon=True,
-                                         name="tabprotect-retention")
-        self._cleaner.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self.executor is not None:
-            self.executor.shutdown(wait=False, cancel_futures=True)
-        if self._cleaner is not None:
-            self._cleaner.join(timeout=5)
-
-    def submit(self, job_id: str) -> None:
-        future = self.executor.submit(execute, str(self.store.path), job_id)
-
-        def done(fut):
-            if fut.cancelled():
-                return
-            exc = fut.exception()
-            if exc is not None:   # e.g. a worker process died
-                self.store.fail(job_id, f"worker error ({type(exc).__name__})")
-                log.error("job %s: worker error %s", job_id, type(exc).__name__)
-        future.add_done_callback(done)
-
-    def _clean_loop(self) -> None:
-        while not self._stop.wait(self.config.cleanup_interval_seconds):
-            try:
-                self.enforce_retention()
-            except Exception as exc:  # noqa: BLE001 -- keep cleaning on the next tick
-                log.error("retention: %s", type(exc).__name__)
-
-    def enforce_retention(self, now: float | None = None) -> None:
-        """Delete uploads (and old jobs) whose retention has passed."""
-        now = time.time() if now is None else now
-        for rec in self.store.ended_before(now - self.config.upload_retention_seconds):
-            if not rec["uploads_deleted"]:
-                shutil.rmtree(Path(rec["folder"]) / "input", ignore_errors=True)
-                self.store.mark_uploads_deleted(rec["id"])
-                log.info("job %s: uploads deleted (retention)", rec["id"])
-        if self.config.result_retention_seconds > 0:
-            for rec in self.store.ended_before(now - self.config.result_retention_seconds):
-                shutil.rmtree(rec["folder"], ignore_errors=True)
-                self.store.delete(rec["id"])
-                log.info("job %s deleted (retention)", rec["id"])
+def _verdict(rec: dict) -> str | None:
+    """Why a finished job's table may not be served (None: its audit passed)."""
+    result = rec["result"] or {}
+    passed = result.get("audit_passed")
+    if passed is True:
+        return None
+    if passed is None:
+        return "the job has no audit verdict: nothing is served as publishable"
+    missed = (result.get("audit") or {}).get("unprotected_primary")
+    count = f" ({missed} primary cell(s) not protected)" if missed is not None else ""
+    return (f"the audit FAILED{count}: the pattern is not for publication; see "
+            f"/audit and /report")
 
 
-# ---------------------------------------------------------------- validation
-def _parse_spec(name: str, raw: bytes) -> dict:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise HTTPException(400, "spec: not UTF-8 text") from None
-    suffix = Path(name or "").suffix.lower()
-    try:
-        if suffix == ".json" or (suffix != ".toml" and text.lstrip().startswith("{")):
-            spec = json.loads(text)
-        else:
-            spec = tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise HTTPException(422, f"spec: not valid {'JSON' if suffix == '.json' else 'TOML'}"
-                                 f" ({exc})") from None
-    if not isinstance(spec, dict):
-        raise HTTPException(422, "spec: must be a table/object of sections")
-    return spec
+def endpoint_page(schema: dict) -> str:
+    """A self-contained HTML page listing the endpoints of an OpenAPI schema."""
+    rows = []
+    for path, ops in schema.get("paths", {}).items():
+        for method, op in ops.items():
+            rows.append(f"<tr><td><code>{html.escape(method.upper())}</code></td>"
+                        f"<td><code>{html.escape(path)}</code></td>"
+                        f"<td>{html.escape(op.get('summary', ''))}</td>"
+                        f"<td>{html.escape(op.get('description', ''))}</td></tr>")
+    info = schema.get("info", {})
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>"
+            f"{html.escape(info.get('title', ''))} API</title></head><body>"
+            f"<h1>{html.escape(info.get('title', ''))} {html.escape(info.get('version', ''))}"
+            "</h1><p>Every endpoint but <code>/health</code> needs "
+            "<code>Authorization: Bearer &lt;token&gt;</code>. The machine-readable schema "
+            "is <code>/openapi.json</code>.</p><table border='1' cellpadding='4'>"
+            "<tr><th>method</th><th>path</th><th>summary</th><th>description</th></tr>"
+            + "".join(rows) + "</table></body></html>")
 
 
-def _file_references(obj, found: list[str]) -> list[str]:
-    """Strings of the spec that name a file (by their suffix)."""
-    if isinstance(obj, dict):
-        for v in obj.values():
-            _file_references(v, found)
-    elif isinstance(obj, list):
-        for v in obj:
-            _file_references(v, found)
-    elif isinstance(obj, str) and Path(obj).suffix.lower() in FILE_SUFFIXES:
-        found.append(obj)
-    return found
-
-
-def _check_spec(spec: dict, uploaded: set[str]) -> None:
-    from tabprotect.io.job import load_job
-    try:
-        load_job(spec=spec, base=".")
-    except InputError as exc:
-        raise HTTPException(422, f"spec: {exc}") from None
-    if "input" not in spec and "microdata" not in spec:
-        raise HTTPException(422, "spec: give an [input] section (cells file) or [microdata]")
-    for ref in _file_references({k: v for k, v in spec.items() if k != "output"}, []):
-        if "/" in ref or "\\" in ref or ref.startswith("."):
-            raise HTTPException(422, f"spec: file '{ref}' must be a plain file name (the "
-                                     f"uploaded files share one folder)")
-        if ref not in uploaded:
-            raise HTTPException(422, f"spec names file '{ref}' but no such file was uploaded "
-                                     f"(uploaded: {', '.join(sorted(uploaded)) or 'none'})")
-
-
-def _save_uploads(files: list[UploadFile], folder: Path, max_files: int) -> dict[str, int]:
-    if len(files) > max_files:
-        raise HTTPException(422, f"at most {max_files} files per job")
-    folder.mkdir(parents=True, exist_ok=True)
-    sizes: dict[str, int] = {}
-    for upload in files:
-        name = Path(upload.filename or "").name
-        if not _SAFE_NAME.match(name) or Path(name).suffix.lower() not in FILE_SUFFIXES:
-            raise HTTPException(422, f"file '{name}': give a plain name ending in "
-                                     f"{', '.join(sorted(FILE_SUFFIXES))}")
-        if name in sizes:
-            raise HTTPException(422, f"file '{name}' uploaded twice")
-        with open(folder / name, "wb") as fh:
-            shutil.copyfileobj(upload.file, fh, 1 << 20)
-        sizes[name] = (folder / name).stat().st_size
-        if sizes[name] == 0:
-            raise HTTPException(422, f"file '{name}' is empty")
-    return sizes
-
-
-def _check_files(folder: Path, sizes: dict[str, int], spec: dict) -> None:
-    from tabprotect.io.job import build_table, load_job
-    from tabprotect.model import read_frame
-    try:
-        for name in sizes:
-            if Path(name).suffix.lower() in DATA_SUFFIXES:
-                read_frame(folder / name)
-        if "input" in spec and "microdata" not in spec and \
-                sum(sizes.values()) <= VALIDATE_TABLE_BYTES:
-            build_table(load_job(spec=spec, base=folder))
-    except InputError as exc:
-        raise HTTPException(422, str(exc)) from None
-
-
-# ---------------------------------------------------------------- the app
 def create_app(config: ServiceConfig) -> FastAPI:
-    """The FastAPI application for ``config`` (which must hold at least one token).
+    """The FastAPI application for ``config`` (which must hold at least one principal).
 
     Examples
     --------
@@ -270,149 +154,205 @@ def create_app(config: ServiceConfig) -> FastAPI:
     ['/jobs/{job_id}', '/jobs/{job_id}']
     """
     config = config.check()
-    runner = JobRunner(config)
-    tokens = [t.encode() for t in config.tokens]
+    pool = WorkerPool(config)
+    store = pool.store
+    principals = list(config.principals)
+    submit_lock = threading.Lock()
 
     @asynccontextmanager
     async def lifespan(app):
-        runner.start()
+        pool.start()
         try:
             yield
         finally:
-            runner.stop()
+            pool.stop()
 
     app = FastAPI(title="tabprotect", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url=None,
                   description="Statistical disclosure control for tables: submit a job "
                               "(spec + files), poll it, fetch the protected table, the audit "
                               "and the report.")
-    app.state.runner = runner
+    app.state.pool = pool
     bearer = HTTPBearer(auto_error=False)
 
-    def authorised(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
-        given = credentials.credentials.encode() if credentials else b""
-        # compare with every token, in constant time, so timing reveals nothing
-        ok = False
-        for t in tokens:
-            ok |= hmac.compare_digest(given, t)
-        if not credentials or not ok:
+    def caller(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+               ) -> Principal:
+        given = hash_token(credentials.credentials).encode() if credentials else b""
+        # compare with every principal's hash, in constant time, so timing reveals nothing
+        found = None
+        for p in principals:
+            if hmac.compare_digest(given, p.token_sha256.encode()):
+                found = p
+        if credentials is None or found is None:
             raise HTTPException(401, "missing or invalid bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
+        return found
 
-    def job_or_404(job_id: str) -> dict[str, Any]:
-        rec = runner.store.get(job_id) if _JOB_ID.match(job_id) else None
+    def own_job(job_id: str, who: Principal) -> dict[str, Any]:
+        rec = store.get(job_id, owner=who.name) if _JOB_ID.match(job_id) else None
         if rec is None:
-            raise HTTPException(404, f"no job '{job_id[:40]}'")
+            raise HTTPException(404, "no such job")
         return rec
 
-    def public(rec: dict, request: Request) -> dict[str, Any]:
-        base = str(request.base_url).rstrip("/") + f"/jobs/{rec['id']}"
+    def public(rec: dict, with_owner: bool = False) -> dict[str, Any]:
+        base = f"/jobs/{rec['id']}"      # relative: never built from the Host header
         out = {k: rec[k] for k in ("id", "state", "progress", "step", "created", "started",
-                                   "ended", "error", "files", "uploads_deleted")}
+                                   "ended", "error", "files", "uploads_deleted", "attempts")}
         out["result"] = rec["result"]
+        if with_owner:
+            out["owner"] = rec["owner"]
         out["links"] = {"self": base}
         if rec["state"] == "finished":
-            out["links"].update({k: f"{base}/{k}" for k in RESULT_FILES
-                                 if (Path(rec["folder"]) / "out" / RESULT_FILES[k]).is_file()})
+            served = [k for k in RESULT_FILES
+                      if k not in VERDICT_FIRST or _verdict(rec) is None]
+            out["links"].update({k: f"{base}/{k}" for k in served})
         return out
 
     @app.get("/health", tags=["service"])
     def health() -> dict:
-        """Liveness (no token needed)."""
-        return {"status": "ok", "version": __version__}
+        """Liveness and the worker pool (no token needed)."""
+        return {**pool.health(), "version": __version__}
 
-    @app.post("/jobs", status_code=202, tags=["jobs"], dependencies=[Depends(authorised)])
-    def submit(request: Request, spec: UploadFile = File(..., description="job file, TOML "
-                                                          "or JSON"),
+    @app.get("/openapi.json", tags=["service"], include_in_schema=False)
+    def openapi(who: Principal = Depends(caller)) -> dict:
+        return app.openapi()
+
+    @app.get("/docs", tags=["service"], include_in_schema=False)
+    def docs(who: Principal = Depends(caller)) -> HTMLResponse:
+        return HTMLResponse(endpoint_page(app.openapi()))
+
+    @app.post("/jobs", status_code=202, tags=["jobs"])
+    def submit(spec: UploadFile = File(..., description="job file, TOML or JSON"),
                files: list[UploadFile] = File(default=[], description="input files named "
-                                                                       "by the spec")) -> dict:
+                                                                       "by the spec"),
+               who: Principal = Depends(caller)) -> dict:
         """Submit a job: its spec and the files it names.  Runs in the worker pool."""
         raw = spec.file.read()
         if not raw.strip():
             raise HTTPException(400, "spec: empty")
-        parsed = _parse_spec(spec.filename or "", raw)
+        parsed = parse_spec(spec.filename or "", raw)
         parsed.pop("output", None)   # results always go to the job's own folder
-        names = {Path(f.filename or "").name for f in files}
-        _check_spec(parsed, names)
-        import uuid
         job_id = uuid.uuid4().hex
         folder = config.jobs_dir / job_id
+        names = {Path(f.filename or "").name for f in files}
+        check_spec(parsed, names, folder / "input", config.max_time_limit)
+        busy = HTTPException(429, f"{config.max_queued_per_principal} jobs of yours are "
+                                  f"queued or running; wait for one to end")
+        if store.pending(who.name) >= config.max_queued_per_principal:
+            raise busy
         try:
-            sizes = _save_uploads(files, folder / "input", config.max_files)
-            _check_files(folder / "input", sizes, parsed)
-        except HTTPException:
-            shutil.rmtree(folder, ignore_errors=True)
+            private_dir(folder / "input")
+            sizes = save_uploads(files, folder / "input", config.max_files)
+            check_files(folder / "input", sizes, parsed, config.max_columns, config.max_rows)
+            with submit_lock:    # the bound holds for concurrent submissions too
+                if store.pending(who.name) >= config.max_queued_per_principal:
+                    raise busy
+                store.create(parsed, sorted(sizes), folder, owner=who.name, job_id=job_id)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)   # a refused job leaves nothing
             raise
-        runner.store.create(parsed, sorted(sizes), folder, job_id=job_id)
-        runner.submit(job_id)
-        log.info("job %s submitted (%d file(s), %d bytes)", job_id, len(sizes),
-                 sum(sizes.values()))
-        return public(runner.store.get(job_id), request)
+        log.info("job %s submitted by %s (%d file(s), %d bytes)", job_id, who.name,
+                 len(sizes), sum(sizes.values()))
+        return public(store.get(job_id))
 
-    @app.get("/jobs", tags=["jobs"], dependencies=[Depends(authorised)])
-    def list_jobs(request: Request, limit: int = 100) -> list[dict]:
-        """Recent jobs, newest first."""
-        return [public(r, request) for r in runner.store.list(max(1, min(limit, 1000)))]
+    @app.get("/jobs", tags=["jobs"])
+    def list_jobs(limit: int = 100, all: bool = False,
+                  who: Principal = Depends(caller)) -> list[dict]:
+        """The caller's recent jobs, newest first (``all=true``: everyone's, admin only)."""
+        if all and not who.admin:
+            raise HTTPException(403, "listing every principal's jobs needs an admin token")
+        recs = store.list(None if all else who.name, max(1, min(limit, 1000)))
+        return [public(r, with_owner=all) for r in recs]
 
-    @app.get("/jobs/{job_id}", tags=["jobs"], dependencies=[Depends(authorised)])
-    def status(job_id: str, request: Request) -> dict:
+    @app.get("/jobs/{job_id}", tags=["jobs"])
+    def status(job_id: str, who: Principal = Depends(caller)) -> dict:
         """State (queued, running, finished, failed), progress 0..1, step, result summary."""
-        return public(job_or_404(job_id), request)
+        return public(own_job(job_id, who))
 
-    def result_file(job_id: str, what: str) -> FileResponse:
-        rec = job_or_404(job_id)
+    def result_file(job_id: str, what: str, who: Principal) -> FileResponse:
+        rec = own_job(job_id, who)
         if rec["state"] in ("queued", "running"):
             raise HTTPException(409, f"job {job_id} is {rec['state']}; poll /jobs/{job_id}")
         if rec["state"] == "failed":
             raise HTTPException(409, f"job {job_id} failed: {rec['error']}")
-        path = Path(rec["folder"]) / "out" / RESULT_FILES[what]
+        if what in VERDICT_FIRST:
+            why = _verdict(rec)
+            if why is not None:
+                raise HTTPException(409, {"message": f"job {job_id}: {why}",
+                                          "audit_passed": rec["result"].get("audit_passed"),
+                                          "audit": rec["result"].get("audit")})
+        path = Path(rec["folder"]) / OUT / RESULT_FILES[what]
         if not path.is_file():
             raise HTTPException(404, f"job {job_id} has no {what}")
         return FileResponse(path, media_type=MEDIA_TYPES[what],
                             filename=f"{job_id[:8]}-{RESULT_FILES[what]}")
 
-    @app.get("/jobs/{job_id}/table", tags=["results"], dependencies=[Depends(authorised)],
-             response_class=FileResponse)
-    def table(job_id: str):
-        """The published table (CSV; suppressed cells have no value)."""
-        return result_file(job_id, "table")
+    @app.get("/jobs/{job_id}/table", tags=["results"], response_class=FileResponse)
+    def table(job_id: str, who: Principal = Depends(caller)):
+        """The published table (CSV; suppressed cells have no value); 409 unless the
+        audit passed."""
+        return result_file(job_id, "table", who)
 
-    @app.get("/jobs/{job_id}/audit", tags=["results"], dependencies=[Depends(authorised)],
-             response_class=FileResponse)
-    def audit(job_id: str):
-        """The audit: feasibility interval of every cell (CSV)."""
-        return result_file(job_id, "audit")
+    @app.get("/jobs/{job_id}/audit", tags=["results"], response_class=FileResponse)
+    def audit(job_id: str, who: Principal = Depends(caller)):
+        """The audit: feasibility interval of every cell (CSV, confidential)."""
+        return result_file(job_id, "audit", who)
 
-    @app.get("/jobs/{job_id}/report", tags=["results"], dependencies=[Depends(authorised)],
-             response_class=FileResponse)
-    def report(job_id: str):
-        """The HTML report."""
-        return result_file(job_id, "report")
+    @app.get("/jobs/{job_id}/report", tags=["results"], response_class=FileResponse)
+    def report(job_id: str, who: Principal = Depends(caller)):
+        """The HTML report (confidential)."""
+        return result_file(job_id, "report", who)
 
-    @app.get("/jobs/{job_id}/trail", tags=["results"], dependencies=[Depends(authorised)],
-             response_class=FileResponse)
-    def trail(job_id: str):
-        """The JSON audit trail (checksums, parameters, versions, results)."""
-        return result_file(job_id, "trail")
+    @app.get("/jobs/{job_id}/trail", tags=["results"], response_class=FileResponse)
+    def trail(job_id: str, who: Principal = Depends(caller)):
+        """The JSON audit trail (checksums of inputs and outputs, parameters, versions,
+        public results)."""
+        return result_file(job_id, "trail", who)
 
-    @app.get("/jobs/{job_id}/cells", tags=["results"], dependencies=[Depends(authorised)],
-             response_class=FileResponse)
-    def cells(job_id: str):
-        """Every cell with its value and final status (CSV, confidential)."""
-        return result_file(job_id, "cells")
+    @app.get("/jobs/{job_id}/cells", tags=["results"], response_class=FileResponse)
+    def cells(job_id: str, who: Principal = Depends(caller)):
+        """Every cell with its value and final status (CSV, confidential); 409 unless the
+        audit passed."""
+        return result_file(job_id, "cells", who)
 
-    @app.delete("/jobs/{job_id}", tags=["jobs"], dependencies=[Depends(authorised)])
-    def delete(job_id: str) -> dict:
-        """Delete a finished or failed job and its files."""
-        rec = job_or_404(job_id)
-        if rec["state"] in ("queued", "running"):
+    @app.delete("/jobs/{job_id}", tags=["jobs"])
+    def delete(job_id: str, who: Principal = Depends(caller)) -> dict:
+        """Delete an ended (finished or failed) job and its files."""
+        rec = own_job(job_id, who)
+        if not store.delete(job_id, owner=who.name):
             raise HTTPException(409, f"job {job_id} is {rec['state']}")
         shutil.rmtree(rec["folder"], ignore_errors=True)
-        runner.store.delete(job_id)
         return {"id": job_id, "deleted": True}
+
+    _install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, limit=config.max_request_bytes)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    """Error bodies that hold neither the request's content nor a server path."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError):
+        # FastAPI's default echoes the offending input (a whole CSV sent as a form field)
+        problems = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", ""))}
+                    for e in exc.errors()]
+        return JSONResponse(status_code=422, content={"detail": problems})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        detail = exc.detail
+        if isinstance(detail, str):
+            detail = strip_paths(detail)
+        return JSONResponse(status_code=exc.status_code, content={"detail": detail},
+                            headers=getattr(exc, "headers", None))
 
     @app.exception_handler(InputError)
     async def input_error(request: Request, exc: InputError):
-        return JSONResponse(status_code=422, content={"detail": str(exc)})
+        return JSONResponse(status_code=422, content={"detail": strip_paths(str(exc))})
 
-    app.add_middleware(BodySizeLimit, limit=config.max_request_bytes)
-    return app
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        log.error("request %s %s failed with %s", request.method, request.url.path,
+                  type(exc).__name__)
+        return JSONResponse(status_code=500, content={"detail": "internal error"})

@@ -1,7 +1,9 @@
 """Service settings: from a TOML file's ``[service]`` section, environment variables and
 command-line overrides (in that order of increasing precedence).
 
-No token is built in: the service refuses to start without at least one.
+Callers are **principals**: each has a name and the SHA-256 of its bearer token (the
+configuration holds token hashes, never tokens). No token is built in: the service refuses
+to start without at least one principal.
 
 Example ``service.toml``::
 
@@ -9,16 +11,26 @@ Example ``service.toml``::
     host = "127.0.0.1"
     port = 8000
     store = "/var/lib/tabprotect/jobs.sqlite"   # job records (SQLite); files next to it
-    tokens_file = "/etc/tabprotect/tokens"      # one token per line (or tokens = [...])
     workers = 2                                 # jobs run at the same time
     max_request_mb = 200                        # per request (spec + uploads)
     upload_retention_hours = 24                 # uploaded inputs deleted this long after
                                                 # the job ended (0: right away)
     result_retention_days = 30                  # whole job (results too); 0 = keep
+
+    [service.principals.alice]
+    token_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+    [service.principals.ops]
+    token_sha256 = "..."
+    admin = true                                # may list every principal's jobs
+
+``TABPROTECT_TOKENS`` (comma-separated tokens) adds one principal per token.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +40,45 @@ from tabprotect.errors import InputError
 ENV_TOKENS = "TABPROTECT_TOKENS"          # comma-separated
 ENV_STORE = "TABPROTECT_STORE"
 DEFAULT_STORE = Path("tabprotect-service") / "jobs.sqlite"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 (hex) a configuration holds for a bearer token.
+
+    Examples
+    --------
+    >>> hash_token("test")
+    '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'
+    """
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A caller of the service.
+
+    Attributes
+    ----------
+    name : owner name recorded with each of its jobs (stable across restarts)
+    token_sha256 : SHA-256 (hex) of its bearer token
+    admin : may list every principal's jobs (reading them still needs ownership)
+    """
+
+    name: str
+    token_sha256: str = field(repr=False)
+    admin: bool = False
+
+
+def token_principal(token: str) -> Principal:
+    """The principal of a plain token (``TABPROTECT_TOKENS``, ``tokens_file``): named after
+    a hash of the token, so its jobs stay its own across restarts."""
+    if len(token) < 8:
+        raise InputError("API tokens must be at least 8 characters long")
+    digest = hash_token(token)
+    return Principal(name="token-" + hash_token("principal:" + digest)[:12],
+                     token_sha256=digest)
 
 
 @dataclass(frozen=True)
@@ -37,11 +88,20 @@ class ServiceConfig:
     Attributes
     ----------
     store : SQLite file of job records; job folders live in ``<store dir>/jobs/``
-    tokens : accepted bearer tokens
+    principals : who may call the service (token hashes)
     workers : size of the worker pool (jobs running at the same time)
-    pool : ``"process"`` (each job in a worker process) or ``"thread"``
+    pool : ``"process"`` (each worker a process that dies with the server) or ``"thread"``
+        (workers in the server process: for tests; no isolation, no job time-out)
     max_request_bytes : largest accepted request body (413 above)
     max_files : most files in one submission
+    max_columns : most columns in one uploaded data file (header read before parsing)
+    max_rows : most data rows in one uploaded data file
+    max_queued_per_principal : jobs queued or running per principal (429 above)
+    max_time_limit : largest ``time_limit`` a job spec may give (seconds)
+    max_job_seconds : a job running longer is stopped (its worker killed) and failed
+    heartbeat_seconds : how often a worker renews the lease of its job
+    lease_seconds : a lease not renewed for this long counts as abandoned
+    max_attempts : a job whose worker died is run again until it was started this often
     upload_retention_seconds : uploaded inputs are deleted this long after the job ended
     result_retention_seconds : a whole job (record and results) is deleted this long after
         it ended; 0 keeps results
@@ -51,11 +111,19 @@ class ServiceConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     store: Path = DEFAULT_STORE
-    tokens: tuple[str, ...] = field(default=(), repr=False)
+    principals: tuple[Principal, ...] = field(default=(), repr=False)
     workers: int = 2
     pool: str = "process"
     max_request_bytes: int = 200 * 2**20
     max_files: int = 20
+    max_columns: int = 1000
+    max_rows: int = 5_000_000
+    max_queued_per_principal: int = 20
+    max_time_limit: float = 3600.0
+    max_job_seconds: float = 4 * 3600.0
+    heartbeat_seconds: float = 1.0
+    lease_seconds: float = 15.0
+    max_attempts: int = 2
     upload_retention_seconds: float = 24 * 3600.0
     result_retention_seconds: float = 30 * 24 * 3600.0
     cleanup_interval_seconds: float = 60.0
@@ -66,29 +134,69 @@ class ServiceConfig:
         return Path(self.store).parent / "jobs"
 
     def check(self) -> "ServiceConfig":
-        if not self.tokens:
+        if not self.principals:
             raise InputError(f"the service needs at least one API token: set {ENV_TOKENS} "
-                             f"or 'tokens'/'tokens_file' in the [service] section")
-        if any(len(t) < 8 for t in self.tokens):
-            raise InputError("API tokens must be at least 8 characters long")
-        if self.workers < 1:
-            raise InputError("service: workers must be at least 1")
+                             f"or [service.principals.NAME] token_sha256 in the config")
+        names = [p.name for p in self.principals]
+        if len(set(names)) != len(names):
+            raise InputError("service: two principals have the same name")
+        hashes = [p.token_sha256 for p in self.principals]
+        if len(set(hashes)) != len(hashes):
+            raise InputError("service: two principals have the same token")
+        for key in ("workers", "max_files", "max_columns", "max_rows",
+                    "max_queued_per_principal", "max_attempts"):
+            if getattr(self, key) < 1:
+                raise InputError(f"service: {key} must be at least 1")
         if self.pool not in ("process", "thread"):
             raise InputError("service: pool must be 'process' or 'thread'")
         if self.max_request_bytes <= 0:
             raise InputError("service: max_request_mb must be positive")
+        for key in ("max_time_limit", "max_job_seconds", "heartbeat_seconds"):
+            if not getattr(self, key) > 0:
+                raise InputError(f"service: {key} must be positive")
+        if self.lease_seconds < 3 * self.heartbeat_seconds:
+            raise InputError("service: lease_seconds must be at least 3 heartbeat_seconds")
         return self
 
 
 def _read_tokens_file(path: Path) -> list[str]:
     if not path.is_file():
-        raise InputError(f"{path}: tokens file not found")
+        raise InputError(f"{path.name}: tokens file not found")
     return [line.strip() for line in path.read_text().splitlines()
             if line.strip() and not line.startswith("#")]
 
 
+def _principals(spec: dict, source: str) -> list[Principal]:
+    table = spec.get("principals", {})
+    if not isinstance(table, dict):
+        raise InputError(f"{source} [service.principals]: must be a table of principals")
+    out = []
+    for name, entry in table.items():
+        where = f"{source} [service.principals.{name}]"
+        if not _NAME.match(name):
+            raise InputError(f"{where}: a name is letters, digits, '.', '_' or '-'")
+        if not isinstance(entry, dict) or set(entry) - {"token_sha256", "admin"}:
+            raise InputError(f"{where}: keys are token_sha256 and admin")
+        digest = str(entry.get("token_sha256", "")).lower()
+        if not _HEX64.match(digest):
+            raise InputError(f"{where}: token_sha256 must be 64 hex digits (the SHA-256 "
+                             f"of the token; see docs/service.md)")
+        out.append(Principal(name=name, token_sha256=digest, admin=bool(entry.get("admin"))))
+    return out
+
+
+_SCALARS = {"host": "host", "port": "port", "workers": "workers", "pool": "pool",
+            "max_files": "max_files", "max_columns": "max_columns", "max_rows": "max_rows",
+            "max_queued_per_principal": "max_queued_per_principal",
+            "max_time_limit": "max_time_limit", "max_job_seconds": "max_job_seconds",
+            "heartbeat_seconds": "heartbeat_seconds", "lease_seconds": "lease_seconds",
+            "max_attempts": "max_attempts", "log_level": "log_level",
+            "cleanup_interval_seconds": "cleanup_interval_seconds"}
+
+
 def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
-    """Settings from a TOML file (``[service]``), the environment and ``overrides``.
+    """Settings from a TOML file (``[service]``), the environment and ``overrides``
+    (``tokens=[...]`` adds one principal per plain token).
 
     Examples
     --------
@@ -96,26 +204,27 @@ def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
     9000
     """
     values: dict = {}
+    principals: list[Principal] = []
     tokens: list[str] = []
     if path is not None:
         path = Path(path)
         if not path.is_file():
-            raise InputError(f"{path}: service config not found")
+            raise InputError(f"{path.name}: service config not found")
         try:
             spec = tomllib.loads(path.read_text()).get("service", {})
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path.name}: not valid TOML ({exc})") from None
         base = path.parent
-        known = {"host", "port", "store", "tokens", "tokens_file", "workers", "pool",
-                 "max_request_mb", "max_files", "upload_retention_hours",
-                 "result_retention_days", "cleanup_interval_seconds", "log_level"}
+        known = set(_SCALARS) | {"store", "principals", "tokens_file", "max_request_mb",
+                                 "upload_retention_hours", "result_retention_days"}
+        if "tokens" in spec:
+            raise InputError(f"{path.name} [service]: 'tokens' is not accepted (the "
+                             f"configuration holds token hashes): give "
+                             f"[service.principals.NAME] token_sha256")
         unknown = set(spec) - known
         if unknown:
             raise InputError(f"{path.name} [service]: unknown key(s) {sorted(unknown)}")
-        for key in ("host", "port", "workers", "pool", "max_files", "log_level",
-                    "cleanup_interval_seconds"):
-            if key in spec:
-                values[key] = spec[key]
+        values.update({_SCALARS[k]: spec[k] for k in _SCALARS if k in spec})
         if "store" in spec:
             store = Path(spec["store"])
             values["store"] = store if store.is_absolute() else base / store
@@ -125,18 +234,17 @@ def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
             values["upload_retention_seconds"] = float(spec["upload_retention_hours"]) * 3600
         if "result_retention_days" in spec:
             values["result_retention_seconds"] = float(spec["result_retention_days"]) * 86400
-        tokens += [str(t) for t in spec.get("tokens", [])]
+        principals += _principals(spec, path.name)
         if "tokens_file" in spec:
             tf = Path(spec["tokens_file"])
             tokens += _read_tokens_file(tf if tf.is_absolute() else base / tf)
-    env_tokens = os.environ.get(ENV_TOKENS, "")
-    tokens += [t.strip() for t in env_tokens.split(",") if t.strip()]
+    tokens += [t.strip() for t in os.environ.get(ENV_TOKENS, "").split(",") if t.strip()]
     if os.environ.get(ENV_STORE):
         values["store"] = Path(os.environ[ENV_STORE])
-    if "tokens" in overrides:
-        tokens += list(overrides.pop("tokens"))
+    tokens += list(overrides.pop("tokens", ()))
+    principals += list(overrides.pop("principals", ()))
+    principals += [token_principal(t) for t in dict.fromkeys(tokens)]
     values.update(overrides)
     if "store" in values:
         values["store"] = Path(values["store"])
-    config = replace(ServiceConfig(), **values, tokens=tuple(dict.fromkeys(tokens)))
-    return config
+    return replace(ServiceConfig(), **values, principals=tuple(principals))

@@ -1,0 +1,159 @@
+"""Upper bounds for the Benders search: the greedy repair of seeds (the primaries alone,
+rounded LP points, master patterns), pruning of what a repaired pattern does not need,
+the swap search around the incumbent, and the fallback repair when time runs out
+without a protected pattern.  Each stays within its share of the time."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tabprotect.secondary.optimal.search import Search
+
+
+def initial_incumbent(s: Search, start: np.ndarray | None) -> None:
+    """The given start (when the oracle finds it protected) or the greedy repair from
+    the primaries alone, pruned.  The repair from the primaries can be slow on big
+    tables: it gets ``first_repair_share`` of the time, and when unfinished it is kept
+    to be continued after the LP phase."""
+    opt = s.options
+    th = time.perf_counter()
+    if start is not None:
+        chk = s.oracle.check(start, cuts=False)
+        s.stats["lp_solves"] += chk.n_lp
+        if chk.ok:
+            s.best = np.asarray(start, bool).copy()
+    if s.best is None:
+        repair_by = None if s.time_limit is None else s.t0 + opt.first_repair_share * s.time_limit
+        pattern, unmet = s.repair.run(s.fixed, deadline=repair_by)
+        s.keep_partial(pattern, unmet)
+        if unmet:
+            s.from_primaries = pattern.copy()
+        else:  # the repair only ends without unmet conditions when protected
+            s.best = s.prune(pattern, s.share_deadline(opt.prune_share))
+    s.stats["heuristic_seconds"] += time.perf_counter() - th
+    s.best_cost = s.cost_of(s.best) if s.best is not None else np.inf
+
+
+def improve(s: Search, seed: np.ndarray) -> None:
+    """Repair a pattern, drop its redundant suppressions, keep it if cheaper.  The
+    heuristic only feeds the upper bound: once an incumbent is known it keeps to
+    ``heuristic_share`` of the time used."""
+    opt = s.options
+    now = time.perf_counter()
+    end = s.search_end()
+    if end is not None and now >= end:
+        return
+    if s.best is not None and s.stats["heuristic_seconds"] > opt.heuristic_share * (now - s.t0):
+        return
+    th = time.perf_counter()
+    pattern, unmet = s.repair.run(seed, deadline=end)
+    s.keep_partial(pattern, unmet)
+    # pruning costs one oracle check per suppression: only for promising patterns
+    if not unmet and s.cost_of(pattern) < opt.prune_within * s.best_cost:
+        pattern = s.prune(pattern, s.share_deadline(opt.prune_share))
+        s.offer(pattern)
+    s.stats["heuristic_seconds"] += time.perf_counter() - th
+
+
+def lp_point_incumbents(s: Search, zlp: np.ndarray) -> None:
+    """Round the LP point at a few thresholds and repair each.  Without an incumbent
+    the LP's whole support comes first: the repair then has the fewest conditions left
+    to fix."""
+    thetas = (0.5, 0.2, 1e-3) if s.best is not None else (1e-3, 0.2, 0.5)
+    for theta in thetas:
+        seed = s.fixed.copy()
+        seed[s.cand_idx[zlp >= theta]] = True
+        improve(s, seed)
+
+
+def finish_primary_repair(s: Search) -> None:
+    """Continue the unfinished repair from the primaries for ``primary_repair_share`` of
+    the limit; the cheaper of it and the incumbent is kept."""
+    if s.from_primaries is None or (s.deadline is not None and s.search_left() <= 0):
+        return
+    opt = s.options
+    th = time.perf_counter()
+    by = None if s.time_limit is None else min(
+        s.search_end(), th + opt.primary_repair_share * s.time_limit)
+    pattern, unmet = s.repair.run(s.from_primaries, deadline=by)
+    s.stats["primary_repair_finished"] = not unmet
+    if not unmet:
+        pattern = s.prune(pattern, s.share_deadline(opt.prune_share))
+        c = s.cost_of(pattern)
+        s.stats["primary_repair_cost"] = c
+        s.offer(pattern, c)
+    s.stats["heuristic_seconds"] += time.perf_counter() - th
+
+
+def _swap_budget_spent(s: Search, th: float) -> bool:
+    now = time.perf_counter()
+    return s.deadline is not None and (
+        now >= s.deadline or s.stats["heuristic_seconds"] + (now - th)
+        > s.options.heuristic_share * (now - s.t0))
+
+
+def _swap_once(s: Search, i: int, ban: np.ndarray, allowed: np.ndarray) -> bool:
+    """Publish the secondary ``i`` of the incumbent again, forbid it, repair and prune;
+    True when that gives a cheaper incumbent."""
+    opt = s.options
+    seed = s.best.copy()
+    seed[i] = False
+    ban[i] = True
+    s.repair.candidates = allowed & ~ban
+    pattern, unmet = s.repair.run(seed, deadline=s.deadline)
+    s.repair.candidates = allowed
+    ban[i] = False
+    s.stats["swaps"] = s.stats.get("swaps", 0) + 1
+    if unmet or s.cost_of(pattern) >= opt.prune_within * s.best_cost:
+        return False
+    pattern = s.prune(pattern, s.deadline)
+    c = s.cost_of(pattern)
+    if c < s.best_cost - 1e-9 * max(1.0, s.best_cost):
+        s.best, s.best_cost = pattern, c
+        s.stats["swap_improvements"] = s.stats.get("swap_improvements", 0) + 1
+        s.report(f"swap search: incumbent {s.best_cost:.6g}", 0.5)
+        return True
+    return False
+
+
+def local_search(s: Search) -> None:
+    """Swap search around the incumbent: publish one secondary again (dearest first),
+    forbid it, repair what that breaks with the other cells and drop what the result
+    does not need; a cheaper protected pattern becomes the incumbent and is searched in
+    turn.  Bounded like every heuristic by its share of the time."""
+    if not s.options.local_search or s.best is None:
+        return
+    th = time.perf_counter()
+    ban = np.zeros(s.table.n_cells, bool)
+    allowed = s.repair.candidates
+    try:
+        while s.best.tobytes() not in s.searched:
+            s.searched.add(s.best.tobytes())
+            secs = np.flatnonzero(s.best & ~s.fixed)
+            for i in secs[np.argsort(-s.cost[secs], kind="stable")]:
+                if _swap_budget_spent(s, th):
+                    return
+                if _swap_once(s, i, ban, allowed):
+                    break  # search around the new incumbent
+    finally:
+        s.repair.candidates = allowed
+        s.stats["heuristic_seconds"] += time.perf_counter() - th
+
+
+def fallback(s: Search, zlp: np.ndarray | None) -> None:
+    """No protected pattern within the time: the greedy repair in the reserve the search
+    left it, continuing the repair that got furthest (or from the LP's support: fewer
+    conditions to fix).  What it leaves unmet, protect()'s audit-and-repair finishes
+    (the result is unproven either way and always audited)."""
+    overrun = None if s.deadline is None else max(
+        s.deadline, time.perf_counter() + s.options.fallback_min_seconds)
+    seed = s.fixed.copy()
+    if s.partial is not None:
+        seed = s.partial | s.fixed
+    elif zlp is not None:
+        seed[s.cand_idx[zlp >= 1e-3]] = True
+    pattern, unmet = s.repair.run(seed, deadline=overrun)
+    s.stats["fallback_unmet"] = len(unmet)
+    s.best = pattern
+    s.best_cost = s.cost_of(pattern)

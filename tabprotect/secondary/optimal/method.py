@@ -1,0 +1,102 @@
+"""The optimal method's entry point, registered as ``protect(method="optimal")``."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from tabprotect.secondary.base import MethodOutcome, register_method
+from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.optimal.benders import benders
+from tabprotect.secondary.optimal.compact import compact
+from tabprotect.secondary.optimal.options import OptimalOptions
+from tabprotect.secondary.optimal.start import gauss_start
+from tabprotect.secondary.repair import Requirements
+
+#: keyword arguments that stand for the OptimalOptions field of the same name
+_OPTION_KEYWORDS = ("engine", "search", "support_cuts")
+
+
+def _engine(table, req: Requirements, cand: np.ndarray, opt: OptimalOptions) -> str:
+    """The engine "auto" picks: compact for small tables with finite deviation ranges."""
+    if opt.engine != "auto":
+        return opt.engine
+    movable = (cand | np.isin(table.status, ("U", "M"))) & ((req.up > 0) | (req.down > 0))
+    finite = np.isfinite(req.up[movable]).all() and np.isfinite(req.down[movable]).all()
+    size = 2 * len(req.primary) * int(movable.sum())
+    return "compact" if finite and size <= opt.compact_limit else "benders"
+
+
+@register_method("optimal")
+def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
+            progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+            mip_gap: float | None = None, empty: str = "publish",
+            start: np.ndarray | None = None, options: OptimalOptions | None = None,
+            engine: str | None = None, search: str | None = None,
+            support_cuts: bool | None = None, **_ignored) -> MethodOutcome:
+    """Minimum-cost secondary suppression (exact; proven optimal unless time runs out).
+
+    Parameters
+    ----------
+    options : the search settings (:class:`OptimalOptions`; default settings when None)
+    engine, search, support_cuts : shorthands for the fields of ``options`` of the same
+        name (``engine``: ``"compact"``, ``"benders"`` or ``"auto"``; ``search``:
+        ``"bc"`` or ``"milp"``)
+    singleton : protect against single-contributor attackers as well
+    mip_gap : relative gap at which the search may stop (default
+        ``options.default_mip_gap``; 0 for an exact optimum)
+    empty : ``"publish"`` (empty cells are never secondary suppressions) or ``"suppress"``
+    start : a protected pattern (bool mask) to start from (warm start)
+
+    The settings used are in ``details["options"]`` of the result.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    >>> st = t.status.copy(); st[4] = "U"
+    >>> t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+    >>> out = optimal(t, np.ones(9))
+    >>> int((out.status == "M").sum()), out.proven_optimal
+    (3, True)
+    """
+    opt = options if options is not None else OptimalOptions()
+    given = {k: v for k, v in (("engine", engine), ("search", search),
+                               ("support_cuts", support_cuts)) if v is not None}
+    if given:
+        opt = opt.replace(**given)
+    req = Requirements.from_table(table, singleton=singleton)
+    cand = candidate_cells(table, empty)
+    engine_used = _engine(table, req, cand, opt)
+    if engine_used == "compact":
+        out = compact(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
+                      progress=progress)
+    else:
+        out = _benders_with_start(table, cost, req, cand, opt, singleton=singleton,
+                                  time_limit=time_limit, mip_gap=mip_gap,
+                                  progress=progress, start=start)
+    out.details["options"] = opt.as_dict()
+    return out
+
+
+def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,
+                        time_limit, mip_gap, progress, start) -> MethodOutcome:
+    """Benders, on large tables (no start given) from the gauss start, which gets
+    ``gauss_start_share`` of the limit; the search has the rest."""
+    started = None
+    if start is None and int(cand.sum()) >= opt.gauss_start_min_candidates:
+        t0 = time.perf_counter()
+        start = gauss_start(table, cost, req, cand, singleton=singleton,
+                            time_limit=None if time_limit is None
+                            else opt.gauss_start_share * time_limit)
+        started = time.perf_counter() - t0
+        if time_limit is not None:
+            time_limit = max(1.0, time_limit - started)
+    out = benders(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
+                  progress=progress, start=start, options=opt)
+    if started is not None:
+        out.details["gauss_start_seconds"] = round(started, 3)
+        out.details["gauss_start_cells"] = int(start.sum()) if start is not None else 0
+    return out

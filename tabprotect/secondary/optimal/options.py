@@ -1,0 +1,226 @@
+"""Settings of the optimal method: one frozen dataclass, passed from :func:`optimal`
+down to every part of the search and recorded in the result's details.
+
+``None`` in a field marked "auto" means: chosen from the costs (equal costs, i.e. unity,
+or not), as the field's comment says.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OptimalOptions:
+    """How the optimal method searches.  Every field changes speed or the route to the
+    optimum, never what counts as protected."""
+
+    # ---- engine and search
+    #: "compact", "benders" or "auto" (compact while the compact model stays small)
+    engine: str = "auto"
+    #: Benders search: "bc" (own branch-and-cut on the LP master) or "milp" (HiGHS
+    #: MILP master re-solved after each round of cuts)
+    search: str = "bc"
+    #: "auto" takes the compact model only below this many primaries x directions x
+    #: movable cells: its LP relaxation is weak, so Benders wins well before memory matters
+    compact_limit: int = 2_000
+    #: relative gap of a "proven optimal" pattern when the caller gives no mip_gap
+    default_mip_gap: float = 1e-6
+    #: cut rounds per phase (LP phase, one node, MILP rounds): a guard against cycling
+    max_rounds: int = 10_000
+    #: branch-and-cut nodes at most (None: until proven or out of time); a
+    #: deterministic stop for tests and reproducible runs
+    max_nodes: int | None = None
+    #: drop candidates that can never move (alone in a relation): they only cost
+    reduce: bool = True
+    #: bridgeless rows and Chvatal-Gomory roundings of the cuts: a tighter master
+    strong: bool = True
+
+    # ---- large tables: start pattern
+    #: from this many candidate cells (Benders, no start given) the search starts from
+    #: the gauss method's repaired pattern: the repair heuristic alone is weak there
+    gauss_start_min_candidates: int = 10_000
+    #: share of the time limit the gauss start may use
+    gauss_start_share: float = 0.4
+
+    # ---- LP phase (fractional separation on the master's LP relaxation)
+    #: the LP phase stops after lp_stall_rounds sweeps improving the bound by less than
+    #: lp_stall_tol (relative): the separation has converged
+    lp_stall_tol: float = 1e-5
+    lp_stall_rounds: int = 10
+    #: share of the time limit the LP phase may use: the rest goes to the search
+    lp_phase_share: float = 0.5
+    #: primaries per separation chunk in the LP phase (None: all every round); helps when
+    #: attacker LPs are dear and the master LP is cheap
+    lp_separation_chunk: int | None = None
+    #: exact (uncapped) attacker LPs at fractional points besides the capped separation;
+    #: auto: only with equal costs, where a bound moves in whole units and rare exact
+    #: cuts can lift it
+    fractional_check: bool | None = None
+
+    # ---- master
+    #: multiplier of HiGHS' dual-simplex cost perturbation on the master LP (None: HiGHS'
+    #: default); perturbation makes child LPs with equal costs need more iterations
+    master_cost_perturbation: float | None = 0.0
+    #: MILP-rounds search: pool cuts with at most this slack at the last LP point stay in
+    #: the integer master (a MILP that only meets them again is wasted)
+    keep_slack: float = 0.1
+    #: MILP-rounds search: improving solutions of a master run checked besides its final
+    #: one (more patterns cut off per master solve)
+    saved_patterns: int = 8
+    #: MILP-rounds search: gap of the early master solves, whose only job is to produce
+    #: patterns to cut off
+    loose_mip_gap: float = 0.02
+    #: MILP-rounds search: seconds for one early master solve (doubled when it finds
+    #: nothing)
+    round_time_limit: float = 3.0
+
+    # ---- heuristics (upper bound)
+    #: at most this share of the elapsed time goes to the repair heuristics once a
+    #: protected pattern is known: they only feed the upper bound
+    heuristic_share: float = 0.25
+    #: share of the time limit for the first repair from the primaries alone (big tables:
+    #: the LP phase's points then seed the first incumbent instead)
+    first_repair_share: float = 0.1
+    #: share of the time limit a prune of a repaired pattern may use
+    prune_share: float = 0.1
+    #: a repaired pattern is pruned only when it costs less than this multiple of the
+    #: incumbent: pruning costs attacker LPs
+    prune_within: float = 1.15
+    #: the unfinished repair from the primaries may continue after the LP phase for this
+    #: share of the limit (its patterns are often cheaper than repaired LP supports)
+    primary_repair_share: float = 0.1
+    #: swap search around every new incumbent (publish one secondary, repair the rest)
+    local_search: bool = True
+    #: prune by attacker witnesses (re-solve only the conditions a removal affects)
+    #: instead of one full oracle check per removal
+    witness_prune: bool = True
+    #: at most this many (condition, suppressed cell) entries in the witness map (memory)
+    witness_max_entries: int = 50_000_000
+    #: seconds past its deadline the one full check confirming a witness prune may run:
+    #: a prune that reached its deadline is still worth keeping
+    prune_confirm_seconds: float = 2.0
+    #: while no protected pattern is known the search ends this share of the time limit
+    #: early, leaving it to the fallback repair, which ends by the deadline ...
+    fallback_reserve_share: float = 0.05
+    #: ... or this many seconds after a search that ended late
+    fallback_min_seconds: float = 1.0
+
+    # ---- branch-and-cut
+    #: separation rounds per node below the root (the root runs to convergence) ...
+    node_cut_rounds: int = 5
+    #: ... and the relative bound gain below which a node stops separating and branches
+    node_cut_tol: float = 1e-4
+    #: the repair heuristic runs on every n-th node's LP point
+    heuristic_every: int = 10
+    #: a new incumbent from a node is pruned (its redundant suppressions published again)
+    cleanup_incumbents: bool = True
+    #: share of the time limit a node incumbent's clean-up may use
+    cleanup_share: float = 0.05
+    #: an open node keeps its parent's simplex basis (warm start after a jump)
+    node_basis: bool = True
+    #: below the root, separate only for primaries with a cut binding at the node's LP
+    #: point: the others' conditions hold there by the known cuts
+    restrict_separation: bool = True
+    #: slack (rhs 1) at which a pool cut counts as binding for that restriction
+    binding_slack: float = 1e-6
+    #: below the root, primaries are separated in chunks of this size, latest violated
+    #: first, and a round ends after the first chunk with a cut (None: all at once)
+    separation_chunk: int | None = 10
+    #: branching rule: "reliability" (pseudo-costs, strong branching while unreliable),
+    #: "fractional" (most fractional column) or "auto" (fractional with equal costs,
+    #: where strong branching buys no bound; reliability otherwise)
+    branching: str = "auto"
+    #: observations per column and direction before its pseudo-cost counts as reliable
+    reliable: int = 2
+    #: candidates strong-branched per node at most (two LPs each) ...
+    sb_candidates: int = 4
+    #: ... stopping after this many without a better score
+    sb_lookahead: int = 2
+    #: strong branching only at nodes taken from the heap (a plunge then branches on
+    #: pseudo-costs alone)
+    sb_only_at_jumps: bool = False
+    #: before the tree, pool cuts with more slack than purge_slack at the root point leave
+    #: the master LP (they wait in the pool): slack rows slow every node LP
+    purge_root: bool = True
+    purge_slack: float = 0.05
+    #: every purge_tree_every nodes, pool cuts with slack above purge_tree_slack leave the
+    #: model again (None: never): otherwise the node LPs only grow
+    purge_tree_every: int | None = 5
+    purge_tree_slack: float = 0.05
+    #: with equal costs the tree purge runs only while the model holds more than this many
+    #: pool cuts (None: never with equal costs), since purged rows tend to come back there
+    purge_tree_equal_costs_rows: int | None = 0
+    #: cover cuts from the pool cuts near binding at each node (None = auto: only when
+    #: the costs differ)
+    cover_cuts: bool | None = True
+    #: pool rows with left side at most 1 + cover_row_slack are searched for covers
+    cover_row_slack: float = 0.25
+    #: cover cuts per call at most (most violated first) ...
+    cover_max_cuts: int = 50
+    #: ... each violated by at least this much
+    cover_min_violation: float = 1e-3
+    #: rounds of Gomory mixed-integer cuts at the root after the capacity separation
+    #: converges (None = auto: gomory_auto_rounds when the costs differ, none with equal
+    #: costs, where they gave no bound)
+    gomory_rounds: int | None = None
+    gomory_auto_rounds: int = 3
+    #: Gomory cuts per round at most
+    gomory_per_round: int = 40
+    #: smallest fractionality of a basic column used as a Gomory source row
+    gomory_min_frac: float = 0.01
+    #: largest coefficient ratio of an accepted Gomory cut (numerical safety)
+    gomory_max_dynamism: float = 1e6
+    #: Chvatal-Gomory multipliers tried per capacity cut at most
+    rounding_tries: int = 12
+
+    # ---- support cuts (bridgeless rows generalised to combinations of relations)
+    #: separate them in the LP phase and the tree (raise some root bounds, slow the tree)
+    support_cuts: bool = False
+    #: only for candidates with at least this value at the LP point ...
+    support_min_z: float = 0.05
+    #: ... at most this many separation LPs per round (support_node_max_lps below the root)
+    support_max_lps: int = 400
+    support_node_max_lps: int = 60
+    #: a support cut is kept when the point violates it by more than this
+    support_min_violation: float = 1e-3
+
+    # ---- attacker oracle
+    #: the attacker LPs re-solve with the dual simplex (False: HiGHS' own choice)
+    dual_oracle: bool = True
+    #: race the primal and the dual simplex per oracle call (which one is fast depends on
+    #: the pattern, by up to 100x either way); auto: when the costs differ
+    race_simplex: bool | None = None
+    #: a trial call with the slower simplex every race_every calls, backing off up to
+    #: race_every_max while the same one keeps winning
+    race_every: int = 8
+    race_every_max: int = 128
+    #: a trial is given up after race_trial_lps LPs slower than race_cap times the faster
+    #: one's time per LP ...
+    race_trial_lps: int = 4
+    race_cap: float = 1.5
+    #: ... and any one trial LP is stopped at race_lp_cap times that (at least
+    #: race_min_seconds) and finished by the faster simplex
+    race_lp_cap: float = 20.0
+    race_min_seconds: float = 2e-3
+    #: attacker LPs with at least this many columns merge their two-cell rows first
+    #: (smaller LPs, same optimum; None: never); below it merging does not pay
+    merge_pairs_min_cols: int | None = 700
+
+    def replace(self, **changes) -> "OptimalOptions":
+        """A copy with ``changes`` (unknown names are an error)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        """The settings as a plain dict (recorded in the result)."""
+        return dataclasses.asdict(self)
+
+    def __post_init__(self):
+        if self.engine not in ("auto", "compact", "benders"):
+            raise ValueError(f"engine must be 'auto', 'compact' or 'benders', not "
+                             f"{self.engine!r}")
+        if self.search not in ("bc", "milp"):
+            raise ValueError(f"search must be 'bc' or 'milp', not {self.search!r}")
+        if self.branching not in ("auto", "reliability", "fractional"):
+            raise ValueError(f"branching must be 'auto', 'reliability' or 'fractional', "
+                             f"not {self.branching!r}")

@@ -1,0 +1,253 @@
+"""The attacker oracle as the search uses it: deadlines on every LP, robustness against
+rare solver failures, and the primal/dual simplex race.
+
+The attacker LPs themselves (capacity cuts from their duals, the single-contributor
+attackers) live in :mod:`tabprotect.secondary.repair`.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+
+import highspy
+import numpy as np
+
+from solvers import HighsModel
+from tabprotect.secondary.optimal.merged_lp import PairMergedModel
+from tabprotect.secondary.optimal.options import OptimalOptions
+from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair
+
+#: HiGHS' simplex_strategy values of the dual and the primal simplex
+DUAL_SIMPLEX = 1
+PRIMAL_SIMPLEX = 4
+
+
+def clean(z):
+    """A fractional point with its tiny entries set to 0 (bounds of 1e-9 trip HiGHS)."""
+    z = np.asarray(z)
+    if z.dtype == bool:
+        return z
+    return np.where(z < 1e-7, 0.0, z)
+
+
+class DeadlineModel:
+    """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none)."""
+
+    def __init__(self, model: HighsModel):
+        self._model = model
+        self.deadline: float | None = None
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def solve(self, time_limit: float | None = None):
+        if self.deadline is not None:
+            left = max(1e-3, self.deadline - time.perf_counter())
+            time_limit = left if time_limit is None else min(time_limit, left)
+        return self._model.solve(time_limit=time_limit)
+
+
+class DeadlineRepair(GreedyRepair):
+    """The greedy repair with its repair LPs stopped at the run's deadline.
+
+    The base class checks the deadline between LPs only, and one repair LP over the
+    whole table can take seconds; a repair LP stopped by the deadline leaves its
+    condition unmet, like a repair that ran out of time between LPs.
+    """
+
+    def run(self, suppressed: np.ndarray, *, deadline: float | None = None,
+            **kw) -> tuple[np.ndarray, list]:
+        if self.model is None:
+            self.model = DeadlineModel(HighsModel(self.lp))
+        self.model.deadline = deadline
+        try:
+            return super().run(suppressed, deadline=deadline, **kw)
+        finally:
+            self.model.deadline = None
+
+
+class SafeOracle:
+    """The attacker oracle, made robust for the search: HiGHS has (rarely) reported a
+    warm re-solve of an attacker LP 'infeasible' although ``y = 0`` is always feasible.
+    Such a check comes back incomplete (never 'protected', no cuts) and is counted in
+    ``stats["oracle_errors"]``; the search then claims no optimality it relied on it
+    for.  Fractional points are cleaned first: bounds of 1e-9 are what trips HiGHS."""
+
+    def __init__(self, oracle: AttackerOracle, stats: dict):
+        self._oracle = oracle
+        self._stats = stats
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def check(self, z, **kw) -> Check:
+        try:
+            return self._oracle.check(clean(z), **kw)
+        except RuntimeError:
+            self._stats["oracle_errors"] += 1
+            return Check(complete=False)
+
+    def separate(self, z, **kw) -> Check:
+        try:
+            return self._oracle.separate(clean(z), **kw)
+        except RuntimeError:
+            self._stats["oracle_errors"] += 1
+            return Check(complete=False)
+
+    def separate_some(self, z, part: np.ndarray, **kw) -> Check:
+        """:meth:`separate` for the primaries ``part`` (bool mask over the primaries'
+        slots) only: the others are given no levels, so their attacker LPs are skipped."""
+        req = self._oracle.req
+        view = copy.copy(self._oracle)
+        view.req = dataclasses.replace(req, need_up=np.where(part, req.need_up, 0.0),
+                                       need_down=np.where(part, req.need_down, 0.0),
+                                       need_width=np.where(part, req.need_width, 0.0))
+        try:
+            return view.separate(clean(z), **kw)
+        except RuntimeError:
+            self._stats["oracle_errors"] += 1
+            return Check(complete=False)
+
+
+class HybridOracle(AttackerOracle):
+    """:class:`AttackerOracle` whose calls race the primal and the dual simplex; the
+    answers are the same LPs' optima either way.
+
+    Per oracle call (one check of a pattern, one separation round) all LPs re-solve with
+    the simplex of the lower time per LP so far, kept separately for checks and for the
+    separation: switching within a run of LPs is what costs (the dual simplex started
+    from a primal optimal basis needs far more iterations than from its own), while which
+    simplex is fast depends on the pattern.  Every ``race_every`` calls a trial call uses
+    the other one, given up for the rest of the call once its time per LP exceeds
+    ``race_cap`` times the faster one's; one trial LP is stopped at ``race_lp_cap`` times
+    that and finished by the faster simplex.  While the same simplex stays faster,
+    trials come twice as rarely each time (up to every ``race_every_max`` calls).
+    Attacker LPs of at least ``merge_pairs_min_cols`` columns are solved as
+    :class:`PairMergedModel`.
+    """
+
+    def __init__(self, *args, racing: bool = True, options: OptimalOptions | None = None,
+                 **kwargs):
+        self.options = options if options is not None else OptimalOptions()
+        super().__init__(*args, **kwargs)
+        self.racing = racing   # False: the dual simplex only, like AttackerOracle
+        self.merged_lps = 0    # attacker LPs solved with two-cell rows merged away
+        # seconds per LP of each simplex (by HiGHS strategy number) and the trial
+        # schedule, by context; shared with copies of the oracle (views)
+        self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
+        self._call: list = [None]
+
+    def check(self, z, **kw) -> Check:
+        return self._raced("check", super().check, z, **kw)
+
+    def _new_model(self, lp):
+        threshold = self.options.merge_pairs_min_cols
+        if threshold is not None and lp.n_cols >= threshold:
+            model = PairMergedModel(lp, **self._model_options)
+            self.merged_lps += int(model.n_model_rows < model.m)
+            return model
+        return super()._new_model(lp)
+
+    def separate(self, z, **kw) -> Check:
+        return self._raced("sep", super().separate, z, **kw)
+
+    def _raced(self, context: str, call, z, **kw) -> Check:
+        """``call(z, **kw)`` as one raced oracle call of ``context``."""
+        self._begin(context)
+        try:
+            return call(z, **kw)
+        finally:
+            self._end()
+
+    def _begin(self, context: str) -> None:
+        race = self._race[context]
+        race["calls"] += 1
+        opt = self.options
+        dual, primal = DUAL_SIMPLEX, PRIMAL_SIMPLEX
+        fast = None
+        if dual not in race:
+            strategy = dual  # the safe one first: primal re-solves can be 100x slower
+        elif primal not in race:
+            strategy, fast = primal, dual
+        else:
+            fast = primal if race[primal] <= race[dual] else dual
+            strategy = fast
+            if race["calls"] >= race.get("next_trial", 0):
+                strategy = dual if fast == primal else primal
+                # a trial that keeps losing comes back less and less often
+                every = race["every"] = (opt.race_every if race.get("winner") != fast
+                                         else min(2 * race.get("every", opt.race_every),
+                                                  opt.race_every_max))
+                race["winner"] = fast
+                race["next_trial"] = race["calls"] + every
+        self._call[0] = {"race": race, "strategy": strategy,
+                         "fast": fast if strategy != fast else None, "lps": 0, "secs": 0.0}
+
+    def _end(self) -> None:
+        call, self._call[0] = self._call[0], None
+        if call is not None and call["lps"]:
+            self._record(call)
+
+    @staticmethod
+    def _record(call) -> None:
+        race, strategy = call["race"], call["strategy"]
+        per_lp = call["secs"] / call["lps"]
+        race[strategy] = per_lp if strategy not in race else 0.5 * (race[strategy] + per_lp)
+
+    def _solve(self, model, k, sign):
+        call = self._call[0]
+        if not self.racing or call is None:
+            return super()._solve(model, k, sign)
+        h = model.highs
+        opt = self.options
+        race, strategy, fast = call["race"], call["strategy"], call["fast"]
+        model.set_objective(indices=[k], values=[float(sign)], sense="max")
+        S = highspy.HighsModelStatus
+        t = time.perf_counter()
+        self._set_strategy(model, strategy)
+        if fast is not None:
+            # HiGHS' time limit counts the object's whole run time, not this run's
+            h.setOptionValue("time_limit", h.getRunTime() + max(
+                opt.race_min_seconds, opt.race_lp_cap * race[fast]))
+        h.run()
+        ms = h.getModelStatus()
+        if fast is not None:
+            h.setOptionValue("time_limit", np.inf)
+        took = time.perf_counter() - t
+        call["lps"] += 1
+        call["secs"] += took
+        if fast is not None and (ms == S.kTimeLimit or (
+                call["lps"] >= opt.race_trial_lps
+                and call["secs"] > opt.race_cap * race[fast] * call["lps"])):
+            # the trial lost: its time so far is recorded, the faster one takes over
+            # from scratch (from the trial's basis the dual simplex stays slow for every
+            # later LP of the model)
+            self._record(call)
+            call.update(strategy=fast, fast=None, lps=0, secs=0.0)
+            h.clearSolver()
+            self._set_strategy(model, fast)
+            if ms == S.kTimeLimit:
+                t = time.perf_counter()
+                h.run()
+                ms = h.getModelStatus()
+                call["lps"] += 1
+                call["secs"] += time.perf_counter() - t
+        if ms == S.kUnbounded:
+            return np.inf, None
+        sol = h.getSolution() if ms == S.kOptimal else None
+        if sol is None or not sol.dual_valid:
+            # anything unusual: the plain path from scratch (HighsModel's own checks)
+            h.clearSolver()
+            self._set_strategy(model, DUAL_SIMPLEX)
+            return super()._solve(model, k, sign)
+        duals = np.array(sol.row_dual, float)
+        if isinstance(model, PairMergedModel):
+            duals = model.full_duals(duals)
+        return float(h.getInfo().objective_function_value), duals
+
+    @staticmethod
+    def _set_strategy(model, strategy: int) -> None:
+        if getattr(model, "_race_strategy", DUAL_SIMPLEX) != strategy:
+            model.highs.setOptionValue("simplex_strategy", strategy)
+            model._race_strategy = strategy
