@@ -29,6 +29,7 @@ import threading
 import time
 from concurrent.futures import (FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor,
                                 wait)
+from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
@@ -120,10 +121,15 @@ class ProcessPool:
             return self._executor
 
     def grow(self, workers: int) -> None:
-        """Make sure the pool has at least ``workers`` processes."""
-        if workers > self.workers:
-            self.shutdown()
+        """Make sure the pool has at least ``workers`` processes (a smaller pool is
+        replaced; it finishes the tasks it has, e.g. another thread's, then ends)."""
+        with self._lock:
+            if workers <= self.workers:
+                return
+            old, self._executor = self._executor, None
             self.workers = int(workers)
+        if old is not None:
+            old.shutdown(wait=False)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
         return self._pool().submit(fn, *args)
@@ -132,17 +138,14 @@ class ProcessPool:
             workers: int | None = None, timeout: float | None = None,
             weights: Sequence[float] | None = None,
             on_result: OnResult | None = None) -> list[Any]:
+        limit = min(self.workers, workers or self.workers)
         try:
-            return gather(self.submit, fn, tasks, limit=min(self.workers, workers or self.workers),
-                          timeout=timeout, weights=weights, on_result=on_result)
-        except TimeoutError:
-            # the running tasks cannot be cancelled: end their processes
+            return gather(self.submit, fn, tasks, limit=limit, timeout=timeout,
+                          weights=weights, on_result=on_result)
+        except (TimeoutError, BrokenProcessPool):
+            # a running task cannot be cancelled, and a broken pool takes no more work:
+            # end the workers (other threads' tasks in this pool fail with them)
             self.shutdown(kill=True)
-            raise
-        except BaseException:
-            executor = self._executor
-            if executor is not None and getattr(executor, "_broken", False):
-                self.shutdown(kill=True)
             raise
 
     def shutdown(self, kill: bool = False) -> None:
@@ -152,6 +155,7 @@ class ProcessPool:
             executor, self._executor = self._executor, None
         if executor is None:
             return
+        # (the executor has no public way to end busy workers before Python 3.14)
         processes = list(getattr(executor, "_processes", {}).values()) if kill else []
         executor.shutdown(wait=not kill, cancel_futures=True)
         for proc in processes:
@@ -175,8 +179,9 @@ class FuturesExecutor:
             workers: int | None = None, timeout: float | None = None,
             weights: Sequence[float] | None = None,
             on_result: OnResult | None = None) -> list[Any]:
-        return gather(self.submit, fn, tasks, limit=min(self.workers, workers or self.workers),
-                      timeout=timeout, weights=weights, on_result=on_result)
+        limit = min(self.workers, workers or self.workers)
+        return gather(self.submit, fn, tasks, limit=limit, timeout=timeout, weights=weights,
+                      on_result=on_result)
 
 
 _DEFAULT_POOL = ProcessPool()

@@ -171,7 +171,9 @@ class _Checker:
         for k, c in enumerate(comps):
             self.comp[local[c]] = k
         self.primary = np.flatnonzero(status[self.cells] == "U")
-        self.touched = np.zeros(len(comps), dtype=bool)
+        self.n_comp = len(comps)
+        # per released figure: its part's (min, max) per component
+        self.rows: list[tuple[np.ndarray, np.ndarray]] = []
         self.base_lo: dict[int, float] = {}
         self.base_hi: dict[int, float] = {}
 
@@ -188,17 +190,56 @@ class _Checker:
         if len(nz) == 0:
             return None          # a function of published cells only
         band = abs(truth - rhs) + 1e-12 * scale
+        ranges = self._ranges(free, nz)
+        if ranges is None:
+            return "time"
+        active = self._active(ranges, scale, rhs - const, band)
+        targets = self.primary[active[self.comp[self.primary]]]
+        if len(targets) == 0:
+            self.rows.append(ranges)
+            return None
         row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
-        touched = self.touched.copy()
-        touched[self.comp[nz]] = True
-        targets = self.primary[touched[self.comp[self.primary]]]
         new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
         reason = self._holds(targets)
         if reason is None:
-            self.touched = touched
+            self.rows.append(ranges)
         else:
             self.ext.delete_row(new_row)
         return reason
+
+    def _ranges(self, free: np.ndarray, nz: np.ndarray):
+        """Per component, the least and largest value of the row's part over the intruder's
+        system: one LP each way, because the components are independent and an optimum
+        of their sum is an optimum of every part. None when out of time; infinite ends
+        when unbounded."""
+        out = []
+        for sense in ("min", "max"):
+            status, x = self.base.optimum(nz, free[nz], sense)
+            if status == "unbounded":
+                return np.full(self.n_comp, -np.inf), np.full(self.n_comp, np.inf)
+            if status != "optimal":
+                return None
+            out.append(np.bincount(self.comp[nz], weights=free[nz] * x[nz],
+                                   minlength=self.n_comp))
+        return out[0], out[1]
+
+    def _active(self, ranges, scale: float, rhs: float, band: float) -> np.ndarray:
+        """Components whose primaries the rows in play may narrow. A component on which
+        every row's part is constant cannot be narrowed (its part is a published constant
+        already). With a single row (and LP intervals) the rest of the table leaves the
+        component's part the range ``rhs - others``; a component whose own range lies
+        inside it is not narrowed either."""
+        lo, hi = ranges
+        tol = 1e-9 * scale
+        active = hi - lo > tol
+        for r_lo, r_hi in self.rows:
+            active |= r_hi - r_lo > tol
+        if self.rows or self.integer or not np.isfinite(lo).all() or \
+                not np.isfinite(hi).all():
+            return active
+        others_lo, others_hi = lo.sum() - lo, hi.sum() - hi
+        inside = (lo >= rhs - band - others_hi - tol) & (hi <= rhs + band - others_lo + tol)
+        return active & ~inside
 
     def _base(self, j: int) -> tuple[float, float] | None:
         if j not in self.base_lo:
@@ -278,20 +319,24 @@ class _Bounds:
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def bound(self, j: int, sense: str):
-        """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""
+    def optimum(self, idx, vals, sense: str):
+        """``(status, point)`` of the LP with objective ``sum vals * x[idx]``."""
         left = self._remaining()
         if left is not None and left <= 0:
-            return None, None
-        self.model.set_objective(indices=[j], values=[1.0], sense=sense)
+            return "time", None
+        self.model.set_objective(indices=idx, values=vals, sense=sense)
         res = self.model.solve()
-        if res.status == "infeasible":
+        return res.status, res.x
+
+    def bound(self, j: int, sense: str):
+        """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""
+        status, x = self.optimum([j], [1.0], sense)
+        if status == "infeasible":
             return "infeasible", None
-        if res.status == "unbounded":
+        if status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None
-        if res.status != "optimal":
+        if status != "optimal":
             return None, None
-        x = res.x
         if self.integer and np.abs(x - np.round(x)).max() > 1e-6:
             return self._integer(j, sense)
         return float(x[j]), x

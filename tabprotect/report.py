@@ -1,40 +1,28 @@
-"""Reports: one self-contained HTML file per run, plus a machine-readable JSON audit trail.
+"""Reports: one self-contained HTML file per run (rendering only).
 
 The HTML report (``docs/report.md``) has a summary, the published table with status
 colours, the audit table (feasibility intervals), the information-loss table and plots made
-with matplotlib (Agg backend, embedded as base64 PNG): information loss by method (or by
+with matplotlib (drawn on an Agg canvas without touching the session's backend, embedded
+as base64 PNG): information loss by method (or by
 hierarchy level for a single run), the distribution of audit interval widths, and the R-U
-map for microdata runs.  The JSON trail records the inputs' SHA-256 checksums, the
-parameters, the software versions and the results -- counts and measures only, never a
-cell value.
-
-A run is described by a :class:`Run`; :func:`run_job` executes a job file's steps (primary
-rules, protection or rounding, audit, information loss, comparison) and returns one;
-:func:`write_report` writes ``report.html`` and ``report.json``.
+map for microdata runs.  It renders a :class:`tabprotect.pipeline.Run`; the pipeline
+(:func:`tabprotect.pipeline.run`) makes the run and
+:func:`tabprotect.io.results.write_outputs` writes ``report.html`` with the other outputs.
 """
 from __future__ import annotations
 
-import base64
 import datetime as _dt
-import hashlib
 import html
-import io
-import json
-import platform
-import sys
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from tabprotect.errors import InputError
-from tabprotect.model.status import is_suppressed
+from tabprotect.figures import new_figure, png_base64
 from tabprotect.model.table import Table
 
-Progress = Callable[[str, float], None]
+if TYPE_CHECKING:
+    from tabprotect.pipeline import Run
 
 STATUS_COLOURS = {"S": "#ffffff", "U": "#f4a6a6", "M": "#f9d59b", "P": "#b9d7f5",
                   "Z": "#e6e6e6"}
@@ -44,380 +32,22 @@ STATUS_NAMES = {"S": "safe (published)", "U": "primary unsafe (suppressed)",
 MAX_TABLE_ROWS = 400      # cells shown in the HTML tables; the CSV files hold all of them
 MAX_CROSS_COLUMNS = 40
 
-__all__ = ["Run", "run_job", "write_report", "audit_trail", "render_html", "sha256_file",
-           "MAX_TABLE_ROWS"]
-
-
-@dataclass
-class Run:
-    """Everything a report shows about one protection run.
-
-    Attributes
-    ----------
-    table : the original table (primary statuses and protection levels set)
-    kind : ``"audit"``, ``"suppression"``, ``"rounding"``, ``"compare"`` or ``"risk"``
-    published : the table as published (final status) for suppression/audit runs
-    rounded : the published (rounded) values for rounding runs
-    audit : the audit result (``lower``/``upper`` per cell, ``passed``, ``summary()``)
-    info : the :class:`tabprotect.infoloss.InfoLoss` of the published table
-    comparison : one row per method of :func:`tabprotect.compare.compare`
-    ru_map : microdata R-U map frame (``label, method``, a loss and a risk column)
-    parameters : the job spec or call parameters (goes into the trail as is)
-    inputs : input files (their checksums go into the trail)
-    timings : seconds per step
-    results : method-specific numbers (cost, optimality, solver status, ...)
-    outputs : files written by the run
-    """
-
-    table: Table
-    title: str = "tabprotect report"
-    kind: str = "audit"
-    method: str | None = None
-    published: Table | None = None
-    rounded: np.ndarray | None = None
-    audit: Any = None
-    info: Any = None
-    comparison: pd.DataFrame | None = None
-    ru_map: pd.DataFrame | None = None
-    parameters: dict[str, Any] = field(default_factory=dict)
-    inputs: list[Path] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    results: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Path] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def status(self) -> np.ndarray:
-        return (self.published if self.published is not None else self.table).status
-
-    @property
-    def passed(self) -> bool | None:
-        return None if self.audit is None else bool(self.audit.passed)
-
-
-# ---------------------------------------------------------------- running a job
-def _timed(timings: dict, name: str, progress: Progress | None, fraction: float):
-    class _T:
-        def __enter__(self):
-            if progress:
-                progress(name, fraction)
-            self.t = time.perf_counter()
-            return self
-
-        def __exit__(self, *exc):
-            timings[name] = round(time.perf_counter() - self.t, 4)
-    return _T()
-
-
-def _input_files(job) -> list[Path]:
-    files: list[Path] = []
-    if job.path is not None:
-        files.append(job.path)
-
-    def walk(obj):
-        if isinstance(obj, dict):
-            for v in obj.values():
-                walk(v)
-        elif isinstance(obj, list):
-            for v in obj:
-                walk(v)
-        elif isinstance(obj, str) and ("." in obj or "/" in obj) and len(obj) < 400:
-            try:
-                p = job.resolve(obj)
-            except (OSError, ValueError):
-                return
-            if p.is_file() and p not in files:
-                files.append(p)
-    walk(job.spec)
-    return files
-
-
-def run_job(job, *, output_dir: str | Path | None = None, method: str | None = None,
-            progress: Progress | None = None,
-            protect_options: dict[str, Any] | None = None) -> Run:
-    """Run a job file's steps and write the published table and the audit.
-
-    Steps, each when the job asks for it: build the table (cells file or microdata);
-    apply ``[rules]`` (primary); protect with ``[protect]`` (or ``method``) -- or round
-    with ``[round]`` -- and audit; otherwise audit the status given in the cells file;
-    information loss; ``[compare]``.  Writes ``published.csv`` (suppressed values blank),
-    ``cells.csv`` (all values, status) and ``audit.csv`` into the output folder.
-
-    Parameters
-    ----------
-    job : a :class:`tabprotect.io.job.Job` (see :func:`tabprotect.io.job.load_job`)
-    output_dir : overrides ``[output] dir``
-    method : protection method overriding ``[protect] method``
-    protect_options : options overriding the ``[protect]`` section (e.g. ``time_limit``)
-    progress : called as ``progress(step, fraction_done)``
-    """
-    from tabprotect.infoloss import info_loss
-    from tabprotect.io.job import build_table, write_frame
-
-    timings: dict[str, float] = {}
-    out = job.output_dir(output_dir)
-    spec = job.spec
-    title = job.section("job").get("title") or job.section("report").get("title") \
-        or f"tabprotect report: {job.label}"
-    with _timed(timings, "build table", progress, 0.0):
-        table = build_table(job)
-    run = Run(table=table, title=str(title), parameters=spec, inputs=_input_files(job),
-              timings=timings)
-    if "rules" in spec or "primary" in spec:
-        with _timed(timings, "primary rules", progress, 0.1):
-            table = _apply_job_rules(job, table)
-            run.table = table
-    protect_opts = job.section("protect")
-    if method is not None or "protect" in spec:
-        _protect_step(run, job, method or protect_opts.get("method", "optimal"), progress,
-                      protect_options or {})
-    elif "round" in spec:
-        _round_step(run, job, progress)
-    else:
-        _audit_step(run, job, progress)
-    with _timed(timings, "information loss", progress, 0.8):
-        if run.kind == "rounding":
-            run.info = info_loss(table, run.rounded, **_infoloss_options(job))
-        else:
-            run.info = info_loss(table, run.published)
-    if "compare" in spec:
-        from tabprotect.compare import compare_job
-        with _timed(timings, "compare", progress, 0.85):
-            run.comparison = compare_job(job, table, progress=progress).frame
-    with _timed(timings, "write outputs", progress, 0.95):
-        if run.kind == "rounding":
-            pub = table.to_frame(("value", "freq"))
-            pub["value"] = run.rounded
-            pub = pub.drop(columns=["freq"])
-            run.outputs["published"] = write_frame(pub, out / "published.csv")
-        else:
-            published = run.published
-            frame = published.to_frame(("value", "status"))
-            frame["value"] = np.where(is_suppressed(published.status), np.nan, published.value)
-            run.outputs["published"] = write_frame(frame, out / "published.csv")
-            run.outputs["cells"] = write_frame(published.to_frame(("value", "freq", "status")),
-                                               out / "cells.csv")
-        if run.audit is not None and hasattr(run.audit, "to_frame"):
-            audited = run.published if run.published is not None else table
-            run.outputs["audit"] = write_frame(run.audit.to_frame(audited), out / "audit.csv")
-        if run.comparison is not None:
-            run.outputs["comparison"] = write_frame(run.comparison, out / "compare.csv")
-    return run
-
-
-def _infoloss_options(job) -> dict:
-    opts = job.section("report")
-    return {k: opts[k] for k in ("by", "cells", "zero", "rows", "cols") if k in opts}
-
-
-def _apply_job_rules(job, table: Table) -> Table:
-    from tabprotect import primary
-    rules_from_job = getattr(primary, "rules_from_job", None)
-    if rules_from_job is None:
-        raise InputError(f"{job.label}: [rules] needs tabprotect.primary.rules_from_job")
-    result = primary.apply_rules(table, rules_from_job(job))
-    return result.table
-
-
-PROTECT_KEYS = ("cost", "time_limit", "singleton", "repair", "mip_gap", "empty",
-                "cost_column", "engine", "backend")
-
-
-def _protect_step(run: Run, job, method: str, progress: Progress | None,
-                  overrides: dict[str, Any]) -> None:
-    from tabprotect.secondary import protect
-    opts = {**job.section("protect"), **overrides}
-    unknown = set(opts) - set(PROTECT_KEYS) - {"method"}
-    if unknown:
-        raise InputError(f"{job.label} [protect]: unknown key(s) {sorted(unknown)} "
-                         f"(known: method, {', '.join(PROTECT_KEYS)})")
-    table = run.table
-    if not (table.status == "U").any():
-        raise InputError(f"{job.label}: no primary unsafe cells (status U) to protect; give "
-                         f"[rules] or a status column")
-    kwargs = {k: opts[k] for k in PROTECT_KEYS if k in opts}
-    with _timed(run.timings, f"protect ({method})", progress, 0.2):
-        result = protect(table, method=method, progress=_scaled(progress, 0.2, 0.75),
-                         **kwargs)
-    run.kind = "suppression"
-    run.method = method
-    run.published = result.table
-    run.audit = result.audit
-    summary = result.summary() if hasattr(result, "summary") else _result_numbers(result)
-    run.results = {k: v for k, v in summary.items() if k not in ("cells", "method", "audit")}
-    run.notes.extend(getattr(result, "notes", []) or [])
-    if not getattr(result, "proven_optimal", False) and method == "optimal":
-        run.notes.append("the optimal method stopped before proving optimality (time "
-                         "limit): the pattern is the best found, and it is audited")
-
-
-def _scaled(progress: Progress | None, start: float, end: float) -> Progress | None:
-    """Map a step's own progress (0..1) into [start, end] of the whole run."""
-    if progress is None:
-        return None
-    return lambda step, frac: progress(step, start + (end - start) * max(0.0, min(1.0, frac)))
-
-
-def _result_numbers(result) -> dict:
-    out = {}
-    for key in ("method", "cost", "proven_optimal", "solver_status", "mip_gap", "timings",
-                "repairs", "runtime"):
-        v = getattr(result, key, None)
-        if v is not None and not callable(v):
-            out[key] = v
-    return out
-
-
-def _round_step(run: Run, job, progress: Progress | None) -> None:
-    from tabprotect.rounding import round_table
-    opts = dict(job.section("round"))
-    if "base" not in opts:
-        raise InputError(f"{job.label} [round]: give 'base' (the rounding base)")
-    keys = ("method", "seed", "margins_from_interior", "weights", "k_step", "step_penalty",
-            "threshold", "time_limit", "mip_gap")
-    with _timed(run.timings, "round and audit", progress, 0.2):
-        result = round_table(run.table, int(opts["base"]),
-                             **{k: opts[k] for k in keys if k in opts})
-    run.kind = "rounding"
-    run.method = f"{result.method} rounding, base {result.base}"
-    run.rounded = np.asarray(_rounded_values(result), dtype=float)
-    summary = result.summary() if hasattr(result, "summary") else _result_numbers(result)
-    run.results = {k: v for k, v in summary.items() if k not in ("cells",)}
-    run.notes.extend(getattr(result, "notes", []) or [])
-    run.audit = getattr(result, "audit", None)
-
-
-def _rounded_values(result) -> np.ndarray:
-    for attr in ("rounded", "values"):
-        v = getattr(result, attr, None)
-        if v is not None and not callable(v):
-            return np.asarray(v, dtype=float)
-    if isinstance(getattr(result, "table", None), Table):
-        return result.table.value
-    raise InputError("rounding result carries no rounded values")
-
-
-def _audit_step(run: Run, job, progress: Progress | None) -> None:
-    from tabprotect.audit import audit
-    table = run.table
-    opts = job.section("audit")
-    if not table.suppressed.any():
-        raise InputError(f"{job.label}: nothing to report: no [protect] or [round] step and "
-                         f"no suppressed cells (status U or M) to audit")
-    with _timed(run.timings, "audit", progress, 0.3):
-        run.audit = audit(table, integer=opts.get("integer"),
-                          singleton=bool(opts.get("singleton", False)),
-                          time_limit=opts.get("time_limit"))
-    run.kind = "audit"
-    run.published = table
-
-
-# ---------------------------------------------------------------- audit trail
-def sha256_file(path: str | Path) -> str:
-    """SHA-256 checksum of a file, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _versions() -> dict[str, str]:
-    from tabprotect import __version__
-    out = {"tabprotect": __version__, "python": platform.python_version()}
-    for name in ("numpy", "pandas", "scipy", "highspy", "matplotlib"):
-        mod = sys.modules.get(name)
-        if mod is None:
-            try:
-                mod = __import__(name)
-            except ImportError:
-                continue
-        out[name] = str(getattr(mod, "__version__", "unknown"))
-    return out
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        f = float(obj)
-        return f if np.isfinite(f) else None
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, (str, int)) or obj is None:
-        return obj
-    return str(obj)
-
-
-def audit_trail(run: Run) -> dict[str, Any]:
-    """The machine-readable record of a run: inputs' checksums, parameters, versions,
-    results.  Holds counts and measures only, never a cell value."""
-    table = run.table
-    status = run.status
-    counts = {s: int((status == s).sum()) for s in "SUMPZ"}
-    results: dict[str, Any] = {
-        "kind": run.kind, "method": run.method, "cells": table.n_cells,
-        "relations": table.n_relations, "status_counts": counts,
-        "audit_passed": run.passed, **run.results,
-    }
-    if run.audit is not None and hasattr(run.audit, "summary"):
-        results["audit"] = run.audit.summary()
-    if run.info is not None:
-        results["information_loss"] = run.info.to_dict()
-    if run.comparison is not None:
-        results["comparison"] = run.comparison.to_dict(orient="records")
-    if run.ru_map is not None:
-        results["ru_map"] = run.ru_map.to_dict(orient="records")
-    return _jsonable({
-        "title": run.title,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "versions": _versions(),
-        "inputs": [{"path": str(p), "bytes": Path(p).stat().st_size, "sha256": sha256_file(p)}
-                   for p in run.inputs if Path(p).is_file()],
-        "parameters": run.parameters,
-        "timings_seconds": run.timings,
-        "outputs": {k: str(v) for k, v in run.outputs.items()},
-        "results": results,
-        "notes": run.notes,
-    })
+__all__ = ["render_html", "MAX_TABLE_ROWS"]
 
 
 # ---------------------------------------------------------------- plots
-def _figure_png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def plot_loss_by_method(comparison: pd.DataFrame) -> str | None:
     """Bar chart of each method's information loss (and suppressions); base64 PNG."""
     if comparison is None or len(comparison) == 0:
         return None
-    plt = _pyplot()
     col = next((c for c in ("share_value", "hellinger", "value_suppressed", "suppressed")
                 if c in comparison.columns and comparison[c].notna().any()), None)
     if col is None:
         return None
     labels = comparison["label"].astype(str) if "label" in comparison else \
         comparison.index.astype(str)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig = new_figure((9, 3.6))
+    axes = fig.subplots(1, 2)
     axes[0].bar(labels, comparison[col].fillna(0.0), color="#5b8bd0")
     axes[0].set_title(f"information loss ({col})")
     second = "suppressed" if col != "suppressed" and "suppressed" in comparison else "seconds"
@@ -428,7 +58,7 @@ def plot_loss_by_method(comparison: pd.DataFrame) -> str | None:
         ax.tick_params(axis="x", rotation=30, labelsize=8)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 def plot_loss_by_level(info) -> str | None:
@@ -439,14 +69,14 @@ def plot_loss_by_level(info) -> str | None:
     col = "share_value" if info.kind == "suppression" else "sum_abs_deviation"
     if len(frame) == 0 or col not in frame:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig = new_figure((6, 3.4))
+    ax = fig.subplots()
     ax.bar(frame.index.astype(str), frame[col].fillna(0.0), color="#5b8bd0")
     ax.set_ylabel("% of value suppressed" if col == "share_value" else "sum |deviation|")
     ax.set_title("information loss by hierarchy level")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 def interval_widths(table: Table, audit) -> np.ndarray:
@@ -472,8 +102,8 @@ def plot_interval_widths(table: Table, audit) -> str | None:
     cap = float(np.nanpercentile(rel_f, 99)) if np.isfinite(rel_f).sum() > 5 else \
         float(np.nanmax(rel_f))
     shown = np.clip(rel_f, 0, max(cap, 1.0))
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig = new_figure((6, 3.4))
+    ax = fig.subplots()
     bins = min(30, max(5, int(np.sqrt(np.isfinite(shown).sum())) + 1))
     ax.hist([shown[primary & np.isfinite(shown)], shown[~primary & np.isfinite(shown)]],
             bins=bins, stacked=True, color=[STATUS_COLOURS["U"], STATUS_COLOURS["M"]],
@@ -483,7 +113,7 @@ def plot_interval_widths(table: Table, audit) -> str | None:
     ax.set_title("audit: feasibility interval widths")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 def plot_ru(frame: pd.DataFrame | None) -> str | None:
@@ -494,8 +124,8 @@ def plot_ru(frame: pd.DataFrame | None) -> str | None:
     risk = next((c for c in frame.columns if "tau" in c or "risk" in c), None)
     if loss is None or risk is None:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = new_figure((6, 4))
+    ax = fig.subplots()
     ax.plot(frame[loss], frame[risk], "o", color="#5b8bd0")
     for _, row in frame.iterrows():
         ax.annotate(str(row.get("label", row.get("method", ""))), (row[loss], row[risk]),
@@ -505,7 +135,7 @@ def plot_ru(frame: pd.DataFrame | None) -> str | None:
     ax.set_title("R-U map")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    return _figure_png(fig)
+    return png_base64(fig)
 
 
 # ---------------------------------------------------------------- HTML
@@ -679,6 +309,7 @@ def _info_html(run: Run) -> str:
 
 def render_html(run: Run) -> str:
     """The report as one self-contained HTML document (no external files)."""
+    from tabprotect import __version__
     table = run.published if run.published is not None else run.table
     images = []
     if run.comparison is not None:
@@ -695,7 +326,7 @@ def render_html(run: Run) -> str:
     sections = [
         f"<h1>{html.escape(run.title)}</h1>",
         f'<p class="note">Generated {_dt.datetime.now().strftime("%Y-%m-%d %H:%M")} by '
-        f"tabprotect {_versions()['tabprotect']}. This report shows confidential cell values "
+        f"tabprotect {__version__}. This report shows confidential cell values "
         f"(audit table): it is for the people who decide what gets published, not for "
         f"publication.</p>",
         "<h2>Summary</h2>", _summary_html(run),
@@ -724,44 +355,3 @@ def render_html(run: Run) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(run.title)}</title><style>{CSS}</style></head><body>"
             + "\n".join(sections) + "</body></html>")
-
-
-def write_report(run: Run, path: str | Path) -> tuple[Path, Path]:
-    """Write ``report.html`` and its JSON audit trail ``report.json``.
-
-    Parameters
-    ----------
-    run : what to report
-    path : an ``.html`` file, or a folder (``report.html`` in it)
-
-    Returns
-    -------
-    (html_path, json_path)
-
-    Examples
-    --------
-    >>> from tabprotect.model import Hierarchy
-    >>> from tabprotect.audit import audit
-    >>> import tempfile
-    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
-    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
-    >>> st = t.status.copy(); st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
-    >>> t = t.replace(status=st)
-    >>> html_path, json_path = write_report(Run(t, audit=audit(t)), tempfile.mkdtemp())
-    >>> html_path.name, json_path.name
-    ('report.html', 'report.json')
-    """
-    path = Path(path)
-    if path.suffix.lower() not in (".html", ".htm"):
-        path = path / "report.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if run.info is None:
-        from tabprotect.infoloss import info_loss
-        run.info = (info_loss(run.table, run.rounded) if run.rounded is not None
-                    else info_loss(run.table, run.published))
-    json_path = path.with_suffix(".json")
-    run.outputs.setdefault("report", path)
-    run.outputs.setdefault("audit_trail", json_path)
-    path.write_text(render_html(run), encoding="utf-8")
-    json_path.write_text(json.dumps(audit_trail(run), indent=2), encoding="utf-8")
-    return path, json_path

@@ -788,30 +788,13 @@ def _grand_total(table: Table) -> int:
 
 
 def _aggregation_matrix(table: Table, inner: np.ndarray) -> sp.csr_matrix:
-    """cells x inner-cells 0/1 matrix: which inner cells make up each cell."""
-    if table.dimensions:
-        mats = []
-        for dim in table.dimensions:
-            h = dim.hierarchy
-            leaves = np.flatnonzero(h.is_leaf)
-            leaf_col = {int(l): j for j, l in enumerate(leaves)}
-            r, c = [], []
-            for j, l in enumerate(leaves):
-                node = int(l)
-                while node >= 0:
-                    r.append(node)
-                    c.append(j)
-                    node = int(h.parent[node])
-            mats.append(sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(len(h), len(leaves))))
-            del leaf_col
-        K = mats[0]
-        for m in mats[1:]:
-            K = sp.kron(K, m, format="csr")
-        # columns of K are leaf combinations in C order == inner cells in cell order
-        return K.tocsr()
-    # general table: solve the relations top-down is not defined in general
-    raise InputError("small-count rounding and margins_from_interior need a product table "
-                     "(dimensions with hierarchies)")
+    """cells x inner-cells 0/1 matrix: which inner cells make up each cell (the table's
+    model matrix; its columns, the leaf cells in cell order, are the inner cells)."""
+    if not table.dimensions:
+        # general table: solve the relations top-down is not defined in general
+        raise InputError("small-count rounding and margins_from_interior need a product "
+                         "table (dimensions with hierarchies)")
+    return table.model_matrix.sparse()
 
 
 def _aggregate_from_inner(table: Table, inner: np.ndarray, inner_values: np.ndarray,

@@ -43,7 +43,8 @@ from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.relations import product_relations
 from tabprotect.model.table import Dimension, Table, aggregate_leaves
 
-__all__ = ["tabulate", "tabulate_job", "hierarchy_from_correspondence", "MISSING_POLICIES"]
+__all__ = ["tabulate", "hierarchy_from_correspondence", "MISSING_POLICIES", "MICRODATA_KEYS",
+           "read_table_file", "distinct_codes"]
 
 MISSING_POLICIES = ("error", "zero", "drop")
 _MAX_CANDIDATES = 256  # per-cell (value, weight) pairs kept to derive weighted top-k
@@ -198,68 +199,6 @@ def hierarchy_from_correspondence(frame: pd.DataFrame, columns: Sequence[str],
 MICRODATA_KEYS = {"file", "dimensions", "response", "kind", "weight", "holding", "shadow",
                   "cost", "request", "top_k", "unknown_code", "missing", "engine", "name",
                   "threads", "memory_limit"}
-
-
-def tabulate_job(job, progress: Callable[[str], None] | None = None) -> Table:
-    """The table of a job with a ``[microdata]`` section (see ``docs/tabulate.md``).
-
-    ``top_k`` defaults to what the job's ``[rules]`` need.  Hierarchies come from the
-    ``[hierarchies.NAME]`` sections (as for cells input; ``columns`` specs use
-    :func:`hierarchy_from_correspondence`).
-
-    Examples
-    --------
-    >>> from tabprotect.io.job import load_job
-    >>> job = load_job(spec={"microdata": {"file": "m.csv", "dimensions": ["g"]}}, base=".")
-    >>> sorted(job.section("microdata"))
-    ['dimensions', 'file']
-    """
-    from tabprotect.io.job import build_hierarchy
-    spec = job.section("microdata")
-    label = f"{job.label} [microdata]"
-    unknown = set(spec) - MICRODATA_KEYS
-    if unknown:
-        raise InputError(f"{label}: unknown key(s) {sorted(unknown)} "
-                         f"(known: {', '.join(sorted(MICRODATA_KEYS))})")
-    if "file" not in spec:
-        raise InputError(f"{label}: give 'file' (the microdata CSV/Parquet file)")
-    dims = spec.get("dimensions")
-    if not dims or not isinstance(dims, list):
-        raise InputError(f"{label}: give 'dimensions' (a list of code columns)")
-    path = job.resolve(spec["file"])
-    if not path.exists():
-        raise InputError(f"{label}: microdata file {path} not found")
-    hier_specs = job.section("hierarchies")
-    hierarchies: dict[str, Hierarchy] = {}
-    codes_cache: dict[str, pd.Series] | None = None
-    for d in dims:
-        hs = hier_specs.get(d, {"flat": True})
-        if "columns" in hs:
-            corr = job.resolve(hs.get("file", spec["file"]))
-            frame = _read_table_file(corr, hs["columns"])
-            hierarchies[d] = hierarchy_from_correspondence(
-                frame, hs["columns"], total=str(hs.get("total", "Total")), name=d)
-            continue
-        needs_codes = "levels" in hs or hs.get("flat", False) or not hs
-        codes = None
-        if needs_codes:
-            if codes_cache is None:
-                codes_cache = _distinct_codes(path, dims)
-            codes = codes_cache[d]
-        hierarchies[d] = build_hierarchy(job, d, codes)
-    top_k = spec.get("top_k")
-    if top_k is None:
-        from tabprotect.primary import rules_from_spec, top_k_needed
-        rules = rules_from_spec(job.section("rules"), job) if "rules" in job.spec else []
-        top_k = max(3, top_k_needed(rules))
-    return tabulate(path, hierarchies, spec.get("response"), kind=spec.get("kind"),
-                    weight=spec.get("weight"), holding=spec.get("holding"),
-                    shadow=spec.get("shadow"), cost=spec.get("cost"),
-                    request=spec.get("request"), top_k=int(top_k),
-                    unknown_code=spec.get("unknown_code"), missing=spec.get("missing", "error"),
-                    engine=spec.get("engine", "auto"), name=spec.get("name", path.stem),
-                    threads=spec.get("threads"), memory_limit=spec.get("memory_limit"),
-                    progress=progress)
 
 
 # ====================================================================== internals
@@ -1029,7 +968,7 @@ def _assemble(lv: _Leaves, spec: _Spec, name: str) -> Table:
 
 
 # ---------------------------------------------------------------------- files
-def _read_table_file(path: Path, str_columns: Sequence[str]) -> pd.DataFrame:
+def read_table_file(path: Path, str_columns: Sequence[str]) -> pd.DataFrame:
     from tabprotect.model import read_frame
     return read_frame(path, dtype_str=list(str_columns))
 
@@ -1043,13 +982,16 @@ def _read_microdata(path: Path, spec: _Spec) -> pd.DataFrame:
             str_cols = [d.name for d in spec.dims] + ([spec.holding] if spec.holding else [])
             frame = pd.read_csv(path, dtype={c: str for c in str_cols},
                                 usecols=lambda c: c.strip() in cols)
+    except ImportError:
+        raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
+                         f"'tabprotect[files]'") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
 
 
-def _distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, pd.Series]:
+def distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, pd.Series]:
     """Distinct codes of each dimension column (to build 'levels'/'flat' hierarchies)."""
     con = _duckdb_connect(None, None)
     try:

@@ -295,15 +295,16 @@ def test_cli_audit_rounded_on_non_additive_published_table(tmp_path):
     code = main(["audit-rounded", str(tmp_path / "job.toml")])
     assert code in (0, 1)
     import pandas as pd
-    out = pd.read_csv(tmp_path / "out" / "rounded_audit.csv")
+    out = pd.read_csv(tmp_path / "out" / "audit.csv")
     assert len(out) == 12 and "value" not in out.columns
     res = round_table(a4_table(), 5, "deterministic")
     # same intervals as the Python API on the same published values
     for _, r in out.iterrows():
         i = res.table.cell(r["row"], r["sex"])
         assert (r["lower"], r["upper"]) == (res.audit.lower[i], res.audit.upper[i])
-    summary = json.loads((tmp_path / "out" / "rounded_audit_summary.json").read_text())
-    assert summary["method"] == "deterministic"
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["method"] == "deterministic rounding, base 5"
+    assert not (tmp_path / "out" / "published.csv").exists()   # its input is the publication
 
 
 # ---------------------------------------------------------------- certificates

@@ -99,15 +99,15 @@ def test_compare_command_writes_csv_json_report(tmp_path, capsys):
     job = tmp_path / "job.toml"
     job.write_text(job.read_text() + '\n[compare]\nmethods = ["optimal", "hypercube", '
                    '{method = "greedy", label = "greedy"}]\nsingleton = false\n')
-    code = main(["compare", str(job), "--report", "--quiet", "--output-dir", str(tmp_path)])
+    code = main(["compare", str(job), "--report", "--quiet", "--output", str(tmp_path / "out")])
     assert code == 0
-    frame = pd.read_csv(tmp_path / "compare.csv")
+    frame = pd.read_csv(tmp_path / "out" / "compare.csv")
     assert list(frame["label"]) == ["optimal", "hypercube", "greedy"]
     assert frame["audit_passed"].all()
-    data = json.loads((tmp_path / "compare.json").read_text())
-    assert [r["label"] for r in data["runs"]] == ["optimal", "hypercube", "greedy"]
-    assert set(data["information_loss"]) == {"optimal", "hypercube", "greedy"}
-    html = (tmp_path / "compare_report.html").read_text()
+    data = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [r["label"] for r in data["methods"]] == ["optimal", "hypercube", "greedy"]
+    assert data["verdict"] == "PASSED"
+    html = (tmp_path / "out" / "report.html").read_text()
     assert '<table id="comparison">' in html and "data:image/png;base64," in html
     assert "report:" in capsys.readouterr().out
 

@@ -21,11 +21,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tabprotect.model import synthetic
 from tabprotect.secondary.gauss import (P, _Elimination, _modinv, _run, _table_insert,
                                         _table_remove, cell_vectors, gauss)
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
 
 
 class DenseSpan:
@@ -77,23 +75,37 @@ def reference_secondaries(M: np.ndarray, status: np.ndarray, cost: np.ndarray) -
     """Langsrud's greedy with the dense exact span: forced P/Z cells first, then the
     candidates by decreasing cost (ties by index); a candidate is suppressed iff adding it
     puts some primary into the published span (primaries already disclosed by the forced
-    cells are lost anyway and do not block anything)."""
+    cells are lost anyway and do not block anything).
+
+    The residue of a vector (what is left after the span's echelon sweep) is zero exactly
+    for vectors in the span, so a candidate with residue ``r`` discloses a primary iff the
+    primary's residue is a multiple of ``r``; the primaries' residues are kept up to date
+    as the span grows."""
     span = DenseSpan(M.shape[1])
-    primaries = [M[u] for u in np.flatnonzero(status == "U")]
     for i in np.flatnonzero(np.isin(status, ("P", "Z"))):
         span.add(M[i])
+    open_ = [r for r in (span.residue(M[u]) for u in np.flatnonzero(status == "U"))
+             if any(r)]
     free = np.flatnonzero(~np.isin(status, ("U", "M", "P", "Z")))
     order = free[np.lexsort((free, -cost[free]))]
-    primaries = [p for p in primaries if not span.contains(p)]
     secondary = set()
     for i in order:
-        trial = span.copy()
-        trial.add(M[i])
-        if any(trial.contains(p) for p in primaries):
+        r = span.residue(M[i])
+        j = next((k for k, x in enumerate(r) if x), None)
+        if j is None:
+            continue  # already in the span: publishing it reveals nothing new
+        if any(_parallel(p, r, j) for p in open_):
             secondary.add(int(i))
-        else:
-            span = trial
+            continue
+        span.rows[j] = [x / r[j] for x in r]
+        open_ = [[a - p[j] / r[j] * b for a, b in zip(p, r)] for p in open_]
     return secondary
+
+
+def _parallel(p: list[Fraction], r: list[Fraction], j: int) -> bool:
+    """``p`` is a multiple of ``r`` (``r[j]`` its first non-zero entry; ``p`` non-zero)."""
+    f = p[j] / r[j]
+    return f != 0 and all(a == f * b for a, b in zip(p, r))
 
 
 branching = st.lists(st.integers(2, 3), min_size=1, max_size=2)
@@ -104,10 +116,10 @@ branching = st.lists(st.integers(2, 3), min_size=1, max_size=2)
        st.integers(0, 10**6), st.floats(0.0, 0.3))
 def test_same_pattern_as_the_dense_exact_reference(dims, seed, cost_seed, p_forced):
     dims = [tuple(b) for b in dims]
-    t = gen_tables.generate(dims, seed=seed)
+    t = synthetic.generate(dims, seed=seed)
     if t.n_cells > 200:  # keep the dense reference fast
         dims = [b[:1] for b in dims]
-        t = gen_tables.generate(dims, seed=seed)
+        t = synthetic.generate(dims, seed=seed)
     rng = np.random.default_rng(cost_seed)
     status = t.status.copy()
     # some published-by-force cells, and a random cost order (distinct costs)
@@ -162,7 +174,7 @@ def test_forced_offers_count_disclosures():
 
 
 def test_singleton_runs_in_two_workers_give_the_same_pattern():
-    t = gen_tables.preset("3d-small", seed=11)
+    t = synthetic.preset("3d-small", seed=11)
     single = (t.status == "U") & (t.freq == 1)
     assert single.any() and ((t.status == "U") & ~single).any()  # two eliminations
     cost = t.value.copy()
@@ -179,11 +191,9 @@ def test_modular_inverse(a):
 
 
 def patterns(names_seeds: list[tuple[str, int]]) -> list[list[int]]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import gen_tables as gt
     out = []
     for name, seed in names_seeds:
-        t = gt.preset(name, seed=seed)
+        t = synthetic.preset(name, seed=seed)
         status = gauss(t, t.value.copy(), singleton=False).status
         out.append(np.flatnonzero(status == "M").tolist())
     return out
@@ -209,7 +219,7 @@ def test_pure_python_kernel_gives_the_same_patterns():
 
 
 def test_growing_the_arrays_does_not_change_the_pattern():
-    t = gen_tables.preset("10k-4d", seed=3)
+    t = synthetic.preset("10k-4d", seed=3)
     cost = t.value.copy()
     primary = t.status == "U"
     none = np.zeros(t.n_cells, bool)
@@ -222,7 +232,7 @@ def test_growing_the_arrays_does_not_change_the_pattern():
 
 
 def test_time_limit_keeps_unexamined_cells_hidden():
-    t = gen_tables.preset("1k-3d", seed=4)
+    t = synthetic.preset("1k-3d", seed=4)
     out = gauss(t, t.value.copy(), singleton=False, time_limit=0.0)
     assert out.solver_status == "time_limit"
     free = ~np.isin(t.status, ("U", "M", "P", "Z"))
@@ -256,7 +266,7 @@ def test_fingerprint_table_finds_every_filed_primary(ops):
 
 def test_warns_on_large_tables_without_numba(monkeypatch):
     from tabprotect.secondary import gauss as gauss_module
-    t = gen_tables.preset("2d-small", seed=1)
+    t = synthetic.preset("2d-small", seed=1)
     monkeypatch.setattr(gauss_module, "SLOW_WITHOUT_NUMBA", t.n_cells - 1)
     monkeypatch.setattr(gauss_module, "JIT", False)
     with pytest.warns(RuntimeWarning, match="numba is not available"):

@@ -11,8 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: import cycles that are known and being removed; each entry is the set of modules on
 #: one cycle.  The test fails on any other cycle, and on an entry that no longer exists.
 KNOWN_CYCLES: list[frozenset[str]] = [
-    # tabulate builds hierarchies with io.job's reader; io.job runs tabulate for a job
-    frozenset({"tabprotect.tabulate", "tabprotect.io.job"}),
 ]
 
 

@@ -5,6 +5,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
@@ -18,6 +19,10 @@ def _square_minus(x: int) -> int:
 
 def _pid(_: object) -> int:
     return os.getpid()
+
+
+def _die(code: int) -> None:
+    os._exit(code)
 
 
 def _nap(seconds: float) -> float:
@@ -52,7 +57,8 @@ def test_the_pool_is_reused_across_calls():
 
 def test_on_result_sees_every_task_once():
     seen = []
-    process_map(abs, [-1, -2, -3, -4], workers=2, on_result=lambda i, r: seen.append((i, r)))
+    process_map(abs, [-1, -2, -3, -4], workers=2,
+                on_result=lambda i, r: seen.append((i, r)))
     assert sorted(seen) == [(0, 1), (1, 2), (2, 3), (3, 4)]
 
 
@@ -95,6 +101,12 @@ def test_time_out_raises_and_cancels_the_tasks_not_started():
         assert pool.map(_square_minus, [1, 2, 3]) == [-2, -2, 0]
     finally:
         pool.shutdown(kill=True)
+
+
+def test_a_worker_that_dies_is_an_error_and_the_next_call_gets_a_new_pool():
+    with pytest.raises(BrokenProcessPool):
+        process_map(_die, [3, 3], workers=2)
+    assert process_map(_square_minus, [1, 2], workers=2) == [-2, -2]
 
 
 def test_another_engine_plugs_in_through_the_protocol():

@@ -4,7 +4,6 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,12 +14,9 @@ from hypothesis import strategies as st
 from tabprotect.audit import audit
 from tabprotect.cli import main
 from tabprotect.errors import InputError
-from tabprotect.model import Hierarchy, Table
+from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import METHODS, MethodOutcome, protect, register_method
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
 
 
 def a2_table() -> Table:
@@ -210,13 +206,13 @@ def test_cli_protect_writes_published_table_and_summary(tmp_path, capsys, with_s
     out = capsys.readouterr().out
     assert code == 0, out
     assert "audit: PASSED" in out
-    pub = pd.read_csv(tmp_path / "out" / "protected.csv")
-    summary = json.loads((tmp_path / "out" / "protected_summary.json").read_text())
+    pub = pd.read_csv(tmp_path / "out" / "published.csv")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     sup = pub["status"].isin(["U", "M"])
-    assert summary["primary"] == int((pub["status"] == "U").sum()) >= 1
-    assert summary["secondary"] == int((pub["status"] == "M").sum()) >= 1
+    assert summary["status_counts"]["U"] == int((pub["status"] == "U").sum()) >= 1
+    assert summary["status_counts"]["M"] == int((pub["status"] == "M").sum()) >= 1
     assert pub.loc[sup, "value"].isna().all() and pub.loc[~sup, "value"].notna().all()
-    assert summary["audit"] == "PASSED"
+    assert summary["verdict"] == "PASSED"
 
 
 def test_cli_without_primaries_is_an_input_error(tmp_path, capsys):
@@ -224,16 +220,17 @@ def test_cli_without_primaries_is_an_input_error(tmp_path, capsys):
     (tmp_path / "job.toml").write_text('[input]\ncells = "cells.csv"\ndimensions = ["row"]\n'
                                       'compute_totals = true\n')
     assert main(["protect", str(tmp_path / "job.toml")]) == 2
-    assert "no primary cells" in capsys.readouterr().err
+    assert "no primary unsafe cells" in capsys.readouterr().err
 
 
 def test_cli_protect_report_option(tmp_path, capsys):
     job = _write_job(tmp_path, True)
     assert main(["protect", job, "--time-limit", "30", "--report"]) == 0
     html = (tmp_path / "out" / "report.html").read_text()
-    trail = json.loads((tmp_path / "out" / "report.json").read_text())
+    trail = json.loads((tmp_path / "out" / "trail.json").read_text())
     assert "PASSED" in html and "<img" in html
-    assert trail and "report written to" in capsys.readouterr().out
+    assert trail["outputs"]["report"]["file"] == "report.html"
+    assert "report: " in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("local_lps", [False, True])
@@ -246,7 +243,7 @@ def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps)
     monkeypatch.setattr(protect_module, "LARGE_TABLE", 10)
     if local_lps:  # the screen's local LPs, normally for large components only
         monkeypatch.setattr(_sys.modules["tabprotect.audit"], "_LOCAL_MIN_VARS", 0)
-    t = gen_tables.preset("3d-small", seed=3)
+    t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
     assert res.parameters["audit_mode"] == "verdict"
     assert res.audit.mode in ("screen", "verdict")
@@ -256,7 +253,7 @@ def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps)
 
 
 def test_audit_mode_is_validated_and_intervals_can_be_forced():
-    t = gen_tables.preset("2d-small", seed=1)
+    t = synthetic.preset("2d-small", seed=1)
     with pytest.raises(InputError, match="audit_mode"):
         protect(t, method="gauss", audit_mode="fast", singleton=False)
     res = protect(t, method="gauss", audit_mode="verdict", singleton=False)
@@ -270,7 +267,7 @@ def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges
     monkeypatch.setattr(protect_module, "FEASIBILITY_CHECK_MAX_WORK", 0)
     # (generated tables hold totals equal to one single-contributor child, which no
     # pattern protects against its contributor: singleton attacks off, as in bench_scale)
-    t = gen_tables.preset("3d-small", seed=2024)
+    t = synthetic.preset("3d-small", seed=2024)
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert any("feasibility check skipped" in n for n in res.notes)
     assert res.passed and audit(res.table).passed
@@ -278,7 +275,7 @@ def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges
 
 @pytest.mark.parametrize("method", ["hypercube", "modular"])
 def test_product_methods_recover_the_structure_of_a_general_table(method):
-    t = gen_tables.preset("3d-small", seed=7)
+    t = synthetic.preset("3d-small", seed=7)
     # the same table as cells + relations only, cells shuffled (no dimensions at all)
     perm = np.random.default_rng(1).permutation(t.n_cells)
     new_index = np.empty_like(perm)
@@ -301,7 +298,7 @@ def test_product_methods_recover_the_structure_of_a_general_table(method):
 
 
 def test_feasibility_check_stops_at_its_share_of_the_time_limit():
-    t = gen_tables.preset("3d-small", seed=3)
+    t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=1e-6,
                   audit_time_limit=60)
     assert any("feasibility check stopped" in n for n in res.notes)
@@ -327,7 +324,7 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
     monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 8)
     monkeypatch.setattr(importlib.import_module("tabprotect.secondary.greedy"),
                         "PARALLEL_MIN_PRIMARIES", 8)
-    t = gen_tables.preset("1k-3d", seed=2024)
+    t = synthetic.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   audit_workers=2)
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
@@ -356,7 +353,7 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
     monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
     monkeypatch.setattr(pm, "CERTIFY_PASS_MIN_CELLS", 10)
     monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 4)
-    t = gen_tables.generate(((2, 3), (3,), (3,), (2,)), seed=7)
+    t = synthetic.generate(((2, 3), (3,), (3,), (2,)), seed=7)
     assert len(t.dimensions) == 4
     raw = protect(t, method="gauss", cost="value", singleton=False, repair=False)
     if workers == 2:
@@ -390,7 +387,7 @@ def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general)
     # passes the independent interval audit
     pm = _protect_module()
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
-    t = gen_tables.preset("1k-3d", seed=2024)
+    t = synthetic.preset("1k-3d", seed=2024)
     if as_general:
         t = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
                                  status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
@@ -403,7 +400,7 @@ def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general)
 def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
     pm = _protect_module()
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
-    t = gen_tables.preset("3d-small", seed=2024)
+    t = synthetic.preset("3d-small", seed=2024)
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert res.parameters["audit_mode"] == "verdict" and res.audit.mode == "verdict"
     assert any("verdict mode" in n for n in res.notes)
@@ -440,7 +437,7 @@ def test_modular_keeps_no_audit_reserve_when_the_audit_has_its_own_limit(monkeyp
         return real(table, cost, **kw)
 
     monkeypatch.setitem(pm.METHODS, "modular", spy)
-    t = gen_tables.preset("2d-small", seed=1)
+    t = synthetic.preset("2d-small", seed=1)
     protect(t, method="modular", singleton=False, time_limit=60, audit_time_limit=30)
     protect(t, method="modular", singleton=False, time_limit=60)
     assert seen == [0.0, None]

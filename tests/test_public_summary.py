@@ -18,7 +18,7 @@ from tabprotect.secondary.protect import protect
 
 def _grid(values, rows, cols, kind_freq=False):
     r = Hierarchy.flat([str(i) for i in range(rows)], total="T")
-    c = Hierarchy.flat([chr(97 + j) for j in range(cols)], total="T")
+    c = Hierarchy.flat([f"c{j}" for j in range(cols)], total="T")
     inner = np.asarray(values, dtype=float).reshape(rows, cols)
     full = np.zeros((rows + 1, cols + 1))
     full[1:, 1:] = inner
@@ -177,3 +177,29 @@ def test_a_figure_that_does_not_match_the_table_is_withheld():
     t = _with_primaries(t, [4]).replace(status=st)
     res = public_summary(t, st, {"value_suppressed": 11.0})
     assert res["withheld"] == {"value_suppressed": REASONS["inconsistent"]}
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_primaries_on_totals_several_components(seed):
+    # primaries anywhere, totals included: suppressed margins let the figures' parts vary
+    rng = np.random.default_rng(seed)
+    rows, cols = 5, 4
+    t = _grid(rng.integers(1, 60, rows * cols), rows, cols)
+    prim = rng.choice(np.arange(1, t.n_cells), size=4, replace=False)
+    t = _with_primaries(t, prim)
+    result = protect(t, method="hypercube")
+    assert result.passed
+    _check(t, result.table.status)
+
+
+def test_two_components():
+    # two separate 2x2 blocks of suppressions: each block's sum is fixed by the published
+    # margins (so value_suppressed adds nothing), the secondaries' sum is not
+    t = _grid([9, 4, 7, 30, 5, 8, 12, 25, 40, 11, 6, 3, 22, 18, 2, 7], 4, 4)
+    idx = {(r, c): r * 5 + c for r in range(5) for c in range(5)}
+    st = t.status.copy()
+    st[[idx[1, 1], idx[3, 3]]] = "U"
+    st[[idx[1, 2], idx[2, 1], idx[2, 2], idx[3, 4], idx[4, 3], idx[4, 4]]] = "M"
+    t = _with_primaries(t, [idx[1, 1], idx[3, 3]], level=0.2).replace(status=st)
+    res = _check(t, st)
+    assert "value_suppressed" in res and "value_secondary" in res["withheld"]

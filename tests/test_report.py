@@ -1,6 +1,8 @@
 """HTML report and JSON audit trail: opened, parsed and checked."""
 import base64
 import json
+import subprocess
+import sys
 from html.parser import HTMLParser
 
 import numpy as np
@@ -9,9 +11,11 @@ import pytest
 
 from tabprotect.audit import audit
 from tabprotect.cli import main
+from tabprotect.errors import InputError
 from tabprotect.infoloss import info_loss
 from tabprotect.model import Hierarchy, Table
-from tabprotect.report import Run, audit_trail, sha256_file, write_report
+from tabprotect.io.results import sha256_file, write_outputs
+from tabprotect.pipeline import Run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -90,9 +94,15 @@ def test_report_contains_tables_and_images(tmp_path):
     res = audit(t)
     inp = tmp_path / "cells.csv"
     t.to_frame().to_csv(inp, index=False)
+    run = Run(t, published=t, audit=res, inputs=[inp])
+    with pytest.raises(InputError, match="output folder holds this input file"):
+        write_outputs(run, tmp_path)         # cells.csv would replace the input
+    inp = inp.rename(tmp_path / "input.csv")
     run = Run(t, title="A1 block", published=t, audit=res, inputs=[inp],
-              parameters={"protect": {"method": "manual"}}, timings={"audit": 0.01})
-    html_path, json_path = write_report(run, tmp_path)
+              info=info_loss(t, t), parameters={"protect": {"method": "manual"}},
+              timings={"audit": 0.01})
+    files = write_outputs(run, tmp_path, report=True)
+    html_path, json_path = files["report"], files["trail"]
     rep = parse(html_path)
     for section in ("Summary", "Published table", "Audit", "Information loss", "Plots"):
         assert section in rep.headings
@@ -125,8 +135,9 @@ def test_report_contains_tables_and_images(tmp_path):
     assert trail["inputs"][0]["sha256"] == sha256_file(inp)
     assert {"tabprotect", "numpy", "highspy"} <= set(trail["versions"])
     assert trail["parameters"]["protect"]["method"] == "manual"
-    assert trail["results"]["audit_passed"] is True
-    assert trail["results"]["status_counts"]["U"] == 2
+    assert trail["summary"]["verdict"] == "PASSED"
+    assert trail["summary"]["status_counts"]["U"] == 2
+    assert trail["outputs"]["published"]["sha256"] == sha256_file(files["published"])
     # ... and no confidential cell value
     text = json_path.read_text()
     for v in ("4111.25", "3222.5", "2333.75", "1444.125"):
@@ -138,13 +149,15 @@ def test_failed_audit_is_flagged(tmp_path):
     st = t.status.copy()
     st[t.cell("1", "2")] = "S"   # publish a secondary: X11 = row total - X12 is disclosed
     t2 = t.replace(status=st)
-    run = Run(t2, published=t2, audit=audit(t2))
-    html_path, json_path = write_report(run, tmp_path / "bad.html")
+    run = Run(t2, published=t2, audit=audit(t2), info=info_loss(t, t2))
+    files = write_outputs(run, tmp_path / "bad", report=True)
+    html_path, json_path = files["report"], files["trail"]
     rep = parse(html_path)
     assert {r[0]: r[1] for r in rep.tables["summary"]}["audit"] == "FAILED"
     prot = rep.tables["audit"][0].index("protected")
     assert rep.tables["audit"][1][prot] == "no"   # unprotected cells listed first
-    assert json.loads(json_path.read_text())["results"]["audit_passed"] is False
+    assert json.loads(json_path.read_text())["summary"]["verdict"] == "FAILED"
+    assert "published" not in files and files["unsafe"].name == "UNSAFE-not-for-publication.csv"
 
 
 def test_rounding_and_ru_map_report(tmp_path):
@@ -158,7 +171,7 @@ def test_rounding_and_ru_map_report(tmp_path):
                        "hellinger": [0.0, 1.5], "tau2_misclassified": [12.0, 4.0]})
     run = Run(t, kind="rounding", rounded=rounded, ru_map=ru,
               info=info_loss(t, rounded))
-    html_path, _ = write_report(run, tmp_path)
+    html_path = write_outputs(run, tmp_path, report=True)["report"]
     rep = parse(html_path)
     pub = rep.tables["published"]
     # published values are the rounded ones
@@ -172,7 +185,7 @@ def test_rounding_and_ru_map_report(tmp_path):
 def test_report_command_on_bundled_job(tmp_path, capsys):
     from importlib import resources
     job = resources.files("tabprotect") / "data" / "demo_audit" / "job.toml"
-    code = main(["report", str(job), "--output-dir", str(tmp_path), "--quiet"])
+    code = main(["report", str(job), "--output", str(tmp_path), "--quiet"])
     assert code == 0
     out = capsys.readouterr().out
     assert "audit: PASSED" in out
@@ -191,4 +204,29 @@ def test_report_command_needs_something_to_report(tmp_path, capsys):
     job = tmp_path / "job.toml"
     job.write_text('[input]\ncells = "cells.csv"\ndimensions = ["r"]\ncompute_totals = true\n')
     assert main(["report", str(job), "--quiet"]) == 2
-    assert "nothing to report" in capsys.readouterr().err
+    assert "nothing to audit" in capsys.readouterr().err
+
+
+def test_plots_leave_the_matplotlib_backend_and_pyplot_alone():
+    # the report draws on its own Agg canvas: a session's backend choice and its open
+    # pyplot figures are untouched
+    code = (
+        "import matplotlib; matplotlib.use('svg'); import matplotlib.pyplot as plt\n"
+        "import pandas as pd\n"
+        "from tabprotect.report import plot_loss_by_method\n"
+        "png = plot_loss_by_method(pd.DataFrame({'label': ['a', 'b'],"
+        " 'suppressed': [3, 4]}))\n"
+        "import base64; assert base64.b64decode(png)[:4] == b'\\x89PNG'\n"
+        "print(matplotlib.get_backend(), len(plt.get_fignums()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["svg", "0"]
+
+
+def test_importing_the_package_imports_neither_matplotlib_nor_pytest():
+    # matplotlib is loaded by the first plot; pytest is not a runtime dependency
+    code = ("import sys, tabprotect, tabprotect.report, tabprotect.microdata, "
+            "tabprotect.cli; print('matplotlib' in sys.modules, 'pytest' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -390,14 +390,14 @@ def test_cli_round_writes_rounded_table_and_summary(tmp_path):
     _write_a6_job(tmp_path)
     assert main(["round", str(tmp_path / "job.toml")]) == 0
     import pandas as pd
-    pub = pd.read_csv(tmp_path / "out" / "rounded.csv")
+    pub = pd.read_csv(tmp_path / "out" / "published.csv")
     assert set(pub.columns) == {"sex", "marital", "value"}
     assert np.all(pub["value"] % 100 == 0)
     total = pub[(pub.sex == "Total") & (pub.marital == "Total")]["value"].item()
     inner = pub[(pub.sex != "Total") & (pub.marital != "Total")]["value"].sum()
     assert total == inner == 1200
-    summary = json.loads((tmp_path / "out" / "rounding_summary.json").read_text())
-    assert summary["rounding"]["additive"] and summary["audit"]["passed"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["additive"] and summary["verdict"] == "PASSED"
     # bad base -> one-line error, exit code 2
     assert main(["round", str(tmp_path / "job.toml"), "--base", "0"]) == 2
 
@@ -409,8 +409,8 @@ def test_cli_round_report_option(tmp_path, capsys):
     _write_a6_job(tmp_path)
     assert main(["round", str(tmp_path / "job.toml"), "--report"]) == 0
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "<img" in html and "report written to" in capsys.readouterr().out
-    assert json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "<img" in html and "report: " in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "trail.json").read_text())["outputs"]["report"]
 
 
 # ---------------------------------------------------------------- sifting

@@ -1,9 +1,6 @@
 """Tests of tabprotect.secondary.cubes: cube moves, leaf/chain cubes, certify-only."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,8 +9,8 @@ from tabprotect.model import Hierarchy, Table
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.cubes import cube_repair, leaf_cells
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from test_secondary_greedy import _gauss_pattern, two_by_two  # noqa: E402
+from helpers import gauss_pattern, two_by_two
+
 
 def test_leaf_cells_are_leaves_in_every_dimension():
     h = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2")])
@@ -30,7 +27,7 @@ def test_cube_repair_protects_every_primary_it_resolves(name, seed):
     # gauss leaves interval shortfalls; every primary the leaf-cube pass settles must be
     # protected by the resulting pattern (the cube is a move of the whole table), as the
     # independent interval audit shows
-    t, cost, base, prim = _gauss_pattern(name, seed)
+    t, cost, base, prim = gauss_pattern(name, seed)
     new, left = cube_repair(base, cost, prim)
     assert (new[base.status == "M"] == "M").all() and (new[prim] == "U").all()
     assert not (new[t.status == "P"] == "M").any()
@@ -55,11 +52,12 @@ def test_cube_repair_with_singletons_avoids_single_contributor_corners():
     assert left.tolist() == [] and sorted(np.flatnonzero(new == "M").tolist()) == [5, 7, 8]
 
 
-@pytest.mark.parametrize("name,seed", [("3d-small", 5), ("1k-3d", 2024), ("10k-4d", 2024)])
+@pytest.mark.parametrize("name,seed", [("3d-small", 5), ("1k-3d", 2024),
+                                       pytest.param("10k-4d", 2024, marks=pytest.mark.slow)])
 def test_chain_cubes_protect_non_leaf_primaries(name, seed):
     # chain cubes (one child per level down to a leaf) settle primaries with non-leaf
     # codes; each one settled must be protected in the independent audit
-    t, cost, base, prim = _gauss_pattern(name, seed)
+    t, cost, base, prim = gauss_pattern(name, seed)
     new, left = cube_repair(base, cost, prim, chains=True)
     _, left_leaf_only = cube_repair(base, cost, prim)
     resolved = np.setdiff1d(prim, left)
@@ -80,7 +78,7 @@ def test_cube_moves_are_moves_and_certify(name, seed, poles):
     # (checked here directly: A d = 0, support suppressed), the audit accepts every one,
     # and with them it certifies the settled primaries; its verdict stays the interval
     # audit's (small tables) / the verdict without moves
-    t, cost, base, prim = _gauss_pattern(name, seed)
+    t, cost, base, prim = gauss_pattern(name, seed)
     new, left, moves = cube_repair(base, cost, prim, chains=True, poles=poles,
                                    return_moves=True)
     resolved = np.setdiff1d(prim, left)
@@ -103,7 +101,7 @@ def test_certify_only_adds_nothing_and_its_moves_certify():
     # after a cube pass every primary it settled has a cube of suppressed cells: a
     # certify-only pass finds cubes for them again without adding a cell, and the audit
     # accepts its moves and certifies those primaries
-    t, cost, base, prim = _gauss_pattern("1k-3d", 2024)
+    t, cost, base, prim = gauss_pattern("1k-3d", 2024)
     new, left = cube_repair(base, cost, prim, chains=True)
     repaired = t.replace(status=new)
     same, left2, moves = cube_repair(repaired, cost, prim, chains=True, certify_only=True,

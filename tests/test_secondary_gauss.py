@@ -2,21 +2,15 @@
 audit and by an independent rank test), and protect() finishes the interval protection."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from tabprotect.audit import audit
-from tabprotect.model import Hierarchy, Table
+from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.gauss import CellVectors, gauss
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
 
 
 def inner_matrix(t: Table) -> np.ndarray:
@@ -45,7 +39,7 @@ def in_span(M: np.ndarray, published: np.ndarray, u: int) -> bool:
 
 
 def test_cell_vectors_span_the_same_space_as_inner_cells():
-    t = gen_tables.generate([(2, 2), (3,)], seed=1)
+    t = synthetic.generate([(2, 2), (3,)], seed=1)
     cv = CellVectors(t)
     keys = sorted({k for i in range(t.n_cells) for k in cv.vector(i)})
     V = np.zeros((t.n_cells, len(keys)))
@@ -70,7 +64,7 @@ def test_lone_primary():
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(["2d-small", "3d-small"]))
 def test_no_primary_in_the_published_span(seed, name):
-    t = gen_tables.preset(name, seed=seed)
+    t = synthetic.preset(name, seed=seed)
     out = gauss(t, cost_vector(t, "value"), singleton=False)
     published = ~np.isin(out.status, ("U", "M"))
     M = inner_matrix(t)
@@ -92,7 +86,7 @@ def test_no_primary_in_the_published_span(seed, name):
 
 
 def test_singleton_variant_protects_against_the_contributor():
-    t = gen_tables.preset("3d-small", seed=11)
+    t = synthetic.preset("3d-small", seed=11)
     single = (t.status == "U") & (t.freq == 1)
     assert single.any()
     out = gauss(t, cost_vector(t, "value"), singleton=True)
@@ -105,13 +99,13 @@ def test_singleton_variant_protects_against_the_contributor():
 
 @pytest.mark.parametrize("name", ["2d-small", pytest.param("1k-3d", marks=pytest.mark.slow)])
 def test_after_protect_the_audit_passes(name):
-    t = gen_tables.preset(name, seed=5)
+    t = synthetic.preset(name, seed=5)
     res = protect(t, method="gauss", cost="value", singleton=False)
     assert audit(res.table).passed
 
 
 def test_five_dimensional_and_deterministic():
-    t = gen_tables.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
+    t = synthetic.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
     a = gauss(t, cost_vector(t, "value")).status
     b = gauss(t, cost_vector(t, "value")).status
     assert (a == b).all()
@@ -120,7 +114,7 @@ def test_five_dimensional_and_deterministic():
 
 def general_table(seed: int) -> Table:
     """A product table re-expressed by its relations only (a general table)."""
-    t = gen_tables.preset("3d-small", seed=seed)
+    t = synthetic.preset("3d-small", seed=seed)
     return Table.from_relations(t.value, t.relations, freq=t.freq, status=t.status,
                                 upl=t.upl, lpl=t.lpl, spl=t.spl)
 
@@ -142,7 +136,7 @@ def test_general_table_no_primary_determined(seed):
     for u in np.flatnonzero(t.status == "U"):
         assert not determined_in_general(t, published, int(u)), int(u)
     # the same greedy order on the same linear structure: the product-table run agrees
-    prod = gen_tables.preset("3d-small", seed=seed)
+    prod = synthetic.preset("3d-small", seed=seed)
     assert (gauss(prod, cost_vector(prod, "value"), singleton=False).status
             == out.status).all()
 
@@ -152,7 +146,7 @@ def test_general_table_no_primary_determined(seed):
 def test_result_does_not_depend_on_the_basis(seed, name):
     # which child of a group is the dependent one changes every vector and the whole
     # elimination, not the span: the greedy decisions must be identical
-    t = gen_tables.preset(name, seed=seed)
+    t = synthetic.preset(name, seed=seed)
     c = cost_vector(t, "value")
     a = gauss(t, c, singleton=False, dependent="last").status
     b = gauss(t, c, singleton=False, dependent="largest").status

@@ -1,32 +1,18 @@
 """The greedy attacker-LP baseline and its repair step, judged by the LP audit."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from tabprotect.audit import audit
-from tabprotect.model import Hierarchy, Table
+from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.greedy import greedy, greedy_repair
 from tabprotect.secondary.optimal import optimal
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
-
-
-def two_by_two(primary_level=1.0):
-    r = Hierarchy.flat(["1", "2"], total="T")
-    c = Hierarchy.flat(["a", "b"], total="T")
-    t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
-    st = t.status.copy()
-    st[4] = "U"
-    lvl = np.where(st == "U", primary_level, 0.0)
-    return t.replace(status=st, upl=lvl, lpl=lvl)
+from helpers import gauss_pattern, two_by_two
 
 
 def test_repair_of_a_lone_primary_suppresses_its_square():
@@ -66,7 +52,7 @@ def test_general_table():
 
 @pytest.mark.parametrize("name", ["2d-small", "3d-small", pytest.param("1k-3d", marks=pytest.mark.slow)])
 def test_generated_tables_pass(name):
-    t = gen_tables.preset(name, seed=7)
+    t = synthetic.preset(name, seed=7)
     out = greedy(t, cost_vector(t, "value"))
     assert audit(t.replace(status=out.status)).passed
     res = protect(t, method="greedy", cost="value", singleton=False)
@@ -74,31 +60,19 @@ def test_generated_tables_pass(name):
 
 
 def test_five_dimensional_table():
-    t = gen_tables.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
+    t = synthetic.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
     out = greedy(t, cost_vector(t, "value"))
     assert audit(t.replace(status=out.status)).passed
 
 
 def test_deterministic_and_not_far_from_optimal():
-    t = gen_tables.preset("2d-small", seed=2)
+    t = synthetic.preset("2d-small", seed=2)
     c = cost_vector(t, "value")
     a = greedy(t, c).status
     b = greedy(t, c).status
     assert (a == b).all()
     best = optimal(t, c, singleton=False)
     assert c[a == "M"].sum() >= c[best.status == "M"].sum() - 1e-6  # never beats the optimum
-
-
-from tabprotect.secondary.gauss import gauss  # noqa: E402
-
-
-def _gauss_pattern(name, seed):
-    """A generated table, its value costs, its gauss pattern (interval shortfalls left
-    for the repair) and its primary cells."""
-    t = gen_tables.preset(name, seed=seed)
-    cost = cost_vector(t, "value")
-    base = t.replace(status=gauss(t, cost, singleton=False).status)
-    return t, cost, base, np.flatnonzero(t.status == "U")
 
 
 @pytest.mark.parametrize("name,sizes", [("1k-3d", (20, 100)), ("3d-small", (10,)),
@@ -108,7 +82,7 @@ def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     # the repair's block regions (suppressed cells grown around the primary plus the
     # published cells at their edge): the repaired pattern passes the independent audit,
     # and the deviations it returns are moves the audit accepts
-    t, cost, base, _ = _gauss_pattern(name, 2024)
+    t, cost, base, _ = gauss_pattern(name, 2024)
     first = audit(base, mode="verdict")
     short = first.shortfalls[:60]
     new, moves = greedy_repair(base, cost, short, audit_result=first, block_sizes=sizes,
@@ -129,7 +103,7 @@ def test_parallel_repair_in_worker_processes(monkeypatch):
     # union (a deviation stays a witness when more cells are suppressed) and the moves
     import tabprotect.secondary.greedy as greedy_module
     monkeypatch.setattr(greedy_module, "PARALLEL_MIN_PRIMARIES", 8)
-    t, cost, base, _ = _gauss_pattern("1k-3d", 2024)
+    t, cost, base, _ = gauss_pattern("1k-3d", 2024)
     first = audit(base, mode="verdict")
     short = first.shortfalls
     assert len(short) >= 8
@@ -149,7 +123,7 @@ def test_suppressed_cells_first_gives_the_same_repair(monkeypatch):
     # zero-cost deviation is what the full LP would find as well, so the repaired
     # pattern is the same, and it passes the independent audit
     import tabprotect.secondary.greedy as greedy_module
-    t, cost, base, _ = _gauss_pattern("1k-3d", 2024)
+    t, cost, base, _ = gauss_pattern("1k-3d", 2024)
     first = audit(base, mode="verdict")
     short = first.shortfalls[:40]
     monkeypatch.setattr(greedy_module, "FREE_FIRST_MIN_CELLS", 10**9)

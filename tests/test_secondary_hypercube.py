@@ -1,23 +1,17 @@
 """Hypercube (GHMiter) secondary suppression, judged by the independent LP audit."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from tabprotect.audit import audit
 from tabprotect.errors import InputError
-from tabprotect.model import Hierarchy, Table
+from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.optimal import optimal
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import gen_tables  # noqa: E402
 
 
 def flat_2d(values, primaries, level=0.1):
@@ -95,7 +89,7 @@ def test_singletons_are_corners_of_two_cubes():
 
 @pytest.mark.parametrize("name", ["2d-small", "3d-small", pytest.param("1k-3d", marks=pytest.mark.slow)])
 def test_hierarchical_tables_pass_after_protect(name):
-    t = gen_tables.preset(name, seed=3)
+    t = synthetic.preset(name, seed=3)
     # generated tables hold totals equal to a single-contributor child: no pattern can
     # protect those against their contributor, so the singleton attacker is left out here
     res = protect(t, method="hypercube", cost="value", singleton=False)
@@ -106,7 +100,7 @@ def test_hierarchical_tables_pass_after_protect(name):
 
 
 def test_five_dimensional_table():
-    t = gen_tables.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
+    t = synthetic.generate([(2,), (2,), (2,), (2,), (2,)], seed=4)
     assert len(t.shape) == 5 and (t.status == "U").any()
     out = hypercube(t, cost_vector(t, "value"))
     assert out.details["cubes"] > 0
@@ -116,7 +110,7 @@ def test_five_dimensional_table():
 
 
 def test_deterministic():
-    t = gen_tables.preset("3d-small", seed=5)
+    t = synthetic.preset("3d-small", seed=5)
     a = hypercube(t, cost_vector(t, "value")).status
     b = hypercube(t, cost_vector(t, "value")).status
     assert (a == b).all()
@@ -196,7 +190,7 @@ def test_screened_search_picks_the_exhaustive_searchs_cube(costs, max_candidates
     # the screened search (bounds from corners one and two steps away, few cubes in
     # full) must pick exactly the cube of the full search, ties on cost included, also
     # when the alternatives are cut to the cheapest (max_candidates)
-    t = gen_tables.preset("10k-4d", seed=7)
+    t = synthetic.preset("10k-4d", seed=7)
     rng = np.random.default_rng(11)
     cost = cost_vector(t, "value")
     if costs == "ties":
@@ -210,7 +204,7 @@ def test_screened_search_picks_the_exhaustive_searchs_cube(costs, max_candidates
 @given(st.integers(0, 10_000), st.sampled_from([((2, 2), (3,), (2,)), ((3,), (2, 2), (2,), (2,)),
                                                 ((4,), (3, 2)), ((2,), (2,), (2,), (2,), (2,))]))
 def test_screened_search_matches_on_random_tables(seed, branching):
-    t = gen_tables.generate(branching, seed=seed)
+    t = synthetic.generate(branching, seed=seed)
     rng = np.random.default_rng(seed)
     cost = rng.integers(0, 5, size=t.n_cells).astype(float)     # zero costs and ties
     _compare_screened_with_exhaustive(t, cost, rng, 12)
@@ -223,7 +217,7 @@ def test_fast_and_full_search_give_the_same_pattern(name, singleton, carry, max_
     # the whole method with the screened, batched search, and with it forced off (every
     # cube of every event evaluated, one event at a time, as before the screen existed)
     import tabprotect.secondary.hypercube as hc
-    t = gen_tables.preset(name, seed=2)
+    t = synthetic.preset(name, seed=2)
     c = cost_vector(t, "value")
     options = dict(singleton=singleton, carry=carry, max_candidates=max_candidates)
     fast = hypercube(t, c, **options)
@@ -244,7 +238,7 @@ def test_batched_search_answers_each_event_as_alone(name):
     # the work list): each answer is the full search's cube for that event
     from tabprotect.secondary.hypercube import _CubeSearch
     from tabprotect.secondary.subtables import Split
-    t = gen_tables.preset(name, seed=5)
+    t = synthetic.preset(name, seed=5)
     rng = np.random.default_rng(3)
     cost = rng.integers(1, 6, size=t.n_cells).astype(float)
     split = Split(t)

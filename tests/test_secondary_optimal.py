@@ -235,7 +235,7 @@ def test_proof_means_the_bound_meets_the_cost(seed, cost_name):
     assert got == pytest.approx(brute_force(table, cost), rel=1e-6)
 
 
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("seed", [3, pytest.param(4, marks=pytest.mark.slow)])
 def test_fractional_separation_cuts_keep_every_protected_pattern(seed):
     # the capped-LP separation may only return valid inequalities: every pattern the
     # audit accepts satisfies each cut it finds at a fractional point
@@ -457,7 +457,8 @@ def test_support_cuts_only_cut_off_cells_the_audit_finds_exact(seed):
     assert found > 0, "random fractional points should violate some support cut"
 
 
-@pytest.mark.parametrize("seed,cost_name", [(5, "unity"), (21, "unity"), (6, "value")])
+@pytest.mark.parametrize("seed,cost_name", [
+    (5, "unity"), pytest.param(21, "unity", marks=pytest.mark.slow), (6, "value")])
 @pytest.mark.parametrize("support", [True, False])
 def test_support_cuts_keep_the_brute_force_optimum(seed, cost_name, support):
     # with and without support cuts the proven optimum is the enumerated one
@@ -472,7 +473,8 @@ def test_support_cuts_keep_the_brute_force_optimum(seed, cost_name, support):
 
 
 @pytest.mark.parametrize("seed,cost_name,freq_one", [
-    (5, "unity", False), (6, "value", False), (3, "value", True)])
+    (5, "unity", False), (6, "value", False),
+    pytest.param(3, "value", True, marks=pytest.mark.slow)])
 def test_gauss_start_keeps_the_brute_force_optimum(seed, cost_name, freq_one):
     # large tables start from the gauss method's repaired pattern; forced on here: the
     # search still ends at the enumerated optimum, and its pattern passes the independent
@@ -514,7 +516,8 @@ _TREE_OPTIMA: dict = {}  # brute-force optimum per (seed, cost, primaries): shar
 
 
 @pytest.mark.parametrize("seed,cost_name,n_primary", [
-    (16, "unity", 3), (7, "value", 3), (0, "value", 2), (11, "value", 2)])
+    pytest.param(16, "unity", 3, marks=pytest.mark.slow), (7, "value", 3), (0, "value", 2),
+    pytest.param(11, "value", 2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("branching,purge", [("reliability", True), ("fractional", False)])
 @pytest.mark.parametrize("tree_purge,covers", [(1, False), (None, True)])
 def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary, branching,
@@ -567,7 +570,8 @@ def _bridgeless_patterns(table: Table) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("seed,cost_name,n_primary", [
-    (16, "unity", 3), (7, "value", 3), (11, "value", 2)])
+    (16, "unity", 3), (7, "value", 3),
+    pytest.param(11, "value", 2, marks=pytest.mark.slow)])
 def test_gomory_cuts_keep_every_optimal_pattern(seed, cost_name, n_primary):
     # every Gomory cut of the root must hold at every integer point of the master's rows:
     # every audited pattern with no suppressed candidate alone in a relation (capacity

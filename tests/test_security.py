@@ -315,7 +315,9 @@ def test_summaries_disclose_no_value(server, alice_job):
         listing = alice.get("/jobs").text
         record = alice.get(f"/jobs/{alice_job}").json()
         trail = alice.get(f"/jobs/{alice_job}/trail").text
-    for text in (listing, json.dumps(record), trail):
+        shared = alice.get(f"/jobs/{alice_job}/summary")
+        assert shared.status_code == 200
+    for text in (listing, json.dumps(record), trail, shared.text):
         assert PLANTED not in text
     summary = record["result"]["summary"]
     assert not {"value_suppressed", "value_secondary"} <= set(summary)
@@ -365,15 +367,16 @@ def test_refused_submissions_leave_nothing_and_files_are_private(server, alice_j
     assert {p.name for p in jobs_dir.iterdir()} == ids
     assert (server.store.parent.stat().st_mode & 0o777) == 0o700
     assert (jobs_dir.stat().st_mode & 0o777) == 0o700
-    assert (server.store.stat().st_mode & 0o777) == 0o600
+    for path in server.store.parent.glob("jobs.sqlite*"):      # the database, WAL, index
+        assert (path.stat().st_mode & 0o777) == 0o600, path.name
     folder = jobs_dir / alice_job
     assert (folder.stat().st_mode & 0o777) == 0o700
     for path in folder.rglob("*"):
         assert (path.stat().st_mode & 0o777) == (0o700 if path.is_dir() else 0o600), path
     # the trail lists every other output's checksum and no server path
-    trail = json.loads((folder / "out" / "report.json").read_text())
-    outputs = {p.name for p in (folder / "out").iterdir()} - {"report.json"}
-    assert set(trail["outputs"]) == outputs
+    trail = json.loads((folder / "out" / "trail.json").read_text())
+    outputs = {p.name for p in (folder / "out").iterdir()} - {"trail.json"}
+    assert {o["file"] for o in trail["outputs"].values()} == outputs
     assert str(server.folder) not in json.dumps(trail)
 
 
@@ -450,6 +453,25 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
             assert rec["state"] == "finished", rec
             assert rec["attempts"] == (1 if sig == signal.SIGTERM else 2)
             assert alice.get(f"/jobs/{job_id}/table").status_code == 200
+    finally:
+        srv.stop()
+        srv.cleanup()
+
+
+@pytest.mark.slow
+def test_job_running_too_long_is_stopped(tmp_path):
+    # a fresh worker spends longer than this importing what the job needs
+    srv = Server(tmp_path, workers=1, max_job_seconds=0.3).start()
+    try:
+        with srv.client("alice") as alice:
+            job_id = submit(alice, files(planted_cells(400)))
+            rec = wait(alice, job_id)
+            assert rec["state"] == "failed" and "longer than" in rec["error"], rec
+            assert alice.get(f"/jobs/{job_id}/table").status_code == 409
+        deadline = time.monotonic() + 30
+        while httpx.get(srv.url + "/health").json()["workers_replaced"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     finally:
         srv.stop()
         srv.cleanup()

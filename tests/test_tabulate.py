@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy
-from tabprotect.tabulate import hierarchy_from_correspondence, tabulate, tabulate_job
+from tabprotect.io.job import tabulate_job
+from tabprotect.tabulate import hierarchy_from_correspondence, tabulate
 
 RTAUARGUS = Path(__file__).resolve().parents[1] / "fixtures" / "rtauargus"
 

@@ -16,32 +16,25 @@ from pathlib import Path
 from tabprotect.errors import InputError
 
 EXAMPLES = """  tabprotect demo                       writes ./tabprotect-demo/
+  tabprotect demo --job demo_audit      writes ./tabprotect-demo_audit/
   tabprotect demo --output /tmp/demo
 """
 
-# Bundled demo jobs, best first: the full pipeline on the synthetic business survey
-# (primary rules -> secondary suppression -> audit), else the audit of a small
-# pre-suppressed table.
+# Bundled demo jobs: the full pipeline on the synthetic business survey (primary rules ->
+# secondary suppression -> audit), and the audit of a small pre-suppressed table.
 DEMO_JOBS = ("demo", "demo_audit")
-DEMO_TIME_LIMIT = 20.0   # the demo must finish well under a minute
-
-
-def demo_method(requested: str | None) -> str:
-    """The method the demo uses: modular (HiTaS) scales best; optimal otherwise."""
-    if requested:
-        return requested
-    from tabprotect.secondary import METHODS
-    return "modular" if "modular" in METHODS else "optimal"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output", default="tabprotect-demo",
-                   help="output folder (default ./tabprotect-demo)")
-    p.add_argument("--job", choices=DEMO_JOBS, help="which bundled demo job to run")
-    p.add_argument("--method", help="secondary-suppression method (default: modular when "
-                   "available, else optimal with a time limit)")
-    p.add_argument("--time-limit", type=float, default=DEMO_TIME_LIMIT,
-                   help=f"seconds for the protection method (default {DEMO_TIME_LIMIT:g})")
+    p.add_argument("-o", "--output", metavar="FOLDER", default=None,
+                   help="output folder (default ./tabprotect-demo, or ./tabprotect-JOB for "
+                   "--job JOB)")
+    p.add_argument("--job", choices=DEMO_JOBS, default=DEMO_JOBS[0],
+                   help="which bundled demo job to run")
+    p.add_argument("--method", help="secondary-suppression method (overrides the job's "
+                   "[protect] method)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the protection method (overrides [protect] time_limit)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -69,47 +62,33 @@ def bundled_job(name: str | None = None) -> tuple[str, object]:
 
 
 def run(args) -> int:
-    from tabprotect.commands.report import print_progress
+    from tabprotect.commands.common import execute
     from tabprotect.io.job import load_job
-    from tabprotect.report import run_job, write_report
 
     start = time.perf_counter()
-    out = Path(args.output).resolve()
     name, folder = bundled_job(args.job)
+    out = Path(args.output or ("tabprotect-demo" if name == "demo"
+                               else f"tabprotect-{name}")).resolve()
     job_dir = out / "job"
     _copy_tree(folder, job_dir)
-    print(f"demo job '{name}' copied to {job_dir}")
+    print(f"demo job '{name}' copied to {job_dir} (re-run it with any command, e.g. "
+          f"tabprotect report {job_dir / 'job.toml'})")
     job = load_job(job_dir / "job.toml")
-    progress = None if args.quiet else print_progress
-    method = overrides = None
-    if "protect" in job.spec:
-        method = demo_method(args.method)
-        overrides = {"time_limit": args.time_limit}
-        if "singleton" not in job.section("protect"):
-            # The bundled survey has single-child hierarchy codes, where a primary cell
-            # equals its parent: a single contributor can always recompute it, so the
-            # demo protects against outside intruders (said in the report).
-            overrides["singleton"] = False
-    run_ = run_job(job, output_dir=out, progress=progress, method=method,
-                   protect_options=overrides)
-    if overrides and overrides.get("singleton") is False:
-        run_.notes.append("demo: protection and audit against outside intruders; the "
-                          "single-contributor attack is not modelled (singleton = false)")
-    table = run_.published if run_.published is not None else run_.table
+    overrides = None
+    if "protect" in job.spec and (args.method or args.time_limit is not None):
+        overrides = {"protect": {"method": args.method, "time_limit": args.time_limit}}
+    args.output = str(out)
+    result, code = execute(args, "demo", task="auto", overrides=overrides, report=True,
+                           job=job)
+    table = result.published if result.published is not None else result.table
     print(f"table: {table.n_cells} cells, {int((table.status == 'U').sum())} primary unsafe, "
           f"{int((table.status == 'M').sum())} secondary suppressions"
-          + (f" ({run_.method})" if run_.method else ""))
-    if run_.audit is not None:
-        _print_intervals(table, run_.audit)
-    html_path, json_path = write_report(run_, out / "report.html")
-    print(f"audit: {'PASSED' if run_.passed else 'FAILED'}")
-    for key in ("published", "audit"):
-        if key in run_.outputs:
-            print(f"{key}: {run_.outputs[key]}")
-    print(f"audit trail: {json_path}")
-    print(f"report: {html_path}  (open it in a browser)")
+          + (f" ({result.method})" if result.method else ""))
+    if result.audit is not None:
+        _print_intervals(table, result.audit)
+    print(f"report: {result.outputs['report']}  (open it in a browser)")
     print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    return 0 if run_.passed in (None, True) else 1
+    return code
 
 
 def _print_intervals(table, audit, limit: int = 12) -> None:

@@ -3,93 +3,53 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from tabprotect.commands.common import add_job_arguments, execute
 from tabprotect.errors import InputError
 
-REPORT_EXAMPLES = """  tabprotect report job.toml                 run the job's steps, write report.html + report.json
+REPORT_EXAMPLES = """  tabprotect report job.toml                 run the job's steps, write report.html + outputs
   tabprotect report job.toml --method modular   protect with another method
-  tabprotect report job.toml -o out/my-report.html
+  tabprotect report job.toml -o out/modular     another output folder
 """
 
 COMPARE_EXAMPLES = """  tabprotect compare job.toml                      methods from [compare] (default: all)
   tabprotect compare job.toml --methods optimal,modular,hypercube --time-limit 30
-  tabprotect compare job.toml --report             also write compare_report.html
+  tabprotect compare job.toml --report             also write report.html
 """
 
 SERVE_EXAMPLES = """  TABPROTECT_TOKENS=secret-token tabprotect serve --port 8000
-  tabprotect serve --config service.toml      tokens, store path, limits, retention
+  tabprotect serve --config service.toml      principals (token hashes), store, limits
 """
-
-
-def print_progress(step: str, fraction: float) -> None:
-    """Progress of long runs on stderr: ``[ 40%] protect (optimal)``."""
-    print(f"[{100 * fraction:3.0f}%] {step}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- report
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("job", help="TOML job file")
-    p.add_argument("-o", "--output", help="report file (default: <output.dir>/report.html)")
-    p.add_argument("--output-dir", help="folder for every output (overrides [output] dir)")
+    add_job_arguments(p, "TOML job file")
     p.add_argument("--method", help="protection method (overrides [protect] method)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
 def run_report(args) -> int:
-    from tabprotect.io.job import load_job
-    from tabprotect.report import run_job, write_report
-    job = load_job(args.job)
-    run = run_job(job, output_dir=args.output_dir, method=args.method,
-                  progress=None if args.quiet else print_progress)
-    target = Path(args.output) if args.output else job.output_dir(args.output_dir)
-    html_path, json_path = write_report(run, target)
-    verdict = {None: "no audit", True: "PASSED", False: "FAILED"}[run.passed]
-    print(f"audit: {verdict}")
-    for name, path in run.outputs.items():
-        print(f"{name}: {path}")
-    return 0 if run.passed in (None, True) else 1
+    overrides = {"protect": {"method": args.method}} if args.method else None
+    _, code = execute(args, "report", task="protect" if args.method else "auto",
+                      overrides=overrides, report=True)
+    return code
 
 
 # ---------------------------------------------------------------- compare
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("job", help="TOML job file (methods in [compare])")
+    add_job_arguments(p, "TOML job file (methods in [compare])")
     p.add_argument("--methods", help="comma-separated methods (overrides [compare] methods)")
     p.add_argument("--time-limit", type=float, help="seconds per method")
-    p.add_argument("--output-dir", help="folder for compare.csv/json (overrides [output] dir)")
-    p.add_argument("--report", action="store_true", help="also write compare_report.html + .json")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--report", action="store_true", help="also write report.html")
 
 
 def run_compare(args) -> int:
-    from tabprotect.compare import compare_job
-    from tabprotect.io.job import build_table, load_job, write_frame
-    from tabprotect.report import Run, _input_files, write_report
-    job = load_job(args.job)
-    progress = None if args.quiet else print_progress
-    table = build_table(job)
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
-    result = compare_job(job, table, methods=methods, time_limit=args.time_limit,
-                         progress=progress)
-    out = job.output_dir(args.output_dir)
-    csv_path = write_frame(result.frame, out / "compare.csv")
-    json_path = result.write_json(out / "compare.json")
-    print(result.frame.to_string(index=False))
-    print(f"comparison written to {csv_path} and {json_path}")
-    if args.report:
-        run = Run(table=result.table, title=f"Method comparison: {job.label}", kind="compare",
-                  comparison=result.frame, parameters=job.spec, inputs=_input_files(job),
-                  timings={"compare": float(result.frame["seconds"].sum())})
-        best = result.best()
-        if best is not None:
-            run.method = best.label
-            run.published = best.published
-            run.audit = best.audit
-            run.notes.append(f"published table and audit shown for '{best.label}', the "
-                             f"passing method with the least information loss")
-        html_path, trail = write_report(run, out / "compare_report.html")
-        print(f"report: {html_path}\naudit trail: {trail}")
-    return 0 if result.frame["audit_passed"].fillna(False).astype(bool).all() else 1
+    overrides = {"compare": {"methods": methods, "time_limit": args.time_limit}}
+    result, code = execute(args, "compare", task="compare", overrides=overrides,
+                           report=args.report)
+    print(result.comparison.to_string(index=False))
+    return code
 
 
 # ---------------------------------------------------------------- serve

@@ -21,25 +21,25 @@ hierarchies, and one section per step.  Paths are relative to the job file.  See
 """
 from __future__ import annotations
 
+import copy
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tabprotect.errors import InputError
+from tabprotect.io.schema import check_job, file_keys
 from tabprotect.model import Hierarchy, Table, read_frame
 from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
-
-KNOWN_SECTIONS = {"input", "hierarchies", "microdata", "rules", "primary", "protect",
-                  "audit", "round", "compare", "risk", "perturb", "output", "report", "job",
-                  "tables"}
-
+from tabprotect.tabulate import (MICRODATA_KEYS, distinct_codes, hierarchy_from_correspondence,
+                                 read_table_file, tabulate)
 
 @dataclass
 class Job:
-    """A parsed job file: its sections and the folder its paths are relative to."""
+    """A parsed, checked job file: its sections and the folder its paths are relative to."""
 
     spec: dict[str, Any]
     base: Path
@@ -69,15 +69,37 @@ class Job:
                                  f"(give the plain name of an uploaded file)")
         return p
 
-    def output_dir(self, override: str | Path | None = None) -> Path:
-        out = Path(override) if override else self.resolve(self.section("output").get("dir", "out"))
-        out.mkdir(parents=True, exist_ok=True)
-        return out
+    def output_folder(self, override: str | Path | None = None) -> Path:
+        """The output folder: ``override`` (e.g. ``-o``) or ``[output] dir``."""
+        return Path(override) if override else self.resolve(
+            self.section("output").get("dir", "out"))
+
+    def merged(self, overrides: dict[str, dict[str, Any]]) -> "Job":
+        """This job with the keys of ``overrides`` replaced (checked like the file)."""
+        spec = copy.deepcopy(self.spec)
+        for section, keys in overrides.items():
+            if keys is None:
+                spec.pop(section, None)
+                continue
+            spec.setdefault(section, {})
+            spec[section].update({k: v for k, v in keys.items() if v is not None})
+        check_job(spec, self.label)
+        return replace(self, spec=spec)
+
+    def input_files(self) -> list[Path]:
+        """The job file and every file its keys name (their checksums go into the trail)."""
+        files = [self.path] if self.path is not None else []
+        for value in file_keys(self.spec):
+            p = self.resolve(value)
+            if p.is_file() and p not in files:
+                files.append(p)
+        return files
 
 
 def load_job(path: str | Path | None = None, spec: dict | None = None,
              base: str | Path | None = None) -> Job:
-    """Read a TOML job file (or wrap an already parsed ``spec`` dict).
+    """Read a TOML job file (or wrap an already parsed ``spec`` dict), checked against the
+    schema (:mod:`tabprotect.io.schema`) before any work.
 
     Examples
     --------
@@ -89,17 +111,19 @@ def load_job(path: str | Path | None = None, spec: dict | None = None,
         if path is None:
             raise InputError("no job file given")
         path = Path(path)
-        if not path.exists():
+        if not path.is_file():
             raise InputError(f"{path}: job file not found")
         try:
-            spec = tomllib.loads(path.read_text())
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
+        try:
+            spec = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path.name}: not valid TOML ({exc})") from None
         base = path.parent
-    unknown = set(spec) - KNOWN_SECTIONS
-    if unknown:
-        raise InputError(f"{Path(path).name if path else 'job'}: unknown section(s) "
-                         f"{sorted(unknown)} (known: {', '.join(sorted(KNOWN_SECTIONS))})")
+    label = Path(path).name if path else "job"
+    check_job(spec, label)
     return Job(spec=spec, base=Path(base or "."), path=Path(path) if path else None)
 
 
@@ -136,7 +160,6 @@ def build_hierarchy(job: Job, name: str, codes_in_data: pd.Series | None = None)
 def build_table(job: Job, progress=None) -> Table:
     """The job's table: from ``[input] cells`` or, with ``[microdata]``, by tabulation."""
     if "microdata" in job.spec:
-        from tabprotect.tabulate import tabulate_job  # the tabulation module owns this path
         return tabulate_job(job, progress=progress)
     spec = job.section("input")
     label = f"{job.label} [input]"
@@ -158,10 +181,110 @@ def build_table(job: Job, progress=None) -> Table:
         freq=freq if freq in frame.columns else None,
         top=spec.get("top"), cost=spec.get("cost"), lb=spec.get("lb"), ub=spec.get("ub"),
         status=spec.get("status"), upl=spec.get("upl"), lpl=spec.get("lpl"),
-        spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=bool(spec.get("compute_totals", False)),
+        spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=spec.get("compute_totals", False),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
 
 
-def as_float_or_none(x) -> float | None:
-    return None if x is None else float(x)
+def tabulate_job(job: Job, progress=None) -> Table:
+    """The table of a job with a ``[microdata]`` section (see ``docs/tabulate.md``).
+
+    ``top_k`` defaults to what the job's ``[rules]`` need.  Hierarchies come from the
+    ``[hierarchies.NAME]`` sections (as for cells input; ``columns`` specs use
+    :func:`hierarchy_from_correspondence`).
+
+    Examples
+    --------
+    >>> job = load_job(spec={"microdata": {"file": "m.csv", "dimensions": ["g"]}}, base=".")
+    >>> sorted(job.section("microdata"))
+    ['dimensions', 'file']
+    """
+    spec = job.section("microdata")
+    label = f"{job.label} [microdata]"
+    unknown = set(spec) - MICRODATA_KEYS
+    if unknown:
+        raise InputError(f"{label}: unknown key(s) {sorted(unknown)} "
+                         f"(known: {', '.join(sorted(MICRODATA_KEYS))})")
+    if "file" not in spec:
+        raise InputError(f"{label}: give 'file' (the microdata CSV/Parquet file)")
+    dims = spec.get("dimensions")
+    if not dims or not isinstance(dims, list):
+        raise InputError(f"{label}: give 'dimensions' (a list of code columns)")
+    path = job.resolve(spec["file"])
+    if not path.exists():
+        raise InputError(f"{label}: microdata file {path} not found")
+    hier_specs = job.section("hierarchies")
+    hierarchies: dict[str, Hierarchy] = {}
+    codes_cache: dict[str, pd.Series] | None = None
+    for d in dims:
+        hs = hier_specs.get(d, {"flat": True})
+        if "columns" in hs:
+            corr = job.resolve(hs.get("file", spec["file"]))
+            frame = read_table_file(corr, hs["columns"])
+            hierarchies[d] = hierarchy_from_correspondence(
+                frame, hs["columns"], total=str(hs.get("total", "Total")), name=d)
+            continue
+        needs_codes = "levels" in hs or hs.get("flat", False) or not hs
+        codes = None
+        if needs_codes:
+            if codes_cache is None:
+                codes_cache = distinct_codes(path, dims)
+            codes = codes_cache[d]
+        hierarchies[d] = build_hierarchy(job, d, codes)
+    top_k = spec.get("top_k")
+    if top_k is None:
+        from tabprotect.primary import rules_from_spec, top_k_needed
+        rules = rules_from_spec(job.section("rules"), job) if "rules" in job.spec else []
+        top_k = max(3, top_k_needed(rules))
+    return tabulate(path, hierarchies, spec.get("response"), kind=spec.get("kind"),
+                    weight=spec.get("weight"), holding=spec.get("holding"),
+                    shadow=spec.get("shadow"), cost=spec.get("cost"),
+                    request=spec.get("request"), top_k=int(top_k),
+                    unknown_code=spec.get("unknown_code"), missing=spec.get("missing", "error"),
+                    engine=spec.get("engine", "auto"), name=spec.get("name", path.stem),
+                    threads=spec.get("threads"), memory_limit=spec.get("memory_limit"),
+                    progress=progress)
+
+
+def published_table(job: Job) -> Table:
+    """The published (rounded) table of a job, for ``audit-rounded``.
+
+    Rounded tables need not be additive (deterministic or random rounding), so the
+    structure comes from the inner rows and the published values of every cell are put
+    in afterwards; with totals absent from the file they are computed (additive methods).
+    """
+    spec = job.section("input")
+    label = f"{job.label} [input]"
+    if "cells" not in spec:
+        raise InputError(f"{label}: give 'cells' (the published rounded table)")
+    dims = spec.get("dimensions")
+    if not dims:
+        raise InputError(f"{label}: give 'dimensions' (the code columns)")
+    path = job.resolve(spec["cells"])
+    frame = read_frame(path, dtype_str=dims)
+    value = spec.get("value", "value")
+    for col in list(dims) + [value]:
+        if col not in frame.columns:
+            raise InputError(f"{path.name}: column '{col}' not found")
+    hierarchies = {d: build_hierarchy(job, d, frame[d]) for d in dims}
+    leaf_rows = np.ones(len(frame), dtype=bool)
+    for d, h in hierarchies.items():
+        pos = h.lookup(frame[d].astype(str).str.strip())
+        if (pos < 0).any():
+            r = int(np.flatnonzero(pos < 0)[0])
+            raise InputError(f"{path.name} row {r + 2}: the code in column '{d}' "
+                             f"is not in its hierarchy")
+        leaf_rows &= h.is_leaf[pos]
+    base = Table.from_frame(frame[leaf_rows].reset_index(drop=True), hierarchies, value=value,
+                            freq=None, compute_totals=True, kind="frequency", name=path.stem,
+                            source=path.name)
+    published = base.value.copy()
+    pos = tuple(h.lookup(frame[d].astype(str).str.strip()) for d, h in hierarchies.items())
+    flat = np.ravel_multi_index(pos, base.shape)
+    vals = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)
+    if not np.isfinite(vals).all():
+        r = int(np.flatnonzero(~np.isfinite(vals))[0])
+        raise InputError(f"{path.name} row {r + 2}, column '{value}': missing or not a "
+                         f"finite number")
+    published[flat] = vals
+    return base.replace(value=published)

@@ -20,6 +20,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from tabprotect.figures import new_figure
+
 from ._validate import check_columns
 from .misclassification import misclassification_risk
 from .pram import invariant_pram, pram
@@ -153,13 +155,11 @@ def ru_map(data: pd.DataFrame, keys: Sequence[str], tables: Sequence[Sequence[st
 def plot_ru_map(frame: pd.DataFrame, path=None, loss: str = "hellinger", risk: str = "tau2_misclassified"):
     """Scatter plot risk (y) against information loss (x), one labelled point per row.
 
-    Uses matplotlib's Agg backend; saves to ``path`` when given and returns the figure.
+    Draws on an Agg canvas (the session's matplotlib backend is left alone); saves to
+    ``path`` when given and returns the :class:`matplotlib.figure.Figure`.
     """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    fig = new_figure((6, 4.5))
+    ax = fig.subplots()
     for meth, g in frame.groupby("method", sort=False):
         ax.plot(g[loss], g[risk], "o-" if len(g) > 1 else "o", label=meth)
         for _, r in g.iterrows():

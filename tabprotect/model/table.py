@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.hierarchy import Hierarchy
+from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
 from tabprotect.model.status import EMPTY, SAFE, check_status
 
@@ -210,6 +211,10 @@ class Table:
                 r = int(np.flatnonzero(np.isnan(arr))[0])
                 raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is missing")
+            if np.isinf(arr).any() and not (what == "ub" and (arr[np.isinf(arr)] > 0).all()):
+                r = int(np.flatnonzero(np.isinf(arr))[0])
+                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                                 f"{_cell_name(dims, pos, r)} is not a finite number")
             if not allow_negative and (arr < 0).any():
                 r = int(np.flatnonzero(arr < 0)[0])
                 raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
@@ -239,14 +244,13 @@ class Table:
             kw["top"] = t
         if status is not None:
             st = np.full(n, "", dtype="<U1")
-            given = frame[status].fillna("").astype(str).str.strip().str.upper().str[:1]
-            st[flat] = given.to_numpy()
+            st[flat] = _status_letters(frame[status], source, status)
             kw["status_given"] = st
         ex = {c: scatter(column(c, c, allow_nan=True), np.nan) for c in extra}
 
         hierarchies = [d.hierarchy for d in dims]
         A, rel_total = product_relations(hierarchies)
-        leaf_mask = _leaf_cells(hierarchies)
+        leaf_mask = ModelMatrix(hierarchies).leaf_cells
         if compute_totals:
             computed_v = aggregate_leaves(v, hierarchies)
             computed_f = aggregate_leaves(f, hierarchies) if f is not None else None
@@ -265,6 +269,11 @@ class Table:
             kind = ("frequency" if f is not None and np.allclose(v, f) and
                     np.allclose(v, np.round(v)) and (top_cols is None or not top_cols)
                     else "magnitude")
+        for what, arr in (("value", v), ("freq", f)):
+            if arr is not None and not np.isfinite(arr).all():
+                i = int(np.flatnonzero(~np.isfinite(arr))[0])
+                raise InputError(f"{source}: the {what} of a total overflows (cell "
+                                 f"{_flat_cell_name(dims, shape, i)} is not finite)")
         status_given = kw.pop("status_given", None)
         table = cls(value=v, freq=f if f is not None else np.where(v != 0, np.nan, 0.0),
                     relations=A, relation_total=rel_total, dimensions=tuple(dims),
@@ -382,6 +391,15 @@ class Table:
     def index(self) -> pd.MultiIndex:
         """A pandas MultiIndex of the cells' codes (for users)."""
         return pd.MultiIndex.from_frame(self.labels)
+
+    @cached_property
+    def model_matrix(self) -> ModelMatrix:
+        """The cells as sums of the leaf cells (product tables; see
+        :mod:`tabprotect.model.matrix`); with :attr:`relations`, the table's model."""
+        if not self.dimensions:
+            raise InputError("a general table has no model matrix over leaf cells (only "
+                             "its relations); give a table with dimensions")
+        return ModelMatrix([d.hierarchy for d in self.dimensions])
 
     @cached_property
     def is_inner(self) -> np.ndarray:
@@ -538,27 +556,10 @@ def _cell_name_flat(dims, shape, i: int, table=None) -> str:
     return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[p]}" for d, p in zip(dims, pos)) + ")"
 
 
-def _leaf_cells(hierarchies: Sequence[Hierarchy]) -> np.ndarray:
-    mask = np.ones(1, dtype=bool)
-    for h in hierarchies:
-        mask = np.logical_and.outer(mask, h.is_leaf).ravel()
-    return mask
-
-
 def aggregate_leaves(values: np.ndarray, hierarchies: Sequence[Hierarchy]) -> np.ndarray:
-    """Every total and subtotal computed from the leaf cells (other cells ignored).
-
-    Works one dimension at a time: along dimension d, each non-leaf code becomes the sum
-    of its children, deepest codes first, so multi-level hierarchies are exact.
-    """
-    shape = tuple(len(h) for h in hierarchies)
-    arr = np.where(_leaf_cells(hierarchies), values, 0.0).reshape(shape).copy()
-    for d, h in enumerate(hierarchies):
-        moved = np.moveaxis(arr, d, 0)  # a view: writes go into arr
-        depth = h.depth
-        for p in sorted((p for p, _ in h.edges()), key=lambda p: -depth[p]):
-            moved[p] = moved[list(h.children[p])].sum(axis=0)
-    return arr.ravel()
+    """Every total and subtotal computed from the leaf cells (other cells ignored):
+    ``ModelMatrix(hierarchies).aggregate(values)``."""
+    return ModelMatrix(hierarchies).aggregate(values)
 
 
 def _aggregate_top(top: np.ndarray, hierarchies, leaf_mask) -> np.ndarray:
@@ -601,6 +602,31 @@ def _check_additive(source, dims, shape, what, A, rel_total, values, tolerance,
                          f"computed with compute_totals)")
 
 
+#: status words accepted in a status column besides the letters S U M P Z
+STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
+                "protected": "P", "empty": "Z"}
+
+
+def _status_letters(column: pd.Series, source: str, name: str) -> np.ndarray:
+    """A status column as letters: S U M P Z (any case), the words of
+    :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
+    text = column.fillna("").astype(str).str.strip()
+    lower = text.str.lower()
+    letters = lower.map(lambda s: STATUS_WORDS.get(s, s.upper() if len(s) == 1 else "?"))
+    letters[lower == ""] = ""
+    bad = ~letters.isin(("", "S", "U", "M", "P", "Z"))
+    if bad.any():
+        r = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
+                         f"S U M P Z, or {', '.join(STATUS_WORDS)})")
+    return letters.to_numpy().astype("<U1")
+
+
+def _flat_cell_name(dims, shape, i: int) -> str:
+    idx = np.unravel_index(i, shape)
+    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[k]}" for d, k in zip(dims, idx)) + ")"
+
+
 def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> pd.DataFrame:
     """Read a CSV or Parquet file with clear errors; code columns stay strings."""
     path = Path(path)
@@ -616,6 +642,11 @@ def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> pd.DataFrame:
             frame = pd.read_csv(path, dtype={c: str for c in dtype_str}, keep_default_na=True)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path.name}: empty file") from None
+    except ImportError:
+        raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
+                         f"'tabprotect[files]'") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path.name}: not UTF-8 text") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
     if len(frame) == 0:

@@ -9,7 +9,8 @@ one principal, and a principal sees only its own jobs -- another's job is a 404)
   everyone's); ``GET /jobs/{id}`` -- state, progress, step, public result summary.
 * ``GET /jobs/{id}/table`` (published table, suppressed values blank) and ``/cells``
   (confidential values) -- only when the audit passed, else 409 with the verdict;
-  ``/audit`` (intervals), ``/report`` (HTML), ``/trail`` (JSON audit trail).
+  ``/audit`` (intervals), ``/report`` (HTML), ``/trail`` (JSON audit trail),
+  ``/summary`` (counts, verdict and released figures; shareable).
 * ``DELETE /jobs/{id}`` -- remove an ended job and its files.
 * ``GET /health`` -- liveness and the worker pool; ``/openapi.json`` and ``/docs`` -- the
   OpenAPI schema and a plain HTML list of the endpoints (token needed).
@@ -33,7 +34,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, File, HTTPException, Request, UploadFile
+from fastapi import Depends, FastAPI, File, HTTPException, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -51,7 +52,8 @@ log = logging.getLogger("tabprotect.service")
 
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 MEDIA_TYPES = {"table": "text/csv", "audit": "text/csv", "cells": "text/csv",
-               "report": "text/html", "trail": "application/json"}
+               "report": "text/html", "trail": "application/json",
+               "summary": "application/json"}
 #: results that are publishable or confidential values: served only after a passed audit
 VERDICT_FIRST = ("table", "cells")
 
@@ -256,13 +258,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return public(store.get(job_id))
 
     @app.get("/jobs", tags=["jobs"])
-    def list_jobs(limit: int = 100, all: bool = False,
+    def list_jobs(limit: int = 100, everyone: bool = Query(False, alias="all"),
                   who: Principal = Depends(caller)) -> list[dict]:
         """The caller's recent jobs, newest first (``all=true``: everyone's, admin only)."""
-        if all and not who.admin:
+        if everyone and not who.admin:
             raise HTTPException(403, "listing every principal's jobs needs an admin token")
-        recs = store.list(None if all else who.name, max(1, min(limit, 1000)))
-        return [public(r, with_owner=all) for r in recs]
+        recs = store.list(None if everyone else who.name, max(1, min(limit, 1000)))
+        return [public(r, with_owner=everyone) for r in recs]
 
     @app.get("/jobs/{job_id}", tags=["jobs"])
     def status(job_id: str, who: Principal = Depends(caller)) -> dict:
@@ -308,6 +310,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         """The JSON audit trail (checksums of inputs and outputs, parameters, versions,
         public results)."""
         return result_file(job_id, "trail", who)
+
+    @app.get("/jobs/{job_id}/summary", tags=["results"], response_class=FileResponse)
+    def summary(job_id: str, who: Principal = Depends(caller)):
+        """Counts, the verdict and the value figures that disclose nothing more than the
+        published table (JSON, shareable)."""
+        return result_file(job_id, "summary", who)
 
     @app.get("/jobs/{job_id}/cells", tags=["results"], response_class=FileResponse)
     def cells(job_id: str, who: Principal = Depends(caller)):

@@ -93,11 +93,13 @@ class JobStore:
                     con.execute(f"ALTER TABLE jobs ADD COLUMN {col} {decl}")
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction; a writing one takes the write lock at its start, so that what
+        it reads (a lease, a count) cannot change before it writes."""
         con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         con.row_factory = sqlite3.Row
         try:
-            con.execute("BEGIN IMMEDIATE")
+            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield con
             except BaseException:
@@ -131,7 +133,7 @@ class JobStore:
 
     def get(self, job_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The job, or None (also when ``owner`` is given and is not the job's owner)."""
-        with self._connect() as con:
+        with self._connect(write=False) as con:
             row = con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         rec = self._record(row)
         if rec is not None and owner is not None and rec["owner"] != owner:
@@ -140,7 +142,7 @@ class JobStore:
 
     def list(self, owner: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Newest first; only ``owner``'s jobs unless ``owner`` is None."""
-        with self._connect() as con:
+        with self._connect(write=False) as con:
             if owner is None:
                 rows = con.execute("SELECT * FROM jobs ORDER BY created DESC LIMIT ?",
                                    (limit,)).fetchall()
@@ -156,7 +158,7 @@ class JobStore:
                                "('queued', 'running')", (owner,)).fetchone()[0]
 
     def counts(self) -> dict[str, int]:
-        with self._connect() as con:
+        with self._connect(write=False) as con:
             rows = con.execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state")
             return {r["state"]: r["n"] for r in rows}
 
@@ -263,17 +265,21 @@ class JobStore:
         return out
 
     def leased_by(self, worker: str) -> list[dict[str, Any]]:
-        with self._connect() as con:
+        with self._connect(write=False) as con:
             rows = con.execute("SELECT * FROM jobs WHERE state='running' AND lease_owner=?",
                                (worker,)).fetchall()
         return [self._record(r) for r in rows]
 
     # ------------------------------------------------------------ retention
     def ended_before(self, when: float) -> list[dict[str, Any]]:
-        with self._connect() as con:
+        with self._connect(write=False) as con:
             rows = con.execute("SELECT * FROM jobs WHERE state IN ('finished', 'failed') "
                                "AND ended < ?", (when,)).fetchall()
         return [self._record(r) for r in rows]
+
+    def ids(self) -> set[str]:
+        with self._connect(write=False) as con:
+            return {r["id"] for r in con.execute("SELECT id FROM jobs")}
 
     def mark_uploads_deleted(self, job_id: str) -> None:
         with self._connect() as con:

@@ -8,10 +8,10 @@ when its parent dies (``PR_SET_PDEATHSIG``) and, everywhere, checks its parent's
 every heartbeat.
 
 The job's folder holds ``input/`` (the uploaded files, which the spec's plain file names
-name) and ``out/`` (results: ``published.csv``, ``cells.csv``, ``audit.csv``,
-``report.html`` and the trail ``report.json``). Results are written to ``work-<worker>/``
-and renamed to ``out/`` in the same store transaction that marks the job finished; the
-trail, written last, lists the SHA-256 of every other output. What is stored as an error
+name) and ``out/`` (results: the files of :data:`tabprotect.io.results.OUTPUT_FILES`,
+written by the same pipeline and writer as the command line). Results are written to
+``work-<worker>/`` and renamed to ``out/`` in the same store transaction that marks the
+job finished; the trail, written last, lists the SHA-256 of every other output. What is stored as an error
 is the one-line :class:`~tabprotect.errors.InputError` message with folders stripped
 from any path, or only the exception's type.
 """
@@ -31,8 +31,14 @@ from pathlib import Path
 
 log = logging.getLogger("tabprotect.service")
 
-RESULT_FILES = {"table": "published.csv", "audit": "audit.csv", "report": "report.html",
-                "trail": "report.json", "cells": "cells.csv"}
+def _result_files() -> dict[str, str]:
+    from tabprotect.io.results import OUTPUT_FILES
+    return {"table": OUTPUT_FILES["published"][0], "audit": OUTPUT_FILES["audit"][0],
+            "report": OUTPUT_FILES["report"][0], "trail": OUTPUT_FILES["trail"][0],
+            "cells": OUTPUT_FILES["cells"][0], "summary": OUTPUT_FILES["summary"][0]}
+
+
+RESULT_FILES = _result_files()
 OUT = "out"
 _PR_SET_PDEATHSIG = 1
 # absolute paths in messages: keep the last component only
@@ -120,32 +126,32 @@ def run_claimed(lease: Lease) -> str:
 
 def _run(record: dict, folder: Path, work: Path, lease: Lease) -> dict:
     from tabprotect.io.job import load_job
-    from tabprotect.report import run_job, write_report
+    from tabprotect.io.results import write_outputs
+    from tabprotect.pipeline import run as run_pipeline
     from tabprotect.service.store import private_dir
 
     private_dir(work)
     job = load_job(spec=record["spec"], base=folder / "input")
     job.name = f"job {record['id'][:8]}"
     job.root = folder / "input"
-    run = run_job(job, output_dir=work,
-                  progress=lambda step, frac: lease.progress(step, 0.9 * frac))
+    run = run_pipeline(job, progress=lambda step, frac: lease.progress(step, 0.9 * frac))
     lease.progress("report", 0.95)
-    write_report(run, work / "report.html")
-    result = public_result(run)
-    _write_trail(work, result)
+    written = write_outputs(run, work, report=True)
+    result = public_result(run, json.loads(written["summary"].read_text()))
     for path in work.rglob("*"):
         os.chmod(path, 0o700 if path.is_dir() else 0o600)
     return result
 
 
-def public_result(run) -> dict:
-    """What the job listing and the trail may show: the verdict, counts, solver state,
-    timings and the figures :func:`~tabprotect.public_summary.public_summary` releases."""
-    from tabprotect.public_summary import public_summary
-
-    table = run.published if run.published is not None else run.table
-    figures = {} if run.kind == "rounding" else None
-    summary = public_summary(table, run.status, figures)
+def public_result(run, shared: dict) -> dict:
+    """What the job listing may show: the verdict, counts, solver state, timings and the
+    figures that :func:`~tabprotect.public_summary.public_summary` released for the
+    run's shareable summary ``shared`` (``summary.json``)."""
+    status = run.status
+    summary = {"cells": int(run.table.n_cells), "primary": int((status == "U").sum()),
+               "secondary": int((status == "M").sum()),
+               "suppressed": int(((status == "U") | (status == "M")).sum()),
+               **shared.get("figures", {"withheld": {}})}
     out = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
            "summary": summary}
     if run.audit is not None and hasattr(run.audit, "summary"):
@@ -164,23 +170,6 @@ def _plain(obj):
     if hasattr(obj, "item"):
         return obj.item()
     return str(obj)
-
-
-def _write_trail(work: Path, result: dict) -> None:
-    """Rewrite ``report.json`` last: file names instead of server paths, the public
-    results, and the SHA-256 of every other output."""
-    from tabprotect.report import sha256_file
-
-    path = work / RESULT_FILES["trail"]
-    trail = json.loads(path.read_text()) if path.is_file() else {}
-    trail["inputs"] = [{"path": Path(i["path"]).name, "bytes": i["bytes"],
-                        "sha256": i["sha256"]} for i in trail.get("inputs", [])]
-    trail["results"] = result
-    trail["outputs"] = {p.name: sha256_file(p) for p in sorted(work.iterdir())
-                        if p.is_file() and p.name != path.name}
-    tmp = work / (path.name + ".tmp")
-    tmp.write_text(json.dumps(trail, indent=2))
-    os.replace(tmp, path)
 
 
 def _move_into_place(work: Path, out: Path) -> None:

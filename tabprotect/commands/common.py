@@ -1,0 +1,90 @@
+"""What every job command shares: ``-o/--output`` (a folder), ``--quiet``, progress
+lines on stderr, running the pipeline and writing the outputs.
+
+Each command turns its options into job keys (``overrides``), runs
+:func:`tabprotect.pipeline.run` and writes the run with
+:func:`tabprotect.io.results.write_outputs`.  Exit code 0: the audit passed (or the run
+has no audit); 1: the audit failed (nothing is written as ``published.csv``); 2: bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from tabprotect.io.job import Job, load_job
+from tabprotect.io.results import OUTPUT_FILES, verdict, write_outputs
+from tabprotect.pipeline import Run, run
+
+#: seconds between two progress lines within a step when stderr is not a terminal
+LOG_INTERVAL = 5.0
+#: a run shorter than this writes no progress line to a log file
+QUIET_START = 1.0
+
+
+def add_job_arguments(p: argparse.ArgumentParser, job_help: str) -> None:
+    """The job file, ``-o/--output`` and ``--quiet``."""
+    p.add_argument("job", help=job_help)
+    p.add_argument("-o", "--output", metavar="FOLDER",
+                   help="output folder (default: [output] dir of the job, else ./out "
+                   "beside the job file)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+class ProgressPrinter:
+    """Progress on stderr: one updated line on a terminal; on a log file or pipe, plain
+    lines from :data:`QUIET_START` seconds on, one per step and at most one per
+    :data:`LOG_INTERVAL` seconds within a step."""
+
+    def __init__(self, command: str, stream=None):
+        self.command = command
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.start = time.perf_counter()
+        self.last_step: str | None = None
+        self.last_time = -LOG_INTERVAL
+
+    def __call__(self, step: str, fraction: float) -> None:
+        now = time.perf_counter() - self.start
+        line = f"{self.command} [{now:7.1f} s {100 * fraction:3.0f}%] {step[:70]}"
+        if self.tty:
+            print(f"\r{line:<100}", end="", file=self.stream, flush=True)
+            self.last_step = step
+            return
+        if now < QUIET_START:
+            return
+        if step != self.last_step or now - self.last_time >= LOG_INTERVAL:
+            print(line, file=self.stream, flush=True)
+            self.last_step, self.last_time = step, now
+
+    def close(self) -> None:
+        """End the terminal's progress line."""
+        if self.tty:
+            print(file=self.stream, flush=True)
+
+
+def execute(args, command: str, *, task: str, overrides: dict | None = None,
+            report: bool = False, job: Job | None = None, **write_options) -> tuple[Run, int]:
+    """Run the job of ``args`` and write its outputs; returns the run and the exit code."""
+    job = job or load_job(args.job)
+    printer = None if getattr(args, "quiet", False) else ProgressPrinter(command)
+    try:
+        result = run(job, task=task, overrides=overrides, progress=printer)
+    finally:
+        if printer is not None:
+            printer.close()
+    folder = job.output_folder(getattr(args, "output", None))
+    write_outputs(result, folder, report=report, **write_options)
+    print_outputs(result)
+    return result, 0 if result.passed in (None, True) else 1
+
+
+def print_outputs(result: Run) -> None:
+    """The verdict and the files written, on stdout."""
+    print(f"audit: {verdict(result)}" + (f"   attacker model: {result.attacker}"
+                                         if result.audit is not None else ""))
+    if result.passed is False:
+        print(f"the pattern failed its audit: written only as "
+              f"{OUTPUT_FILES['unsafe'][0]}; do not publish it")
+    for key, path in result.outputs.items():
+        print(f"{key}: {path}")

@@ -1,0 +1,255 @@
+"""Writing a run's outputs: one set of file names for every command and the service.
+
+:data:`OUTPUT_FILES` is the one table of names (docs/jobs.md shows it).  A pattern whose
+audit failed is written only as ``UNSAFE-not-for-publication.csv``, never as
+``published.csv``.  Files are written into a temporary folder inside the output folder;
+then the previous run's outputs are removed (the trail first), the new files are renamed
+into place, and the trail -- listing every output with its SHA-256 -- comes last.  A
+folder with a trail therefore holds exactly the outputs the trail lists; a folder without
+one holds no finished run.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabprotect.errors import InputError
+from tabprotect.io.output import write_frame
+
+#: key -> (file name, what it holds); the confidential files hold true cell values
+OUTPUT_FILES: dict[str, tuple[str, str]] = {
+    "published": ("published.csv", "the publishable table: codes, value (blank when "
+                  "suppressed; the rounded value for rounding), freq, status. Written "
+                  "only when the audit passed"),
+    "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
+               "failed (exit code 1): never publish it"),
+    "primary": ("primary.csv", "confidential: every cell with its status, the rule that "
+                "made it unsafe and its protection levels (`primary`)"),
+    "cells": ("cells.csv", "confidential: every cell's true value, freq and final status "
+              "(rounding: and the published value)"),
+    "audit": ("audit.csv", "confidential: what an intruder can derive for each unpublished "
+              "cell (rounding: each cell), the required protection and the verdict"),
+    "comparison": ("compare.csv", "one row per method of a comparison"),
+    "report": ("report.html", "confidential: the report for the people who decide what is "
+               "published (`report`, `demo`, `--report`)"),
+    "summary": ("summary.json", "counts and the verdict, no cell value: safe to share"),
+    "trail": ("trail.json", "written last: input and output files with SHA-256 "
+              "checksums, the job as run, software versions, timings and the summary"),
+}
+
+#: files of earlier versions a re-used output folder is cleared of as well
+_OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_detail.csv",
+              "rounded_audit.csv", "rounding_summary.json", "rounded_audit_summary.json",
+              "primary_summary.csv", "report.json", "compare.json", "compare_report.html",
+              "compare_report.json")
+
+__all__ = ["OUTPUT_FILES", "write_outputs", "run_summary", "audit_trail", "sha256_file",
+           "versions", "published_frame"]
+
+
+def sha256_file(path: str | Path) -> str:
+    """SHA-256 checksum of a file, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of tabprotect, Python and the numerical packages."""
+    from tabprotect import __version__
+    out = {"tabprotect": __version__, "python": platform.python_version()}
+    for name in ("numpy", "pandas", "scipy", "highspy", "pulp", "matplotlib"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def jsonable(obj):
+    """Plain JSON values (numpy scalars and arrays, paths; non-finite numbers -> null)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if np.isfinite(f) else None
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (str, int)) or obj is None:
+        return obj
+    return str(obj)
+
+
+def verdict(run) -> str:
+    return {None: "no audit", True: "PASSED", False: "FAILED"}[run.passed]
+
+
+def run_summary(run) -> dict[str, Any]:
+    """What a run may tell outside the confidential report: counts, the verdict, the
+    method, the attacker model, times and, under ``figures``, the value figures of the
+    pattern that :func:`tabprotect.public_summary.public_summary` releases (each checked
+    by the LP audit as one more published equation; the others are listed as withheld)."""
+    status = run.status
+    out: dict[str, Any] = {
+        "kind": run.kind, "method": run.method, "attacker": run.attacker,
+        "verdict": verdict(run), "cells": int(run.table.n_cells),
+        "status_counts": {s: int((status == s).sum()) for s in "SUMPZ"},
+    }
+    if run.audit is not None:
+        s = run.audit.summary()
+        for key in ("mode", "unprotected_primary", "exactly_disclosed", "narrower_than_method",
+                    "pinned_small_values", "complete"):
+            if key in s:
+                out[f"audit_{key}" if key in ("mode", "complete") else key] = s[key]
+    for key in ("proven_optimal", "repaired", "changed_cells", "additive", "param_seed"):
+        if key in run.results and not isinstance(run.results[key], (dict, list)):
+            out[key] = run.results[key]
+    if run.rules is not None:
+        out["rules"] = run.rules.summary().to_dict(orient="records")
+    if run.comparison is not None:
+        out["methods"] = [{"label": r["label"], "audit_passed": r.get("audit_passed"),
+                           "error": bool(r.get("error"))}
+                          for r in run.comparison.to_dict(orient="records")]
+    if run.kind in ("suppression", "audit", "compare") and run.published is not None:
+        from tabprotect.public_summary import public_summary
+        figures = public_summary(run.published, status)
+        out["figures"] = {k: v for k, v in figures.items()
+                          if k not in ("cells", "primary", "secondary", "suppressed")}
+    out["seconds"] = round(sum(run.timings.values()), 3)
+    return jsonable(out)
+
+
+def audit_trail(run, outputs: dict[str, Path]) -> dict[str, Any]:
+    """The record of a run: inputs and outputs with checksums, the job as run, software
+    versions, timings and the public summary (never a cell value)."""
+    return jsonable({
+        "title": run.title,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(),
+        "inputs": [{"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
+                   for p in map(Path, run.inputs) if p.is_file()],
+        "parameters": run.parameters,
+        "timings_seconds": run.timings,
+        "outputs": {k: {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
+                    for k, p in outputs.items()},
+        "summary": run_summary(run),
+        "notes": run.notes,
+    })
+
+
+def published_frame(run) -> pd.DataFrame | None:
+    """The publishable table: codes, value (blank when unpublished), freq, status."""
+    if run.kind == "rounding":
+        frame = run.table.to_frame(())
+        frame["value"] = run.rounded
+        return frame
+    if run.published is None:
+        return None
+    table = run.published
+    hidden = run.unpublished
+    frame = table.to_frame(("value", "freq", "status"))
+    frame["value"] = np.where(hidden, np.nan, table.value)
+    frame["freq"] = np.where(hidden, np.nan, table.freq)
+    if np.isnan(table.freq[~hidden]).all():
+        frame = frame.drop(columns=["freq"])
+    return frame
+
+
+def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, pd.DataFrame]:
+    frames: dict[str, pd.DataFrame] = {}
+    if run.rules is not None:
+        frames["primary"] = run.rules.to_frame()
+    pub = published_frame(run)
+    if pub is not None:
+        frames["published" if run.passed in (True, None) else "unsafe"] = pub
+    if run.kind == "rounding":
+        cells = run.table.to_frame(("value", "freq"))
+        cells["published"] = run.rounded
+        frames["cells"] = cells
+    elif run.published is not None:
+        frames["cells"] = run.published.to_frame(("value", "freq", "status"))
+    if run.audit is not None and run.kind in ("rounding", "audit-rounded"):
+        frames["audit"] = run.audit.to_frame(run.table, only_flagged=audit_flagged_only)
+    elif run.audit is not None:
+        frames["audit"] = run.audit.to_frame(
+            run.published if run.published is not None else run.table,
+            only_unpublished=not audit_all_cells)
+    if run.comparison is not None:
+        frames["comparison"] = run.comparison
+    return frames
+
+
+def write_outputs(run, folder: str | Path, *, report: bool = False,
+                  audit_all_cells: bool = False, audit_flagged_only: bool = False
+                  ) -> dict[str, Path]:
+    """Write a run's outputs into ``folder`` (see the module doc); returns key -> path
+    (also put in ``run.outputs``)."""
+    folder = Path(folder)
+    _check_not_inputs(run, folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tabprotect-", dir=folder))
+    try:
+        staged: dict[str, Path] = {}
+        for key, frame in _frames(run, audit_all_cells, audit_flagged_only).items():
+            staged[key] = write_frame(frame, tmp / OUTPUT_FILES[key][0])
+        if report:
+            from tabprotect.report import render_html
+            staged["report"] = tmp / OUTPUT_FILES["report"][0]
+            staged["report"].write_text(render_html(run), encoding="utf-8")
+        staged["summary"] = tmp / OUTPUT_FILES["summary"][0]
+        staged["summary"].write_text(json.dumps(run_summary(run), indent=2),
+                                     encoding="utf-8")
+        trail = audit_trail(run, staged)
+        _clear(folder)
+        final = {key: folder / path.name for key, path in staged.items()}
+        for key, path in staged.items():
+            os.replace(path, final[key])
+        trail_path = folder / OUTPUT_FILES["trail"][0]
+        tmp_trail = tmp / trail_path.name
+        tmp_trail.write_text(json.dumps(trail, indent=2), encoding="utf-8")
+        os.replace(tmp_trail, trail_path)
+        final["trail"] = trail_path
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    run.outputs.update(final)
+    return final
+
+
+def _check_not_inputs(run, folder: Path) -> None:
+    """An output may never replace an input of the run."""
+    names = {name for name, _ in OUTPUT_FILES.values()} | set(_OLD_NAMES)
+    for path in map(Path, run.inputs):
+        if path.name in names and path.resolve().parent == folder.resolve():
+            raise InputError(f"{path.name}: the output folder holds this input file, which "
+                             f"an output would replace; choose another output folder (-o)")
+
+
+def _clear(folder: Path) -> None:
+    """Remove a previous run's outputs, the trail (the completion mark) first."""
+    names = [OUTPUT_FILES["trail"][0]] + [name for name, _ in OUTPUT_FILES.values()] \
+        + list(_OLD_NAMES)
+    for name in names:
+        path = folder / name
+        if path.is_file() or path.is_symlink():
+            path.unlink()

@@ -1,0 +1,464 @@
+"""The job-file schema: every section and key with its type, default and range.
+
+:func:`check_job` checks a parsed job before any work: an unknown section or key, a value
+of the wrong type, a value out of range, ``inf``/``nan`` and a wrong choice are each one
+:class:`~tabprotect.errors.InputError` naming the file, the section and the key.  The
+reference tables of ``docs/jobs.md`` are generated from the same declarations
+(:func:`reference_markdown`; ``python -m tabprotect.io.reference docs/jobs.md`` rewrites
+them), and a test checks that the two agree.
+
+Options of one protection method (``[protect] engine``, ``subtable_time_limit``, ...) are
+the keyword options the method's function declares; they are checked when the job names
+that method.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from tabprotect.errors import InputError
+
+__all__ = ["Key", "Section", "SECTIONS", "check_job", "file_keys", "reference_markdown",
+           "method_option_keys"]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a section: ``type`` is one of :data:`TYPES`; ``low``/``high`` bound
+    numbers (``low_open``: the bound itself is excluded); ``choices`` lists the allowed
+    strings; ``path``: a file name relative to the job file."""
+
+    name: str
+    type: str
+    default: Any = None
+    doc: str = ""
+    choices: tuple = ()
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    path: bool = False
+
+    def range_text(self) -> str:
+        if self.choices:
+            return " \\| ".join(f"`{c}`" for c in self.choices)
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"<= {self.high:g}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section: ``shape`` is ``"table"`` (keys below), ``"named"`` (one sub-table per
+    name, each with the keys below: ``[hierarchies.NAME]``) or ``"rules"``."""
+
+    name: str
+    doc: str
+    keys: tuple[Key, ...]
+    shape: str = "table"
+
+    def key(self, name: str) -> Key | None:
+        return next((k for k in self.keys if k.name == name), None)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": _is_number,
+    "boolean": lambda v: isinstance(v, bool),
+    "list of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "list of integers": lambda v: isinstance(v, list) and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in v),
+    "string or table": lambda v: isinstance(v, (str, dict)),
+    "string or boolean": lambda v: isinstance(v, (str, bool)),
+    "string or list": lambda v: isinstance(v, (str, list)),
+    "list": lambda v: isinstance(v, list),
+    "table": lambda v: isinstance(v, dict),
+    "scalar": lambda v: isinstance(v, (str, int, float, bool)),
+}
+
+_TIME = dict(type="number", low=0, low_open=True)
+_COLUMN = dict(type="string")
+_SINGLETON_DOC = ("also protect against (and audit as) each single contributor of a "
+                  "cell; false: outside intruders only")
+
+SECTIONS: dict[str, Section] = {s.name: s for s in (
+    Section("job", "what the run is called", (
+        Key("title", "string", doc="title of the report"),
+    )),
+    Section("input", "a cells file: one row per cell, one column per dimension", (
+        Key("cells", "string", path=True, doc="CSV or Parquet cells file"),
+        Key("dimensions", "list of strings", doc="the code columns, in order"),
+        Key("value", default="value", doc="value column", **_COLUMN),
+        Key("freq", default="freq", doc="contributor-count column (optional in the file)",
+            **_COLUMN),
+        Key("top", doc="prefix of the largest-contribution columns (`top1, top2, ...`)",
+            **_COLUMN),
+        Key("cost", doc="cost column (`[protect] cost = \"column\"`)", **_COLUMN),
+        Key("lb", doc="a-priori lower bound column", **_COLUMN),
+        Key("ub", doc="a-priori upper bound column", **_COLUMN),
+        Key("status", doc="given statuses: letters S U M P Z or the words safe, unsafe "
+            "(or primary), secondary, protected, empty", **_COLUMN),
+        Key("upl", doc="upper protection level column", **_COLUMN),
+        Key("lpl", doc="lower protection level column", **_COLUMN),
+        Key("spl", doc="sliding protection level column", **_COLUMN),
+        Key("extra", "list of strings", [], doc="further per-cell columns kept with the table"),
+        Key("compute_totals", "boolean", False, doc="totals absent from the file are "
+            "computed (present ones are checked); false: every total must be in the file"),
+        Key("tolerance", "number", 1e-6, low=0, doc="additivity tolerance, relative to "
+            "max(1, \\|total\\|)"),
+        Key("kind", "string", doc="table kind (default: from the data)",
+            choices=("magnitude", "frequency")),
+        Key("name", "string", doc="table name (default: the file name)"),
+    )),
+    Section("hierarchies", "the hierarchy of dimension NAME (flat when absent); give one "
+            "of pairs, hrc, levels, file + columns, codes, flat", (
+        Key("pairs", "string", path=True, doc="`parent,child` CSV"),
+        Key("hrc", "string", path=True, doc="tau-Argus .hrc file"),
+        Key("lead", "string", "@", doc=".hrc level marker"),
+        Key("levels", "list of integers", doc="code lengths per level (codes from the data)"),
+        Key("file", "string", path=True, doc="correspondence table (with `columns`)"),
+        Key("columns", "list of strings", doc="level columns, coarse to fine"),
+        Key("codes", "list of strings", doc="the codes of a flat hierarchy"),
+        Key("flat", "boolean", False, doc="flat, codes from the data"),
+        Key("total", "string", "Total", doc="code of the grand total"),
+    ), shape="named"),
+    Section("microdata", "tabulation from microdata (instead of `[input]`); the keys of "
+            "`risk` and `perturb` too", (
+        Key("file", "string", path=True, doc="CSV or Parquet microdata file"),
+        Key("dimensions", "list of strings", doc="code columns (tabulation)"),
+        Key("response", doc="response variable (absent: a frequency table)", **_COLUMN),
+        Key("kind", "string", doc="table kind", choices=("magnitude", "frequency")),
+        Key("weight", doc="sampling-weight column", **_COLUMN),
+        Key("holding", doc="enterprise-group column", **_COLUMN),
+        Key("shadow", doc="shadow variable for the rules", **_COLUMN),
+        Key("cost", doc="cost variable", **_COLUMN),
+        Key("request", doc="request-flag column", **_COLUMN),
+        Key("top_k", "integer", doc="largest contributions kept (default: what the rules "
+            "need, at least 3)", low=1),
+        Key("unknown_code", "string or table", doc="code receiving unknown codes (or "
+            "{column = code})"),
+        Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
+                                                                        "drop")),
+        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb"),
+            doc="tabulation engine"),
+        Key("name", "string", doc="table name"),
+        Key("threads", "integer", low=1, doc="duckdb threads"),
+        Key("memory_limit", "string", doc="duckdb memory limit, e.g. \"4GB\""),
+        Key("keys", "list of strings", doc="risk: key variables"),
+        Key("household", doc="risk: household column", **_COLUMN),
+        Key("sampling_fraction", "number", low=0, low_open=True, high=1,
+            doc="risk: sampling fraction"),
+        Key("pi_key", doc="risk: column along which the sampling fraction varies",
+            **_COLUMN),
+    )),
+    Section("rules", "primary sensitivity rules (each rule a table or an array of "
+            "tables; see docs/primary.md)", (
+        Key("manual", "string", path=True, doc="a-priori statuses / protection levels file"),
+        Key("manual_safety_range", "number", low=0, doc="% of the value for manual U "
+            "cells without levels"),
+        Key("frequency", "table", doc="`n` (int >= 1), `safety_range` (%), `holding`, "
+            "`weighted`"),
+        Key("dominance", "table", doc="`n`, `k` (%), `holding`"),
+        Key("p", "table", doc="`p` (%), `m`, `holding`"),
+        Key("pq", "table", doc="`p`, `q` (%), `m`, `holding`"),
+        Key("request", "table", doc="`p` (%), `safety_range`"),
+        Key("zero", "table", doc="`safety_range`"),
+        Key("group", "table", doc="`dimensions` (frequency tables)"),
+    ), shape="rules"),
+    Section("protect", "secondary suppression (docs/secondary.md); a method's own "
+            "options are accepted for that method", (
+        Key("method", "string", "optimal", doc="the method",
+            choices=("optimal", "modular", "hypercube", "gauss", "greedy")),
+        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
+            doc="what a suppression costs"),
+        Key("cost_column", "string", doc="the extra column used by cost = \"column\""),
+        Key("time_limit", doc="seconds for the method (the best pattern is audited)",
+            **_TIME),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
+        Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
+        Key("threads", "integer", 1, low=1, doc="solver threads"),
+        Key("backend", "string", "highs", doc="LP/MILP backend"),
+        Key("empty", "string", "publish", choices=("publish", "suppress"),
+            doc="may empty cells be secondary suppressions"),
+        Key("audit_mode", "string", "auto", choices=("auto", "intervals", "verdict"),
+            doc="audit of the final pattern"),
+        Key("audit_time_limit", doc="seconds for the audit-and-repair loop", **_TIME),
+        Key("audit_workers", "integer", 1, low=1, doc="processes for the audit"),
+    )),
+    Section("audit", "the audit of a given pattern (status column), docs/audit.md", (
+        Key("integer", "boolean", doc="integer intervals (default: frequency tables)"),
+        Key("singleton", "boolean", False, doc=_SINGLETON_DOC),
+        Key("time_limit", doc="seconds for the audit", **_TIME),
+        Key("published", "string", "all", choices=("all", "margins"),
+            doc="what the intruder sees (margins: every inner cell unpublished)"),
+        Key("mode", "string", "intervals", choices=("intervals", "verdict"),
+            doc="verdict: only whether each primary is protected"),
+        Key("workers", "integer", 1, low=1, doc="processes for independent components"),
+    )),
+    Section("round", "rounding (docs/rounding.md)", (
+        Key("base", "integer", low=1, doc="the rounding base (required)"),
+        Key("method", "string", "controlled",
+            choices=("deterministic", "random", "controlled", "small-count")),
+        Key("seed", "integer", doc="random rounding seed (drawn and reported when absent)"),
+        Key("k_step", "integer", 0, low=0, doc="controlled: K-step relaxation"),
+        Key("step_penalty", "number", low=0, doc="controlled: cost of a K step"),
+        Key("threshold", "integer", low=1, doc="small-count: counts below it are rounded"),
+        Key("margins_from_interior", "boolean", False,
+            doc="random: totals are sums of rounded inner cells"),
+        Key("weights", "string", "unity", choices=("unity", "relative"),
+            doc="controlled: deviation weights"),
+        Key("partition", "string or boolean", "auto", doc="controlled: auto, true or false"),
+        Key("time_limit", doc="seconds for the solver", **_TIME),
+        Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap"),
+        Key("audit", "boolean", True, doc="audit the rounded table"),
+        Key("published", "string", "all", choices=("all", "margins"),
+            doc="audit: which cells the intruder sees"),
+        Key("small_max", "integer", 2, low=0, doc="audit: largest value counted as small"),
+    )),
+    Section("compare", "methods laid side by side (docs/report.md)", (
+        Key("methods", "list", doc="names, or tables of options with `method` and "
+            "`label` (default: every method)"),
+        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column")),
+        Key("time_limit", doc="seconds per method", **_TIME),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+    )),
+    Section("risk", "microdata disclosure risk (docs/microdata.md)", (
+        Key("k", "integer", 3, low=1, doc="k-anonymity threshold"),
+        Key("individual", "boolean", True, doc="individual risk"),
+        Key("method", "string", "approx", choices=("approx", "exact")),
+        Key("threshold", "number", 0.1, low=0, high=1,
+            doc="count records with risk above this"),
+        Key("loglinear", "boolean", False, doc="log-linear risk"),
+        Key("model", "string or list", "main", doc="log-linear model"),
+        Key("missing_matches", "boolean", False, doc="a missing key matches any value"),
+    )),
+    Section("perturb", "microdata perturbation (docs/microdata.md)", (
+        Key("method", "string", choices=("pram", "invariant_pram", "swap")),
+        Key("variables", "list of strings", doc="PRAM variables"),
+        Key("variable", "string", doc="swap variable"),
+        Key("seed", "integer"),
+        Key("d", "number", 0.8, low=0, high=1, doc="generated PRAM matrix diagonal"),
+        Key("a", "number", 1.0, low=0, doc="invariant PRAM"),
+        Key("matrix", "table", doc="{variable = {true = {released = probability}}}"),
+        Key("unperturbed", "list", [], doc="categories left unchanged"),
+        Key("spread", "string", "equal"),
+        Key("strata", "string"),
+        Key("control", "string or list", doc="swap: control variables"),
+        Key("rate", "number", 0.05, low=0, high=1, doc="swap rate"),
+        Key("targeted", "boolean", False, doc="swap the riskiest records first"),
+    )),
+    Section("report", "the report and its information-loss measures", (
+        Key("title", "string", doc="title (default: [job] title)"),
+        Key("by", "string", doc="information loss: average over the tables of this "
+            "dimension"),
+        Key("cells", "string", "inner", choices=("inner", "all"),
+            doc="information loss over inner or all cells"),
+        Key("zero", "string", "unit", choices=("unit", "skip", "inf"),
+            doc="relative loss of zero cells"),
+        Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
+        Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
+    )),
+    Section("output", "where outputs go", (
+        Key("dir", "string", "out", doc="output folder (relative to the job file; "
+            "`-o` overrides)"),
+    )),
+)}
+
+#: keys of one rule table of [rules]; each rule's numeric keys are >= 0
+RULE_KEYS = {"frequency": {"n": "integer", "safety_range": "number", "holding": "boolean",
+                           "weighted": "boolean"},
+             "dominance": {"n": "integer", "k": "number", "holding": "boolean"},
+             "p": {"p": "number", "m": "integer", "holding": "boolean"},
+             "pq": {"p": "number", "q": "number", "m": "integer", "holding": "boolean"},
+             "request": {"p": "number", "safety_range": "number"},
+             "zero": {"safety_range": "number"},
+             "group": {"dimensions": "list of strings"}}
+
+#: keyword options every method receives from protect() (not method-specific), and
+#: objects no job file can give (an options object, a solver, a start pattern)
+_PROTECT_COMMON = {"table", "cost", "time_limit", "progress", "singleton", "mip_gap",
+                   "threads", "backend", "empty", "start", "options", "solver"}
+
+
+# ---------------------------------------------------------------- checking
+def _where(label: str, section: str, key: str | None = None) -> str:
+    return f"{label} [{section}]" + (f" {key}" if key else "")
+
+
+def check_value(key: Key, value: Any, where: str) -> None:
+    """One value against its key: type, finiteness, range and choices."""
+    if not TYPES[key.type](value):
+        raise InputError(f"{where}: must be {_article(key.type)}, not {_type_name(value)}")
+    for x in (value if isinstance(value, list) else [value]):
+        if isinstance(x, float) and not math.isfinite(x):
+            raise InputError(f"{where}: must be a finite number")
+    if key.choices and isinstance(value, str) and value not in key.choices:
+        raise InputError(f"{where}: must be one of {', '.join(map(str, key.choices))}")
+    if _is_number(value):
+        if key.low is not None and (value < key.low or (key.low_open and value == key.low)):
+            raise InputError(f"{where}: must be {'>' if key.low_open else '>='} {key.low:g}")
+        if key.high is not None and value > key.high:
+            raise InputError(f"{where}: must be <= {key.high:g}")
+
+
+def _article(type_name: str) -> str:
+    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _check_table(section: Section, values: dict, where: str, extra: dict[str, Key]) -> None:
+    for name, value in values.items():
+        key = section.key(name) or extra.get(name)
+        if key is None:
+            known = sorted([k.name for k in section.keys] + list(extra))
+            raise InputError(f"{where}: unknown key '{name}' (known: {', '.join(known)})")
+        check_value(key, value, f"{where} {name}")
+
+
+def check_job(spec: dict[str, Any], label: str = "job") -> None:
+    """Check a parsed job against :data:`SECTIONS`; raises InputError naming file and key."""
+    for name, values in spec.items():
+        section = SECTIONS.get(name)
+        if section is None:
+            raise InputError(f"{label}: unknown section [{name}] (known: "
+                             f"{', '.join(sorted(SECTIONS))})")
+        if not isinstance(values, dict):
+            raise InputError(f"{label}: [{name}] must be a table")
+        where = _where(label, name)
+        if section.shape == "named":
+            for sub, keys in values.items():
+                if not isinstance(keys, dict):
+                    raise InputError(f"{where}: [{name}.{sub}] must be a table")
+                _check_table(section, keys, _where(label, f"{name}.{sub}"), {})
+        elif section.shape == "rules":
+            _check_rules(section, values, label)
+        elif name == "protect":
+            _check_table(section, values, where, _method_keys(values, where))
+        elif name == "compare":
+            _check_table(section, values, where, {})
+            _check_compare_methods(values.get("methods", []), where)
+        else:
+            _check_table(section, values, where, {})
+
+
+def _check_rules(section: Section, values: dict, label: str) -> None:
+    for name, value in values.items():
+        if name not in RULE_KEYS:
+            _check_table(section, {name: value}, _where(label, "rules"), {})
+            continue
+        entries = [value] if isinstance(value, dict) else value
+        if value is True:
+            entries = [{}]
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InputError(f"{_where(label, 'rules', name)}: must be a table or an array "
+                             f"of tables")
+        keys = {k: Key(k, t, low=0) for k, t in RULE_KEYS[name].items()}
+        rule_section = Section(f"rules.{name}", "", tuple(keys.values()))
+        for entry in entries:
+            _check_table(rule_section, entry, _where(label, f"rules.{name}"), {})
+
+
+def _check_compare_methods(methods: list, where: str) -> None:
+    for i, entry in enumerate(methods):
+        if isinstance(entry, str):
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("method"), str):
+            raise InputError(f"{where} methods[{i}]: give a method name or a table with "
+                             f"'method'")
+        if entry["method"] in ("rounding", "round"):
+            keys = {k.name: k for k in SECTIONS["round"].keys}
+            keys["type"] = Key("type", "string", choices=SECTIONS["round"].key(
+                "method").choices)
+            rest = {k: v for k, v in entry.items() if k not in ("method", "label")}
+            _check_table(Section("round", "", tuple(keys.values())), rest,
+                         f"{where} methods[{i}]", {})
+            continue
+        rest = {k: v for k, v in entry.items() if k not in ("label",)}
+        _check_table(SECTIONS["protect"], rest, f"{where} methods[{i}]",
+                     _method_keys(rest, f"{where} methods[{i}]"))
+
+
+def method_option_keys(method: str) -> dict[str, Key]:
+    """The options of one protection method: the keyword options its function declares
+    beyond those protect() passes to every method (their type from the default)."""
+    from tabprotect.secondary import METHODS
+    fn = METHODS.get(method)
+    if fn is None:
+        return {}
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind != p.KEYWORD_ONLY or p.name in _PROTECT_COMMON:
+            continue
+        d = p.default
+        kind = ("boolean" if isinstance(d, bool) else "integer" if isinstance(d, int)
+                else "number" if isinstance(d, float) else "string" if isinstance(d, str)
+                else "scalar")
+        if kind == "integer":
+            kind = "number" if "time" in p.name else kind
+        out[p.name] = Key(p.name, kind, d if d is not inspect.Parameter.empty else None,
+                          low=0 if kind in ("integer", "number") else None)
+    return out
+
+
+def _method_keys(values: dict, where: str) -> dict[str, Key]:
+    method = values.get("method", "optimal")
+    if not isinstance(method, str):
+        return {}
+    common = {k.name for k in SECTIONS["protect"].keys}
+    if set(values) <= common:
+        return {}
+    return method_option_keys(method)
+
+
+def file_keys(spec: dict[str, Any]) -> Iterator[str]:
+    """The file names a job's keys give (``path`` keys of the schema)."""
+    for name, values in spec.items():
+        section = SECTIONS.get(name)
+        if section is None or not isinstance(values, dict):
+            continue
+        tables = values.values() if section.shape == "named" else [values]
+        for table in tables:
+            if not isinstance(table, dict):
+                continue
+            for key in section.keys:
+                if key.path and isinstance(table.get(key.name), str):
+                    yield table[key.name]
+
+
+# ---------------------------------------------------------------- the reference
+def _default_text(key: Key) -> str:
+    if key.default is None:
+        return ""
+    if isinstance(key.default, bool):
+        return "`true`" if key.default else "`false`"
+    if isinstance(key.default, str):
+        return f'`"{key.default}"`'
+    return f"`{key.default!r}`" if not isinstance(key.default, float) else f"`{key.default:g}`"
+
+
+def reference_markdown() -> str:
+    """The key reference of docs/jobs.md: one table per section."""
+    lines = []
+    for section in SECTIONS.values():
+        head = f"[{section.name}.NAME]" if section.shape == "named" else f"[{section.name}]"
+        lines += [f"### `{head}`", "", section.doc[0].upper() + section.doc[1:] + ".", "",
+                  "| key | type | default | range | what |", "|---|---|---|---|---|"]
+        for key in section.keys:
+            lines.append(f"| `{key.name}` | {key.type} | {_default_text(key)} | "
+                         f"{key.range_text()} | {key.doc} |")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,379 @@
+"""The one job pipeline behind every command and the service.
+
+``run(job) -> Run`` reads the input (cells file or microdata), applies the primary rules,
+protects (secondary suppression) or rounds, audits, measures the information loss and,
+when the job asks, compares methods.  Every entry point -- ``tabprotect protect``,
+``audit``, ``round``, ``audit-rounded``, ``primary``, ``report``, ``compare``, ``demo`` and
+the service's worker -- calls :func:`run` and then writes the :class:`Run` with
+:func:`tabprotect.io.results.write_outputs`, so one job gives one answer whichever way it
+is run.
+
+The job is checked against the schema (:mod:`tabprotect.io.schema`) before any work;
+command-line options are given as ``overrides`` (job keys, e.g. ``{"protect":
+{"method": "modular"}}``), merged into the job and checked the same way.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from tabprotect.errors import InputError
+from tabprotect.io.job import Job, build_table, load_job, published_table
+from tabprotect.model.status import is_suppressed
+from tabprotect.model.table import Table
+
+Progress = Callable[[str, float], None]
+
+#: what ``task`` may be; "auto" picks protect, round, compare or audit from the sections
+TASKS = ("auto", "primary", "protect", "audit", "round", "audit-rounded", "compare")
+
+__all__ = ["Run", "run", "TASKS"]
+
+
+@dataclass
+class Run:
+    """Everything one run of a job produced (what the outputs and the report show).
+
+    Attributes
+    ----------
+    table : the table with its primary statuses and protection levels (confidential)
+    kind : ``"primary"``, ``"suppression"``, ``"audit"``, ``"rounding"``,
+        ``"audit-rounded"`` or ``"compare"``
+    method : the protection method (or the rounding method and base)
+    attacker : who the protection and the audit guard against, in words
+    published : the table as published (final statuses) for suppression and audit runs
+    rounded : the published (rounded) values of rounding runs
+    audit : the audit result (the verdict is ``audit.passed``)
+    info : the information loss (:class:`tabprotect.infoloss.InfoLoss`)
+    rules : the :class:`tabprotect.primary.RuleResult` when the job has ``[rules]``
+    comparison : one row per method of a comparison
+    ru_map : microdata R-U map (``label``, a loss and a risk column)
+    parameters : the job as run (checked, overrides merged)
+    inputs : the input files (their checksums go into the trail)
+    timings, results, notes : seconds per step, method numbers, remarks
+    outputs : files written for the run (filled by the writer)
+    """
+
+    table: Table
+    title: str = "tabprotect report"
+    kind: str = "audit"
+    method: str | None = None
+    attacker: str = "outside intruder"
+    published: Table | None = None
+    rounded: np.ndarray | None = None
+    audit: Any = None
+    info: Any = None
+    rules: Any = None
+    comparison: pd.DataFrame | None = None
+    ru_map: pd.DataFrame | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    inputs: list[Path] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    outputs: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def status(self) -> np.ndarray:
+        return (self.published if self.published is not None else self.table).status
+
+    @property
+    def passed(self) -> bool | None:
+        """The audit's verdict; None when the run has no audit (primary rules only)."""
+        return None if self.audit is None else bool(self.audit.passed)
+
+    @property
+    def unpublished(self) -> np.ndarray:
+        """Cells whose value is not published (suppression and audit runs)."""
+        mask = getattr(self.audit, "unpublished", None)
+        if mask is not None and self.kind in ("suppression", "audit", "compare"):
+            return np.asarray(mask, dtype=bool)
+        return is_suppressed(self.status)
+
+
+class _Steps:
+    """Times the steps of a run and reports them to ``progress``."""
+
+    def __init__(self, timings: dict[str, float], progress: Progress | None):
+        self.timings = timings
+        self.progress = progress
+
+    def __call__(self, name: str, fraction: float) -> "_Steps":
+        self.name = name
+        if self.progress:
+            self.progress(name, fraction)
+        return self
+
+    def __enter__(self) -> "_Steps":
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timings[self.name] = round(time.perf_counter() - self.start, 4)
+
+    def scaled(self, start: float, end: float) -> Progress | None:
+        """The progress of one step (0..1) mapped into [start, end] of the run."""
+        if self.progress is None:
+            return None
+        progress = self.progress
+        return lambda step, frac: progress(step, start + (end - start) *
+                                           max(0.0, min(1.0, float(frac))))
+
+
+def run(job: Job | str | Path, *, task: str = "auto",
+        overrides: dict[str, dict[str, Any]] | None = None,
+        progress: Progress | None = None) -> Run:
+    """Run a job: table, primary rules, protection or rounding, audit, information loss.
+
+    Parameters
+    ----------
+    job : a :class:`~tabprotect.io.job.Job` or the path of a job file
+    task : what to do (:data:`TASKS`); ``"auto"`` protects when the job has
+        ``[protect]``, rounds with ``[round]``, compares with ``[compare]`` and otherwise
+        audits the statuses of the input
+    overrides : job keys that replace the job's (``{"protect": {"time_limit": 30}}``);
+        checked like the job
+    progress : called as ``progress(step, fraction_done)``
+
+    Returns
+    -------
+    Run (nothing is written: see :func:`tabprotect.io.results.write_outputs`)
+
+    Examples
+    --------
+    >>> job = load_job(spec={"input": {"cells": "c.csv", "dimensions": ["r"]}}, base=".")
+    >>> run(job, task="fly")
+    Traceback (most recent call last):
+    ...
+    tabprotect.errors.InputError: job: unknown task 'fly' (known: auto, primary, protect, audit, round, audit-rounded, compare)
+    """
+    if not isinstance(job, Job):
+        job = load_job(job)
+    if task not in TASKS:
+        raise InputError(f"{job.label}: unknown task {task!r} (known: {', '.join(TASKS)})")
+    if overrides:
+        job = job.merged(overrides)
+    if task == "auto":
+        task = next((t for t in ("protect", "round", "compare") if t in job.spec), "audit")
+    steps = _Steps({}, progress)
+    title = job.section("job").get("title") or job.section("report").get("title") \
+        or f"tabprotect report: {job.label}"
+    if task == "audit-rounded":
+        with steps("read the published table", 0.0):
+            table = published_table(job)
+    else:
+        with steps("build table", 0.0):
+            table = build_table(job, progress=_text_progress(progress))
+    result = Run(table=table, title=str(title), parameters=job.spec,
+                 inputs=job.input_files(), timings=steps.timings)
+    if "rules" in job.spec or task == "primary":
+        with steps("primary rules", 0.1):
+            _primary_step(result, job)
+    if task == "primary":
+        result.kind = "primary"
+        return result
+    if task == "protect":
+        _protect_step(result, job, steps)
+    elif task == "round":
+        _round_step(result, job, steps)
+    elif task == "audit-rounded":
+        _audit_rounded_step(result, job, steps)
+    elif task == "compare":
+        _compare_step(result, job, steps, main=True)
+    else:
+        _audit_step(result, job, steps)
+    if task in ("protect", "audit") and "compare" in job.spec:
+        _compare_step(result, job, steps, main=False)
+    _info_step(result, job, steps)
+    return result
+
+
+def _text_progress(progress: Progress | None):
+    """The tabulation's one-argument progress, passed on as a step of the run."""
+    if progress is None:
+        return None
+    return lambda message: progress(f"tabulate: {message}", 0.05)
+
+
+# ---------------------------------------------------------------- steps
+def _primary_step(result: Run, job: Job) -> None:
+    from tabprotect.primary import apply_rules, rules_from_job
+    rules = rules_from_job(job)
+    if not rules:
+        raise InputError(f"{job.label}: [rules] names no rule (e.g. [rules.frequency] n = 3)")
+    result.rules = apply_rules(result.table, rules)
+    result.table = result.rules.table
+
+
+def _needs_primaries(table: Table, job: Job) -> None:
+    if not (table.status == "U").any():
+        raise InputError(f"{job.label}: no primary unsafe cells (status U) to protect; give "
+                         f"a [rules] section or a status column with U cells in [input]")
+
+
+def _attacker(singleton: bool) -> str:
+    return ("outside intruder and single-contributor attackers" if singleton
+            else "outside intruder (single-contributor attackers not modelled: "
+                 "singleton = false)")
+
+
+def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
+    from tabprotect.secondary import protect
+    opts = job.section("protect")
+    _needs_primaries(result.table, job)
+    method = opts.get("method", "optimal")
+    kwargs = {k: v for k, v in opts.items() if k != "method"}
+    with steps(f"protect ({method})", 0.2):
+        res = _hint_singleton(
+            lambda: protect(result.table, method=method, progress=steps.scaled(0.2, 0.75),
+                            **kwargs), job, "protect")
+    result.kind = "suppression"
+    result.method = method
+    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    result.published = res.table
+    result.audit = res.audit
+    result.results = {k: v for k, v in res.summary().items()
+                      if k not in ("cells", "method", "audit")}
+    result.notes.extend(res.notes or [])
+    if method == "optimal" and not res.proven_optimal:
+        result.notes.append("the optimal method stopped before proving optimality (time "
+                            "limit): the pattern is the best found, and it is audited")
+
+
+def _hint_singleton(call, job: Job, section: str):
+    """Run ``call``; an unprotectable primary under the single-contributor attack names
+    the option that changes the attacker model."""
+    from tabprotect.errors import InfeasibleRulesError
+    try:
+        return call()
+    except InfeasibleRulesError as exc:
+        if "single-contributor" in str(exc):
+            raise InfeasibleRulesError(
+                f"{job.label} [{section}]: {exc}; to protect against outside intruders "
+                f"only, set singleton = false in [{section}]") from None
+        raise
+
+
+def _round_step(result: Run, job: Job, steps: _Steps) -> None:
+    from tabprotect.audit_rounded import audit_rounded
+    from tabprotect.rounding import round_table
+    opts = dict(job.section("round"))
+    if "base" not in opts:
+        raise InputError(f"{job.label} [round]: give 'base' (the rounding base)")
+    method = opts.get("method", "controlled")
+    keys = ("seed", "margins_from_interior", "weights", "k_step", "step_penalty",
+            "threshold", "partition", "time_limit", "mip_gap")
+    with steps("round", 0.2):
+        res = round_table(result.table, int(opts["base"]), method, audit=False,
+                          **{k: opts[k] for k in keys if k in opts})
+    result.kind = "rounding"
+    result.method = f"{res.method} rounding, base {res.base}"
+    result.rounded = np.asarray(res.rounded, dtype=float)
+    result.results = {k: v for k, v in res.summary().items() if k != "cells"}
+    result.notes.extend(res.notes or [])
+    if np.any(np.abs(result.table.value - np.round(result.table.value)) > 1e-9):
+        result.notes.append("the table has non-integer values: they are rounded like "
+                            "counts, and the audit's integer intervals assume counts")
+    if opts.get("audit", True):
+        with steps("audit", 0.6):
+            result.audit = audit_rounded(res, published=_published_mask(result.table, opts),
+                                         small_max=int(opts.get("small_max", 2)))
+        result.notes.extend(result.audit.notes or [])
+
+
+def _published_mask(table: Table, opts: dict) -> np.ndarray | None:
+    return ~table.is_inner if opts.get("published", "all") == "margins" else None
+
+
+def _audit_rounded_step(result: Run, job: Job, steps: _Steps) -> None:
+    from tabprotect.audit_rounded import audit_rounded
+    opts = job.section("round")
+    if "base" not in opts:
+        raise InputError(f"{job.label} [round]: give 'base' (the rounding base)")
+    method = opts.get("method", "controlled")
+    table = result.table
+    with steps("audit", 0.2):
+        result.audit = audit_rounded(
+            table, base=int(opts["base"]), method=method,
+            published=_published_mask(table, opts), k_step=opts.get("k_step", 0),
+            threshold=opts.get("threshold"),
+            margins_from_interior=opts.get("margins_from_interior"),
+            small_max=int(opts.get("small_max", 2)), time_limit=opts.get("time_limit"))
+    result.kind = "audit-rounded"
+    result.method = f"{method} rounding, base {opts['base']}"
+    result.rounded = table.value.copy()
+    result.notes.extend(result.audit.notes or [])
+
+
+def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
+    from tabprotect.audit import audit
+    table = result.table
+    opts = job.section("audit")
+    unpublished = None
+    if opts.get("published", "all") == "margins":
+        unpublished = table.is_inner.copy()
+    elif not table.suppressed.any():
+        raise InputError(f"{job.label}: nothing to audit: no [protect] or [round] step and "
+                         f"no suppressed cells (status U or M); give a status column in "
+                         f"[input] or [audit] published = \"margins\"")
+    singleton = bool(opts.get("singleton", False))
+    with steps("audit", 0.3):
+        result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
+                             singleton=singleton, time_limit=opts.get("time_limit"),
+                             mode=opts.get("mode", "intervals"),
+                             workers=int(opts.get("workers", 1)))
+    result.kind = "audit"
+    result.attacker = _attacker(singleton)
+    result.published = table
+    result.results = {k: v for k, v in result.audit.summary().items()
+                      if k in ("mode", "unprotected_primary", "exactly_disclosed")}
+
+
+def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
+    from tabprotect.compare import compare_job
+    table = result.table
+    if main:
+        _needs_primaries(table, job)
+    with steps("compare", 0.85 if not main else 0.2):
+        comparison = compare_job(job, table, progress=steps.scaled(0.2, 0.8) if main
+                                 else None)
+    result.comparison = comparison.frame
+    if not main:
+        return
+    result.kind = "compare"
+    opts = job.section("compare")
+    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    best = comparison.best()
+    if best is None:
+        result.notes.append("no method passed the audit: nothing is publishable")
+        failed = next((r for r in comparison.runs if r.audit is not None), None)
+        if failed is not None:
+            result.method, result.audit = failed.label, failed.audit
+            result.published = failed.published
+        return
+    result.method = best.label
+    result.published = best.published
+    result.audit = best.audit
+    result.notes.append(f"published table and audit of '{best.label}', the passing method "
+                        f"with the least information loss")
+
+
+def _info_step(result: Run, job: Job, steps: _Steps) -> None:
+    from tabprotect.infoloss import info_loss
+    if result.kind == "audit-rounded":
+        return                       # the true values are not known
+    if result.kind == "compare" and result.published is None:
+        return
+    with steps("information loss", 0.9):
+        if result.kind == "rounding":
+            opts = job.section("report")
+            result.info = info_loss(result.table, result.rounded,
+                                    **{k: opts[k] for k in ("by", "cells", "zero", "rows",
+                                                            "cols") if k in opts})
+        else:
+            result.info = info_loss(result.table, result.published)

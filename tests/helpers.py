@@ -1,0 +1,28 @@
+"""Small tables and patterns shared by several test modules."""
+from __future__ import annotations
+
+import numpy as np
+
+from tabprotect.model import Hierarchy, Table, synthetic
+from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.gauss import gauss
+
+
+def two_by_two(primary_level: float = 1.0) -> Table:
+    """The 3 x 3 table of a 2 x 2 product with totals, cell 4 (1, a) primary."""
+    r = Hierarchy.flat(["1", "2"], total="T")
+    c = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    st = t.status.copy()
+    st[4] = "U"
+    lvl = np.where(st == "U", primary_level, 0.0)
+    return t.replace(status=st, upl=lvl, lpl=lvl)
+
+
+def gauss_pattern(name: str, seed: int):
+    """A generated table, its value costs, its gauss pattern (interval shortfalls left
+    for the repair) and its primary cells."""
+    t = synthetic.preset(name, seed=seed)
+    cost = cost_vector(t, "value")
+    base = t.replace(status=gauss(t, cost, singleton=False).status)
+    return t, cost, base, np.flatnonzero(t.status == "U")

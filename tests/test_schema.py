@@ -1,0 +1,148 @@
+"""The job schema: every bad key, type, range and file is exit code 2 with one line naming
+the file and the key, before any work; docs/jobs.md and the schema agree."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tabprotect.cli import main
+from tabprotect.io.reference import generated, generated_part
+from tabprotect.io.schema import SECTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CELLS = "region,size,value,freq,status\nN1,a,5,4,U\nN1,b,7,3,M\nN2,a,1,3,M\nN2,b,9,5,M\n" \
+        "S,a,4,4,\nS,b,6,6,\n"
+REGION = "parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n"
+JOB = """
+[input]
+cells = "cells.csv"
+dimensions = ["region", "size"]
+status = "status"
+compute_totals = true
+
+[hierarchies.region]
+pairs = "region.csv"
+"""
+
+
+def write(tmp_path, job=JOB, cells=CELLS) -> Path:
+    (tmp_path / "cells.csv").write_text(cells)
+    (tmp_path / "region.csv").write_text(REGION)
+    (tmp_path / "job.toml").write_text(job)
+    return tmp_path / "job.toml"
+
+
+def run_cli(args, capsys) -> tuple[int, str]:
+    code = main(args)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def test_docs_reference_is_generated_from_the_schema():
+    assert generated_part(ROOT / "docs" / "jobs.md") == generated(), \
+        "run: python -m tabprotect.io.reference docs/jobs.md"
+    text = (ROOT / "docs" / "jobs.md").read_text()
+    for section in SECTIONS.values():
+        for key in section.keys:
+            assert f"| `{key.name}` |" in text
+
+
+BAD_JOBS = {
+    "compute_totals as a string": (
+        JOB.replace("compute_totals = true", 'compute_totals = "false"'),
+        r"job.toml \[input\] compute_totals: must be a boolean, not a string"),
+    "misspelt input key": (JOB.replace('status = "status"', 'status = "status"\nvaleu = "v"'),
+                           r"job.toml \[input\]: unknown key 'valeu'"),
+    "time_limit as a word": (JOB + '\n[protect]\ntime_limit = "fast"\n',
+                             r"\[protect\] time_limit: must be a number, not a string"),
+    "infinite time_limit": (JOB + "\n[protect]\ntime_limit = inf\n",
+                            r"\[protect\] time_limit: must be a finite number"),
+    "negative time_limit": (JOB + "\n[audit]\ntime_limit = -1\n",
+                            r"\[audit\] time_limit: must be > 0"),
+    "misspelt protect key": (JOB + "\n[protect]\ntime_limt = 5\n",
+                             r"\[protect\]: unknown key 'time_limt'"),
+    "unknown protect key": (JOB + "\n[protect]\nfoo = 1\n", r"\[protect\]: unknown key 'foo'"),
+    "rule count as a word": (JOB + '\n[rules.frequency]\nn = "three"\n',
+                             r"\[rules.frequency\] n: must be an integer, not a string"),
+    "bad choice": (JOB + '\n[protect]\nmethod = "fastest"\n',
+                   r"\[protect\] method: must be one of optimal, modular"),
+    "option of another method": (JOB + '\n[protect]\nmethod = "optimal"\nmax_passes = 3\n',
+                                 r"\[protect\]: unknown key 'max_passes'"),
+    "unknown section": (JOB + "\n[bogus]\nx = 1\n", r"unknown section \[bogus\]"),
+    "hierarchy key": (JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ntotl = "T"'),
+                      r"\[hierarchies.region\]: unknown key 'totl'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_JOBS))
+@pytest.mark.parametrize("command", ["audit", "protect", "report"])
+def test_bad_job_is_one_line_exit_2(tmp_path, capsys, case, command):
+    job, pattern = BAD_JOBS[case]
+    code, err = run_cli([command, str(write(tmp_path, job)), "--quiet"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    import re
+    assert re.search(pattern, err), err
+    assert not (tmp_path / "out").exists()          # checked before any work
+
+
+def test_method_options_are_accepted_for_their_method(tmp_path, capsys):
+    job = JOB + '\n[protect]\nmethod = "modular"\nmax_passes = 3\nsingleton = false\n'
+    code, err = run_cli(["protect", str(write(tmp_path, job)), "--quiet"], capsys)
+    assert code == 0, err
+    bad = JOB + '\n[protect]\nmethod = "modular"\nmax_passes = "many"\n'
+    code, err = run_cli(["protect", str(write(tmp_path, bad)), "--quiet"], capsys)
+    assert code == 2 and "max_passes: must be an integer" in err
+
+
+def test_command_line_options_are_checked_like_job_keys(tmp_path, capsys):
+    code, err = run_cli(["protect", str(write(tmp_path)), "--time-limit", "-5"], capsys)
+    assert code == 2 and "[protect] time_limit: must be > 0" in err
+
+
+def test_non_utf8_job_file(tmp_path, capsys):
+    path = write(tmp_path)
+    path.write_bytes(JOB.encode() + b"\n[job]\ntitle = \"Z\xfcrich\"\n")
+    code, err = run_cli(["audit", str(path)], capsys)
+    assert code == 2 and err.endswith("job.toml: not UTF-8 text (byte "
+                                      f"{len(JOB.encode()) + 17})")
+
+
+def test_status_words_are_mapped_and_others_are_errors(tmp_path, capsys):
+    # 'primary' is U (suppressed), never P: the audit then judges it as a primary
+    cells = CELLS.replace("N1,a,5,4,U", "N1,a,5,4,primary").replace("S,a,4,4,", "S,a,4,4,Safe")
+    code, err = run_cli(["audit", str(write(tmp_path, cells=cells)), "--quiet"], capsys)
+    assert code == 0, err
+    import pandas as pd
+    status = pd.read_csv(tmp_path / "out" / "cells.csv", dtype=str)["status"]
+    assert (status == "U").sum() == 1 and (status == "P").sum() == 0
+    bad = CELLS.replace("N2,b,9,5,M", "N2,b,9,5,Pending")
+    code, err = run_cli(["audit", str(write(tmp_path, cells=bad))], capsys)
+    assert code == 2 and "cells.csv row 5, column 'status': not a status" in err
+    assert "Pending" not in err
+
+
+def test_infinite_value_and_overflowing_total(tmp_path, capsys):
+    code, err = run_cli(["audit", str(write(tmp_path, cells=CELLS.replace(
+        "S,b,6,6", "S,b,inf,6")))], capsys)
+    assert code == 2 and "row 7: value column 'value'" in err and "finite" in err
+    huge = CELLS.replace("S,a,4,4", "S,a,1e308,4").replace("S,b,6,6", "S,b,1e308,6")
+    code, err = run_cli(["audit", str(write(tmp_path, cells=huge))], capsys)
+    assert code == 2 and "overflows" in err and len(err.splitlines()) == 1
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path):
+    job = write(tmp_path, JOB.replace('cells = "cells.csv"', 'cells = "cells.parquet"'))
+    (tmp_path / "cells.parquet").write_bytes(b"PAR1")
+    # a Python where pyarrow cannot be imported (sys.modules entry None blocks the import)
+    code = ("import sys; sys.modules['pyarrow'] = None; sys.modules['fastparquet'] = None; "
+            "from tabprotect.cli import main; sys.exit(main(['audit', sys.argv[1]]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "tabprotect audit: error: cells.parquet: reading Parquet needs pyarrow: pip install "
+        "'tabprotect[files]'"]
