@@ -36,6 +36,7 @@ from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+from tabprotect.requirements import attacker_name, protection_requirements
 from tabprotect.parallel import process_map
 
 _TOL = 1e-6
@@ -266,7 +267,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     outer_upper = np.zeros(n, dtype=bool)
 
     primary = (table.status == "U") & unpublished
-    req_lo, req_hi, req_w = required_interval(table, primary)
+    req_lo, req_hi, req_w = required_interval(table, primary, bool(integer), singleton)
     settled = _settled_by(previous, table, unpublished, singleton, bool(integer)) \
         if previous is not None and mode != "intervals" else np.zeros(n, dtype=bool)
 
@@ -466,20 +467,16 @@ def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
     return settled
 
 
-def required_interval(table: Table, primary: np.ndarray | None = None
+def required_interval(table: Table, primary: np.ndarray | None = None,
+                      integer: bool | None = None, singleton: bool = True
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The interval each primary cell must reach: ``[max(lb, X - LPL), X + UPL]`` and the
-    sliding width ``SPL``; nan for other cells."""
-    if primary is None:
-        primary = table.status == "U"
-    x = table.value
-    req_lo = np.where(primary, np.maximum(table.lb, x - table.lpl), np.nan)
-    req_hi = np.where(primary, np.minimum(table.ub, x + table.upl), np.nan)
-    req_w = np.where(primary, table.spl, np.nan)
-    return req_lo, req_hi, req_w
+    """The interval each primary cell must reach, ``[max(lb, X - LPL), min(ub, X + UPL)]``,
+    and the width it needs, ``max(SPL, no-exact-disclosure width)``; nan for other cells
+    (:func:`tabprotect.requirements.protection_requirements`)."""
+    req = protection_requirements(table, attacker_name(singleton), integer=integer)
+    return req.per_cell(table.n_cells, primary)
 
 
-# ---------------------------------------------------------------- internals
 def _determined_cells(A: sp.csr_matrix, unpublished: np.ndarray) -> np.ndarray:
     """Unpublished cells that some relation pins down because every other cell of it is
     published (or pinned down itself), found by repeated singleton-row elimination."""

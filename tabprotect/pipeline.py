@@ -235,11 +235,15 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     result.kind = "suppression"
     result.method = method
     result.attacker = _attacker(bool(opts.get("singleton", True)))
-    result.published = res.table
+    result.published = res.confidential_table
     result.audit = res.audit
     result.results = {k: v for k, v in res.summary().items()
                       if k not in ("cells", "method", "audit")}
     result.notes.extend(res.notes or [])
+    if not res.passed and opts.get("singleton", True):
+        result.notes.append("the pattern failed its audit against single-contributor "
+                            "attackers included; singleton = false in [protect] protects "
+                            "against outside intruders only")
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")
@@ -346,8 +350,9 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
     if not main:
         return
     result.kind = "compare"
-    opts = job.section("compare")
-    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    singleton = job.section("compare").get("singleton",
+                                           job.section("protect").get("singleton", True))
+    result.attacker = _attacker(bool(singleton))
     best = comparison.best()
     if best is None:
         result.notes.append("no method passed the audit: nothing is publishable")

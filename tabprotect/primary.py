@@ -52,7 +52,7 @@ import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model.status import EMPTY, PRIMARY, PROTECTED, SAFE
-from tabprotect.model.table import Table, read_frame
+from tabprotect.model.table import Table, parse_status, read_frame
 
 __all__ = ["Rule", "FrequencyRule", "DominanceRule", "PPercentRule", "PQRule", "RequestRule",
            "ZeroRule", "GroupDisclosureRule", "ManualStatus", "PrimaryResult", "apply_rules",
@@ -469,10 +469,16 @@ class ManualStatus(Rule):
             return self.frame
         return read_frame(Path(self.frame), dtype_str=())
 
+    @property
+    def file_name(self) -> str:
+        """The manual file's name (without its folder), or ``source`` for a frame."""
+        return Path(self.frame).name if not isinstance(self.frame, pd.DataFrame) \
+            else self.source
+
     def locate(self, table: Table) -> tuple[np.ndarray, pd.DataFrame]:
         """Cell index of every row of the manual frame."""
         frame = self.load()
-        src = Path(self.frame).name if not isinstance(self.frame, pd.DataFrame) else self.source
+        src = self.file_name
         if "status" not in frame.columns and not {"upl", "lpl", "lb", "ub"} & set(frame.columns):
             raise InputError(f"{src}: needs a 'status' column (S, U or P) or protection "
                              f"levels/bounds")
@@ -606,12 +612,13 @@ def apply_rules(table: Table, rules: Sequence[Rule] | Mapping[str, Any], *,
     for rule in rules:
         if isinstance(rule, ManualStatus):
             idx, frame = rule.locate(table)
-            st = (frame["status"].fillna("").astype(str).str.strip().str.upper().str[:1]
-                  .to_numpy() if "status" in frame.columns else np.full(len(idx), ""))
+            st = (parse_status(frame["status"], rule.file_name) if "status" in frame.columns
+                  else np.full(len(idx), ""))
             bad = ~np.isin(st, ["", SAFE, PRIMARY, PROTECTED])
             if bad.any():
-                raise InputError(f"{rule.label} line {int(np.flatnonzero(bad)[0]) + 2}: status "
-                                 f"must be S, U or P, not '{st[bad][0]}'")
+                raise InputError(f"{rule.file_name} row {int(np.flatnonzero(bad)[0]) + 2}: "
+                                 f"status must be S, U or P (safe, unsafe or primary, "
+                                 f"protected)")
 
             def col(name, default):
                 if name not in frame.columns:

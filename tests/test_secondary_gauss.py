@@ -101,7 +101,7 @@ def test_singleton_variant_protects_against_the_contributor():
 def test_after_protect_the_audit_passes(name):
     t = synthetic.preset(name, seed=5)
     res = protect(t, method="gauss", cost="value", singleton=False)
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
 
 
 def test_five_dimensional_and_deterministic():

@@ -95,7 +95,7 @@ def test_hierarchical_tables_pass_after_protect(name):
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert res.passed
     # judged again, independently of protect's own verdict
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
     assert (res.table.status[t.status == "U"] == "U").all()
 
 
@@ -106,7 +106,7 @@ def test_five_dimensional_table():
     assert out.details["cubes"] > 0
     assert not audit(t.replace(status=out.status)).exact[t.status == "U"].any()
     res = protect(t, method="hypercube", cost="value", singleton=False)
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
 
 
 def test_deterministic():

@@ -35,7 +35,7 @@ def test_hierarchical_tables_pass_the_audit(name, seed):
     out = modular(t, c, singleton=False)
     assert (out.status[t.status == "U"] == "U").all()
     res = protect(t, method="modular", cost="value", singleton=False)
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
 
 
 def test_within_ratio_of_the_optimum_and_cheaper_than_hypercube():
@@ -80,7 +80,7 @@ def test_five_dimensional_and_deterministic():
     # every sub-table was solved optimally: nothing is exactly disclosed even before repair
     assert not audit(t.replace(status=a)).exact[t.status == "U"].any()
     res = protect(t, method="modular", cost="value", singleton=False)
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
 
 
 def test_general_table_is_rejected():
@@ -113,7 +113,7 @@ def test_already_protected_subtables_need_no_milp():
         return base(sub, cost, tl)
 
     # start from a protected pattern: every sub-table is skipped, nothing is solved
-    done = protect(t, method="optimal", cost="value", singleton=False).table
+    done = protect(t, method="optimal", cost="value", singleton=False).confidential_table
     out = modular(done, c, singleton=False, solver=spy)
     assert seen == [] and out.details["skipped"] > 0
     assert (out.status == done.status).all()
@@ -133,9 +133,8 @@ def test_global_time_limit_is_kept_and_protect_finishes_the_pattern():
     t = synthetic.preset("3d-small", seed=1)
     out = modular(t, cost_vector(t, "value"), singleton=False, time_limit=1e-3)
     assert out.solver_status == "time_limit"
-    res = protect(t, method="modular", cost="value", singleton=False, time_limit=1e-3,
-                  audit_time_limit=60)
-    assert audit(res.table).passed
+    res = protect(t, method="modular", cost="value", singleton=False, time_limit=10.0)
+    assert audit(res.confidential_table).passed
 
 
 def test_time_plan_gives_each_subtable_a_share_of_the_time_left():
@@ -309,8 +308,8 @@ def test_heuristic_subtables_in_four_and_five_dimensions(shape):
     # each sub-table's pattern is proven inside it: nothing exactly disclosed
     assert not audit(t.replace(status=a.status), singleton=False).exact[t.status == "U"].any()
     res = protect(t, method="modular", cost="value", singleton=False, heuristic_size=0)
-    assert audit(res.table, singleton=False).passed
-    assert audit(res.table, singleton=False, mode="verdict").passed
+    assert audit(res.confidential_table, singleton=False).passed
+    assert audit(res.confidential_table, singleton=False, mode="verdict").passed
 
 
 def test_heuristic_subtables_with_single_contributor_attackers():
@@ -319,7 +318,7 @@ def test_heuristic_subtables_with_single_contributor_attackers():
     out = modular(t, c, singleton=True, heuristic_size=0)
     assert (out.status[t.status == "U"] == "U").all()
     res = protect(t, method="modular", cost="value", singleton=True, heuristic_size=0)
-    assert audit(res.table, singleton=True).passed
+    assert audit(res.confidential_table, singleton=True).passed
 
 
 def test_heuristic_is_used_only_from_the_size_threshold():
@@ -348,17 +347,16 @@ def test_fast_tail_solves_subtables_instead_of_leaving_them(monkeypatch):
                      singleton=False).exact[t.status == "U"].any()
     res = protect(t, method="modular", cost="value", singleton=False, time_limit=60.0)
     assert res.solver["fast"] > 0
-    assert audit(res.table, singleton=False).passed
+    assert audit(res.confidential_table, singleton=False).passed
 
 
-def test_audit_reserve_shortens_the_method_budget(monkeypatch):
+def test_solves_plan_within_the_method_budget():
     import tabprotect.secondary.modular as mod
 
     t = synthetic.preset("3d-small", seed=1)
     c = cost_vector(t, "value")
-    # a small table: no reserve by default
+    # the whole time limit is the method's (protect() keeps the audit's share back)
     assert modular(t, c, singleton=False, time_limit=40.0).details["budget_seconds"] == 40.0
-    monkeypatch.setattr(mod, "AUDIT_RESERVE_MIN_CELLS", 10)
     limits = []
     base = optimal_subtable_solver(singleton=False)
 
@@ -368,14 +366,11 @@ def test_audit_reserve_shortens_the_method_budget(monkeypatch):
 
     out = modular(t, c, singleton=False, time_limit=40.0, solver=spy,
                   subtable_time_limit=None)
-    budget = 40.0 * (1 - mod.AUDIT_RESERVE)
-    assert out.details["budget_seconds"] == pytest.approx(budget)
-    # no solve may plan on more than the planned share of the reduced budget
-    assert limits and all(x <= mod.PLANNED_SHARE * budget + 1e-9 for x in limits)
-    whole = modular(t, c, singleton=False, time_limit=40.0, audit_reserve=0.0)
-    assert whole.details["budget_seconds"] == 40.0
-    with pytest.raises(InputError):
-        modular(t, c, singleton=False, time_limit=40.0, audit_reserve=1.0)
+    assert out.details["budget_seconds"] == pytest.approx(40.0)
+    # no solve may plan on more than the planned share of the budget
+    assert limits and all(x <= mod.PLANNED_SHARE * 40.0 + 1e-9 for x in limits)
+    with pytest.raises(TypeError):
+        modular(t, c, singleton=False, time_limit=40.0, audit_reserve=0.0)
 
 
 @pytest.mark.slow  # timing: the shares depend on the clock between jobs
@@ -520,7 +515,7 @@ def test_carried_proof_levels_keep_small_primaries_small():
     the independent audit and against gauss's pattern."""
     t = _business_like_table(4)
     res = protect(t, method="modular", cost="value", singleton=False)
-    assert audit(res.table, singleton=False).passed
+    assert audit(res.confidential_table, singleton=False).passed
     gauss = protect(t, method="gauss", cost="value", singleton=False)
     cost = {name: t.value[r.table.status == "M"].sum() for name, r in
             (("modular", res), ("gauss", gauss))}
@@ -546,5 +541,5 @@ def test_demo_table_modular_is_not_worse_than_gauss():
     t = apply_rules(build_table(job), rules_from_job(job)).table
     res = protect(t, method="modular", singleton=False, time_limit=60)
     gauss = protect(t, method="gauss", singleton=False)
-    assert audit(res.table, singleton=False).passed
+    assert audit(res.confidential_table, singleton=False).passed
     assert (res.table.status == "M").sum() <= (gauss.table.status == "M").sum()

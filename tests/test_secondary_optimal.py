@@ -216,7 +216,7 @@ def test_time_limit_returns_an_audited_pattern():
     table = hier_table(11, n_primary=20, rows=rows, cols=cols)
     res = protect(table, cost="value", time_limit=0.01, engine="benders")
     assert res.passed
-    assert audit(res.table, singleton=True).passed
+    assert audit(res.confidential_table, singleton=True).passed
     assert res.n_secondary > 0
     if not res.proven_optimal:
         assert res.solver_status == "time_limit"

@@ -92,17 +92,22 @@ def run(args) -> int:
 
 
 def _print_intervals(table, audit, limit: int = 12) -> None:
+    from tabprotect.io.output import column_decimals, format_number
     # primary cells first: they are the ones the protection is for
     cells = sorted((i for i in range(table.n_cells) if audit.unpublished[i]),
                    key=lambda i: table.status[i] != "U")
+    d = column_decimals(table.value)    # numbers at the table's precision
+
+    def num(x):
+        return format_number(x, d)
     print("feasibility intervals of the suppressed cells (what an intruder can derive):")
     for i in cells[:limit]:
         req = ""
         if table.status[i] == "U":
-            req = (f"  needs [{audit.required_lower[i]:g}, {audit.required_upper[i]:g}]  "
-                   f"{'protected' if audit.protected[i] else 'NOT PROTECTED'}")
-        print(f"  {table.status[i]} {table.cell_name(i):<32} value {table.value[i]:>10g}  "
-              f"interval [{audit.lower[i]:g}, {audit.upper[i]:g}]{req}")
+            req = (f"  needs [{num(audit.required_lower[i])}, {num(audit.required_upper[i])}]"
+                   f"  {'protected' if audit.protected[i] else 'NOT PROTECTED'}")
+        print(f"  {table.status[i]} {table.cell_name(i):<32} value {num(table.value[i]):>10}  "
+              f"interval [{num(audit.lower[i])}, {num(audit.upper[i])}]{req}")
     if len(cells) > limit:
         print(f"  ... {len(cells) - limit} more in the audit file")
 

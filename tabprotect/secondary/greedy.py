@@ -19,6 +19,7 @@ deviation.  This is also the repair step of :func:`tabprotect.secondary.protect`
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ from solvers import LinearProgram, solve
 from tabprotect.audit import AuditResult, audit, mirror_share
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
+from tabprotect.requirements import cell_moves
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.parallel import map_runs
@@ -239,13 +241,9 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
 
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
-    """(up, down) amounts that give the primary its required interval."""
-    up = float(min(table.upl[cell], table.ub[cell] - table.value[cell]))
-    down = float(min(table.lpl[cell], table.value[cell] - table.lb[cell]))
-    if table.spl[cell] > up + down:
-        up = float(min(table.spl[cell] - down, table.ub[cell] - table.value[cell]))
-    # a primary always needs some uncertainty, even with zero protection levels
-    return up, down
+    """(up, down) amounts that give the primary its required interval
+    (:func:`tabprotect.requirements.cell_moves`: levels, and never a point)."""
+    return cell_moves(table, cell)
 
 
 #: HiGHS options of the deviation LPs. Presolve off: these LPs are small and their
@@ -479,10 +477,20 @@ def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: fl
     return status, found_moves
 
 
-@register_method("greedy")
+@dataclass(frozen=True)
+class GreedyOptions:
+    """Settings of the greedy method (see :func:`greedy`)."""
+
+    max_rounds: int = field(default=20, metadata={
+        "why": "audit/repair rounds before the method hands its pattern to protect()'s "
+               "own audit and repair"})
+
+
+@register_method("greedy", options=GreedyOptions, needs_product_structure=False,
+                 handles_singletons=True, proves_optimality=False)
 def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
-           progress: Callable[[str, float], None] | None = None, max_rounds: int = 20,
-           **options) -> MethodOutcome:
+           progress: Callable[[str, float], None] | None = None, singleton: bool = False,
+           max_rounds: int = 20) -> MethodOutcome:
     """The attacker-LP loop: repair every short primary, audit, repeat until the audit passes.
 
     Options
@@ -502,7 +510,6 @@ def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     3
     """
     start = time.perf_counter()
-    singleton = bool(options.get("singleton", False))
     status = table.status.copy()
     primaries = np.flatnonzero(status == "U")
     # first round without an audit: every primary needs both directions anyway

@@ -25,8 +25,8 @@ each other needs no MILP and is skipped; that test and the feasibility test use 
 (:func:`cube_protected`) and attacker LPs only for what cubes cannot prove.  With a
 ``time_limit`` every wave's sub-tables get a share of the time left (the time plan; each
 worker hands time its jobs did not use on to its later jobs), sub-tables queued in the
-last part of it get a fast solve (the certified heuristic's first pass) instead of none,
-and from 50,000 cells a quarter of ``time_limit`` is left to protect()'s audit.  Any
+last part of it get a fast solve (the certified heuristic's first pass) instead of none;
+protect() hands the method its share of the call's budget and keeps the audit's back.  Any
 number of dimensions works: a sub-table is the product of one group per dimension.  The
 full-table audit and repair of :func:`tabprotect.secondary.protect` have the last word.
 """
@@ -35,9 +35,9 @@ from __future__ import annotations
 import heapq
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -65,12 +65,6 @@ PLANNED_SHARE = 0.8
 #: fast solve (the certified heuristic's first pass, no MILP, no pruning) instead of
 #: being left to protect()'s audit and repair, which costs far more time per cell
 FAST_TAIL = 0.1
-#: from this many cells (protect()'s verdict-mode audit and local repair) modular
-#: leaves this share of its ``time_limit`` unused by default, so that protect() called
-#: with a ``time_limit`` alone ends near it: the audit of a 100k-cell pattern takes
-#: 15-60 s, its repair much more when sub-tables were left unsolved
-AUDIT_RESERVE_MIN_CELLS = 50_000
-AUDIT_RESERVE = 0.25
 
 
 #: sub-tables with at least this many (primaries x cells) get the certified heuristic
@@ -139,7 +133,8 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
             # single-contributor attackers still need (checked by attacker LPs)
             full = Requirements.from_table(sub, singleton=singleton)
             from tabprotect.secondary.candidates import candidate_cells
-            z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(z)
+            z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(z,
+                                                                           deadline=prune_by)
         status = sub.status.copy()
         status[z & ~hidden] = "M"
         return status
@@ -558,9 +553,11 @@ def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None
                    heuristic_size=heuristic_size)
 
 
-def _unprotected(sub: Table, singleton: bool) -> np.ndarray:
+def _unprotected(sub: Table, singleton: bool, deadline: float | None = None
+                 ) -> np.ndarray | None:
     """The sub-table's primaries its suppressed cells leave unprotected (empty: no MILP
-    needed).  Cubes prove most protected primaries; attacker LPs judge the rest."""
+    needed).  Cubes prove most protected primaries; attacker LPs judge the rest.  None
+    when ``deadline`` (a ``time.perf_counter()`` value) stopped the LPs."""
     from tabprotect.secondary.repair import AttackerOracle, Requirements
 
     req = Requirements.from_table(sub, singleton=singleton)
@@ -568,9 +565,10 @@ def _unprotected(sub: Table, singleton: bool) -> np.ndarray:
     todo = req.primary[~cube_protected(sub, req, hidden, req.primary)]
     if len(todo) == 0:
         return todo
-    chk = AttackerOracle(sub, req).check(hidden, cuts=False, primaries=todo)
-    if not chk.complete:  # pragma: no cover - no deadline is given
-        return todo
+    chk = AttackerOracle(sub, req).check(hidden, cuts=False, primaries=todo,
+                                         deadline=deadline)
+    if not chk.complete:
+        return None
     return np.unique(np.asarray([s for s, _, _ in chk.violated], dtype=np.int64))
 
 
@@ -619,8 +617,12 @@ def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) 
 
     if job.deadline is not None and time.time() >= job.deadline:
         return done(status=None, late=True)
+    local_deadline = None if job.deadline is None else \
+        time.perf_counter() + (job.deadline - time.time())
     # (in the worker: the attacker-LP check is as parallel as the solves)
-    short = _unprotected(job.strict, job.singleton)
+    short = _unprotected(job.strict, job.singleton, local_deadline)
+    if short is None:   # the global deadline stopped the check
+        return done(status=None, late=True)
     if len(short) == 0:
         return done(status=None, skipped=True)
     default = isinstance(solve, partial) and solve.func is _optimal_solve
@@ -628,8 +630,6 @@ def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) 
     if default:
         # the feasibility check (and the heuristic) needs only these; the heuristic
         # stops at the global deadline
-        local_deadline = None if job.deadline is None else \
-            time.perf_counter() + (job.deadline - time.time())
         solve = partial(solve, short=short, deadline=local_deadline)
         if fast:
             # the tail of the time plan: the certified heuristic's first pass, on any
@@ -694,14 +694,42 @@ def _deal(weights: list[float], workers: int) -> list[list[int]]:
     return [sorted(b) for b in bins if b]
 
 
-@register_method("modular")
+@dataclass(frozen=True)
+class ModularOptions:
+    """Settings of the modular method (see :func:`modular`)."""
+
+    mip_gap: float | None = field(default=None, metadata={
+        "why": "relative gap at which each sub-table's optimal solve may stop"})
+    solver: Callable | None = field(default=None, metadata={
+        "why": "a custom sub-table solver (default: the optimal method with the "
+               "certified heuristic on large sub-tables)"})
+    subtable_time_limit: float | None = field(default=60.0, metadata={
+        "why": "seconds per sub-table solve, so one hard sub-table cannot take the "
+               "whole budget"})
+    max_passes: int = field(default=20, metadata={
+        "why": "times one sub-table may be solved again (bounds the backtracking)"})
+    carried_level: Literal["proof", "median", "max"] = field(default="proof", metadata={
+        "why": "level carried by a secondary into its other sub-tables: proof (its move in "
+               "the proof of its sub-table) asks the sub-tables below for least"})
+    workers: int | None = field(default=None, metadata={
+        "why": "processes for the sub-table solves (None: 2 from 5,000 cells)"})
+    cube_start: bool = field(default=False, metadata={
+        "why": "start each sub-table's optimal solve from a cube pattern, so a stopped "
+               "solve never overruns (off: the repair's start is cheaper)"})
+    heuristic_size: int | None = field(default=HEURISTIC_SIZE, metadata={
+        "why": "primaries x cells from which a sub-table gets the certified heuristic "
+               "instead of the optimal method (None: never)"})
+
+
+@register_method("modular", options=ModularOptions, needs_product_structure=True,
+                 handles_singletons=True, proves_optimality=False)
 def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             mip_gap: float | None = None, solver: SubtableSolver | None = None,
             subtable_time_limit: float | None = 60.0, max_passes: int = 20,
             carried_level: str = "proof", workers: int | None = None,
-            cube_start: bool = False, heuristic_size: int | None = HEURISTIC_SIZE,
-            audit_reserve: float | None = None, **options) -> MethodOutcome:
+            cube_start: bool = False, heuristic_size: int | None = HEURISTIC_SIZE
+            ) -> MethodOutcome:
     """HiTaS: every sub-table solved optimally, top-down, with backtracking.
 
     Sub-tables of one level share no cell (a cell lies in sub-tables of different
@@ -740,11 +768,6 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         None: the optimal method everywhere.  The default (20,000) sends the
         1,050-cell, 150-primary 4-D sub-tables of 100k-4d to the heuristic and keeps
         the 180-cell sub-tables of 100k-3d optimal
-    audit_reserve : share of ``time_limit`` the method leaves unused for protect()'s
-        audit and repair (default: :data:`AUDIT_RESERVE` from
-        :data:`AUDIT_RESERVE_MIN_CELLS` cells on, else 0), so that ``protect(...,
-        time_limit=T)`` ends near ``T``; 0 when protect() gets its own
-        ``audit_time_limit`` and the method should use all of ``time_limit``
     singleton, mip_gap : passed to the default solver
 
     Examples
@@ -804,12 +827,9 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     for g in split.dims:
         sub_level = np.add.outer(sub_level, g.parent_depth).ravel()
     member_t = split.membership().T.tocsr().astype(np.int32) if time_limit is not None else None
-    if audit_reserve is None:
-        audit_reserve = AUDIT_RESERVE if table.n_cells >= AUDIT_RESERVE_MIN_CELLS else 0.0
-    if not 0.0 <= audit_reserve < 1.0:
-        raise InputError(f"audit_reserve must be in [0, 1), not {audit_reserve}")
-    # the method's own budget; its last FAST_TAIL part gets the fast solve only
-    budget = None if time_limit is None else time_limit * (1.0 - audit_reserve)
+    # the method's budget (protect() keeps its audit's share back); its last FAST_TAIL
+    # part gets the fast solve only
+    budget = time_limit
     stats["budget_seconds"] = None if budget is None else round(budget, 1)
     stats["fast"] = 0
     to_wall = time.time() - time.perf_counter()
