@@ -7,7 +7,7 @@ Build tables (``Table``, ``tabulate``), find unsafe cells (``apply_rules``), pro
 """
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, link_tables
-from tabprotect.audit import AuditResult, audit
+from tabprotect.audit import AuditResult, IntervalAudit, VerdictAudit, audit
 # A function named like its module is imported here: loading the module later (by any
 # caller) then leaves ``tabprotect.tabulate``, ``compare`` and ``audit_rounded`` the functions.
 from tabprotect.tabulate import tabulate
@@ -17,7 +17,8 @@ from tabprotect.audit_rounded import audit_rounded
 __version__ = "0.1.0"
 
 __all__ = ["Hierarchy", "Table", "link_tables", "tabulate", "apply_rules", "protect",
-           "round_table", "audit", "AuditResult", "audit_rounded", "info_loss", "compare",
+           "round_table", "audit", "AuditResult", "IntervalAudit", "VerdictAudit",
+           "audit_rounded", "info_loss", "compare",
            "run", "Run", "InputError", "__version__"]
 
 #: the other public names, imported on first use so that ``import tabprotect`` stays light

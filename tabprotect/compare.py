@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from tabprotect.audit_result import VerdictAudit
 from tabprotect.errors import InputError
 from tabprotect.infoloss import InfoLoss, info_loss
 from tabprotect.io.output import write_frame
@@ -100,7 +101,8 @@ class Comparison:
 
 def residual_risk(table: Table, audit) -> dict[str, float]:
     """What the audit leaves an intruder: interval widths relative to the cells, primary
-    cells at their minimum protection, exact disclosures.
+    cells at their minimum protection, exact disclosures (widths and cells at their
+    minimum are nan for a verdict audit, which has no intervals).
 
     Examples
     --------
@@ -113,7 +115,12 @@ def residual_risk(table: Table, audit) -> dict[str, float]:
     >>> residual_risk(t, audit(t))["primary_at_minimum"]   # interval [1, 5] reaches 3 + 2
     1.0
     """
-    lower, upper = np.asarray(audit.lower), np.asarray(audit.upper)
+    if isinstance(audit, VerdictAudit):
+        # a verdict audit has bounds on the interval ends, not the intervals: no width
+        # or "at its minimum" figure can be read from it
+        lower = upper = np.full(table.n_cells, np.nan)
+    else:
+        lower, upper = np.asarray(audit.lower), np.asarray(audit.upper)
     value = np.abs(table.value)
     primary = table.status == "U"
     unpublished = getattr(audit, "unpublished", None)

@@ -109,11 +109,15 @@ def plot_loss_by_level(info) -> str | None:
 
 
 def interval_widths(table: Table, audit) -> np.ndarray:
-    """Relative width ``(upper - lower) / |value|`` in percent of each unpublished cell."""
+    """Relative width ``(upper - lower) / |value|`` in percent of each unpublished cell
+    (a verdict audit: a lower bound of the width, ``max_at_least - min_at_most``)."""
     unpublished = getattr(audit, "unpublished", None)
-    if unpublished is None:
-        unpublished = np.isfinite(audit.lower) & (audit.upper > audit.lower)
-    width = (audit.upper - audit.lower)[unpublished]
+    if getattr(audit, "figures", "intervals") == "bounds":
+        width = audit.width_at_least[unpublished]
+    else:
+        if unpublished is None:
+            unpublished = np.isfinite(audit.lower) & (audit.upper > audit.lower)
+        width = (audit.upper - audit.lower)[unpublished]
     value = np.abs(table.value[unpublished])
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100 * width / np.where(value > 0, value, np.nan)
@@ -141,9 +145,12 @@ def plot_interval_widths(table: Table, audit) -> str | None:
             label=[f"primary ({int((positive & primary).sum())})",
                    f"secondary ({int((positive & ~primary).sum())})"])
     ax.set_xscale("log")
-    ax.set_xlabel("interval width, % of the cell value (log scale)")
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    ax.set_xlabel(("lower bound of the interval width" if bounds else "interval width")
+                  + ", % of the cell value (log scale)")
     ax.set_ylabel("cells")
-    ax.set_title("what an intruder can derive: interval widths")
+    ax.set_title("what an intruder can derive: interval widths"
+                 + (" (verdict audit: lower bounds)" if bounds else ""))
     extra = []
     if (finite & (rel == 0)).any():
         extra.append(f"{int((finite & (rel == 0)).sum())} of zero width (exactly known)")
@@ -168,7 +175,10 @@ def plot_protection(table: Table, audit) -> str | None:
     value = np.abs(table.value[prim])
     with np.errstate(divide="ignore", invalid="ignore"):
         need = 100 * (audit.required_upper[prim] - req_lo[prim]) / value
-        got = 100 * (audit.upper[prim] - audit.lower[prim]) / value
+        # (a verdict audit: a lower bound of the achieved width)
+        width = audit.width_at_least if getattr(audit, "figures", "") == "bounds" else \
+            audit.upper - audit.lower
+        got = 100 * width[prim] / value
     ok = np.asarray(audit.protected)[prim]
     show = np.isfinite(need) & (need > 0) & np.isfinite(got)
     if not show.any():
@@ -187,7 +197,8 @@ def plot_protection(table: Table, audit) -> str | None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("required interval width, % of value")
-    ax.set_ylabel("achieved interval width, % of value")
+    ax.set_ylabel("achieved interval width, % of value"
+                  + (" (at least)" if getattr(audit, "figures", "") == "bounds" else ""))
     ax.set_title("protection of each primary cell")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
@@ -448,8 +459,14 @@ def _audit_html(run: Run) -> str:
         unpublished = audit.upper > audit.lower
     d = _value_decimals(run.table)
     frame = table.to_frame(("status", "value"))
-    frame["lower"] = audit.lower
-    frame["upper"] = audit.upper
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    if bounds:
+        # a verdict audit: bounds on the interval ends, never the interval
+        for name, col in audit.columns().items():
+            frame[name.replace("_", " ")] = col
+    else:
+        frame["lower"] = audit.lower
+        frame["upper"] = audit.upper
     frame["interval"] = _exactness(audit, table.n_cells)
     req_lo = getattr(audit, "required_lower", None)
     req_hi = getattr(audit, "required_upper", None)
@@ -457,8 +474,9 @@ def _audit_html(run: Run) -> str:
         frame["required lower"] = req_lo
         frame["required upper"] = req_hi
     with np.errstate(divide="ignore", invalid="ignore"):
-        frame["width, % of value"] = 100 * (audit.upper - audit.lower) / np.where(
-            np.abs(table.value) > 0, np.abs(table.value), np.nan)
+        width = audit.width_at_least if bounds else audit.upper - audit.lower
+        frame["width at least, % of value" if bounds else "width, % of value"] = \
+            100 * width / np.where(np.abs(table.value) > 0, np.abs(table.value), np.nan)
     protected = np.asarray(getattr(audit, "protected", np.ones(table.n_cells, bool)))
     frame["protected"] = np.where(table.status == "U", protected, None)
     frame = frame[unpublished]
@@ -467,10 +485,11 @@ def _audit_html(run: Run) -> str:
     frame = frame.iloc[order]
     colours = [STATUS_COLOURS.get(s, "#ffffff") for s in frame["status"]]
     colours = ["#ff7b7b" if p is False else c for p, c in zip(frame["protected"], colours)]
-    units = {c: d for c in ("value", "lower", "upper", "required lower", "required upper")}
+    units = {c: d for c in ("value", "lower", "upper", "required lower", "required upper",
+                            "min at least", "min at most", "max at least", "max at most")}
     return _frame_html(frame, "audit", code_columns=set(table.dimension_names)
                        | {"status", "interval"}, row_class=colours, decimals=units,
-                       percent_columns={"width, % of value"})
+                       percent_columns={"width, % of value", "width at least, % of value"})
 
 
 def _summary_html(run: Run) -> str:

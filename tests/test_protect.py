@@ -306,6 +306,16 @@ def test_feasibility_check_stops_at_its_share_of_the_time_limit():
     assert res.seconds <= 2.0
 
 
+def test_feasibility_check_is_timed_as_a_stage():
+    t = synthetic.preset("3d-small", seed=3)
+    res = protect(t, method="gauss", cost="value", singleton=False)
+    stages = list(res.stage_seconds)
+    assert stages[:2] == ["feasibility check", "method"]
+    # (each stage rounded to ms)
+    assert sum(res.stage_seconds.values()) <= res.seconds + 0.001 * len(stages)
+    assert res.passed == audit(res.confidential_table).passed
+
+
 def _protect_module():
     import importlib
     return importlib.import_module("tabprotect.secondary.protect")

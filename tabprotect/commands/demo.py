@@ -100,14 +100,19 @@ def _print_intervals(table, audit, limit: int = 12) -> None:
 
     def num(x):
         return format_number(x, d)
-    print("feasibility intervals of the suppressed cells (what an intruder can derive):")
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    print("bounds on the feasibility intervals of the suppressed cells (verdict audit: "
+          "the interval holds [min at most, max at least])" if bounds else
+          "feasibility intervals of the suppressed cells (what an intruder can derive):")
     for i in cells[:limit]:
         req = ""
         if table.status[i] == "U":
             req = (f"  needs [{num(audit.required_lower[i])}, {num(audit.required_upper[i])}]"
                    f"  {'protected' if audit.protected[i] else 'NOT PROTECTED'}")
+        shown = (f"interval holds [{num(audit.min_at_most[i])}, {num(audit.max_at_least[i])}]"
+                 if bounds else f"interval [{num(audit.lower[i])}, {num(audit.upper[i])}]")
         print(f"  {table.status[i]} {table.cell_name(i):<32} value {num(table.value[i]):>10}  "
-              f"interval [{num(audit.lower[i])}, {num(audit.upper[i])}]{req}")
+              f"{shown}{req}")
     if len(cells) > limit:
         print(f"  ... {len(cells) - limit} more in the audit file")
 

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
-from tabprotect.audit import AuditResult, audit, mirror_share
+from tabprotect.audit import AuditResult, VerdictAudit, audit, mirror_share
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 from tabprotect.requirements import cell_moves
@@ -343,13 +343,18 @@ def _directions(table: Table, p: int, audit_result: AuditResult | None) -> list[
         scale = tol * max(1.0, abs(x))
         # an outer bound (verdict mode: from an LP with relations dropped) only
         # proves a shortfall; on the side it does not, the true bound is unknown
-        outer_hi = audit_result.outer_upper is not None and audit_result.outer_upper[p]
-        outer_lo = audit_result.outer_lower is not None and audit_result.outer_lower[p]
-        if audit_result.upper[p] < x + up - scale or audit_result.exact[p] or outer_hi:
+        # (a verdict audit's reached values: the interval holds [lo, hi])
+        if isinstance(audit_result, VerdictAudit):
+            lo, hi = audit_result.min_at_most[p], audit_result.max_at_least[p]
+            outer_hi, outer_lo = audit_result.outer_upper[p], audit_result.outer_lower[p]
+        else:
+            lo, hi = audit_result.lower[p], audit_result.upper[p]
+            outer_hi = outer_lo = False
+        if hi < x + up - scale or audit_result.exact[p] or outer_hi:
             directions.append(up)
-        if audit_result.lower[p] > x - down + scale or audit_result.exact[p] or outer_lo:
+        if lo > x - down + scale or audit_result.exact[p] or outer_lo:
             directions.append(-down)
-        width = audit_result.upper[p] - audit_result.lower[p]
+        width = hi - lo
         if width < table.spl[p] - scale and not directions:
             directions.append(up if up > 0 else -down)
     out = []

@@ -47,6 +47,11 @@ FEASIBILITY_CHECK_MAX_WORK = 5_000_000
 #: shown by ``to_frame``) while the sum of the squared component sizes of the pattern
 #: stays below this, else verdict
 INTERVAL_AUDIT_MAX_WORK = 250_000
+#: ... and includes the single-contributor attackers while attackers x candidate cells
+#: stays below this: each attacker costs a verdict pass over the one component of the
+#: all-suppressed pattern (a 2,197-cell count table, ~250 attackers x ~2,100 cells, ran
+#: into the check's time limit without deciding); past it the final audit judges them
+FEASIBILITY_SINGLETON_MAX_WORK = 200_000
 #: seconds for that check when protect() has no time limit
 FEASIBILITY_CHECK_SECONDS = 120.0
 #: shares of the call's budget (``time_limit``): the up-front feasibility check gets
@@ -88,9 +93,9 @@ class ProtectResult:
     repaired : cells the audit-and-repair loop added after the method
     audit : the final :class:`~tabprotect.audit.AuditResult` (the judge)
     seconds : wall-clock time of the whole call
-    stage_seconds : wall-clock seconds per stage, in order (``method``, ``cube pass``,
-        ``audit 1``, ``repair 1 cubes``, ``repair 1 LPs``, ``audit 2``, ...,
-        ``final audit``)
+    stage_seconds : wall-clock seconds per stage, in order (``feasibility check`` when
+        the up-front check ran, ``method``, ``cube pass``, ``audit 1``, ``repair 1
+        cubes``, ``repair 1 LPs``, ``audit 2``, ..., ``final audit``)
     """
 
     confidential_table: Table
@@ -165,10 +170,10 @@ class ProtectResult:
 
     def to_frame(self, confidential: bool = False) -> pd.DataFrame:
         """One row per cell: the published columns (``value`` and ``freq`` blank where
-        suppressed, ``status``), ``published`` (False for suppressed cells) and, for every
-        suppressed cell, the audit's figures: the intruder's interval ``lower``/``upper``
-        from an interval audit; from a verdict audit bounds on the interval's ends, never
-        the interval itself (named as bounds, or flagged by ``interval_exact``).
+        suppressed, ``status``), ``published`` (False for suppressed cells) and the
+        intruder's interval ``lower``/``upper`` of every suppressed cell; after a verdict
+        audit no interval but the bounds ``min_at_least, min_at_most, max_at_least,
+        max_at_most`` on its ends (:class:`~tabprotect.audit.VerdictAudit`).
 
         ``confidential=True`` adds ``confidential_value`` and ``confidential_freq``: the
         true values of every cell (not for publication).
@@ -176,15 +181,10 @@ class ProtectResult:
         t = self.confidential_table
         out = self.table.to_frame(("value", "freq", "status"))
         sup = t.suppressed
+        # an interval audit's ``lower, upper``; a verdict audit's bounds on them
         out["published"] = ~sup
-        a = self.audit
-        figures = a.columns() if hasattr(a, "columns") else {"lower": a.lower,
-                                                              "upper": a.upper}
-        for name, col in figures.items():
+        for name, col in self.audit.columns().items():
             out[name] = np.where(sup, col, np.nan)
-        if not hasattr(a, "columns") and a.mode != "intervals" and \
-                getattr(a, "exact_lower", None) is not None:
-            out["interval_exact"] = np.where(sup, a.exact_lower & a.exact_upper, True)
         if confidential:
             out["confidential_value"] = t.value
             out["confidential_freq"] = t.freq
@@ -322,6 +322,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
     n_primary = int((table.status == "U").sum())
+    feasibility_seconds = None
     if large:
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
@@ -334,9 +335,18 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         # a share of the budget: past it, the final audit judges
         check_limit = FEASIBILITY_CHECK_SECONDS if time_limit is None else \
             budget.share(FEASIBILITY_SHARE).remaining()
-        if not _check_feasible(table, cand, singleton, check_limit):
+        tf = time.perf_counter()
+        everything = cand | table.suppressed
+        attackers = int((everything & (table.freq == 1)).sum()) if singleton else 0
+        check_singleton = attackers * int(everything.sum()) <= FEASIBILITY_SINGLETON_MAX_WORK
+        if not check_singleton:
+            notes.append(f"up-front feasibility check against the outside intruder only: "
+                         f"{attackers} single-contributor attackers x "
+                         f"{int(everything.sum())} cells (the final audit judges them)")
+        if not _check_feasible(table, cand, singleton and check_singleton, check_limit):
             notes.append(f"up-front feasibility check stopped at its share of the time "
                          f"limit ({FEASIBILITY_SHARE:.0%}; the final audit judges)")
+        feasibility_seconds = time.perf_counter() - tf
 
     tm = time.perf_counter()
     run_table, source_cell = table, None
@@ -360,7 +370,9 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         time_limit=share.limit(AUDIT_FLOOR_SECONDS), progress=progress,
         singleton=singleton, empty=empty)
     method_seconds = time.perf_counter() - tm
-    stages: dict[str, float] = {"method": method_seconds}
+    stages: dict[str, float] = {} if feasibility_seconds is None else \
+        {"feasibility check": feasibility_seconds}
+    stages["method"] = method_seconds
     lap = [time.perf_counter()]
 
     def stage(name: str) -> None:
@@ -656,7 +668,8 @@ def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Require
 
 def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
                     time_limit: float | None) -> bool:
-    """Every primary must be protectable with every candidate cell suppressed.
+    """Every primary must be protectable with every candidate cell suppressed (against
+    single-contributor attackers too when ``singleton``).
 
     Judged by the audit itself (verdict mode) on the pattern "every candidate
     suppressed": its aggregate LPs certify most primaries at once (TABLE3, 517 primaries
@@ -678,12 +691,12 @@ def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
     more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
     tol = 1e-6 * np.maximum(1.0, np.abs(table.value[bad]))
     why = set()
-    if (res.upper[bad] < res.required_upper[bad] - tol).any():
+    if (res.max_at_most[bad] < res.required_upper[bad] - tol).any():
         why.add("up")
-    if (res.lower[bad] > res.required_lower[bad] + tol).any():
+    if (res.min_at_least[bad] > res.required_lower[bad] + tol).any():
         why.add("down")
     if not why:
-        why.add("sliding")
+        why.add("single-contributor" if res.attacked[bad].any() else "sliding")
     raise InfeasibleRulesError(
         f"primary cell(s) {names}{more} cannot be protected even with every other cell "
         f"suppressed ({'/'.join(sorted(why))} protection level"
