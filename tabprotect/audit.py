@@ -69,7 +69,9 @@ _LOCAL_MAX_VARS = 50_000
 # interior-point solves take minutes at 10^5-10^6 variables
 _BLOCK_MIN_VARS = 10_000
 _BLOCK_SIZES = (5_000,)
-# options of the warm per-component model (see the A/B in benchmarks/results/audit.md)
+# options of the warm per-component model from _DUAL_MIN_VARS variables on: the dual
+# simplex on every re-solve (HiGHS' own choice after an objective change is the primal
+# simplex, several times slower on large components, faster on small ones)
 _WARM_OPTIONS: dict = {"simplex_strategy": 1}
 _DUAL_MIN_VARS = 2000
 # then blocks of these sizes around each primary still open, pushing that primary alone
@@ -80,8 +82,8 @@ _BLOCK_CORE_SHARE = 1 / 3
 _BLOCK_IPM_VARS = 5_000
 # ... with an optimality tolerance of 1e-6 instead of HiGHS' 1e-8: a witness is a feasible
 # point whatever its optimality (the feasibility tolerance stays); on 40 5,000-variable
-# block LPs of the 1M-cell 4-D gauss pattern 120 instead of 135-144 ms per LP, objectives
-# equal to 5 digits (dual simplex: 330 ms, primal: 387 ms; session 9)
+# block LPs of the 1M-cell 4-D gauss pattern 10-17% faster per LP, objectives equal
+# to 5 digits (the simplex methods take about 3x as long)
 _BLOCK_IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off",
                       "ipm_optimality_tolerance": 1e-6}
 # screen mode: the larger block passes run only while the previous pass certified at
@@ -521,7 +523,7 @@ class _ReducedSystem:
         if self._model is None:
             # dual simplex on large components: after an objective change HiGHS would
             # go primal, 3-5x slower there (TABLE3's 2,397-variable component); on small
-            # ones primal is 1.5-2.5x faster (A/B in benchmarks/results/audit.md)
+            # ones primal is 1.5-2.5x faster
             options = _WARM_OPTIONS if self.k >= _DUAL_MIN_VARS else {}
             self._model = HighsModel(self.lp(False, fixed), **options)
         return self._model
