@@ -2,8 +2,8 @@
 
 The reference is a dense row-echelon basis in exact integers (fraction-free; no sparse
 keys, no pivot rule, no modular arithmetic): a vector is in the span of the published
-ones iff it reduces to zero.  gauss's greedy must make the same decision as the reference for every
-candidate, so the whole suppression pattern must be identical.  (On these small 0/+-1
+ones iff it reduces to zero.  gauss's greedy must make the same decision as the reference
+for every candidate, so the whole suppression pattern must be identical.  (On these small 0/+-1
 and [-3, 3] vectors every minor is below the Hadamard bound, far below the prime, so the
 modular span equals the rational one and any difference is a bug.)
 """
