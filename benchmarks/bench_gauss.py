@@ -12,7 +12,7 @@ Usage::
         --baseline-rev 2242125 --timeout 300
 
 ``--protect``: gauss through ``protect()`` end to end instead (``cost="value"``,
-``time_limit=600``, ``audit_time_limit=900``, ``audit_workers=--workers``), one row per
+``time_limit=1500`` for the whole call, ``audit_workers=--workers``), one row per
 table with the verdict, the cost and the seconds of every stage (method, cube pass,
 audits, repair rounds); ``--code DIR`` runs another code tree (e.g. ``git archive REV``
 unpacked), so before/after runs need no baseline module::
@@ -77,9 +77,8 @@ def protect_child(args) -> None:
     table = gen_tables.preset(args.table, seed=args.seed)
     load_s = time.perf_counter() - t0
     start = time.perf_counter()
-    res = protect(table, method="gauss", cost="value", time_limit=600.0,
-                  singleton=args.singleton, audit_time_limit=900.0,
-                  audit_workers=args.workers)
+    res = protect(table, method="gauss", cost="value", time_limit=1500.0,
+                  singleton=args.singleton, audit_workers=args.workers)
     seconds = time.perf_counter() - start
     sec = res.status == "M"
     row = {"table": args.table, "variant": "protect", "cells": table.n_cells,

@@ -76,7 +76,7 @@ def run_tabprotect(table: Table, cost: str, time_limit: float, search: str = "bc
                   singleton=False, search=search, support_cuts=support_cuts,
                   options=options)
     wall = time.perf_counter() - t0
-    independent = audit(res.table, mode=audit_mode)  # the judge, recomputed here
+    independent = audit(res.confidential_table, mode=audit_mode)  # the judge, recomputed here
     # the method's own counters (rounds, nodes, heuristic seconds, ...) for the log
     print("  details:", {k: (round(v, 2) if isinstance(v, float) else v)
                          for k, v in res.solver.items() if k != "options"}, flush=True)

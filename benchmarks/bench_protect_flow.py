@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     print("  notes:", res.notes, flush=True)
     if args.audit_limit > 0:
         t1 = time.perf_counter()
-        a = audit(res.table, mode="verdict", time_limit=args.audit_limit)
+        a = audit(res.confidential_table, mode="verdict", time_limit=args.audit_limit)
         print(f"  independent verdict audit: {'passed' if a.passed else 'FAILED'} "
               f"({time.perf_counter() - t1:.1f} s)", flush=True)
     print(f"  peak MB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}",

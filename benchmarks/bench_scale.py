@@ -81,13 +81,12 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
         return row
     try:
         # protect(): the method, then the audit (verdict mode from 50k cells) and repair
-        # (local from 50k cells) within --audit-limit seconds
-        # audit_limit 0: protect()'s default audit budget (the method's time limit; modular
-        # then keeps a share of it for the audit by itself)
-        res = protect(table, method=method, cost=cost_name, time_limit=time_limit,
-                      singleton=False, audit_time_limit=audit_budget,
-                      audit_workers=audit_workers)
-        status = res.table.status
+        # (local from 50k cells), all within time_limit + --audit-limit seconds (the
+        # budget of the whole call; protect() gives the method its share)
+        res = protect(table, method=method, cost=cost_name,
+                      time_limit=time_limit + (audit_budget or 0.0),
+                      singleton=False, audit_workers=audit_workers)
+        status = res.status
         finished = res.audit.complete
         row.update(total_s=round(res.seconds, 2), method_s=round(res.method_seconds, 2),
                    audit_s=round(res.audit_seconds, 2), repaired=int(len(res.repaired)),
@@ -109,7 +108,7 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
             np.save(out_dir / f"{name.replace(':', '_')}_{method}.npy", status)
         if independent_verdict:
             t1 = time.perf_counter()
-            again = audit(res.table, singleton=False, mode="verdict",
+            again = audit(res.confidential_table, singleton=False, mode="verdict",
                           time_limit=audit_budget)
             row["verdict_again"] = ("passed" if again.passed else
                                     f"FAILED ({len(again.shortfalls)} short)" if again.complete
@@ -120,7 +119,7 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
             # (same attacker as the protection, and a time limit: with single-contributor
             # attackers and no limit, the interval audit of a 10k-4d modular pattern takes
             # several times as long as protect() and the verdict audit together)
-            again = audit(res.table, singleton=False, time_limit=audit_budget)
+            again = audit(res.confidential_table, singleton=False, time_limit=audit_budget)
             row["audit_again"] = bool(again.passed) if again.complete else None
         sec = status == "M"
         row["secondaries"] = int(sec.sum())

@@ -19,11 +19,19 @@ Why it is fast (and still exact):
   across its required interval. Verdict mode first solves a few LPs with aggregate
   objectives that push many primaries towards their requirements at once, and solves the
   per-cell LPs only for what is left; an unprotected cell always gets its exact LP bound.
+
+Single-contributor attackers (``singleton=True``): the contributor of a suppressed cell
+with ``freq == 1`` knows that cell; each such attacker's interval of every other primary
+of the component is computed (or, in verdict mode, decided) with that cell fixed, and the
+primary must meet its requirement against each attacker separately.
+
+The result types are in :mod:`tabprotect.audit_result`.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -31,14 +39,20 @@ import pandas as pd
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram, solve
+from tabprotect.audit_result import (TOL as _TOL, AuditResult, IntervalAudit, VerdictAudit,
+                                     meets_requirement)
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
+from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+from tabprotect.requirements import attacker_name, protection_requirements
 from tabprotect.parallel import process_map
 
-_TOL = 1e-6
+__all__ = ["audit", "AuditResult", "IntervalAudit", "VerdictAudit", "MODES",
+           "required_interval", "meets_requirement", "mirror_share"]
+
 _SENSE_ORDER = ("min", "max")
 MODES = ("intervals", "verdict", "screen")
 # below this many unpublished cells a process pool costs more than it saves
@@ -55,7 +69,9 @@ _LOCAL_MAX_VARS = 50_000
 # interior-point solves take minutes at 10^5-10^6 variables
 _BLOCK_MIN_VARS = 10_000
 _BLOCK_SIZES = (5_000,)
-# options of the warm per-component model (see the A/B in benchmarks/results/audit.md)
+# options of the warm per-component model from _DUAL_MIN_VARS variables on: the dual
+# simplex on every re-solve (HiGHS' own choice after an objective change is the primal
+# simplex, several times slower on large components, faster on small ones)
 _WARM_OPTIONS: dict = {"simplex_strategy": 1}
 _DUAL_MIN_VARS = 2000
 # then blocks of these sizes around each primary still open, pushing that primary alone
@@ -66,8 +82,8 @@ _BLOCK_CORE_SHARE = 1 / 3
 _BLOCK_IPM_VARS = 5_000
 # ... with an optimality tolerance of 1e-6 instead of HiGHS' 1e-8: a witness is a feasible
 # point whatever its optimality (the feasibility tolerance stays); on 40 5,000-variable
-# block LPs of the 1M-cell 4-D gauss pattern 120 instead of 135-144 ms per LP, objectives
-# equal to 5 digits (dual simplex: 330 ms, primal: 387 ms; session 9)
+# block LPs of the 1M-cell 4-D gauss pattern 10-17% faster per LP, objectives equal
+# to 5 digits (the simplex methods take about 3x as long)
 _BLOCK_IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off",
                       "ipm_optimality_tolerance": 1e-6}
 # screen mode: the larger block passes run only while the previous pass certified at
@@ -77,124 +93,15 @@ _BLOCK_IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off",
 _SCREEN_BLOCK_MIN_YIELD = 0.1
 
 
-@dataclass
-class AuditResult:
-    """Feasibility intervals and the protection verdict of a suppression pattern.
-
-    Arrays have one entry per cell of the table; ``lower``/``upper`` are the cell's value
-    for published cells.
-
-    Attributes
-    ----------
-    lower, upper : feasibility interval of every cell. In ``mode="verdict"`` only the
-        bounds flagged in ``exact_lower``/``exact_upper`` are the interval's exact ends;
-        those flagged in ``outer_lower``/``outer_upper`` are limits the interval cannot
-        pass (from an LP with far relations dropped; set only where they prove a primary
-        short); the others are values some feasible table attains (the true interval is
-        at least ``[lower, upper]`` there)
-    required_lower, required_upper : the interval a primary cell's protection levels ask
-        for (``value - LPL`` capped at ``lb``, ``value + UPL``); nan for other cells
-    unpublished : mask of cells the intruder does not see
-    protected : per cell, True unless it is a primary cell whose interval falls short
-    exact : unpublished cells whose interval is a single point (exact disclosure; in
-        verdict mode decided for primary cells only, and not for those whose shortfall
-        was proven by outer bounds alone)
-    passed : every primary cell is protected (and, for ``singleton`` audits, against every
-        single-contributor attacker too)
-    """
-
-    lower: np.ndarray
-    upper: np.ndarray
-    required_lower: np.ndarray
-    required_upper: np.ndarray
-    required_width: np.ndarray
-    unpublished: np.ndarray
-    primary: np.ndarray
-    protected: np.ndarray
-    exact: np.ndarray
-    integer: bool
-    singleton: bool
-    n_components: int
-    n_lp: int
-    n_lp_skipped: int
-    runtime: float
-    n_determined: int = 0
-    incomplete: np.ndarray | None = None  # bounds not computed within the time limit
-    attacker_notes: list[str] = field(default_factory=list)
-    mode: str = "intervals"
-    exact_lower: np.ndarray | None = None
-    exact_upper: np.ndarray | None = None
-    n_certified: int = 0   # primary cells proven protected by witnesses, without own LP
-    outer_lower: np.ndarray | None = None
-    outer_upper: np.ndarray | None = None
-    n_local_lp: int = 0    # small LPs around primary cells (verdict mode, large components)
-    n_block_lp: int = 0    # LPs over regions of huge components (verdict mode)
-    n_block_passes_skipped: int = 0  # screen: larger block passes left out (low yield)
-    n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
-    n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
-
-    @property
-    def complete(self) -> bool:
-        return self.incomplete is None or not self.incomplete.any()
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.protected.all()) and self.complete
-
-    @property
-    def shortfalls(self) -> np.ndarray:
-        """Indices of primary cells that are not protected."""
-        return np.flatnonzero(~self.protected)
-
-    def summary(self) -> dict:
-        """Counts for reports and the CLI."""
-        return {
-            "mode": self.mode,
-            "unpublished": int(self.unpublished.sum()),
-            "primary": int(self.primary.sum()),
-            "unprotected_primary": int((~self.protected).sum()),
-            "exactly_disclosed": int(self.exact.sum()),
-            "passed": self.passed,
-            "components": self.n_components,
-            "lp_solved": self.n_lp,
-            "lp_skipped": self.n_lp_skipped,
-            "determined_without_lp": self.n_determined,
-            "certified_by_witness": self.n_certified,
-            "local_lp": self.n_local_lp,
-            "block_lp": self.n_block_lp,
-            "block_passes_skipped": self.n_block_passes_skipped,
-            "moves_used": self.n_moves_used,
-            "moves_rejected": self.n_moves_rejected,
-            "complete": self.complete,
-            "integer": self.integer,
-            "singleton_attack": self.singleton,
-            "seconds": round(self.runtime, 3),
-        }
-
-    def to_frame(self, table: Table, only_unpublished: bool = False) -> pd.DataFrame:
-        """Cells with ``lower, upper, required_lower, required_upper, protected`` columns
-        (plus ``exact_lower``/``exact_upper`` in verdict mode)."""
-        out = table.to_frame(("value", "freq", "status"))
-        out["lower"] = self.lower
-        out["upper"] = self.upper
-        if self.mode in ("verdict", "screen"):
-            out["exact_lower"] = self.exact_lower
-            out["exact_upper"] = self.exact_upper
-        out["required_lower"] = self.required_lower
-        out["required_upper"] = self.required_upper
-        out["protected"] = self.protected
-        out["exact"] = self.exact
-        if only_unpublished:
-            out = out[self.unpublished]
-        return out
-
-
 def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool | None = None,
           singleton: bool = False, time_limit: float | None = None,
           progress: Callable[[int, int], None] | None = None, mode: str = "intervals",
           workers: int = 1, previous: AuditResult | None = None,
           moves: sp.spmatrix | None = None) -> AuditResult:
-    """Feasibility intervals of every unpublished cell and the protection verdict.
+    """The protection verdict of a pattern, with the feasibility interval of every
+    unpublished cell (``mode="intervals"``: an :class:`IntervalAudit`) or bounds on the
+    interval ends that decided the verdict (``"verdict"``, ``"screen"``: a
+    :class:`VerdictAudit`).
 
     Parameters
     ----------
@@ -205,13 +112,15 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     integer : integer min/max (frequency tables); default True for frequency tables
     singleton : also audit against every single-contributor attacker: the contributor
         of a suppressed cell with ``freq == 1`` knows that cell's value exactly, so each
-        primary must stay protected with that cell fixed
+        primary must stay protected with that cell fixed (each attacker is judged on
+        its own interval; ``attacked`` flags the primaries some attacker breaks)
     time_limit : seconds for the whole audit (a cell whose bound was not computed in time
         gets the trivially safe interval and the audit fails)
     progress : called as ``progress(done_components, total_components)``
     mode : ``"intervals"`` computes the exact interval of every unpublished cell;
         ``"verdict"`` decides only whether each primary cell is protected (same verdict,
-        far fewer LPs on large patterns; see ``AuditResult.exact_lower``); ``"screen"``
+        far fewer LPs on large patterns; bounds instead of intervals, see
+        :class:`VerdictAudit`); ``"screen"``
         only certifies: like verdict mode, but on large components a primary cell that
         no witness certifies counts as not protected without the LPs that would prove
         it short (a pass is a real pass; a failure may be unproven -- for repair loops)
@@ -255,6 +164,15 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             raise InputError(f"audit: 'unpublished' must have {n} entries")
     if integer is None:
         integer = table.kind == "frequency"
+    scale = 1.0 if integer else value_scale(table)
+    if scale != 1.0:
+        # values far from 1 are audited in scaled units (tabprotect.model.scale)
+        inner = audit(scaled_table(table, 1.0 / scale), unpublished, integer=integer,
+                      singleton=singleton, time_limit=time_limit, progress=progress,
+                      mode=mode, workers=workers,
+                      previous=None if previous is None else rescale_audit(previous, 1.0 / scale),
+                      moves=None if moves is None else sp.csr_matrix(moves) * (1.0 / scale))
+        return dataclasses.replace(rescale_audit(inner, scale), runtime=time.monotonic() - start)
     value = table.value
     lower = value.copy()
     upper = value.copy()
@@ -262,11 +180,12 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     upper[unpublished] = np.inf
     exact_lower = np.ones(n, dtype=bool)
     exact_upper = np.ones(n, dtype=bool)
-    outer_lower = np.zeros(n, dtype=bool)
-    outer_upper = np.zeros(n, dtype=bool)
+    # verdict modes: limits of the interval ends from LPs with far relations dropped
+    outer_lower = np.full(n, -np.inf)
+    outer_upper = np.full(n, np.inf)
 
     primary = (table.status == "U") & unpublished
-    req_lo, req_hi, req_w = required_interval(table, primary)
+    req_lo, req_hi, req_w = required_interval(table, primary, bool(integer), singleton)
     settled = _settled_by(previous, table, unpublished, singleton, bool(integer)) \
         if previous is not None and mode != "intervals" else np.zeros(n, dtype=bool)
 
@@ -281,9 +200,10 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
     incomplete = np.zeros(n, dtype=bool)
     deadline = None if time_limit is None else start + time_limit
     notes: list[str] = []
-    # worst case over attackers: the largest lower bound and smallest upper bound seen
-    worst_lo = np.full(n, -np.inf)
-    worst_hi = np.full(n, np.inf)
+    # primaries that some single-contributor attacker can narrow below their requirement
+    # (each attacker is judged on its own interval: the intersection of the intervals of
+    # different attackers is no attacker's knowledge)
+    attacked = np.zeros(n, dtype=bool)
 
     move_parts = _split_moves(table, moves, free, comps) \
         if moves is not None and mode != "intervals" else None
@@ -314,8 +234,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         exact_upper[cells] = out.exact_hi
         outer_lower[cells] = out.outer_lo
         outer_upper[cells] = out.outer_hi
-        worst_lo[cells] = out.worst_lo
-        worst_hi[cells] = out.worst_hi
+        attacked[cells] = out.attacked
         incomplete[cells[out.incomplete]] = True
         for key in counters:
             counters[key] += out.counters[key]
@@ -339,44 +258,73 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             if progress is not None:
                 progress(k + 1, ncomp)
 
+    if mode == "intervals":
+        protected, exact = _verdict(lower, upper, lower, upper, unpublished, incomplete,
+                                    attacked, table, req_lo, req_hi, req_w)
+        return IntervalAudit(
+            lower=lower, upper=upper, required_lower=req_lo, required_upper=req_hi,
+            required_width=req_w, unpublished=unpublished, primary=table.status == "U",
+            protected=protected, exact=exact, integer=bool(integer), singleton=singleton,
+            n_components=ncomp, n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
+            n_determined=int(determined.sum()), incomplete=incomplete,
+            runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
+            attacked=attacked, table=table)
+    # verdict modes: witness values (``lower``/``upper``), exact where flagged; limits
+    # from outer LPs or the a-priori bounds elsewhere
+    min_at_least = np.where(exact_lower, lower, np.maximum(outer_lower, table.lb))
+    max_at_most = np.where(exact_upper, upper, np.minimum(outer_upper, table.ub))
     if settled.any():
-        lower[settled] = previous.lower[settled]
-        upper[settled] = previous.upper[settled]
-        exact_lower[settled] = previous.exact_lower[settled]
-        exact_upper[settled] = previous.exact_upper[settled]
-        outer_lower[settled] = outer_upper[settled] = False
-        worst_lo[settled], worst_hi[settled] = -np.inf, np.inf
+        if isinstance(previous, VerdictAudit):
+            reach_lo, reach_hi = previous.min_at_most, previous.max_at_least
+            limit_lo, limit_hi = previous.min_at_least, previous.max_at_most
+        else:
+            reach_lo = limit_lo = previous.lower
+            reach_hi = limit_hi = previous.upper
+        lower[settled], upper[settled] = reach_lo[settled], reach_hi[settled]
+        min_at_least[settled], max_at_most[settled] = limit_lo[settled], limit_hi[settled]
+        attacked[settled] = False
         incomplete[settled] = False
         counters["certified"] += int(settled.sum())
-    # a point interval from exact or outer bounds: the cell is disclosed
-    exact = unpublished & (exact_lower | outer_lower) & (exact_upper | outer_upper) & (
-        np.abs(upper - lower) <= _TOL * np.maximum(1.0, np.abs(value)))
-    eff_lo = np.maximum(lower, worst_lo)
-    eff_hi = np.minimum(upper, worst_hi)
-    tol = _TOL * np.maximum(1.0, np.abs(value))
+    bounds = dict(min_at_most=lower, min_at_least=min_at_least, max_at_least=upper,
+                  max_at_most=max_at_most)
+    protected, exact = _verdict(lower, upper, min_at_least, max_at_most, unpublished,
+                                incomplete, attacked, table, req_lo, req_hi, req_w)
+    return VerdictAudit(
+        required_lower=req_lo, required_upper=req_hi, required_width=req_w,
+        unpublished=unpublished, primary=table.status == "U", protected=protected,
+        exact=exact, integer=bool(integer), singleton=singleton, n_components=ncomp,
+        n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
+        n_determined=int(determined.sum()), incomplete=incomplete,
+        runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
+        attacked=attacked, outer_lower=np.isfinite(outer_lower) & ~exact_lower,
+        outer_upper=np.isfinite(outer_upper) & ~exact_upper,
+        n_certified=counters["certified"], n_local_lp=counters["local_lp"],
+        n_block_lp=counters["block_lp"],
+        n_block_passes_skipped=counters["block_passes_skipped"],
+        n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1], table=table,
+        **bounds)
+
+
+def _verdict(reach_lo, reach_hi, limit_lo, limit_hi, unpublished, incomplete, attacked,
+             table, req_lo, req_hi, req_w) -> tuple[np.ndarray, np.ndarray]:
+    """``(protected, exact)`` per cell from the values feasible tables reach
+    (``reach_lo``/``reach_hi``: the exact ends in an interval audit) and the limits the
+    ends cannot pass (``limit_lo``/``limit_hi``)."""
+    value = table.value
+    # limits meeting in a point: the cell is disclosed
+    exact = unpublished & (limit_hi - limit_lo <= _TOL * np.maximum(1.0, np.abs(value)))
     # a point interval is never safe, whatever the levels ask (in screen mode it may be
     # a point only for want of witnesses: then the cell is uncertified, so not protected)
-    ok = ((eff_hi >= req_hi - tol) & (eff_lo <= req_lo + tol)
-          & (eff_hi - eff_lo >= req_w - tol) & (eff_hi - eff_lo > tol))
+    ok = meets_requirement(reach_lo, reach_hi, req_lo, req_hi, req_w, value)
     # an exactly disclosed primary cell is never protected, whatever its levels say; nor
-    # is one whose interval was not computed within the time limit
-    ok &= ~exact & ~incomplete
-    protected = np.where(primary, ok, True)
+    # is one whose interval was not computed within the time limit, nor one that a
+    # single contributor can narrow too far
+    ok &= ~exact & ~incomplete & ~attacked
+    primary = table.status == "U"
+    protected = np.where(primary & unpublished, ok, True)
     # a primary cell that is published is never protected
-    protected &= ~((table.status == "U") & ~unpublished)
-    return AuditResult(lower=lower, upper=upper, required_lower=req_lo, required_upper=req_hi,
-                       required_width=req_w, unpublished=unpublished,
-                       primary=table.status == "U", protected=protected, exact=exact,
-                       integer=bool(integer), singleton=singleton, n_components=ncomp,
-                       n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
-                       n_determined=int(determined.sum()), incomplete=incomplete,
-                       runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
-                       exact_lower=exact_lower, exact_upper=exact_upper,
-                       outer_lower=outer_lower, outer_upper=outer_upper,
-                       n_certified=counters["certified"], n_local_lp=counters["local_lp"],
-                       n_block_lp=counters["block_lp"],
-                       n_block_passes_skipped=counters["block_passes_skipped"],
-                       n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1])
+    protected &= ~(primary & ~unpublished)
+    return protected, exact
 
 
 def _new_counters() -> dict[str, int]:
@@ -439,6 +387,12 @@ def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray])
     return parts
 
 
+def rescale_audit(result: AuditResult, factor: float) -> AuditResult:
+    """The audit result with its value-unit figures multiplied by ``factor``."""
+    return dataclasses.replace(result, **{k: getattr(result, k) * factor for k in (
+        "lower", "upper", "required_lower", "required_upper", "required_width")})
+
+
 def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
                 singleton: bool, integer: bool) -> np.ndarray:
     """Primary cells a previous audit of a sub-pattern found protected (see ``audit``'s
@@ -460,23 +414,20 @@ def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
                & (table.status == "U") & unpublished)
     if previous.incomplete is not None:
         settled &= ~previous.incomplete
-    if previous.outer_lower is not None:
+    if isinstance(previous, VerdictAudit):
         # bounds from relaxed LPs are not attained: never reused as witnesses
         settled &= ~(previous.outer_lower | previous.outer_upper)
     return settled
 
 
-def required_interval(table: Table, primary: np.ndarray | None = None
+def required_interval(table: Table, primary: np.ndarray | None = None,
+                      integer: bool | None = None, singleton: bool = True
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The interval each primary cell must reach: ``[max(lb, X - LPL), X + UPL]`` and the
-    sliding width ``SPL``; nan for other cells."""
-    if primary is None:
-        primary = table.status == "U"
-    x = table.value
-    req_lo = np.where(primary, np.maximum(table.lb, x - table.lpl), np.nan)
-    req_hi = np.where(primary, np.minimum(table.ub, x + table.upl), np.nan)
-    req_w = np.where(primary, table.spl, np.nan)
-    return req_lo, req_hi, req_w
+    """The interval each primary cell must reach, ``[max(lb, X - LPL), min(ub, X + UPL)]``,
+    and the width it needs, ``max(SPL, no-exact-disclosure width)``; nan for other cells
+    (:func:`tabprotect.requirements.protection_requirements`)."""
+    req = protection_requirements(table, attacker_name(singleton), integer=integer)
+    return req.per_cell(table.n_cells, primary)
 
 
 # ---------------------------------------------------------------- internals
@@ -573,7 +524,7 @@ class _ReducedSystem:
         if self._model is None:
             # dual simplex on large components: after an objective change HiGHS would
             # go primal, 3-5x slower there (TABLE3's 2,397-variable component); on small
-            # ones primal is 1.5-2.5x faster (A/B in benchmarks/results/audit.md)
+            # ones primal is 1.5-2.5x faster
             options = _WARM_OPTIONS if self.k >= _DUAL_MIN_VARS else {}
             self._model = HighsModel(self.lp(False, fixed), **options)
         return self._model
@@ -850,8 +801,7 @@ class _ComponentOutcome:
     hi: np.ndarray
     exact_lo: np.ndarray
     exact_hi: np.ndarray
-    worst_lo: np.ndarray
-    worst_hi: np.ndarray
+    attacked: np.ndarray      # primaries some single-contributor attacker narrows too far
     incomplete: np.ndarray
     counters: dict
     notes: list
@@ -865,8 +815,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
     system = task.system
     k = system.k
     counters = _new_counters()
-    worst_lo = np.full(k, -np.inf)
-    worst_hi = np.full(k, np.inf)
+    attacked = np.zeros(k, dtype=bool)
     try:
         if task.mode in ("verdict", "screen"):
             lo, hi, ex_lo, ex_hi, out_lo, out_hi = _verdict_bounds(
@@ -875,7 +824,7 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
             lo, hi = _exact_intervals(system, np.arange(k), task.integer, counters,
                                       task.deadline)
             ex_lo = ex_hi = np.ones(k, dtype=bool)
-            out_lo = out_hi = np.zeros(k, dtype=bool)
+            out_lo, out_hi = np.full(k, -np.inf), np.full(k, np.inf)
         if task.freq is not None:
             targets_all = np.flatnonzero(task.primary)
             for s in np.flatnonzero(task.freq == 1):
@@ -889,17 +838,20 @@ def _solve_component(task: _ComponentTask) -> _ComponentOutcome:
                 else:
                     a_lo, a_hi = _exact_intervals(system, targets, task.integer, counters,
                                                   task.deadline, fixed)
-                worst_lo[targets] = np.maximum(worst_lo[targets], a_lo)
-                worst_hi[targets] = np.minimum(worst_hi[targets], a_hi)
+                # this attacker's own verdict (verdict mode: its witnesses certify, or
+                # its exact / outer bounds prove the shortfall)
+                attacked[targets] |= ~meets_requirement(
+                    a_lo, a_hi, task.req_lo[targets], task.req_hi[targets],
+                    task.req_w[targets], system.value[targets])
     except _InfeasibleSystem as exc:
         empty = np.zeros(k)
         return _ComponentOutcome(empty, empty, empty.astype(bool), empty.astype(bool),
-                                 worst_lo, worst_hi, np.zeros(0, dtype=np.int64), counters,
+                                 attacked, np.zeros(0, dtype=np.int64), counters,
                                  [], infeasible_cell=exc.local_cell,
-                                 outer_lo=empty.astype(bool), outer_hi=empty.astype(bool))
+                                 outer_lo=empty, outer_hi=empty)
     incomplete = np.fromiter(sorted(system.incomplete), dtype=np.int64,
                              count=len(system.incomplete))
-    return _ComponentOutcome(lo, hi, ex_lo, ex_hi, worst_lo, worst_hi, incomplete,
+    return _ComponentOutcome(lo, hi, ex_lo, ex_hi, attacked, incomplete,
                              counters, [], outer_lo=out_lo, outer_hi=out_hi)
 
 
@@ -1027,8 +979,10 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
 
     system.fix(fixed)
     try:
-        outer_lo = np.zeros(k, dtype=bool)
-        outer_hi = np.zeros(k, dtype=bool)
+        # limits the interval cannot pass (from LPs with far relations dropped), kept
+        # apart from the witness values: set only where they prove a primary short
+        outer_lo = np.full(k, -np.inf)
+        outer_hi = np.full(k, np.inf)
         decided = np.zeros(k, dtype=bool)   # shown short (or, screening, left uncertified)
         large = k >= _LOCAL_MIN_VARS
 
@@ -1120,10 +1074,7 @@ def _verdict_bounds(system, task, targets, counters, fixed=None):
                         or o_hi - o_lo < req_w[j] - tol[j] or o_hi - o_lo <= tol[j]):
                     # a shortfall proven this way leaves open whether the cell is
                     # disclosed exactly (unless the outer interval is a point)
-                    if np.isfinite(o_hi):
-                        hi[j], outer_hi[j] = o_hi, True
-                    if np.isfinite(o_lo):
-                        lo[j], outer_lo[j] = o_lo, True
+                    outer_hi[j], outer_lo[j] = o_hi, o_lo
                     decided[j] = True
 
         def block_pass(size: int, solo: bool = False) -> None:

@@ -92,7 +92,8 @@ class RoundedAuditResult:
 
     Attributes
     ----------
-    published : the rounded values the audit assumed published (nan where unpublished)
+    published_array : the rounded values the audit assumed published (nan where
+        unpublished; also ``published_values``)
     range_lower, range_upper : the range the method alone implies for each cell
     lower, upper : integer min and max of each cell given everything the intruder knows
     is_published : mask of the cells the intruder sees
@@ -103,9 +104,14 @@ class RoundedAuditResult:
     pinned_small : interval inside ``[1, small_max]``
     true_inside : when true values are known: each lies in its interval (a check of the
         audit and of the rounding; None otherwise)
+    table : the audited table as published (codes and structure; rounded values only)
+    params : the settings of the audit (base, method, k_step, small_max)
+
+    It follows the result protocol of :mod:`tabprotect.results` (``passed``,
+    ``published()``, ``params``, ``seconds``, ``notes``, ``summary()``, ``to_frame()``).
     """
 
-    published: np.ndarray
+    published_array: np.ndarray
     range_lower: np.ndarray
     range_upper: np.ndarray
     lower: np.ndarray
@@ -127,6 +133,26 @@ class RoundedAuditResult:
     notes: list[str] = field(default_factory=list)
     n_certified: int = 0
     n_local_lp: int = 0
+    table: Table | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return self.runtime
+
+    def published(self) -> pd.DataFrame:
+        """What the intruder was given: codes and the published rounded ``value`` (NaN
+        where unpublished)."""
+        if self.table is None:
+            raise ValueError("this audit holds no table: call to_frame(table)")
+        out = self.table.to_frame(())
+        out["value"] = self.published_values
+        return out
+
+    @property
+    def published_values(self) -> np.ndarray:
+        """The rounded values the audit assumed published (nan where unpublished)."""
+        return self.published_array
 
     @property
     def passed(self) -> bool:
@@ -154,15 +180,21 @@ class RoundedAuditResult:
             "seconds": round(self.runtime, 3),
         }
 
-    def to_frame(self, table: Table, only_flagged: bool = False,
-                 include_true: bool = False) -> pd.DataFrame:
+    def to_frame(self, table: Table | None = None, *, confidential: bool = False,
+                 only_flagged: bool = False) -> pd.DataFrame:
         """Cells with ``published, range_lower, range_upper, lower, upper`` and the flags.
 
-        ``include_true`` adds the true value (never for files that leave the office)."""
+        ``table``: the table whose codes label the rows (default: the audited one).
+        ``confidential=True`` adds ``confidential_value``, the true value of every cell
+        (then ``table`` must be the original table; never for files that leave the
+        office)."""
+        table = self.table if table is None else table
+        if table is None:
+            raise ValueError("this audit holds no table: call to_frame(table)")
         out = table.to_frame(())
-        if include_true:
-            out["value"] = table.value
-        out["published"] = self.published
+        if confidential:
+            out["confidential_value"] = table.value
+        out["published"] = self.published_array
         out["range_lower"] = self.range_lower
         out["range_upper"] = self.range_upper
         out["lower"] = self.lower
@@ -305,7 +337,7 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         method = rounded.method if method is None else method
         params = rounded.params
         if true_values is None:
-            true_values = rounded.table.value
+            true_values = rounded.confidential_table.value
         if k_step is None and method == "controlled":
             # the intruder assumes the relaxation only when the rounding needed it
             k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
@@ -396,14 +428,16 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
                          f"{table.cell_name(i)}): the rounding does not follow the stated "
                          f"method/base")
     return RoundedAuditResult(
-        published=np.where(is_pub, a, np.nan), range_lower=np.where(is_pub, r_lo, box_lo),
+        published_array=np.where(is_pub, a, np.nan), range_lower=np.where(is_pub, r_lo, box_lo),
         range_upper=np.where(is_pub, r_hi, box_hi), lower=lower, upper=upper,
         is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned,
         promised=promised, base=base,
         method=method, k_step=k_step, small_max=int(small_max), n_components=len(comps),
         n_lp=counters["lp"], n_mip=counters["mip"], runtime=time.perf_counter() - start,
         true_inside=inside, notes=notes, n_certified=n_certified,
-        n_local_lp=counters.get("local_lp", 0))
+        n_local_lp=counters.get("local_lp", 0), table=table,
+        params={"base": base, "method": method, "k_step": k_step,
+                "small_max": int(small_max), "published": int(is_pub.sum())})
 
 
 # ---------------------------------------------------------------- certificates

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from tabprotect.audit_result import VerdictAudit
 from tabprotect.errors import InputError
 from tabprotect.infoloss import InfoLoss, info_loss
 from tabprotect.io.output import write_frame
@@ -100,7 +101,8 @@ class Comparison:
 
 def residual_risk(table: Table, audit) -> dict[str, float]:
     """What the audit leaves an intruder: interval widths relative to the cells, primary
-    cells at their minimum protection, exact disclosures.
+    cells at their minimum protection, exact disclosures (widths and cells at their
+    minimum are nan for a verdict audit, which has no intervals).
 
     Examples
     --------
@@ -113,7 +115,12 @@ def residual_risk(table: Table, audit) -> dict[str, float]:
     >>> residual_risk(t, audit(t))["primary_at_minimum"]   # interval [1, 5] reaches 3 + 2
     1.0
     """
-    lower, upper = np.asarray(audit.lower), np.asarray(audit.upper)
+    if isinstance(audit, VerdictAudit):
+        # a verdict audit has bounds on the interval ends, not the intervals: no width
+        # or "at its minimum" figure can be read from it
+        lower = upper = np.full(table.n_cells, np.nan)
+    else:
+        lower, upper = np.asarray(audit.lower), np.asarray(audit.upper)
     value = np.abs(table.value)
     primary = table.status == "U"
     unpublished = getattr(audit, "unpublished", None)
@@ -243,9 +250,9 @@ def _run_one(table: Table, spec: dict, cost, time_limit, common) -> MethodRun:
             from tabprotect.secondary import protect
             kw = {"cost": cost, "time_limit": time_limit, **common, **opts}
             result = protect(table, method=spec["method"], **kw)
-            run.published = result.table
+            run.published = result.confidential_table
             run.audit = result.audit
-            run.info = info_loss(table, result.table)
+            run.info = info_loss(table, result.confidential_table)
         run.result = result
     except InputError as exc:
         run.error = str(exc)
@@ -283,7 +290,8 @@ def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
 
     ``[compare]`` keys: ``methods`` (names, or tables of options such as
     ``{method = "optimal", cost = "unity", label = "optimal/unity"}``), ``cost``,
-    ``time_limit`` and ``singleton``.
+    ``time_limit`` and ``singleton``; the last three default to the job's ``[protect]``
+    keys, so a job's attacker model holds for its comparison too.
     """
     opts = job.section("compare")
     known = {"methods", "cost", "time_limit", "singleton"}
@@ -295,7 +303,9 @@ def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
         from tabprotect.primary import apply_rules, rules_from_job
         table = apply_rules(table, rules_from_job(job)).table
     methods = methods or opts.get("methods")
-    common = {"singleton": bool(opts["singleton"])} if "singleton" in opts else {}
-    return compare(table, methods, cost=opts.get("cost", "value"),
-                   time_limit=time_limit if time_limit is not None else opts.get("time_limit"),
-                   progress=progress, **common)
+    settings = {**{k: v for k, v in job.section("protect").items()
+                   if k in ("cost", "time_limit", "singleton")}, **opts}
+    common = {"singleton": bool(settings["singleton"])} if "singleton" in settings else {}
+    return compare(table, methods, cost=settings.get("cost", "value"),
+                   time_limit=time_limit if time_limit is not None
+                   else settings.get("time_limit"), progress=progress, **common)

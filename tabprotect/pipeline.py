@@ -171,9 +171,10 @@ def run(job: Job | str | Path, *, task: str = "auto",
             table = build_table(job, progress=_text_progress(progress))
     result = Run(table=table, title=str(title), parameters=job.spec,
                  inputs=job.input_files(), timings=steps.timings)
-    if "rules" in job.spec or task == "primary":
+    if task == "primary" or ("rules" in job.spec and task in ("protect", "audit",
+                                                               "compare")):
         with steps("primary rules", 0.1):
-            _primary_step(result, job)
+            _primary_step(result, job, keep_secondaries=task == "audit")
     if task == "primary":
         result.kind = "primary"
         return result
@@ -201,13 +202,21 @@ def _text_progress(progress: Progress | None):
 
 
 # ---------------------------------------------------------------- steps
-def _primary_step(result: Run, job: Job) -> None:
+def _primary_step(result: Run, job: Job, keep_secondaries: bool) -> None:
+    """Apply ``[rules]``; the statuses of the input stay a-priori statuses (``U``, ``P``),
+    and an audit keeps the input's secondaries (``M``): it judges the given pattern."""
     from tabprotect.primary import apply_rules, rules_from_job
     rules = rules_from_job(job)
     if not rules:
         raise InputError(f"{job.label}: [rules] names no rule (e.g. [rules.frequency] n = 3)")
+    given = result.table.status
     result.rules = apply_rules(result.table, rules)
-    result.table = result.rules.table
+    table = result.rules.table
+    if keep_secondaries and (given == "M").any():
+        status = table.status.copy()
+        status[(given == "M") & (status == "S")] = "M"
+        table = table.replace(status=status)
+    result.table = table
 
 
 def _needs_primaries(table: Table, job: Job) -> None:
@@ -235,11 +244,15 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     result.kind = "suppression"
     result.method = method
     result.attacker = _attacker(bool(opts.get("singleton", True)))
-    result.published = res.table
+    result.published = res.confidential_table
     result.audit = res.audit
     result.results = {k: v for k, v in res.summary().items()
                       if k not in ("cells", "method", "audit")}
     result.notes.extend(res.notes or [])
+    if not res.passed and opts.get("singleton", True):
+        result.notes.append("the pattern failed its audit against single-contributor "
+                            "attackers included; singleton = false in [protect] protects "
+                            "against outside intruders only")
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")
@@ -346,8 +359,9 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
     if not main:
         return
     result.kind = "compare"
-    opts = job.section("compare")
-    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    singleton = job.section("compare").get("singleton",
+                                           job.section("protect").get("singleton", True))
+    result.attacker = _attacker(bool(singleton))
     best = comparison.best()
     if best is None:
         result.notes.append("no method passed the audit: nothing is publishable")

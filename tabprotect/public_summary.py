@@ -174,8 +174,8 @@ class _Checker:
         self.n_comp = len(comps)
         # per released figure: its part's (min, max) per component
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
-        self.base_lo: dict[int, float] = {}
-        self.base_hi: dict[int, float] = {}
+        self.base_lo = np.full(len(self.cells), np.nan)
+        self.base_hi = np.full(len(self.cells), np.nan)
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -241,56 +241,61 @@ class _Checker:
         inside = (lo >= rhs - band - others_hi - tol) & (hi <= rhs + band - others_lo + tol)
         return active & ~inside
 
-    def _base(self, j: int) -> tuple[float, float] | None:
-        if j not in self.base_lo:
-            lo, _ = self.base.bound(j, "min")
-            hi, _ = self.base.bound(j, "max")
-            if lo is None or hi is None:
-                return None
-            self.base_lo[j], self.base_hi[j] = lo, hi
-        return self.base_lo[j], self.base_hi[j]
+    def _base(self, targets: np.ndarray) -> bool:
+        """The targets' intervals without the figures (computed once per primary; a
+        solution at a target's a-priori bound gives that end without an LP); False when
+        out of time."""
+        lb, ub = self.base.col_lower, self.base.col_upper
+        for j in targets:
+            for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+                if not np.isnan(known[j]):
+                    continue
+                val, x = self.base.bound(int(j), sense)
+                if val is None or val == "infeasible":
+                    return False
+                known[j] = val
+                if x is not None:
+                    self._at_bounds(x, targets, lb, self.base_lo)
+                    self._at_bounds(x, targets, ub, self.base_hi)
+        return True
+
+    @staticmethod
+    def _at_bounds(x, targets, bound, known) -> None:
+        """Targets not yet known that ``x`` shows at their (finite) a-priori ``bound``."""
+        pending = targets[np.isnan(known[targets]) & np.isfinite(bound[targets])]
+        at = pending[np.abs(x[pending] - bound[pending])
+                     <= 1e-9 * np.maximum(1.0, np.abs(bound[pending]))]
+        known[at] = bound[at]
 
     def _holds(self, targets: np.ndarray) -> str | None:
-        """Every target's interval with the extra rows equals its interval without."""
-        open_lo = {int(j) for j in targets}
-        open_hi = set(open_lo)
-        for j in (int(j) for j in targets):
-            base = self._base(j)
-            if base is None:
-                return "time"
-            for sense, pending in (("min", open_lo), ("max", open_hi)):
-                if j not in pending:
+        """Every target's interval with the extra rows equals its interval without. The
+        base intervals come first, so that every solution of the extended system is a
+        witness: a target it shows at an end of its base interval keeps that end."""
+        if not self._base(targets):
+            return "time"
+        lo, hi = self.base_lo[targets], self.base_hi[targets]
+        ends = np.abs(np.where(np.isfinite(lo), lo, 0.0)) + \
+            np.abs(np.where(np.isfinite(hi), hi, 0.0))
+        slack = self.tol * np.maximum(1.0, ends)
+        pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
+        for k, j in enumerate(targets):
+            for sense, end in (("min", lo), ("max", hi)):
+                if not pending[sense][k]:
                     continue
-                val, x = self.ext.bound(j, sense)
+                val, x = self.ext.bound(int(j), sense)
                 if val == "infeasible":
                     return "inconsistent"
                 if val is None:
                     return "time"
-                end = base[0] if sense == "min" else base[1]
-                if not self._same(val, end, base):
+                if not (val == end[k] or abs(val - end[k]) <= slack[k]):
                     return "narrows"
+                pending[sense][k] = False
                 if x is not None:
-                    self._witness(x, targets, open_lo, open_hi)
-                pending.discard(j)
+                    xt = x[targets]
+                    with np.errstate(invalid="ignore"):
+                        pending["min"] &= ~(np.abs(xt - lo) <= slack)
+                        pending["max"] &= ~(np.abs(xt - hi) <= slack)
         return None
-
-    def _same(self, val: float, end: float, base) -> bool:
-        if np.isinf(end):
-            return val == end
-        finite = [abs(b) for b in base if np.isfinite(b)]
-        return abs(val - end) <= self.tol * max([1.0] + finite)
-
-    def _witness(self, x, targets, open_lo, open_hi) -> None:
-        """A feasible point of the extended system at a target's base bound proves that end."""
-        for j in targets:
-            j = int(j)
-            if j in self.base_lo:
-                if j in open_lo and self._same(x[j], self.base_lo[j], (self.base_lo[j],
-                                                                      self.base_hi[j])):
-                    open_lo.discard(j)
-                if j in open_hi and self._same(x[j], self.base_hi[j], (self.base_lo[j],
-                                                                      self.base_hi[j])):
-                    open_hi.discard(j)
 
 
 class _Bounds:

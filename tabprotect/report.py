@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tabprotect.figures import new_figure, png_base64
+from tabprotect.io.output import column_decimals, format_number
 from tabprotect.model.table import Table
 
 if TYPE_CHECKING:
@@ -32,47 +33,75 @@ STATUS_NAMES = {"S": "safe (published)", "U": "primary unsafe (suppressed)",
 MAX_TABLE_ROWS = 400      # cells shown in the HTML tables; the CSV files hold all of them
 MAX_CROSS_COLUMNS = 40
 
-__all__ = ["render_html", "MAX_TABLE_ROWS"]
+__all__ = ["render_html", "run_verdict", "MAX_TABLE_ROWS"]
 
 
 # ---------------------------------------------------------------- plots
+PASS_COLOUR, FAIL_COLOUR, OTHER_COLOUR = "#3a7d44", "#c0392b", "#5b8bd0"
+
+
 def plot_loss_by_method(comparison: pd.DataFrame) -> str | None:
-    """Bar chart of each method's information loss (and suppressions); base64 PNG."""
+    """Each method's share of the value suppressed (%) and its secondary suppressions,
+    bars green when the method passed the audit and red when it failed; base64 PNG."""
     if comparison is None or len(comparison) == 0:
         return None
-    col = next((c for c in ("share_value", "hellinger", "value_suppressed", "suppressed")
+    col = next((c for c in ("share_value", "value_suppressed", "suppressed")
                 if c in comparison.columns and comparison[c].notna().any()), None)
     if col is None:
         return None
     labels = comparison["label"].astype(str) if "label" in comparison else \
         comparison.index.astype(str)
-    fig = new_figure((9, 3.6))
+    passed = comparison["audit_passed"].fillna(False).astype(bool).to_numpy() \
+        if "audit_passed" in comparison else np.ones(len(comparison), bool)
+    colours = [PASS_COLOUR if ok else FAIL_COLOUR for ok in passed]
+    fig = new_figure((8, 3.6))
     axes = fig.subplots(1, 2)
-    axes[0].bar(labels, comparison[col].fillna(0.0), color="#5b8bd0")
-    axes[0].set_title(f"information loss ({col})")
-    second = "suppressed" if col != "suppressed" and "suppressed" in comparison else "seconds"
+    axes[0].barh(labels, comparison[col].fillna(0.0), color=colours)
+    axes[0].set_xlabel("% of the value suppressed" if col == "share_value" else col)
+    axes[0].set_title("information loss")
+    second = "secondary" if "secondary" in comparison else "seconds"
     if second in comparison:
-        axes[1].bar(labels, comparison[second].fillna(0.0), color="#d08b5b")
-        axes[1].set_title(second)
+        axes[1].barh(labels, comparison[second].fillna(0.0), color=colours)
+        axes[1].set_xlabel("secondary suppressions" if second == "secondary" else "seconds")
+        axes[1].set_title("secondary suppressions" if second == "secondary" else "time")
+        axes[1].set_yticklabels([])
     for ax in axes:
-        ax.tick_params(axis="x", rotation=30, labelsize=8)
-        ax.grid(axis="y", alpha=0.3)
+        ax.invert_yaxis()
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].text(0.99, 0.01, "green: passed the audit, red: failed", fontsize=7,
+                 ha="right", va="bottom", transform=axes[0].transAxes)
     fig.tight_layout()
     return png_base64(fig)
 
 
 def plot_loss_by_level(info) -> str | None:
-    """Bar chart of the information loss by hierarchy level (single run); base64 PNG."""
+    """Information loss by hierarchy level (single run): % of the cells and % of the
+    value suppressed (deviation runs: mean absolute deviation); base64 PNG."""
     if info is None:
         return None
     frame = info.by_level.drop(index="all", errors="ignore")
-    col = "share_value" if info.kind == "suppression" else "sum_abs_deviation"
-    if len(frame) == 0 or col not in frame:
+    if len(frame) == 0:
         return None
-    fig = new_figure((6, 3.4))
+    fig = new_figure((7, 3.6))
     ax = fig.subplots()
-    ax.bar(frame.index.astype(str), frame[col].fillna(0.0), color="#5b8bd0")
-    ax.set_ylabel("% of value suppressed" if col == "share_value" else "sum |deviation|")
+    x = np.arange(len(frame))
+    if info.kind == "suppression" and "share_value" in frame:
+        ax.bar(x - 0.2, frame["share_cells"].fillna(0.0), 0.4, color="#9bbbe6",
+               label="% of the cells")
+        ax.bar(x + 0.2, frame["share_value"].fillna(0.0), 0.4, color=OTHER_COLOUR,
+               label="% of the value")
+        ax.set_ylabel("% suppressed")
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=8, loc="upper left")
+    else:
+        col = next((c for c in ("mean_abs_deviation", "sum_abs_deviation") if c in frame),
+                   None)
+        if col is None:
+            return None
+        ax.bar(x, frame[col].fillna(0.0), color=OTHER_COLOUR)
+        ax.set_ylabel(col.replace("_", " "))
+    ax.set_xticks(x)
+    ax.set_xticklabels(frame.index.astype(str), fontsize=8)
     ax.set_title("information loss by hierarchy level")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -80,38 +109,99 @@ def plot_loss_by_level(info) -> str | None:
 
 
 def interval_widths(table: Table, audit) -> np.ndarray:
-    """Relative width ``(upper - lower) / |value|`` in percent of each unpublished cell."""
+    """Relative width ``(upper - lower) / |value|`` in percent of each unpublished cell
+    (a verdict audit: a lower bound of the width, ``max_at_least - min_at_most``)."""
     unpublished = getattr(audit, "unpublished", None)
-    if unpublished is None:
-        unpublished = np.isfinite(audit.lower) & (audit.upper > audit.lower)
-    width = (audit.upper - audit.lower)[unpublished]
+    if getattr(audit, "figures", "intervals") == "bounds":
+        width = audit.width_at_least[unpublished]
+    else:
+        if unpublished is None:
+            unpublished = np.isfinite(audit.lower) & (audit.upper > audit.lower)
+        width = (audit.upper - audit.lower)[unpublished]
     value = np.abs(table.value[unpublished])
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100 * width / np.where(value > 0, value, np.nan)
 
 
 def plot_interval_widths(table: Table, audit) -> str | None:
-    """Histogram of the audit interval widths relative to the cell value; base64 PNG."""
+    """Histogram of the audit interval widths relative to the cell value, on a log
+    scale (widths span several orders of magnitude); cells of zero width and of
+    unbounded width are counted in the legend; base64 PNG."""
     if audit is None:
         return None
+    unpublished = getattr(audit, "unpublished", np.ones(table.n_cells, bool))
     rel = interval_widths(table, audit)
-    primary = (table.status == "U")[getattr(audit, "unpublished", np.ones(table.n_cells, bool))]
-    rel_f = np.where(np.isfinite(rel), rel, np.nan)
-    if not np.isfinite(rel_f).any():
+    primary = (table.status == "U")[unpublished]
+    finite = np.isfinite(rel)
+    positive = finite & (rel > 0)
+    if not positive.any():
         return None
-    cap = float(np.nanpercentile(rel_f, 99)) if np.isfinite(rel_f).sum() > 5 else \
-        float(np.nanmax(rel_f))
-    shown = np.clip(rel_f, 0, max(cap, 1.0))
-    fig = new_figure((6, 3.4))
+    lo, hi = np.log10(rel[positive].min()), np.log10(rel[positive].max())
+    edges = np.logspace(np.floor(lo), max(np.ceil(hi), np.floor(lo) + 1), 25)
+    fig = new_figure((7, 3.6))
     ax = fig.subplots()
-    bins = min(30, max(5, int(np.sqrt(np.isfinite(shown).sum())) + 1))
-    ax.hist([shown[primary & np.isfinite(shown)], shown[~primary & np.isfinite(shown)]],
-            bins=bins, stacked=True, color=[STATUS_COLOURS["U"], STATUS_COLOURS["M"]],
-            edgecolor="#555555", label=["primary", "other unpublished"])
-    ax.set_xlabel("interval width, % of the cell value")
+    ax.hist([rel[positive & primary], rel[positive & ~primary]], bins=edges, stacked=True,
+            color=[FAIL_COLOUR, "#e6a23c"], edgecolor="#555555",
+            label=[f"primary ({int((positive & primary).sum())})",
+                   f"secondary ({int((positive & ~primary).sum())})"])
+    ax.set_xscale("log")
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    ax.set_xlabel(("lower bound of the interval width" if bounds else "interval width")
+                  + ", % of the cell value (log scale)")
     ax.set_ylabel("cells")
-    ax.set_title("audit: feasibility interval widths")
+    ax.set_title("what an intruder can derive: interval widths"
+                 + (" (verdict audit: lower bounds)" if bounds else ""))
+    extra = []
+    if (finite & (rel == 0)).any():
+        extra.append(f"{int((finite & (rel == 0)).sum())} of zero width (exactly known)")
+    if (~finite).any():
+        extra.append(f"{int((~finite).sum())} unbounded or of value 0")
+    ax.legend(fontsize=8, title="; ".join(extra) or None, title_fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return png_base64(fig)
+
+
+def plot_protection(table: Table, audit) -> str | None:
+    """Required against achieved protection of every primary cell: the width of the
+    interval its protection levels ask for and of the interval the audit found, both in %
+    of the value, log-log; a primary below the diagonal is short (red); base64 PNG."""
+    req_lo = getattr(audit, "required_lower", None)
+    if audit is None or req_lo is None:
+        return None
+    prim = np.flatnonzero(table.status == "U")
+    if len(prim) == 0:
+        return None
+    value = np.abs(table.value[prim])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = 100 * (audit.required_upper[prim] - req_lo[prim]) / value
+        # (a verdict audit: a lower bound of the achieved width)
+        width = audit.width_at_least if getattr(audit, "figures", "") == "bounds" else \
+            audit.upper - audit.lower
+        got = 100 * width[prim] / value
+    ok = np.asarray(audit.protected)[prim]
+    show = np.isfinite(need) & (need > 0) & np.isfinite(got)
+    if not show.any():
+        return None
+    floor = 0.5 * float(need[show].min())
+    got_shown = np.maximum(got, floor)           # zero width drawn at the bottom edge
+    fig = new_figure((7, 4))
+    ax = fig.subplots()
+    for mask, colour, label in ((show & ok, PASS_COLOUR, "protected"),
+                                (show & ~ok, FAIL_COLOUR, "NOT protected")):
+        if mask.any():
+            ax.scatter(need[mask], got_shown[mask], s=30, color=colour,
+                       label=f"{label} ({int(mask.sum())})", alpha=0.8)
+    lim = [floor, 2 * float(need[show].max())]   # the diagonal over the required widths
+    ax.plot(lim, lim, color="#555555", lw=1, ls="--", label="achieved = required")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("required interval width, % of value")
+    ax.set_ylabel("achieved interval width, % of value"
+                  + (" (at least)" if getattr(audit, "figures", "") == "bounds" else ""))
+    ax.set_title("protection of each primary cell")
     ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return png_base64(fig)
 
@@ -124,9 +214,9 @@ def plot_ru(frame: pd.DataFrame | None) -> str | None:
     risk = next((c for c in frame.columns if "tau" in c or "risk" in c), None)
     if loss is None or risk is None:
         return None
-    fig = new_figure((6, 4))
+    fig = new_figure((7, 4))
     ax = fig.subplots()
-    ax.plot(frame[loss], frame[risk], "o", color="#5b8bd0")
+    ax.plot(frame[loss], frame[risk], "o", color=OTHER_COLOUR)
     for _, row in frame.iterrows():
         ax.annotate(str(row.get("label", row.get("method", ""))), (row[loss], row[risk]),
                     fontsize=7, xytext=(3, 3), textcoords="offset points")
@@ -138,21 +228,111 @@ def plot_ru(frame: pd.DataFrame | None) -> str | None:
     return png_base64(fig)
 
 
+# ---------------------------------------------------------------- verdict
+def run_verdict(run: Run) -> str:
+    """``PASSED``, ``FAILED``, ``NOT PROVEN`` (the audit stopped at its time limit before
+    proving every primary protected) or ``no audit`` (primary rules only)."""
+    audit = run.audit
+    if audit is None:
+        return "no audit"
+    if run.passed:
+        return "PASSED"
+    protected = getattr(audit, "protected", None)
+    complete = getattr(audit, "complete", True)
+    if protected is not None and not complete and np.asarray(protected).all():
+        return "NOT PROVEN"
+    return "FAILED"
+
+
+def audit_proves(run: Run) -> str:
+    """One paragraph: how the audit computed the intervals and what its verdict proves."""
+    audit = run.audit
+    if audit is None:
+        return "No audit: the run applies the primary rules only."
+    if hasattr(audit, "range_lower"):   # a rounded table
+        return ("Audit of the rounded table: for every cell the integer minimum and maximum "
+                "of its true value over all integer, additive tables that the published "
+                "values, the base and the rounding rule allow (exact intervals, by LP and "
+                "integer programs). PASSED proves that no cell the method promises to "
+                "protect can be derived exactly and that no small count (1 or 2) is "
+                "pinned down.")
+    integer = " integer" if getattr(audit, "integer", False) else ""
+    if getattr(audit, "mode", "intervals") == "intervals":
+        how = ("Exact intervals: for every unpublished cell the minimum and maximum of its "
+               f"value over all{integer} tables consistent with the published cells, the "
+               "table's additivity and the a-priori bounds, each computed by LP")
+    else:
+        how = ("Verdict mode: every primary cell is proven protected by feasible tables "
+               "(witnesses) that spread it over its required interval; the intervals shown "
+               "are therefore bounds -- the true interval is at least as wide -- except "
+               "where the exactness column says exact")
+    return (f"{how}. PASSED proves that every primary cell's interval covers the "
+            "interval its protection levels require, so the intruder described above "
+            "cannot narrow any primary cell below its protection level.")
+
+
+def _verdict_html(run: Run) -> str:
+    verdict = run_verdict(run)
+    css = {"PASSED": "pass", "FAILED": "fail", "NOT PROVEN": "unproven"}.get(verdict, "none")
+    lines = [f'<div class="banner-verdict">{html.escape(verdict)}</div>']
+    what = {"PASSED": "The protected table may be published.",
+            "FAILED": "Nothing from this run may be published.",
+            "NOT PROVEN": "The audit stopped at its time limit before proving every primary "
+                          "cell protected: nothing may be published until a complete audit "
+                          "passes.",
+            "no audit": "Primary rules only: no protection was applied or audited."}[verdict]
+    if run.kind == "compare" and verdict != "PASSED" and run.comparison is not None:
+        what = "No method passed the audit: nothing is publishable."
+    lines.append(f"<p><b>{html.escape(what)}</b></p>")
+    if run.audit is not None:
+        summ = run.audit.summary() if hasattr(run.audit, "summary") else {}
+        if verdict == "FAILED":
+            failed = []
+            for key, label in (("unprotected_primary", "primary cells not protected"),
+                               ("exactly_disclosed", "cells disclosed exactly"),
+                               ("pinned_small_values", "small counts pinned down")):
+                if summ.get(key):
+                    failed.append(f"{summ[key]:,} {label}")
+            if failed:
+                lines.append("<p>What failed: " + html.escape(", ".join(failed))
+                             + " (listed first in the audit table).</p>")
+        lines.append(f"<p><b>Attacker model:</b> {html.escape(run.attacker)}.</p>")
+        lines.append(f"<p><b>Audit:</b> {html.escape(audit_proves(run))}</p>")
+    if run.method:
+        lines.append(f"<p><b>Method:</b> {html.escape(str(run.method))}</p>")
+    return f'<div id="verdict" class="verdict {css}">{"".join(lines)}</div>'
+
+
 # ---------------------------------------------------------------- HTML
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em;
 color:#222;max-width:1200px}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}
 th{background:#f2f2f2}td.code,th.code{text-align:left}
+td.text{text-align:left;white-space:normal;max-width:28em}
 .pass{color:#176b2c;font-weight:bold}.fail{color:#a31515;font-weight:bold}
+.verdict{border:2px solid #888;border-radius:6px;padding:0.6em 1em;margin:1em 0}
+.verdict.pass{border-color:#2e7d32;background:#eaf6ec;color:#1b4d20;font-weight:normal}
+.verdict.fail{border-color:#c62828;background:#fdecea;color:#6d1111;font-weight:normal}
+.verdict.unproven{border-color:#b26a00;background:#fff4e0;color:#5c3700}
+.banner-verdict{font-size:1.8em;font-weight:bold;letter-spacing:0.05em}
+.verdict p{margin:0.3em 0}
 .note{color:#666;font-size:0.85em}.legend span{padding:2px 8px;margin-right:6px;
-border:1px solid #aaa}img{max-width:100%}
+border:1px solid #aaa;display:inline-block;margin-bottom:4px}
+figure{margin:1em 0}img{max-width:100%;height:auto}
+@media (max-width:700px){body{margin:0.6em}table{font-size:0.75em}}
 """
 
+#: summary keys that are fractions (shown in %); info-loss ``share_*`` are percentages
+FRACTION_KEYS = {"share_value_suppressed"}
 
-def _fmt(x) -> str:
+
+def _fmt(x, decimals: int | None = None) -> str:
+    """A number as the report shows it: thousands separators, the given decimals (the
+    table's precision for values in its units), no float noise, no negative zero."""
     if x is None:
         return ""
     if isinstance(x, (bool, np.bool_)):
@@ -165,36 +345,57 @@ def _fmt(x) -> str:
             return ""
         if np.isinf(f):
             return "inf" if f > 0 else "-inf"
-        if f == round(f) and abs(f) < 1e15:
-            return f"{f:,.0f}"
-        return f"{f:,.4g}" if abs(f) < 1 else f"{f:,.2f}"
+        text = format_number(f, decimals)
+        whole, dot, frac = text.partition(".")
+        sign = "-" if whole.startswith("-") else ""
+        return f"{sign}{int(whole.lstrip('-')):,}{dot}{frac}"
     return html.escape(str(x))
 
 
+def _pct(x) -> str:
+    """A percentage: three significant digits (one decimal from 10 %)."""
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "" if x is None or np.isnan(x) else "inf"
+    f = float(x)
+    return f"{f:,.1f} %" if abs(f) >= 10 or f == 0 else f"{f:.3g} %"
+
+
 def _frame_html(frame: pd.DataFrame, table_id: str, code_columns=(), row_class=None,
-                max_rows: int = MAX_TABLE_ROWS) -> str:
+                max_rows: int = MAX_TABLE_ROWS, decimals: dict | None = None,
+                percent_columns=(), text_columns=()) -> str:
     shown = frame.iloc[:max_rows]
-    head = "".join(f'<th class="{"code" if c in code_columns else ""}">{html.escape(str(c))}'
-                   f"</th>" for c in shown.columns)
+    decimals = decimals or {}
+
+    def cls(c):
+        return "code" if c in code_columns else "text" if c in text_columns else ""
+
+    head = "".join(f'<th class="{cls(c)}">{html.escape(str(c))}</th>' for c in shown.columns)
     body = []
     for i, (_, row) in enumerate(shown.iterrows()):
-        cls = f' style="background:{row_class[i]}"' if row_class is not None else ""
-        cells = "".join(f'<td class="{"code" if c in code_columns else ""}">{_fmt(v)}</td>'
-                        for c, v in row.items())
-        body.append(f"<tr{cls}>{cells}</tr>")
+        style = f' style="background:{row_class[i]}"' if row_class is not None else ""
+        cells = "".join(
+            f'<td class="{cls(c)}">'
+            f'{_pct(v) if c in percent_columns and v is not None else _fmt(v, decimals.get(c))}'
+            f"</td>" for c, v in row.items())
+        body.append(f"<tr{style}>{cells}</tr>")
     note = (f'<p class="note">{max_rows} of {len(frame)} rows shown; the CSV output holds '
             f"all of them.</p>" if len(frame) > max_rows else "")
-    return (f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>'
-            f'{"".join(body)}</tbody></table>{note}')
+    return (f'<div class="scroll"><table id="{table_id}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>{note}')
 
 
-def _published_html(run: Run) -> str:
+def _value_decimals(table: Table) -> int:
+    return column_decimals(table.value)
+
+
+def _published_html(run: Run, table_id: str = "published") -> str:
     table = run.published if run.published is not None else run.table
     status = table.status
+    d = _value_decimals(run.table)
     if run.rounded is not None:
-        shown_value = [_fmt(v) for v in run.rounded]
+        shown_value = [_fmt(v, 0) for v in run.rounded]
     else:
-        shown_value = ["&times;" if s in ("U", "M") else _fmt(v)
+        shown_value = ["&times;" if s in ("U", "M") else _fmt(v, d)
                        for s, v in zip(status, table.value)]
     legend = "".join(f'<span style="background:{c}">{s}: {STATUS_NAMES[s]}</span>'
                      for s, c in STATUS_COLOURS.items() if (status == s).any())
@@ -217,8 +418,8 @@ def _published_html(run: Run) -> str:
             body.append(f'<tr><td class="code">{label}</td>{"".join(cells)}</tr>')
         note = (f'<p class="note">{MAX_TABLE_ROWS} of {shape[0]} rows shown.</p>'
                 if shape[0] > MAX_TABLE_ROWS else "")
-        return (legend + f'<table id="published"><thead><tr>{head}</tr></thead><tbody>'
-                f'{"".join(body)}</tbody></table>{note}')
+        return (legend + f'<div class="scroll"><table id="{table_id}"><thead><tr>{head}</tr>'
+                f'</thead><tbody>{"".join(body)}</tbody></table></div>{note}')
     frame = table.to_frame(("status",))
     frame.insert(len(frame.columns) - 1, "published", shown_value)
     codes = list(table.dimension_names)
@@ -230,9 +431,22 @@ def _published_html(run: Run) -> str:
     head = "".join(f'<th class="code">{html.escape(c)}</th>' for c in codes)
     note = (f'<p class="note">{MAX_TABLE_ROWS} of {len(frame)} cells shown.</p>'
             if len(frame) > MAX_TABLE_ROWS else "")
-    return (legend + f'<table id="published"><thead><tr>{head}<th>published</th>'
-            f'<th class="code">status</th></tr></thead><tbody>{"".join(rows)}</tbody>'
-            f"</table>{note}")
+    return (legend + f'<div class="scroll"><table id="{table_id}"><thead><tr>{head}'
+            f'<th>published</th><th class="code">status</th></tr></thead><tbody>'
+            f'{"".join(rows)}</tbody></table></div>{note}')
+
+
+def _exactness(audit, n: int) -> np.ndarray:
+    """Per cell: ``exact`` (both ends of the interval are exact) or ``bound`` (the true
+    interval is at least as wide as shown: verdict mode, or cut by a time limit)."""
+    out = np.full(n, "exact", dtype=object)
+    lo, hi = getattr(audit, "exact_lower", None), getattr(audit, "exact_upper", None)
+    if getattr(audit, "mode", "intervals") != "intervals" and lo is not None:
+        out[~(np.asarray(lo, bool) & np.asarray(hi, bool))] = "bound"
+    incomplete = getattr(audit, "incomplete", None)
+    if incomplete is not None:
+        out[np.asarray(incomplete, bool)] = "bound (time limit)"
+    return out
 
 
 def _audit_html(run: Run) -> str:
@@ -243,17 +457,26 @@ def _audit_html(run: Run) -> str:
     unpublished = getattr(audit, "unpublished", None)
     if unpublished is None:
         unpublished = audit.upper > audit.lower
+    d = _value_decimals(run.table)
     frame = table.to_frame(("status", "value"))
-    frame["lower"] = audit.lower
-    frame["upper"] = audit.upper
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    if bounds:
+        # a verdict audit: bounds on the interval ends, never the interval
+        for name, col in audit.columns().items():
+            frame[name.replace("_", " ")] = col
+    else:
+        frame["lower"] = audit.lower
+        frame["upper"] = audit.upper
+    frame["interval"] = _exactness(audit, table.n_cells)
     req_lo = getattr(audit, "required_lower", None)
     req_hi = getattr(audit, "required_upper", None)
     if req_lo is not None:
         frame["required lower"] = req_lo
         frame["required upper"] = req_hi
     with np.errstate(divide="ignore", invalid="ignore"):
-        frame["width % of value"] = 100 * (audit.upper - audit.lower) / np.where(
-            np.abs(table.value) > 0, np.abs(table.value), np.nan)
+        width = audit.width_at_least if bounds else audit.upper - audit.lower
+        frame["width at least, % of value" if bounds else "width, % of value"] = \
+            100 * width / np.where(np.abs(table.value) > 0, np.abs(table.value), np.nan)
     protected = np.asarray(getattr(audit, "protected", np.ones(table.n_cells, bool)))
     frame["protected"] = np.where(table.status == "U", protected, None)
     frame = frame[unpublished]
@@ -262,62 +485,141 @@ def _audit_html(run: Run) -> str:
     frame = frame.iloc[order]
     colours = [STATUS_COLOURS.get(s, "#ffffff") for s in frame["status"]]
     colours = ["#ff7b7b" if p is False else c for p, c in zip(frame["protected"], colours)]
-    return _frame_html(frame, "audit", code_columns=set(table.dimension_names) | {"status"},
-                       row_class=colours)
+    units = {c: d for c in ("value", "lower", "upper", "required lower", "required upper",
+                            "min at least", "min at most", "max at least", "max at most")}
+    return _frame_html(frame, "audit", code_columns=set(table.dimension_names)
+                       | {"status", "interval"}, row_class=colours, decimals=units,
+                       percent_columns={"width, % of value", "width at least, % of value"})
 
 
 def _summary_html(run: Run) -> str:
     table = run.table
     status = run.status
-    items = [("cells", table.n_cells), ("relations", table.n_relations),
-             ("kind of table", table.kind), ("run", run.kind)]
+    d = _value_decimals(table)
+    items: list[tuple[str, str]] = [
+        ("verdict", f'<span class="{"pass" if run.passed else "fail"}">'
+                    f"{html.escape(run_verdict(run))}</span>"),
+        ("cells", _fmt(table.n_cells)), ("relations", _fmt(table.n_relations)),
+        ("kind of table", _fmt(table.kind)), ("run", _fmt(run.kind))]
     if run.method:
-        items.append(("method", run.method))
+        items.append(("method", _fmt(run.method)))
+    shown = {"primary", "secondary", "cells", "method", "audit", "verdict"}
     for s in "UMPZ":
         if (status == s).any():
-            items.append((STATUS_NAMES[s], int((status == s).sum())))
+            items.append((STATUS_NAMES[s], _fmt(int((status == s).sum()))))
     if run.audit is not None:
-        verdict = ('<span class="pass">PASSED</span>' if run.passed
-                   else '<span class="fail">FAILED</span>')
-        items.append(("audit", verdict))
         summ = run.audit.summary() if hasattr(run.audit, "summary") else {}
-        for key in ("unprotected_primary", "exactly_disclosed", "lp_solved"):
+        for key in ("mode", "unprotected_primary", "exactly_disclosed",
+                    "narrower_than_method", "pinned_small_values", "lp_solved"):
             if key in summ:
-                items.append((key.replace("_", " "), summ[key]))
+                items.append((("audit " if key == "mode" else "") + key.replace("_", " "),
+                              _fmt(summ[key])))
+                shown.add(key)
+    if run.results.get("value_secondary") == run.results.get("cost"):
+        shown.add("value_secondary")        # the cost is the value: one row
+    shown.add("seconds")                    # the total time closes the summary
     for k, v in run.results.items():
-        if not isinstance(v, (dict, list)):
-            items.append((k.replace("_", " "), v))
-    items.append(("total time, s", round(sum(run.timings.values()), 3)))
+        if k in shown or v is None or isinstance(v, (dict, list)) or k.startswith("audit"):
+            continue
+        shown.add(k)
+        label = k.replace("_", " ")
+        if k in FRACTION_KEYS and v is not None:
+            items.append((label.replace("share ", "% of ").replace("share", "%"),
+                          _pct(100 * float(v))))
+        elif k.startswith("share") and isinstance(v, (float, np.floating)):
+            items.append((label + ", %", _pct(v)))
+        elif k in ("cost", "value_secondary", "value_suppressed"):
+            items.append((label, _fmt(v, d)))
+        else:
+            items.append((label, _fmt(v)))
+    items.append(("total time, s", _fmt(round(sum(run.timings.values()), 1))))
     rows = "".join(f'<tr><th class="code">{html.escape(str(k))}</th>'
-                   f'<td class="code">{v if isinstance(v, str) and v.startswith("<span") else _fmt(v)}'
-                   f"</td></tr>" for k, v in items)
-    return f'<table id="summary">{rows}</table>'
+                   f'<td class="code">{v}</td></tr>' for k, v in items)
+    return f'<div class="scroll"><table id="summary">{rows}</table></div>'
 
 
 def _info_html(run: Run) -> str:
     info = run.info
     if info is None:
         return '<p class="note">No information-loss measures for this run.</p>'
-    measures = pd.DataFrame({"measure": list(info.measures), "value": list(info.measures.values())})
+    d = _value_decimals(run.table)
+    rows = []
+    for k, v in info.measures.items():
+        if k.startswith("share_"):
+            rows.append((f"{k} (%)", _pct(v)))
+        elif "value" in k:
+            rows.append((k, _fmt(v, d)))
+        else:
+            rows.append((k, _fmt(v)))
+    measures = "".join(f'<tr><td class="code">{html.escape(k)}</td><td>{v}</td></tr>'
+                       for k, v in rows)
+    measures = (f'<div class="scroll"><table id="infoloss"><thead><tr><th class="code">'
+                f"measure</th><th>value</th></tr></thead><tbody>{measures}</tbody></table>"
+                "</div>")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in info.notes)
     by_level = info.by_level.reset_index()
-    return (_frame_html(measures, "infoloss", code_columns={"measure"})
-            + "<h3>By hierarchy level</h3>"
-            + _frame_html(by_level, "infoloss-levels", code_columns={"level"})
+    pct = {c for c in by_level.columns if str(c).startswith("share_")}
+    by_level = by_level.rename(columns={c: f"{c} (%)" for c in pct})
+    return (measures + "<h3>By hierarchy level</h3>"
+            + _frame_html(by_level, "infoloss-levels", code_columns={"level"},
+                          percent_columns={f"{c} (%)" for c in pct},
+                          decimals={c: d for c in by_level.columns if "value" in str(c)})
             + (f'<ul class="note">{notes}</ul>' if notes else ""))
+
+
+#: the comparison table's columns (compact: one line per method); the CSV has them all
+COMPARISON_COLUMNS = (("label", "method"), ("audit_passed", "audit"),
+                      ("secondary", "secondary"), ("share_value", "% of value suppressed"),
+                      ("share_freq", "% of contributors suppressed"),
+                      ("min_width_pct", "min width, % of value"),
+                      ("median_width_pct", "median width, % of value"),
+                      ("primary_unprotected", "primaries not protected"),
+                      ("exactly_disclosed", "exactly disclosed"), ("seconds", "seconds"),
+                      ("error", "error"))
+
+
+def _comparison_html(comparison: pd.DataFrame) -> str:
+    frame = pd.DataFrame()
+    for col, name in COMPARISON_COLUMNS:
+        if col not in comparison:
+            continue
+        values = comparison[col]
+        if col == "audit_passed":
+            values = values.map(lambda v: "PASSED" if v is True or v == 1 else "FAILED")
+        elif col == "error":
+            if not values.notna().any():
+                continue
+            values = values.map(lambda v: "" if v is None or v != v else str(v)[:120])
+        elif col in ("secondary", "primary_unprotected", "exactly_disclosed"):
+            values = values.map(lambda v: None if v is None or v != v else int(v))
+        elif col == "seconds":
+            values = values.map(lambda v: None if v is None or v != v else round(float(v), 1))
+        frame[name] = values.to_numpy()
+    colours = None
+    if "audit" in frame:
+        colours = ["#eaf6ec" if v == "PASSED" else "#fdecea" for v in frame["audit"]]
+    pct = {name for col, name in COMPARISON_COLUMNS if "%" in name}
+    return _frame_html(frame, "comparison", code_columns={"method", "audit"},
+                       row_class=colours, percent_columns=pct, text_columns={"error"})
 
 
 def render_html(run: Run) -> str:
     """The report as one self-contained HTML document (no external files)."""
     from tabprotect import __version__
     table = run.published if run.published is not None else run.table
+    verdict = run_verdict(run)
+    publishable = verdict in ("PASSED", "no audit")
+    has_intervals = run.audit is not None and hasattr(run.audit, "lower")
     images = []
     if run.comparison is not None:
         images.append(("Information loss by method", plot_loss_by_method(run.comparison)))
-    else:
+    if run.info is not None:
         images.append(("Information loss by hierarchy level", plot_loss_by_level(run.info)))
-    images.append(("Audit interval widths", plot_interval_widths(table, run.audit)
-                   if run.audit is not None and hasattr(run.audit, "lower") else None))
+    if has_intervals:
+        images.append(("Protection of each primary cell: required against achieved",
+                       plot_protection(table, run.audit)))
+        images.append(("What an intruder can derive: interval widths",
+                       plot_interval_widths(table, run.audit)))
     if run.ru_map is not None:
         images.append(("R-U map", plot_ru(run.ru_map)))
     figs = "".join(f'<figure><img alt="{html.escape(t)}" src="data:image/png;base64,{png}">'
@@ -329,18 +631,29 @@ def render_html(run: Run) -> str:
         f"tabprotect {__version__}. This report shows confidential cell values "
         f"(audit table): it is for the people who decide what gets published, not for "
         f"publication.</p>",
+        _verdict_html(run),
         "<h2>Summary</h2>", _summary_html(run),
-        "<h2>Published table</h2>", _published_html(run),
-        "<h2>Audit</h2>",
-        '<p class="note">What an intruder can derive: the feasibility interval of every '
-        "unpublished cell given the published cells, the table's additivity and the a-priori "
-        "bounds; required = the interval the protection levels ask for.</p>",
-        _audit_html(run),
-        "<h2>Information loss</h2>", _info_html(run),
     ]
+    if publishable:
+        sections += ["<h2>Published table</h2>", _published_html(run)]
+    elif run.kind == "compare":
+        sections += ["<h2>Nothing to publish</h2>",
+                     '<p class="fail">No method passed the audit: no table is publishable. '
+                     "The audit below is that of the first method that failed.</p>"]
+    else:
+        sections += ["<h2>Pattern that failed the audit (not publishable)</h2>",
+                     '<p class="fail">Not for publication: shown to find what failed.</p>',
+                     _published_html(run, "pattern")]
+    if run.audit is not None:
+        intro = ("What an intruder can derive: the feasibility interval of every unpublished "
+                 "cell; <b>interval</b> says whether it is exact or a bound (the true "
+                 "interval is at least as wide); required = the interval the protection "
+                 "levels ask for; unprotected primaries first.")
+        sections += ["<h2>Audit</h2>", f'<p class="note">{intro}</p>', _audit_html(run)]
+    if run.info is not None:
+        sections += ["<h2>Information loss</h2>", _info_html(run)]
     if run.comparison is not None:
-        sections += ["<h2>Method comparison</h2>",
-                     _frame_html(run.comparison, "comparison", code_columns={"label", "method"})]
+        sections += ["<h2>Method comparison</h2>", _comparison_html(run.comparison)]
     if run.ru_map is not None:
         sections += ["<h2>Risk-utility map</h2>",
                      _frame_html(run.ru_map, "ru-map", code_columns={"label", "method"})]
@@ -350,8 +663,10 @@ def render_html(run: Run) -> str:
                      "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in run.notes) + "</ul>"]
     sections += ["<h2>Timings</h2>",
                  _frame_html(pd.DataFrame({"step": list(run.timings),
-                                           "seconds": list(run.timings.values())}),
+                                           "seconds": [round(v, 2) for v in
+                                                       run.timings.values()]}),
                              "timings", code_columns={"step"})]
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{html.escape(run.title)}</title><style>{CSS}</style></head><body>"
             + "\n".join(sections) + "</body></html>")

@@ -52,6 +52,7 @@ from solvers import HighsModel, LinearProgram, solve
 from tabprotect.audit_rounded import audit_rounded
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
+from tabprotect.results import publication_frame, published_table
 
 METHODS = ("deterministic", "random", "controlled", "small-count")
 _TOL = 1e-9
@@ -65,11 +66,13 @@ class ZeroRestrictedInfeasible(InputError):
 
 @dataclass
 class RoundingResult:
-    """A rounded table, how it was made, its deviation and its audit.
+    """A rounded table, how it was made, its deviation and its audit (the protocol of
+    :mod:`tabprotect.results`).
 
     Attributes
     ----------
-    table : the original table
+    confidential_table : the original table (true counts; not for publication)
+    table, rounded_table : (properties) the table as published: rounded values only
     rounded : rounded value of every cell (same order as ``table.value``)
     base : the rounding base
     method : ``deterministic``, ``random``, ``controlled`` or ``small-count``
@@ -84,9 +87,10 @@ class RoundingResult:
     proven_optimal : the deviation is a proven minimum for the method's problem
     notes : plain-language remarks (non-additivity, fallbacks, time limits)
     audit : the rounded-table audit, or None when not requested
+    seconds : wall-clock seconds of the rounding (the audit's are its own)
     """
 
-    table: Table
+    confidential_table: Table
     rounded: np.ndarray
     base: int
     method: str
@@ -96,14 +100,29 @@ class RoundingResult:
     max_steps: int
     solver_path: str
     proven_optimal: bool
-    runtime: float
+    seconds: float
     notes: list[str] = field(default_factory=list)
     audit: Any = None
 
     @property
+    def table(self) -> Table:
+        """The published table: the rounded values, no true value or count."""
+        return published_table(self.confidential_table, self.rounded)
+
+    @property
+    def rounded_table(self) -> Table:
+        """The published table (same as :attr:`table`)."""
+        return self.table
+
+    @property
+    def passed(self) -> bool:
+        """The rounded-table audit passed (False when no audit was run)."""
+        return bool(self.audit is not None and self.audit.passed)
+
+    @property
     def deviation(self) -> np.ndarray:
-        """``rounded - original`` per cell."""
-        return self.rounded - self.table.value
+        """``rounded - original`` per cell (confidential: it gives the true values)."""
+        return self.rounded - self.confidential_table.value
 
     @property
     def total_absolute_deviation(self) -> float:
@@ -113,18 +132,13 @@ class RoundingResult:
     def max_absolute_deviation(self) -> float:
         return float(np.abs(self.deviation).max()) if len(self.rounded) else 0.0
 
-    @property
-    def rounded_table(self) -> Table:
-        """The table with rounded values (a new Table; the original is unchanged)."""
-        return self.table.replace(value=self.rounded.astype(float))
-
     def summary(self) -> dict[str, Any]:
         """Counts and deviations for reports and the CLI."""
         dev = np.abs(self.deviation)
         out = {
             "method": self.method,
             "base": self.base,
-            "cells": int(self.table.n_cells),
+            "cells": int(self.confidential_table.n_cells),
             "changed_cells": int((dev > _TOL).sum()),
             "total_absolute_deviation": float(dev.sum()),
             "max_absolute_deviation": self.max_absolute_deviation,
@@ -134,23 +148,23 @@ class RoundingResult:
             "max_steps": self.max_steps,
             "solver_path": self.solver_path,
             "proven_optimal": self.proven_optimal,
-            "seconds": round(self.runtime, 3),
+            "seconds": round(self.seconds, 3),
         }
         out.update({f"param_{k}": v for k, v in self.params.items()
                     if isinstance(v, (int, float, str, bool)) or v is None})
         return out
 
-    def to_frame(self) -> pd.DataFrame:
-        """Cells with ``value`` (original), ``rounded`` and ``deviation`` columns."""
-        out = self.table.to_frame(("value",))
-        out["rounded"] = self.rounded
-        out["deviation"] = self.deviation
-        return out
+    def published(self) -> pd.DataFrame:
+        """Only what may be published: the codes and the rounded ``value``."""
+        return publication_frame(self.table, with_status=False)
 
-    def publication_frame(self) -> pd.DataFrame:
-        """Only what may be published: the codes and the rounded value."""
-        out = self.table.to_frame(())
-        out["value"] = self.rounded
+    def to_frame(self, confidential: bool = False) -> pd.DataFrame:
+        """One row per cell: codes and the rounded ``value``; ``confidential=True`` adds
+        ``confidential_value`` (the true value) and ``deviation`` (rounded - true)."""
+        out = self.published()
+        if confidential:
+            out["confidential_value"] = self.confidential_table.value
+            out["deviation"] = self.deviation
         return out
 
 
@@ -273,10 +287,10 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
     if method == "small-count":
         notes.append(f"only inner counts 0 < x < {params['threshold']} were rounded (to 0 or "
                      f"{base}); aggregates are sums of the rounded inner cells")
-    result = RoundingResult(table=table, rounded=rounded, base=base, method=method,
+    result = RoundingResult(confidential_table=table, rounded=rounded, base=base, method=method,
                             params=params, additive=additive, zero_restricted=zr,
                             max_steps=steps, solver_path=path, proven_optimal=optimal,
-                            runtime=time.perf_counter() - start, notes=notes)
+                            seconds=time.perf_counter() - start, notes=notes)
     if audit:
         result.audit = audit_rounded(result, **(audit_options or {}))
     return result

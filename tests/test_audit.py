@@ -284,18 +284,18 @@ def _assert_verdict_agrees(t, **kw):
     assert fast.passed == full.passed
     unp = full.unpublished
     out_lo, out_hi = unp & fast.outer_lower, unp & fast.outer_upper
-    # verdict bounds are attained by feasible tables: inside the exact interval ...
-    assert np.all(fast.lower[unp & ~out_lo] >= full.lower[unp & ~out_lo] - 1e-6)
-    assert np.all(fast.upper[unp & ~out_hi] <= full.upper[unp & ~out_hi] + 1e-6)
-    # ... except outer bounds (from relaxed local LPs), which hold the exact interval
-    assert np.all(fast.lower[out_lo] <= full.lower[out_lo] + 1e-6)
-    assert np.all(fast.upper[out_hi] >= full.upper[out_hi] - 1e-6)
+    # values some feasible table attains: inside the exact interval ...
+    assert np.all(fast.min_at_most[unp] >= full.lower[unp] - 1e-6)
+    assert np.all(fast.max_at_least[unp] <= full.upper[unp] + 1e-6)
+    # ... limits (a-priori bounds, outer LPs, exact LPs) outside it
+    assert np.all(fast.min_at_least[unp] <= full.lower[unp] + 1e-6)
+    assert np.all(fast.max_at_most[unp] >= full.upper[unp] - 1e-6)
     assert not (fast.primary & (out_lo | out_hi) & fast.protected).any()
     # ... and equal to it where they are flagged exact
     lo_exact = unp & fast.exact_lower
     hi_exact = unp & fast.exact_upper
-    np.testing.assert_allclose(fast.lower[lo_exact], full.lower[lo_exact], atol=1e-6)
-    np.testing.assert_allclose(fast.upper[hi_exact], full.upper[hi_exact], atol=1e-6)
+    np.testing.assert_allclose(fast.min_at_most[lo_exact], full.lower[lo_exact], atol=1e-6)
+    np.testing.assert_allclose(fast.max_at_least[hi_exact], full.upper[hi_exact], atol=1e-6)
     # exact disclosure of primary cells is found in both modes (where a shortfall was
     # proven by outer bounds alone, disclosure is left open, never claimed wrongly)
     prim = full.primary & unp & ~out_lo & ~out_hi
@@ -579,7 +579,9 @@ def test_worker_processes_give_the_same_result(monkeypatch, mode):
     calls = []
     two = audit(t, mode=mode, workers=2, progress=lambda d, n: calls.append((d, n)))
     assert one.n_components > 1 and calls[-1] == (one.n_components, one.n_components)
-    for name in ("lower", "upper", "protected", "exact"):
+    for name, col in one.columns().items():
+        np.testing.assert_array_equal(col, two.columns()[name])
+    for name in ("protected", "exact"):
         np.testing.assert_array_equal(getattr(one, name), getattr(two, name))
     assert one.n_lp == two.n_lp
 
@@ -622,7 +624,8 @@ def test_a_valid_move_certifies_without_lp():
     assert res.n_moves_used == 1 and res.n_moves_rejected == 0
     # the move and its mirror image are feasible tables: inside the exact interval
     full = audit(t)
-    assert full.lower[4] <= res.lower[4] <= 2.0 and 4.0 <= res.upper[4] <= full.upper[4]
+    assert full.lower[4] <= res.min_at_most[4] <= 2.0
+    assert 4.0 <= res.max_at_least[4] <= full.upper[4]
 
 
 def test_invalid_moves_are_rejected_and_change_nothing():
@@ -719,6 +722,6 @@ def test_property_moves_never_change_the_verdict(data):
             np.testing.assert_array_equal(fast.protected, full.protected)
         else:
             assert not (fast.protected & ~full.protected).any()
-        unp = full.unpublished & ~fast.outer_lower & ~fast.outer_upper
-        assert np.all(fast.lower[unp] >= full.lower[unp] - 1e-6)
-        assert np.all(fast.upper[unp] <= full.upper[unp] + 1e-6)
+        unp = full.unpublished
+        assert np.all(fast.min_at_most[unp] >= full.lower[unp] - 1e-6)
+        assert np.all(fast.max_at_least[unp] <= full.upper[unp] + 1e-6)

@@ -79,7 +79,7 @@ def test_a5_method_ranges():
     assert lo.tolist() == [0, 1, 6, 21] and hi.tolist() == [4, 9, 14, 29]
     lo, hi = method_ranges(a, 5, "random")
     assert lo.tolist() == [0, 1, 6, 21] and hi.tolist() == [4, 9, 14, 29]
-    # K = 1: a < 2b -> [0, 2b - 1]; else [a - 2b + 1, a + 2b - 1]
+    # K = 1: [max(0, a - 2b + 1), a + 2b - 1] (a = 5 < 2b: [0, 14], not [0, 2b - 1])
     lo, hi = method_ranges(a, 5, "controlled", k_step=1)
     assert lo.tolist() == [0, 0, 1, 16] and hi.tolist() == [9, 14, 19, 34]
 
@@ -380,7 +380,8 @@ def test_local_lps_give_the_same_intervals_as_lps_only(table, method, base, marg
     """Local LPs (by blocks, then random batches; branch and bound when a sub-problem's
     vertex is fractional) forced on small tables: never a different interval than the
     LP-only audit."""
-    import tabprotect.audit_rounded as ar
+    import sys
+    ar = sys.modules["tabprotect.audit_rounded"]   # tabprotect.audit_rounded is the function
     res = round_table(table, base, method, seed=seed, audit=False)
     published = ~leaf_mask(table) if margins_only else None
     old = ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK

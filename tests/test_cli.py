@@ -122,3 +122,45 @@ def test_console_script_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tabprotect.cli", "--debug", "audit",
                            str(job)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" in proc.stderr
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_on_a_log_file_is_plain_and_throttled():
+    import io
+
+    from tabprotect.commands.common import LOG_INTERVAL, QUIET_START, ProgressPrinter
+    stream, clock = io.StringIO(), Clock()
+    say = ProgressPrinter("protect", stream=stream, clock=clock)
+    say("build table", 0.0)                        # within the first second: nothing
+    clock.now += QUIET_START
+    for k in range(50):                            # one step, many calls, little time
+        say("protect (optimal)", 0.2 + k / 100)
+    clock.now += LOG_INTERVAL
+    say("protect (optimal)", 0.7)                  # the same step, after the interval
+    for k in range(1, 6):                          # a new step, counting
+        say(f"audit: {k} of 5 components", 0.8)
+    say.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 and "\r" not in stream.getvalue()
+    assert lines[0].startswith("protect [") and lines[0].endswith("protect (optimal)")
+    assert lines[1].endswith("protect (optimal)")
+    assert lines[2].endswith("audit: 1 of 5 components")
+
+
+def test_every_job_command_takes_output_folder_and_quiet():
+    from tabprotect.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in ("primary", "protect", "audit", "round", "audit-rounded", "report",
+                 "compare", "demo", "risk", "perturb"):
+        options = {o for a in sub.choices[name]._actions for o in a.option_strings}
+        assert {"-o", "--output", "--quiet"} <= options, name

@@ -66,3 +66,56 @@ def test_default_demo_under_a_minute(tmp_path, capsys, monkeypatch):
     assert main(["demo", "--quiet"]) == 0
     assert time.perf_counter() - start < 60
     check_full_demo(tmp_path / "tabprotect-demo", capsys.readouterr().out)
+
+
+def _copy_demo(folder):
+    from importlib import resources
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in (resources.files("tabprotect") / "data" / "demo").iterdir():
+        if item.is_file():
+            (folder / item.name).write_bytes(item.read_bytes())
+    return folder / "job.toml"
+
+
+def test_demo_job_states_its_attacker_model_and_the_error_names_the_option(tmp_path, capsys):
+    job = _copy_demo(tmp_path / "job")
+    text = job.read_text()
+    assert "\nsingleton = false" in text and "\nmethod = " in text
+    # without a time limit the up-front check decides every primary (with one, a loaded
+    # machine may stop it early and leave the verdict to the final audit)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("time_limit"))
+    job.write_text(text.replace("\nsingleton = false", "\nsingleton = true"))
+    assert main(["protect", str(job), "-o", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "single-contributor attackers included" in err
+    assert "set singleton = false in [protect]" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_every_command_accepts_the_demo_job_unchanged(tmp_path, capsys):
+    from tabprotect.service.store import JobStore
+    from tabprotect.service.worker import Lease, run_claimed
+    job = _copy_demo(tmp_path / "job")
+    runs = {"protect": ["protect"], "report": ["report"],
+            "compare": ["compare", "--methods", "hypercube,gauss"]}
+    for name, args in runs.items():
+        assert main(args + [str(job), "-o", str(tmp_path / name), "--quiet"]) == 0, name
+        assert json.loads((tmp_path / name / "summary.json").read_text())["verdict"] == \
+            "PASSED"
+    # the service runs the same spec
+    import shutil
+    import tomllib
+    folder = tmp_path / "service-job"
+    shutil.copytree(job.parent, folder / "input")
+    spec = tomllib.loads(job.read_text())
+    spec.pop("output")
+    store = JobStore(tmp_path / "jobs.sqlite")
+    job_id = store.create(spec, sorted(p.name for p in (folder / "input").iterdir()), folder,
+                          owner="tester")
+    assert store.claim("w") == job_id and run_claimed(Lease(store, job_id, "w")) == "finished"
+    assert store.get(job_id)["result"]["audit_passed"] is True
+    # the same primaries everywhere (the method runs against a wall-clock limit, so its
+    # secondaries may differ from run to run; each pattern passed its audit above)
+    primaries = [pd.read_csv(f / "published.csv", dtype=str)["status"].eq("U").tolist()
+                 for f in (tmp_path / "protect", tmp_path / "report", folder / "out")]
+    assert primaries[0] == primaries[1] == primaries[2]

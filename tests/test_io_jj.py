@@ -59,6 +59,18 @@ def test_jj_reads_sdctable_layout_with_frequencies(tmp_path):
     ("0\n1\n0 5 1 s 0 9 0 0\n0\n", "expected 9 or 10 fields"),
     ("0\n2\n0 5 1 s 0 9 0 0 0\n0 5 1 s 0 9 0 0 0\n0\n", "cell 0 is duplicated"),
     ("0\n1\n0 5 1 s 0 9 0 0 0\n1\n0 2 : 0 (-1) 7 (1)\n", "cell 7 out of range"),
+    # a total 1 % off the sum of its parts
+    ("0\n3\n0 101 1 s 0 500 0 0 0\n1 60 1 s 0 500 0 0 0\n2 40 1 s 0 500 0 0 0\n1\n"
+     "0 3 : 0 (-1) 1 (1) 2 (1)\n", r"relation 0 \(line 7\) is not additive"),
+    # a value above its own upper bound, one below its lower bound, bounds crossed
+    ("0\n3\n0 100 1 s 0 500 0 0 0\n1 60 1 s 0 50 0 0 0\n2 40 1 s 0 500 0 0 0\n1\n"
+     "0 3 : 0 (-1) 1 (1) 2 (1)\n", r"cell 1 \(line 4\) has a value above its upper bound"),
+    ("0\n3\n0 100 1 s 0 500 0 0 0\n1 60 1 s 0 500 0 0 0\n2 40 1 s 45 500 0 0 0\n1\n"
+     "0 3 : 0 (-1) 1 (1) 2 (1)\n", r"cell 2 \(line 5\) has a value below its lower bound"),
+    ("0\n3\n0 100 1 s 0 500 0 0 0\n1 60 1 s 70 50 0 0 0\n2 40 1 s 0 500 0 0 0\n1\n"
+     "0 3 : 0 (-1) 1 (1) 2 (1)\n", r"cell 1 \(line 4\) has a lower bound above its upper"),
+    ("0\n3\n0 100 1 s 0 500 0 0 0\n1 60 1 s 0 500 0 0 0\n2 40 1 s 0 500 0 0 0\n1\n"
+     "0 3 : 0 (-1) 1 (1) 1 (1)\n", r"line 7: relation 0 lists cell 1 twice"),
 ])
 def test_jj_bad_input(tmp_path, text, msg):
     p = tmp_path / "bad.jj"
@@ -75,7 +87,51 @@ def test_cells_relations_pair_castro_sign_convention():
     assert t.relation_total.tolist() == [0, 2]
     assert np.abs(t.relations @ t.value).max() == 0
     bad = cells.assign(value=[10.0, 4.0, 7.0, 6.0])
-    with pytest.raises(InputError, match="not the sum"):
+    with pytest.raises(InputError, match="relation '0' is not additive"):
         read_cells_relations(bad, rel, id_column="id")
     with pytest.raises(InputError, match="cell '9' is not in"):
         read_cells_relations(cells, rel.assign(cell=[0, 1, 2, 2, 9]), id_column="id")
+
+
+def test_jj_additivity_tolerance_is_relative_and_stated(tmp_path):
+    """A rounding difference inside the tolerance is accepted; the same file fails under a
+    tighter stated tolerance, and a 1 % difference fails under the default."""
+    text = ("0\n3\n0 1000000.4 1 s 0 1e9 0 0 0\n1 600000 1 s 0 1e9 0 0 0\n"
+            "2 400000 1 s 0 1e9 0 0 0\n1\n0 3 : 0 (-1) 1 (1) 2 (1)\n")
+    p = tmp_path / "round.jj"
+    p.write_text(text)
+    assert read_jj(p).n_relations == 1
+    with pytest.raises(InputError, match="relative tolerance 1e-08"):
+        read_jj(p, tolerance=1e-8)
+
+
+def test_bad_jj_is_never_protected(tmp_path):
+    """The table the old reader accepted (a total 1 % off, a value above its bound) is an
+    input error before any method runs, not a passed protection."""
+    from tabprotect import protect
+    p = tmp_path / "off.jj"
+    p.write_text("0\n3\n0 101 1 s 0 500 0 0 0\n1 60 1 u 0 500 6 6 0\n"
+                 "2 40 1 s 0 500 0 0 0\n1\n0 3 : 0 (-1) 1 (1) 2 (1)\n")
+    with pytest.raises(InputError):
+        protect(read_jj(p))
+
+
+@pytest.mark.parametrize("cells_change,rel_change,msg", [
+    ({"value": [10.0, 4.0, 6.0, 6.0], "ub": [20, 3, 20, 20]}, None,
+     r"cell '1' has a value above its upper bound"),
+    ({"value": [10.0, 4.0, 6.0, 6.0], "lb": [0, 0, 7, 0]}, None,
+     r"cell '2' has a value below its lower bound"),
+    ({"id": [0, 1, 1, 3]}, None, r"cell '1' is duplicated"),
+    (None, {"rel": [0, 0, 0, 1, 1, 1], "cell": [0, 1, 2, 2, 3, 3], "coef": [-1, 1, 1, -1, 1, 1]},
+     r"row 7: relation '1' lists cell '3' twice"),
+])
+def test_cells_relations_bad_input(cells_change, rel_change, msg):
+    cells = pd.DataFrame({"id": [0, 1, 2, 3], "value": [10.0, 4.0, 6.0, 6.0]})
+    rel = pd.DataFrame({"rel": [0, 0, 0, 1, 1], "cell": [0, 1, 2, 2, 3],
+                        "coef": [-1, 1, 1, -1, 1]})
+    if cells_change:
+        cells = cells.assign(**cells_change)
+    if rel_change:
+        rel = pd.DataFrame(rel_change)
+    with pytest.raises(InputError, match=msg):
+        read_cells_relations(cells, rel, id_column="id")

@@ -61,15 +61,17 @@ def test_risk_command(sample, tmp_path):
     add(p)
     args = p.parse_args([str(tmp_path / "job.toml")])
     assert run(args) == 0
-    rec = pd.read_csv(tmp_path / "out" / "risk_records.csv")
-    summ = json.loads((tmp_path / "out" / "risk_records_summary.json").read_text())
+    rec = pd.read_csv(tmp_path / "out" / "risk.csv")
+    summ = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert len(rec) == len(sample) and {"fk", "Fk", "risk", "household_risk", "expected_inverse"} <= set(rec)
     assert summ["n_sample_uniques"] == int((rec.fk == 1).sum())
     assert summ["individual"]["method"] == "exact"
     assert summ["loglinear"]["tau2"] == pytest.approx(rec.expected_inverse.sum())
-    # -o chooses the file
-    assert run(_args(job=str(tmp_path / "job.toml"), output=str(tmp_path / "r.parquet"))) == 0
-    assert len(pd.read_parquet(tmp_path / "r.parquet")) == len(sample)
+    # -o chooses the folder; the trail lists the outputs
+    assert run(_args(job=str(tmp_path / "job.toml"), output=str(tmp_path / "r"))) == 0
+    assert len(pd.read_csv(tmp_path / "r" / "risk.csv")) == len(sample)
+    trail = json.loads((tmp_path / "r" / "trail.json").read_text())
+    assert {o["file"] for o in trail["outputs"].values()} == {"risk.csv", "summary.json"}
 
 
 def test_perturb_command(sample, tmp_path):
@@ -82,14 +84,14 @@ def test_perturb_command(sample, tmp_path):
     assert run(_args(job=str(tmp_path / "pram.toml"), output=None, seed=None)) == 0
     out = pd.read_csv(tmp_path / "out" / "perturbed.csv")
     assert (out["sex"] == sample["sex"]).all() and (out["age"] != sample["age"]).any()
-    mats = pd.read_csv(tmp_path / "out" / "perturbed_matrices.csv")
+    mats = pd.read_csv(tmp_path / "out" / "matrices.csv")
     assert np.allclose(mats.groupby("true")["probability"].sum(), 1.0)
-    summ = json.loads((tmp_path / "out" / "perturbed_summary.json").read_text())
+    summ = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summ["risk"]["tau2_misclassified"] < summ["risk"]["tau2_original"]
     (tmp_path / "swap.toml").write_text(base + '[perturb]\nmethod = "swap"\nvariable = "region"\n'
                                         'control = ["sex"]\nrate = 0.1\ntargeted = true\nseed = 1\n')
-    assert run(_args(job=str(tmp_path / "swap.toml"), output=str(tmp_path / "sw.csv"), seed=None)) == 0
-    sw = pd.read_csv(tmp_path / "sw.csv")
+    assert run(_args(job=str(tmp_path / "swap.toml"), output=str(tmp_path / "sw"), seed=None)) == 0
+    sw = pd.read_csv(tmp_path / "sw" / "perturbed.csv")
     assert (sw["region"] != sample["region"]).sum() == 2 * round(0.1 * len(sample) / 2)
 
 

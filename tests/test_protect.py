@@ -48,7 +48,7 @@ def test_a2_pattern_is_repaired_until_the_audit_passes():
     assert before.lower[wb] == before.upper[wb] == 47  # the oracle: exactly disclosed
     res = protect(t, cost="unity")
     assert res.passed
-    check = audit(res.table, singleton=True)
+    check = audit(res.confidential_table, singleton=True)
     assert check.passed and check.upper[wb] >= 52 and check.lower[wb] <= 42
     # the given suppressions stay; "one more suppression fixes it"
     assert (res.status[st_ == "M"] == "M").all()
@@ -71,7 +71,7 @@ def test_a1_style_block_protects_x11():
     res = protect(t, cost="unity")
     assert res.passed and res.proven_optimal
     assert res.n_secondary == 3  # the smallest block around one inner cell
-    a = audit(res.table)
+    a = audit(res.confidential_table)
     assert a.upper[x11] >= 6 and a.lower[x11] <= 3
 
 
@@ -103,7 +103,7 @@ def test_cost_functions_and_p_cells(cost):
     t = t.replace(status=st_, upl=lvl, lpl=lvl, cost=rng.uniform(1, 10, t.n_cells),
                   freq=rng.integers(3, 9, t.n_cells).astype(float))
     res = protect(t, cost=cost)
-    assert res.passed and audit(res.table, singleton=True).passed
+    assert res.passed and audit(res.confidential_table, singleton=True).passed
     assert (res.status[st_ == "P"] == "P").all()
     from tabprotect.secondary import cost_vector
     c = cost_vector(t, cost)
@@ -129,7 +129,7 @@ def test_repair_fixes_an_under_protected_method_result():
         assert not unrepaired.passed and not unrepaired.proven_optimal
         res = protect(t, method="_test_under")
         assert res.passed and len(res.repaired) > 0 and not res.proven_optimal
-        assert audit(res.table, singleton=True).passed
+        assert audit(res.confidential_table, singleton=True).passed
     finally:
         METHODS.pop("_test_under", None)
 
@@ -140,7 +140,7 @@ def test_published_frame_blanks_suppressed_cells():
     st_[t.cell("y", "c")] = "U"
     t = t.replace(status=st_, upl=np.where(st_ == "U", 5.0, 0.0))
     res = protect(t, cost="value")
-    frame = res.to_frame(flag=True)
+    frame = res.to_frame()
     sup = res.table.suppressed
     assert frame["value"][sup].isna().all()
     assert (frame["value"][~sup] == t.value[~sup]).all()
@@ -168,7 +168,7 @@ def test_every_result_passes_an_independent_audit(seed, n_primary, cost):
     t = t.replace(status=st_, upl=lvl, lpl=lvl)
     res = protect(t, cost=cost)
     assert res.passed
-    assert audit(res.table, singleton=True).passed
+    assert audit(res.confidential_table, singleton=True).passed
 
 
 # ---------------------------------------------------------------- CLI
@@ -245,11 +245,11 @@ def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps)
         monkeypatch.setattr(_sys.modules["tabprotect.audit"], "_LOCAL_MIN_VARS", 0)
     t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
-    assert res.parameters["audit_mode"] == "verdict"
+    assert res.params["audit_mode"] == "verdict"
     assert res.audit.mode in ("screen", "verdict")
     assert len(res.repaired) > 0  # gauss leaves shortfalls: the local repair ran
     assert res.passed
-    assert audit(res.table).passed  # intervals mode, independent of the verdict path
+    assert audit(res.confidential_table).passed  # intervals mode, independent of the verdict path
 
 
 def test_audit_mode_is_validated_and_intervals_can_be_forced():
@@ -257,7 +257,7 @@ def test_audit_mode_is_validated_and_intervals_can_be_forced():
     with pytest.raises(InputError, match="audit_mode"):
         protect(t, method="gauss", audit_mode="fast", singleton=False)
     res = protect(t, method="gauss", audit_mode="verdict", singleton=False)
-    assert res.passed == audit(res.table).passed
+    assert res.passed == audit(res.confidential_table).passed
 
 
 def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges(monkeypatch):
@@ -270,7 +270,7 @@ def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges
     t = synthetic.preset("3d-small", seed=2024)
     res = protect(t, method="hypercube", cost="value", singleton=False)
     assert any("feasibility check skipped" in n for n in res.notes)
-    assert res.passed and audit(res.table).passed
+    assert res.passed and audit(res.confidential_table).passed
 
 
 @pytest.mark.parametrize("method", ["hypercube", "modular"])
@@ -292,17 +292,28 @@ def test_product_methods_recover_the_structure_of_a_general_table(method):
                                    status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
     res = protect(general, method=method, singleton=False)
     assert any("recovered" in n for n in res.notes)
-    assert res.passed and audit(res.table, singleton=False).passed
+    assert res.passed and audit(res.confidential_table, singleton=False).passed
     direct = protect(t, method=method, singleton=False)
     np.testing.assert_array_equal(res.status, direct.status)
 
 
 def test_feasibility_check_stops_at_its_share_of_the_time_limit():
     t = synthetic.preset("3d-small", seed=3)
-    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=1e-6,
-                  audit_time_limit=60)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=1e-6)
     assert any("feasibility check stopped" in n for n in res.notes)
-    assert res.passed == audit(res.table).passed
+    # the budget is the whole call's: the audit had no time left, so it cannot pass
+    assert not res.passed
+    assert res.seconds <= 2.0
+
+
+def test_feasibility_check_is_timed_as_a_stage():
+    t = synthetic.preset("3d-small", seed=3)
+    res = protect(t, method="gauss", cost="value", singleton=False)
+    stages = list(res.stage_seconds)
+    assert stages[:2] == ["feasibility check", "method"]
+    # (each stage rounded to ms)
+    assert sum(res.stage_seconds.values()) <= res.seconds + 0.001 * len(stages)
+    assert res.passed == audit(res.confidential_table).passed
 
 
 def _protect_module():
@@ -329,7 +340,7 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
                   audit_workers=2)
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
     assert res.passed
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
     stages = res.stage_seconds
     assert list(stages)[:2] == (["method", "cube pass"] if pre_repair == "auto"
                                 else ["method", "audit 1"])
@@ -361,10 +372,10 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
         primaries = np.flatnonzero(raw.status == "U")
         assert len(primaries) >= 4
         halves = [pm._hypercube_in_worker((t, raw.status, primaries, run,
-                                           raw.table.value, False, None))
+                                           raw.confidential_table.value, False, None))
                   for run in (primaries[:round(len(primaries) / 2)],
                               primaries[round(len(primaries) / 2):])]
-        united = pm._hypercube_pass(t, raw.status, raw.table.value, False, None,
+        united = pm._hypercube_pass(t, raw.status, raw.confidential_table.value, False, None,
                                     workers=2)
         np.testing.assert_array_equal(united, np.unique(np.concatenate(halves)))
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
@@ -373,7 +384,7 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
     assert stages[:3] == ["method", "hypercube pass", "certify pass"]
     assert any("hypercube pass before the audit added" in n for n in res.notes)
     assert res.passed
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
     assert (res.status[raw.status == "M"] == "M").all()
     assert (res.status[t.status == "U"] == "U").all()
     assert not (res.status[t.status != "U"] == "U").any()
@@ -394,7 +405,7 @@ def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
     assert any("leaf-cube pass" in n for n in res.notes)
     assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0
-    assert res.passed and audit(res.table, singleton=False).passed
+    assert res.passed and audit(res.confidential_table, singleton=False).passed
 
 
 def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
@@ -402,9 +413,9 @@ def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
     t = synthetic.preset("3d-small", seed=2024)
     res = protect(t, method="hypercube", cost="value", singleton=False)
-    assert res.parameters["audit_mode"] == "verdict" and res.audit.mode == "verdict"
+    assert res.params["audit_mode"] == "verdict" and res.audit.mode == "verdict"
     assert any("verdict mode" in n for n in res.notes)
-    assert res.passed and audit(res.table).passed
+    assert res.passed and audit(res.confidential_table).passed
     # the default threshold keeps small patterns on the interval audit
     monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 250_000)
     assert protect(t, method="hypercube", cost="value",
@@ -424,20 +435,27 @@ def test_unprotectable_primary_is_refused_before_any_method(method):
     # a protectable one passes the same check
     st_[[5, 7, 8]] = "S"
     res = protect(t.replace(status=st_), method=method, cost="unity", singleton=False)
-    assert res.passed and audit(res.table).passed
+    assert res.passed and audit(res.confidential_table).passed
 
 
-def test_modular_keeps_no_audit_reserve_when_the_audit_has_its_own_limit(monkeypatch):
+def test_the_method_gets_its_share_of_the_call_budget():
     pm = _protect_module()
     seen = []
-    real = pm.METHODS["modular"]
 
-    def spy(table, cost, **kw):
-        seen.append(kw.get("audit_reserve"))
-        return real(table, cost, **kw)
+    def recorder(table, cost, *, time_limit=None):
+        seen.append(time_limit)
+        return _under_protecting(table, cost)
 
-    monkeypatch.setitem(pm.METHODS, "modular", spy)
-    t = synthetic.preset("2d-small", seed=1)
-    protect(t, method="modular", singleton=False, time_limit=60, audit_time_limit=30)
-    protect(t, method="modular", singleton=False, time_limit=60)
-    assert seen == [0.0, None]
+    register_method("_test_budget")(recorder)
+    try:
+        t = a2_table()
+        st_ = t.status.copy()
+        st_[t.cell("y", "c")] = "U"
+        lvl = np.where(st_ == "U", 10.0, 0.0)
+        res = protect(t.replace(status=st_, upl=lvl, lpl=lvl), method="_test_budget",
+                      time_limit=40.0)
+        assert res.passed
+        assert len(seen) == 1 and 0 < seen[0] <= pm.METHOD_SHARE * 40.0
+        assert res.seconds <= 40.0
+    finally:
+        METHODS.pop("_test_budget", None)

@@ -17,7 +17,7 @@ def test_readme_python_example_runs_and_is_protected(capsys):
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
     result = namespace["result"]
-    independent = audit(result.table, singleton=True)
+    independent = audit(result.confidential_table, singleton=True)
     assert independent.passed
     assert (result.table.status == "U").any() and (result.table.status == "M").any()
     assert np.array_equal(independent.lower, result.audit.lower)

@@ -108,7 +108,7 @@ def test_report_contains_tables_and_images(tmp_path):
         assert section in rep.headings
     # summary says the audit passed
     summary = {r[0]: r[1] for r in rep.tables["summary"]}
-    assert summary["audit"] == "PASSED"
+    assert summary["verdict"] == "PASSED"
     # published table: a cross table whose suppressed cells show no value
     pub = rep.tables["published"]
     assert pub[0] == ["r \\ c", "T", "1", "2"]
@@ -120,13 +120,15 @@ def test_report_contains_tables_and_images(tmp_path):
     assert len(audit_rows) - 1 == 4
     lower = header.index("lower")
     cell11 = next(r for r in audit_rows[1:] if r[0] == "1" and r[1] == "1")
-    assert cell11[lower] == f"{res.lower[t.cell('1', '1')]:,.2f}"
+    # at the table's precision (values with up to three decimals), no float noise
+    assert float(cell11[lower].replace(",", "")) == pytest.approx(res.lower[t.cell("1", "1")])
+    assert len(cell11[lower].partition(".")[2]) <= 3
     # information loss: the number of suppressed cells
     loss = {r[0]: r[1] for r in rep.tables["infoloss"][1:]}
     assert loss["suppressed"] == "4"
     assert rep.tables["infoloss-levels"]
-    # images: embedded PNGs (loss by level, interval widths)
-    assert len(rep.images) == 2
+    # images: embedded PNGs (loss by level, protection per primary, interval widths)
+    assert len(rep.images) == 3
     for src in rep.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG_MAGIC
@@ -153,7 +155,8 @@ def test_failed_audit_is_flagged(tmp_path):
     files = write_outputs(run, tmp_path / "bad", report=True)
     html_path, json_path = files["report"], files["trail"]
     rep = parse(html_path)
-    assert {r[0]: r[1] for r in rep.tables["summary"]}["audit"] == "FAILED"
+    assert {r[0]: r[1] for r in rep.tables["summary"]}["verdict"] == "FAILED"
+    assert "Published table" not in rep.headings       # a failed run publishes nothing
     prot = rep.tables["audit"][0].index("protected")
     assert rep.tables["audit"][1][prot] == "no"   # unprotected cells listed first
     assert json.loads(json_path.read_text())["summary"]["verdict"] == "FAILED"
@@ -224,3 +227,116 @@ def test_plots_leave_matplotlib_unloaded_the_backend_and_pyplot_alone():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["False", "False", "svg", "0"]
+
+
+# ---------------------------------------------------------------- what a reader sees
+def _png_pixels(src: str) -> np.ndarray:
+    """The RGB pixels of an embedded PNG (decoded by matplotlib's PNG reader)."""
+    from io import BytesIO
+
+    from matplotlib.image import imread
+    data = base64.b64decode(src.split(",", 1)[1])
+    assert data[:8] == PNG_MAGIC
+    return imread(BytesIO(data), format="png")[..., :3]
+
+
+def _gauss_run():
+    from tabprotect.model import synthetic
+    from tabprotect.secondary import protect
+    t = synthetic.preset("2d-small", seed=1)
+    res = protect(t, method="gauss", singleton=False)
+    pattern = res.confidential_table
+    return t, Run(t, title="2d-small", kind="suppression", method="gauss",
+                  attacker="outside intruder", published=pattern, audit=res.audit,
+                  info=info_loss(t, pattern), results=res.summary(), timings={"protect": 1.0})
+
+
+def test_report_reads_at_a_glance(tmp_path):
+    """Verdict banner with the attacker model and what the audit proves; an exactness
+    column; no duplicated summary rows; percentages; plots that are not empty; a layout
+    that cannot overflow the page (every table scrolls inside its own box)."""
+    t, run = _gauss_run()
+    text = write_outputs(run, tmp_path, report=True)["report"].read_text(encoding="utf-8")
+    rep = parse(tmp_path / "report.html")
+    # the banner
+    assert '<div id="verdict" class="verdict pass">' in text
+    assert "outside intruder" in text and "Exact intervals" in text
+    # summary: one row per label, fractions as percentages
+    labels = [r[0] for r in rep.tables["summary"]]
+    assert len(labels) == len(set(labels))
+    summary = {r[0]: r[1] for r in rep.tables["summary"]}
+    assert summary["verdict"] == "PASSED" and summary["% of value suppressed"].endswith(" %")
+    # the audit table says how exact each interval is
+    head = rep.tables["audit"][0]
+    for col in ("lower", "upper", "interval", "required lower", "width, % of value",
+                "protected"):
+        assert col in head
+    exactness = {r[head.index("interval")] for r in rep.tables["audit"][1:]}
+    assert exactness == {"exact"}                     # intervals mode
+    assert all(r[head.index("width, % of value")].endswith("%")
+               for r in rep.tables["audit"][1:] if r[head.index("width, % of value")])
+    # plots: three PNGs of readable size, each with coloured marks (an empty plot has
+    # only grey axes and black text)
+    assert len(rep.images) == 3
+    for src in rep.images:
+        px = _png_pixels(src)
+        assert px.shape[0] >= 300 and px.shape[1] >= 600
+        coloured = (px.max(axis=2) - px.min(axis=2)) > 0.15   # not grey, white or black
+        assert coloured.sum() > 200, "a plot without data"
+        assert len(np.unique((px * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 16
+    # layout: a phone viewport, every table in a scrolling box, nothing wider than the page
+    assert "name='viewport'" in text and "img{max-width:100%" in text
+    assert text.count("<table") == text.count('<div class="scroll"><table')
+    import re
+    inline = re.findall(r'style="([^"]*)"', text)
+    assert inline and not any("width" in style for style in inline)
+    assert "<img width" not in text
+
+
+def test_verdict_mode_marks_bounds_and_an_incomplete_audit_is_not_proven(tmp_path):
+    from dataclasses import replace
+    t, run = _gauss_run()
+    run.audit = audit(run.published, singleton=False, mode="verdict")
+    rep_html = tmp_path / "v"
+    files = write_outputs(run, rep_html, report=True)
+    rep = parse(files["report"])
+    head = rep.tables["audit"][0]
+    shown = [r[head.index("interval")] for r in rep.tables["audit"][1:]]
+    exact = (run.audit.exact_lower & run.audit.exact_upper)[run.audit.unpublished]
+    assert sorted(shown) == sorted("exact" if e else "bound" for e in exact)
+    assert "Verdict mode" in files["report"].read_text(encoding="utf-8")
+    # an audit stopped by its time limit proves nothing: NOT PROVEN, nothing published
+    cut = np.zeros(t.n_cells, bool)
+    cut[np.flatnonzero(run.audit.unpublished)[0]] = True
+    run.audit = replace(run.audit, incomplete=cut)
+    from tabprotect.report import render_html, run_verdict
+    assert run_verdict(run) == "NOT PROVEN"
+    page = render_html(run)
+    assert "class=\"verdict unproven\"" in page and '<table id="published"' not in page
+
+
+def test_failed_comparison_says_failed_and_publishes_nothing(tmp_path):
+    t, run = _gauss_run()
+    st = run.published.status.copy()
+    st[np.flatnonzero(st == "M")] = "S"              # no secondaries: primaries exposed
+    bad = run.published.replace(status=st)
+    comparison = pd.DataFrame({
+        "label": ["gauss, no secondaries", "hypercube, no repair"],
+        "method": ["gauss", "hypercube"], "audit_passed": [False, False],
+        "secondary": [0.0, 3.0], "share_value": [4.2, 9.9], "seconds": [0.5, 0.7],
+        "primary_unprotected": [5.0, 2.0], "exactly_disclosed": [3.0, 1.0],
+        "error": [None, "x" * 500]})
+    failed = Run(t, title="compare", kind="compare", method="gauss, no secondaries",
+                 published=bad, audit=audit(bad, singleton=False), comparison=comparison,
+                 attacker="outside intruder", notes=["no method passed the audit"])
+    files = write_outputs(failed, tmp_path, report=True)
+    rep = parse(files["report"])
+    page = files["report"].read_text(encoding="utf-8")
+    assert '<div id="verdict" class="verdict fail">' in page
+    assert "No method passed the audit" in page
+    assert "Published table" not in rep.headings and "published" not in rep.tables
+    # compact comparison rows: one per method, the verdict in words, long text cut
+    rows = rep.tables["comparison"]
+    assert len(rows) == 3 and rows[1][rows[0].index("audit")] == "FAILED"
+    assert max(len(c) for r in rows for c in r) <= 120
+    assert "published" not in files

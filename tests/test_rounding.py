@@ -365,10 +365,13 @@ def test_result_frames_and_summary():
     res = round_table(a4_table(), 5, "controlled")
     s = res.summary()
     assert s["total_absolute_deviation"] == 18 and s["additive"] and s["zero_restricted"]
-    f = res.to_frame()
-    assert list(f.columns[-3:]) == ["value", "rounded", "deviation"]
-    pub = res.publication_frame()
+    f = res.to_frame(confidential=True)
+    assert list(f.columns[-3:]) == ["value", "confidential_value", "deviation"]
+    pub = res.published()
     assert "deviation" not in pub.columns and np.array_equal(pub["value"], res.rounded)
+    # the default frame and the result's table hold rounded values only
+    assert list(res.to_frame().columns[-1:]) == ["value"]
+    assert np.array_equal(res.table.value, res.rounded)
 
 
 # ---------------------------------------------------------------- CLI

@@ -146,3 +146,18 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "tabprotect audit: error: cells.parquet: reading Parquet needs pyarrow: pip install "
         "'tabprotect[files]'"]
+
+
+def test_manual_status_words_are_mapped(tmp_path, capsys):
+    """A manual a-priori file saying 'primary' makes the cell unsafe (never protected)."""
+    (tmp_path / "apriori.csv").write_text("region,size,status\nS,a,primary\n")
+    job = JOB + '\n[rules]\nmanual = "apriori.csv"\n'
+    code, err = run_cli(["primary", str(write(tmp_path, job))], capsys)
+    assert code == 0, err
+    import pandas as pd
+    cells = pd.read_csv(tmp_path / "out" / "primary.csv", dtype=str)
+    row = cells[(cells.region == "S") & (cells["size"] == "a")].iloc[0]
+    assert row.status == "U"
+    (tmp_path / "apriori.csv").write_text("region,size,status\nS,a,private\n")
+    code, err = run_cli(["primary", str(write(tmp_path, job))], capsys)
+    assert code == 2 and "apriori.csv" in err and "not a status" in err

@@ -56,7 +56,7 @@ def test_generated_tables_pass(name):
     out = greedy(t, cost_vector(t, "value"))
     assert audit(t.replace(status=out.status)).passed
     res = protect(t, method="greedy", cost="value", singleton=False)
-    assert audit(res.table).passed
+    assert audit(res.confidential_table).passed
 
 
 def test_five_dimensional_table():

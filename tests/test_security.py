@@ -245,6 +245,24 @@ def test_spec_paths_outside_the_upload_folder_are_refused(server, alice_job, whe
         assert "passwd" not in r.text and str(server.folder) not in r.text
 
 
+def test_path_with_a_nul_byte_is_refused(server):
+    spec = {"input": {"cells": "cells.csv", "dimensions": ["region", "size"]},
+            "hierarchies": {"region": {"hrc": "a\u0000b.hrc"}}}
+    parts = files(planted_cells(400))
+    parts[0] = ("spec", ("job.json", json.dumps(spec).encode(), "application/json"))
+    with server.client("bob") as bob:
+        r = bob.post("/jobs", files=parts)
+    assert r.status_code == 422 and "[hierarchies.region] hrc" in r.json()["detail"]
+
+
+def test_deeply_nested_spec_is_refused(server):
+    for depth in (900, 100_000):      # below and above the parser's own recursion limit
+        deep = b'{"input": ' + b"[" * depth + b"]" * depth + b"}"
+        with server.client("bob") as bob:
+            r = bob.post("/jobs", files=[("spec", ("job.json", deep, "application/json"))])
+        assert r.status_code == 422 and "nested" in r.json()["detail"]
+
+
 def test_symlink_out_of_the_job_folder_is_refused(tmp_path):
     root = tmp_path / "input"
     root.mkdir()
@@ -435,6 +453,7 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
         with srv.client("alice") as alice:
             job_id = submit(alice, files(planted_cells(400)))
             wait(alice, job_id, ("running",))
+            waiting = submit(alice, files(planted_cells(400)))   # queued behind it
         workers = srv.workers()
         assert workers
         srv.stop(sig)
@@ -442,17 +461,23 @@ def test_server_killed_no_orphans_no_second_run(tmp_path, sig):
         while any(alive(p) for p in srv.seen):
             assert time.monotonic() < deadline, "a worker outlived the server"
             time.sleep(0.05)
-        ((_, state, attempts, _),) = _lease_rows(srv.store)
+        rows = {r[0]: r[1:3] for r in _lease_rows(srv.store)}
         # SIGTERM: queued again at once, the attempt not counted; SIGKILL: the lease
-        # stays until it expires under the next server
-        assert (state, attempts) == (("queued", 0) if sig == signal.SIGTERM else
-                                     ("running", 1))
+        # stays until it expires under the next server. Nothing runs without a server.
+        expected = ("queued", 0) if sig == signal.SIGTERM else ("running", 1)
+        assert rows == {job_id: expected, waiting: ("queued", 0)}
+        time.sleep(1.0)
+        assert {r[0]: r[1:3] for r in _lease_rows(srv.store)} == rows
         srv.start()
         with srv.client("alice") as alice:
             rec = wait(alice, job_id)
             assert rec["state"] == "finished", rec
             assert rec["attempts"] == (1 if sig == signal.SIGTERM else 2)
             assert alice.get(f"/jobs/{job_id}/table").status_code == 200
+            assert wait(alice, waiting)["attempts"] == 1
+        # the job folder holds its uploads and results, no work folder of the killed run
+        folder = srv.store.parent / "jobs" / job_id
+        assert sorted(p.name for p in folder.iterdir()) == ["input", "out"]
     finally:
         srv.stop()
         srv.cleanup()

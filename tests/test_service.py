@@ -2,6 +2,7 @@
 import contextlib
 import io
 import json
+import os
 import socket
 import threading
 import time
@@ -250,3 +251,18 @@ def test_uploads_deleted_after_retention(store):
         folder = store.parent / "jobs" / job_id
         assert not (folder / "input").exists()
         assert client.get(f"/jobs/{job_id}/table").status_code == 200
+
+
+def test_folder_without_a_record_is_deleted(store):
+    # what a submission cut off by a crash of the server leaves behind
+    with serve(store, pool="thread", cleanup_interval_seconds=0.2) as url:
+        orphan = store.parent / "jobs" / ("f" * 32)
+        (orphan / "input").mkdir(parents=True)
+        (orphan / "input" / "cells.csv").write_text("x\n")
+        old = time.time() - 2 * 3600
+        os.utime(orphan, (old, old))
+        deadline = time.monotonic() + 10
+        while orphan.exists():
+            assert time.monotonic() < deadline, "the orphan folder stayed"
+            time.sleep(0.1)
+        assert httpx.get(url + "/health").json()["status"] == "ok"

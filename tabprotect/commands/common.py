@@ -9,6 +9,7 @@ has no audit); 1: the audit failed (nothing is written as ``published.csv``); 2:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 
@@ -20,6 +21,7 @@ from tabprotect.pipeline import Run, run
 LOG_INTERVAL = 5.0
 #: a run shorter than this writes no progress line to a log file
 QUIET_START = 1.0
+_DIGITS = re.compile(r"\d+")
 
 
 def add_job_arguments(p: argparse.ArgumentParser, job_help: str) -> None:
@@ -34,18 +36,20 @@ def add_job_arguments(p: argparse.ArgumentParser, job_help: str) -> None:
 class ProgressPrinter:
     """Progress on stderr: one updated line on a terminal; on a log file or pipe, plain
     lines from :data:`QUIET_START` seconds on, one per step and at most one per
-    :data:`LOG_INTERVAL` seconds within a step."""
+    :data:`LOG_INTERVAL` seconds within a step (messages that differ only in their numbers,
+    such as ``audit: 2 of 5 components``, are one step)."""
 
-    def __init__(self, command: str, stream=None):
+    def __init__(self, command: str, stream=None, clock=time.perf_counter):
         self.command = command
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.start = time.perf_counter()
+        self.clock = clock
+        self.start = clock()
         self.last_step: str | None = None
         self.last_time = -LOG_INTERVAL
 
     def __call__(self, step: str, fraction: float) -> None:
-        now = time.perf_counter() - self.start
+        now = self.clock() - self.start
         line = f"{self.command} [{now:7.1f} s {100 * fraction:3.0f}%] {step[:70]}"
         if self.tty:
             print(f"\r{line:<100}", end="", file=self.stream, flush=True)
@@ -53,9 +57,10 @@ class ProgressPrinter:
             return
         if now < QUIET_START:
             return
-        if step != self.last_step or now - self.last_time >= LOG_INTERVAL:
+        kind = _DIGITS.sub("#", step)       # "audit: 2 of 5" is the step "audit: # of #"
+        if kind != self.last_step or now - self.last_time >= LOG_INTERVAL:
             print(line, file=self.stream, flush=True)
-            self.last_step, self.last_time = step, now
+            self.last_step, self.last_time = kind, now
 
     def close(self) -> None:
         """End the terminal's progress line."""

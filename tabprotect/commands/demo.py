@@ -17,7 +17,7 @@ from tabprotect.errors import InputError
 
 EXAMPLES = """  tabprotect demo                       writes ./tabprotect-demo/
   tabprotect demo --job demo_audit      writes ./tabprotect-demo_audit/
-  tabprotect demo --output /tmp/demo
+  tabprotect demo --output demo-run
 """
 
 # Bundled demo jobs: the full pipeline on the synthetic business survey (primary rules ->
@@ -92,17 +92,27 @@ def run(args) -> int:
 
 
 def _print_intervals(table, audit, limit: int = 12) -> None:
+    from tabprotect.io.output import column_decimals, format_number
     # primary cells first: they are the ones the protection is for
     cells = sorted((i for i in range(table.n_cells) if audit.unpublished[i]),
                    key=lambda i: table.status[i] != "U")
-    print("feasibility intervals of the suppressed cells (what an intruder can derive):")
+    d = column_decimals(table.value)    # numbers at the table's precision
+
+    def num(x):
+        return format_number(x, d)
+    bounds = getattr(audit, "figures", "intervals") == "bounds"
+    print("bounds on the feasibility intervals of the suppressed cells (verdict audit: "
+          "the interval holds [min at most, max at least])" if bounds else
+          "feasibility intervals of the suppressed cells (what an intruder can derive):")
     for i in cells[:limit]:
         req = ""
         if table.status[i] == "U":
-            req = (f"  needs [{audit.required_lower[i]:g}, {audit.required_upper[i]:g}]  "
-                   f"{'protected' if audit.protected[i] else 'NOT PROTECTED'}")
-        print(f"  {table.status[i]} {table.cell_name(i):<32} value {table.value[i]:>10g}  "
-              f"interval [{audit.lower[i]:g}, {audit.upper[i]:g}]{req}")
+            req = (f"  needs [{num(audit.required_lower[i])}, {num(audit.required_upper[i])}]"
+                   f"  {'protected' if audit.protected[i] else 'NOT PROTECTED'}")
+        shown = (f"interval holds [{num(audit.min_at_most[i])}, {num(audit.max_at_least[i])}]"
+                 if bounds else f"interval [{num(audit.lower[i])}, {num(audit.upper[i])}]")
+        print(f"  {table.status[i]} {table.cell_name(i):<32} value {num(table.value[i]):>10}  "
+              f"{shown}{req}")
     if len(cells) > limit:
         print(f"  ... {len(cells) - limit} more in the audit file")
 

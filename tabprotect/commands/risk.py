@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-RISK_EXAMPLES = """  tabprotect risk job.toml                   per-record risk -> <output.dir>/risk_records.csv
-  tabprotect risk job.toml -o risk.parquet   choose the per-record output file
+RISK_EXAMPLES = """  tabprotect risk job.toml                   per-record risk -> <output.dir>/risk.csv
+  tabprotect risk job.toml -o results        another output folder
 """
 PERTURB_EXAMPLES = """  tabprotect perturb job.toml                perturbed file -> <output.dir>/perturbed.csv
   tabprotect perturb job.toml --seed 7       override [perturb] seed
@@ -19,39 +18,14 @@ PERTURB_EXAMPLES = """  tabprotect perturb job.toml                perturbed fil
 
 
 def _input_error():
-    try:
-        from tabprotect.errors import InputError
-    except ImportError:  # pragma: no cover - errors module owned elsewhere
-        InputError = ValueError
+    from tabprotect.errors import InputError
     return InputError
 
 
-class _Job:
-    def __init__(self, path: str | Path):
-        InputError = _input_error()
-        self.path = Path(path)
-        if not self.path.exists():
-            raise InputError(f"{self.path}: job file not found")
-        try:
-            self.spec = tomllib.loads(self.path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"{self.path.name}: not valid TOML ({exc})") from None
-        self.base = self.path.parent
-
-    def section(self, name: str) -> dict:
-        v = self.spec.get(name, {})
-        if not isinstance(v, dict):
-            raise _input_error()(f"{self.path.name}: [{name}] must be a table")
-        return v
-
-    def resolve(self, p) -> Path:
-        p = Path(p)
-        return p if p.is_absolute() else self.base / p
-
-    def output_dir(self) -> Path:
-        out = self.resolve(self.section("output").get("dir", "out"))
-        out.mkdir(parents=True, exist_ok=True)
-        return out
+def _load(path: str | Path):
+    """The job, checked against the schema (docs/jobs.md)."""
+    from tabprotect.io.job import load_job
+    return load_job(path)
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -62,27 +36,36 @@ def _read(path: Path) -> pd.DataFrame:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pd.read_parquet(path)
         return pd.read_csv(path)
+    except ImportError:
+        raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
+                         f"'tabprotect[files]'") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
 
 
-def _write(frame: pd.DataFrame, path: Path) -> Path:
-    from tabprotect.io.job import write_frame  # the one CSV/Parquet writer
-    return write_frame(frame, path)
+def _write(job, args, frames: dict, summary: dict) -> dict:
+    """Write the outputs (names of docs/jobs.md) into the output folder, trail last."""
+    from tabprotect.io.results import trail_record, write_files
+    folder = job.output_folder(getattr(args, "output", None))
+    text = json.dumps(_jsonable(summary), indent=2, default=str)
+    return write_files(folder, frames, {"summary": text},
+                       lambda staged: trail_record(job.label, job.input_files(), job.spec,
+                                                   staged, _jsonable(summary)),
+                       inputs=job.input_files())
 
 
-def _microdata(job: _Job):
+def _microdata(job):
     InputError = _input_error()
     md = job.section("microdata")
     if "file" not in md:
-        raise InputError(f"{job.path.name}: [microdata] needs 'file'")
+        raise InputError(f"{job.label}: [microdata] needs 'file'")
     data = _read(job.resolve(md["file"]))
     keys = md.get("keys")
     if not isinstance(keys, list) or not keys:
-        raise InputError(f"{job.path.name}: [microdata] needs 'keys', a list of column names")
+        raise InputError(f"{job.label}: [microdata] needs 'keys', a list of column names")
     for col in keys + [c for c in (md.get("weight"), md.get("household")) if c]:
         if col not in data.columns:
-            raise InputError(f"{job.path.name}: column {col!r} not in {md['file']}")
+            raise InputError(f"{job.label}: column {col!r} not in {md['file']}")
     return md, data, keys
 
 
@@ -136,25 +119,21 @@ def _risk_frame(data, md, keys, opts):
 
 
 def add_risk_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("job", help="TOML job file with [microdata] and [risk]")
-    p.add_argument("-o", "--output", help="per-record risk file (CSV/Parquet; default "
-                   "<output.dir>/risk_records.csv); the summary goes next to it as JSON")
+    from tabprotect.commands.common import add_job_arguments
+    add_job_arguments(p, "TOML job file with [microdata] and [risk]")
 
 
 def run_risk(args) -> int:
     InputError = _input_error()
-    job = _Job(args.job)
+    job = _load(args.job)
     try:
         md, data, keys = _microdata(job)
         rec, summary = _risk_frame(data, md, keys, job.section("risk"))
     except InputError:
         raise
     except ValueError as exc:
-        raise InputError(f"{job.path.name}: {exc}") from None
-    out = Path(args.output) if getattr(args, "output", None) else job.output_dir() / "risk_records.csv"
-    _write(rec, out)
-    summ = out.with_name(out.stem + "_summary.json")
-    summ.write_text(json.dumps(_jsonable(summary), indent=2))
+        raise InputError(f"{job.label}: {exc}") from None
+    files = _write(job, args, {"risk": rec}, summary)
     print(f"records: {summary['n_records']}   combinations: {summary['n_combinations']}   "
           f"sample uniques: {summary['n_sample_uniques']}   "
           f"k={summary['k']} violations: {summary['k_anonymity_violations']}")
@@ -166,7 +145,7 @@ def run_risk(args) -> int:
     if "loglinear" in summary:
         s = summary["loglinear"]
         print(f"log-linear risk ({s['method']}): tau1 {s['tau1']:.3f}   tau2 {s['tau2']:.3f}")
-    print(f"per-record risk written to {out}; summary {summ}")
+    print(f"per-record risk written to {files['risk']}; summary {files['summary']}")
     return 0
 
 
@@ -219,18 +198,17 @@ def _perturb(data, md, keys, opts, seed):
 
 
 def add_perturb_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("job", help="TOML job file with [microdata] and [perturb]")
-    p.add_argument("-o", "--output", help="perturbed microdata file (CSV/Parquet; default "
-                   "<output.dir>/perturbed.csv); matrices and summary are written next to it")
+    from tabprotect.commands.common import add_job_arguments
+    add_job_arguments(p, "TOML job file with [microdata] and [perturb]")
     p.add_argument("--seed", type=int, default=None, help="random seed (overrides [perturb] seed)")
 
 
 def run_perturb(args) -> int:
     InputError = _input_error()
-    job = _Job(args.job)
+    job = _load(args.job)
     opts = job.section("perturb")
     if not opts:
-        raise InputError(f"{job.path.name}: no [perturb] section")
+        raise InputError(f"{job.label}: no [perturb] section")
     seed = args.seed if getattr(args, "seed", None) is not None else opts.get("seed")
     try:
         md, data, keys = _microdata(job)
@@ -238,19 +216,16 @@ def run_perturb(args) -> int:
     except InputError:
         raise
     except ValueError as exc:
-        raise InputError(f"{job.path.name}: {exc}") from None
-    out = Path(args.output) if getattr(args, "output", None) else job.output_dir() / "perturbed.csv"
-    _write(pert, out)
-    mpath = _write(mats, out.with_name(out.stem + "_matrices.csv"))
-    spath = out.with_name(out.stem + "_summary.json")
-    spath.write_text(json.dumps(_jsonable(info), indent=2, default=str))
+        raise InputError(f"{job.label}: {exc}") from None
+    files = _write(job, args, {"perturbed": pert, "matrices": mats}, info)
     print(f"{info['method']}: seed {seed}; "
           + (f"{info['n_swaps']} swaps" if "n_swaps" in info else f"records changed {info['n_changed']}"))
     if "risk" in info:
         r = info["risk"]
         print(f"risk (tau2) before {r['tau2_original']:.3f}   after, ignoring misclassification "
               f"{r['tau2_naive']:.3f}   after, with misclassification {r['tau2_misclassified']:.3f}")
-    print(f"perturbed data written to {out}; matrices (rows = true) {mpath}; summary {spath}")
+    print(f"perturbed data written to {files['perturbed']}; matrices (rows = true) "
+          f"{files['matrices']}; summary {files['summary']}")
     return 0
 
 

@@ -20,18 +20,28 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.relations import relations_from_triplets
-from tabprotect.model.table import Table, read_frame
+from tabprotect.model.table import Table, parse_status, read_frame
 
 _JJ_STATUS_IN = {"s": "S", "u": "U", "m": "M", "z": "Z", "p": "P"}
 
 
-def read_jj(path: str | Path) -> Table:
+#: relative tolerance of the additivity check: a relation fails when ``|total - sum(parts)|``
+#: exceeds it times ``max(1, |total|)`` (rounding in a written file stays inside it)
+ADDITIVITY_TOLERANCE = 1e-6
+
+
+def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     """Read a JJ file into a general :class:`Table`.
 
     ``z`` cells with a non-zero value become ``P`` (protected); with value 0, ``Z``.
+    The table is checked like a cells + relations pair: every relation additive within
+    ``tolerance`` (relative to the total), every value inside its own bounds, no cell
+    given twice or listed twice in one relation, no relation naming an unknown cell;
+    each failure is one :class:`InputError` line naming the line, relation or cell.
 
     Examples
     --------
@@ -64,6 +74,7 @@ def read_jj(path: str | Path) -> Table:
     upl = np.zeros(n)
     spl = np.zeros(n)
     seen = np.zeros(n, dtype=bool)
+    cell_line = np.zeros(n, dtype=np.int64)
     for _ in range(n):
         if pos >= len(lines):
             raise InputError(f"{path.name}: file ends after {pos - 2} of {n} cells")
@@ -83,6 +94,7 @@ def read_jj(path: str | Path) -> Table:
             if seen[idx]:
                 raise InputError(f"{path.name} line {lineno}: cell {idx} is duplicated")
             seen[idx] = True
+            cell_line[idx] = lineno
             value[idx] = float(v)
             if fr is not None:
                 freq[idx] = float(fr)
@@ -109,7 +121,7 @@ def read_jj(path: str | Path) -> Table:
         raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of "
                          f"relations") from None
     pos += 1
-    rel, cell, coef = [], [], []
+    rel, cell, coef, rel_line = [], [], [], []
     pattern = re.compile(r"(\d+)\s*\(\s*([-+]?\d+(?:\.\d*)?)\s*\)")
     for r in range(m):
         if pos >= len(lines):
@@ -126,20 +138,65 @@ def read_jj(path: str | Path) -> Table:
         if len(terms) != k:
             raise InputError(f"{path.name} line {lineno}: relation says {k} cells but lists "
                              f"{len(terms)}")
+        listed = set()
         for c, cf in terms:
             c = int(c)
             if not 0 <= c < n:
                 raise InputError(f"{path.name} line {lineno}: cell {c} out of range")
+            if c in listed:
+                raise InputError(f"{path.name} line {lineno}: relation {r} lists cell {c} twice")
+            listed.add(c)
             rel.append(r)
             cell.append(c)
             coef.append(float(cf))
+        rel_line.append(lineno)
         pos += 1
     # JJ writes total (-1) parts (1); the model uses +1 on the total: flip the sign.
-    A, total = relations_from_triplets(np.asarray(rel), np.asarray(cell),
-                                       -np.asarray(coef), n)
-    return Table.from_relations(value, A, relation_total=total, freq=freq, cost=cost,
-                                status=status, lb=lb, ub=ub, lpl=lpl, upl=upl, spl=spl,
-                                name=path.stem)
+    A, total = relations_from_triplets(np.asarray(rel, dtype=np.int64),
+                                       np.asarray(cell, dtype=np.int64), -np.asarray(coef), n)
+    table = Table.from_relations(value, A, relation_total=total, freq=freq, cost=cost,
+                                 status=status, lb=lb, ub=ub, lpl=lpl, upl=upl, spl=spl,
+                                 name=path.stem)
+    check_general(table, path.name, tolerance,
+                  relation_name=lambda r: f"relation {r} (line {rel_line[r]})",
+                  cell_name=lambda i: f"cell {i} (line {cell_line[i]})")
+    return table
+
+
+def check_general(table: Table, source: str, tolerance: float = ADDITIVITY_TOLERANCE,
+                  relation_name=None, cell_name=None) -> None:
+    """Raise one :class:`InputError` line for the first cell outside its bounds or the first
+    relation whose total differs from the sum of its parts by more than ``tolerance`` times
+    ``max(1, |total|)``.  No value appears in the message (values may be confidential)."""
+    relation_name = relation_name or (lambda r: f"relation {r}")
+    cell_name = cell_name or table.cell_name
+    bad_bounds = table.lb > table.ub
+    if bad_bounds.any():
+        i = int(np.flatnonzero(bad_bounds)[0])
+        raise InputError(f"{source}: {cell_name(i)} has a lower bound above its upper bound")
+    slack = 1e-9 * np.maximum(1.0, np.abs(table.value))
+    outside = (table.value < table.lb - slack) | (table.value > table.ub + slack)
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        side = "below its lower" if table.value[i] < table.lb[i] else "above its upper"
+        raise InputError(f"{source}: {cell_name(i)} has a value {side} bound "
+                         f"({int(outside.sum())} cell(s) outside their bounds)")
+    if table.n_relations == 0:
+        return
+    A = table.relations
+    resid = np.abs(A @ table.value)
+    # the scale of a relation: its largest |value| (the total's, for non-negative tables)
+    scale = np.ones(A.shape[0])
+    filled = np.diff(A.indptr) > 0
+    if A.nnz:
+        scale[filled] = np.maximum(1.0, np.maximum.reduceat(np.abs(table.value[A.indices]),
+                                                            A.indptr[:-1][filled]))
+    bad = resid > tolerance * scale
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{source}: {relation_name(r)} is not additive: its total differs from "
+                         f"the sum of its parts by more than the relative tolerance {tolerance:g} "
+                         f"({int(bad.sum())} non-additive relation(s))")
 
 
 def write_jj(table: Table, path: str | Path, cost: np.ndarray | None = None) -> Path:
@@ -182,13 +239,15 @@ def _fmt_coef(x: float) -> str:
 
 
 def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path | pd.DataFrame,
-                         id_column: str = "cell", source: str | None = None) -> Table:
+                         id_column: str = "cell", source: str | None = None,
+                         tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     """A general table from a cells file and a relations file ``rel,cell,coef``.
 
     The cells file has an id column (``cell``; 0..n-1 or labels), ``value`` and optional
     ``freq, cost, lb, ub, status, upl, lpl, spl``.  Each relation says
     ``total = sum(parts)``; coefficients may be given either as -1 on the total and +1 on
-    the parts (Castro's files) or the reverse.
+    the parts (Castro's files) or the reverse.  Checked as :func:`read_jj` checks a JJ file
+    (:func:`check_general`), errors naming the file's cell ids and relation ids.
 
     Examples
     --------
@@ -210,11 +269,17 @@ def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path
     if ids.duplicated().any():
         raise InputError(f"{src}: cell '{ids[ids.duplicated()].iloc[0]}' is duplicated")
     position = pd.Series(np.arange(len(cf)), index=ids.to_numpy())
+    rsrc = Path(relations).name if not isinstance(relations, pd.DataFrame) else "relations"
     rcell = rf["cell"].astype(str)
+    twice = pd.DataFrame({"rel": rf["rel"].astype(str), "cell": rcell}).duplicated()
+    if twice.any():
+        r = int(np.flatnonzero(twice.to_numpy())[0])
+        raise InputError(f"{rsrc} row {r + 2}: relation '{rf['rel'].iloc[r]}' lists cell "
+                         f"'{rcell.iloc[r]}' twice")
     unknown = ~rcell.isin(position.index)
     if unknown.any():
         r = int(np.flatnonzero(unknown.to_numpy())[0])
-        raise InputError(f"relations row {r + 2}: cell '{rcell.iloc[r]}' is not in {src}")
+        raise InputError(f"{rsrc} row {r + 2}: cell '{rcell.iloc[r]}' is not in {src}")
     coef = rf["coef"].to_numpy(dtype=float)
     # which sign marks the total: the sign that occurs once per relation in most relations
     neg_once = rf.assign(neg=coef < 0).groupby("rel")["neg"].sum().eq(1).mean()
@@ -224,11 +289,10 @@ def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path
                                        coef, len(cf), total_sign=total_sign)
     # orient every row as +1 on the total
     sign = np.ones(A.shape[0])
-    for r in range(A.shape[0]):
-        if total[r] >= 0 and A[r, total[r]] < 0:
-            sign[r] = -1.0
-    import scipy.sparse as sp
-    A = sp.diags(sign) @ A
+    coo = A.tocoo()
+    at_total = coo.col == total[coo.row]
+    sign[coo.row[at_total & (coo.data < 0)]] = -1.0
+    A = sp.csr_matrix(sp.diags(sign) @ A)
     def col(name, default=None):
         if name in cf.columns:
             return pd.to_numeric(cf[name], errors="coerce").to_numpy(dtype=float)
@@ -243,10 +307,12 @@ def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path
     if "ub" in kw:
         kw["ub"] = np.where(np.isnan(kw["ub"]), np.inf, kw["ub"])
     if "status" in cf.columns:
-        kw["status"] = cf["status"].fillna("S").astype(str).str.upper().str[:1].to_numpy()
+        st = parse_status(cf["status"], str(src))
+        kw["status"] = np.where(st == "", "S", st)
     table = Table.from_relations(value, A, relation_total=total,
                                  labels=pd.DataFrame({id_column: ids.to_numpy()}),
                                  freq=col("freq"), name=Path(str(src)).stem, **kw)
-    table.check_additivity()
-    table._check_bounds(src)
+    rel_ids = np.unique(rf["rel"].to_numpy())
+    check_general(table, src, tolerance, relation_name=lambda r: f"relation '{rel_ids[r]}'",
+                  cell_name=lambda i: f"cell '{ids.iloc[i]}'")
     return table

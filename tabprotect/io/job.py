@@ -1,8 +1,10 @@
 """Job files: one TOML format shared by every command (``tabprotect audit|primary|protect|
-round|compare|risk ... JOB.toml``).
+round|compare|risk ... JOB.toml``) and the service, and the table a job describes.
 
 A job names its input (a cells file or a microdata file), the dimensions and their
-hierarchies, and one section per step.  Paths are relative to the job file.  See
+hierarchies, and one section per step.  Paths are relative to the job file.  A job is
+checked against the schema (:mod:`tabprotect.io.schema`) when it is loaded, before any
+work; :func:`build_table` reads its cells file or tabulates its microdata.  See
 ``docs/jobs.md`` for the full reference; a minimal job::
 
     [input]
@@ -81,8 +83,9 @@ class Job:
             if keys is None:
                 spec.pop(section, None)
                 continue
-            spec.setdefault(section, {})
-            spec[section].update({k: v for k, v in keys.items() if v is not None})
+            given = {k: v for k, v in keys.items() if v is not None}
+            if given:
+                spec.setdefault(section, {}).update(given)
         check_job(spec, self.label)
         return replace(self, spec=spec)
 
@@ -163,8 +166,11 @@ def build_table(job: Job, progress=None) -> Table:
         return tabulate_job(job, progress=progress)
     spec = job.section("input")
     label = f"{job.label} [input]"
+    if "jj" in spec or "relations" in spec:
+        return general_table(job)
     if "cells" not in spec:
-        raise InputError(f"{label}: give 'cells' (a cells file) or a [microdata] section")
+        raise InputError(f"{label}: give 'cells' (a cells file), 'jj' or a [microdata] "
+                         f"section")
     dims = spec.get("dimensions")
     if not dims:
         raise InputError(f"{label}: give 'dimensions' (the code columns)")
@@ -184,6 +190,61 @@ def build_table(job: Job, progress=None) -> Table:
         spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=spec.get("compute_totals", False),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
+
+
+#: [input] keys naming a column of a cells + relations pair, read under the reader's names
+_GENERAL_COLUMNS = ("value", "freq", "cost", "lb", "ub", "status", "upl", "lpl", "spl")
+#: [input] keys of a product table only (a general table has no dimensions)
+_PRODUCT_ONLY = ("dimensions", "top", "extra", "compute_totals")
+
+
+def general_table(job: Job) -> Table:
+    """The general table of ``[input] jj`` or ``[input] cells`` + ``relations``, checked by
+    :func:`~tabprotect.io.jj.check_general` within ``[input] tolerance``."""
+    from tabprotect.io.jj import read_cells_relations, read_jj
+
+    spec = job.section("input")
+    label = f"{job.label} [input]"
+    tolerance = float(spec.get("tolerance", 1e-6))
+    if "jj" in spec:
+        other = sorted(set(spec) - {"jj", "tolerance", "kind", "name"})
+        if other:
+            raise InputError(f"{label}: '{other[0]}' is not read with 'jj' (a JJ file carries "
+                             f"its cells and relations; give tolerance, kind, name)")
+        table = read_jj(job.resolve(spec["jj"]), tolerance=tolerance)
+    else:
+        if "cells" not in spec:
+            raise InputError(f"{label}: 'relations' needs 'cells' (the cells file)")
+        other = sorted(set(spec) & set(_PRODUCT_ONLY))
+        if other or "hierarchies" in job.spec:
+            what = f"'{other[0]}'" if other else "[hierarchies]"
+            raise InputError(f"{label}: {what} is not read with 'relations' (a general table "
+                             f"has no dimensions)")
+        cells_path = job.resolve(spec["cells"])
+        id_column = spec.get("id", "cell")
+        frame = read_frame(cells_path, dtype_str=[id_column])
+        renamed = {}
+        for key in _GENERAL_COLUMNS:
+            column = spec.get(key)
+            if column is None:
+                continue
+            if column not in frame.columns:
+                if key == "freq":
+                    continue
+                raise InputError(f"{cells_path.name}: column '{column}' ([input] {key}) not "
+                                 f"found")
+            renamed[column] = key
+        frame = frame.drop(columns=[k for k in renamed.values() if k in frame.columns
+                                    and k not in renamed])
+        table = read_cells_relations(frame.rename(columns=renamed),
+                                     job.resolve(spec["relations"]), id_column=id_column,
+                                     source=cells_path.name, tolerance=tolerance)
+    changes = {}
+    if "kind" in spec:
+        changes["kind"] = spec["kind"]
+    if "name" in spec:
+        changes["name"] = spec["name"]
+    return table.replace(**changes) if changes else table
 
 
 def tabulate_job(job: Job, progress=None) -> Table:
@@ -255,6 +316,9 @@ def published_table(job: Job) -> Table:
     """
     spec = job.section("input")
     label = f"{job.label} [input]"
+    if "jj" in spec or "relations" in spec:
+        raise InputError(f"{label}: a published rounded table is read as a product table "
+                         f"(give 'cells' and 'dimensions', not 'jj' or 'relations')")
     if "cells" not in spec:
         raise InputError(f"{label}: give 'cells' (the published rounded table)")
     dims = spec.get("dimensions")

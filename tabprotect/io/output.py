@@ -98,6 +98,26 @@ def _text(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def format_number(x: float, decimals: int | None = None) -> str:
+    """One published number as text (terminal lines, HTML): rounded to ``decimals`` (the
+    column's or table's precision, e.g. :func:`column_decimals` of the values) or to its
+    own precision up to float noise (``NOISE`` of its size), integers without ``.0``, no
+    negative zero, no exponent for ordinary magnitudes.
+
+    Examples
+    --------
+    >>> format_number(-0.0), format_number(2000.0), format_number(437272.80000000005, 1)
+    ('0', '2000', '437272.8')
+    >>> format_number(1489807.29999, 1), format_number(float("inf")), format_number(1 / 3)
+    ('1489807.3', 'inf', '0.333333333333')
+    """
+    x = float(x)
+    if not np.isfinite(x):
+        return "" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    d = column_decimals(np.array([x])) if decimals is None else int(decimals)
+    return str(_text(clean_column(np.array([x]), d))[0])
+
+
 def format_frame(frame: pd.DataFrame, *, text: bool = True) -> pd.DataFrame:
     """A copy of ``frame`` with every numeric column as it is published.
 

@@ -41,6 +41,11 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "audit": ("audit.csv", "confidential: what an intruder can derive for each unpublished "
               "cell (rounding: each cell), the required protection and the verdict"),
     "comparison": ("compare.csv", "one row per method of a comparison"),
+    "risk": ("risk.csv", "microdata (`risk`): the disclosure risk of each record, no key "
+             "values"),
+    "perturbed": ("perturbed.csv", "microdata (`perturb`): the perturbed records"),
+    "matrices": ("matrices.csv", "microdata (`perturb`): the transition matrices used "
+                 "(rows = true categories)"),
     "report": ("report.html", "confidential: the report for the people who decide what is "
                "published (`report`, `demo`, `--report`)"),
     "summary": ("summary.json", "counts and the verdict, no cell value: safe to share"),
@@ -52,9 +57,11 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
 _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_detail.csv",
               "rounded_audit.csv", "rounding_summary.json", "rounded_audit_summary.json",
               "primary_summary.csv", "report.json", "compare.json", "compare_report.html",
-              "compare_report.json")
+              "compare_report.json", "risk_records.csv", "risk_records_summary.json",
+              "perturbed_matrices.csv", "perturbed_summary.json")
 
-__all__ = ["OUTPUT_FILES", "write_outputs", "run_summary", "audit_trail", "sha256_file",
+__all__ = ["OUTPUT_FILES", "write_outputs", "write_files", "trail_record", "run_summary",
+           "audit_trail", "sha256_file",
            "versions", "published_frame"]
 
 
@@ -102,7 +109,10 @@ def jsonable(obj):
 
 
 def verdict(run) -> str:
-    return {None: "no audit", True: "PASSED", False: "FAILED"}[run.passed]
+    """PASSED, FAILED, NOT PROVEN (the audit stopped before proving every primary cell
+    protected) or "no audit": the same words as the report's banner."""
+    from tabprotect.report import run_verdict
+    return run_verdict(run)
 
 
 def run_summary(run) -> dict[str, Any]:
@@ -143,18 +153,29 @@ def run_summary(run) -> dict[str, Any]:
 def audit_trail(run, outputs: dict[str, Path]) -> dict[str, Any]:
     """The record of a run: inputs and outputs with checksums, the job as run, software
     versions, timings and the public summary (never a cell value)."""
+    return trail_record(run.title, run.inputs, run.parameters, outputs, run_summary(run),
+                        timings=run.timings, notes=run.notes)
+
+
+def _file_entry(path: Path) -> dict[str, Any]:
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
+                 summary: dict, *, timings: dict | None = None,
+                 notes: list | None = None) -> dict[str, Any]:
+    """A trail: inputs and outputs (file name, size, SHA-256), parameters, versions,
+    timings, the summary and notes."""
     return jsonable({
-        "title": run.title,
+        "title": title,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
-        "inputs": [{"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
-                   for p in map(Path, run.inputs) if p.is_file()],
-        "parameters": run.parameters,
-        "timings_seconds": run.timings,
-        "outputs": {k: {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
-                    for k, p in outputs.items()},
-        "summary": run_summary(run),
-        "notes": run.notes,
+        "inputs": [_file_entry(p) for p in map(Path, inputs) if p.is_file()],
+        "parameters": parameters,
+        "timings_seconds": timings or {},
+        "outputs": {k: _file_entry(p) for k, p in outputs.items()},
+        "summary": summary,
+        "notes": notes or [],
     })
 
 
@@ -205,41 +226,53 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
                   ) -> dict[str, Path]:
     """Write a run's outputs into ``folder`` (see the module doc); returns key -> path
     (also put in ``run.outputs``)."""
+    frames = _frames(run, audit_all_cells, audit_flagged_only)
+    texts = {}
+    if report:
+        from tabprotect.report import render_html
+        texts["report"] = render_html(run)
+    texts["summary"] = json.dumps(run_summary(run), indent=2)
+    final = write_files(folder, frames, texts, lambda staged: audit_trail(run, staged),
+                        inputs=run.inputs)
+    run.outputs.update(final)
+    return final
+
+
+def write_files(folder: str | Path, frames: dict[str, pd.DataFrame], texts: dict[str, str],
+                trail, *, inputs=()) -> dict[str, Path]:
+    """Write ``frames`` and ``texts`` (keys of :data:`OUTPUT_FILES`) into a temporary
+    folder, clear ``folder`` of a previous run's outputs, rename the new files into place
+    and write the trail -- ``trail(staged_paths)`` -- last."""
     folder = Path(folder)
-    _check_not_inputs(run, folder)
+    _check_not_inputs(inputs, folder)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tabprotect-", dir=folder))
     try:
         staged: dict[str, Path] = {}
-        for key, frame in _frames(run, audit_all_cells, audit_flagged_only).items():
+        for key, frame in frames.items():
             staged[key] = write_frame(frame, tmp / OUTPUT_FILES[key][0])
-        if report:
-            from tabprotect.report import render_html
-            staged["report"] = tmp / OUTPUT_FILES["report"][0]
-            staged["report"].write_text(render_html(run), encoding="utf-8")
-        staged["summary"] = tmp / OUTPUT_FILES["summary"][0]
-        staged["summary"].write_text(json.dumps(run_summary(run), indent=2),
-                                     encoding="utf-8")
-        trail = audit_trail(run, staged)
+        for key, text in texts.items():
+            staged[key] = tmp / OUTPUT_FILES[key][0]
+            staged[key].write_text(text, encoding="utf-8")
+        record = trail(staged)
         _clear(folder)
         final = {key: folder / path.name for key, path in staged.items()}
         for key, path in staged.items():
             os.replace(path, final[key])
         trail_path = folder / OUTPUT_FILES["trail"][0]
         tmp_trail = tmp / trail_path.name
-        tmp_trail.write_text(json.dumps(trail, indent=2), encoding="utf-8")
+        tmp_trail.write_text(json.dumps(record, indent=2), encoding="utf-8")
         os.replace(tmp_trail, trail_path)
         final["trail"] = trail_path
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    run.outputs.update(final)
     return final
 
 
-def _check_not_inputs(run, folder: Path) -> None:
+def _check_not_inputs(inputs, folder: Path) -> None:
     """An output may never replace an input of the run."""
     names = {name for name, _ in OUTPUT_FILES.values()} | set(_OLD_NAMES)
-    for path in map(Path, run.inputs):
+    for path in map(Path, inputs):
         if path.name in names and path.resolve().parent == folder.resolve():
             raise InputError(f"{path.name}: the output folder holds this input file, which "
                              f"an output would replace; choose another output folder (-o)")

@@ -80,6 +80,7 @@ TYPES = {
     "string or table": lambda v: isinstance(v, (str, dict)),
     "string or boolean": lambda v: isinstance(v, (str, bool)),
     "string or list": lambda v: isinstance(v, (str, list)),
+    "number or string": lambda v: isinstance(v, str) or _is_number(v),
     "list": lambda v: isinstance(v, list),
     "table": lambda v: isinstance(v, dict),
     "scalar": lambda v: isinstance(v, (str, int, float, bool)),
@@ -94,9 +95,15 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("job", "what the run is called", (
         Key("title", "string", doc="title of the report"),
     )),
-    Section("input", "a cells file: one row per cell, one column per dimension", (
+    Section("input", "a cells file: one row per cell, one column per dimension; or a "
+            "general table: `jj`, or `cells` + `relations`", (
         Key("cells", "string", path=True, doc="CSV or Parquet cells file"),
         Key("dimensions", "list of strings", doc="the code columns, in order"),
+        Key("jj", "string", path=True, doc="tau-Argus JJ file (a general table; 9- or "
+            "10-field cell lines), instead of `cells`"),
+        Key("relations", "string", path=True, doc="relations file `rel,cell,coef` (a "
+            "general table with `cells`, instead of `dimensions`)"),
+        Key("id", "string", "cell", doc="cell id column of `cells` with `relations`"),
         Key("value", default="value", doc="value column", **_COLUMN),
         Key("freq", default="freq", doc="contributor-count column (optional in the file)",
             **_COLUMN),
@@ -155,8 +162,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("memory_limit", "string", doc="duckdb memory limit, e.g. \"4GB\""),
         Key("keys", "list of strings", doc="risk: key variables"),
         Key("household", doc="risk: household column", **_COLUMN),
-        Key("sampling_fraction", "number", low=0, low_open=True, high=1,
-            doc="risk: sampling fraction"),
+        Key("sampling_fraction", "number or string", low=0, low_open=True, high=1,
+            doc="risk: sampling fraction, or the column holding it (with `pi_key`)"),
         Key("pi_key", doc="risk: column along which the sampling fraction varies",
             **_COLUMN),
     )),
@@ -181,18 +188,15 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
             doc="what a suppression costs"),
         Key("cost_column", "string", doc="the extra column used by cost = \"column\""),
-        Key("time_limit", doc="seconds for the method (the best pattern is audited)",
+        Key("time_limit", doc="seconds for the whole protection (method, audit and repair)",
             **_TIME),
         Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
-        Key("threads", "integer", 1, low=1, doc="solver threads"),
-        Key("backend", "string", "highs", doc="LP/MILP backend"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),
             doc="may empty cells be secondary suppressions"),
         Key("audit_mode", "string", "auto", choices=("auto", "intervals", "verdict"),
             doc="audit of the final pattern"),
-        Key("audit_time_limit", doc="seconds for the audit-and-repair loop", **_TIME),
         Key("audit_workers", "integer", 1, low=1, doc="processes for the audit"),
     )),
     Section("audit", "the audit of a given pattern (status column), docs/audit.md", (
@@ -228,9 +232,12 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
             "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column")),
-        Key("time_limit", doc="seconds per method", **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
+            doc="default: [protect] cost"),
+        Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
+            **_TIME),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "
+            "singleton)"),
     )),
     Section("risk", "microdata disclosure risk (docs/microdata.md)", (
         Key("k", "integer", 3, low=1, doc="k-anonymity threshold"),
@@ -287,7 +294,7 @@ RULE_KEYS = {"frequency": {"n": "integer", "safety_range": "number", "holding": 
 #: keyword options every method receives from protect() (not method-specific), and
 #: objects no job file can give (an options object, a solver, a start pattern)
 _PROTECT_COMMON = {"table", "cost", "time_limit", "progress", "singleton", "mip_gap",
-                   "threads", "backend", "empty", "start", "options", "solver"}
+                   "empty", "start", "options", "solver"}
 
 
 # ---------------------------------------------------------------- checking
@@ -393,25 +400,59 @@ def _check_compare_methods(methods: list, where: str) -> None:
 
 
 def method_option_keys(method: str) -> dict[str, Key]:
-    """The options of one protection method: the keyword options its function declares
-    beyond those protect() passes to every method (their type from the default)."""
+    """The options of one protection method: the fields of its registered options class
+    (``METHODS[method].options``) and its run settings, with their types from the
+    annotations; objects no job file can give (a solver, a start pattern) are left out."""
+    import dataclasses
+
     from tabprotect.secondary import METHODS
-    fn = METHODS.get(method)
-    if fn is None:
+    from tabprotect.secondary.base import option_help
+    spec = METHODS.get(method)
+    if spec is None:
         return {}
+    why = option_help(spec.options)
+    fields = {f.name: f.default for f in dataclasses.fields(spec.options)}
+    lows = {f.name: f.metadata["low"] for f in dataclasses.fields(spec.options)
+            if "low" in f.metadata}
+    params = inspect.signature(spec.run).parameters
+    fields.update({k: params[k].default for k in spec.extra if k in params})
+    hints = {**_type_hints(spec.run), **_type_hints(spec.options)}
     out = {}
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind != p.KEYWORD_ONLY or p.name in _PROTECT_COMMON:
+    for name, default in fields.items():
+        if name in _PROTECT_COMMON:
             continue
-        d = p.default
-        kind = ("boolean" if isinstance(d, bool) else "integer" if isinstance(d, int)
-                else "number" if isinstance(d, float) else "string" if isinstance(d, str)
-                else "scalar")
-        if kind == "integer":
-            kind = "number" if "time" in p.name else kind
-        out[p.name] = Key(p.name, kind, d if d is not inspect.Parameter.empty else None,
-                          low=0 if kind in ("integer", "number") else None)
+        kind, choices = _key_type(hints.get(name), default)
+        if kind is None:
+            continue
+        out[name] = Key(name, kind, default if default is not dataclasses.MISSING else None,
+                        doc=why.get(name, ""), choices=choices,
+                        low=lows.get(name, 0) if kind in ("integer", "number") else None)
     return out
+
+
+def _type_hints(obj) -> dict:
+    import typing
+    try:
+        return typing.get_type_hints(obj)
+    except Exception:   # an annotation that does not resolve: typed by its default
+        return {}
+
+
+def _key_type(hint, default) -> tuple[str | None, tuple]:
+    """The job-file type of an option (None: not a job key) and its choices."""
+    import types
+    import typing
+    args = [a for a in typing.get_args(hint) if a is not type(None)] \
+        if typing.get_origin(hint) in (typing.Union, types.UnionType) else [hint]
+    if len(args) == 1 and typing.get_origin(args[0]) is typing.Literal:
+        return "string", tuple(typing.get_args(args[0]))
+    base = args[0] if len(args) == 1 else None
+    if base is None and hint is None:
+        base = type(default) if default is not None else None
+    table = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if base in table:
+        return table[base], ()
+    return None, ()
 
 
 def _method_keys(values: dict, where: str) -> dict[str, Key]:
@@ -450,15 +491,30 @@ def _default_text(key: Key) -> str:
     return f"`{key.default!r}`" if not isinstance(key.default, float) else f"`{key.default:g}`"
 
 
+def _key_table(keys) -> list[str]:
+    lines = ["| key | type | default | range | what |", "|---|---|---|---|---|"]
+    for key in keys:
+        doc = " ".join(str(key.doc).split()).replace("|", "\\|")
+        lines.append(f"| `{key.name}` | {key.type} | {_default_text(key)} | "
+                     f"{key.range_text()} | {doc} |")
+    return lines + [""]
+
+
 def reference_markdown() -> str:
-    """The key reference of docs/jobs.md: one table per section."""
+    """The key reference of docs/jobs.md: one table per section, then one per protection
+    method for the options only that method takes."""
+    from tabprotect.secondary import METHODS
     lines = []
     for section in SECTIONS.values():
         head = f"[{section.name}.NAME]" if section.shape == "named" else f"[{section.name}]"
-        lines += [f"### `{head}`", "", section.doc[0].upper() + section.doc[1:] + ".", "",
-                  "| key | type | default | range | what |", "|---|---|---|---|---|"]
-        for key in section.keys:
-            lines.append(f"| `{key.name}` | {key.type} | {_default_text(key)} | "
-                         f"{key.range_text()} | {key.doc} |")
-        lines.append("")
+        lines += [f"### `{head}`", "", section.doc[0].upper() + section.doc[1:] + ".", ""]
+        lines += _key_table(section.keys)
+    for method in sorted(METHODS):
+        keys = method_option_keys(method)
+        if keys:
+            lines += [f"### `[protect]` with `method = \"{method}\"`", "",
+                      f"Options of the {method} method; a key the chosen method does not "
+                      f"take is an error.",
+                      ""]
+            lines += _key_table(keys[name] for name in sorted(keys))
     return "\n".join(lines).rstrip("\n") + "\n"

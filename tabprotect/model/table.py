@@ -244,7 +244,7 @@ class Table:
             kw["top"] = t
         if status is not None:
             st = np.full(n, "", dtype="<U1")
-            st[flat] = _status_letters(frame[status], source, status)
+            st[flat] = parse_status(frame[status], source, status)
             kw["status_given"] = st
         ex = {c: scatter(column(c, c, allow_nan=True), np.nan) for c in extra}
 
@@ -607,7 +607,7 @@ STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
                 "protected": "P", "empty": "Z"}
 
 
-def _status_letters(column: pd.Series, source: str, name: str) -> np.ndarray:
+def parse_status(column: pd.Series, source: str, name: str = "status") -> np.ndarray:
     """A status column as letters: S U M P Z (any case), the words of
     :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
     text = column.fillna("").astype(str).str.strip()

@@ -1,25 +1,24 @@
 """Secondary suppression: one entry point (:func:`protect`) over registered methods.
 
 ``from tabprotect.secondary import protect`` and call
-``protect(table, method="optimal", cost="value")``.  Importing this package registers every
-method module that is present (``optimal`` always; ``modular``, ``hypercube``, ``gauss``
-and ``greedy`` when installed).
+``protect(table, method="optimal", cost="value", time_limit=60, options={...})``.
+Importing this package registers every method (``optimal``, ``modular``, ``hypercube``,
+``gauss``, ``greedy``) with its options class and capabilities
+(:mod:`tabprotect.secondary.registry`).
 """
 from __future__ import annotations
 
-import importlib
-
-from tabprotect.secondary.base import (COST_FUNCTIONS, METHODS, MethodOutcome, cost_vector,
+from tabprotect.secondary.base import (COST_FUNCTIONS, METHODS, Capabilities, MethodOutcome,
+                                       MethodSpec, cost_vector, method_options,
                                        register_method)
-from tabprotect.secondary import optimal  # noqa: F401  (registers "optimal")
+from tabprotect.secondary.registry import OptimalOptions, describe_methods
+from tabprotect.secondary.gauss import GaussOptions
+from tabprotect.secondary.greedy import GreedyOptions
+from tabprotect.secondary.hypercube import HypercubeOptions
+from tabprotect.secondary.modular import ModularOptions
 from tabprotect.secondary.protect import ProtectResult, protect
 
-for _name in ("modular", "hypercube", "gauss", "greedy"):
-    try:
-        importlib.import_module(f"tabprotect.secondary.{_name}")
-    except ModuleNotFoundError as _exc:  # a method module not written (yet): skip it
-        if _exc.name != f"tabprotect.secondary.{_name}":
-            raise
-
-__all__ = ["protect", "ProtectResult", "METHODS", "MethodOutcome", "register_method",
-           "cost_vector", "COST_FUNCTIONS"]
+__all__ = ["protect", "ProtectResult", "METHODS", "MethodOutcome", "MethodSpec",
+           "Capabilities", "register_method", "method_options", "describe_methods",
+           "OptimalOptions", "ModularOptions", "HypercubeOptions", "GaussOptions",
+           "GreedyOptions", "cost_vector", "COST_FUNCTIONS"]

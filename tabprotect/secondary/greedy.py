@@ -19,15 +19,17 @@ deviation.  This is also the repair step of :func:`tabprotect.secondary.protect`
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
-from tabprotect.audit import AuditResult, audit, mirror_share
+from tabprotect.audit import AuditResult, VerdictAudit, audit, mirror_share
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
+from tabprotect.requirements import cell_moves
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.parallel import map_runs
@@ -239,13 +241,9 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
 
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
-    """(up, down) amounts that give the primary its required interval."""
-    up = float(min(table.upl[cell], table.ub[cell] - table.value[cell]))
-    down = float(min(table.lpl[cell], table.value[cell] - table.lb[cell]))
-    if table.spl[cell] > up + down:
-        up = float(min(table.spl[cell] - down, table.ub[cell] - table.value[cell]))
-    # a primary always needs some uncertainty, even with zero protection levels
-    return up, down
+    """(up, down) amounts that give the primary its required interval
+    (:func:`tabprotect.requirements.cell_moves`: levels, and never a point)."""
+    return cell_moves(table, cell)
 
 
 #: HiGHS options of the deviation LPs. Presolve off: these LPs are small and their
@@ -345,13 +343,18 @@ def _directions(table: Table, p: int, audit_result: AuditResult | None) -> list[
         scale = tol * max(1.0, abs(x))
         # an outer bound (verdict mode: from an LP with relations dropped) only
         # proves a shortfall; on the side it does not, the true bound is unknown
-        outer_hi = audit_result.outer_upper is not None and audit_result.outer_upper[p]
-        outer_lo = audit_result.outer_lower is not None and audit_result.outer_lower[p]
-        if audit_result.upper[p] < x + up - scale or audit_result.exact[p] or outer_hi:
+        # (a verdict audit's reached values: the interval holds [lo, hi])
+        if isinstance(audit_result, VerdictAudit):
+            lo, hi = audit_result.min_at_most[p], audit_result.max_at_least[p]
+            outer_hi, outer_lo = audit_result.outer_upper[p], audit_result.outer_lower[p]
+        else:
+            lo, hi = audit_result.lower[p], audit_result.upper[p]
+            outer_hi = outer_lo = False
+        if hi < x + up - scale or audit_result.exact[p] or outer_hi:
             directions.append(up)
-        if audit_result.lower[p] > x - down + scale or audit_result.exact[p] or outer_lo:
+        if lo > x - down + scale or audit_result.exact[p] or outer_lo:
             directions.append(-down)
-        width = audit_result.upper[p] - audit_result.lower[p]
+        width = hi - lo
         if width < table.spl[p] - scale and not directions:
             directions.append(up if up > 0 else -down)
     out = []
@@ -479,10 +482,20 @@ def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: fl
     return status, found_moves
 
 
-@register_method("greedy")
+@dataclass(frozen=True)
+class GreedyOptions:
+    """Settings of the greedy method (see :func:`greedy`)."""
+
+    max_rounds: int = field(default=20, metadata={
+        "why": "audit/repair rounds before the method hands its pattern to protect()'s "
+               "own audit and repair"})
+
+
+@register_method("greedy", options=GreedyOptions, needs_product_structure=False,
+                 handles_singletons=True, proves_optimality=False)
 def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
-           progress: Callable[[str, float], None] | None = None, max_rounds: int = 20,
-           **options) -> MethodOutcome:
+           progress: Callable[[str, float], None] | None = None, singleton: bool = False,
+           max_rounds: int = 20) -> MethodOutcome:
     """The attacker-LP loop: repair every short primary, audit, repeat until the audit passes.
 
     Options
@@ -502,7 +515,6 @@ def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     3
     """
     start = time.perf_counter()
-    singleton = bool(options.get("singleton", False))
     status = table.status.copy()
     primaries = np.flatnonzero(status == "U")
     # first round without an audit: every primary needs both directions anyway

@@ -44,12 +44,14 @@ import itertools
 import math
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
+from tabprotect.requirements import protection_requirements
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.subtables import Split
 
@@ -67,8 +69,9 @@ _LOOKAHEAD = 64
 def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
     """Per cell, how far a primary must be able to move up and down (0 elsewhere).
 
-    ``UPL`` and ``LPL`` capped by the a-priori bounds; a sliding level larger than
-    ``UPL + LPL`` raises the upward amount.
+    ``UPL`` and ``LPL`` capped by the a-priori bounds; a sliding level (or the
+    no-exact-disclosure width, :mod:`tabprotect.requirements`) larger than ``UPL + LPL``
+    raises the upward amount.
 
     Examples
     --------
@@ -78,13 +81,7 @@ def requirements(table: Table) -> tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in requirements(t)]
     [[0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
     """
-    primary = table.status == "U"
-    x = table.value
-    up = np.where(primary, np.minimum(table.upl, table.ub - x), 0.0)
-    down = np.where(primary, np.minimum(table.lpl, x - table.lb), 0.0)
-    short = primary & (table.spl > up + down)
-    up = np.where(short, np.minimum(table.spl - down, table.ub - x), up)
-    return np.maximum(up, 0.0), np.maximum(down, 0.0)
+    return protection_requirements(table).moves(table.n_cells)
 
 
 class _CubeSearch:
@@ -454,10 +451,22 @@ def _subtables_lookup(split: Split) -> Callable[[int], list[tuple[int, ...]]]:
     return subtables_of
 
 
-@register_method("hypercube")
+@dataclass(frozen=True)
+class HypercubeOptions:
+    """Settings of the hypercube method (see :func:`hypercube`)."""
+
+    max_candidates: int = field(default=20000, metadata={
+        "why": "cubes examined per cell and sub-table: more finds cheaper cubes, slower"})
+    carry: int = field(default=1, metadata={
+        "why": "generations of carried requirements (-1 all, 0 none): more protects "
+               "corners in their other sub-tables before the audit has to", "low": -1})
+
+
+@register_method("hypercube", options=HypercubeOptions, needs_product_structure=True,
+                 handles_singletons=True, proves_optimality=False)
 def hypercube(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
               progress: Callable[[str, float], None] | None = None, singleton: bool = True,
-              max_candidates: int = 20000, carry: int = 1, **options) -> MethodOutcome:
+              max_candidates: int = 20000, carry: int = 1) -> MethodOutcome:
     """GHMiter-style hypercube suppression on a product table (any number of dimensions).
 
     Parameters

@@ -6,9 +6,11 @@ top-down (by level), each with the optimal method on the small flat table:
 
 * cells suppressed so far (primaries, and secondaries chosen in earlier sub-tables) are
   primaries of the sub-table: a carried secondary gets a protection level from the
-  sub-table that suppressed it (the median -- or, ``carried_level="max"``, the largest --
-  requirement of that sub-table's own primaries, capped by the cell's a-priori range), so
-  a move of the higher sub-table can be matched below;
+  sub-table that suppressed it, so that a move of that sub-table can be matched in the
+  others: by default how far the cell moves in the attacker moves that prove the
+  sub-table's requirements (:func:`proof_levels`; ``carried_level="proof"``), else the
+  median -- or, ``carried_level="max"``, the largest -- requirement of that sub-table's
+  own primaries; capped by the cell's a-priori range;
 * margin cells that a higher sub-table published (cells with the group's parent code in
   some dimension) must stay published: status ``P`` in the sub-table;
 * when a sub-table cannot be protected that way, it is solved again with its margin cells
@@ -23,8 +25,8 @@ each other needs no MILP and is skipped; that test and the feasibility test use 
 (:func:`cube_protected`) and attacker LPs only for what cubes cannot prove.  With a
 ``time_limit`` every wave's sub-tables get a share of the time left (the time plan; each
 worker hands time its jobs did not use on to its later jobs), sub-tables queued in the
-last part of it get a fast solve (the certified heuristic's first pass) instead of none,
-and from 50,000 cells a quarter of ``time_limit`` is left to protect()'s audit.  Any
+last part of it get a fast solve (the certified heuristic's first pass) instead of none;
+protect() hands the method its share of the call's budget and keeps the audit's back.  Any
 number of dimensions works: a sub-table is the product of one group per dimension.  The
 full-table audit and repair of :func:`tabprotect.secondary.protect` have the last word.
 """
@@ -33,9 +35,9 @@ from __future__ import annotations
 import heapq
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -50,6 +52,12 @@ from tabprotect.secondary.subtables import Split, subtable_table
 SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]
 
 _MARGIN_PENALTY = 10.0
+#: sub-tables up to this many primaries x cells get :func:`proof_levels` (two LPs per
+#: primary); larger ones carry the median requirement.  The LPs cost time that a
+#: time-limited run on a large table needs for its sub-table solves: on the generated
+#: 100k-cell 3-D table (sub-tables of ~180 cells with dozens of primaries), with proof
+#: levels everywhere and 200 s, 225 sub-tables were solved against 310 with the median
+PROOF_LEVEL_MAX_WORK = 2_000
 #: a sub-table solve never gets less than this many seconds (below it the optimal
 #: method has no pattern of its own and falls back to its repair heuristic)
 MIN_SUBTABLE_SECONDS = 0.5
@@ -60,12 +68,6 @@ PLANNED_SHARE = 0.8
 #: fast solve (the certified heuristic's first pass, no MILP, no pruning) instead of
 #: being left to protect()'s audit and repair, which costs far more time per cell
 FAST_TAIL = 0.1
-#: from this many cells (protect()'s verdict-mode audit and local repair) modular
-#: leaves this share of its ``time_limit`` unused by default, so that protect() called
-#: with a ``time_limit`` alone ends near it: the audit of a 100k-cell pattern takes
-#: 15-60 s, its repair much more when sub-tables were left unsolved
-AUDIT_RESERVE_MIN_CELLS = 50_000
-AUDIT_RESERVE = 0.25
 
 
 #: sub-tables with at least this many (primaries x cells) get the certified heuristic
@@ -134,7 +136,8 @@ def _optimal_solve(sub: Table, cost: np.ndarray, time_limit: float | None,
             # single-contributor attackers still need (checked by attacker LPs)
             full = Requirements.from_table(sub, singleton=singleton)
             from tabprotect.secondary.candidates import candidate_cells
-            z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(z)
+            z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(z,
+                                                                           deadline=prune_by)
         status = sub.status.copy()
         status[z & ~hidden] = "M"
         return status
@@ -465,6 +468,80 @@ def certified_pattern(sub: Table, req, cost: np.ndarray, *,
     return z, n_lp
 
 
+def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """How far each hidden cell of a solved sub-table must be able to move up and down.
+
+    For every primary of the sub-table (status ``U``: its own and the carried ones) and
+    every direction it must move, one LP finds the smallest deviation (least total
+    movement, L1) with ``A y = 0`` within the hidden cells' ranges that moves the primary
+    by its requirement: the attacker's move that proves the requirement.  A hidden cell's
+    level up (down) is the largest upward (downward) step it takes in any of these
+    proofs.  A carried secondary given these levels in the other sub-tables holding it
+    lets every proof of this sub-table extend to the whole table, and it asks no more
+    of them: a rectangle that protects a primary needing 1,000 moves its corners by
+    1,000, not by the largest requirement seen in the sub-table.
+
+    Returns ``(up, down)`` over the sub-table's cells, or None when some primary has no
+    such move (the pattern does not protect it here; the caller falls back to the
+    sub-table's median requirement and the full-table audit has the last word).
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0],
+    ...                       lpl=[0, 0, 0, 0, 2, 0, 0, 0, 0])
+    >>> up, down = proof_levels(t, np.isin(np.arange(9), [4, 5, 7, 8]))
+    >>> up[[4, 5, 7, 8]].tolist(), down[[4, 5, 7, 8]].tolist()
+    ([1.0, 2.0, 2.0, 1.0], [2.0, 1.0, 1.0, 2.0])
+    """
+    from scipy import sparse
+
+    from solvers import LinearProgram
+    from solvers import solve as solve_lp
+    from tabprotect.secondary.repair import Requirements
+
+    req = Requirements.from_table(sub, singleton=singleton)
+    hidden = np.asarray(hidden, bool)
+    cells = np.flatnonzero(hidden)
+    m = len(cells)
+    level_up = np.zeros(sub.n_cells)
+    level_down = np.zeros(sub.n_cells)
+    A = sub.relations.tocsr()[:, cells]
+    rows = np.flatnonzero(np.diff(A.indptr) > 0)
+    A = A[rows]
+    M = sparse.hstack([A, -A]).tocsr()
+    hi_both = np.concatenate([req.up[cells], req.down[cells]])
+    for slot, s in enumerate(req.primary):
+        up, down = float(req.need_up[slot]), float(req.need_down[slot])
+        width = float(req.need_width[slot])
+        if width > up + down:  # half of the sliding requirement each way suffices
+            up, down = max(up, 0.5 * width), max(down, 0.5 * width)
+        k = int(np.searchsorted(cells, s))
+        if k >= m or cells[k] != s:
+            return None
+        for sign, need in ((1, up), (-1, down)):
+            if need <= 0:
+                continue
+            lo = np.zeros(2 * m)
+            hi = hi_both.copy()
+            own = k if sign > 0 else m + k
+            if hi[own] < need * (1 - 1e-9):
+                return None
+            lo[own] = need
+            hi[m + k if sign > 0 else k] = 0.0
+            lp = LinearProgram(c=np.ones(2 * m), A=M, row_lower=np.zeros(len(rows)),
+                               row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
+            res = solve_lp(lp, threads=1)
+            if res.status != "optimal" or res.x is None:
+                return None
+            level_up[cells] = np.maximum(level_up[cells], res.x[:m])
+            level_down[cells] = np.maximum(level_down[cells], res.x[m:])
+    return level_up, level_down
+
+
 def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None,
                             seed: bool = False,
                             heuristic_size: int | None = HEURISTIC_SIZE) -> SubtableSolver:
@@ -479,9 +556,11 @@ def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None
                    heuristic_size=heuristic_size)
 
 
-def _unprotected(sub: Table, singleton: bool) -> np.ndarray:
+def _unprotected(sub: Table, singleton: bool, deadline: float | None = None
+                 ) -> np.ndarray | None:
     """The sub-table's primaries its suppressed cells leave unprotected (empty: no MILP
-    needed).  Cubes prove most protected primaries; attacker LPs judge the rest."""
+    needed).  Cubes prove most protected primaries; attacker LPs judge the rest.  None
+    when ``deadline`` (a ``time.perf_counter()`` value) stopped the LPs."""
     from tabprotect.secondary.repair import AttackerOracle, Requirements
 
     req = Requirements.from_table(sub, singleton=singleton)
@@ -489,9 +568,10 @@ def _unprotected(sub: Table, singleton: bool) -> np.ndarray:
     todo = req.primary[~cube_protected(sub, req, hidden, req.primary)]
     if len(todo) == 0:
         return todo
-    chk = AttackerOracle(sub, req).check(hidden, cuts=False, primaries=todo)
-    if not chk.complete:  # pragma: no cover - no deadline is given
-        return todo
+    chk = AttackerOracle(sub, req).check(hidden, cuts=False, primaries=todo,
+                                         deadline=deadline)
+    if not chk.complete:
+        return None
     return np.unique(np.asarray([s for s, _, _ in chk.violated], dtype=np.int64))
 
 
@@ -512,6 +592,8 @@ class _Job:
     singleton: bool = False
     #: wall-clock time after which the job gets the fast solve (default solver only)
     fast_after: float | None = None
+    #: compute :func:`proof_levels` of the solved sub-table (``carried_level="proof"``)
+    proof: bool = False
 
 
 @dataclass
@@ -523,6 +605,8 @@ class _Result:
     late: bool = False         # not started: the global deadline had passed
     fast: bool = False         # solved by the fast solve (the time plan's tail)
     seconds: float = 0.0
+    #: :func:`proof_levels` of the solved pattern (up, down), when asked and found
+    levels: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) -> _Result:
@@ -536,8 +620,12 @@ def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) 
 
     if job.deadline is not None and time.time() >= job.deadline:
         return done(status=None, late=True)
+    local_deadline = None if job.deadline is None else \
+        time.perf_counter() + (job.deadline - time.time())
     # (in the worker: the attacker-LP check is as parallel as the solves)
-    short = _unprotected(job.strict, job.singleton)
+    short = _unprotected(job.strict, job.singleton, local_deadline)
+    if short is None:   # the global deadline stopped the check
+        return done(status=None, late=True)
     if len(short) == 0:
         return done(status=None, skipped=True)
     default = isinstance(solve, partial) and solve.func is _optimal_solve
@@ -545,8 +633,6 @@ def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) 
     if default:
         # the feasibility check (and the heuristic) needs only these; the heuristic
         # stops at the global deadline
-        local_deadline = None if job.deadline is None else \
-            time.perf_counter() + (job.deadline - time.time())
         solve = partial(solve, short=short, deadline=local_deadline)
         if fast:
             # the tail of the time plan: the certified heuristic's first pass, on any
@@ -560,15 +646,22 @@ def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) 
         left = max(MIN_SUBTABLE_SECONDS, job.deadline - time.time())
         return left if share is None else min(share, left)
 
+    def solved(status: np.ndarray, **kw) -> _Result:
+        levels = None
+        n_hidden = int(np.isin(job.loose.status, ("U", "M")).sum())
+        if job.proof and n_hidden * len(status) <= PROOF_LEVEL_MAX_WORK:
+            # the loose sub-table: its ranges do not depend on which margins were open
+            levels = proof_levels(job.loose, np.isin(status, ("U", "M")), job.singleton)
+        return done(status=status, levels=levels, **kw)
+
     try:
-        return done(status=solve(job.strict, job.cost, limit()), fast=fast)
+        return solved(solve(job.strict, job.cost, limit()), fast=fast)
     except InfeasibleRulesError:
         pass
     except TimeoutError:  # the heuristic reached the global deadline
         return done(status=None, late=True)
     try:
-        return done(status=solve(job.loose, job.loose_cost, limit()), retried=True,
-                    fast=fast)
+        return solved(solve(job.loose, job.loose_cost, limit()), retried=True, fast=fast)
     except InfeasibleRulesError:
         return done(status=None, retried=True)
     except TimeoutError:
@@ -605,14 +698,42 @@ def _deal(weights: list[float], workers: int) -> list[list[int]]:
     return [sorted(b) for b in bins if b]
 
 
-@register_method("modular")
+@dataclass(frozen=True)
+class ModularOptions:
+    """Settings of the modular method (see :func:`modular`)."""
+
+    mip_gap: float | None = field(default=None, metadata={
+        "why": "relative gap at which each sub-table's optimal solve may stop"})
+    solver: Callable | None = field(default=None, metadata={
+        "why": "a custom sub-table solver (default: the optimal method with the "
+               "certified heuristic on large sub-tables)"})
+    subtable_time_limit: float | None = field(default=60.0, metadata={
+        "why": "seconds per sub-table solve, so one hard sub-table cannot take the "
+               "whole budget"})
+    max_passes: int = field(default=20, metadata={
+        "why": "times one sub-table may be solved again (bounds the backtracking)"})
+    carried_level: Literal["proof", "median", "max"] = field(default="proof", metadata={
+        "why": "level carried by a secondary into its other sub-tables: proof (its move in "
+               "the proof of its sub-table) asks the sub-tables below for least"})
+    workers: int | None = field(default=None, metadata={
+        "why": "processes for the sub-table solves (None: 2 from 5,000 cells)"})
+    cube_start: bool = field(default=False, metadata={
+        "why": "start each sub-table's optimal solve from a cube pattern, so a stopped "
+               "solve never overruns (off: the repair's start is cheaper)"})
+    heuristic_size: int | None = field(default=HEURISTIC_SIZE, metadata={
+        "why": "primaries x cells from which a sub-table gets the certified heuristic "
+               "instead of the optimal method (None: never)"})
+
+
+@register_method("modular", options=ModularOptions, needs_product_structure=True,
+                 handles_singletons=True, proves_optimality=False)
 def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             mip_gap: float | None = None, solver: SubtableSolver | None = None,
             subtable_time_limit: float | None = 60.0, max_passes: int = 20,
-            carried_level: str = "median", workers: int | None = None,
-            cube_start: bool = False, heuristic_size: int | None = HEURISTIC_SIZE,
-            audit_reserve: float | None = None, **options) -> MethodOutcome:
+            carried_level: str = "proof", workers: int | None = None,
+            cube_start: bool = False, heuristic_size: int | None = HEURISTIC_SIZE
+            ) -> MethodOutcome:
     """HiTaS: every sub-table solved optimally, top-down, with backtracking.
 
     Sub-tables of one level share no cell (a cell lies in sub-tables of different
@@ -627,9 +748,16 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     subtable_time_limit : seconds per sub-table solve
     max_passes : how many times one sub-table may be solved (backtracking bound)
     carried_level : protection level of a secondary carried into other sub-tables:
-        ``"median"`` (default) or ``"max"`` of the requirements of the primaries of the
-        sub-table that chose it (capped by the cell's own range).  ``"max"`` is safer per
-        sub-table but snowballs (1k-cell table: 1.6x the cost after repair)
+        ``"proof"`` (default): how far the cell moves, up and down, in the smallest
+        attacker moves that prove the requirements of the sub-table that chose it
+        (:func:`proof_levels`; sub-tables of more than :data:`PROOF_LEVEL_MAX_WORK`
+        primaries x cells carry the median); ``"median"`` or ``"max"``: of the
+        requirements of the
+        primaries of that sub-table.  Capped by the cell's own range.  A sub-table level
+        (median, max) gives a secondary serving a small primary the requirement of a
+        large one, and the sub-tables below suppress for it: on the bundled demo table
+        (638 cells, 101 primaries) 456 secondaries with the median against 266 with
+        proof levels, both passing the audit
     workers : processes for the sub-table solves (default: 2 for tables of 5,000 cells
         or more, else 1)
     cube_start : default solver only: the optimal method starts from a cube pattern
@@ -645,11 +773,6 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         None: the optimal method everywhere.  The default (20,000) sends the
         1,050-cell, 150-primary 4-D sub-tables of 100k-4d to the heuristic and keeps
         the 180-cell sub-tables of 100k-3d optimal
-    audit_reserve : share of ``time_limit`` the method leaves unused for protect()'s
-        audit and repair (default: :data:`AUDIT_RESERVE` from
-        :data:`AUDIT_RESERVE_MIN_CELLS` cells on, else 0), so that ``protect(...,
-        time_limit=T)`` ends near ``T``; 0 when protect() gets its own
-        ``audit_time_limit`` and the method should use all of ``time_limit``
     singleton, mip_gap : passed to the default solver
 
     Examples
@@ -665,6 +788,9 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     if not table.dimensions:
         raise InputError("modular needs a product table (dimensions with hierarchies); use "
                          "method 'optimal' or 'gauss' for a general table")
+    if carried_level not in ("proof", "median", "max"):
+        raise InputError(f"modular: carried_level must be 'proof', 'median' or 'max', not "
+                         f"{carried_level!r}")
     start = time.perf_counter()
     solve = solver or optimal_subtable_solver(singleton=singleton, mip_gap=mip_gap,
                                               seed=cube_start,
@@ -699,18 +825,16 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     passes: dict[tuple, int] = {}
     stats = {"subtables": len(split), "solves": 0, "skipped": 0, "backtracks": 0,
              "margin_retries": 0, "unsolved": 0, "late": 0, "waves": 0, "workers": workers,
-             "solve_seconds": 0.0, "max_solve_seconds": 0.0, "wave_seconds": []}
+             "solve_seconds": 0.0, "max_solve_seconds": 0.0, "wave_seconds": [],
+             "proof_levels": 0}
     # for the time plan: the level of every sub-table and which cells it holds
     sub_level = np.zeros(1, dtype=np.int64)
     for g in split.dims:
         sub_level = np.add.outer(sub_level, g.parent_depth).ravel()
     member_t = split.membership().T.tocsr().astype(np.int32) if time_limit is not None else None
-    if audit_reserve is None:
-        audit_reserve = AUDIT_RESERVE if table.n_cells >= AUDIT_RESERVE_MIN_CELLS else 0.0
-    if not 0.0 <= audit_reserve < 1.0:
-        raise InputError(f"audit_reserve must be in [0, 1), not {audit_reserve}")
-    # the method's own budget; its last FAST_TAIL part gets the fast solve only
-    budget = None if time_limit is None else time_limit * (1.0 - audit_reserve)
+    # the method's budget (protect() keeps its audit's share back); its last FAST_TAIL
+    # part gets the fast solve only
+    budget = time_limit
     stats["budget_seconds"] = None if budget is None else round(budget, 1)
     stats["fast"] = 0
     to_wall = time.time() - time.perf_counter()
@@ -762,7 +886,7 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             loose = subtable_table(table, sub, status=local, **levels)
             c2 = np.where(sub.margin, _MARGIN_PENALTY * cost[cells], cost[cells])
             jobs.append(_Job(key, small, loose, cost[cells], c2, tl, deadline, singleton,
-                             fast_after))
+                             fast_after, proof=carried_level == "proof"))
             context[key] = (sub, hidden)
         # each worker gets its share of the wave in one message.  Weight: cells x
         # suppressed cells, a rough guide to a solve's time
@@ -806,17 +930,22 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             # (the sub-table's own primaries decide; carried levels would snowball)
             own = (table.status[cells] == "U")
             ask = own if own.any() else hidden
-            if carried_level == "median":
-                level_c = float(np.median(np.maximum(need_up[cells][ask],
-                                                     need_down[cells][ask])))
-            else:
+            if carried_level == "max":
                 level_c = max(float(need_up[cells][ask].max(initial=0.0)),
                               float(need_down[cells][ask].max(initial=0.0)))
+            else:
+                level_c = float(np.median(np.maximum(need_up[cells][ask],
+                                                     need_down[cells][ask])))
+            stats["proof_levels"] += int(res.levels is not None)
             for j in added:
                 s = int(cells[j])
                 status[s] = "M"
-                need_up[s] = max(need_up[s], min(level_c, room_up[s]))
-                need_down[s] = max(need_down[s], min(level_c, room_down[s]))
+                if res.levels is not None:
+                    lift_up, lift_down = res.levels[0][j], res.levels[1][j]
+                else:
+                    lift_up = lift_down = level_c
+                need_up[s] = max(need_up[s], min(lift_up, room_up[s]))
+                need_down[s] = max(need_down[s], min(lift_down, room_down[s]))
                 if sub.margin[j]:
                     stats["backtracks"] += 1
                 # every other sub-table holding s must now protect it (higher ones:

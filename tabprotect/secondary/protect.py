@@ -6,6 +6,8 @@ suppression until the audit passes.  Nothing is reported safe that has not passe
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -14,12 +16,16 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from tabprotect.audit import AuditResult, audit
+from tabprotect.audit import AuditResult, audit, rescale_audit
+from tabprotect.budget import Budget
 from tabprotect.errors import InfeasibleRulesError, InputError
+from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.table import Table
+from tabprotect.results import publication_frame, published_table
 from tabprotect.model.relations import linked_components
 from tabprotect.model.structure import product_structure
-from tabprotect.secondary.base import METHODS, MethodOutcome, cost_vector
+from tabprotect.secondary.base import (METHODS, MethodOutcome, applied_options,
+                                       cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
@@ -44,18 +50,44 @@ FEASIBILITY_CHECK_MAX_WORK = 5_000_000
 #: shown by ``to_frame``) while the sum of the squared component sizes of the pattern
 #: stays below this, else verdict
 INTERVAL_AUDIT_MAX_WORK = 250_000
-#: seconds for that check when protect() has no time limit (else a quarter of it)
+#: ... and includes the single-contributor attackers while attackers x candidate cells
+#: stays below this: each attacker costs a verdict pass over the one component of the
+#: all-suppressed pattern (a 2,197-cell count table, ~250 attackers x ~2,100 cells, ran
+#: into the check's time limit without deciding); past it the final audit judges them
+FEASIBILITY_SINGLETON_MAX_WORK = 200_000
+#: seconds for that check when protect() has no time limit
 FEASIBILITY_CHECK_SECONDS = 120.0
+#: shares of the call's budget (``time_limit``): the up-front feasibility check gets
+#: this share of it (past it the final audit judges) ...
+FEASIBILITY_SHARE = 0.2
+#: ... the method this share of what is left then (the audit and repair get the rest,
+#: and whatever the method did not use) ...
+METHOD_SHARE = 0.75
+#: ... and from LARGE_TABLE cells this share: the verdict audit of a 100k-cell pattern
+#: takes 15-60 s, its local repair more when the method left primaries short
+METHOD_SHARE_LARGE = 0.6
+#: protect()'s own settings (every other keyword is an option of the method)
+PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "repair",
+                    "cost_column", "empty", "audit_mode", "audit_workers")
+#: the least time limit an audit round gets once the budget is spent: the overrun
+#: ``protect`` allows past ``time_limit`` (an audit stopped by its limit fails)
+AUDIT_FLOOR_SECONDS = 0.25
 
 
 @dataclass
 class ProtectResult:
-    """A protected table and everything needed to trust it.
+    """A protected table and everything needed to trust it (the protocol of
+    :mod:`tabprotect.results`).
 
     Attributes
     ----------
-    table : the table with the final status (U primary, M secondary)
-    method, parameters : what was run
+    confidential_table : the input table (true values) with the final status (U
+        primary, M secondary): for audits and further processing, never for publication
+    table : (property) the table as published: suppressed cells without value,
+        contributor count or contributions (:func:`tabprotect.results.published_table`)
+    method : the method that was run
+    params : the settings applied: protect()'s own and every field of the method's
+        options (defaults included); nothing that was not applied
     cost : total suppression cost of the secondary cells (the cost function's units)
     proven_optimal : the method proved the pattern has minimum cost (and no repair was
         needed afterwards)
@@ -64,14 +96,14 @@ class ProtectResult:
     repaired : cells the audit-and-repair loop added after the method
     audit : the final :class:`~tabprotect.audit.AuditResult` (the judge)
     seconds : wall-clock time of the whole call
-    stage_seconds : wall-clock seconds per stage, in order (``method``, ``cube pass``,
-        ``audit 1``, ``repair 1 cubes``, ``repair 1 LPs``, ``audit 2``, ...,
-        ``final audit``)
+    stage_seconds : wall-clock seconds per stage, in order (``feasibility check`` when
+        the up-front check ran, ``method``, ``cube pass``, ``audit 1``, ``repair 1
+        cubes``, ``repair 1 LPs``, ``audit 2``, ..., ``final audit``)
     """
 
-    table: Table
+    confidential_table: Table
     method: str
-    parameters: dict[str, Any]
+    params: dict[str, Any]
     cost: float
     proven_optimal: bool
     mip_gap: float | None
@@ -86,8 +118,13 @@ class ProtectResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
+    def table(self) -> Table:
+        """The published table (suppressed values, counts and contributions are NaN)."""
+        return published_table(self.confidential_table)
+
+    @property
     def status(self) -> np.ndarray:
-        return self.table.status
+        return self.confidential_table.status
 
     @property
     def passed(self) -> bool:
@@ -96,15 +133,15 @@ class ProtectResult:
 
     @property
     def n_primary(self) -> int:
-        return int((self.table.status == "U").sum())
+        return int((self.status == "U").sum())
 
     @property
     def n_secondary(self) -> int:
-        return int((self.table.status == "M").sum())
+        return int((self.status == "M").sum())
 
     def summary(self) -> dict[str, Any]:
         """Counts, cost, value and share suppressed, verdict and times (for reports)."""
-        t = self.table
+        t = self.confidential_table
         sec = t.status == "M"
         sup = t.suppressed
         total_value = float(np.abs(t.value).sum())
@@ -129,22 +166,31 @@ class ProtectResult:
             "seconds": round(self.seconds, 3),
         }
 
-    def to_frame(self, flag: bool = False) -> pd.DataFrame:
-        """The published table: suppressed values (and their contributor counts) blanked,
-        status letters, and the intruder's interval for every suppressed cell.
+    def published(self) -> pd.DataFrame:
+        """The publishable frame: code columns, ``value`` (NaN where suppressed) and
+        ``status``."""
+        return publication_frame(self.table)
 
-        ``flag=True`` keeps a ``published`` column (False for suppressed cells) instead of
-        relying on the blanks alone.
+    def to_frame(self, confidential: bool = False) -> pd.DataFrame:
+        """One row per cell: the published columns (``value`` and ``freq`` blank where
+        suppressed, ``status``), ``published`` (False for suppressed cells) and the
+        intruder's interval ``lower``/``upper`` of every suppressed cell; after a verdict
+        audit no interval but the bounds ``min_at_least, min_at_most, max_at_least,
+        max_at_most`` on its ends (:class:`~tabprotect.audit.VerdictAudit`).
+
+        ``confidential=True`` adds ``confidential_value`` and ``confidential_freq``: the
+        true values of every cell (not for publication).
         """
-        t = self.table
-        out = t.to_frame(("value", "freq", "status"))
+        t = self.confidential_table
+        out = self.table.to_frame(("value", "freq", "status"))
         sup = t.suppressed
-        out["value"] = np.where(sup, np.nan, t.value)
-        out["freq"] = np.where(sup, np.nan, t.freq)
-        out["lower"] = np.where(sup, self.audit.lower, np.nan)
-        out["upper"] = np.where(sup, self.audit.upper, np.nan)
-        if flag:
-            out["published"] = ~sup
+        # an interval audit's ``lower, upper``; a verdict audit's bounds on them
+        out["published"] = ~sup
+        for name, col in self.audit.columns().items():
+            out[name] = np.where(sup, col, np.nan)
+        if confidential:
+            out["confidential_value"] = t.value
+            out["confidential_freq"] = t.freq
         return out
 
 
@@ -185,18 +231,14 @@ CERTIFY_PASS_MIN_CELLS = 500_000
 #: 10,000 region serves it in 6 s)
 REPAIR_BLOCK_SIZES = (2_000, 5_000, 10_000)
 
-#: methods that work on sub-tables of a product table; protect() recovers the product
-#: structure of a general table for them (tabprotect.model.structure)
-PRODUCT_ONLY_METHODS = ("hypercube", "modular")
 
 
-def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "value", *,
-            time_limit: float | None = None,
+def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "value",
+            time_limit: float | None = None, *, options: Any = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
-            repair: bool = True, mip_gap: float | None = None, threads: int | None = 1,
-            backend: str = "highs", cost_column: str | None = None, empty: str = "publish",
-            audit_mode: str = "auto", audit_time_limit: float | None = None,
-            audit_workers: int = 1, **method_options) -> ProtectResult:
+            repair: bool = True, cost_column: str | None = None, empty: str = "publish",
+            audit_mode: str = "auto", audit_workers: int = 1,
+            **keywords) -> ProtectResult:
     """Secondary suppression with audit and repair.
 
     Parameters
@@ -205,11 +247,19 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         cells are never suppressed; ``M`` cells already suppressed stay suppressed
     method : a registered method (``METHODS``): ``"optimal"``, ...
     cost : ``"unity"``, ``"freq"``, ``"value"``, ``"log"``, ``"column"`` or an array
-    time_limit : seconds for the method (the best pattern found is returned, audited)
+    time_limit : wall-clock seconds for the whole call (:class:`~tabprotect.budget.Budget`):
+        the feasibility check gets :data:`FEASIBILITY_SHARE` of it, the method
+        :data:`METHOD_SHARE` of what is left (:data:`METHOD_SHARE_LARGE` from
+        :data:`LARGE_TABLE` cells), the audit and repair the rest; the call ends within
+        about ``time_limit`` plus a second or two.  An audit stopped by the budget fails
+        (the pattern is never reported safe unchecked).  None: no limit
+    options : the method's settings: an instance of its options class
+        (``METHODS[method].options``, e.g. :class:`~tabprotect.secondary.OptimalOptions`)
+        or a dict of its fields; unknown keys are an :class:`InputError` that lists the
+        valid ones
     progress : ``progress(message, fraction)``
     singleton : protect against (and audit with) single-contributor attackers
     repair : repair audit shortfalls by further suppression (otherwise only report them)
-    mip_gap, threads, backend : solver settings for methods that solve MILPs
     cost_column : the extra array used by ``cost="column"``
     empty : ``"publish"`` (default: empty cells are never secondary suppressions) or
         ``"suppress"``
@@ -217,11 +267,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         whether each primary is protected; far faster on large patterns) or ``"auto"``
         (verdict from :data:`LARGE_TABLE` cells on, or when the pattern's components
         are large: :data:`INTERVAL_AUDIT_MAX_WORK`)
-    audit_time_limit : seconds for the audit-and-repair loop (default: ``time_limit``);
-        an audit stopped by it fails, so a pattern is never reported safe unchecked
     audit_workers : processes for the audit's independent components and for the
         large-table repair's deviation LPs
-    **method_options : passed to the method (e.g. ``engine="benders"``)
+    **keywords : fields of the method's options given one by one (e.g.
+        ``engine="benders"``), checked like ``options`` and applied on top of it
 
     Raises
     ------
@@ -240,21 +289,34 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     (3, True, True)
     """
     t0 = time.perf_counter()
+    budget = Budget(time_limit)
     if method not in METHODS:
         raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
+    spec = METHODS[method]
+    opts = method_options(method, options, also=PROTECT_SETTINGS, **keywords)
     if not isinstance(table, Table):
         raise InputError("protect() needs a tabprotect Table")
+    if empty not in ("publish", "suppress"):
+        raise InputError(f"empty must be 'publish' or 'suppress', not {empty!r}")
     params = {"cost": cost if isinstance(cost, str) else "array", "time_limit": time_limit,
-              "singleton": singleton, "repair": repair, "mip_gap": mip_gap,
-              "threads": threads, "backend": backend, "empty": empty, **method_options}
+              "singleton": singleton, "repair": repair, "empty": empty,
+              "audit_workers": audit_workers}
     if cost_column is not None:
         params["cost_column"] = cost_column
+    params.update(applied_options(opts))
     c = cost_vector(table, cost, column=cost_column)
+    scale = value_scale(table)
+    if scale != 1.0:
+        return _protect_scaled(table, scale, c, params, method=method,
+                               time_limit=time_limit, options=options, progress=progress,
+                               singleton=singleton, repair=repair, empty=empty,
+                               audit_mode=audit_mode, audit_workers=audit_workers,
+                               **keywords)
     notes: list[str] = []
 
     if not (table.status == "U").any():
-        res = audit(table, singleton=singleton, time_limit=time_limit)
-        return ProtectResult(table=table, method=method, parameters=params,
+        res = audit(table, singleton=singleton, time_limit=budget.limit(AUDIT_FLOOR_SECONDS))
+        return ProtectResult(confidential_table=table, method=method, params=params,
                              cost=float(c[table.status == "M"].sum()), proven_optimal=True,
                              mip_gap=0.0, solver_status="nothing to do", solver={},
                              repaired=np.zeros(0, np.int64), audit=res,
@@ -270,6 +332,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
     n_primary = int((table.status == "U").sum())
+    feasibility_seconds = None
     if large:
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
@@ -279,16 +342,25 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         notes.append(f"{n_primary} primaries x {int(cand.sum())} candidate cells: up-front "
                      f"feasibility check skipped (the final audit judges)")
     else:
-        # at most a quarter of the time limit: past it, the final audit judges
+        # a share of the budget: past it, the final audit judges
         check_limit = FEASIBILITY_CHECK_SECONDS if time_limit is None else \
-            0.25 * time_limit
-        if not _check_feasible(table, cand, singleton, check_limit):
-            notes.append("up-front feasibility check stopped at its time limit (a quarter "
-                         "of the time limit; the final audit judges)")
+            budget.share(FEASIBILITY_SHARE).remaining()
+        tf = time.perf_counter()
+        everything = cand | table.suppressed
+        attackers = int((everything & (table.freq == 1)).sum()) if singleton else 0
+        check_singleton = attackers * int(everything.sum()) <= FEASIBILITY_SINGLETON_MAX_WORK
+        if not check_singleton:
+            notes.append(f"up-front feasibility check against the outside intruder only: "
+                         f"{attackers} single-contributor attackers x "
+                         f"{int(everything.sum())} cells (the final audit judges them)")
+        if not _check_feasible(table, cand, singleton and check_singleton, check_limit):
+            notes.append(f"up-front feasibility check stopped at its share of the time "
+                         f"limit ({FEASIBILITY_SHARE:.0%}; the final audit judges)")
+        feasibility_seconds = time.perf_counter() - tf
 
     tm = time.perf_counter()
     run_table, source_cell = table, None
-    if method in PRODUCT_ONLY_METHODS and not table.dimensions:
+    if spec.capabilities.needs_product_structure and not table.dimensions:
         # a JJ-style table is often a product written out cell by cell: recover it
         try:
             run_table = product_structure(table)
@@ -300,16 +372,17 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         source_cell = run_table.extra["source_cell"]
         notes.append(f"general table read as a product of shape {run_table.shape} "
                      f"recovered from its relations")
-    if method == "modular" and audit_time_limit is not None:
-        # the caller split the time itself: modular keeps no share of time_limit back
-        # for the audit (it does when time_limit alone is given, on large tables)
-        method_options.setdefault("audit_reserve", 0.0)
-    outcome: MethodOutcome = METHODS[method](
-        run_table, c if source_cell is None else c[source_cell], time_limit=time_limit,
-        progress=progress, singleton=singleton, mip_gap=mip_gap, threads=threads,
-        backend=backend, empty=empty, **method_options)
+    # the method's share of the budget (a method checks it inside or hands it to its
+    # solver as the time limit); the audit and repair get what it leaves
+    share = budget.share(METHOD_SHARE_LARGE if large else METHOD_SHARE)
+    outcome: MethodOutcome = spec.call(
+        run_table, c if source_cell is None else c[source_cell], opts,
+        time_limit=share.limit(AUDIT_FLOOR_SECONDS), progress=progress,
+        singleton=singleton, empty=empty)
     method_seconds = time.perf_counter() - tm
-    stages: dict[str, float] = {"method": method_seconds}
+    stages: dict[str, float] = {} if feasibility_seconds is None else \
+        {"feasibility check": feasibility_seconds}
+    stages["method"] = method_seconds
     lap = [time.perf_counter()]
 
     def stage(name: str) -> None:
@@ -335,13 +408,12 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                          f"(sum of squared component sizes, {work:,}) exceeds "
                          f"{INTERVAL_AUDIT_MAX_WORK:,}")
 
-    # ---- audit and repair, within their own time budget
+    # ---- audit and repair, within what is left of the budget
     ta = time.perf_counter()
-    budget = time_limit if audit_time_limit is None else audit_time_limit
-    deadline = None if budget is None else ta + budget
+    deadline = budget.deadline
 
     def left() -> float | None:
-        return None if deadline is None else max(1.0, deadline - time.perf_counter())
+        return budget.limit(AUDIT_FLOOR_SECONDS)
 
     # large tables: the repair rounds are judged by screening audits (certify what the
     # witnesses can; what they cannot counts as short without the whole-table LPs that
@@ -430,8 +502,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     rounds = 0
     integer = result.integer
     while not result.passed and repair and rounds < MAX_REPAIR_ROUNDS:
-        if deadline is not None and time.perf_counter() > deadline:
-            notes.append("audit time limit reached: repair stopped")
+        if budget.expired():
+            notes.append("time limit reached: repair stopped")
             break
         if not result.complete and len(result.shortfalls) == 0:
             notes.append("the audit did not finish within its time limit")
@@ -488,13 +560,31 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     if not result.passed:
         notes.append("the final pattern did NOT pass the audit: do not publish it")
     proven = bool(outcome.proven_optimal and len(rep_cells) == 0 and result.passed)
-    return ProtectResult(table=protected_table, method=method, parameters=params,
+    return ProtectResult(confidential_table=protected_table, method=method, params=params,
                          cost=float(c[status == "M"].sum()), proven_optimal=proven,
                          mip_gap=outcome.mip_gap, solver_status=outcome.solver_status,
                          solver=dict(outcome.details), repaired=rep_cells, audit=result,
                          seconds=time.perf_counter() - t0, method_seconds=method_seconds,
                          audit_seconds=audit_seconds, notes=notes,
                          stage_seconds={k: round(v, 3) for k, v in stages.items()})
+
+
+def _protect_scaled(table: Table, scale: float, c: np.ndarray, params: dict,
+                    **settings) -> ProtectResult:
+    """protect() of a table whose values are far from 1 (tabprotect.model.scale): the
+    method, the repair and the audit run on the table divided by ``scale`` (a power of
+    two) with the costs divided by their own power of two, which keeps every choice; the
+    result is the input table with the final pattern, its cost in the input's units."""
+    top = float(np.abs(c).max()) if len(c) else 0.0
+    c_scale = 2.0 ** math.floor(math.log2(top)) if top > 0 else 1.0
+    inner = protect(scaled_table(table, 1.0 / scale), cost=c / c_scale, **settings)
+    status = inner.status
+    return dataclasses.replace(
+        inner, confidential_table=table.replace(status=status), params=params | {
+            k: v for k, v in inner.params.items() if k != "cost"},
+        cost=float(c[status == "M"].sum()), audit=rescale_audit(inner.audit, scale),
+        notes=inner.notes + [f"solved in scaled units (values divided by 2^"
+                             f"{int(math.log2(scale))})"])
 
 
 def _product_view(table: Table, run_table: Table) -> Table | None:
@@ -606,7 +696,8 @@ def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Require
 
 def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
                     time_limit: float | None) -> bool:
-    """Every primary must be protectable with every candidate cell suppressed.
+    """Every primary must be protectable with every candidate cell suppressed (against
+    single-contributor attackers too when ``singleton``).
 
     Judged by the audit itself (verdict mode) on the pattern "every candidate
     suppressed": its aggregate LPs certify most primaries at once (TABLE3, 517 primaries
@@ -628,12 +719,12 @@ def _check_feasible(table: Table, cand: np.ndarray, singleton: bool,
     more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
     tol = 1e-6 * np.maximum(1.0, np.abs(table.value[bad]))
     why = set()
-    if (res.upper[bad] < res.required_upper[bad] - tol).any():
+    if (res.max_at_most[bad] < res.required_upper[bad] - tol).any():
         why.add("up")
-    if (res.lower[bad] > res.required_lower[bad] + tol).any():
+    if (res.min_at_least[bad] > res.required_lower[bad] + tol).any():
         why.add("down")
     if not why:
-        why.add("sliding")
+        why.add("single-contributor" if res.attacked[bad].any() else "sliding")
     raise InfeasibleRulesError(
         f"primary cell(s) {names}{more} cannot be protected even with every other cell "
         f"suppressed ({'/'.join(sorted(why))} protection level"

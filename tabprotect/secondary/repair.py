@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.relations import linked_components
+from tabprotect.requirements import attacker_name, protection_requirements
 
 #: relative tolerance of "protected"; tighter than the audit's 1e-6 so that what the
 #: methods call protected also passes the audit
@@ -50,7 +51,9 @@ class Requirements:
     up, down : how far each cell may move up (``ub - a``) and down (``a - lb``); 0 for a
         cell that can never be suppressed usefully
     primary : indices of the primary cells
-    need_up, need_down, need_width : ``UPL'``, ``LPL'`` and ``SPL`` per primary
+    need_up, need_down, need_width : ``UPL'``, ``LPL'`` and ``max(SPL, no-exact-disclosure
+        width)`` per primary (:func:`tabprotect.requirements.protection_requirements`;
+        the width only where the levels do not imply it, else ``SPL``)
     singleton : mask of single-contributor cells (``freq == 1``)
     tol : absolute tolerance per primary
     """
@@ -66,20 +69,18 @@ class Requirements:
 
     @classmethod
     def from_table(cls, table, singleton: bool = True) -> "Requirements":
+        """The requirements of :func:`tabprotect.requirements.protection_requirements`
+        (levels and no exact disclosure) with the deviation ranges of every cell."""
         a = table.value
         up = derived_upper_bounds(table) - a
         down = a - table.lb
         up = np.where(up < 0, 0.0, up)
         down = np.where(down < 0, 0.0, down)
-        primary = np.flatnonzero(table.status == "U")
-        s_val = a[primary]
-        need_up = np.minimum(table.ub[primary], s_val + table.upl[primary]) - s_val
-        need_down = s_val - np.maximum(table.lb[primary], s_val - table.lpl[primary])
-        need_width = table.spl[primary].astype(float)
+        req = protection_requirements(table, attacker_name(singleton))
         single = (table.freq == 1) if singleton else np.zeros(table.n_cells, bool)
-        tol = PROTECTION_TOL * np.maximum(1.0, np.abs(s_val))
-        return cls(up=up, down=down, primary=primary, need_up=np.maximum(need_up, 0.0),
-                   need_down=np.maximum(need_down, 0.0), need_width=need_width,
+        tol = PROTECTION_TOL * np.maximum(1.0, np.abs(req.value))
+        return cls(up=up, down=down, primary=req.primary, need_up=req.need_up,
+                   need_down=req.need_down, need_width=req.binding_width,
                    singleton=np.asarray(single, bool), tol=tol)
 
 

@@ -28,6 +28,7 @@ log = logging.getLogger("tabprotect.service")
 
 POLL_SECONDS = 0.2          # an idle worker looks for a queued job this often
 SUPERVISE_SECONDS = 0.25    # the supervisor checks the workers this often
+ORPHAN_SECONDS = 3600.0     # a job folder without a record this old is deleted
 
 
 @dataclass
@@ -192,6 +193,12 @@ class WorkerPool:
                 shutil.rmtree(Path(rec["folder"]) / "input", ignore_errors=True)
                 self.store.mark_uploads_deleted(rec["id"])
                 log.info("job %s: uploads deleted (retention)", rec["id"])
+        # a folder without a record: a submission cut off by a crash of the server
+        known = self.store.ids()
+        for folder in self.config.jobs_dir.iterdir():
+            if folder.name not in known and folder.stat().st_mtime < now - ORPHAN_SECONDS:
+                shutil.rmtree(folder, ignore_errors=True)
+                log.info("folder %s without a job record deleted", folder.name)
         if self.config.result_retention_seconds > 0:
             for rec in self.store.ended_before(now - self.config.result_retention_seconds):
                 if self.store.delete(rec["id"]):

@@ -67,7 +67,7 @@ class JobStore:
     --------
     >>> import tempfile, pathlib
     >>> store = JobStore(pathlib.Path(tempfile.mkdtemp()) / "jobs.sqlite")
-    >>> job_id = store.create({"input": {}}, ["cells.csv"], "/tmp/x", owner="alice")
+    >>> job_id = store.create({"input": {}}, ["cells.csv"], "jobs/x", owner="alice")
     >>> store.get(job_id)["state"], store.get(job_id, owner="bob")
     ('queued', None)
     >>> store.claim("w1") == job_id, store.claim("w2")
@@ -276,6 +276,10 @@ class JobStore:
             rows = con.execute("SELECT * FROM jobs WHERE state IN ('finished', 'failed') "
                                "AND ended < ?", (when,)).fetchall()
         return [self._record(r) for r in rows]
+
+    def ids(self) -> set[str]:
+        with self._connect(write=False) as con:
+            return {r["id"] for r in con.execute("SELECT id FROM jobs")}
 
     def mark_uploads_deleted(self, job_id: str) -> None:
         with self._connect() as con:

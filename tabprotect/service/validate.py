@@ -29,6 +29,7 @@ TIMED_SECTIONS = ("protect", "round")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 VALIDATE_TABLE_BYTES = 4 * 2**20   # cells jobs this small are built at submission (422 early)
 _HEADER_BYTES = 1 << 20
+MAX_SPEC_DEPTH = 32                # a job file is a few levels deep
 
 
 def parse_spec(name: str, raw: bytes) -> dict:
@@ -47,9 +48,25 @@ def parse_spec(name: str, raw: bytes) -> dict:
                                  f"{exc.colno})") from None
     except tomllib.TOMLDecodeError as exc:   # its messages give line and column only
         raise HTTPException(422, f"spec: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise HTTPException(422, "spec: nested too deeply") from None
     if not isinstance(spec, dict):
         raise HTTPException(422, "spec: must be a table/object of sections")
+    if _depth(spec) > MAX_SPEC_DEPTH:
+        raise HTTPException(422, "spec: nested too deeply")
     return spec
+
+
+def _depth(obj) -> int:
+    """Nesting depth of tables and lists (without recursion)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in (item.values() if isinstance(item, dict)
+                                              else item))
+    return deepest
 
 
 def _strings(obj, where: tuple[str, ...] = ()):
@@ -71,11 +88,15 @@ def _key_name(where: tuple[str, ...]) -> str:
 
 
 def _escapes(value: str, folder: Path) -> bool:
+    """The value, read as a path, leaves ``folder`` (or is no usable path at all)."""
     p = Path(value)
-    if p.is_absolute() or ".." in p.parts or value.startswith("~"):
+    if p.is_absolute() or ".." in p.parts or value.startswith("~") or "\0" in value:
         return True
     root = folder.resolve()
-    return not (root / p).resolve().is_relative_to(root)
+    try:
+        return not (root / p).resolve().is_relative_to(root)
+    except (OSError, ValueError):
+        return True
 
 
 def check_spec(spec: dict, uploaded: set[str], folder: Path, max_time_limit: float) -> None:

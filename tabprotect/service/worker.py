@@ -99,7 +99,8 @@ def run_claimed(lease: Lease) -> str:
     record = store.get(job_id)
     folder = Path(record["folder"])
     work = folder / f"work-{worker}"
-    shutil.rmtree(work, ignore_errors=True)
+    for stale in folder.glob("work-*"):     # left by a worker that died in this job
+        shutil.rmtree(stale, ignore_errors=True)
     try:
         result = _run(record, folder, work, lease)
         done = lease.finish(result, commit=lambda: _move_into_place(work, folder / OUT))

@@ -1,0 +1,131 @@
+"""Audit modes on method patterns of generated 3-D count tables: verdict and time of each
+mode, and what protect()'s repair adds.
+
+Count tables: flat hierarchies (``side - 1`` codes and a total per dimension, ``side^3``
+cells), Poisson(4) inner counts, primaries the cells with count 1 or 2, an upper
+protection level of 1 (the interval must reach count + 1) and a sliding width of 2.
+
+For each table and method: the method's pattern (``METHODS[method]``) is audited in every
+mode (``intervals`` only up to ``--intervals-max`` cells: one LP pair per suppressed cell
+and attacker), then ``protect()`` runs end to end; printed and written as a Markdown table.
+
+Usage::
+
+    python benchmarks/bench_audit_modes.py --sides 10 22 --methods gauss modular \\
+        --out benchmarks/results/audit_modes.md
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from tabprotect.audit import audit  # noqa: E402
+from tabprotect.model import Hierarchy, Table, aggregate_leaves  # noqa: E402
+from tabprotect.secondary import protect  # noqa: E402
+from tabprotect.secondary.base import METHODS, cost_vector  # noqa: E402
+
+
+def count_table(side: int, seed: int = 0, mean: float = 4.0) -> Table:
+    """A ``side^3`` count table with frequency 1-2 primaries (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    hs = [Hierarchy.flat([f"{d}{i}" for i in range(side - 1)], total="T") for d in "abc"]
+    inner = np.ones(1, bool)
+    for h in hs:
+        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
+    v = np.zeros(side ** 3)
+    v[inner] = rng.poisson(mean, int(inner.sum()))
+    v = aggregate_leaves(v, hs)
+    prim = (v >= 1) & (v <= 2)
+    status = np.where(v == 0, "Z", "S").astype("<U1")
+    status[prim] = "U"
+    return Table.from_arrays(dict(zip("abc", hs)), v, v.copy(), status=status,
+                             upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0),
+                             kind="frequency", name=f"count {side}^3")
+
+
+def run(side: int, method: str, singleton: bool, intervals_max: int,
+        time_limit: float) -> list[dict]:
+    t = count_table(side)
+    cost = cost_vector(t, "value")
+    t0 = time.perf_counter()
+    spec = METHODS[method]
+    shared = {"time_limit": time_limit, "singleton": singleton, "empty": "publish"}
+    out = spec(t, cost, **{k: v for k, v in shared.items() if k in spec.shared})
+    method_s = time.perf_counter() - t0
+    pattern = t.replace(status=np.asarray(out.status).astype("<U1"))
+    n_sec = int((pattern.status == "M").sum())
+    rows = []
+    modes = ["verdict", "screen"] + (["intervals"] if t.n_cells <= intervals_max else [])
+    for mode in modes:
+        for integer in (False, True):
+            res = audit(pattern, singleton=singleton, integer=integer, mode=mode,
+                        time_limit=time_limit)
+            rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
+                         "what": f"audit {mode}{' integer' if integer else ''}",
+                         "short": len(res.shortfalls), "complete": res.complete,
+                         "seconds": round(res.runtime, 1), "secondaries": n_sec,
+                         "added": "", "cost": ""})
+    t0 = time.perf_counter()
+    res = protect(t, method=method, cost="value", singleton=singleton,
+                  time_limit=time_limit)
+    rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
+                 "what": f"protect() ({res.audit.mode} audit)",
+                 "short": len(res.audit.shortfalls), "complete": res.audit.complete,
+                 "seconds": round(time.perf_counter() - t0, 1),
+                 "secondaries": n_sec, "added": len(res.repaired),
+                 "cost": f"{float(cost[pattern.status == 'M'].sum()):.0f} -> {res.cost:.0f}"})
+    rows[-1]["stages"] = ", ".join(f"{k} {v:.1f}" for k, v in res.stage_seconds.items())
+    rows[-1]["method_seconds"] = round(method_s, 1)
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sides", type=int, nargs="+", default=[10, 22])
+    ap.add_argument("--methods", nargs="+", default=["gauss", "modular"])
+    ap.add_argument("--singleton", choices=["on", "off", "both"], default="both")
+    ap.add_argument("--intervals-max", type=int, default=3000)
+    ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    flags = {"on": [True], "off": [False], "both": [True, False]}[args.singleton]
+    head = ("| cells | method | singleton | run | short | complete | s | secondaries | "
+            "repair added | cost method -> final |")
+    lines = [head, "|" + "---|" * 10]
+    notes = []
+    for side in args.sides:
+        for method in args.methods:
+            for singleton in flags:
+                for r in run(side, method, singleton, args.intervals_max, args.time_limit):
+                    line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
+                            f"{r['what']} | {r['short']} | {r['complete']} | "
+                            f"{r['seconds']} | {r['secondaries']} | {r['added']} | "
+                            f"{r['cost']} |")
+                    print(line, flush=True)
+                    lines.append(line)
+                    if "stages" in r:
+                        notes.append(f"- {r['cells']:,} cells, {r['method']}, singleton "
+                                     f"{r['singleton']}: method alone "
+                                     f"{r['method_seconds']} s; protect() stages: "
+                                     f"{r['stages']}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = "python benchmarks/bench_audit_modes.py " + " ".join(
+            argv if argv is not None else sys.argv[1:])
+        args.out.write_text(
+            "# Audit modes on method patterns of generated count tables\n\n"
+            f"Made by `{cmd}` (single process).\n\n"
+            "`short`: primaries the audit finds short on the method's pattern (every mode "
+            "must agree); protect() rows: the final audit, the cells its repair added and "
+            "the cost of the method's pattern against the final one.\n\n"
+            + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n")
+
+
+if __name__ == "__main__":
+    main()
