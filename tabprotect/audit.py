@@ -268,7 +268,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             n_components=ncomp, n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
             n_determined=int(determined.sum()), incomplete=incomplete,
             runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
-            attacked=attacked)
+            attacked=attacked, table=table)
     # verdict modes: witness values (``lower``/``upper``), exact where flagged; limits
     # from outer LPs or the a-priori bounds elsewhere
     min_at_least = np.where(exact_lower, lower, np.maximum(outer_lower, table.lb))
@@ -301,7 +301,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         n_certified=counters["certified"], n_local_lp=counters["local_lp"],
         n_block_lp=counters["block_lp"],
         n_block_passes_skipped=counters["block_passes_skipped"],
-        n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1], **bounds)
+        n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1], table=table,
+        **bounds)
 
 
 def _verdict(reach_lo, reach_hi, limit_lo, limit_hi, unpublished, incomplete, attacked,
