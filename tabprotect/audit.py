@@ -29,6 +29,7 @@ The result types are in :mod:`tabprotect.audit_result`.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -43,6 +44,7 @@ from tabprotect.audit_result import (TOL as _TOL, AuditResult, IntervalAudit, Ve
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
+from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.requirements import attacker_name, protection_requirements
@@ -67,7 +69,9 @@ _LOCAL_MAX_VARS = 50_000
 # interior-point solves take minutes at 10^5-10^6 variables
 _BLOCK_MIN_VARS = 10_000
 _BLOCK_SIZES = (5_000,)
-# options of the warm per-component model (see the A/B in benchmarks/results/audit.md)
+# options of the warm per-component model from _DUAL_MIN_VARS variables on: the dual
+# simplex on every re-solve (HiGHS' own choice after an objective change is the primal
+# simplex, several times slower on large components, faster on small ones)
 _WARM_OPTIONS: dict = {"simplex_strategy": 1}
 _DUAL_MIN_VARS = 2000
 # then blocks of these sizes around each primary still open, pushing that primary alone
@@ -78,8 +82,8 @@ _BLOCK_CORE_SHARE = 1 / 3
 _BLOCK_IPM_VARS = 5_000
 # ... with an optimality tolerance of 1e-6 instead of HiGHS' 1e-8: a witness is a feasible
 # point whatever its optimality (the feasibility tolerance stays); on 40 5,000-variable
-# block LPs of the 1M-cell 4-D gauss pattern 120 instead of 135-144 ms per LP, objectives
-# equal to 5 digits (dual simplex: 330 ms, primal: 387 ms; session 9)
+# block LPs of the 1M-cell 4-D gauss pattern 10-17% faster per LP, objectives equal
+# to 5 digits (the simplex methods take about 3x as long)
 _BLOCK_IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off",
                       "ipm_optimality_tolerance": 1e-6}
 # screen mode: the larger block passes run only while the previous pass certified at
@@ -160,6 +164,15 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             raise InputError(f"audit: 'unpublished' must have {n} entries")
     if integer is None:
         integer = table.kind == "frequency"
+    scale = 1.0 if integer else value_scale(table)
+    if scale != 1.0:
+        # values far from 1 are audited in scaled units (tabprotect.model.scale)
+        inner = audit(scaled_table(table, 1.0 / scale), unpublished, integer=integer,
+                      singleton=singleton, time_limit=time_limit, progress=progress,
+                      mode=mode, workers=workers,
+                      previous=None if previous is None else rescale_audit(previous, 1.0 / scale),
+                      moves=None if moves is None else sp.csr_matrix(moves) * (1.0 / scale))
+        return dataclasses.replace(rescale_audit(inner, scale), runtime=time.monotonic() - start)
     value = table.value
     lower = value.copy()
     upper = value.copy()
@@ -255,7 +268,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
             n_components=ncomp, n_lp=counters["lp"], n_lp_skipped=counters["skipped"],
             n_determined=int(determined.sum()), incomplete=incomplete,
             runtime=time.monotonic() - start, attacker_notes=notes, mode=mode,
-            attacked=attacked)
+            attacked=attacked, table=table)
     # verdict modes: witness values (``lower``/``upper``), exact where flagged; limits
     # from outer LPs or the a-priori bounds elsewhere
     min_at_least = np.where(exact_lower, lower, np.maximum(outer_lower, table.lb))
@@ -288,7 +301,8 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         n_certified=counters["certified"], n_local_lp=counters["local_lp"],
         n_block_lp=counters["block_lp"],
         n_block_passes_skipped=counters["block_passes_skipped"],
-        n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1], **bounds)
+        n_moves_used=counters_moves[0], n_moves_rejected=counters_moves[1], table=table,
+        **bounds)
 
 
 def _verdict(reach_lo, reach_hi, limit_lo, limit_hi, unpublished, incomplete, attacked,
@@ -371,6 +385,12 @@ def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray])
                                    shape=(int(new_row[-1]) + 1, len(cells))))
     parts.append((int(ok.sum()), int((~ok & (nnz > 0)).sum())))
     return parts
+
+
+def rescale_audit(result: AuditResult, factor: float) -> AuditResult:
+    """The audit result with its value-unit figures multiplied by ``factor``."""
+    return dataclasses.replace(result, **{k: getattr(result, k) * factor for k in (
+        "lower", "upper", "required_lower", "required_upper", "required_width")})
 
 
 def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
@@ -504,7 +524,7 @@ class _ReducedSystem:
         if self._model is None:
             # dual simplex on large components: after an objective change HiGHS would
             # go primal, 3-5x slower there (TABLE3's 2,397-variable component); on small
-            # ones primal is 1.5-2.5x faster (A/B in benchmarks/results/audit.md)
+            # ones primal is 1.5-2.5x faster
             options = _WARM_OPTIONS if self.k >= _DUAL_MIN_VARS else {}
             self._model = HighsModel(self.lp(False, fixed), **options)
         return self._model

@@ -66,6 +66,10 @@ class AuditResult:
     attacked : primary cells that some single contributor (the contributor of another
         suppressed cell with ``freq == 1``) can narrow below their requirement
     mode : ``"intervals"``, ``"verdict"`` or ``"screen"``
+    table : the audited table (true values: the audit's input, not for publication)
+
+    Both types follow the result protocol of :mod:`tabprotect.results`: ``passed``,
+    ``published()``, ``params``, ``seconds``, ``notes``, ``summary()`` and ``to_frame()``.
     """
 
     required_lower: np.ndarray
@@ -92,9 +96,32 @@ class AuditResult:
     n_block_passes_skipped: int = 0  # screen: larger block passes left out (low yield)
     n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
     n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
+    table: Table | None = field(default=None, repr=False)
 
     #: what the figures of this result are: exact intervals or bounds on them
     figures = "intervals"
+
+    @property
+    def seconds(self) -> float:
+        return self.runtime
+
+    @property
+    def notes(self) -> list[str]:
+        return self.attacker_notes
+
+    @property
+    def params(self) -> dict:
+        """The settings the audit applied."""
+        return {"mode": self.mode, "singleton": self.singleton, "integer": self.integer}
+
+    def published(self) -> pd.DataFrame:
+        """What the intruder was given: codes, ``value`` (NaN where unpublished) and
+        ``status``."""
+        if self.table is None:
+            raise ValueError("this audit holds no table")
+        out = self.table.to_frame(("value", "status"))
+        out["value"] = np.where(self.unpublished, np.nan, self.table.value)
+        return out
 
     @property
     def complete(self) -> bool:
@@ -141,11 +168,21 @@ class AuditResult:
         """The figures per cell by column name (intervals or bounds, see the types)."""
         raise NotImplementedError
 
-    def to_frame(self, table: Table, only_unpublished: bool = False) -> pd.DataFrame:
+    def to_frame(self, table: Table | None = None, *, confidential: bool = False,
+                 only_unpublished: bool = False) -> pd.DataFrame:
         """Cells with this result's figures (``lower, upper`` for an
         :class:`IntervalAudit`; the four bound columns for a :class:`VerdictAudit`),
-        ``required_lower, required_upper, protected, exact``."""
+        ``required_lower, required_upper, protected, exact``.
+
+        ``table`` labels the rows (default: the audited table).  ``value`` and ``freq``
+        are blank (NaN) for unpublished cells unless ``confidential=True``."""
+        table = self.table if table is None else table
+        if table is None:
+            raise ValueError("this audit holds no table: call to_frame(table)")
         out = table.to_frame(("value", "freq", "status"))
+        if not confidential:
+            out["value"] = np.where(self.unpublished, np.nan, out["value"])
+            out["freq"] = np.where(self.unpublished, np.nan, out["freq"])
         for name, col in self.columns().items():
             out[name] = col
         out["required_lower"] = self.required_lower

@@ -171,9 +171,10 @@ def run(job: Job | str | Path, *, task: str = "auto",
             table = build_table(job, progress=_text_progress(progress))
     result = Run(table=table, title=str(title), parameters=job.spec,
                  inputs=job.input_files(), timings=steps.timings)
-    if "rules" in job.spec or task == "primary":
+    if task == "primary" or ("rules" in job.spec and task in ("protect", "audit",
+                                                               "compare")):
         with steps("primary rules", 0.1):
-            _primary_step(result, job)
+            _primary_step(result, job, keep_secondaries=task == "audit")
     if task == "primary":
         result.kind = "primary"
         return result
@@ -201,13 +202,21 @@ def _text_progress(progress: Progress | None):
 
 
 # ---------------------------------------------------------------- steps
-def _primary_step(result: Run, job: Job) -> None:
+def _primary_step(result: Run, job: Job, keep_secondaries: bool) -> None:
+    """Apply ``[rules]``; the statuses of the input stay a-priori statuses (``U``, ``P``),
+    and an audit keeps the input's secondaries (``M``): it judges the given pattern."""
     from tabprotect.primary import apply_rules, rules_from_job
     rules = rules_from_job(job)
     if not rules:
         raise InputError(f"{job.label}: [rules] names no rule (e.g. [rules.frequency] n = 3)")
+    given = result.table.status
     result.rules = apply_rules(result.table, rules)
-    result.table = result.rules.table
+    table = result.rules.table
+    if keep_secondaries and (given == "M").any():
+        status = table.status.copy()
+        status[(given == "M") & (status == "S")] = "M"
+        table = table.replace(status=status)
+    result.table = table
 
 
 def _needs_primaries(table: Table, job: Job) -> None:

@@ -237,8 +237,32 @@ class DominanceRule(Rule):
         return unsafe, upl, upl
 
 
+class _CoalitionRule(Rule):
+    """What the p% and pq rules share: an intruder coalition of the ``m`` largest
+    contributors but one estimates the largest within ``ratio`` of its value; unsafe iff
+    ``X - (x1+..+x_{m+1}) < ratio x1``, ``D = ratio x1 + x1+..+x_{m+1} - X``.  The
+    subclasses declare the fields (``p``, ``m``, ``holding``; the pq rule ``q`` after
+    ``p``, so ``PQRule(p, q)`` reads as documented)."""
+
+    tops_needed = property(lambda self: int(self.m) + 1)
+
+    def _check_m(self, name: str) -> None:
+        if int(self.m) != self.m or self.m < 1:
+            raise InputError(f"{name}: m (coalition size) must be a positive integer, "
+                             f"not {self.m!r}")
+
+    def evaluate(self, table):
+        _check_magnitude(table, f"rule {self.label}")
+        tops = _tops(table, int(self.m) + 1, self.holding, f"rule {self.label}")
+        X = _rule_total(table)
+        deficit = self.ratio * tops[:, 0] + tops.sum(axis=1) - X
+        unsafe = (deficit > _TOL * np.maximum(1.0, np.abs(X))) & (tops[:, 0] > 0)
+        upl = np.where(unsafe, _scale(table, deficit, X), 0.0)
+        return unsafe, upl, upl
+
+
 @dataclass(frozen=True)
-class PPercentRule(Rule):
+class PPercentRule(_CoalitionRule):
     """p%-rule with an intruder coalition of ``m`` contributors: unsafe iff
     ``X - (x1+..+x_{m+1}) < p/100 x1``; ``D = p/100 x1 + x1+..+x_{m+1} - X``.
 
@@ -257,12 +281,9 @@ class PPercentRule(Rule):
 
     def __post_init__(self):
         _positive_number(self.p, "p%-rule: p")
-        if int(self.m) != self.m or self.m < 1:
-            raise InputError(f"p%-rule: m (coalition size) must be a positive integer, "
-                             f"not {self.m!r}")
+        self._check_m("p%-rule")
 
     kind = property(lambda self: "p")
-    tops_needed = property(lambda self: int(self.m) + 1)
 
     @property
     def ratio(self) -> float:
@@ -273,30 +294,26 @@ class PPercentRule(Rule):
         h = "holding-" if self.holding else ""
         return f"{h}p({self.p:g},{self.m})"
 
-    def evaluate(self, table):
-        _check_magnitude(table, f"rule {self.label}")
-        tops = _tops(table, int(self.m) + 1, self.holding, f"rule {self.label}")
-        X = _rule_total(table)
-        deficit = self.ratio * tops[:, 0] + tops.sum(axis=1) - X
-        unsafe = (deficit > _TOL * np.maximum(1.0, np.abs(X))) & (tops[:, 0] > 0)
-        upl = np.where(unsafe, _scale(table, deficit, X), 0.0)
-        return unsafe, upl, upl
-
 
 @dataclass(frozen=True)
-class PQRule(PPercentRule):
+class PQRule(_CoalitionRule):
     """pq-rule (prior knowledge q%): unsafe iff ``X - (x1+..+x_{m+1}) < p/q x1``.
+    Arguments in the documented order ``PQRule(p, q, m=1, holding=False)``.
 
     Examples
     --------
-    >>> PQRule(p=10, q=50).label
+    >>> PQRule(10, 50).label
     'pq(10,50,1)'
     """
 
+    p: float = 10.0
     q: float = 100.0
+    m: int = 1
+    holding: bool = False
 
     def __post_init__(self):
-        super().__post_init__()
+        _positive_number(self.p, "pq-rule: p")
+        self._check_m("pq-rule")
         q = _positive_number(self.q, "pq-rule: q")
         if q > 100:
             raise InputError(f"pq-rule: q is a percentage (0 < q <= 100), not {q}")

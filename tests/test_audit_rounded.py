@@ -79,7 +79,7 @@ def test_a5_method_ranges():
     assert lo.tolist() == [0, 1, 6, 21] and hi.tolist() == [4, 9, 14, 29]
     lo, hi = method_ranges(a, 5, "random")
     assert lo.tolist() == [0, 1, 6, 21] and hi.tolist() == [4, 9, 14, 29]
-    # K = 1: a < 2b -> [0, 2b - 1]; else [a - 2b + 1, a + 2b - 1]
+    # K = 1: [max(0, a - 2b + 1), a + 2b - 1] (a = 5 < 2b: [0, 14], not [0, 2b - 1])
     lo, hi = method_ranges(a, 5, "controlled", k_step=1)
     assert lo.tolist() == [0, 0, 1, 16] and hi.tolist() == [9, 14, 19, 34]
 

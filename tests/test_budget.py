@@ -45,6 +45,7 @@ def _bounded(method: str, **kw) -> None:
     assert res.passed == (res.audit.complete and res.audit.protected.all())
 
 
+@pytest.mark.slow  # wall clock: the slow step only (a loaded machine may take longer)
 def test_protect_ends_within_its_time_limit_modular():
     _bounded("modular")
 

@@ -1,20 +1,20 @@
 """gauss's sparse elimination (modulo a prime) against an independent exact reference.
 
-The reference is a dense row-echelon basis over Fractions (no sparse keys, no pivot
-rule, no modular arithmetic): a vector is in the span of the published ones iff it
-reduces to zero.  gauss's greedy must make the same decision as the reference for every
-candidate, so the whole suppression pattern must be identical.  (On these small 0/+-1
+The reference is a dense row-echelon basis in exact integers (fraction-free; no sparse
+keys, no pivot rule, no modular arithmetic): a vector is in the span of the published
+ones iff it reduces to zero.  gauss's greedy must make the same decision as the reference
+for every candidate, so the whole suppression pattern must be identical.  (On these small 0/+-1
 and [-3, 3] vectors every minor is below the Hadamard bound, far below the prime, so the
 modular span equals the rational one and any difference is a bug.)
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 import warnings
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -27,19 +27,22 @@ from tabprotect.secondary.gauss import (P, _Elimination, _modinv, _run, _table_i
 
 
 class DenseSpan:
-    """Span of dense rational vectors, kept as rows in echelon form (pivot -> row)."""
+    """Span of dense integer vectors, kept as rows in echelon form (pivot -> row), by
+    fraction-free elimination in Python's exact integers (rows divided by their content)."""
 
     def __init__(self, n: int):
         self.n = n
-        self.rows: dict[int, list[Fraction]] = {}
+        self.rows: dict[int, list[int]] = {}
 
-    def residue(self, v) -> list[Fraction]:
-        v = [Fraction(x) for x in v]
-        for j in range(self.n):  # rows[j] is zero before column j: one sweep suffices
-            if v[j] and j in self.rows:
-                f = v[j]
+    def residue(self, v) -> list[int]:
+        """``v`` reduced by the rows (zero at every pivot; a non-zero multiple of the exact
+        residue, zero exactly when ``v`` is in the span)."""
+        v = [int(x) for x in v]
+        for j in sorted(self.rows):  # rows[j] is zero before column j: one sweep suffices
+            if v[j]:
                 row = self.rows[j]
-                v = [a - f * b for a, b in zip(v, row)]
+                f, g = row[j], v[j]
+                v = _primitive([f * a - g * b for a, b in zip(v, row)])
         return v
 
     def contains(self, v) -> bool:
@@ -49,12 +52,18 @@ class DenseSpan:
         r = self.residue(v)
         j = next((i for i, x in enumerate(r) if x), None)
         if j is not None:
-            self.rows[j] = [x / r[j] for x in r]
+            self.rows[j] = r
 
     def copy(self) -> "DenseSpan":
         out = DenseSpan(self.n)
         out.rows = dict(self.rows)
         return out
+
+
+def _primitive(v: list[int]) -> list[int]:
+    """``v`` divided by the gcd of its entries (keeps the integers small)."""
+    g = math.gcd(*v)
+    return [x // g for x in v] if g > 1 else v
 
 
 def inner_matrix(t) -> np.ndarray:
@@ -94,18 +103,13 @@ def reference_secondaries(M: np.ndarray, status: np.ndarray, cost: np.ndarray) -
         j = next((k for k, x in enumerate(r) if x), None)
         if j is None:
             continue  # already in the span: publishing it reveals nothing new
-        if any(_parallel(p, r, j) for p in open_):
-            secondary.add(int(i))
+        if any(p[j] and all(r[j] * a == p[j] * b for a, b in zip(p, r)) for p in open_):
+            secondary.add(int(i))  # some primary's residue is a multiple of r
             continue
-        span.rows[j] = [x / r[j] for x in r]
-        open_ = [[a - p[j] / r[j] * b for a, b in zip(p, r)] for p in open_]
+        span.rows[j] = r
+        open_ = [_primitive([r[j] * a - p[j] * b for a, b in zip(p, r)]) if p[j] else p
+                 for p in open_]
     return secondary
-
-
-def _parallel(p: list[Fraction], r: list[Fraction], j: int) -> bool:
-    """``p`` is a multiple of ``r`` (``r[j]`` its first non-zero entry; ``p`` non-zero)."""
-    f = p[j] / r[j]
-    return f != 0 and all(a == f * b for a, b in zip(p, r))
 
 
 branching = st.lists(st.integers(2, 3), min_size=1, max_size=2)

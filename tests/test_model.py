@@ -192,7 +192,7 @@ def test_status_letters_and_empty_cells():
                           "st": ["", "", "u"]})
     t = Table.from_frame(frame, {"x": h}, compute_totals=True, status="st")
     assert t.status.tolist() == ["S", "S", "Z", "U"]
-    with pytest.raises(InputError, match="unknown status 'Q'"):
+    with pytest.raises(InputError, match="row 2, column 'st': not a status"):
         Table.from_frame(frame.assign(st=["Q", "", ""]), {"x": h}, compute_totals=True,
                          status="st")
 

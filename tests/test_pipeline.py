@@ -272,3 +272,27 @@ def test_summary_has_no_cell_value(tmp_path):
     figures = summary["figures"]
     for name in ("value_suppressed", "value_secondary", "value_primary"):
         assert (name in figures) != (name in figures["withheld"])
+
+
+def test_audit_with_rules_judges_the_given_pattern(tmp_path):
+    """An audit job with [rules]: the rules add primaries, the given secondaries stay, and
+    the verdict is an independent audit's."""
+    folder = tmp_path / "job"
+    job_path = write_job(folder, "audit-only")
+    freqs = {"N1,a": 1, "N1,b": 4, "N2,a": 5, "N2,b": 6, "S1,a": 1, "S1,b": 7, "S2,a": 3,
+             "S2,b": 9}
+    lines = AUDIT_CELLS.strip().splitlines()
+    cells = ["region,size,value,freq,status"] + [
+        ",".join(line.split(",")[:3] + [str(freqs[",".join(line.split(",")[:2])])]
+                 + line.split(",")[3:]) for line in lines[1:]]
+    (folder / "audit_cells.csv").write_text("\n".join(cells) + "\n")
+    job_path.write_text(AUDIT_ONLY + "\n[rules.frequency]\nn = 2\nsafety_range = 10\n")
+    result = run(job_path)
+    table = result.published
+    assert table.status[table.cell("N1", "a")] == "U"            # given, and by the rule
+    assert table.status[table.cell("S1", "a")] == "U"            # by the rule only
+    for region, size in (("N1", "b"), ("N2", "a"), ("N2", "b")):
+        assert table.status[table.cell(region, size)] == "M"     # given secondaries kept
+    assert result.kind == "audit"
+    assert result.passed == audit(table).passed
+    assert result.passed is False      # S1,a alone in its row: its value follows

@@ -97,6 +97,15 @@ def test_pq_rule():
         PQRule(p=50, q=40)
 
 
+def test_pq_rule_positional_arguments_are_p_then_q():
+    rule = PQRule(60, 80)
+    assert (rule.p, rule.q, rule.m) == (60, 80, 1) and rule.ratio == pytest.approx(0.75)
+    assert PQRule(10, 40, 2) == PQRule(p=10, q=40, m=2)
+    t = one_cell(125.0, [100.0, 5.0])
+    assert PQRule(10, 40).evaluate(t)[0].all() and not PQRule(10, 50).evaluate(t)[0].any()
+    assert PQRule(10, 40, 2).tops_needed == 3
+
+
 # ------------------------------------------------------------------ frequency
 def test_frequency_rule_boundaries_and_levels():
     t = cells([60.0, 10.0, 20.0, 30.0, 0.0], [6, 1, 2, 3, 0], [[30, 20]] * 5)

@@ -210,10 +210,13 @@ def test_report_command_needs_something_to_report(tmp_path, capsys):
     assert "nothing to audit" in capsys.readouterr().err
 
 
-def test_plots_leave_the_matplotlib_backend_and_pyplot_alone():
-    # the report draws on its own Agg canvas: a session's backend choice and its open
-    # pyplot figures are untouched
+def test_plots_leave_matplotlib_unloaded_the_backend_and_pyplot_alone():
+    # importing the package loads neither matplotlib (the first plot does) nor pytest (not
+    # a runtime dependency); the report draws on its own Agg canvas, so a session's
+    # backend choice and its open pyplot figures are untouched
     code = (
+        "import sys, tabprotect, tabprotect.report, tabprotect.microdata, tabprotect.cli\n"
+        "print('matplotlib' in sys.modules, 'pytest' in sys.modules)\n"
         "import matplotlib; matplotlib.use('svg'); import matplotlib.pyplot as plt\n"
         "import pandas as pd\n"
         "from tabprotect.report import plot_loss_by_method\n"
@@ -223,16 +226,7 @@ def test_plots_leave_the_matplotlib_backend_and_pyplot_alone():
         "print(matplotlib.get_backend(), len(plt.get_fignums()))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    assert out.stdout.split() == ["svg", "0"]
-
-
-def test_importing_the_package_imports_neither_matplotlib_nor_pytest():
-    # matplotlib is loaded by the first plot; pytest is not a runtime dependency
-    code = ("import sys, tabprotect, tabprotect.report, tabprotect.microdata, "
-            "tabprotect.cli; print('matplotlib' in sys.modules, 'pytest' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "svg", "0"]
 
 
 # ---------------------------------------------------------------- what a reader sees

@@ -127,3 +127,18 @@ def test_a_verdict_audit_figure_is_labelled_as_a_bound():
     cols = set(res.to_frame().columns)
     # either the bounds are named as bounds or every row says whether it is exact
     assert {"min_at_most", "max_at_least"} <= cols or "interval_exact" in cols
+
+
+@pytest.mark.parametrize("mode", ["intervals", "verdict"])
+def test_audits_follow_the_protocol_and_blank_unpublished_values(mode):
+    from tabprotect.audit import audit
+    res = protect(magnitude_table(), cost="unity")
+    a = audit(res.confidential_table, mode=mode)
+    assert isinstance(a, Result) and a.passed and a.params["mode"] == mode
+    assert isinstance(a.seconds, float) and isinstance(a.notes, list)
+    hidden = a.unpublished
+    for frame in (a.published(), a.to_frame()):
+        assert frame["value"][hidden].isna().all()
+        _no_secret(frame[["value"]], res.confidential_table.value[hidden])
+    full = a.to_frame(confidential=True)
+    assert np.isclose(full["value"], PLANTED).any()

@@ -215,7 +215,7 @@ def test_screened_search_matches_on_random_tables(seed, branching):
     ("10k-4d", False, 1, 40)])
 def test_fast_and_full_search_give_the_same_pattern(name, singleton, carry, max_candidates):
     # the whole method with the screened, batched search, and with it forced off (every
-    # cube of every event evaluated, one event at a time, as before the screen existed)
+    # cube of every event evaluated, one event at a time: the reference search)
     import tabprotect.secondary.hypercube as hc
     t = synthetic.preset(name, seed=2)
     c = cost_vector(t, "value")

@@ -28,6 +28,7 @@ from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
 from tabprotect.secondary.optimal.lp_phase import lp_phase
 from tabprotect.secondary.optimal.search import Search
+from tabprotect.secondary.optimal.start import gauss_start
 from tabprotect.secondary.optimal.support import SupportSeparator
 from tabprotect.secondary.repair import AttackerOracle, Requirements, derived_upper_bounds
 
@@ -484,6 +485,34 @@ def test_gauss_start_keeps_the_brute_force_optimum(seed, cost_name, freq_one):
     options = OptimalOptions(engine="benders", search="bc", gauss_start_min_candidates=0)
     out = optimal(table, cost, options=options)  # no time limit: no timing in the test
     assert out.details["gauss_start_cells"] > 0
+    assert out.proven_optimal
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed,freq_one", [(5, False), (3, True)])
+def test_gauss_start_pattern_passes_the_audit(seed, freq_one):
+    # the start alone: gauss, one oracle check, the repair of the short primaries; a
+    # pattern reported finished passes the independent audit
+    table = hier_table(seed, n_primary=4, freq_one=freq_one)
+    cost = cost_vector(table, "value")
+    req = Requirements.from_table(table, singleton=True)
+    found = gauss_start(table, cost, req, candidate_cells(table), singleton=True,
+                        time_limit=None)
+    assert found is not None and found.protected
+    assert audit(table, unpublished=found.pattern, singleton=True).passed
+
+
+@pytest.mark.parametrize("seed,cost_name", [(5, "unity"), (6, "value")])
+def test_unprotected_seed_still_reaches_the_brute_force_optimum(seed, cost_name):
+    # an unfinished start (here: the primaries and one more cell) seeds the first repair
+    # only; the search still ends at the enumerated optimum
+    table = hier_table(seed, n_primary=3)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    first = (table.status == "U").copy()
+    first[np.flatnonzero(table.status == "S")[0]] = True
+    out = benders(table, cost, req, candidate_cells(table), seed=first)
     assert out.proven_optimal
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)

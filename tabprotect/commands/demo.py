@@ -17,7 +17,7 @@ from tabprotect.errors import InputError
 
 EXAMPLES = """  tabprotect demo                       writes ./tabprotect-demo/
   tabprotect demo --job demo_audit      writes ./tabprotect-demo_audit/
-  tabprotect demo --output /tmp/demo
+  tabprotect demo --output demo-run
 """
 
 # Bundled demo jobs: the full pipeline on the synthetic business survey (primary rules ->

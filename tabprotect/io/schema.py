@@ -121,7 +121,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("compute_totals", "boolean", False, doc="totals absent from the file are "
             "computed (present ones are checked); false: every total must be in the file"),
         Key("tolerance", "number", 1e-6, low=0, doc="additivity tolerance, relative to "
-            "max(1, \\|total\\|)"),
+            "max(1, \\|total\\|) (`jj`, `relations`: to the relation's largest "
+            "\\|value\\|)"),
         Key("kind", "string", doc="table kind (default: from the data)",
             choices=("magnitude", "frequency")),
         Key("name", "string", doc="table name (default: the file name)"),

@@ -87,16 +87,17 @@ def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
                       shape=(len(uniq), n_cells))
     A.sum_duplicates()
     A.sort_indices()
-    total = np.full(A.shape[0], -1, dtype=np.int64)
-    for r in range(A.shape[0]):
-        lo, hi = A.indptr[r], A.indptr[r + 1]
-        signed = A.data[lo:hi] * total_sign
-        first = np.flatnonzero(signed > 0)
-        other = np.flatnonzero(signed < 0)
-        if len(first) == 1 and len(other) >= 1:
-            total[r] = A.indices[lo + first[0]]
-        elif len(other) == 1 and len(first) >= 1:
-            total[r] = A.indices[lo + other[0]]
+    m = A.shape[0]
+    total = np.full(m, -1, dtype=np.int64)
+    row_of = np.repeat(np.arange(m), np.diff(A.indptr))
+    signed = A.data * total_sign
+    first, other = signed > 0, signed < 0
+    n_first = np.bincount(row_of[first], minlength=m)
+    n_other = np.bincount(row_of[other], minlength=m)
+    by_first = (n_first == 1) & (n_other >= 1)
+    by_other = ~by_first & (n_other == 1) & (n_first >= 1)
+    pick = (first & by_first[row_of]) | (other & by_other[row_of])
+    total[row_of[pick]] = A.indices[pick]
     return A, total
 
 

@@ -52,6 +52,12 @@ from tabprotect.secondary.subtables import Split, subtable_table
 SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]
 
 _MARGIN_PENALTY = 10.0
+#: sub-tables up to this many primaries x cells get :func:`proof_levels` (two LPs per
+#: primary); larger ones carry the median requirement.  The LPs cost time that a
+#: time-limited run on a large table needs for its sub-table solves: on the generated
+#: 100k-cell 3-D table (sub-tables of ~180 cells with dozens of primaries), with proof
+#: levels everywhere and 200 s, 225 sub-tables were solved against 310 with the median
+PROOF_LEVEL_MAX_WORK = 2_000
 #: a sub-table solve never gets less than this many seconds (below it the optimal
 #: method has no pattern of its own and falls back to its repair heuristic)
 MIN_SUBTABLE_SECONDS = 0.5
@@ -643,9 +649,7 @@ def _run_job(job: _Job, solve: SubtableSolver, time_limit: float | None = None) 
     def solved(status: np.ndarray, **kw) -> _Result:
         levels = None
         n_hidden = int(np.isin(job.loose.status, ("U", "M")).sum())
-        if job.proof and not uses_heuristic(n_hidden, len(status), HEURISTIC_SIZE):
-            # (sub-tables the optimal method solves: two small LPs per primary are cheap
-            # next to the MILP; the heuristic's large ones carry the median)
+        if job.proof and n_hidden * len(status) <= PROOF_LEVEL_MAX_WORK:
             # the loose sub-table: its ranges do not depend on which margins were open
             levels = proof_levels(job.loose, np.isin(status, ("U", "M")), job.singleton)
         return done(status=status, levels=levels, **kw)
@@ -746,8 +750,8 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     carried_level : protection level of a secondary carried into other sub-tables:
         ``"proof"`` (default): how far the cell moves, up and down, in the smallest
         attacker moves that prove the requirements of the sub-table that chose it
-        (:func:`proof_levels`; sub-tables large enough for the certified heuristic,
-        :func:`uses_heuristic`, carry the median); ``"median"`` or ``"max"``: of the
+        (:func:`proof_levels`; sub-tables of more than :data:`PROOF_LEVEL_MAX_WORK`
+        primaries x cells carry the median); ``"median"`` or ``"max"``: of the
         requirements of the
         primaries of that sub-table.  Capped by the cell's own range.  A sub-table level
         (median, max) gives a secondary serving a small primary the requirement of a

@@ -6,6 +6,8 @@ suppression until the audit passes.  Nothing is reported safe that has not passe
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -14,9 +16,10 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from tabprotect.audit import AuditResult, audit
+from tabprotect.audit import AuditResult, audit, rescale_audit
 from tabprotect.budget import Budget
 from tabprotect.errors import InfeasibleRulesError, InputError
+from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.table import Table
 from tabprotect.results import publication_frame, published_table
 from tabprotect.model.relations import linked_components
@@ -302,6 +305,13 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         params["cost_column"] = cost_column
     params.update(applied_options(opts))
     c = cost_vector(table, cost, column=cost_column)
+    scale = value_scale(table)
+    if scale != 1.0:
+        return _protect_scaled(table, scale, c, params, method=method,
+                               time_limit=time_limit, options=options, progress=progress,
+                               singleton=singleton, repair=repair, empty=empty,
+                               audit_mode=audit_mode, audit_workers=audit_workers,
+                               **keywords)
     notes: list[str] = []
 
     if not (table.status == "U").any():
@@ -557,6 +567,24 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
                          seconds=time.perf_counter() - t0, method_seconds=method_seconds,
                          audit_seconds=audit_seconds, notes=notes,
                          stage_seconds={k: round(v, 3) for k, v in stages.items()})
+
+
+def _protect_scaled(table: Table, scale: float, c: np.ndarray, params: dict,
+                    **settings) -> ProtectResult:
+    """protect() of a table whose values are far from 1 (tabprotect.model.scale): the
+    method, the repair and the audit run on the table divided by ``scale`` (a power of
+    two) with the costs divided by their own power of two, which keeps every choice; the
+    result is the input table with the final pattern, its cost in the input's units."""
+    top = float(np.abs(c).max()) if len(c) else 0.0
+    c_scale = 2.0 ** math.floor(math.log2(top)) if top > 0 else 1.0
+    inner = protect(scaled_table(table, 1.0 / scale), cost=c / c_scale, **settings)
+    status = inner.status
+    return dataclasses.replace(
+        inner, confidential_table=table.replace(status=status), params=params | {
+            k: v for k, v in inner.params.items() if k != "cost"},
+        cost=float(c[status == "M"].sum()), audit=rescale_audit(inner.audit, scale),
+        notes=inner.notes + [f"solved in scaled units (values divided by 2^"
+                             f"{int(math.log2(scale))})"])
 
 
 def _product_view(table: Table, run_table: Table) -> Table | None:

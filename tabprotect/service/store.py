@@ -67,7 +67,7 @@ class JobStore:
     --------
     >>> import tempfile, pathlib
     >>> store = JobStore(pathlib.Path(tempfile.mkdtemp()) / "jobs.sqlite")
-    >>> job_id = store.create({"input": {}}, ["cells.csv"], "/tmp/x", owner="alice")
+    >>> job_id = store.create({"input": {}}, ["cells.csv"], "jobs/x", owner="alice")
     >>> store.get(job_id)["state"], store.get(job_id, owner="bob")
     ('queued', None)
     >>> store.claim("w1") == job_id, store.claim("w2")

@@ -41,6 +41,7 @@ class BranchAndCut:
     unsure : a node was dropped on a failed attacker LP, so no optimality is claimed
     gomory_left : root rounds of Gomory cuts still allowed
     use_covers : cover cuts are separated at the nodes
+    open_bound : the root node's bound (the bound when the tree closes on a failed LP)
     """
 
     def __init__(self, s: Search, lower_bound: float, zlp: np.ndarray | None):

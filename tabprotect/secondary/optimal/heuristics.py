@@ -11,9 +11,10 @@ import numpy as np
 from tabprotect.secondary.optimal.search import Search
 
 
-def initial_incumbent(s: Search, start: np.ndarray | None) -> None:
+def initial_incumbent(s: Search, start: np.ndarray | None,
+                      seed: np.ndarray | None = None) -> None:
     """The given start (when the oracle finds it protected) or the greedy repair from
-    the primaries alone, pruned.  The repair from the primaries can be slow on big
+    ``seed`` (default: the primaries alone), pruned.  The repair can be slow on big
     tables: it gets ``first_repair_share`` of the time, and when unfinished it is kept
     to be continued after the LP phase."""
     opt = s.options
@@ -25,7 +26,8 @@ def initial_incumbent(s: Search, start: np.ndarray | None) -> None:
             s.best = np.asarray(start, bool).copy()
     if s.best is None:
         repair_by = None if s.time_limit is None else s.t0 + opt.first_repair_share * s.time_limit
-        pattern, unmet = s.repair.run(s.fixed, deadline=repair_by)
+        first = s.fixed if seed is None else np.asarray(seed, bool) | s.fixed
+        pattern, unmet = s.repair.run(first, deadline=repair_by)
         s.keep_partial(pattern, unmet)
         if unmet:
             s.from_primaries = pattern.copy()

@@ -85,18 +85,23 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
                         time_limit, mip_gap, progress, start) -> MethodOutcome:
     """Benders, on large tables (no start given) from the gauss start, which gets
     ``gauss_start_share`` of the limit; the search has the rest."""
-    started = None
+    started = found = seed = None
     if start is None and int(cand.sum()) >= opt.gauss_start_min_candidates:
         t0 = time.perf_counter()
-        start = gauss_start(table, cost, req, cand, singleton=singleton,
+        found = gauss_start(table, cost, req, cand, singleton=singleton,
                             time_limit=None if time_limit is None
                             else opt.gauss_start_share * time_limit)
         started = time.perf_counter() - t0
         if time_limit is not None:
             time_limit = max(1.0, time_limit - started)
+        if found is not None:
+            # a finished start is the first incumbent; an unfinished one the repair's seed
+            start, seed = ((found.pattern, None) if found.protected
+                           else (None, found.pattern))
     out = benders(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
-                  progress=progress, start=start, options=opt)
+                  progress=progress, start=start, seed=seed, options=opt)
     if started is not None:
         out.details["gauss_start_seconds"] = round(started, 3)
         out.details["gauss_start_cells"] = int(start.sum()) if start is not None else 0
+        out.details["gauss_seed_cells"] = int(seed.sum()) if seed is not None else 0
     return out
