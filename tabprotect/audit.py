@@ -388,9 +388,10 @@ def _split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray])
 
 
 def rescale_audit(result: AuditResult, factor: float) -> AuditResult:
-    """The audit result with its value-unit figures multiplied by ``factor``."""
-    return dataclasses.replace(result, **{k: getattr(result, k) * factor for k in (
-        "lower", "upper", "required_lower", "required_upper", "required_width")})
+    """The audit result with its value-unit figures multiplied by ``factor`` (an interval
+    audit's intervals, a verdict audit's bounds, the requirements)."""
+    names = [*result.columns(), "required_lower", "required_upper", "required_width"]
+    return dataclasses.replace(result, **{k: getattr(result, k) * factor for k in names})
 
 
 def _settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,

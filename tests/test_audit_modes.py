@@ -154,3 +154,22 @@ def test_count_table_patterns_every_mode_agrees_with_the_lp_audit(seed, leaves):
         for mode in ("intervals", "verdict", "screen"):
             res = audit(t, singleton=True, integer=integer, mode=mode)
             np.testing.assert_array_equal(res.protected, truth, err_msg=mode)
+
+
+def test_verdict_audit_of_large_values_is_rescaled_with_its_bounds():
+    # values far from 1 are audited in scaled units; a verdict audit's figures are its
+    # bounds, rescaled like an interval audit's intervals
+    r = Hierarchy.flat(["1", "2"], total="T")
+    c = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": r, "c": c}, np.array([10, 6, 4, 5, 3, 2, 5, 3, 2]) * 1e11)
+    st_ = t.status.copy()
+    st_[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    lvl = np.where(st_ == "U", 1e11, 0.0)
+    t = t.replace(status=st_, upl=lvl, lpl=lvl)
+    full = audit(t)
+    for mode in ("verdict", "screen"):
+        fast = audit(t, mode=mode)
+        assert fast.passed and full.passed
+        assert full.lower[4] <= fast.min_at_most[4] <= 2e11
+        assert 4e11 <= fast.max_at_least[4] <= full.upper[4]
+        assert audit(t, mode=mode, previous=fast).passed
