@@ -150,10 +150,14 @@ def run_summary(run) -> dict[str, Any]:
     return jsonable(out)
 
 
-def audit_trail(run, outputs: dict[str, Path]) -> dict[str, Any]:
+def audit_trail(run, outputs: dict[str, Path], summary: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
     """The record of a run: inputs and outputs with checksums, the job as run, software
-    versions, timings and the public summary (never a cell value)."""
-    return trail_record(run.title, run.inputs, run.parameters, outputs, run_summary(run),
+    versions, timings and the public summary (never a cell value). ``summary``: the run's
+    :func:`run_summary` when the caller has it already (its figures cost LP solves)."""
+    if summary is None:
+        summary = run_summary(run)
+    return trail_record(run.title, run.inputs, run.parameters, outputs, summary,
                         timings=run.timings, notes=run.notes)
 
 
@@ -231,9 +235,10 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
     if report:
         from tabprotect.report import render_html
         texts["report"] = render_html(run)
-    texts["summary"] = json.dumps(run_summary(run), indent=2)
-    final = write_files(folder, frames, texts, lambda staged: audit_trail(run, staged),
-                        inputs=run.inputs)
+    summary = run_summary(run)
+    texts["summary"] = json.dumps(summary, indent=2)
+    final = write_files(folder, frames, texts,
+                        lambda staged: audit_trail(run, staged, summary), inputs=run.inputs)
     run.outputs.update(final)
     return final
 
