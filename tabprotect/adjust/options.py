@@ -41,7 +41,7 @@ class CTAOptions:
         "why": "table: every published value stays within the cell's lb..ub (by default "
                "non-negative); none: no bounds"})
     max_change: float | None = field(default=None, metadata={
-        "why": "a non-sensitive cell moves at most this fraction of its |value| (None: "
+        "why": "a non-sensitive cell moves at most this fraction of its absolute value (None: "
                "no such range)", "low": 0})
     fix_totals: bool = field(default=False, metadata={
         "why": "every relation's total keeps its true value (margins published exactly)"})
