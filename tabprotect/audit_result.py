@@ -174,17 +174,18 @@ class AuditResult:
         """The figures per cell by column name (intervals or bounds, see the types)."""
         raise NotImplementedError
 
-    def to_frame(self, table: Table | None = None, *, confidential: bool = False,
+    def to_frame(self, confidential: bool = False, *, table: Table | None = None,
                  only_unpublished: bool = False) -> pd.DataFrame:
         """Cells with this result's figures (``lower, upper`` for an
         :class:`IntervalAudit`; the four bound columns for a :class:`VerdictAudit`),
         ``required_lower, required_upper, protected, exact``.
 
-        ``table`` labels the rows (default: the audited table).  ``value`` and ``freq``
-        are blank (NaN) for unpublished cells unless ``confidential=True``."""
+        ``value`` and ``freq`` are blank (NaN) for unpublished cells unless
+        ``confidential=True``. ``table`` labels the rows (default: the audited table);
+        ``only_unpublished`` keeps the rows of unpublished cells only."""
         table = self.table if table is None else table
         if table is None:
-            raise ValueError("this audit holds no table: call to_frame(table)")
+            raise ValueError("this audit holds no table: call to_frame(table=...)")
         out = table.to_frame(("value", "freq", "status"))
         if not confidential:
             out["value"] = np.where(self.unpublished, np.nan, out["value"])
