@@ -1,6 +1,7 @@
 """protect(): the entry point, the audit-and-repair loop, cost functions, results, CLI."""
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import sys
@@ -242,7 +243,9 @@ def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps)
     protect_module = _sys.modules["tabprotect.secondary.protect"]  # the function shadows it
     monkeypatch.setattr(protect_module, "LARGE_TABLE", 10)
     if local_lps:  # the screen's local LPs, normally for large components only
-        monkeypatch.setattr(_sys.modules["tabprotect.audit"], "_LOCAL_MIN_VARS", 0)
+        from tabprotect.audit import AuditSettings
+        local_everywhere = functools.partial(audit, settings=AuditSettings(local_min_vars=0))
+        monkeypatch.setattr(protect_module, "audit", local_everywhere)
     t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
     assert res.params["audit_mode"] == "verdict"

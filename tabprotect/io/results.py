@@ -215,10 +215,11 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, p
     elif run.published is not None:
         frames["cells"] = run.published.to_frame(("value", "freq", "status"))
     if run.audit is not None and run.kind in ("rounding", "audit-rounded"):
-        frames["audit"] = run.audit.to_frame(run.table, only_flagged=audit_flagged_only)
+        frames["audit"] = run.audit.to_frame(table=run.table,
+                                            only_flagged=audit_flagged_only)
     elif run.audit is not None:
         frames["audit"] = run.audit.to_frame(
-            run.published if run.published is not None else run.table,
+            table=run.published if run.published is not None else run.table,
             only_unpublished=not audit_all_cells)
     if run.comparison is not None:
         frames["comparison"] = run.comparison
