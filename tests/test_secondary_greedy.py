@@ -151,3 +151,15 @@ def test_mirror_of_a_move_serves_the_other_direction():
     assert moves.shape[0] == 1
     res = audit(t.replace(status=new), mode="verdict", moves=moves)
     assert res.passed and res.n_lp == 0
+
+
+def test_greedy_method_takes_its_options_and_reports_its_lps():
+    t = synthetic.preset("3d-small", seed=7)
+    c = cost_vector(t, "value")
+    out = greedy(t, c, options=GreedyOptions(max_rounds=0))
+    assert out.details["rounds"] == 1 and out.details["deviation_lps"] > 0
+    res = protect(t, method="greedy", cost="value", singleton=False, max_rounds=0)
+    assert res.params["max_rounds"] == 0 and res.params["free_first_min_cells"] == 20_000
+    assert audit(res.confidential_table, singleton=False).passed
+    with pytest.raises(TypeError):
+        greedy(t, c, rounds=3)
