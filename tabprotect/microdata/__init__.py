@@ -15,6 +15,8 @@ from .loglinear import (LogLinearRisk, expected_inverse, fit_ipf, loglinear_risk
 from .pram import (PramEstimate, PramResult, apply_transition, generate_pram_matrix,
                    invariant_matrix, invariant_pram, pram, pram_estimate, pram_variance)
 from .swapping import SwapResult, swap
+from .targeted_swap import (TargetedSwapResult, TargetedSwapSettings, geography_levels,
+                            swap_targeted)
 from .misclassification import (KeyMisclassification, MisclassificationRisk, as_misclassification,
                                 binary_invariant_M, misclassification_risk,
                                 record_risk_known_population)
@@ -29,6 +31,7 @@ __all__ = [
     "PramResult", "PramEstimate", "pram", "invariant_pram", "generate_pram_matrix", "invariant_matrix",
     "apply_transition", "pram_estimate", "pram_variance",
     "SwapResult", "swap",
+    "TargetedSwapSettings", "TargetedSwapResult", "swap_targeted", "geography_levels",
     "KeyMisclassification", "MisclassificationRisk", "as_misclassification", "binary_invariant_M",
     "misclassification_risk", "record_risk_known_population",
     "UniquenessRisk", "uniqueness_risk",
