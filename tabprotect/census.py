@@ -19,7 +19,7 @@ from tabprotect.io.job import Job, build_hierarchy
 from tabprotect.tabulate import read_table_file
 
 __all__ = ["CensusRun", "read_microdata", "swap_job", "cellkey_job", "swap_settings",
-           "published_frames", "summary"]
+           "published_frames", "summary", "keyed_table", "cellkey_settings"]
 
 
 @dataclass(eq=False)
@@ -114,9 +114,9 @@ def swap_job(job: Job, data: pd.DataFrame | None = None):
     return res.data.drop(columns=added), res
 
 
-def _settings(job: Job):
+def cellkey_settings(job: Job, overrides: dict | None = None):
     from tabprotect.cellkey import CellKeySettings, MagnitudeNoise
-    ck = job.section("cellkey")
+    ck = {**job.section("cellkey"), **(overrides or {})}
     mag = MagnitudeNoise(m=float(ck.get("m", 0.1)), D=int(ck.get("magnitude_D", 5)),
                          V=float(ck.get("magnitude_V", 3.0)))
     return CellKeySettings(D=int(ck.get("D", 3)), V=float(ck.get("V", 2.0)),
@@ -139,7 +139,7 @@ def cellkey_job(job: Job, progress=None) -> CensusRun:
     if "swap" in job.spec:
         say("targeted record swapping")
         data, out.swap = swap_job(job, data)
-    settings = _settings(job)
+    settings = cellkey_settings(job)
     if settings.key not in data.columns:
         data = add_record_keys(data, settings.key, seed=ck.get("seed"))
         out.keys_added = True
@@ -204,3 +204,23 @@ def summary(census: CensusRun) -> dict:
         out["swap"] = census.swap.summary()
     return out
 
+
+def keyed_table(job: Job, table, swapped: bool):
+    """``table``'s cells tabulated again from the job's microdata with record keys (and,
+    when ``swapped``, after the ``[swap]`` step), over the same hierarchies: the table the
+    cell key method perturbs in a comparison."""
+    from tabprotect.cellkey import add_record_keys, tabulate_keys
+    if "microdata" not in job.spec:
+        raise InputError(f"{job.label} [compare]: the cell key method needs [microdata]")
+    if swapped and "swap" not in job.spec:
+        raise InputError(f"{job.label} [compare]: swap+cellkey needs a [swap] section")
+    md, ck = job.section("microdata"), job.section("cellkey")
+    data = read_microdata(job)
+    if swapped:
+        data, _ = swap_job(job, data)
+    key = ck.get("key", "rkey")
+    if key not in data.columns:
+        data = add_record_keys(data, key, seed=ck.get("seed"))
+    dims = {d.name: d.hierarchy for d in table.dimensions}
+    return tabulate_keys(data, dims, md.get("response"), key=key, top_k=1, name=table.name,
+                         unknown_code=md.get("unknown_code"))

@@ -225,7 +225,8 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, p
         frames["cells"] = cells
     elif run.published is not None:
         frames["cells"] = run.published.to_frame(("value", "freq", "status"))
-    if run.audit is not None and run.kind in ("rounding", "audit-rounded"):
+    if run.audit is not None and (run.kind in ("rounding", "audit-rounded")
+                                  or hasattr(run.audit, "range_lower")):   # a rounded table's
         frames["audit"] = run.audit.to_frame(table=run.table,
                                             only_flagged=audit_flagged_only)
     elif run.audit is not None:

@@ -425,6 +425,10 @@ def _check_compare_methods(methods: list, where: str) -> None:
         if not isinstance(entry, dict) or not isinstance(entry.get("method"), str):
             raise InputError(f"{where} methods[{i}]: give a method name or a table with "
                              f"'method'")
+        if entry["method"] in ("cellkey", "swap+cellkey"):
+            rest = {k: v for k, v in entry.items() if k not in ("method", "label")}
+            _check_table(SECTIONS["cellkey"], rest, f"{where} methods[{i}]", {})
+            continue
         if entry["method"] in ("rounding", "round"):
             keys = {k.name: k for k in SECTIONS["round"].keys}
             keys["type"] = Key("type", "string", choices=SECTIONS["round"].key(
