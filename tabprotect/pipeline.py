@@ -342,13 +342,15 @@ def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
                          f"no suppressed cells (status U or M); give a status column in "
                          f"[input] or [audit] published = \"margins\"")
     singleton = bool(opts.get("singleton", False))
+    coalition = opts.get("coalition")
     with steps("audit", 0.3):
         result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
                              singleton=singleton, time_limit=opts.get("time_limit"),
                              mode=opts.get("mode", "intervals"),
-                             workers=int(opts.get("workers", 1)))
+                             workers=int(opts.get("workers", 1)), coalition=coalition)
     result.kind = "audit"
-    result.attacker = _attacker(singleton)
+    result.attacker = _attacker(singleton) if not coalition else (
+        f"outside intruder and every coalition of up to {coalition} contributors")
     result.published = table
     result.results = {k: v for k, v in result.audit.summary().items()
                       if k in ("mode", "unprotected_primary", "exactly_disclosed")}

@@ -203,6 +203,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("audit", "the audit of a given pattern (status column), docs/audit.md", (
         Key("integer", "boolean", doc="integer intervals (default: frequency tables)"),
         Key("singleton", "boolean", False, doc=_SINGLETON_DOC),
+        Key("coalition", "integer", low=2, doc="also audit against every coalition of up "
+            "to this many contributors pooling their own contributions (includes the "
+            "single contributors)"),
         Key("time_limit", doc="seconds for the audit", **_TIME),
         Key("published", "string", "all", choices=("all", "margins"),
             doc="what the intruder sees (margins: every inner cell unpublished)"),
