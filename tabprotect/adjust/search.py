@@ -116,10 +116,15 @@ class DirectionSearch:
         if relax.status == "infeasible":
             raise InputError("cta: no adjustment meets the relations, the bounds, the "
                              "fixed cells and the protection levels together")
-        if not relax.has_solution:
-            raise InputError(self._no_solution(relax, "the first LP"))
-        bound = relax.objective if relax.status == "optimal" else None
-        b = relax.x[2 * self.p.m:]
+        if relax.has_solution:
+            bound = relax.objective if relax.status == "optimal" else None
+            b = relax.x[2 * self.p.m:]
+        else:
+            # the solver gave no answer (a QP it cannot solve): start from "up", with
+            # no bound
+            self.notes.append(f"the first relaxation gave no answer ({relax.status}): "
+                              f"the heuristic starts from every cell up")
+            bound, b = None, np.ones(self.p.k)
         up = np.where(self.p.can_up & self.p.can_down, b >= 0.5, self.p.can_up)
         model = HighsModel(self.p.fixed_lp(up), mip_gap=self.p.options.mip_gap)
         res = model.solve(self.limit(budget))
@@ -157,12 +162,7 @@ class DirectionSearch:
                           details={"solves": tries + 1, "flips_kept": flips})
 
     def _set_direction(self, model: HighsModel, up: np.ndarray, s: int) -> None:
-        j, m = int(self.p.sens_col[s]), self.p.m
-        cap_up, cap_down = self.p.up_cap[j], self.p.down_cap[j]
-        if up[s]:
-            model.set_col_bounds([j, m + j], [self.p.up_level[s], 0.0], [cap_up, 0.0])
-        else:
-            model.set_col_bounds([j, m + j], [0.0, self.p.down_level[s]], [0.0, cap_down])
+        model.set_col_bounds(*self.p.cell_bounds(s, bool(up[s])))
 
     def _first_feasible(self, model: HighsModel, up: np.ndarray, budget: Budget):
         """All up, then all down, where the rounded relaxation's directions fail."""
