@@ -224,11 +224,14 @@ class CTAProblem:
         return up, down, note
 
     def direction_model(self, m_up: np.ndarray, m_down: np.ndarray,
-                        relaxed: bool) -> LinearProgram:
+                        relaxed: bool, linear: bool = False) -> LinearProgram:
         """The model with a direction variable ``b_s`` (1 = up) per sensitive cell
-        (columns ``2m .. 2m + k - 1``): binary (the MILP) or in [0, 1] (``relaxed``)."""
+        (columns ``2m .. 2m + k - 1``): binary (the MILP) or in [0, 1] (``relaxed``);
+        ``linear``: with the L1 objective whatever the distance."""
         m, k, j = self.m, self.k, self.sens_col
         c, h = self._objective()
+        if linear:
+            c, h = np.concatenate([self.weight, self.weight]), None
         rows = np.arange(k)
         b = 2 * m + rows
         # d+ - upl b >= 0;  d+ - M+ b <= 0;  d- + lpl b >= lpl;  d- + M- b <= M-
