@@ -276,6 +276,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
         Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
     )),
+    Section("cluster", "the parallel work on a Dask cluster (docs/scale-out.md)", (
+        Key("scheduler", "string", doc="the Dask scheduler's address, e.g. "
+            "\"tcp://10.0.0.5:8786\" (required)"),
+        Key("workers", "integer", low=1, doc="tasks in flight at a time (default: the "
+            "cluster's threads)"),
+        Key("task_timeout", doc="seconds a task may take before the run fails",
+            **_TIME),
+        Key("connect_timeout", "number", 10, low=0, low_open=True,
+            doc="seconds to wait for the scheduler"),
+    )),
     Section("output", "where outputs go", (
         Key("dir", "string", "out", doc="output folder (relative to the job file; "
             "`-o` overrides)"),

@@ -31,7 +31,8 @@ from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.repair import GreedyRepair, Requirements
-from tabprotect.parallel import map_runs
+from tabprotect.parallel import map_runs, use_executor
+from tabprotect.parallel_dask import as_executor
 
 #: rounds of audit-and-repair before giving up (each round suppresses more)
 MAX_REPAIR_ROUNDS = 6
@@ -68,7 +69,7 @@ METHOD_SHARE = 0.75
 METHOD_SHARE_LARGE = 0.6
 #: protect()'s own settings (every other keyword is an option of the method)
 PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "repair",
-                    "cost_column", "empty", "audit_mode", "audit_workers")
+                    "cost_column", "empty", "audit_mode", "audit_workers", "executor")
 #: the least time limit an audit round gets once the budget is spent: the overrun
 #: ``protect`` allows past ``time_limit`` (an audit stopped by its limit fails)
 AUDIT_FLOOR_SECONDS = 0.25
@@ -237,7 +238,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
             time_limit: float | None = None, *, options: Any = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             repair: bool = True, cost_column: str | None = None, empty: str = "publish",
-            audit_mode: str = "auto", audit_workers: int = 1,
+            audit_mode: str = "auto", audit_workers: int = 1, executor: Any = None,
             **keywords) -> ProtectResult:
     """Secondary suppression with audit and repair.
 
@@ -269,6 +270,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         are large: :data:`INTERVAL_AUDIT_MAX_WORK`)
     audit_workers : processes for the audit's independent components and for the
         large-table repair's deviation LPs
+    executor : where the parallel work goes instead of local processes: a
+        ``dask.distributed.Client`` or a :class:`~tabprotect.parallel.TaskExecutor`
+        (docs/scale-out.md); ``audit_workers`` and an unset ``workers`` option of the
+        method become the executor's worker count.  Same result as in one process
     **keywords : fields of the method's options given one by one (e.g.
         ``engine="benders"``), checked like ``options`` and applied on top of it
 
@@ -288,6 +293,16 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     >>> res.n_secondary, res.passed, res.proven_optimal
     (3, True, True)
     """
+    if executor is not None:
+        engine = as_executor(executor)
+        if method in METHODS and options is None and "workers" not in keywords \
+                and "workers" in METHODS[method].valid_keys:
+            keywords["workers"] = engine.workers
+        with use_executor(engine):
+            return protect(table, method, cost, time_limit, options=options,
+                           progress=progress, singleton=singleton, repair=repair,
+                           cost_column=cost_column, empty=empty, audit_mode=audit_mode,
+                           audit_workers=max(audit_workers, engine.workers), **keywords)
     t0 = time.perf_counter()
     budget = Budget(time_limit)
     if method not in METHODS:
