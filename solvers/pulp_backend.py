@@ -37,6 +37,9 @@ def _bound(v: float) -> float | None:
     return None if not np.isfinite(v) else float(v)
 
 
+_CBC_SOLVERS = ("COIN_CMD", "PULP_CBC_CMD")
+
+
 def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, options):
     kwargs: dict[str, Any] = {"msg": bool(verbose)}
     if time_limit is not None:
@@ -45,6 +48,11 @@ def _make_solver(pulp, name: str, verbose: bool, time_limit, mip_gap, threads, o
         kwargs["gapRel"] = float(mip_gap)
     if threads is not None:
         kwargs["threads"] = int(threads)
+    if name in _CBC_SOLVERS and "options" not in options:
+        # CBC's Cgl preprocessing returns a wrong optimum when it reduces a model to no rows
+        # (it then fixes the remaining integer columns without looking at their costs);
+        # the MILPs this backend serves are small, so correctness wins over its speed-up.
+        kwargs["options"] = ["preprocess off"]
     kwargs.update(options)
     try:
         with warnings.catch_warnings():

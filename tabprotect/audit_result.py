@@ -15,11 +15,15 @@ the requirements, the attacker settings and the work counters.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    from tabprotect.audit.settings import AuditSettings
 
 #: relative tolerance of every comparison of an interval with a requirement
 TOL = 1e-6
@@ -63,8 +67,9 @@ class AuditResult:
         contributor)
     exact : unpublished cells whose interval is a single point (exact disclosure; a
         :class:`VerdictAudit` decides it for primary cells only)
-    attacked : primary cells that some single contributor (the contributor of another
-        suppressed cell with ``freq == 1``) can narrow below their requirement
+    attacked : primary cells that some attacker among the contributors (the contributor
+        of another suppressed cell with ``freq == 1``, or a coalition) can narrow below
+        their requirement
     mode : ``"intervals"``, ``"verdict"`` or ``"screen"``
     table : the audited table (true values: the audit's input, not for publication)
 
@@ -97,6 +102,8 @@ class AuditResult:
     n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
     n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
     table: Table | None = field(default=None, repr=False)
+    settings: "AuditSettings | None" = field(default=None, repr=False)  # tuning applied
+    coalition: int = 0   # size of the coalitions of contributors audited against (0: none)
 
     #: what the figures of this result are: exact intervals or bounds on them
     figures = "intervals"
@@ -111,8 +118,10 @@ class AuditResult:
 
     @property
     def params(self) -> dict:
-        """The settings the audit applied."""
-        return {"mode": self.mode, "singleton": self.singleton, "integer": self.integer}
+        """The settings the audit applied (``settings``: its :class:`AuditSettings`)."""
+        return {"mode": self.mode, "singleton": self.singleton, "integer": self.integer,
+                "coalition": self.coalition,
+                "settings": None if self.settings is None else self.settings.as_dict()}
 
     def published(self) -> pd.DataFrame:
         """What the intruder was given: codes, ``value`` (NaN where unpublished) and
@@ -161,6 +170,7 @@ class AuditResult:
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,
+            "coalition_size": self.coalition,
             "seconds": round(self.runtime, 3),
         }
 
@@ -168,17 +178,18 @@ class AuditResult:
         """The figures per cell by column name (intervals or bounds, see the types)."""
         raise NotImplementedError
 
-    def to_frame(self, table: Table | None = None, *, confidential: bool = False,
+    def to_frame(self, confidential: bool = False, *, table: Table | None = None,
                  only_unpublished: bool = False) -> pd.DataFrame:
         """Cells with this result's figures (``lower, upper`` for an
         :class:`IntervalAudit`; the four bound columns for a :class:`VerdictAudit`),
         ``required_lower, required_upper, protected, exact``.
 
-        ``table`` labels the rows (default: the audited table).  ``value`` and ``freq``
-        are blank (NaN) for unpublished cells unless ``confidential=True``."""
+        ``value`` and ``freq`` are blank (NaN) for unpublished cells unless
+        ``confidential=True``. ``table`` labels the rows (default: the audited table);
+        ``only_unpublished`` keeps the rows of unpublished cells only."""
         table = self.table if table is None else table
         if table is None:
-            raise ValueError("this audit holds no table: call to_frame(table)")
+            raise ValueError("this audit holds no table: call to_frame(table=...)")
         out = table.to_frame(("value", "freq", "status"))
         if not confidential:
             out["value"] = np.where(self.unpublished, np.nan, out["value"])

@@ -135,6 +135,7 @@ class RoundedAuditResult:
     n_local_lp: int = 0
     table: Table | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    true_values: np.ndarray | None = field(default=None, repr=False)  # confidential
 
     @property
     def seconds(self) -> float:
@@ -144,7 +145,7 @@ class RoundedAuditResult:
         """What the intruder was given: codes and the published rounded ``value`` (NaN
         where unpublished)."""
         if self.table is None:
-            raise ValueError("this audit holds no table: call to_frame(table)")
+            raise ValueError("this audit holds no table: call to_frame(table=...)")
         out = self.table.to_frame(())
         out["value"] = self.published_values
         return out
@@ -180,20 +181,23 @@ class RoundedAuditResult:
             "seconds": round(self.runtime, 3),
         }
 
-    def to_frame(self, table: Table | None = None, *, confidential: bool = False,
+    def to_frame(self, confidential: bool = False, *, table: Table | None = None,
                  only_flagged: bool = False) -> pd.DataFrame:
         """Cells with ``published, range_lower, range_upper, lower, upper`` and the flags.
 
-        ``table``: the table whose codes label the rows (default: the audited one).
         ``confidential=True`` adds ``confidential_value``, the true value of every cell
-        (then ``table`` must be the original table; never for files that leave the
-        office)."""
-        table = self.table if table is None else table
-        if table is None:
-            raise ValueError("this audit holds no table: call to_frame(table)")
-        out = table.to_frame(())
+        (from ``table`` when given, else the true values the audit was given; never for
+        files that leave the office). ``table``: the table whose codes label the rows
+        (default: the audited one). ``only_flagged`` keeps the flagged cells only."""
+        labels = self.table if table is None else table
+        if labels is None:
+            raise ValueError("this audit holds no table: call to_frame(table=...)")
+        out = labels.to_frame(())
         if confidential:
-            out["confidential_value"] = table.value
+            if table is None and self.true_values is None:
+                raise ValueError("this audit was given no true values: call "
+                                 "to_frame(True, table=<the original table>)")
+            out["confidential_value"] = self.true_values if table is None else table.value
         out["published"] = self.published_array
         out["range_lower"] = self.range_lower
         out["range_upper"] = self.range_upper
@@ -436,6 +440,7 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         n_lp=counters["lp"], n_mip=counters["mip"], runtime=time.perf_counter() - start,
         true_inside=inside, notes=notes, n_certified=n_certified,
         n_local_lp=counters.get("local_lp", 0), table=table,
+        true_values=None if true_values is None else np.asarray(true_values, dtype=float),
         params={"base": base, "method": method, "k_step": k_step,
                 "small_max": int(small_max), "published": int(is_pub.sum())})
 

@@ -17,9 +17,13 @@ Every result has
     plain-language remarks;
 ``summary()``
     a dict of counts and figures for reports;
-``to_frame(confidential=False)``
+``to_frame(confidential=False, *, ...)``
     one row per cell with the result's details; the true values of unpublished cells
-    only with ``confidential=True``.
+    only with ``confidential=True``.  ``confidential`` is the only positional parameter
+    of every result type; anything else a type offers (the audits' ``table`` for row
+    labels, filters such as ``only_unpublished``) is keyword-only, so
+    ``to_frame()``, ``to_frame(True)`` and ``to_frame(confidential=True)`` mean the same
+    on every result.
 
 Results that hold a table expose the *published* one as ``table`` and the table with the
 true values as ``confidential_table``.

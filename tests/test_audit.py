@@ -1,8 +1,7 @@
 """tabprotect.audit: feasibility intervals against published oracles and brute force."""
 from __future__ import annotations
 
-import contextlib
-import importlib
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,7 +9,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tabprotect.audit import audit
+from tabprotect.audit import AuditSettings, audit
+from tabprotect.audit.moves import absorb_moves
+from tabprotect.audit.regions import grow
+from tabprotect.audit.system import SystemBuilder
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 
@@ -329,17 +331,16 @@ def _draw_two_way_pattern(data) -> Table:
                            data.draw(st.integers(n // 8, n // 2)))
 
 
-@contextlib.contextmanager
-def _local_lps_everywhere():
-    """Local LPs normally run on large components only: here on every component, with
-    neighbourhoods of one and two relation steps (smaller than the component)."""
-    audit_module = importlib.import_module("tabprotect.audit")
-    saved = audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE
-    audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = 0, (1, 2)
-    try:
-        yield
-    finally:
-        audit_module._LOCAL_MIN_VARS, audit_module._LOCAL_HOPS_SEQUENCE = saved
+#: local LPs on every component (normally large components only), with neighbourhoods of
+#: one and two relation steps (smaller than the component)
+LOCAL_EVERYWHERE = AuditSettings(local_min_vars=0, local_hops=(1, 2))
+
+
+def _blocks_everywhere(sizes=(12, 4)) -> AuditSettings:
+    """Block LPs on every component (normally they replace the whole-component aggregate
+    LPs on huge components only), with blocks smaller than the component."""
+    return AuditSettings(block_min_vars=0, block_sizes=sizes, block_ipm_vars=10,
+                         local_min_vars=0, local_hops=(1, 2))
 
 
 @settings(max_examples=25, deadline=None)
@@ -347,8 +348,7 @@ def _local_lps_everywhere():
 def test_property_local_lps_keep_the_verdict(data):
     t = _draw_two_way_pattern(data)
     kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
-    with _local_lps_everywhere():
-        _assert_verdict_agrees(t, **kw)
+    _assert_verdict_agrees(t, settings=LOCAL_EVERYWHERE, **kw)
 
 
 @settings(max_examples=25, deadline=None)
@@ -356,29 +356,11 @@ def test_property_local_lps_keep_the_verdict(data):
 def test_property_screen_mode_never_certifies_wrongly(data):
     t = _draw_two_way_pattern(data)
     full = audit(t)
-    with _local_lps_everywhere():
-        screen = audit(t, mode="screen")
+    screen = audit(t, mode="screen", settings=LOCAL_EVERYWHERE)
     assert screen.mode == "screen"
     # what the screen calls protected is protected; a screen pass is a pass
     assert not (screen.protected & ~full.protected).any()
     assert not screen.passed or full.passed
-
-
-@contextlib.contextmanager
-def _block_lps_everywhere(sizes=(12, 4)):
-    """Block LPs normally replace the whole-component aggregate LPs on huge components
-    only: here on every component, with blocks smaller than the component."""
-    audit_module = importlib.import_module("tabprotect.audit")
-    names = ("_BLOCK_MIN_VARS", "_BLOCK_SIZES", "_BLOCK_IPM_VARS", "_LOCAL_MIN_VARS",
-             "_LOCAL_HOPS_SEQUENCE")
-    saved = [getattr(audit_module, name) for name in names]
-    for name, value in zip(names, (0, sizes, 10, 0, (1, 2))):
-        setattr(audit_module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in zip(names, saved):
-            setattr(audit_module, name, value)
 
 
 @settings(max_examples=25, deadline=None)
@@ -386,9 +368,9 @@ def _block_lps_everywhere(sizes=(12, 4)):
 def test_property_block_lps_keep_the_verdict(data):
     t = _draw_two_way_pattern(data)
     kw = data.draw(st.sampled_from([{}, {"integer": True}, {"singleton": True}]))
-    with _block_lps_everywhere():
-        _assert_verdict_agrees(t, **kw)
-        screen = audit(t, mode="screen", **kw)
+    blocks = _blocks_everywhere()
+    _assert_verdict_agrees(t, settings=blocks, **kw)
+    screen = audit(t, mode="screen", settings=blocks, **kw)
     full = audit(t, **kw)
     assert not (screen.protected & ~full.protected).any()
     assert not screen.passed or full.passed
@@ -404,9 +386,9 @@ def test_block_lps_certify_a_protected_pattern_without_whole_component_lps():
     st_[inner[st_[inner] != "U"]] = "M"
     prim = st_ == "U"
     t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), lpl=np.where(prim, 1.0, 0.0))
-    with _block_lps_everywhere(sizes=(200, 60)):
-        full, fast = _assert_verdict_agrees(t)
-        screen = audit(t, mode="screen")
+    blocks = _blocks_everywhere(sizes=(200, 60))
+    full, fast = _assert_verdict_agrees(t, settings=blocks)
+    screen = audit(t, mode="screen", settings=blocks)
     assert full.passed and fast.passed and screen.passed
     assert fast.n_block_lp > 0 and fast.n_certified > 0
     # the screen certifies everything from block and local LPs alone
@@ -427,8 +409,7 @@ def _hopeless_pattern() -> Table:
 
 def test_screen_with_block_lps_never_solves_whole_component_lps():
     t = _hopeless_pattern()
-    with _block_lps_everywhere(sizes=(200, 60)):
-        screen = audit(t, mode="screen")
+    screen = audit(t, mode="screen", settings=_blocks_everywhere(sizes=(200, 60)))
     assert not screen.passed and screen.n_block_lp > 0
     # what the blocks leave uncertified counts as short, without a whole-component LP
     assert screen.n_lp == 0 and screen.n_local_lp == 0
@@ -438,17 +419,12 @@ def test_screen_stops_block_passes_that_certify_nothing():
     # the hopeless pattern: the first block pass certifies few of its primaries, so the
     # screen leaves the larger passes out; with the yield rule off they all run (and may
     # certify a few more); whatever either screen certifies is protected
-    audit_module = importlib.import_module("tabprotect.audit")
     t = _hopeless_pattern()
-    with _block_lps_everywhere(sizes=(200, 60)):
-        adaptive = audit(t, mode="screen")
-        saved = audit_module._SCREEN_BLOCK_MIN_YIELD
-        audit_module._SCREEN_BLOCK_MIN_YIELD = 0.0
-        try:
-            every = audit(t, mode="screen")
-        finally:
-            audit_module._SCREEN_BLOCK_MIN_YIELD = saved
-        verdict = audit(t, mode="verdict")
+    blocks = _blocks_everywhere(sizes=(200, 60))
+    adaptive = audit(t, mode="screen", settings=blocks)
+    every = audit(t, mode="screen",
+                  settings=dataclasses.replace(blocks, screen_block_min_yield=0.0))
+    verdict = audit(t, mode="verdict", settings=blocks)
     assert adaptive.summary()["block_passes_skipped"] > 0
     assert every.summary()["block_passes_skipped"] == 0
     assert adaptive.n_block_lp < every.n_block_lp
@@ -460,22 +436,21 @@ def test_screen_stops_block_passes_that_certify_nothing():
 
 
 def test_grow_gives_connected_blocks_of_the_asked_size():
-    audit_module = importlib.import_module("tabprotect.audit")
     rng = np.random.default_rng(3)
     t = two_way(rng.integers(5, 60, size=(12, 12)))
     unpublished = t.is_inner.copy()
-    system = audit_module._SystemBuilder(t, unpublished).system(np.flatnonzero(unpublished))
+    system = SystemBuilder(t, unpublished, dual_min_vars=0).system(np.flatnonzero(unpublished))
     for seed in (0, 17, 143):
-        block = system.grow(seed, 30)
+        block = grow(system, seed, 30)
         assert seed in block and len(block) == 30
         assert np.all(np.diff(block) > 0)
         # the seed's whole row and column (one relation step) come first
         row_mates = np.flatnonzero(np.asarray(
-            system.A[system._rows_of(np.array([seed]))].sum(axis=0)).ravel() != 0)
+            system.A[system.rows_of(np.array([seed]))].sum(axis=0)).ravel() != 0)
         assert np.isin(row_mates, block).all()
     # the scratch arrays are handed back clear, so blocks do not depend on history
-    np.testing.assert_array_equal(system.grow(17, 30), system.grow(17, 30))
-    assert system.grow(5, 10_000).tolist() == list(range(system.k))
+    np.testing.assert_array_equal(grow(system, 17, 30), grow(system, 17, 30))
+    assert grow(system, 5, 10_000).tolist() == list(range(system.k))
 
 
 @settings(max_examples=25, deadline=None)
@@ -514,11 +489,9 @@ def test_previous_audit_must_be_of_a_sub_pattern():
     assert again.passed and again.n_lp == 0 and again.n_certified == int(res.primary.sum())
 
 
-def test_local_lps_decide_shortfalls_without_the_whole_lp(monkeypatch):
-    audit_module = importlib.import_module("tabprotect.audit")
-    monkeypatch.setattr(audit_module, "_LOCAL_MIN_VARS", 0)
+def test_local_lps_decide_shortfalls_without_the_whole_lp():
     t = _hopeless_pattern()
-    full, fast = _assert_verdict_agrees(t)
+    full, fast = _assert_verdict_agrees(t, settings=AuditSettings(local_min_vars=0))
     assert not fast.passed
     assert fast.n_local_lp > 0 and (fast.outer_upper | fast.outer_lower).any()
 
@@ -561,9 +534,8 @@ def test_unknown_mode_is_an_input_error():
 
 
 @pytest.mark.parametrize("mode", ["intervals", "verdict"])
-def test_worker_processes_give_the_same_result(monkeypatch, mode):
-    audit_module = importlib.import_module("tabprotect.audit")
-    monkeypatch.setattr(audit_module, "_PARALLEL_MIN_CELLS", 0)
+def test_worker_processes_give_the_same_result(mode):
+    pool_always = AuditSettings(parallel_min_cells=0)
     rng = np.random.default_rng(11)
     t = two_way(rng.integers(1, 50, size=(12, 12)))
     # 2x2 blocks on disjoint rows and columns: independent components
@@ -577,7 +549,8 @@ def test_worker_processes_give_the_same_result(monkeypatch, mode):
     t = t.replace(status=st_, upl=np.where(prim, 2.0, 0.0), lpl=np.where(prim, 2.0, 0.0))
     one = audit(t, mode=mode)
     calls = []
-    two = audit(t, mode=mode, workers=2, progress=lambda d, n: calls.append((d, n)))
+    two = audit(t, mode=mode, workers=2, progress=lambda d, n: calls.append((d, n)),
+                settings=pool_always)
     assert one.n_components > 1 and calls[-1] == (one.n_components, one.n_components)
     for name, col in one.columns().items():
         np.testing.assert_array_equal(col, two.columns()[name])
@@ -586,12 +559,7 @@ def test_worker_processes_give_the_same_result(monkeypatch, mode):
     assert one.n_lp == two.n_lp
 
 
-def test_infeasible_system_names_the_cell_from_a_worker(monkeypatch):
-    from tabprotect.errors import InputError
-
-    audit_module = importlib.import_module("tabprotect.audit")
-
-    monkeypatch.setattr(audit_module, "_PARALLEL_MIN_CELLS", 0)
+def test_infeasible_system_names_the_cell_from_a_worker():
     t = two_way([[5, 2], [1, 2]])
     # bounds the true table violates: no table satisfies them
     ub = t.ub.copy()
@@ -600,7 +568,7 @@ def test_infeasible_system_names_the_cell_from_a_worker(monkeypatch):
     st_[[t.cell("1", "1"), t.cell("1", "2"), t.cell("2", "1"), t.cell("2", "2")]] = "M"
     bad = t.replace(status=st_, ub=ub)
     with pytest.raises(InputError, match="around cell"):
-        audit(bad, workers=2)
+        audit(bad, workers=2, settings=AuditSettings(parallel_min_cells=0))
 
 
 # ---------------------------------------------------------------- candidate moves
@@ -669,9 +637,7 @@ def _absorb_moves_one_by_one(moves, value, lb, ub, lo, hi, integer, frozen):
 def test_property_moves_absorbed_at_once_as_one_by_one(seed, integer):
     # the vectorised absorption of candidate moves gives exactly the bounds of the
     # row-by-row rule (empty rows, frozen cells, infinite bounds, fractional steps)
-    import types
     import scipy.sparse as sp
-    from tabprotect.audit import _absorb_moves
     rng = np.random.default_rng(seed)
     k, m = int(rng.integers(1, 12)), int(rng.integers(0, 15))
     value = rng.integers(0, 20, k).astype(float)
@@ -681,9 +647,8 @@ def test_property_moves_absorbed_at_once_as_one_by_one(seed, integer):
     dense[rng.random((m, k)) < 0.1] *= 0.5
     moves = sp.csr_matrix(dense)
     frozen = rng.random(k) < 0.1
-    system = types.SimpleNamespace(value=value, lb=lb, ub=ub)
     lo, hi = value.copy(), value.copy()
-    _absorb_moves(moves, system, lo, hi, integer, frozen)
+    absorb_moves(moves, value, lb, ub, lo, hi, integer, frozen)
     ref_lo, ref_hi = value.copy(), value.copy()
     _absorb_moves_one_by_one(moves, value, lb, ub, ref_lo, ref_hi, integer, frozen)
     np.testing.assert_array_equal(lo, ref_lo)
@@ -725,3 +690,20 @@ def test_property_moves_never_change_the_verdict(data):
         unp = full.unpublished
         assert np.all(fast.min_at_most[unp] >= full.lower[unp] - 1e-6)
         assert np.all(fast.max_at_least[unp] <= full.upper[unp] + 1e-6)
+
+
+def test_settings_are_recorded_and_checked():
+    t = _pattern_of_60_cells()
+    default = audit(t, mode="verdict")
+    tuned = audit(t, mode="verdict", settings=AuditSettings(local_min_vars=0,
+                                                             local_hops=(1,)))
+    assert default.params["settings"] == AuditSettings().as_dict()
+    assert tuned.params["settings"]["local_min_vars"] == 0
+    assert tuned.params["settings"]["local_hops"] == [1]
+    np.testing.assert_array_equal(default.protected, tuned.protected)
+    with pytest.raises(InputError, match="local_hops"):
+        AuditSettings(local_hops=(0,))
+    with pytest.raises(InputError, match="block_core_share"):
+        AuditSettings(block_core_share=2.0)
+    with pytest.raises(InputError, match="settings must be an AuditSettings"):
+        audit(t, settings={"local_min_vars": 0})

@@ -270,7 +270,7 @@ def test_k_step_audit_uses_wider_ranges():
 
 def test_audit_frame():
     res = round_table(a4_table(), 5, "controlled")
-    f = res.audit.to_frame(res.table)
+    f = res.audit.to_frame(table=res.table)
     assert {"published", "lower", "upper", "narrower", "exact", "pinned_small"} <= set(f.columns)
     assert "value" not in f.columns  # true values only on request
     s = res.audit.summary()

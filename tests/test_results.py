@@ -117,7 +117,9 @@ def test_rounded_audit_follows_the_protocol():
     assert np.array_equal(pub["value"], res.rounded)
     frame = audit.to_frame()
     assert "confidential_value" not in frame.columns and "value" not in frame.columns
-    full = audit.to_frame(res.confidential_table, confidential=True)
+    full = audit.to_frame(confidential=True)
+    assert np.array_equal(full["confidential_value"], t.value)
+    full = audit.to_frame(True, table=res.confidential_table)
     assert np.array_equal(full["confidential_value"], t.value)
 
 
@@ -142,3 +144,30 @@ def test_audits_follow_the_protocol_and_blank_unpublished_values(mode):
         _no_secret(frame[["value"]], res.confidential_table.value[hidden])
     full = a.to_frame(confidential=True)
     assert np.isclose(full["value"], PLANTED).any()
+
+
+def _every_result_type() -> dict:
+    """One result of each type of the protocol, from the same small tables."""
+    from tabprotect.audit import audit
+    from tabprotect.audit_rounded import audit_rounded
+    prot = protect(magnitude_table(), cost="unity")
+    rounded = round_table(count_table(), 5, "controlled")
+    return {"protect": prot, "round": rounded,
+            "interval audit": audit(prot.confidential_table),
+            "verdict audit": audit(prot.confidential_table, mode="verdict"),
+            "rounded audit": audit_rounded(rounded)}
+
+
+def test_every_result_type_takes_the_same_to_frame_call():
+    results = _every_result_type()
+    for name, res in results.items():
+        params = list(inspect.signature(res.to_frame).parameters.values())
+        # confidential first and alone positional; the rest keyword-only
+        assert params[0].name == "confidential" and params[0].default is False, name
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:]), name
+        plain, by_position, by_keyword = (res.to_frame(), res.to_frame(True),
+                                          res.to_frame(confidential=True))
+        assert len(plain) == len(by_keyword) == res.published().shape[0], name
+        pd.testing.assert_frame_equal(by_position, by_keyword)
+        # the confidential frame says more than the plain one (true values)
+        assert not plain.equals(by_keyword), name

@@ -12,7 +12,7 @@ from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.hypercube import hypercube
-from tabprotect.secondary.modular import modular, optimal_subtable_solver
+from tabprotect.secondary.modular import ModularOptions, modular, optimal_subtable_solver
 from tabprotect.secondary.optimal import optimal
 
 
@@ -156,7 +156,7 @@ def test_time_plan_gives_each_subtable_a_share_of_the_time_left():
 def test_unprotected_primaries_match_the_audit(extra_seed):
     # the job's skip test and the feasibility check restricted to these primaries rely
     # on this set: it must be exactly the primaries the independent audit finds short
-    from tabprotect.secondary.modular import _unprotected
+    from tabprotect.secondary.modular.solver import unprotected
 
     t = synthetic.generate([(4,), (3,)], seed=2)
     rng = np.random.default_rng(extra_seed)
@@ -165,7 +165,7 @@ def test_unprotected_primaries_match_the_audit(extra_seed):
     st[extra] = "M"
     pattern = t.replace(status=st)
     expected = set(audit(pattern, singleton=False).shortfalls.tolist())
-    assert set(_unprotected(pattern, singleton=False).tolist()) == expected
+    assert set(unprotected(pattern, singleton=False).tolist()) == expected
 
 
 def _flat_case(seed: int, singleton: bool):
@@ -329,15 +329,12 @@ def test_heuristic_is_used_only_from_the_size_threshold():
     assert (exact.status == default.status).all()
 
 
-def test_fast_tail_solves_subtables_instead_of_leaving_them(monkeypatch):
-    # FAST_TAIL = 1: the whole budget is the tail, so every sub-table gets the fast solve
+def test_fast_tail_solves_subtables_instead_of_leaving_them():
+    # fast_tail = 1: the whole budget is the tail, so every sub-table gets the fast solve
     # (the certified heuristic's first pass, no MILP): nothing is left late or unsolved
-    import tabprotect.secondary.modular as mod
-
-    monkeypatch.setattr(mod, "FAST_TAIL", 1.0)
     t = synthetic.preset("3d-small", seed=1)
     c = cost_vector(t, "value")
-    out = modular(t, c, singleton=False, time_limit=60.0)
+    out = modular(t, c, singleton=False, time_limit=60.0, options=ModularOptions(fast_tail=1.0))
     d = out.details
     assert d["solves"] > 0 and d["fast"] == d["solves"]
     assert d["late"] == 0 and d["unsolved"] == 0
@@ -345,14 +342,13 @@ def test_fast_tail_solves_subtables_instead_of_leaving_them(monkeypatch):
     # each sub-table's pattern is proven inside it: nothing exactly disclosed
     assert not audit(t.replace(status=out.status),
                      singleton=False).exact[t.status == "U"].any()
-    res = protect(t, method="modular", cost="value", singleton=False, time_limit=60.0)
-    assert res.solver["fast"] > 0
+    res = protect(t, method="modular", cost="value", singleton=False, time_limit=60.0,
+                  fast_tail=1.0)
+    assert res.params["fast_tail"] == 1.0 and res.solver["fast"] > 0
     assert audit(res.confidential_table, singleton=False).passed
 
 
 def test_solves_plan_within_the_method_budget():
-    import tabprotect.secondary.modular as mod
-
     t = synthetic.preset("3d-small", seed=1)
     c = cost_vector(t, "value")
     # the whole time limit is the method's (protect() keeps the audit's share back)
@@ -368,7 +364,7 @@ def test_solves_plan_within_the_method_budget():
                   subtable_time_limit=None)
     assert out.details["budget_seconds"] == pytest.approx(40.0)
     # no solve may plan on more than the planned share of the budget
-    assert limits and all(x <= mod.PLANNED_SHARE * 40.0 + 1e-9 for x in limits)
+    assert limits and all(x <= ModularOptions().planned_share * 40.0 + 1e-9 for x in limits)
     with pytest.raises(TypeError):
         modular(t, c, singleton=False, time_limit=40.0, audit_reserve=0.0)
 
@@ -377,7 +373,7 @@ def test_solves_plan_within_the_method_budget():
 def test_a_bin_hands_unused_time_on_to_its_later_jobs():
     import time
 
-    from tabprotect.secondary.modular import _Job, _run_bin
+    from tabprotect.secondary.modular.jobs import Job, run_bin
 
     t = synthetic.generate([(4,), (3,)], seed=2)
     assert (t.status == "U").any()
@@ -389,8 +385,8 @@ def test_a_bin_hands_unused_time_on_to_its_later_jobs():
         time.sleep(0.3)
         return sub.status.copy()
 
-    jobs = [_Job((k,), t, t, c, c, time_limit=10.0) for k in range(3)]
-    out = _run_bin((jobs, slow, time.time() + 3.0))
+    jobs = [Job((k,), t, t, c, c, time_limit=10.0) for k in range(3)]
+    out = run_bin((jobs, slow, time.time() + 3.0))
     assert [r.key for r in out] == [(0,), (1,), (2,)]
     # each job gets an equal part of what its bin has left: 1/3 of 3 s, then half of
     # the rest, then all of it -- later jobs get the time earlier ones did not use
@@ -398,36 +394,37 @@ def test_a_bin_hands_unused_time_on_to_its_later_jobs():
     assert seen[0] < seen[1] < seen[2] <= 3.0
     # without a wave end every job gets its planned share
     seen.clear()
-    _run_bin((jobs[:2], slow, None))
+    run_bin((jobs[:2], slow, None))
     assert seen == [10.0, 10.0]
 
 
 def test_jobs_are_dealt_deterministically_and_balanced():
-    from tabprotect.secondary.modular import _deal
+    from tabprotect.secondary.modular.jobs import deal
 
     w = [5.0, 1.0, 1.0, 4.0, 2.0, 2.0, 3.0]
-    bins = _deal(w, 2)
-    assert bins == _deal(w, 2)
+    bins = deal(w, 2)
+    assert bins == deal(w, 2)
     assert sorted(i for b in bins for i in b) == list(range(len(w)))
     loads = [sum(w[i] for i in b) for b in bins]
     assert abs(loads[0] - loads[1]) <= max(w)
-    assert _deal(w, 1) == [list(range(len(w)))]
-    assert _deal([1.0], 4) == [[0]]
+    assert deal(w, 1) == [list(range(len(w)))]
+    assert deal([1.0], 4) == [[0]]
 
 
 def test_heuristic_needs_a_minimum_number_of_primaries():
-    from tabprotect.secondary.modular import (HEURISTIC_MIN_PRIMARIES, HEURISTIC_SIZE,
-                                              uses_heuristic)
+    from tabprotect.secondary.modular import uses_heuristic
 
+    size = ModularOptions().heuristic_size
+    least = ModularOptions().heuristic_min_primaries
     # a 4-D 100k-4d sub-table with many primaries: the heuristic
-    assert uses_heuristic(150, 1050, HEURISTIC_SIZE)
+    assert uses_heuristic(150, 1050, size, least)
     # a large flat table with a handful of primaries (Castro's OSORIO): the optimal method
-    assert not uses_heuristic(7, 10201, HEURISTIC_SIZE)
-    assert not uses_heuristic(HEURISTIC_MIN_PRIMARIES - 1, 10 ** 6, HEURISTIC_SIZE)
-    assert uses_heuristic(HEURISTIC_MIN_PRIMARIES, 10 ** 6, HEURISTIC_SIZE)
+    assert not uses_heuristic(7, 10201, size, least)
+    assert not uses_heuristic(least - 1, 10 ** 6, size, least)
+    assert uses_heuristic(least, 10 ** 6, size, least)
     # small sub-tables stay optimal; 0 forces the heuristic, None forbids it
-    assert not uses_heuristic(32, 180, HEURISTIC_SIZE)
-    assert uses_heuristic(1, 4, 0) and not uses_heuristic(500, 10 ** 5, None)
+    assert not uses_heuristic(32, 180, size, least)
+    assert uses_heuristic(1, 4, 0, least) and not uses_heuristic(500, 10 ** 5, None, least)
 
 
 def test_few_primaries_on_a_large_flat_table_get_the_optimal_method():

@@ -200,6 +200,9 @@ def test_unprotectable_primary_is_named():
     t = t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
     with pytest.raises(InfeasibleRulesError, match=r"r=1, c=a"):
         protect(t, cost="unity")
+    # the Benders engine names the cell too, when protect()'s up-front check did not decide
+    with pytest.raises(InfeasibleRulesError, match=r"primary cell \(r=1, c=a\) cannot"):
+        optimal(t, cost_vector(t, "unity"), engine="benders")
 
 
 def test_derived_bounds_never_cut_a_feasible_table():

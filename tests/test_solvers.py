@@ -485,3 +485,19 @@ def test_highs_model_delete_rows_matches_a_fresh_model():
     assert abs(model.solve().objective - fresh.objective) <= 1e-7
     with pytest.raises(ValueError, match="out of range"):
         model.delete_rows([9])
+
+
+def test_pulp_cbc_optimum_when_preprocessing_removes_every_row():
+    # CBC's preprocessing reduced this model to no rows and then fixed the integer column x4
+    # at 1 (objective -2); the optimum is -3 at x = (0, 1, 1, 0, 0).
+    import scipy.sparse as sp
+
+    A = np.zeros((1, 5))
+    A[0, [1, 2, 4]] = [-5.0, 1.0, -5.0]
+    lp = LinearProgram(c=np.array([0.0, -1.0, -2.0, 0.0, 1.0]), A=sp.csr_matrix(A),
+                       row_lower=np.array([-INF]), row_upper=np.array([0.0]),
+                       col_lower=np.zeros(5), col_upper=np.array([0.0, 1.0, 1.0, 0.0, 1.0]),
+                       integrality=np.array([False, False, False, False, True]))
+    for backend in BACKEND_LIST:
+        res = solve(lp, backend=backend)
+        assert res.status == "optimal" and res.objective == pytest.approx(-3.0), backend

@@ -15,10 +15,13 @@ from .loglinear import (LogLinearRisk, expected_inverse, fit_ipf, loglinear_risk
 from .pram import (PramEstimate, PramResult, apply_transition, generate_pram_matrix,
                    invariant_matrix, invariant_pram, pram, pram_estimate, pram_variance)
 from .swapping import SwapResult, swap
+from .targeted_swap import (TargetedSwapResult, TargetedSwapSettings, geography_levels,
+                            swap_targeted)
 from .misclassification import (KeyMisclassification, MisclassificationRisk, as_misclassification,
                                 binary_invariant_M, misclassification_risk,
                                 record_risk_known_population)
 from .uniqueness import UniquenessRisk, uniqueness_risk
+from .tables import risk_table
 from .rumap import RUMap, info_loss_tables, plot_ru_map, ru_map, table_counts
 
 __all__ = [
@@ -29,8 +32,9 @@ __all__ = [
     "PramResult", "PramEstimate", "pram", "invariant_pram", "generate_pram_matrix", "invariant_matrix",
     "apply_transition", "pram_estimate", "pram_variance",
     "SwapResult", "swap",
+    "TargetedSwapSettings", "TargetedSwapResult", "swap_targeted", "geography_levels",
     "KeyMisclassification", "MisclassificationRisk", "as_misclassification", "binary_invariant_M",
     "misclassification_risk", "record_risk_known_population",
-    "UniquenessRisk", "uniqueness_risk",
+    "UniquenessRisk", "uniqueness_risk", "risk_table",
     "RUMap", "ru_map", "plot_ru_map", "info_loss_tables", "table_counts",
 ]

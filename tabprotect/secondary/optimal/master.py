@@ -22,15 +22,18 @@ BASIC = int(highspy.HighsBasisStatus.kBasic)
 class Unprotectable(Exception):
     """A cut no candidate cell can meet: some primary cannot be protected."""
 
-    def __init__(self, cells):
+    def __init__(self, cells, primary: int = -1):
         super().__init__("no candidate cell can help")
         self.cells = cells
+        self.primary = primary
 
 
-UNPROTECTABLE_MESSAGE = (
-    "a primary cell cannot be protected: no cell that may be suppressed can give it its "
-    "protection (cells with status P, empty cells and cells with lb == ub are never "
-    "suppressed)")
+def unprotectable_message(table, primary: int) -> str:
+    """The user's one line for an :class:`Unprotectable` cut, naming its primary cell."""
+    which = f"primary cell {table.cell_name(primary)}" if primary >= 0 else "a primary cell"
+    return (f"{which} cannot be protected: no cell that may be suppressed can give it its "
+            f"protection (cells with status P, empty cells and cells with lb == ub are never "
+            f"suppressed)")
 
 
 class Master:
@@ -141,7 +144,7 @@ class Master:
             c = self.col[cols_c]
             keep = c >= 0
             if not keep.any():
-                raise Unprotectable(cols_c)
+                raise Unprotectable(cols_c, int(s))
             variants = [np.minimum(coef_c[keep], rhs) / rhs]
             if point is not None:
                 better = rounded_cut(variants[0], point[c[keep]], self.options.rounding_tries)

@@ -10,8 +10,8 @@ import numpy as np
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.optimal.cuts import (bridgeless_rows, initial_cover_rows,
                                                reduce_candidates)
-from tabprotect.secondary.optimal.master import (UNPROTECTABLE_MESSAGE, Master,
-                                                 Unprotectable)
+from tabprotect.secondary.optimal.master import (Master, Unprotectable,
+                                                 unprotectable_message)
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import (DUAL_SIMPLEX, DeadlineRepair, HybridOracle,
                                                  SafeOracle)
@@ -169,8 +169,9 @@ class Search:
                                                            self.fixed)
         try:
             self.n_cover = self.master.add(cols_l, coef_l, rhs_l, primaries=prim_l)
-        except Unprotectable:
-            raise InfeasibleRulesError(UNPROTECTABLE_MESSAGE) from None
+        except Unprotectable as exc:
+            raise InfeasibleRulesError(unprotectable_message(self.table, exc.primary)) \
+                from None
         self.stats["static_rows"] = self.master.n_static
         self.stats["initial_rows"] = self.n_cover
         self.stats["candidates"] = len(self.cand_idx)
@@ -185,8 +186,9 @@ class Search:
                                 [c.rhs for c in check.cuts],
                                 point=point if self.options.strong else None,
                                 primaries=[c.primary for c in check.cuts])
-        except Unprotectable:
-            raise InfeasibleRulesError(UNPROTECTABLE_MESSAGE) from None
+        except Unprotectable as exc:
+            raise InfeasibleRulesError(unprotectable_message(self.table, exc.primary)) \
+                from None
         self.stats["cuts"] += n
         return n
 

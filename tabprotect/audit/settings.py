@@ -1,0 +1,92 @@
+"""The audit's tuning settings: one frozen dataclass, passed explicitly to
+:func:`tabprotect.audit.audit` and recorded in the result's ``params``.
+
+None of them changes a verdict: they choose how the verdict modes look for witnesses
+and where work goes to worker processes (an interval audit uses only
+``parallel_min_cells`` and ``dual_min_vars``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tabprotect.errors import InputError
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """How the audit spends its LPs (see the module docstring).
+
+    Sizes count the variables of one component: its unpublished cells not pinned down
+    by a relation.
+    """
+
+    #: below this many unpublished cells a process pool costs more than it saves
+    parallel_min_cells: int = 5000
+    #: verdict modes: components from this size try local LPs around each open primary
+    #: before its whole-component LP (local witnesses and outer bounds are cheap there)
+    local_min_vars: int = 2000
+    #: relation steps of the growing neighbourhoods of the local LPs, tried in turn
+    local_hops: tuple[int, ...] = (2, 3, 4)
+    #: a neighbourhood larger than this (or than half the component) gets no local LP
+    local_max_vars: int = 50_000
+    #: verdict modes: components from this size get block LPs (regions around open
+    #: primaries, the rest at its true values) instead of aggregate LPs over the whole
+    #: component, whose interior-point solves take minutes at 10^5-10^6 variables
+    block_min_vars: int = 10_000
+    #: variables per block of the shared block passes (one pass per size)
+    block_sizes: tuple[int, ...] = (5_000,)
+    #: variables per block of the solo passes, which push one primary per block (a
+    #: block shared by many primaries may leave one behind that it could move)
+    solo_block_sizes: tuple[int, ...] = (5_000,)
+    #: share of a block (first grown) whose primaries seed no block of their own
+    block_core_share: float = 1 / 3
+    #: block LPs from this size are solved by interior point without crossover (a
+    #: witness needs a feasible point, not a basis; several times faster than simplex)
+    block_ipm_vars: int = 5_000
+    #: optimality tolerance of those interior-point solves (a witness is feasible
+    #: whatever its optimality; the feasibility tolerance stays HiGHS' default)
+    block_ipm_tolerance: float = 1e-6
+    #: from this size the warm per-component model re-solves with the dual simplex
+    #: (after an objective change HiGHS picks the primal simplex, several times slower
+    #: on large components and faster on small ones)
+    dual_min_vars: int = 2000
+    #: screen mode: the larger block passes run only while the previous pass certified
+    #: at least this share of the primaries it tried (the repair handles the rest)
+    screen_block_min_yield: float = 0.1
+    #: coalition audits: most coalitions judged per component (each costs a pass of
+    #: LPs over the component); more is an error, not a silent cut
+    max_coalitions: int = 10_000
+    #: verdict modes: most aggregate LP rounds over a whole component (up, down, then
+    #: random mixed directions), stopped early when two rounds gain next to nothing
+    aggregate_rounds: int = 8
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("local_hops", "block_sizes", "solo_block_sizes"):
+                if not isinstance(value, tuple) or not all(
+                        isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                        for v in value):
+                    raise InputError(f"AuditSettings.{f.name} must be a tuple of positive "
+                                     f"integers, not {value!r}")
+            elif f.name in ("block_core_share", "screen_block_min_yield",
+                            "block_ipm_tolerance"):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not 0 <= value <= 1:
+                    raise InputError(f"AuditSettings.{f.name} must be a number in [0, 1], "
+                                     f"not {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(f"AuditSettings.{f.name} must be an integer >= 0, "
+                                 f"not {value!r}")
+
+    @property
+    def block_ipm_options(self) -> dict:
+        """HiGHS options of the interior-point block LPs."""
+        return {"solver": "ipm", "run_crossover": "off",
+                "ipm_optimality_tolerance": float(self.block_ipm_tolerance)}
+
+    def as_dict(self) -> dict:
+        """The settings as plain values (for ``params`` and the audit trail)."""
+        return {f.name: (list(v) if isinstance(v, tuple) else v)
+                for f in dataclasses.fields(self) for v in [getattr(self, f.name)]}

@@ -1,0 +1,234 @@
+"""The intruder's LP restricted to one component of suppressed cells.
+
+:class:`SystemBuilder` computes everything per relation once for the whole table, so
+that cutting out one component costs time in the component's size; a
+:class:`ReducedSystem` holds one component's relations and bounds (arrays only, so it
+can go to a worker process) and one persistent HiGHS model whose re-solves change only
+the objective, starting from the previous basis.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram
+from tabprotect.csr import row_indices
+from tabprotect.model.table import Table
+
+#: options of the warm model of a large component (see AuditSettings.dual_min_vars):
+#: the dual simplex on every re-solve
+DUAL_SIMPLEX = {"simplex_strategy": 1}
+
+
+class InfeasibleSystem(Exception):
+    """No table satisfies the relations and bounds of a component (``local_cell``: one
+    of its variables, to name in the error)."""
+
+    def __init__(self, local_cell: int):
+        super().__init__(local_cell)
+        self.local_cell = local_cell
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What an attacker knows beyond the outside intruder: tighter bounds on some
+    variables of a component (``lower == upper`` where it knows the value exactly)."""
+
+    index: np.ndarray   # local variables, increasing
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def exact(cls, index, values) -> "Knowledge":
+        index = np.atleast_1d(np.asarray(index, dtype=np.int64))
+        values = np.atleast_1d(np.asarray(values, dtype=float))
+        return cls(index, values, values.copy())
+
+    @property
+    def known(self) -> np.ndarray:
+        """The variables known exactly."""
+        return self.index[self.lower >= self.upper]
+
+    def bounds(self, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the a-priori bounds ``lb``, ``ub`` (all variables) tightened by
+        this knowledge."""
+        lb, ub = lb.copy(), ub.copy()
+        lb[self.index] = np.maximum(lb[self.index], self.lower)
+        ub[self.index] = np.minimum(ub[self.index], self.upper)
+        return lb, ub
+
+
+def new_counters() -> dict[str, int]:
+    """The audit's work counters (summed over components into the result)."""
+    return {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
+            "block_passes_skipped": 0}
+
+
+def out_of_time(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+class SystemBuilder:
+    """Everything per relation computed once for the whole table, so that cutting out
+    one component costs time in the component's size, not the table's."""
+
+    def __init__(self, table: Table, unpublished: np.ndarray, dual_min_vars: int):
+        A = table.relations.tocsr()
+        self.A_csc = A.tocsc()
+        value = table.value
+        published_value = np.where(unpublished, 0.0, value)
+        # rhs: -(published part of each relation)
+        self.rhs = -np.asarray(A @ published_value, dtype=float)
+        # Published values that add up only to rounding error (decimals, reconstructed
+        # benchmark values) must not make the intruder's system infeasible: each relation
+        # may hold within its own residual in the true table, with a margin (applied only
+        # when the exact system is infeasible, so exact inputs stay exact).
+        magnitude = np.asarray(abs(A) @ np.abs(value), dtype=float)
+        residual = np.abs(np.asarray(A @ value, dtype=float))
+        self.row_tol = 1.5 * residual + 1e-12 * np.maximum(1.0, magnitude)
+        self.lb = table.lb.astype(float)
+        self.ub = table.ub.astype(float)
+        self.value = value.astype(float)
+        self.dual_min_vars = dual_min_vars
+
+    def system(self, cells: np.ndarray) -> "ReducedSystem":
+        sub = self.A_csc[:, cells].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        options = DUAL_SIMPLEX if len(cells) >= self.dual_min_vars else {}
+        return ReducedSystem(A=sub[rows], rhs=self.rhs[rows], row_tol=self.row_tol[rows],
+                             lb=self.lb[cells], ub=self.ub[cells], value=self.value[cells],
+                             warm_options=options)
+
+
+class ReducedSystem:
+    """The intruder's LP restricted to one component: variables = its suppressed cells.
+    Holds arrays only (no table), so it can be sent to a worker process.
+
+    ``relaxed`` turns on once the exact system proves infeasible: then each relation
+    may hold within its rounding residual. ``incomplete`` collects variables whose
+    bound was not computed (time limit, no answer from the solver)."""
+
+    def __init__(self, A, rhs, row_tol, lb, ub, value, warm_options=None):
+        self.A, self.rhs, self.row_tol = A, rhs, row_tol
+        self.lb, self.ub, self.value = lb, ub, value
+        self.warm_options = dict(warm_options or {})
+        self.relaxed = False
+        self.incomplete: set[int] = set()
+        self._model: HighsModel | None = None
+        self._A_csc: sp.csc_matrix | None = None
+        self._work: dict | None = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_model"] = None
+        return state
+
+    @property
+    def k(self) -> int:
+        return len(self.lb)
+
+    def bounds(self, fixed: Knowledge | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The bounds of the variables for the attacker who knows ``fixed``."""
+        if fixed is None:
+            return self.lb.copy(), self.ub.copy()
+        return fixed.bounds(self.lb, self.ub)
+
+    def lp(self, integer: bool, fixed: Knowledge | None = None) -> LinearProgram:
+        lb, ub = self.bounds(fixed)
+        tol = self.row_tol if self.relaxed else 0.0
+        return LinearProgram(c=np.zeros(self.k), A=self.A, row_lower=self.rhs - tol,
+                             row_upper=self.rhs + tol, col_lower=lb, col_upper=ub,
+                             integrality=np.full(self.k, True) if integer else None)
+
+    def model(self, fixed: Knowledge | None = None) -> HighsModel:
+        if self._model is None:
+            self._model = HighsModel(self.lp(False, fixed), **self.warm_options)
+        return self._model
+
+    def drop_model(self) -> None:
+        """Forget the warm model (after switching to the relaxed relations)."""
+        self._model = None
+
+    def solve(self, c_idx, c_val, sense, fixed, counters):
+        """Solve with objective ``sum c_val * x[c_idx]``; returns ``(status, x)``, with
+        the relations relaxed to rounding error once if the exact system is infeasible."""
+        model = self.model(fixed)
+        model.set_objective(indices=c_idx, values=c_val, sense=sense)
+        res = model.solve()
+        counters["lp"] += 1
+        if res.status == "infeasible" and not self.relaxed:
+            self.relaxed = True
+            self._model = None
+            model = self.model(fixed)
+            model.set_objective(indices=c_idx, values=c_val, sense=sense)
+            res = model.solve()
+            counters["lp"] += 1
+        return res.status, res.x
+
+    def bound(self, j, sense, integer, fixed, counters):
+        """Exact min or max of ``x_j``: ``(value, solution or None)``."""
+        status, x = self.solve([j], [1.0], sense, fixed, counters)
+        if status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None
+        if status == "infeasible":
+            raise InfeasibleSystem(j)
+        if status != "optimal":
+            return None, None
+        val = float(x[j])
+        if integer and np.abs(x - np.round(x)).max() > 1e-6:
+            val = self._integer_bound(j, sense, fixed, counters)
+            x = None
+        return val, x
+
+    def _integer_bound(self, j, sense, fixed, counters) -> float:
+        """The LP optimum was fractional: solve the integer program for this bound."""
+        model = HighsModel(self.lp(True, fixed))
+        model.set_objective(indices=[j], values=[1.0], sense=sense)
+        res = model.solve()
+        counters["lp"] += 1
+        if res.status != "optimal":
+            return -np.inf if sense == "min" else np.inf
+        return float(round(res.x[j]))
+
+    def columns(self) -> sp.csc_matrix:
+        """The relation matrix by columns (built once, on first use)."""
+        if self._A_csc is None:
+            self._A_csc = self.A.tocsc()
+        return self._A_csc
+
+    def rows_of(self, cells: np.ndarray) -> np.ndarray:
+        """Relations (sorted) that hold any of ``cells``."""
+        cols = self.columns()
+        return np.unique(row_indices(cols.indptr, cols.indices, cells))
+
+    def scratch(self) -> dict:
+        """Per-variable and per-relation work arrays, allocated once per component and
+        always handed back all-clear, so that many small block LPs cost time in their
+        own size, not the component's."""
+        if self._work is None:
+            self._work = {"ties": np.zeros(self.k, dtype=np.int64),
+                          "pos": np.full(self.k, -1, dtype=np.int64),
+                          "rows": np.zeros(self.A.shape[0], dtype=bool)}
+        return self._work
+
+    @staticmethod
+    def at_bounds(x, lb, ub):
+        """Masks of variables sitting at their finite lower / upper bound."""
+        at_lb = np.isfinite(lb) & (np.abs(x - lb) <= 1e-9 * np.maximum(1, np.abs(lb)))
+        at_ub = np.isfinite(ub) & (np.abs(x - ub) <= 1e-9 * np.maximum(1, np.abs(ub)))
+        return at_lb, at_ub
+
+    def fix(self, fixed: Knowledge | None):
+        """Put an attacker's knowledge into the warm model."""
+        if fixed is not None:
+            lb, ub = fixed.bounds(self.lb, self.ub)
+            idx = fixed.index
+            self.model(fixed).set_col_bounds(idx, lb[idx], ub[idx])
+
+    def unfix(self, fixed: Knowledge | None):
+        if fixed is not None and self._model is not None:
+            idx = fixed.index
+            self._model.set_col_bounds(idx, self.lb[idx], self.ub[idx])

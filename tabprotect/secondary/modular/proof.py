@@ -1,0 +1,80 @@
+"""Proof levels: the protection levels a secondary carries from the sub-table that
+chose it into its other sub-tables, read from the attacker moves that prove the
+sub-table's requirements."""
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from solvers import LinearProgram
+from solvers import solve as solve_lp
+from tabprotect.model.table import Table
+from tabprotect.secondary.repair import Requirements
+
+
+def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """How far each hidden cell of a solved sub-table must be able to move up and down.
+
+    For every primary of the sub-table (status ``U``: its own and the carried ones) and
+    every direction it must move, one LP finds the smallest deviation (least total
+    movement, L1) with ``A y = 0`` within the hidden cells' ranges that moves the primary
+    by its requirement: the attacker's move that proves the requirement.  A hidden cell's
+    level up (down) is the largest upward (downward) step it takes in any of these
+    proofs.  A carried secondary given these levels in the other sub-tables holding it
+    lets every proof of this sub-table extend to the whole table, and it asks no more
+    of them: a rectangle that protects a primary needing 1,000 moves its corners by
+    1,000, not by the largest requirement seen in the sub-table.
+
+    Returns ``(up, down)`` over the sub-table's cells, or None when some primary has no
+    such move (the pattern does not protect it here; the caller falls back to the
+    sub-table's median requirement and the full-table audit has the last word).
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0],
+    ...                       lpl=[0, 0, 0, 0, 2, 0, 0, 0, 0])
+    >>> up, down = proof_levels(t, np.isin(np.arange(9), [4, 5, 7, 8]))
+    >>> up[[4, 5, 7, 8]].tolist(), down[[4, 5, 7, 8]].tolist()
+    ([1.0, 2.0, 2.0, 1.0], [2.0, 1.0, 1.0, 2.0])
+    """
+    req = Requirements.from_table(sub, singleton=singleton)
+    hidden = np.asarray(hidden, bool)
+    cells = np.flatnonzero(hidden)
+    m = len(cells)
+    level_up = np.zeros(sub.n_cells)
+    level_down = np.zeros(sub.n_cells)
+    A = sub.relations.tocsr()[:, cells]
+    rows = np.flatnonzero(np.diff(A.indptr) > 0)
+    A = A[rows]
+    M = sparse.hstack([A, -A]).tocsr()
+    hi_both = np.concatenate([req.up[cells], req.down[cells]])
+    for slot, s in enumerate(req.primary):
+        up, down = float(req.need_up[slot]), float(req.need_down[slot])
+        width = float(req.need_width[slot])
+        if width > up + down:  # half of the sliding requirement each way suffices
+            up, down = max(up, 0.5 * width), max(down, 0.5 * width)
+        k = int(np.searchsorted(cells, s))
+        if k >= m or cells[k] != s:
+            return None
+        for sign, need in ((1, up), (-1, down)):
+            if need <= 0:
+                continue
+            lo = np.zeros(2 * m)
+            hi = hi_both.copy()
+            own = k if sign > 0 else m + k
+            if hi[own] < need * (1 - 1e-9):
+                return None
+            lo[own] = need
+            hi[m + k if sign > 0 else k] = 0.0
+            lp = LinearProgram(c=np.ones(2 * m), A=M, row_lower=np.zeros(len(rows)),
+                               row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
+            res = solve_lp(lp, threads=1)
+            if res.status != "optimal" or res.x is None:
+                return None
+            level_up[cells] = np.maximum(level_up[cells], res.x[:m])
+            level_down[cells] = np.maximum(level_down[cells], res.x[m:])
+    return level_up, level_down

@@ -1,0 +1,152 @@
+"""The sub-table solve: the optimal method on a small flat sub-table after checking that
+it can be protected, the certified heuristic on a large one; and the test which of a
+sub-table's primaries its suppressed cells leave unprotected."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tabprotect.errors import InfeasibleRulesError
+from tabprotect.model.table import Table
+from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.modular.certified import Unreachable, certified_pattern
+from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
+from tabprotect.secondary.optimal import optimal
+from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+
+#: a sub-table solver: (flat sub-table, cost, time limit) -> its new status array
+SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]
+
+
+def uses_heuristic(n_primaries: int, n_cells: int, heuristic_size: int | None,
+                   min_primaries: int = 20) -> bool:
+    """Whether a sub-table gets :func:`certified_pattern` instead of the optimal method:
+    from ``heuristic_size`` primaries x cells and ``min_primaries`` primaries
+    (``heuristic_size=0``: every sub-table; None: none).
+
+    >>> uses_heuristic(150, 1050, 20_000), uses_heuristic(7, 10201, 20_000)
+    (True, False)
+    """
+    if heuristic_size is None:
+        return False
+    return (n_primaries * n_cells >= heuristic_size
+            and n_primaries >= min(min_primaries, heuristic_size))
+
+
+@dataclass(frozen=True)
+class OptimalSubtableSolver:
+    """The default sub-table solver (picklable: it runs in worker processes).
+
+    Attributes
+    ----------
+    singleton, mip_gap : passed to the optimal method
+    seed : start the optimal method from a cube pattern (:func:`cube_pattern`) that
+        protects every primary, so that a solve stopped by its time limit always has a
+        pattern of its own
+    heuristic_size, min_primaries : from this many primaries x cells (and primaries)
+        the sub-table gets :func:`certified_pattern` and no MILP (:func:`uses_heuristic`)
+    """
+
+    singleton: bool = True
+    mip_gap: float | None = None
+    seed: bool = False
+    heuristic_size: int | None = 20_000
+    min_primaries: int = 20
+
+    def __call__(self, sub: Table, cost: np.ndarray, time_limit: float | None, *,
+                 short: np.ndarray | None = None, deadline: float | None = None,
+                 fast: bool = False) -> np.ndarray:
+        """The new status of ``sub``.
+
+        ``short``: the primaries the current pattern leaves unprotected, when known;
+        only they need the feasibility check (more suppression never unprotects a
+        primary).  ``deadline``: ``time.perf_counter()`` value the heuristic must not
+        pass.  ``fast``: the certified heuristic's first pass on any sub-table (no MILP,
+        no reverse pass).
+
+        Raises :class:`~tabprotect.errors.InfeasibleRulesError` when the sub-table's
+        primaries cannot be protected with its ``P`` cells published.
+        """
+        req = Requirements.from_table(sub, singleton=self.singleton)
+        todo = req.primary if short is None else np.asarray(short, dtype=np.int64)
+        size = 0 if fast else self.heuristic_size
+        if uses_heuristic(len(req.primary), sub.n_cells, size, self.min_primaries):
+            return self._heuristic(sub, req, cost, todo, time_limit, deadline,
+                                   prune=not fast)
+        movable = np.isin(sub.status, ("S", "U", "M")) & (sub.ub > sub.lb)
+        # a movable cube proves a primary protectable without any LP
+        todo = todo[~cube_protected(sub, req, movable, todo)]
+        if len(todo):
+            chk = AttackerOracle(sub, req).check(movable, cuts=False, primaries=todo,
+                                                 first_only=True)
+            if not chk.ok:
+                raise InfeasibleRulesError("sub-table cannot be protected with its margins")
+        start = cube_pattern(sub, req, cost) if self.seed else None
+        out = optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
+                      mip_gap=self.mip_gap, threads=1, start=start)
+        return np.asarray(out.status)
+
+    def _heuristic(self, sub: Table, req: Requirements, cost: np.ndarray,
+                   todo: np.ndarray, time_limit: float | None, deadline: float | None,
+                   prune: bool) -> np.ndarray:
+        """:func:`certified_pattern` for the conditions of the ``todo`` primaries, then
+        (single-contributor attackers) the greedy repair of what they still need."""
+        hidden = np.isin(sub.status, ("U", "M"))
+        only = np.isin(req.primary, todo)
+        if not only.all():  # conditions of the short primaries only
+            req = _restricted(req, only)
+        prune_by = None if time_limit is None else time.perf_counter() + time_limit
+        if deadline is not None:
+            prune_by = deadline if prune_by is None else min(prune_by, deadline)
+        try:
+            z, _ = certified_pattern(sub, req, cost, hidden=hidden, deadline=deadline,
+                                     prune=prune, prune_by=prune_by)
+        except Unreachable as exc:
+            raise InfeasibleRulesError(f"sub-table cannot be protected: {exc}") from None
+        if self.singleton and req.singleton.any():
+            # the certificates are outsider moves: the greedy repair adds what the
+            # single-contributor attackers still need (checked by attacker LPs)
+            full = Requirements.from_table(sub, singleton=True)
+            z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(
+                z, deadline=prune_by)
+        status = sub.status.copy()
+        status[z & ~hidden] = "M"
+        return status
+
+
+def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None,
+                            seed: bool = False, heuristic_size: int | None = 20_000,
+                            min_primaries: int = 20) -> OptimalSubtableSolver:
+    """The default sub-table solver: :func:`tabprotect.secondary.optimal.optimal`
+    (``seed``: started from :func:`cube_pattern` when there is one); from
+    ``heuristic_size`` primaries x cells :func:`certified_pattern` instead."""
+    return OptimalSubtableSolver(singleton=singleton, mip_gap=mip_gap, seed=seed,
+                                 heuristic_size=heuristic_size, min_primaries=min_primaries)
+
+
+def _restricted(req: Requirements, keep: np.ndarray) -> Requirements:
+    """``req`` with only the primaries where ``keep`` (a mask over ``req.primary``)."""
+    return dataclasses.replace(req, primary=req.primary[keep], need_up=req.need_up[keep],
+                               need_down=req.need_down[keep],
+                               need_width=req.need_width[keep], tol=req.tol[keep])
+
+
+def unprotected(sub: Table, singleton: bool, deadline: float | None = None
+                ) -> np.ndarray | None:
+    """The sub-table's primaries its suppressed cells leave unprotected (empty: no MILP
+    needed).  Cubes prove most protected primaries; attacker LPs judge the rest.  None
+    when ``deadline`` (a ``time.perf_counter()`` value) stopped the LPs."""
+    req = Requirements.from_table(sub, singleton=singleton)
+    hidden = np.isin(sub.status, ("U", "M"))
+    todo = req.primary[~cube_protected(sub, req, hidden, req.primary)]
+    if len(todo) == 0:
+        return todo
+    chk = AttackerOracle(sub, req).check(hidden, cuts=False, primaries=todo,
+                                         deadline=deadline)
+    if not chk.complete:
+        return None
+    return np.unique(np.asarray([s for s, _, _ in chk.violated], dtype=np.int64))
