@@ -223,6 +223,11 @@ def use_executor(executor: TaskExecutor) -> Iterator[TaskExecutor]:
         _CURRENT.reset(token)
 
 
+def active_executor() -> TaskExecutor | None:
+    """The executor set by :func:`use_executor` in this context, or None."""
+    return _CURRENT.get()
+
+
 def current_executor(workers: int) -> TaskExecutor:
     """The executor set by :func:`use_executor`, else the process pool grown to
     ``workers`` processes."""
