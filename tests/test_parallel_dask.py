@@ -274,7 +274,7 @@ def test_cluster_keys_are_checked(tmp_path):
     job = write_job(tmp_path / "job", "microdata")
     text = job.read_text()
     job.write_text(text + '\n[cluster]\nscheduler = "tcp://127.0.0.1:9"\nnodes = 3\n')
-    with pytest.raises(InputError, match=r"\[cluster\] nodes: unknown key|unknown key 'nodes'"):
+    with pytest.raises(InputError, match=r"unknown key 'nodes'"):
         run(job)
     job.write_text(text + '\n[cluster]\nworkers = 2\n')
     with pytest.raises(InputError, match=r"\[cluster\]: give 'scheduler'"):
