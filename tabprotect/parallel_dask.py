@@ -2,8 +2,7 @@
 
 :class:`DaskExecutor` is a :class:`~tabprotect.parallel.TaskExecutor` on a
 ``dask.distributed.Client``: the audit's components and verdict blocks, the modular
-method's sub-tables, the gauss eliminations, the hypercube and cube passes and the greedy
-repair's runs become Dask tasks on the cluster's workers instead of local processes.
+method's sub-tables, the hypercube and cube passes and the greedy repair's runs become Dask tasks on the cluster's workers instead of local processes.
 ``protect(..., executor=client)``, ``[cluster] scheduler = "tcp://..."`` in a job and
 ``tabprotect serve --dask tcp://...`` all end here.
 

@@ -222,16 +222,6 @@ def test_protect_on_the_cluster_equals_protect_here(client):
     assert there.passed and _audited(there)[1]
 
 
-def test_gauss_eliminations_on_the_cluster_equal_the_local_ones(client):
-    table = synthetic.preset("3d-small", seed=1)
-    here = protect(table, method="gauss", singleton=True, workers=1)
-    counting = CountingExecutor(client)
-    there = protect(table, method="gauss", singleton=True, executor=counting)
-    assert counting.tasks == 2
-    assert there.confidential_table.status.tolist() == here.confidential_table.status.tolist()
-    assert there.passed == here.passed
-
-
 def test_a_failed_task_gives_no_verdict(client):
     table = synthetic.preset("3d-small", seed=1)
     with pytest.raises(RuntimeError, match="failed on the cluster"):
