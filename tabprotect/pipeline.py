@@ -30,7 +30,8 @@ from tabprotect.model.table import Table
 Progress = Callable[[str, float], None]
 
 #: what ``task`` may be; "auto" picks protect, round, compare or audit from the sections
-TASKS = ("auto", "primary", "protect", "audit", "round", "audit-rounded", "compare")
+TASKS = ("auto", "primary", "protect", "audit", "round", "audit-rounded", "compare",
+         "cellkey")
 
 __all__ = ["Run", "run", "TASKS"]
 
@@ -53,6 +54,8 @@ class Run:
     rules : the :class:`tabprotect.primary.RuleResult` when the job has ``[rules]``
     comparison : one row per method of a comparison
     ru_map : microdata R-U map (``label``, a loss and a risk column)
+    census : the cell key run (:class:`tabprotect.census.CensusRun`: the released
+        microdata and every perturbed table)
     parameters : the job as run (checked, overrides merged)
     inputs : the input files (their checksums go into the trail)
     timings, results, notes : seconds per step, method numbers, remarks
@@ -71,6 +74,7 @@ class Run:
     rules: Any = None
     comparison: pd.DataFrame | None = None
     ru_map: pd.DataFrame | None = None
+    census: Any = None
     parameters: dict[str, Any] = field(default_factory=dict)
     inputs: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -150,7 +154,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
     >>> run(job, task="fly")
     Traceback (most recent call last):
     ...
-    tabprotect.errors.InputError: job: unknown task 'fly' (known: auto, primary, protect, audit, round, audit-rounded, compare)
+    tabprotect.errors.InputError: job: unknown task 'fly' (known: auto, primary, protect, audit, round, audit-rounded, compare, cellkey)
     """
     if not isinstance(job, Job):
         job = load_job(job)
@@ -159,10 +163,13 @@ def run(job: Job | str | Path, *, task: str = "auto",
     if overrides:
         job = job.merged(overrides)
     if task == "auto":
-        task = next((t for t in ("protect", "round", "compare") if t in job.spec), "audit")
+        task = next((t for t in ("protect", "round", "cellkey", "compare") if t in job.spec),
+                    "audit")
     steps = _Steps({}, progress)
     title = job.section("job").get("title") or job.section("report").get("title") \
         or f"tabprotect report: {job.label}"
+    if task == "cellkey":
+        return _cellkey_run(job, steps, str(title), progress)
     if task == "audit-rounded":
         with steps("read the published table", 0.0):
             table = published_table(job)
@@ -335,13 +342,15 @@ def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
                          f"no suppressed cells (status U or M); give a status column in "
                          f"[input] or [audit] published = \"margins\"")
     singleton = bool(opts.get("singleton", False))
+    coalition = opts.get("coalition")
     with steps("audit", 0.3):
         result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
                              singleton=singleton, time_limit=opts.get("time_limit"),
                              mode=opts.get("mode", "intervals"),
-                             workers=int(opts.get("workers", 1)))
+                             workers=int(opts.get("workers", 1)), coalition=coalition)
     result.kind = "audit"
-    result.attacker = _attacker(singleton)
+    result.attacker = _attacker(singleton) if not coalition else (
+        f"outside intruder and every coalition of up to {coalition} contributors")
     result.published = table
     result.results = {k: v for k, v in result.audit.summary().items()
                       if k in ("mode", "unprotected_primary", "exactly_disclosed")}
@@ -375,6 +384,35 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
     result.audit = best.audit
     result.notes.append(f"published table and audit of '{best.label}', the passing method "
                         f"with the least information loss")
+
+
+def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None) -> Run:
+    """Swap (with ``[swap]``), record keys, every table of ``[microdata]`` and
+    ``[cellkey] tables`` perturbed by the cell key method; the first table is the run's."""
+    from tabprotect.census import cellkey_job, summary
+    if "microdata" not in job.spec:
+        raise InputError(f"{job.label}: the cell key method needs [microdata] (record keys "
+                         "travel with the records)")
+    with steps("cell key", 0.0):
+        census = cellkey_job(job, progress=_text_progress(progress))
+    first = census.tables[0]
+    s = first.settings
+    result = Run(table=first.table, title=title, kind="cellkey", parameters=job.spec,
+                 inputs=job.input_files(), timings=steps.timings,
+                 method=(f"cell key (ptable {s.ptable_file})" if s.ptable_file else
+                         f"cell key D={s.D} V={s.V:g} js={s.js}")
+                 + (" after targeted swapping" if census.swap is not None else ""),
+                 attacker="intruder who knows the ptable")
+    result.census = census
+    result.published = first.published_table
+    result.results = {"cellkey": summary(census)}
+    with steps("information loss", 0.9):
+        from tabprotect.infoloss import info_loss
+        opts = job.section("report")
+        result.info = info_loss(first.table, first.published.astype(float),
+                                **{k: opts[k] for k in ("by", "cells", "zero", "rows",
+                                                        "cols") if k in opts})
+    return result
 
 
 def _info_step(result: Run, job: Job, steps: _Steps) -> None:

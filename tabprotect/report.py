@@ -248,6 +248,8 @@ def audit_proves(run: Run) -> str:
     """One paragraph: how the audit computed the intervals and what its verdict proves."""
     audit = run.audit
     if audit is None:
+        if run.kind == "cellkey":
+            return "No audit: the cell key method perturbs every cell."
         return "No audit: the run applies the primary rules only."
     if hasattr(audit, "range_lower"):   # a rounded table
         return ("Audit of the rounded table: for every cell the integer minimum and maximum "
@@ -283,6 +285,10 @@ def _verdict_html(run: Run) -> str:
             "no audit": "Primary rules only: no protection was applied or audited."}[verdict]
     if run.kind == "compare" and verdict != "PASSED" and run.comparison is not None:
         what = "No method passed the audit: nothing is publishable."
+    if run.kind == "cellkey":
+        what = ("Cell key method: every cell is published with noise from the ptable, so "
+                "there is no suppression pattern to audit; what an intruder can infer from "
+                "a published count is the posterior in summary.json (cellkey.posterior).")
     lines.append(f"<p><b>{html.escape(what)}</b></p>")
     if run.audit is not None:
         summ = run.audit.summary() if hasattr(run.audit, "summary") else {}

@@ -194,7 +194,7 @@ def test_duckdb_file_engine_equals_pandas(tmp_path, suffix):
     dfw = records(300, 8, with_weights=True)
     dfw.to_csv(tmp_path / "w.csv", index=False)
     aw = tabulate(dfw, dims, "x", weight="w")
-    bw = tabulate(tmp_path / "w.csv", dims, "x", weight="w")
+    bw = tabulate(tmp_path / "w.csv", dims, "x", weight="w", engine="duckdb", threads=1)
     np.testing.assert_allclose(bw.value, aw.value, rtol=1e-12)
     np.testing.assert_allclose(bw.top, aw.top, rtol=1e-12)
 
@@ -363,3 +363,24 @@ def test_categorical_codes_with_unused_categories():
     df.loc[1, "region"] = "zz"
     with pytest.raises(InputError, match="the code in column 'region'"):
         tabulate(df, {"region": REGION}, "x")
+
+
+def test_auto_engine_reads_small_files_with_pandas(tmp_path):
+    """``auto``: pandas for frames and files up to AUTO_SMALL_FILE_BYTES (no duckdb start-up
+    on everyday tables), duckdb first for larger files; the same table either way."""
+    from tabprotect.tabulate.engines import AUTO_SMALL_FILE_BYTES, auto_order, choose_engine
+    df = records(200, 3)
+    small = tmp_path / "m.csv"
+    df.to_csv(small, index=False)
+    assert choose_engine("auto", small).name == "pandas"
+    assert choose_engine("auto", df).name == "pandas"
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as f:            # a sparse file: its size without the writing
+        f.truncate(AUTO_SMALL_FILE_BYTES + 1)
+    assert auto_order(big)[0] == "duckdb"
+    assert auto_order(tmp_path / "absent.csv")[0] == "duckdb"
+    dims = {"region": REGION, "nace": NACE}
+    a = tabulate(small, dims, "x", top_k=3)
+    b = tabulate(small, dims, "x", top_k=3, engine="duckdb", threads=1)
+    np.testing.assert_allclose(a.value, b.value, rtol=1e-12)
+    np.testing.assert_allclose(a.top, b.top, rtol=1e-12)

@@ -61,8 +61,8 @@ def tabulate(microdata: pd.DataFrame | str | Path,
         ``"zero"`` (a contributor with value 0) or ``"drop"`` (the record is left out of the
         cell).  With ``zero``/``drop`` the records concerned are counted per cell in
         ``extra["n_missing"]`` and a warning gives the total, so nothing disappears silently.
-    engine : ``"pandas"``, ``"duckdb"`` or ``"auto"`` (duckdb for files when installed,
-        pandas for frames)
+    engine : ``"pandas"``, ``"duckdb"`` or ``"auto"`` (duckdb for files larger than
+        16 MiB when installed, pandas for smaller files and for frames)
     threads, memory_limit : duckdb settings (e.g. ``threads=1``, ``memory_limit="2GB"``);
         duckdb spills to disk beyond the memory limit, so files larger than memory work
     progress : called with short messages while the work proceeds

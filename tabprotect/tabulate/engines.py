@@ -6,6 +6,8 @@ only among the engines listed in :data:`AUTO_FOR_FILES` / :data:`AUTO_FOR_FRAMES
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from tabprotect.errors import InputError
@@ -13,7 +15,8 @@ from tabprotect.tabulate.duckdb_engine import duckdb_available, duckdb_leaves
 from tabprotect.tabulate.engine import Engine, Source
 from tabprotect.tabulate.pandas_engine import pandas_leaves
 
-__all__ = ["ENGINES", "AUTO_FOR_FILES", "AUTO_FOR_FRAMES", "choose_engine"]
+__all__ = ["ENGINES", "AUTO_FOR_FILES", "AUTO_FOR_FRAMES", "AUTO_SMALL_FILE_BYTES",
+           "auto_order", "choose_engine"]
 
 
 def _always() -> bool:
@@ -27,6 +30,9 @@ ENGINES: dict[str, Engine] = {
 
 #: ``auto`` for a file: the first available of these (duckdb streams files larger than memory)
 AUTO_FOR_FILES = ("duckdb", "pandas")
+#: ``auto`` for a file of at most this many bytes: pandas (reading it whole takes a fraction
+#: of a second, where importing and starting duckdb costs more than the tabulation)
+AUTO_SMALL_FILE_BYTES = 16 * 2**20
 #: ``auto`` for a DataFrame: the first available of these (the frame is in memory already)
 AUTO_FOR_FRAMES = ("pandas",)
 
@@ -34,8 +40,19 @@ AUTO_FOR_FRAMES = ("pandas",)
 def choose_engine(name: str, source: Source) -> Engine:
     """The engine named ``name``; for ``"auto"`` the first available for the source."""
     if name == "auto":
-        order = AUTO_FOR_FRAMES if isinstance(source, pd.DataFrame) else AUTO_FOR_FILES
-        return next(ENGINES[e] for e in order if ENGINES[e].available())
+        return next(ENGINES[e] for e in auto_order(source) if ENGINES[e].available())
     if name not in ENGINES:
         raise InputError(f"unknown tabulation engine {name!r} ({', '.join(ENGINES)}, auto)")
     return ENGINES[name]
+
+
+def auto_order(source: Source) -> tuple[str, ...]:
+    """The engines ``auto`` tries for ``source``, in order: a DataFrame and a small file
+    (at most :data:`AUTO_SMALL_FILE_BYTES`) go to pandas, a larger file to duckdb first."""
+    if isinstance(source, pd.DataFrame):
+        return AUTO_FOR_FRAMES
+    try:
+        small = Path(source).stat().st_size <= AUTO_SMALL_FILE_BYTES
+    except OSError:               # not found: the engine reports it, naming the file
+        small = False
+    return AUTO_FOR_FRAMES if small else AUTO_FOR_FILES
