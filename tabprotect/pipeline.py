@@ -44,11 +44,12 @@ class Run:
     ----------
     table : the table with its primary statuses and protection levels (confidential)
     kind : ``"primary"``, ``"suppression"``, ``"audit"``, ``"rounding"``,
-        ``"audit-rounded"`` or ``"compare"``
+        ``"adjustment"`` (controlled tabular adjustment), ``"audit-rounded"`` or
+        ``"compare"``
     method : the protection method (or the rounding method and base)
     attacker : who the protection and the audit guard against, in words
     published : the table as published (final statuses) for suppression and audit runs
-    rounded : the published (rounded) values of rounding runs
+    rounded : the published values of rounding and adjustment runs (rounded, adjusted)
     audit : the audit result (the verdict is ``audit.passed``)
     info : the information loss (:class:`tabprotect.infoloss.InfoLoss`)
     rules : the :class:`tabprotect.primary.RuleResult` when the job has ``[rules]``
@@ -248,6 +249,9 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
         res = _hint_singleton(
             lambda: protect(result.table, method=method, progress=steps.scaled(0.2, 0.75),
                             **kwargs), job, "protect")
+    if getattr(res, "adjusted", None) is not None:
+        _adjustment_result(result, res)
+        return
     result.kind = "suppression"
     result.method = method
     result.attacker = _attacker(bool(opts.get("singleton", True)))
@@ -263,6 +267,24 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")
+
+
+#: who a controlled tabular adjustment protects against, in words
+ADJUSTMENT_ATTACKER = ("an intruder who reads every published (adjusted) value: each "
+                       "sensitive cell lies at least its protection level from its true "
+                       "value")
+
+
+def _adjustment_result(result: Run, res) -> None:
+    """A run of a method that publishes adjusted values (``cta``)."""
+    result.kind = "adjustment"
+    result.method = res.method
+    result.attacker = ADJUSTMENT_ATTACKER
+    result.rounded = np.asarray(res.adjusted, dtype=float)
+    result.audit = res.audit
+    result.results = {k: v for k, v in res.summary().items()
+                      if k not in ("cells", "method", "audit")}
+    result.notes.extend(res.notes or [])
 
 
 def _hint_singleton(call, job: Job, section: str):
@@ -422,7 +444,7 @@ def _info_step(result: Run, job: Job, steps: _Steps) -> None:
     if result.kind == "compare" and result.published is None:
         return
     with steps("information loss", 0.9):
-        if result.kind == "rounding":
+        if result.kind in ("rounding", "adjustment"):
             opts = job.section("report")
             result.info = info_loss(result.table, result.rounded,
                                     **{k: opts[k] for k in ("by", "cells", "zero", "rows",

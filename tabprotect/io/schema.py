@@ -182,16 +182,20 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("zero", "table", doc="`safety_range`"),
         Key("group", "table", doc="`dimensions` (frequency tables)"),
     ), shape="rules"),
-    Section("protect", "secondary suppression (docs/secondary.md); a method's own "
-            "options are accepted for that method", (
+    Section("protect", "secondary suppression (docs/secondary.md) or controlled tabular "
+            "adjustment (`method = \"cta\"`, docs/cta.md); a method's own options are "
+            "accepted for that method", (
         Key("method", "string", "optimal", doc="the method",
-            choices=("optimal", "modular", "hypercube", "gauss", "greedy")),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="what a suppression costs"),
+            choices=("optimal", "modular", "hypercube", "gauss", "greedy", "cta")),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="what a suppression costs (default value); cta: the weight of a unit "
+                "change (default relative: one over the absolute value; relative is for cta "
+                "only)"),
         Key("cost_column", "string", doc="the extra column used by cost = \"column\""),
         Key("time_limit", doc="seconds for the whole protection (method, audit and repair)",
             **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (suppression only)"),
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),
@@ -236,8 +240,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
             "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="default: [protect] cost"),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="default: [protect] cost, else each method's own (value; cta: relative)"),
         Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
             **_TIME),
         Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "

@@ -38,7 +38,7 @@ PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "r
                     "cost_column", "empty", "audit_mode", "audit_workers", "settings")
 
 
-def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "value",
+def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None = None,
             time_limit: float | None = None, *, options: Any = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             repair: bool = True, cost_column: str | None = None, empty: str = "publish",
@@ -52,6 +52,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         cells are never suppressed; ``M`` cells already suppressed stay suppressed
     method : a registered method (``METHODS``): ``"optimal"``, ...
     cost : ``"unity"``, ``"freq"``, ``"value"``, ``"log"``, ``"column"`` or an array
+        (None: ``"value"``); for ``cta`` the weight of a unit change (None:
+        ``"relative"``, see :func:`tabprotect.adjust.cta`)
     time_limit : wall-clock seconds for the whole call (:class:`~tabprotect.budget.Budget`):
         the feasibility check gets ``settings.feasibility_share`` of it, the method
         ``settings.method_share`` of what is left (``method_share_large`` from
@@ -101,6 +103,13 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     if method not in METHODS:
         raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
     spec = METHODS[method]
+    if spec.capabilities.adjusts_values:
+        return _adjust(spec, table, cost, time_limit, options, progress, cost_column,
+                       keywords, singleton=singleton, repair=repair, empty=empty,
+                       audit_mode=audit_mode, audit_workers=audit_workers,
+                       settings=settings)
+    if cost is None:
+        cost = "value"
     opts = method_options(method, options, also=PROTECT_SETTINGS, **keywords)
     if not isinstance(table, Table):
         raise InputError("protect() needs a tabprotect Table")
@@ -280,3 +289,22 @@ def _check_outcome(table: Table, status: np.ndarray) -> None:
     was_u = table.status == "U"
     if (status[was_u] != "U").any():
         raise RuntimeError("method changed a primary cell's status")
+
+
+#: protect()'s suppression settings and their defaults: a method that adjusts values
+#: takes none of them, and a value other than the default is an error
+SUPPRESSION_SETTINGS = {"singleton": True, "repair": True, "empty": "publish",
+                        "audit_mode": "auto", "audit_workers": 1, "settings": None}
+
+
+def _adjust(spec: MethodSpec, table, cost, time_limit, options, progress, cost_column,
+            keywords, **suppression):
+    """protect() of a method that publishes adjusted values (``cta``): the method's own
+    call and result (no pattern to audit and repair)."""
+    given = [k for k, v in suppression.items() if v != SUPPRESSION_SETTINGS[k]]
+    if given:
+        raise InputError(f"method '{spec.name}' publishes adjusted values: "
+                         f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to "
+                         f"suppression only")
+    return spec.run(table, cost, time_limit, options=options, progress=progress,
+                    cost_column=cost_column, **keywords)
