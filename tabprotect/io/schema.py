@@ -156,7 +156,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "{column = code})"),
         Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
                                                                         "drop")),
-        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb"),
+        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb", "dask"),
             doc="tabulation engine"),
         Key("name", "string", doc="table name"),
         Key("threads", "integer", low=1, doc="duckdb threads"),
@@ -321,6 +321,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             doc="relative loss of zero cells"),
         Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
         Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
+    )),
+    Section("cluster", "the parallel work on a Dask cluster (docs/scale-out.md)", (
+        Key("scheduler", "string", doc="the Dask scheduler's address, e.g. "
+            "\"tcp://10.0.0.5:8786\" (required)"),
+        Key("workers", "integer", low=1, doc="tasks in flight at a time (default: the "
+            "cluster's threads)"),
+        Key("task_timeout", doc="seconds a task may take before the run fails",
+            **_TIME),
+        Key("connect_timeout", "number", 10, low=0, low_open=True,
+            doc="seconds to wait for the scheduler"),
     )),
     Section("output", "where outputs go", (
         Key("dir", "string", "out", doc="output folder (relative to the job file; "

@@ -24,6 +24,8 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.structure import product_structure
 from tabprotect.model.table import Table
+from tabprotect.parallel import use_executor
+from tabprotect.parallel_dask import as_executor
 from tabprotect.secondary.audit_repair import AuditRepair, StageClock
 from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSpec,
                                        applied_options, cost_vector, method_options)
@@ -35,7 +37,8 @@ from tabprotect.secondary.repair import Requirements
 
 #: protect()'s own settings (every other keyword is an option of the method)
 PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "repair",
-                    "cost_column", "empty", "audit_mode", "audit_workers", "settings")
+                    "cost_column", "empty", "audit_mode", "audit_workers", "settings",
+                    "executor")
 
 
 def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None = None,
@@ -43,7 +46,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             repair: bool = True, cost_column: str | None = None, empty: str = "publish",
             audit_mode: str = "auto", audit_workers: int = 1,
-            settings: ProtectSettings | None = None, **keywords) -> ProtectResult:
+            settings: ProtectSettings | None = None, executor: Any = None,
+            **keywords) -> ProtectResult:
     """Secondary suppression with audit and repair.
 
     Parameters
@@ -79,6 +83,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     settings : how protect() itself audits, repairs and shares its time
         (:class:`~tabprotect.secondary.protect_settings.ProtectSettings`; defaults when
         None); the fields it applied are recorded in ``params["settings"]``
+    executor : where the parallel work goes instead of local processes: a
+        ``dask.distributed.Client`` or a :class:`~tabprotect.parallel.TaskExecutor`
+        (docs/scale-out.md); ``audit_workers`` and an unset ``workers`` option of the
+        method become the executor's worker count.  Same result as in one process
     **keywords : fields of the method's options given one by one (e.g.
         ``engine="benders"``), checked like ``options`` and applied on top of it
 
@@ -98,6 +106,17 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     >>> res.n_secondary, res.passed, res.proven_optimal
     (3, True, True)
     """
+    if executor is not None:
+        engine = as_executor(executor)
+        if method in METHODS and options is None and "workers" not in keywords \
+                and "workers" in METHODS[method].valid_keys:
+            keywords["workers"] = engine.workers
+        with use_executor(engine):
+            return protect(table, method, cost, time_limit, options=options,
+                           progress=progress, singleton=singleton, repair=repair,
+                           cost_column=cost_column, empty=empty, audit_mode=audit_mode,
+                           audit_workers=max(audit_workers, engine.workers),
+                           settings=settings, **keywords)
     t0 = time.perf_counter()
     budget = Budget(time_limit)
     if method not in METHODS:
