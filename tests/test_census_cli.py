@@ -133,3 +133,14 @@ def test_bad_job_is_one_line_exit_2(tmp_path, capsys, change, needle):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err, err
     assert "Traceback" not in err
+
+
+def test_bundled_census_job_prints_what_the_docs_show(tmp_path, capsys):
+    for name in ("census_persons.csv", "region.hrc", "census.toml"):
+        shutil.copy(DEMO / name, tmp_path / name)
+    assert main(["cellkey", str(tmp_path / "census.toml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "census.md").read_text()
+    block = doc.split("$ tabprotect cellkey census.toml\n", 1)[1].split("```", 1)[0]
+    for line in block.strip().splitlines():
+        assert line in out, line

@@ -156,7 +156,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "{column = code})"),
         Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
                                                                         "drop")),
-        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb"),
+        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb", "dask"),
             doc="tabulation engine"),
         Key("name", "string", doc="table name"),
         Key("threads", "integer", low=1, doc="duckdb threads"),
@@ -182,16 +182,20 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("zero", "table", doc="`safety_range`"),
         Key("group", "table", doc="`dimensions` (frequency tables)"),
     ), shape="rules"),
-    Section("protect", "secondary suppression (docs/secondary.md); a method's own "
-            "options are accepted for that method", (
+    Section("protect", "secondary suppression (docs/secondary.md) or controlled tabular "
+            "adjustment (`method = \"cta\"`, docs/cta.md); a method's own options are "
+            "accepted for that method", (
         Key("method", "string", "optimal", doc="the method",
-            choices=("optimal", "modular", "hypercube", "gauss", "greedy")),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="what a suppression costs"),
+            choices=("optimal", "modular", "hypercube", "gauss", "greedy", "cta")),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="what a suppression costs (default value); cta: the weight of a unit "
+                "change (default relative: one over the absolute value; relative is for cta "
+                "only)"),
         Key("cost_column", "string", doc="the extra column used by cost = \"column\""),
         Key("time_limit", doc="seconds for the whole protection (method, audit and repair)",
             **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (suppression only)"),
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),
@@ -203,6 +207,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("audit", "the audit of a given pattern (status column), docs/audit.md", (
         Key("integer", "boolean", doc="integer intervals (default: frequency tables)"),
         Key("singleton", "boolean", False, doc=_SINGLETON_DOC),
+        Key("coalition", "integer", low=2, doc="also audit against every coalition of up "
+            "to this many contributors pooling their own contributions (includes the "
+            "single contributors)"),
         Key("time_limit", doc="seconds for the audit", **_TIME),
         Key("published", "string", "all", choices=("all", "margins"),
             doc="what the intruder sees (margins: every inner cell unpublished)"),
@@ -233,8 +240,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
             "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="default: [protect] cost"),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="default: [protect] cost, else each method's own (value; cta: relative)"),
         Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
             **_TIME),
         Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "
@@ -313,6 +321,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             doc="relative loss of zero cells"),
         Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
         Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
+    )),
+    Section("cluster", "the parallel work on a Dask cluster (docs/scale-out.md)", (
+        Key("scheduler", "string", doc="the Dask scheduler's address, e.g. "
+            "\"tcp://10.0.0.5:8786\" (required)"),
+        Key("workers", "integer", low=1, doc="tasks in flight at a time (default: the "
+            "cluster's threads)"),
+        Key("task_timeout", doc="seconds a task may take before the run fails",
+            **_TIME),
+        Key("connect_timeout", "number", 10, low=0, low_open=True,
+            doc="seconds to wait for the scheduler"),
     )),
     Section("output", "where outputs go", (
         Key("dir", "string", "out", doc="output folder (relative to the job file; "

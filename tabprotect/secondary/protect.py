@@ -24,6 +24,8 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.structure import product_structure
 from tabprotect.model.table import Table
+from tabprotect.parallel import use_executor
+from tabprotect.parallel_dask import as_executor
 from tabprotect.secondary.audit_repair import AuditRepair, StageClock
 from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, MethodSpec,
                                        applied_options, cost_vector, method_options)
@@ -35,15 +37,17 @@ from tabprotect.secondary.repair import Requirements
 
 #: protect()'s own settings (every other keyword is an option of the method)
 PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "repair",
-                    "cost_column", "empty", "audit_mode", "audit_workers", "settings")
+                    "cost_column", "empty", "audit_mode", "audit_workers", "settings",
+                    "executor")
 
 
-def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "value",
+def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None = None,
             time_limit: float | None = None, *, options: Any = None,
             progress: Callable[[str, float], None] | None = None, singleton: bool = True,
             repair: bool = True, cost_column: str | None = None, empty: str = "publish",
             audit_mode: str = "auto", audit_workers: int = 1,
-            settings: ProtectSettings | None = None, **keywords) -> ProtectResult:
+            settings: ProtectSettings | None = None, executor: Any = None,
+            **keywords) -> ProtectResult:
     """Secondary suppression with audit and repair.
 
     Parameters
@@ -52,6 +56,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
         cells are never suppressed; ``M`` cells already suppressed stay suppressed
     method : a registered method (``METHODS``): ``"optimal"``, ...
     cost : ``"unity"``, ``"freq"``, ``"value"``, ``"log"``, ``"column"`` or an array
+        (None: ``"value"``); for ``cta`` the weight of a unit change (None:
+        ``"relative"``, see :func:`tabprotect.adjust.cta`)
     time_limit : wall-clock seconds for the whole call (:class:`~tabprotect.budget.Budget`):
         the feasibility check gets ``settings.feasibility_share`` of it, the method
         ``settings.method_share`` of what is left (``method_share_large`` from
@@ -77,6 +83,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     settings : how protect() itself audits, repairs and shares its time
         (:class:`~tabprotect.secondary.protect_settings.ProtectSettings`; defaults when
         None); the fields it applied are recorded in ``params["settings"]``
+    executor : where the parallel work goes instead of local processes: a
+        ``dask.distributed.Client`` or a :class:`~tabprotect.parallel.TaskExecutor`
+        (docs/scale-out.md); ``audit_workers`` and an unset ``workers`` option of the
+        method become the executor's worker count.  Same result as in one process
     **keywords : fields of the method's options given one by one (e.g.
         ``engine="benders"``), checked like ``options`` and applied on top of it
 
@@ -96,8 +106,28 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray = "val
     >>> res.n_secondary, res.passed, res.proven_optimal
     (3, True, True)
     """
+    if executor is not None:
+        engine = as_executor(executor)
+        if method in METHODS and options is None and "workers" not in keywords \
+                and "workers" in METHODS[method].valid_keys:
+            keywords["workers"] = engine.workers
+        with use_executor(engine):
+            return protect(table, method, cost, time_limit, options=options,
+                           progress=progress, singleton=singleton, repair=repair,
+                           cost_column=cost_column, empty=empty, audit_mode=audit_mode,
+                           audit_workers=max(audit_workers, engine.workers),
+                           settings=settings, **keywords)
     t0 = time.perf_counter()
     budget = Budget(time_limit)
+    if method not in METHODS:
+        raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
+    if METHODS[method].capabilities.adjusts_values:
+        return _adjust(METHODS[method], table, cost, time_limit, options, progress,
+                       cost_column, keywords, singleton=singleton, repair=repair,
+                       empty=empty, audit_mode=audit_mode, audit_workers=audit_workers,
+                       settings=settings)
+    if cost is None:
+        cost = "value"
     spec, opts, settings = _checked(table, method, options, empty, settings, keywords)
     params = {"cost": cost if isinstance(cost, str) else "array", "time_limit": time_limit,
               "singleton": singleton, "repair": repair, "empty": empty,
@@ -297,3 +327,22 @@ def _check_outcome(table: Table, status: np.ndarray) -> None:
     was_u = table.status == "U"
     if (status[was_u] != "U").any():
         raise RuntimeError("method changed a primary cell's status")
+
+
+#: protect()'s suppression settings and their defaults: a method that adjusts values
+#: takes none of them, and a value other than the default is an error
+SUPPRESSION_SETTINGS = {"singleton": True, "repair": True, "empty": "publish",
+                        "audit_mode": "auto", "audit_workers": 1, "settings": None}
+
+
+def _adjust(spec: MethodSpec, table, cost, time_limit, options, progress, cost_column,
+            keywords, **suppression):
+    """protect() of a method that publishes adjusted values (``cta``): the method's own
+    call and result (no pattern to audit and repair)."""
+    given = [k for k, v in suppression.items() if v != SUPPRESSION_SETTINGS[k]]
+    if given:
+        raise InputError(f"method '{spec.name}' publishes adjusted values: "
+                         f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to "
+                         f"suppression only")
+    return spec.run(table, cost, time_limit, options=options, progress=progress,
+                    cost_column=cost_column, **keywords)
