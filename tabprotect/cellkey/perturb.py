@@ -105,6 +105,11 @@ class CellKeyResult:
                "settings": _settings_dict(self.settings)}
         if self.table.kind == "frequency":
             out["row_variance"] = [round(float(x), 6) for x in self.ptable.variance]
+        else:
+            mag = self.settings.magnitude
+            out["noise"] = {"sd_per_top1": round(mag.m * float(np.sqrt(mag.V)) / mag.D, 6),
+                            "top1_relative_error_min": round(mag.m / mag.D, 6),
+                            "top1_relative_error_max": mag.m}
         out["additivity"] = self.non_additivity()
         return out
 

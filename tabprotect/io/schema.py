@@ -239,7 +239,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     )),
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
-            "`label` (default: every method)"),
+            "`label` (default: every method); `cellkey` and `swap+cellkey` entries take "
+            "[cellkey] keys"),
         Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
                                        "relative"),
             doc="default: [protect] cost, else each method's own (value; cta: relative)"),
