@@ -298,8 +298,10 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("js", "integer", 0, low=0, doc="counts 1..js are never published"),
         Key("pstay", "number", low=0, high=1, doc="probability of no change (default: "
             "maximum entropy)"),
+        Key("mono", "boolean", False, doc="ptable's monotony condition: noise "
+            "probabilities fall as the noise grows"),
         Key("ptable", "string", path=True, doc="tau-Argus ptable file (instead of D, V, js, "
-            "pstay)"),
+            "pstay, mono)"),
         Key("key", "string", "rkey", doc="record-key column (added when absent)"),
         Key("seed", "integer", doc="seed of added record keys"),
         Key("tables", "list", [], doc="further linked tables: lists of dimension columns"),
