@@ -156,7 +156,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "{column = code})"),
         Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
                                                                         "drop")),
-        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb"),
+        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb", "dask"),
             doc="tabulation engine"),
         Key("name", "string", doc="table name"),
         Key("threads", "integer", low=1, doc="duckdb threads"),
@@ -239,7 +239,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     )),
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
-            "`label` (default: every method)"),
+            "`label` (default: every method); `cellkey` and `swap+cellkey` entries take "
+            "[cellkey] keys"),
         Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
                                        "relative"),
             doc="default: [protect] cost, else each method's own (value; cta: relative)"),
@@ -297,8 +298,10 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("js", "integer", 0, low=0, doc="counts 1..js are never published"),
         Key("pstay", "number", low=0, high=1, doc="probability of no change (default: "
             "maximum entropy)"),
+        Key("mono", "boolean", False, doc="ptable's monotony condition: noise "
+            "probabilities fall as the noise grows"),
         Key("ptable", "string", path=True, doc="tau-Argus ptable file (instead of D, V, js, "
-            "pstay)"),
+            "pstay, mono)"),
         Key("key", "string", "rkey", doc="record-key column (added when absent)"),
         Key("seed", "integer", doc="seed of added record keys"),
         Key("tables", "list", [], doc="further linked tables: lists of dimension columns"),
@@ -321,6 +324,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             doc="relative loss of zero cells"),
         Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
         Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
+    )),
+    Section("cluster", "the parallel work on a Dask cluster (docs/scale-out.md)", (
+        Key("scheduler", "string", doc="the Dask scheduler's address, e.g. "
+            "\"tcp://10.0.0.5:8786\" (required)"),
+        Key("workers", "integer", low=1, doc="tasks in flight at a time (default: the "
+            "cluster's threads)"),
+        Key("task_timeout", doc="seconds a task may take before the run fails",
+            **_TIME),
+        Key("connect_timeout", "number", 10, low=0, low_open=True,
+            doc="seconds to wait for the scheduler"),
     )),
     Section("output", "where outputs go", (
         Key("dir", "string", "out", doc="output folder (relative to the job file; "
