@@ -198,6 +198,7 @@ def child_tabprotect(args) -> None:
     ts = time.perf_counter()
     result = pipeline.run(job)
     call = time.perf_counter() - ts
+    call_cpu = time.process_time() - cpu0
     tw = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         write_outputs(result, out)
@@ -220,7 +221,7 @@ def child_tabprotect(args) -> None:
                              "passed": res.passed}
     status = result.status
     json.dump({"import": t_import, "warm_up": warm_up, "call": call, "writing": writing,
-               "cpu": time.process_time() - cpu0, "timings": result.timings,
+               "cpu": call_cpu, "timings": result.timings,
                "stages": captured.get("stages", {}),
                "method_seconds": captured.get("method_seconds"),
                "audit_seconds": captured.get("audit_seconds"),
