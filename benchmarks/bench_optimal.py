@@ -70,11 +70,11 @@ def generated_table(n_target: int, dims: int, seed: int = 0,
 # ---------------------------------------------------------------- tabprotect
 def run_tabprotect(table: Table, cost: str, time_limit: float, search: str = "bc",
                    audit_mode: str = "intervals", support_cuts: bool = False,
-                   options=None) -> dict:
+                   options=None, settings=None) -> dict:
     t0 = time.perf_counter()
     res = protect(table, method="optimal", cost=cost, time_limit=time_limit,
                   singleton=False, search=search, support_cuts=support_cuts,
-                  options=options)
+                  options=options, settings=settings)
     wall = time.perf_counter() - t0
     independent = audit(res.confidential_table, mode=audit_mode)  # the judge, recomputed here
     # the method's own counters (rounds, nodes, heuristic seconds, ...) for the log
@@ -287,9 +287,10 @@ def main(argv=None) -> int:
                 raise SystemExit(f"--set: OptimalOptions has no field {name}")
             changes[name] = ast.literal_eval(value)
         options = OptimalOptions(**changes)
+    settings = None
     if args.skip_protect_check:
-        import tabprotect.secondary.protect as protect_module
-        protect_module.FEASIBILITY_CHECK_MAX_WORK = 0
+        from tabprotect.secondary import ProtectSettings
+        settings = ProtectSettings(feasibility_check_max_work=0)
 
     head = ["table", "cells", "primaries", "cost fn", "secondaries", "cost", "seconds",
             "optimal / gap", "bound", "audit", "tau: secondaries", "tau: cost", "tau: seconds",
@@ -329,7 +330,7 @@ def main(argv=None) -> int:
                 opt = "-"
             else:
                 ours = run_tabprotect(table, cost, args.time_limit, args.search,
-                                      args.audit_mode, args.support_cuts, options)
+                                      args.audit_mode, args.support_cuts, options, settings)
                 print(f"  ({name} {cost}: method {ours['method_seconds']:.1f} s, protect's "
                       f"audit {ours['audit_seconds']:.1f} s, nodes {ours['nodes']})", flush=True)
                 opt = "proven" if ours["proven"] else f"gap {100 * (ours['gap'] or 0):.2f}%"

@@ -42,10 +42,15 @@ def main(argv=None) -> int:
     sys.path.insert(1, str(HERE))
     pm = importlib.import_module("tabprotect.secondary.protect")
     from tabprotect.audit import audit
-    if args.pre_repair is not None and hasattr(pm, "PRE_REPAIR"):
-        pm.PRE_REPAIR = args.pre_repair
+    changes = {}
+    if args.pre_repair is not None:
+        changes["pre_repair"] = args.pre_repair
     if args.large_from is not None:
-        pm.LARGE_TABLE = args.large_from
+        changes["large_table"] = args.large_from
+    extra = {}
+    if changes:
+        from tabprotect.secondary import ProtectSettings
+        extra["settings"] = ProtectSettings(**changes)
     if args.table.startswith("castro:"):
         from castro import load_castro
         table = load_castro(args.table.split(":", 1)[1])
@@ -54,7 +59,7 @@ def main(argv=None) -> int:
         table = gen_tables.preset(args.table, seed=2024)
     t0 = time.perf_counter()
     res = pm.protect(table, method=args.method, cost="value", singleton=False,
-                     time_limit=args.time_limit)
+                     time_limit=args.time_limit, **extra)
     total = time.perf_counter() - t0
     print(f"{args.table} {args.method} code={args.code} pre_repair={args.pre_repair} "
           f"total {total:.1f} s, method {res.method_seconds:.1f} s, audit+repair "

@@ -67,8 +67,9 @@ class AuditResult:
         contributor)
     exact : unpublished cells whose interval is a single point (exact disclosure; a
         :class:`VerdictAudit` decides it for primary cells only)
-    attacked : primary cells that some single contributor (the contributor of another
-        suppressed cell with ``freq == 1``) can narrow below their requirement
+    attacked : primary cells that some attacker among the contributors (the contributor
+        of another suppressed cell with ``freq == 1``, or a coalition) can narrow below
+        their requirement
     mode : ``"intervals"``, ``"verdict"`` or ``"screen"``
     table : the audited table (true values: the audit's input, not for publication)
 
@@ -102,6 +103,7 @@ class AuditResult:
     n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
     table: Table | None = field(default=None, repr=False)
     settings: "AuditSettings | None" = field(default=None, repr=False)  # tuning applied
+    coalition: int = 0   # size of the coalitions of contributors audited against (0: none)
 
     #: what the figures of this result are: exact intervals or bounds on them
     figures = "intervals"
@@ -118,6 +120,7 @@ class AuditResult:
     def params(self) -> dict:
         """The settings the audit applied (``settings``: its :class:`AuditSettings`)."""
         return {"mode": self.mode, "singleton": self.singleton, "integer": self.integer,
+                "coalition": self.coalition,
                 "settings": None if self.settings is None else self.settings.as_dict()}
 
     def published(self) -> pd.DataFrame:
@@ -167,6 +170,7 @@ class AuditResult:
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,
+            "coalition_size": self.coalition,
             "seconds": round(self.runtime, 3),
         }
 

@@ -34,6 +34,8 @@ from tabprotect.model.table import Table
 
 Progress = Callable[[str, float], None]
 ROUNDING = ("rounding", "round")
+#: cell key runs: on the table's own record keys, or on the table tabulated after swapping
+CELLKEY = ("cellkey", "swap+cellkey")
 _AT_MINIMUM_RTOL = 1e-6
 
 __all__ = ["compare", "compare_job", "Comparison", "MethodRun", "residual_risk"]
@@ -174,6 +176,9 @@ def _normalise(methods: Sequence[str | dict] | None) -> list[dict[str, Any]]:
 
 
 def _label(spec: dict) -> str:
+    if spec["method"] in CELLKEY:
+        extra = [f"{k}={v}" for k, v in spec.items() if k not in ("method", "label")]
+        return spec["method"] + (f" ({', '.join(extra)})" if extra else "")
     if spec["method"] in ROUNDING:
         return f"{spec.get('type', 'controlled')} rounding b={spec.get('base')}"
     extra = [f"{k}={v}" for k, v in spec.items() if k not in ("method", "label")]
@@ -181,8 +186,9 @@ def _label(spec: dict) -> str:
 
 
 def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
-            cost: str = "value", time_limit: float | None = None,
-            progress: Progress | None = None, **common) -> Comparison:
+            cost: str | None = None, time_limit: float | None = None,
+            progress: Progress | None = None, keyed: dict[str, Table] | None = None,
+            **common) -> Comparison:
     """Run several protection methods on ``table`` and compare them.
 
     Parameters
@@ -191,9 +197,14 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
     methods : method names or dicts of options (``{"method": "optimal", "cost":
         "unity", "label": "optimal/unity"}``); rounding runs are
         ``{"method": "rounding", "base": 5, "type": "controlled"}``.  Default: every
-        registered suppression method.
-    cost, time_limit : defaults for every suppression run (an entry may override them)
+        registered protection method (the suppression methods and ``cta``).
+    cost, time_limit : defaults for every protection run (an entry may override them;
+        cost None: each method's own default, ``value``, and ``relative`` for cta)
     progress : ``progress(step, fraction)``
+    keyed : for cell key runs (``{"method": "cellkey", "D": 3, "V": 2, "js": 2}``, or
+        ``"swap+cellkey"``), the table with record-key sums (:func:`tabulate_keys`) to
+        perturb, by run label; default: ``table`` itself.  The published values are
+        compared with ``table``'s.
     **common : further ``protect`` options for every suppression run
 
     Returns
@@ -218,7 +229,7 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
     for k, spec in enumerate(specs):
         if progress:
             progress(f"compare: {spec['label']}", k / len(specs))
-        runs.append(_run_one(table, spec, cost, time_limit, common))
+        runs.append(_run_one(table, spec, cost, time_limit, common, keyed or {}))
     if progress:
         progress("compare: done", 1.0)
     rows = [_row(table, r) for r in runs]
@@ -229,12 +240,20 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
     return Comparison(table, runs, frame, notes)
 
 
-def _run_one(table: Table, spec: dict, cost, time_limit, common) -> MethodRun:
+def _run_one(table: Table, spec: dict, cost, time_limit, common, keyed) -> MethodRun:
     opts = {k: v for k, v in spec.items() if k not in ("method", "label")}
     start = time.perf_counter()
     run = MethodRun(label=spec["label"], method=spec["method"], params=opts, seconds=0.0)
     try:
-        if spec["method"] in ROUNDING:
+        if spec["method"] in CELLKEY:
+            from tabprotect.cellkey import CellKeySettings, perturb
+            settings = opts.pop("_settings", None) or CellKeySettings(**opts)
+            run.params = {"D": settings.D, "V": settings.V, "js": settings.js,
+                          "pstay": settings.pstay, "ptable": settings.ptable_file}
+            result = perturb(keyed.get(run.label, table), settings=settings)
+            run.rounded = np.asarray(result.published, dtype=float)
+            run.info = info_loss(table, run.rounded)
+        elif spec["method"] in ROUNDING:
             from tabprotect.rounding import round_table
             if "base" not in opts:
                 raise InputError(f"compare: rounding entry '{run.label}' needs 'base'")
@@ -247,12 +266,22 @@ def _run_one(table: Table, spec: dict, cost, time_limit, common) -> MethodRun:
             run.audit = result.audit
             run.info = info_loss(table, run.rounded)
         else:
-            from tabprotect.secondary import protect
+            from tabprotect.secondary import METHODS, protect
             kw = {"cost": cost, "time_limit": time_limit, **common, **opts}
-            result = protect(table, method=spec["method"], **kw)
-            run.published = result.confidential_table
-            run.audit = result.audit
-            run.info = info_loss(table, result.confidential_table)
+            method = METHODS.get(spec["method"])
+            if method is not None and method.capabilities.adjusts_values:
+                # cta publishes adjusted values: the suppression settings common to the
+                # runs (singleton) do not apply to it
+                kw = {k: v for k, v in kw.items() if k not in common or k in opts}
+                result = protect(table, method=spec["method"], **kw)
+                run.rounded = np.asarray(result.adjusted, dtype=float)
+                run.audit = result.audit
+                run.info = info_loss(table, run.rounded)
+            else:
+                result = protect(table, method=spec["method"], **kw)
+                run.published = result.confidential_table
+                run.audit = result.audit
+                run.info = info_loss(table, result.confidential_table)
         run.result = result
     except InputError as exc:
         run.error = str(exc)
@@ -276,7 +305,12 @@ def _row(table: Table, run: MethodRun) -> dict[str, Any]:
             v = getattr(res, key, None)
             if v is not None:
                 row[key] = v
-    if run.audit is not None:
+    if run.audit is not None and hasattr(run.audit, "additivity_error"):
+        # an adjusted table: every cell published; the distance and the largest change
+        m = run.audit.measures
+        row.update({"l1": m["l1"], "l2": m["l2"], "max_rel_change": m["max_rel_change"],
+                    "primary_unprotected": float((~run.audit.protected).sum())})
+    elif run.audit is not None:
         row.update(residual_risk(table, run.audit))
     row["error"] = run.error
     return row
@@ -303,9 +337,31 @@ def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
         from tabprotect.primary import apply_rules, rules_from_job
         table = apply_rules(table, rules_from_job(job)).table
     methods = methods or opts.get("methods")
+    methods, keyed = _cellkey_sources(job, table, methods)
     settings = {**{k: v for k, v in job.section("protect").items()
                    if k in ("cost", "time_limit", "singleton")}, **opts}
     common = {"singleton": bool(settings["singleton"])} if "singleton" in settings else {}
-    return compare(table, methods, cost=settings.get("cost", "value"),
+    return compare(table, methods, cost=settings.get("cost"),
                    time_limit=time_limit if time_limit is not None
-                   else settings.get("time_limit"), progress=progress, **common)
+                   else settings.get("time_limit"), progress=progress, keyed=keyed,
+                   **common)
+
+
+def _cellkey_sources(job, table: Table, methods):
+    """Cell key entries of a job's comparison: their settings from ``[cellkey]`` (entry
+    keys override) and the tables they perturb, tabulated from the job's microdata with
+    record keys (after ``[swap]`` for ``swap+cellkey``)."""
+    if not methods or not any((m if isinstance(m, str) else m.get("method")) in CELLKEY
+                              for m in methods):
+        return methods, {}
+    from tabprotect.census import cellkey_settings, keyed_table
+    specs = _normalise(methods)
+    keyed: dict[str, Table] = {}
+    for spec in specs:
+        if spec["method"] in CELLKEY:
+            over = {k: v for k, v in spec.items() if k not in ("method", "label")}
+            keyed[spec["label"]] = keyed_table(job, table, spec["method"] == "swap+cellkey")
+            for k in list(over):
+                spec.pop(k)
+            spec["_settings"] = cellkey_settings(job, over)
+    return specs, keyed

@@ -30,7 +30,8 @@ from tabprotect.model.table import Table
 Progress = Callable[[str, float], None]
 
 #: what ``task`` may be; "auto" picks protect, round, compare or audit from the sections
-TASKS = ("auto", "primary", "protect", "audit", "round", "audit-rounded", "compare")
+TASKS = ("auto", "primary", "protect", "audit", "round", "audit-rounded", "compare",
+         "cellkey")
 
 __all__ = ["Run", "run", "TASKS"]
 
@@ -43,16 +44,19 @@ class Run:
     ----------
     table : the table with its primary statuses and protection levels (confidential)
     kind : ``"primary"``, ``"suppression"``, ``"audit"``, ``"rounding"``,
-        ``"audit-rounded"`` or ``"compare"``
+        ``"adjustment"`` (controlled tabular adjustment), ``"audit-rounded"`` or
+        ``"compare"``
     method : the protection method (or the rounding method and base)
     attacker : who the protection and the audit guard against, in words
     published : the table as published (final statuses) for suppression and audit runs
-    rounded : the published (rounded) values of rounding runs
+    rounded : the published values of rounding and adjustment runs (rounded, adjusted)
     audit : the audit result (the verdict is ``audit.passed``)
     info : the information loss (:class:`tabprotect.infoloss.InfoLoss`)
     rules : the :class:`tabprotect.primary.RuleResult` when the job has ``[rules]``
     comparison : one row per method of a comparison
     ru_map : microdata R-U map (``label``, a loss and a risk column)
+    census : the cell key run (:class:`tabprotect.census.CensusRun`: the released
+        microdata and every perturbed table)
     parameters : the job as run (checked, overrides merged)
     inputs : the input files (their checksums go into the trail)
     timings, results, notes : seconds per step, method numbers, remarks
@@ -71,6 +75,7 @@ class Run:
     rules: Any = None
     comparison: pd.DataFrame | None = None
     ru_map: pd.DataFrame | None = None
+    census: Any = None
     parameters: dict[str, Any] = field(default_factory=dict)
     inputs: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -150,7 +155,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
     >>> run(job, task="fly")
     Traceback (most recent call last):
     ...
-    tabprotect.errors.InputError: job: unknown task 'fly' (known: auto, primary, protect, audit, round, audit-rounded, compare)
+    tabprotect.errors.InputError: job: unknown task 'fly' (known: auto, primary, protect, audit, round, audit-rounded, compare, cellkey)
     """
     if not isinstance(job, Job):
         job = load_job(job)
@@ -158,11 +163,30 @@ def run(job: Job | str | Path, *, task: str = "auto",
         raise InputError(f"{job.label}: unknown task {task!r} (known: {', '.join(TASKS)})")
     if overrides:
         job = job.merged(overrides)
+    cluster = job.section("cluster")
+    if not cluster:
+        return _run(job, task, progress, None)
+    from tabprotect.parallel_dask import cluster_executor
+    if "scheduler" not in cluster:
+        raise InputError(f"{job.label} [cluster]: give 'scheduler' (the Dask scheduler's "
+                         f"address, e.g. tcp://host:8786)")
+    with cluster_executor(cluster["scheduler"], workers=cluster.get("workers"),
+                          task_timeout=cluster.get("task_timeout"),
+                          connect_timeout=float(cluster.get("connect_timeout", 10)),
+                          where=f"{job.label} [cluster] scheduler") as executor:
+        return _run(job, task, progress, executor)
+
+
+def _run(job: Job, task: str, progress: Progress | None, executor: Any) -> Run:
+    """:func:`run` once the job is checked; ``executor``: the cluster's, or None."""
     if task == "auto":
-        task = next((t for t in ("protect", "round", "compare") if t in job.spec), "audit")
+        task = next((t for t in ("protect", "round", "cellkey", "compare") if t in job.spec),
+                    "audit")
     steps = _Steps({}, progress)
     title = job.section("job").get("title") or job.section("report").get("title") \
         or f"tabprotect report: {job.label}"
+    if task == "cellkey":
+        return _cellkey_run(job, steps, str(title), progress)
     if task == "audit-rounded":
         with steps("read the published table", 0.0):
             table = published_table(job)
@@ -179,7 +203,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
         result.kind = "primary"
         return result
     if task == "protect":
-        _protect_step(result, job, steps)
+        _protect_step(result, job, steps, executor)
     elif task == "round":
         _round_step(result, job, steps)
     elif task == "audit-rounded":
@@ -187,7 +211,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
     elif task == "compare":
         _compare_step(result, job, steps, main=True)
     else:
-        _audit_step(result, job, steps)
+        _audit_step(result, job, steps, executor)
     if task in ("protect", "audit") and "compare" in job.spec:
         _compare_step(result, job, steps, main=False)
     _info_step(result, job, steps)
@@ -231,16 +255,21 @@ def _attacker(singleton: bool) -> str:
                  "singleton = false)")
 
 
-def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
+def _protect_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> None:
     from tabprotect.secondary import protect
     opts = job.section("protect")
     _needs_primaries(result.table, job)
     method = opts.get("method", "optimal")
     kwargs = {k: v for k, v in opts.items() if k != "method"}
+    if executor is not None:
+        kwargs["executor"] = executor
     with steps(f"protect ({method})", 0.2):
         res = _hint_singleton(
             lambda: protect(result.table, method=method, progress=steps.scaled(0.2, 0.75),
                             **kwargs), job, "protect")
+    if getattr(res, "adjusted", None) is not None:
+        _adjustment_result(result, res)
+        return
     result.kind = "suppression"
     result.method = method
     result.attacker = _attacker(bool(opts.get("singleton", True)))
@@ -256,6 +285,24 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")
+
+
+#: who a controlled tabular adjustment protects against, in words
+ADJUSTMENT_ATTACKER = ("an intruder who reads every published (adjusted) value: each "
+                       "sensitive cell lies at least its protection level from its true "
+                       "value")
+
+
+def _adjustment_result(result: Run, res) -> None:
+    """A run of a method that publishes adjusted values (``cta``)."""
+    result.kind = "adjustment"
+    result.method = res.method
+    result.attacker = ADJUSTMENT_ATTACKER
+    result.rounded = np.asarray(res.adjusted, dtype=float)
+    result.audit = res.audit
+    result.results = {k: v for k, v in res.summary().items()
+                      if k not in ("cells", "method", "audit")}
+    result.notes.extend(res.notes or [])
 
 
 def _hint_singleton(call, job: Job, section: str):
@@ -323,7 +370,7 @@ def _audit_rounded_step(result: Run, job: Job, steps: _Steps) -> None:
     result.notes.extend(result.audit.notes or [])
 
 
-def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
+def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> None:
     from tabprotect.audit import audit
     table = result.table
     opts = job.section("audit")
@@ -335,13 +382,17 @@ def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
                          f"no suppressed cells (status U or M); give a status column in "
                          f"[input] or [audit] published = \"margins\"")
     singleton = bool(opts.get("singleton", False))
+    coalition = opts.get("coalition")
     with steps("audit", 0.3):
         result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
                              singleton=singleton, time_limit=opts.get("time_limit"),
                              mode=opts.get("mode", "intervals"),
-                             workers=int(opts.get("workers", 1)))
+                             workers=max(int(opts.get("workers", 1)),
+                                         executor.workers if executor else 1),
+                             coalition=coalition)
     result.kind = "audit"
-    result.attacker = _attacker(singleton)
+    result.attacker = _attacker(singleton) if not coalition else (
+        f"outside intruder and every coalition of up to {coalition} contributors")
     result.published = table
     result.results = {k: v for k, v in result.audit.summary().items()
                       if k in ("mode", "unprotected_primary", "exactly_disclosed")}
@@ -377,6 +428,35 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
                         f"with the least information loss")
 
 
+def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None) -> Run:
+    """Swap (with ``[swap]``), record keys, every table of ``[microdata]`` and
+    ``[cellkey] tables`` perturbed by the cell key method; the first table is the run's."""
+    from tabprotect.census import cellkey_job, summary
+    if "microdata" not in job.spec:
+        raise InputError(f"{job.label}: the cell key method needs [microdata] (record keys "
+                         "travel with the records)")
+    with steps("cell key", 0.0):
+        census = cellkey_job(job, progress=_text_progress(progress))
+    first = census.tables[0]
+    s = first.settings
+    result = Run(table=first.table, title=title, kind="cellkey", parameters=job.spec,
+                 inputs=job.input_files(), timings=steps.timings,
+                 method=(f"cell key (ptable {s.ptable_file})" if s.ptable_file else
+                         f"cell key D={s.D} V={s.V:g} js={s.js}")
+                 + (" after targeted swapping" if census.swap is not None else ""),
+                 attacker="intruder who knows the ptable")
+    result.census = census
+    result.published = first.published_table
+    result.results = {"cellkey": summary(census)}
+    with steps("information loss", 0.9):
+        from tabprotect.infoloss import info_loss
+        opts = job.section("report")
+        result.info = info_loss(first.table, first.published.astype(float),
+                                **{k: opts[k] for k in ("by", "cells", "zero", "rows",
+                                                        "cols") if k in opts})
+    return result
+
+
 def _info_step(result: Run, job: Job, steps: _Steps) -> None:
     from tabprotect.infoloss import info_loss
     if result.kind == "audit-rounded":
@@ -384,7 +464,7 @@ def _info_step(result: Run, job: Job, steps: _Steps) -> None:
     if result.kind == "compare" and result.published is None:
         return
     with steps("information loss", 0.9):
-        if result.kind == "rounding":
+        if result.kind in ("rounding", "adjustment"):
             opts = job.section("report")
             result.info = info_loss(result.table, result.rounded,
                                     **{k: opts[k] for k in ("by", "cells", "zero", "rows",

@@ -248,7 +248,16 @@ def audit_proves(run: Run) -> str:
     """One paragraph: how the audit computed the intervals and what its verdict proves."""
     audit = run.audit
     if audit is None:
+        if run.kind == "cellkey":
+            return "No audit: the cell key method perturbs every cell."
         return "No audit: the run applies the primary rules only."
+    if hasattr(audit, "additivity_error"):   # an adjusted table (cta)
+        return ("Audit of the adjusted table, from the published values alone: every "
+                "sensitive cell lies outside (value - lower level, value + upper level), "
+                "every relation holds (relative tolerance "
+                f"{audit.tolerance:g}), published values keep their bounds and fixed cells "
+                "their true values. PASSED proves that no sensitive cell is published "
+                "within its protection levels of its true value.")
     if hasattr(audit, "range_lower"):   # a rounded table
         return ("Audit of the rounded table: for every cell the integer minimum and maximum "
                 "of its true value over all integer, additive tables that the published "
@@ -283,6 +292,10 @@ def _verdict_html(run: Run) -> str:
             "no audit": "Primary rules only: no protection was applied or audited."}[verdict]
     if run.kind == "compare" and verdict != "PASSED" and run.comparison is not None:
         what = "No method passed the audit: nothing is publishable."
+    if run.kind == "cellkey":
+        what = ("Cell key method: every cell is published with noise from the ptable, so "
+                "there is no suppression pattern to audit; what an intruder can infer from "
+                "a published count is the posterior in summary.json (cellkey.posterior).")
     lines.append(f"<p><b>{html.escape(what)}</b></p>")
     if run.audit is not None:
         summ = run.audit.summary() if hasattr(run.audit, "summary") else {}
@@ -393,7 +406,8 @@ def _published_html(run: Run, table_id: str = "published") -> str:
     status = table.status
     d = _value_decimals(run.table)
     if run.rounded is not None:
-        shown_value = [_fmt(v, 0) for v in run.rounded]
+        digits = max(d, 2) if run.kind == "adjustment" else 0
+        shown_value = [_fmt(v, digits) for v in run.rounded]
     else:
         shown_value = ["&times;" if s in ("U", "M") else _fmt(v, d)
                        for s, v in zip(status, table.value)]
@@ -453,6 +467,8 @@ def _audit_html(run: Run) -> str:
     audit = run.audit
     if audit is None:
         return '<p class="note">No audit for this run.</p>'
+    if hasattr(audit, "additivity_error"):
+        return _adjustments_html(run)
     table = run.published if run.published is not None else run.table
     unpublished = getattr(audit, "unpublished", None)
     if unpublished is None:
@@ -490,6 +506,35 @@ def _audit_html(run: Run) -> str:
     return _frame_html(frame, "audit", code_columns=set(table.dimension_names)
                        | {"status", "interval"}, row_class=colours, decimals=units,
                        percent_columns={"width, % of value", "width at least, % of value"})
+
+
+def _adjustments_html(run: Run) -> str:
+    """The adjustments of a cta run: every changed cell with its true and published
+    value, the change and, for sensitive cells, the interval it had to leave; sensitive
+    cells first, failures on top."""
+    table, audit = run.table, run.audit
+    d = max(_value_decimals(table), 2)
+    frame = table.to_frame(("status", "value"))
+    frame["published"] = run.rounded
+    change = run.rounded - table.value
+    frame["change"] = change
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame["change, % of value"] = 100 * change / np.where(table.value != 0,
+                                                              np.abs(table.value), np.nan)
+    frame["required lower"] = np.where(audit.sensitive, audit.required_lower, np.nan)
+    frame["required upper"] = np.where(audit.sensitive, audit.required_upper, np.nan)
+    frame["protected"] = np.where(audit.sensitive, audit.protected, None)
+    shown = audit.sensitive | (np.abs(change) > 1e-9 * np.maximum(1.0, np.abs(table.value)))
+    rank = np.where(~audit.protected, 0, np.where(audit.sensitive, 1, 2))
+    order = np.argsort(rank[shown], kind="stable")
+    frame = frame[shown].iloc[order]
+    colours = [STATUS_COLOURS.get(s, "#ffffff") for s in frame["status"]]
+    colours = ["#ff7b7b" if p is False else c for p, c in zip(frame["protected"], colours)]
+    units = {c: d for c in ("value", "published", "change", "required lower",
+                            "required upper")}
+    return _frame_html(frame, "audit", code_columns=set(table.dimension_names) | {"status"},
+                       row_class=colours, decimals=units,
+                       percent_columns={"change, % of value"})
 
 
 def _summary_html(run: Run) -> str:
@@ -574,7 +619,9 @@ COMPARISON_COLUMNS = (("label", "method"), ("audit_passed", "audit"),
                       ("min_width_pct", "min width, % of value"),
                       ("median_width_pct", "median width, % of value"),
                       ("primary_unprotected", "primaries not protected"),
-                      ("exactly_disclosed", "exactly disclosed"), ("seconds", "seconds"),
+                      ("exactly_disclosed", "exactly disclosed"),
+                      ("max_rel_change", "largest relative change (cta)"),
+                      ("seconds", "seconds"),
                       ("error", "error"))
 
 
@@ -644,7 +691,13 @@ def render_html(run: Run) -> str:
         sections += ["<h2>Pattern that failed the audit (not publishable)</h2>",
                      '<p class="fail">Not for publication: shown to find what failed.</p>',
                      _published_html(run, "pattern")]
-    if run.audit is not None:
+    if run.audit is not None and run.kind == "adjustment":
+        intro = ("The adjustments: every cell published at another value than its true "
+                 "one (sensitive cells first); a sensitive cell's published value must lie "
+                 "outside required lower .. required upper.")
+        sections += ["<h2>Adjustments</h2>", f'<p class="note">{intro}</p>',
+                     _audit_html(run)]
+    elif run.audit is not None:
         intro = ("What an intruder can derive: the feasibility interval of every unpublished "
                  "cell; <b>interval</b> says whether it is exact or a bound (the true "
                  "interval is at least as wide); required = the interval the protection "

@@ -18,10 +18,15 @@ Attacker models:
     an outside intruder who sees the published cells, the relations and the bounds;
 ``"single-contributor"``
     that intruder and, besides, the contributor of every single-contributor cell
-    (``freq == 1``), who knows that cell's value exactly.
+    (``freq == 1``), who knows that cell's value exactly;
+``"coalition"``
+    that intruder and, besides, every coalition of up to ``coalition_size`` (>= 2)
+    contributors pooling their own contributions: it knows each suppressed cell all of
+    whose contributors it holds, and that a cell where it holds some is at least their
+    sum (:mod:`tabprotect.audit.contributors`). It includes the single contributors.
 
-A coalition of several contributors is not modelled by the audit, so it cannot be chosen
-here (asking for it is an :class:`~tabprotect.errors.InputError`).
+The required interval is the same against every attacker; the attacker model says whose
+knowledge the interval is computed with.
 
 This module depends on the table model only, so the audit, every method and the repair
 import it without cycles.
@@ -35,7 +40,7 @@ import numpy as np
 from tabprotect.errors import InputError
 
 #: the attacker models a requirement can name (see the module docstring)
-ATTACKERS = ("intruder", "single-contributor")
+ATTACKERS = ("intruder", "single-contributor", "coalition")
 #: no-exact-disclosure width of a magnitude-table primary, relative to max(1, |value|);
 #: ten times the audit's tolerance (1e-6), so "protected" by a method's LP (tolerance
 #: 1e-7) is "protected" for the audit too
@@ -63,7 +68,8 @@ class ProtectionRequirements:
     need_width : ``max(SPL, min_width)``: the attacker's interval must be at least this
         wide (the sliding level, and never a point)
     min_width : the no-exact-disclosure width (see the module docstring)
-    attacker : ``"intruder"`` or ``"single-contributor"``
+    attacker : ``"intruder"``, ``"single-contributor"`` or ``"coalition"``
+    coalition_size : the most contributors in a coalition (``"coalition"``; else 0)
     integer : the attacker reasons in integers (frequency tables)
     room_up : ``ub - x``: how far each primary can move up at all
     sliding : the sliding protection levels ``SPL`` themselves
@@ -81,6 +87,7 @@ class ProtectionRequirements:
     integer: bool
     room_up: np.ndarray
     sliding: np.ndarray
+    coalition_size: int = 0
 
     @property
     def binding_width(self) -> np.ndarray:
@@ -128,14 +135,18 @@ class ProtectionRequirements:
 
 
 def protection_requirements(table, attacker: str = "single-contributor", *,
-                            integer: bool | None = None) -> ProtectionRequirements:
+                            integer: bool | None = None,
+                            coalition_size: int | None = None) -> ProtectionRequirements:
     """The protection every primary cell of ``table`` needs against ``attacker``.
 
     Parameters
     ----------
     table : a :class:`~tabprotect.model.table.Table`; primaries have status ``U``
-    attacker : ``"intruder"`` or ``"single-contributor"`` (see :data:`ATTACKERS`)
+    attacker : ``"intruder"``, ``"single-contributor"`` or ``"coalition"`` (see
+        :data:`ATTACKERS`)
     integer : the attacker reasons in integers (default: frequency tables)
+    coalition_size : (``"coalition"`` only, required there) the most contributors in a
+        coalition, at least 2
 
     Examples
     --------
@@ -147,8 +158,15 @@ def protection_requirements(table, attacker: str = "single-contributor", *,
     ([0.0], [0.0], [0.00047])
     """
     if attacker not in ATTACKERS:
-        raise InputError(f"attacker must be one of {', '.join(ATTACKERS)}, not {attacker!r} "
-                         f"(a coalition of contributors is not modelled)")
+        raise InputError(f"attacker must be one of {', '.join(ATTACKERS)}, not {attacker!r}")
+    if attacker == "coalition":
+        if isinstance(coalition_size, bool) or not isinstance(
+                coalition_size, (int, np.integer)) or coalition_size < 2:
+            raise InputError(f"the coalition attacker needs coalition_size, an integer >= 2 "
+                             f"(contributors pooling their data), not {coalition_size!r}")
+    elif coalition_size is not None:
+        raise InputError(f"coalition_size applies to the coalition attacker only, not to "
+                         f"{attacker!r}")
     if integer is None:
         integer = table.kind == "frequency"
     primary = np.flatnonzero(table.status == "U")
@@ -162,7 +180,8 @@ def protection_requirements(table, attacker: str = "single-contributor", *,
         primary=primary, value=x, required_lower=req_lo, required_upper=req_hi,
         need_up=np.maximum(req_hi - x, 0.0), need_down=np.maximum(x - req_lo, 0.0),
         need_width=need_width, min_width=min_width, attacker=attacker, integer=bool(integer),
-        room_up=np.maximum(ub - x, 0.0), sliding=table.spl[primary].astype(float))
+        room_up=np.maximum(ub - x, 0.0), sliding=table.spl[primary].astype(float),
+        coalition_size=int(coalition_size or 0))
 
 
 def cell_moves(table, cell: int, integer: bool | None = None) -> tuple[float, float]:

@@ -7,12 +7,20 @@ compares the two checks the audit against a plain reading of the definition:
 * the intruder knows the published cells, the relations ``A x = 0`` and ``lb <= x <= ub``;
 * with ``singleton``, the contributor of each unpublished cell with ``freq == 1`` also
   knows that cell's value (one attacker per such cell);
+* with ``coalition=n``, every group of at most ``n`` contributors (any multiset of
+  unpublished cells with ``freq >= 1``, a cell taken at most ``freq`` times) also knows,
+  for each cell it holds ``m`` of the ``freq`` contributors of: the value when
+  ``m == freq``, else that the value is at least the ``m`` largest contributions (``m``
+  for a count table; no bound where ``lb < 0``); it attacks the primaries it holds no
+  contributor of;
 * a primary cell is protected when, against the outside intruder and against each of
   those attackers (other than its own contributor), its interval ``[lo, hi]`` has
   ``hi >= min(ub, x + UPL)``, ``lo <= max(lb, x - LPL)``, ``hi - lo >= SPL`` and
   ``hi - lo > 0``; a published primary is never protected.
 """
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,9 +42,10 @@ def _bound(c, A, b, lb, ub, integer):
     return float(c @ res.x)
 
 
-def intervals(table, unpublished, fixed=(), integer=False, cells=None):
+def intervals(table, unpublished, fixed=(), integer=False, cells=None, known=None):
     """``{cell: (lo, hi)}`` for ``cells`` (default: every unpublished cell), with the
-    unpublished cells in ``fixed`` known at their values."""
+    unpublished cells in ``fixed`` known at their values and ``known``: ``{cell: (lo,
+    hi)}`` bounds the attacker knows."""
     unpublished = np.asarray(unpublished, bool)
     idx = np.flatnonzero(unpublished)
     pos = {int(c): i for i, c in enumerate(idx)}
@@ -47,6 +56,9 @@ def intervals(table, unpublished, fixed=(), integer=False, cells=None):
     ub = table.ub[idx].astype(float).copy()
     for s in fixed:
         lb[pos[s]] = ub[pos[s]] = table.value[s]
+    for s, (lo_s, hi_s) in (known or {}).items():
+        lb[pos[s]] = max(lb[pos[s]], lo_s)
+        ub[pos[s]] = min(ub[pos[s]], hi_s)
     out = {}
     for cell in (idx if cells is None else cells):
         c = np.zeros(len(idx))
@@ -70,7 +82,31 @@ def _meets(table, cell, lo, hi) -> bool:
             and hi - lo >= table.spl[cell] - tol and hi - lo > tol)
 
 
-def protected(table, unpublished=None, singleton=False, integer=False) -> np.ndarray:
+def coalition_knowledge(table, cells) -> dict:
+    """``{cell: (lo, hi)}``: what a group with one contributor per entry of ``cells``
+    (repeats: several contributors of that cell) knows."""
+    known = {}
+    for c in set(cells):
+        m, f, x = cells.count(c), table.freq[c], table.value[c]
+        if m >= f:
+            known[c] = (x, x)
+        elif table.lb[c] >= 0:
+            part = m if table.kind == "frequency" else float(np.sum(table.top[c, :m]))
+            known[c] = (min(part, x), np.inf)
+    return known
+
+
+def _coalitions(table, unpublished, size):
+    holders = [int(c) for c in np.flatnonzero(unpublished & np.isfinite(table.freq)
+                                              & (table.freq >= 1))]
+    for n in range(1, size + 1):
+        for group in itertools.combinations_with_replacement(holders, n):
+            if all(group.count(c) <= table.freq[c] for c in set(group)):
+                yield list(group)
+
+
+def protected(table, unpublished=None, singleton=False, integer=False,
+              coalition=0) -> np.ndarray:
     """Per cell: False for a primary cell that some attacker narrows too far."""
     if unpublished is None:
         unpublished = np.isin(table.status, ("U", "M"))
@@ -91,6 +127,15 @@ def protected(table, unpublished=None, singleton=False, integer=False) -> np.nda
             continue
         for cell, (lo, hi) in intervals(table, unpublished, fixed, integer,
                                         cells).items():
+            if not _meets(table, cell, lo, hi):
+                out[cell] = False
+    for group in (_coalitions(table, unpublished, coalition) if coalition else ()):
+        cells = [c for c in targets if c not in group and out[c]]
+        if not cells:
+            continue
+        known = coalition_knowledge(table, group)
+        for cell, (lo, hi) in intervals(table, unpublished, (), integer, cells,
+                                        known).items():
             if not _meets(table, cell, lo, hi):
                 out[cell] = False
     return out

@@ -637,7 +637,6 @@ def _absorb_moves_one_by_one(moves, value, lb, ub, lo, hi, integer, frozen):
 def test_property_moves_absorbed_at_once_as_one_by_one(seed, integer):
     # the vectorised absorption of candidate moves gives exactly the bounds of the
     # row-by-row rule (empty rows, frozen cells, infinite bounds, fractional steps)
-    import types
     import scipy.sparse as sp
     rng = np.random.default_rng(seed)
     k, m = int(rng.integers(1, 12)), int(rng.integers(0, 15))
@@ -648,9 +647,8 @@ def test_property_moves_absorbed_at_once_as_one_by_one(seed, integer):
     dense[rng.random((m, k)) < 0.1] *= 0.5
     moves = sp.csr_matrix(dense)
     frozen = rng.random(k) < 0.1
-    system = types.SimpleNamespace(value=value, lb=lb, ub=ub)
     lo, hi = value.copy(), value.copy()
-    absorb_moves(moves, system, lo, hi, integer, frozen)
+    absorb_moves(moves, value, lb, ub, lo, hi, integer, frozen)
     ref_lo, ref_hi = value.copy(), value.copy()
     _absorb_moves_one_by_one(moves, value, lb, ub, ref_lo, ref_hi, integer, frozen)
     np.testing.assert_array_equal(lo, ref_lo)

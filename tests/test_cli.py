@@ -161,6 +161,6 @@ def test_every_job_command_takes_output_folder_and_quiet():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     for name in ("primary", "protect", "audit", "round", "audit-rounded", "report",
-                 "compare", "demo", "risk", "perturb"):
+                 "compare", "demo", "risk", "perturb", "cellkey", "swap"):
         options = {o for a in sub.choices[name]._actions for o in a.option_strings}
         assert {"-o", "--output", "--quiet"} <= options, name

@@ -1,8 +1,6 @@
 """protect(): the entry point, the audit-and-repair loop, cost functions, results, CLI."""
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import sys
 
@@ -17,7 +15,8 @@ from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
-from tabprotect.secondary import METHODS, MethodOutcome, protect, register_method
+from tabprotect.secondary import (METHODS, GreedyOptions, MethodOutcome, ProtectSettings, protect,
+                                  register_method)
 
 
 def a2_table() -> Table:
@@ -235,20 +234,22 @@ def test_cli_protect_report_option(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("local_lps", [False, True])
-def test_large_table_path_verdict_audit_and_local_repair(monkeypatch, local_lps):
-    # the path protect() takes from LARGE_TABLE cells on, forced on a small table:
+def test_large_table_path_verdict_audit_and_local_repair(local_lps):
+    # the path protect() takes from large_table cells on, forced on a small table:
     # screening audits (verdict audit if the screen never passes), local repair, no
     # up-front check; the independent interval audit must agree
-    import sys as _sys
-    protect_module = _sys.modules["tabprotect.secondary.protect"]  # the function shadows it
-    monkeypatch.setattr(protect_module, "LARGE_TABLE", 10)
-    if local_lps:  # the screen's local LPs, normally for large components only
-        from tabprotect.audit import AuditSettings
-        local_everywhere = functools.partial(audit, settings=AuditSettings(local_min_vars=0))
-        monkeypatch.setattr(protect_module, "audit", local_everywhere)
+    from tabprotect.audit import AuditSettings
+    # local_lps: the screen's local LPs, normally for large components only
+    settings = ProtectSettings(large_table=10,
+                               audit=AuditSettings(local_min_vars=0) if local_lps else None)
     t = synthetic.preset("3d-small", seed=3)
-    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=60,
+                  settings=settings)
     assert res.params["audit_mode"] == "verdict"
+    assert res.params["settings"]["large_table"] == 10
+    assert (res.params["settings"]["audit"] is not None) == local_lps
+    if local_lps:   # the audits were given those settings
+        assert res.audit.settings.local_min_vars == 0
     assert res.audit.mode in ("screen", "verdict")
     assert len(res.repaired) > 0  # gauss leaves shortfalls: the local repair ran
     assert res.passed
@@ -263,15 +264,12 @@ def test_audit_mode_is_validated_and_intervals_can_be_forced():
     assert res.passed == audit(res.confidential_table).passed
 
 
-def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges(monkeypatch):
-    import importlib
-
-    protect_module = importlib.import_module("tabprotect.secondary.protect")
-    monkeypatch.setattr(protect_module, "FEASIBILITY_CHECK_MAX_WORK", 0)
+def test_feasibility_check_skipped_above_its_work_limit_final_audit_still_judges():
     # (generated tables hold totals equal to one single-contributor child, which no
     # pattern protects against its contributor: singleton attacks off, as in bench_scale)
     t = synthetic.preset("3d-small", seed=2024)
-    res = protect(t, method="hypercube", cost="value", singleton=False)
+    res = protect(t, method="hypercube", cost="value", singleton=False,
+                  settings=ProtectSettings(feasibility_check_max_work=0))
     assert any("feasibility check skipped" in n for n in res.notes)
     assert res.passed and audit(res.confidential_table).passed
 
@@ -319,28 +317,21 @@ def test_feasibility_check_is_timed_as_a_stage():
     assert res.passed == audit(res.confidential_table).passed
 
 
-def _protect_module():
-    import importlib
-    return importlib.import_module("tabprotect.secondary.protect")
-
-
 @pytest.mark.parametrize("pre_repair", ["auto", "off"])
-def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
+def test_large_path_leaf_cube_pass_before_the_audit(pre_repair):
     # gauss on the large-table path: a leaf-cube pass gives the primaries interval
     # protection before the first audit (or not, "off"); either way the pattern must
-    # pass the independent interval audit
-    pm = _protect_module()
-    monkeypatch.setattr(pm, "LARGE_TABLE", 10)
-    monkeypatch.setattr(pm, "PRE_REPAIR", pre_repair)
-    monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
-    # two worker processes: "auto" searches the cube pass's cubes in them, "off" leaves
-    # many shortfalls, whose deviation LPs run in them
-    monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 8)
-    monkeypatch.setattr(importlib.import_module("tabprotect.secondary.greedy"),
-                        "PARALLEL_MIN_PRIMARIES", 8)
+    # pass the independent interval audit.  Two worker processes: "auto" searches the
+    # cube pass's cubes in them, "off" leaves many shortfalls, whose deviation LPs run
+    # in them
+    settings = ProtectSettings(large_table=10, pre_repair=pre_repair,
+                               pre_repair_min_cells=10, cube_pass_parallel_min=8,
+                               repair_lps=GreedyOptions(parallel_min_primaries=8))
     t = synthetic.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
-                  audit_workers=2)
+                  audit_workers=2, settings=settings)
+    assert res.params["settings"]["pre_repair"] == pre_repair
+    assert res.params["settings"]["repair_lps"]["parallel_min_primaries"] == 8
     assert any("leaf-cube pass" in n for n in res.notes) == (pre_repair == "auto")
     assert res.passed
     assert audit(res.confidential_table).passed
@@ -357,16 +348,15 @@ def test_large_path_leaf_cube_pass_before_the_audit(monkeypatch, pre_repair):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
+def test_large_path_hypercube_pass_on_four_dimensions(workers):
     # gauss on a large 4-D product table: the pass before the first audit is the
     # hypercube method run on the gauss pattern (with 2 workers: the primaries cut into
     # two runs searched in worker processes); the result must pass the independent
     # interval audit, keep every gauss suppression and leave the primaries U
-    pm = _protect_module()
-    monkeypatch.setattr(pm, "LARGE_TABLE", 10)
-    monkeypatch.setattr(pm, "PRE_REPAIR_MIN_CELLS", 10)
-    monkeypatch.setattr(pm, "CERTIFY_PASS_MIN_CELLS", 10)
-    monkeypatch.setattr(pm, "CUBE_PASS_PARALLEL_MIN", 4)
+    from tabprotect.secondary.passes import hypercube_in_worker, hypercube_pass
+
+    settings = ProtectSettings(large_table=10, pre_repair_min_cells=10,
+                               certify_pass_min_cells=10, cube_pass_parallel_min=4)
     t = synthetic.generate(((2, 3), (3,), (3,), (2,)), seed=7)
     assert len(t.dimensions) == 4
     raw = protect(t, method="gauss", cost="value", singleton=False, repair=False)
@@ -374,15 +364,15 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
         # the union of the runs' cubes holds every cube a run found
         primaries = np.flatnonzero(raw.status == "U")
         assert len(primaries) >= 4
-        halves = [pm._hypercube_in_worker((t, raw.status, primaries, run,
-                                           raw.confidential_table.value, False, None))
+        halves = [hypercube_in_worker((t, raw.status, primaries, run,
+                                       raw.confidential_table.value, False, None))
                   for run in (primaries[:round(len(primaries) / 2)],
                               primaries[round(len(primaries) / 2):])]
-        united = pm._hypercube_pass(t, raw.status, raw.confidential_table.value, False, None,
-                                    workers=2)
+        united = hypercube_pass(t, raw.status, raw.confidential_table.value, False, None,
+                                workers=2, parallel_min=4)
         np.testing.assert_array_equal(united, np.unique(np.concatenate(halves)))
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
-                  audit_workers=workers)
+                  audit_workers=workers, settings=settings)
     stages = list(res.stage_seconds)
     assert stages[:3] == ["method", "hypercube pass", "certify pass"]
     assert any("hypercube pass before the audit added" in n for n in res.notes)
@@ -394,33 +384,30 @@ def test_large_path_hypercube_pass_on_four_dimensions(monkeypatch, workers):
 
 
 @pytest.mark.parametrize("as_general", [False, True])
-def test_gauss_with_large_components_gets_the_cube_pass(monkeypatch, as_general):
+def test_gauss_with_large_components_gets_the_cube_pass(as_general):
     # a small table whose gauss pattern has components too large for the interval audit
     # (TABLE3): leaf and chain cubes before the first audit, on the recovered product
     # structure for a general table; the cubes reach the audit as moves, and the pattern
     # passes the independent interval audit
-    pm = _protect_module()
-    monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
     t = synthetic.preset("1k-3d", seed=2024)
     if as_general:
         t = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
                                  status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
-    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120)
+    res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
+                  settings=ProtectSettings(interval_audit_max_work=0))
     assert any("leaf-cube pass" in n for n in res.notes)
     assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0
     assert res.passed and audit(res.confidential_table, singleton=False).passed
 
 
-def test_auto_audit_mode_switches_to_verdict_for_large_components(monkeypatch):
-    pm = _protect_module()
-    monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 0)
+def test_auto_audit_mode_switches_to_verdict_for_large_components():
     t = synthetic.preset("3d-small", seed=2024)
-    res = protect(t, method="hypercube", cost="value", singleton=False)
+    res = protect(t, method="hypercube", cost="value", singleton=False,
+                  settings=ProtectSettings(interval_audit_max_work=0))
     assert res.params["audit_mode"] == "verdict" and res.audit.mode == "verdict"
     assert any("verdict mode" in n for n in res.notes)
     assert res.passed and audit(res.confidential_table).passed
     # the default threshold keeps small patterns on the interval audit
-    monkeypatch.setattr(pm, "INTERVAL_AUDIT_MAX_WORK", 250_000)
     assert protect(t, method="hypercube", cost="value",
                    singleton=False).audit.mode == "intervals"
 
@@ -442,7 +429,6 @@ def test_unprotectable_primary_is_refused_before_any_method(method):
 
 
 def test_the_method_gets_its_share_of_the_call_budget():
-    pm = _protect_module()
     seen = []
 
     def recorder(table, cost, *, time_limit=None):
@@ -458,7 +444,30 @@ def test_the_method_gets_its_share_of_the_call_budget():
         res = protect(t.replace(status=st_, upl=lvl, lpl=lvl), method="_test_budget",
                       time_limit=40.0)
         assert res.passed
-        assert len(seen) == 1 and 0 < seen[0] <= pm.METHOD_SHARE * 40.0
+        assert len(seen) == 1 and 0 < seen[0] <= ProtectSettings().method_share * 40.0
         assert res.seconds <= 40.0
     finally:
         METHODS.pop("_test_budget", None)
+
+
+def test_settings_are_recorded_as_applied_and_checked():
+    t = synthetic.preset("3d-small", seed=2024)
+    small = protect(t, method="hypercube", cost="value", singleton=False)
+    applied = small.params["settings"]
+    # the small-table path: the feasibility check and the interval audit's threshold
+    assert applied["feasibility_check_max_work"] == ProtectSettings().feasibility_check_max_work
+    assert "feasibility_check_seconds" in applied and "feasibility_share" not in applied
+    assert "pre_repair" not in applied and "repair_lps" not in applied
+    large = protect(t, method="hypercube", cost="value", singleton=False, time_limit=60,
+                    settings=ProtectSettings(large_table=10))
+    applied = large.params["settings"]
+    assert applied["large_table"] == 10 and applied["method_share_large"] == 0.6
+    assert "feasibility_check_max_work" not in applied and "method_share" not in applied
+    assert applied["repair_lps"]["free_first_min_cells"] == 20_000
+    assert large.passed and audit(large.confidential_table, singleton=False).passed
+    unrepaired = protect(t, method="hypercube", cost="value", singleton=False, repair=False)
+    assert "max_repair_rounds" not in unrepaired.params["settings"]
+    with pytest.raises(InputError, match="ProtectSettings"):
+        protect(t, method="hypercube", singleton=False, settings={"large_table": 10})
+    with pytest.raises(ValueError, match="method_share"):
+        ProtectSettings(method_share=1.5)

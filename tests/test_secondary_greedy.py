@@ -9,7 +9,7 @@ from tabprotect.audit import audit
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
-from tabprotect.secondary.greedy import greedy, greedy_repair
+from tabprotect.secondary.greedy import GreedyOptions, RepairStats, greedy, greedy_repair
 from tabprotect.secondary.optimal import optimal
 
 from helpers import gauss_pattern, two_by_two
@@ -97,18 +97,19 @@ def test_block_neighbourhood_repair_and_its_moves(name, sizes):
     np.testing.assert_array_equal(after.protected, audit(repaired, mode="verdict").protected)
 
 
-def test_parallel_repair_in_worker_processes(monkeypatch):
+def test_parallel_repair_in_worker_processes():
     # workers=2: the primaries are cut into two runs, repaired from the same pattern in
     # two processes and the suppressions united; the independent audit must accept the
     # union (a deviation stays a witness when more cells are suppressed) and the moves
-    import tabprotect.secondary.greedy as greedy_module
-    monkeypatch.setattr(greedy_module, "PARALLEL_MIN_PRIMARIES", 8)
     t, cost, base, _ = gauss_pattern("1k-3d", 2024)
     first = audit(base, mode="verdict")
     short = first.shortfalls
     assert len(short) >= 8
+    counts = RepairStats()
     new, moves = greedy_repair(base, cost, short, audit_result=first, block_sizes=(20,),
-                               return_moves=True, workers=2)
+                               return_moves=True, workers=2, stats=counts,
+                               options=GreedyOptions(parallel_min_primaries=8))
+    assert counts.lps >= len(short)   # the workers' counts come back
     was = base.status
     assert (new[np.isin(was, ("U", "M", "P"))] == was[np.isin(was, ("U", "M", "P"))]).all()
     assert set(np.unique(new[new != was])) <= {"M"}
@@ -118,49 +119,47 @@ def test_parallel_repair_in_worker_processes(monkeypatch):
     assert audit(repaired, mode="verdict").protected[short].all()
 
 
-def test_suppressed_cells_first_gives_the_same_repair(monkeypatch):
+def test_suppressed_cells_first_gives_the_same_repair():
     # large regions first get the deviation LP on their suppressed cells alone; a
     # zero-cost deviation is what the full LP would find as well, so the repaired
     # pattern is the same, and it passes the independent audit
-    import tabprotect.secondary.greedy as greedy_module
     t, cost, base, _ = gauss_pattern("1k-3d", 2024)
     first = audit(base, mode="verdict")
     short = first.shortfalls[:40]
-    monkeypatch.setattr(greedy_module, "FREE_FIRST_MIN_CELLS", 10**9)
-    plain = greedy_repair(base, cost, short, audit_result=first, block_sizes=(20, 100))
-    calls = []
-    deviation = greedy_module._deviation
-
-    def counted(table, status, cost_, cell, amount, cells, time_limit):
-        calls.append(int(np.isin(status[cells], ("U", "M")).all()))
-        return deviation(table, status, cost_, cell, amount, cells, time_limit)
-
-    monkeypatch.setattr(greedy_module, "FREE_FIRST_MIN_CELLS", 0)
-    monkeypatch.setattr(greedy_module, "_deviation", counted)
+    never, always = RepairStats(), RepairStats()
+    plain = greedy_repair(base, cost, short, audit_result=first, block_sizes=(20, 100),
+                          options=GreedyOptions(free_first_min_cells=10**9), stats=never)
     new, moves = greedy_repair(base, cost, short, audit_result=first,
-                               block_sizes=(20, 100), return_moves=True)
-    assert sum(calls) > 0                       # the suppressed-only LPs did run
+                               block_sizes=(20, 100), return_moves=True,
+                               options=GreedyOptions(free_first_min_cells=0), stats=always)
+    assert never.free_first_lps == 0
+    assert always.free_first_lps > 0           # the suppressed-only LPs did run
     np.testing.assert_array_equal(new, plain)
     after = audit(t.replace(status=new), mode="verdict", moves=moves)
     assert after.n_moves_rejected == 0 and after.protected[short].all()
 
 
-def test_mirror_of_a_move_serves_the_other_direction(monkeypatch):
+def test_mirror_of_a_move_serves_the_other_direction():
     # a lone primary of a magnitude table short both ways: the deviation that moves it up
     # by its level, run backwards, moves it down as far (the square's cells are far from
     # their bounds), so the repair solves one LP, and the audit certifies both ways
-    import tabprotect.secondary.greedy as greedy_module
     t = two_by_two(primary_level=1.0)
-    calls = []
-    deviation = greedy_module._deviation
-
-    def counted(*args):
-        calls.append(args[4])
-        return deviation(*args)
-
-    monkeypatch.setattr(greedy_module, "_deviation", counted)
+    counts = RepairStats()
     p = int(np.flatnonzero(t.status == "U")[0])
-    new, moves = greedy_repair(t, np.ones(t.n_cells), [p], return_moves=True)
-    assert len(calls) >= 1 and all(a > 0 for a in calls)   # no LP for the way down
+    new, moves = greedy_repair(t, np.ones(t.n_cells), [p], return_moves=True, stats=counts)
+    assert counts.lps >= 1 and counts.mirror_skips == 1   # no LP for the way down
+    assert moves.shape[0] == 1
     res = audit(t.replace(status=new), mode="verdict", moves=moves)
     assert res.passed and res.n_lp == 0
+
+
+def test_greedy_method_takes_its_options_and_reports_its_lps():
+    t = synthetic.preset("3d-small", seed=7)
+    c = cost_vector(t, "value")
+    out = greedy(t, c, options=GreedyOptions(max_rounds=0))
+    assert out.details["rounds"] == 1 and out.details["deviation_lps"] > 0
+    res = protect(t, method="greedy", cost="value", singleton=False, max_rounds=0)
+    assert res.params["max_rounds"] == 0 and res.params["free_first_min_cells"] == 20_000
+    assert audit(res.confidential_table, singleton=False).passed
+    with pytest.raises(TypeError):
+        greedy(t, c, rounds=3)

@@ -23,7 +23,9 @@ Why it is fast (and still exact):
 Single-contributor attackers (``singleton=True``): the contributor of a suppressed cell
 with ``freq == 1`` knows that cell; each such attacker's interval of every other primary
 of the component is computed (or, in verdict mode, decided) with that cell fixed, and the
-primary must meet its requirement against each attacker separately.
+primary must meet its requirement against each attacker separately. Coalitions
+(``coalition=n``) pool the contributions of up to ``n`` contributors in the same way
+(:mod:`tabprotect.audit.contributors`).
 
 The result types are in :mod:`tabprotect.audit_result`. Modules:
 
@@ -38,7 +40,7 @@ The result types are in :mod:`tabprotect.audit_result`. Modules:
 ``local``       local LPs around a primary (witnesses and outer bounds)
 ``blocks``      block LPs on huge components
 ``moves``       candidate moves offered by a caller, checked and used as witnesses
-``singleton``   single-contributor attackers
+``contributors`` attackers among the contributors: single contributors, coalitions
 ``component``   one component's task and outcome
 ``dispatch``    components in this process or in worker processes
 ``assemble``    per-cell figures, the verdict and the result types

@@ -91,7 +91,7 @@ def aggregate_rounds(state: VerdictState, rounds: int) -> None:
             raise InfeasibleSystem(int(idx[0]))
         if status == "optimal":
             # interior-point points may sit a hair outside a bound
-            state.absorb(np.clip(x, state.system.lb, state.system.ub))
+            state.absorb(np.clip(x, state.lb, state.ub))
         gained = int(state.satisfied().sum()) - before
         stalled = stalled + 1 if gained <= max(1, 0.01 * len(idx)) else 0
         if round_no >= 1 and stalled >= 2:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from tabprotect.audit.contributors import Attacker, attacked_primaries
 from tabprotect.audit.intervals import exact_intervals
 from tabprotect.audit.settings import AuditSettings
-from tabprotect.audit.singleton import attacked_primaries
 from tabprotect.audit.system import InfeasibleSystem, ReducedSystem, new_counters
 from tabprotect.audit.verdict import verdict_bounds
 
@@ -23,7 +23,7 @@ class ComponentTask:
     req_lo: np.ndarray
     req_hi: np.ndarray
     req_w: np.ndarray
-    freq: np.ndarray | None   # given for single-contributor audits
+    attackers: list[Attacker] | None   # single contributors or coalitions
     integer: bool
     mode: str
     deadline: float | None
@@ -39,7 +39,7 @@ class ComponentOutcome:
     hi: np.ndarray
     exact_lo: np.ndarray
     exact_hi: np.ndarray
-    attacked: np.ndarray      # primaries some single-contributor attacker narrows too far
+    attacked: np.ndarray      # primaries some attacker among the contributors narrows too far
     incomplete: np.ndarray
     counters: dict
     outer_lo: np.ndarray
@@ -48,7 +48,7 @@ class ComponentOutcome:
 
 
 def solve_component(task: ComponentTask) -> ComponentOutcome:
-    """Intervals (or the verdict) of one component, plus its single-contributor attacks."""
+    """Intervals (or the verdict) of one component, plus the attacks of its contributors."""
     system = task.system
     k = system.k
     counters = new_counters()

@@ -12,6 +12,8 @@ import scipy.sparse as sp
 from tabprotect.audit_result import AuditResult, VerdictAudit
 from tabprotect.audit.assemble import Figures, interval_result, verdict_result
 from tabprotect.audit.component import ComponentTask
+from tabprotect.audit.contributors import (Attacker, Contributions, coalitions,
+                                           single_contributors)
 from tabprotect.audit.dispatch import solve_components
 from tabprotect.audit.moves import split_moves
 from tabprotect.audit.settings import AuditSettings
@@ -31,7 +33,7 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
           singleton: bool = False, time_limit: float | None = None,
           progress: Callable[[int, int], None] | None = None, mode: str = "intervals",
           workers: int = 1, previous: AuditResult | None = None,
-          moves: sp.spmatrix | None = None,
+          moves: sp.spmatrix | None = None, coalition: int | None = None,
           settings: AuditSettings | None = None) -> AuditResult:
     """The protection verdict of a pattern, with the feasibility interval of every
     unpublished cell (``mode="intervals"``: an :class:`IntervalAudit`) or bounds on the
@@ -49,6 +51,9 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         of a suppressed cell with ``freq == 1`` knows that cell's value exactly, so each
         primary must stay protected with that cell fixed (each attacker is judged on
         its own interval; ``attacked`` flags the primaries some attacker breaks)
+    coalition : also audit against every coalition of up to ``coalition`` (>= 2)
+        contributors pooling their own contributions (it includes the single
+        contributors; see :mod:`tabprotect.audit.contributors` and docs/audit.md)
     time_limit : seconds for the whole audit (a cell whose bound was not computed in time
         gets the trivially safe interval and the audit fails)
     progress : called as ``progress(done_components, total_components)``
@@ -96,6 +101,11 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
                          f"{type(settings).__name__}")
     if mode not in MODES:
         raise InputError(f"audit: mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if coalition is not None and (isinstance(coalition, bool) or not isinstance(
+            coalition, (int, np.integer)) or coalition < 2):
+        raise InputError(f"audit: coalition must be an integer >= 2 (the number of "
+                         f"contributors pooling their data), not {coalition!r}")
+    coalition = 0 if coalition is None else int(coalition)
     unpublished = _unpublished_mask(table, unpublished)
     if integer is None:
         integer = table.kind == "frequency"
@@ -104,9 +114,9 @@ def audit(table: Table, unpublished: np.ndarray | None = None, *, integer: bool 
         return _scaled_audit(table, scale, start, unpublished=unpublished, integer=integer,
                              singleton=singleton, time_limit=time_limit, progress=progress,
                              mode=mode, workers=workers, previous=previous, moves=moves,
-                             settings=settings)
-    run = _AuditRun(table, unpublished, bool(integer), singleton, mode, settings, start,
-                    time_limit)
+                             coalition=coalition or None, settings=settings)
+    run = _AuditRun(table, unpublished, bool(integer), singleton, coalition, mode, settings,
+                    start, time_limit)
     return run.result(previous, moves, workers, progress)
 
 
@@ -135,10 +145,11 @@ def _scaled_audit(table: Table, scale: float, start: float, *, previous, moves,
 class _AuditRun:
     """One audit of one table: the pattern cut into components, their requirements."""
 
-    def __init__(self, table, unpublished, integer, singleton, mode, settings, start,
-                 time_limit):
+    def __init__(self, table, unpublished, integer, singleton, coalition, mode, settings,
+                 start, time_limit):
         self.table, self.unpublished, self.integer = table, unpublished, integer
-        self.singleton, self.mode, self.settings, self.start = singleton, mode, settings, start
+        self.singleton, self.coalition = singleton, coalition
+        self.mode, self.settings, self.start = mode, settings, start
         self.deadline = None if time_limit is None else start + time_limit
         self.primary = (table.status == "U") & unpublished
         self.req = required_interval(table, self.primary, integer, singleton)
@@ -156,18 +167,32 @@ class _AuditRun:
         open_primary = self.primary & ~settled
         return [ComponentTask(system=builder.system(cells), primary=open_primary[cells],
                               req_lo=req_lo[cells], req_hi=req_hi[cells], req_w=req_w[cells],
-                              freq=table.freq[cells] if self.singleton else None,
+                              attackers=self.attackers(cells, open_primary[cells]),
                               integer=self.integer, mode=self.mode, deadline=self.deadline,
                               settings=self.settings,
                               moves=None if move_parts is None else move_parts[k])
                 for k, cells in enumerate(self.comps)]
+
+    def attackers(self, cells: np.ndarray, primary: np.ndarray) -> list[Attacker] | None:
+        """The attackers among the contributors of one component."""
+        if not (self.singleton or self.coalition):
+            return None
+        t = self.table
+        contrib = Contributions(
+            freq=t.freq[cells], value=t.value[cells].astype(float), lb=t.lb[cells],
+            ub=t.ub[cells], top=None if t.top is None else t.top[cells],
+            counts=t.kind == "frequency", names=_CellNames(t, cells))
+        if self.coalition:
+            return coalitions(contrib, self.coalition, primary,
+                              self.settings.max_coalitions)
+        return single_contributors(contrib)
 
     def result(self, previous, moves, workers, progress) -> AuditResult:
         table, verdict_mode = self.table, self.mode != "intervals"
         settled = np.zeros(table.n_cells, dtype=bool)
         if previous is not None and verdict_mode:
             settled = settled_by(previous, table, self.unpublished, self.singleton,
-                                 self.integer)
+                                 self.integer, self.coalition)
         move_parts, used, rejected = None, 0, 0
         if moves is not None and verdict_mode:
             move_parts, used, rejected = split_moves(table, moves, self.free, self.comps)
@@ -190,7 +215,19 @@ class _AuditRun:
                     integer=self.integer, singleton=self.singleton,
                     n_components=len(self.comps), n_determined=int(self.determined.sum()),
                     runtime=time.monotonic() - self.start, attacker_notes=[],
-                    mode=self.mode, table=self.table, settings=self.settings)
+                    mode=self.mode, table=self.table, settings=self.settings,
+                    coalition=self.coalition)
+
+
+class _CellNames:
+    """The names of a component's cells by local index, made only when asked for (an
+    error message names one cell)."""
+
+    def __init__(self, table: Table, cells: np.ndarray):
+        self.table, self.cells = table, cells
+
+    def __getitem__(self, local: int) -> str:
+        return self.table.cell_name(int(self.cells[local]))
 
 
 def rescale_audit(result: AuditResult, factor: float) -> AuditResult:
@@ -201,7 +238,7 @@ def rescale_audit(result: AuditResult, factor: float) -> AuditResult:
 
 
 def settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
-               singleton: bool, integer: bool) -> np.ndarray:
+               singleton: bool, integer: bool, coalition: int = 0) -> np.ndarray:
     """Primary cells a previous audit of a sub-pattern found protected (see ``audit``'s
     ``previous``); checks that the previous audit is one the monotonicity argument
     covers."""
@@ -214,8 +251,9 @@ def settled_by(previous: AuditResult, table: Table, unpublished: np.ndarray,
         raise InputError(f"audit: 'previous' must audit a pattern this one extends, but "
                          f"cell {table.cell_name(int(np.flatnonzero(grown)[0]))} is "
                          f"unpublished there and published here")
-    if previous.singleton != singleton or previous.integer != integer:
-        raise InputError("audit: 'previous' was run with other singleton/integer "
+    if (previous.singleton != singleton or previous.integer != integer
+            or previous.coalition != coalition):
+        raise InputError("audit: 'previous' was run with other singleton/integer/coalition "
                          "settings")
     settled = (previous.primary & previous.protected & previous.unpublished
                & (table.status == "U") & unpublished)

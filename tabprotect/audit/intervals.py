@@ -18,6 +18,7 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
     bounds = {"min": np.full(k, -np.inf), "max": np.full(k, np.inf)}
     at_lb = np.zeros(k, dtype=bool)
     at_ub = np.zeros(k, dtype=bool)
+    lb, ub = system.bounds(fixed)
     system.fix(fixed)
     try:
         for sense in ("min", "max"):
@@ -29,7 +30,7 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
                     continue
                 if at_lb[j] if sense == "min" else at_ub[j]:
                     counters["skipped"] += 1
-                    val = system.lb[j] if sense == "min" else system.ub[j]
+                    val = lb[j] if sense == "min" else ub[j]
                 else:
                     val, x = system.bound(j, sense, integer, fixed, counters)
                     if val is None:
@@ -38,7 +39,7 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
                         continue
                     if x is not None:
                         # a finite bound attained by a feasible table is that bound's optimum
-                        hit_lb, hit_ub = system.at_bounds(x)
+                        hit_lb, hit_ub = system.at_bounds(x, lb, ub)
                         at_lb |= hit_lb
                         at_ub |= hit_ub
                 bounds[sense][j] = val

@@ -84,11 +84,12 @@ def split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray]
     return parts, int(ok.sum()), int((~ok & (nnz > 0)).sum())
 
 
-def absorb_moves(moves: sp.csr_matrix, system, lo: np.ndarray, hi: np.ndarray,
-                 integer: bool, frozen: np.ndarray) -> None:
+def absorb_moves(moves: sp.csr_matrix, value: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                 lo: np.ndarray, hi: np.ndarray, integer: bool, frozen: np.ndarray) -> None:
     """Widen ``lo``/``hi`` by checked candidate moves (rows of ``moves``, see
     ``audit``'s ``moves``): each row ``d`` gives the points ``value + t d`` and
-    ``value - t' d`` for the largest ``t, t' <= 1`` inside the a-priori bounds.
+    ``value - t' d`` for the largest ``t, t' <= 1`` inside the bounds ``lb``, ``ub``
+    (the attacker's: a-priori bounds tightened by what it knows).
 
     All rows at once: a repair of a 1M-cell pattern hands the audit about 200,000 cube
     moves, and row by row they would cost more than the LPs. A row is skipped when it moves a cell
@@ -107,12 +108,12 @@ def absorb_moves(moves: sp.csr_matrix, system, lo: np.ndarray, hi: np.ndarray,
         skip[row_of[frozen[col]]] = True
     if integer:
         skip[row_of[np.abs(d - np.round(d)) > 1e-9]] = True
-    v = system.value[col]
+    v = value[col]
     size = np.abs(d)
     with np.errstate(divide="ignore", invalid="ignore"):
         # how far (in units of the step) each entry may go up / down before a bound
-        room_up = np.where(size > 0, (system.ub[col] - v) / size, np.inf)
-        room_down = np.where(size > 0, (v - system.lb[col]) / size, np.inf)
+        room_up = np.where(size > 0, (ub[col] - v) / size, np.inf)
+        room_down = np.where(size > 0, (v - lb[col]) / size, np.inf)
     starts = moves.indptr[nonempty]
     for sign in (1.0, -1.0):
         step = sign * d

@@ -113,11 +113,12 @@ def region_program(system: ReducedSystem, cells, kind, fixed, reach=None):
                         shape=(int(keep_row.sum()), len(cells)))
     rhs, tol = rhs[keep_row], tol[keep_row]
     lb, ub = system.lb[cells].copy(), system.ub[cells].copy()
-    if fixed:
-        for jj, v in fixed.items():
-            at_j = np.searchsorted(cells, jj)
-            if at_j < len(cells) and cells[at_j] == jj:
-                lb[at_j] = ub[at_j] = v
+    if fixed is not None:
+        at = np.minimum(np.searchsorted(cells, fixed.index), len(cells) - 1)
+        inside_known = cells[at] == fixed.index
+        at = at[inside_known]
+        lb[at] = np.maximum(lb[at], fixed.lower[inside_known])
+        ub[at] = np.minimum(ub[at], fixed.upper[inside_known])
     if reach is not None:
         lb = np.maximum(lb, system.value[cells] - reach)
         ub = np.minimum(ub, system.value[cells] + reach)

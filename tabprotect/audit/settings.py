@@ -54,6 +54,9 @@ class AuditSettings:
     #: screen mode: the larger block passes run only while the previous pass certified
     #: at least this share of the primaries it tried (the repair handles the rest)
     screen_block_min_yield: float = 0.1
+    #: coalition audits: most coalitions judged per component (each costs a pass of
+    #: LPs over the component); more is an error, not a silent cut
+    max_coalitions: int = 10_000
     #: verdict modes: most aggregate LP rounds over a whole component (up, down, then
     #: random mixed directions), stopped early when two rounds gain next to nothing
     aggregate_rounds: int = 8

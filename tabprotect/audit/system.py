@@ -9,6 +9,7 @@ the objective, starting from the previous basis.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,6 +30,35 @@ class InfeasibleSystem(Exception):
     def __init__(self, local_cell: int):
         super().__init__(local_cell)
         self.local_cell = local_cell
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What an attacker knows beyond the outside intruder: tighter bounds on some
+    variables of a component (``lower == upper`` where it knows the value exactly)."""
+
+    index: np.ndarray   # local variables, increasing
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def exact(cls, index, values) -> "Knowledge":
+        index = np.atleast_1d(np.asarray(index, dtype=np.int64))
+        values = np.atleast_1d(np.asarray(values, dtype=float))
+        return cls(index, values, values.copy())
+
+    @property
+    def known(self) -> np.ndarray:
+        """The variables known exactly."""
+        return self.index[self.lower >= self.upper]
+
+    def bounds(self, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the a-priori bounds ``lb``, ``ub`` (all variables) tightened by
+        this knowledge."""
+        lb, ub = lb.copy(), ub.copy()
+        lb[self.index] = np.maximum(lb[self.index], self.lower)
+        ub[self.index] = np.minimum(ub[self.index], self.upper)
+        return lb, ub
 
 
 def new_counters() -> dict[str, int]:
@@ -100,17 +130,20 @@ class ReducedSystem:
     def k(self) -> int:
         return len(self.lb)
 
-    def lp(self, integer: bool, fixed: dict[int, float] | None = None) -> LinearProgram:
-        lb, ub = self.lb.copy(), self.ub.copy()
-        if fixed:
-            for j, v in fixed.items():
-                lb[j] = ub[j] = v
+    def bounds(self, fixed: Knowledge | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The bounds of the variables for the attacker who knows ``fixed``."""
+        if fixed is None:
+            return self.lb.copy(), self.ub.copy()
+        return fixed.bounds(self.lb, self.ub)
+
+    def lp(self, integer: bool, fixed: Knowledge | None = None) -> LinearProgram:
+        lb, ub = self.bounds(fixed)
         tol = self.row_tol if self.relaxed else 0.0
         return LinearProgram(c=np.zeros(self.k), A=self.A, row_lower=self.rhs - tol,
                              row_upper=self.rhs + tol, col_lower=lb, col_upper=ub,
                              integrality=np.full(self.k, True) if integer else None)
 
-    def model(self, fixed: dict[int, float] | None = None) -> HighsModel:
+    def model(self, fixed: Knowledge | None = None) -> HighsModel:
         if self._model is None:
             self._model = HighsModel(self.lp(False, fixed), **self.warm_options)
         return self._model
@@ -181,22 +214,21 @@ class ReducedSystem:
                           "rows": np.zeros(self.A.shape[0], dtype=bool)}
         return self._work
 
-    def at_bounds(self, x):
-        """Masks of variables sitting at their finite a-priori lower / upper bound."""
-        at_lb = np.isfinite(self.lb) & (
-            np.abs(x - self.lb) <= 1e-9 * np.maximum(1, np.abs(self.lb)))
-        at_ub = np.isfinite(self.ub) & (
-            np.abs(x - self.ub) <= 1e-9 * np.maximum(1, np.abs(self.ub)))
+    @staticmethod
+    def at_bounds(x, lb, ub):
+        """Masks of variables sitting at their finite lower / upper bound."""
+        at_lb = np.isfinite(lb) & (np.abs(x - lb) <= 1e-9 * np.maximum(1, np.abs(lb)))
+        at_ub = np.isfinite(ub) & (np.abs(x - ub) <= 1e-9 * np.maximum(1, np.abs(ub)))
         return at_lb, at_ub
 
-    def fix(self, fixed):
-        """Fix variables (an attacker's knowledge) in the warm model."""
-        if fixed:
-            idx = np.fromiter(fixed.keys(), dtype=np.int64)
-            vals = np.fromiter(fixed.values(), dtype=float)
-            self.model(fixed).set_col_bounds(idx, vals, vals)
+    def fix(self, fixed: Knowledge | None):
+        """Put an attacker's knowledge into the warm model."""
+        if fixed is not None:
+            lb, ub = fixed.bounds(self.lb, self.ub)
+            idx = fixed.index
+            self.model(fixed).set_col_bounds(idx, lb[idx], ub[idx])
 
-    def unfix(self, fixed):
-        if fixed and self._model is not None:
-            idx = np.fromiter(fixed.keys(), dtype=np.int64)
+    def unfix(self, fixed: Knowledge | None):
+        if fixed is not None and self._model is not None:
+            idx = fixed.index
             self._model.set_col_bounds(idx, self.lb[idx], self.ub[idx])

@@ -17,12 +17,12 @@ from tabprotect.audit.blocks import block_passes
 from tabprotect.audit.local import local_pass
 from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.settings import AuditSettings
-from tabprotect.audit.system import ReducedSystem, out_of_time
+from tabprotect.audit.system import Knowledge, ReducedSystem, out_of_time
 from tabprotect.audit.witness import VerdictState
 
 
 def verdict_bounds(system: ReducedSystem, task, targets, counters,
-                   fixed: dict[int, float] | None = None) -> VerdictState:
+                   fixed: Knowledge | None = None) -> VerdictState:
     """The verdict search for the primaries among ``targets`` against the attacker who
     knows ``fixed``; returns its final state (witness values ``lo``/``hi``, exact where
     ``ex_lo``/``ex_hi``, outer limits ``outer_lo``/``outer_hi``)."""
@@ -30,9 +30,10 @@ def verdict_bounds(system: ReducedSystem, task, targets, counters,
     state = VerdictState(system, task, targets, counters, fixed)
     if task.moves is not None:
         frozen = np.zeros(system.k, dtype=bool)
-        if fixed:
-            frozen[list(fixed)] = True
-        absorb_moves(task.moves, system, state.lo, state.hi, task.integer, frozen)
+        if fixed is not None:
+            frozen[fixed.known] = True
+        absorb_moves(task.moves, state.system.value, state.lb, state.ub, state.lo, state.hi,
+                     task.integer, frozen)
     system.fix(fixed)
     try:
         _witness_passes(state, settings)

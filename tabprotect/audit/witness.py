@@ -17,7 +17,7 @@ from tabprotect.audit.moves import mirror_share
 
 if TYPE_CHECKING:
     from tabprotect.audit.component import ComponentTask
-    from tabprotect.audit.system import ReducedSystem
+    from tabprotect.audit.system import Knowledge, ReducedSystem
 
 
 class VerdictState:
@@ -34,11 +34,12 @@ class VerdictState:
         of very different magnitude alike
     outer_lo, outer_hi : limits from relaxed LPs, set only where they prove a shortfall
     decided : primaries shown short (or, screening, left uncertified)
-    fixed : variables the attacker knows (local index -> value)
+    fixed : what the attacker knows (:class:`~tabprotect.audit.system.Knowledge`)
+    lb, ub : the variables' bounds for this attacker
     """
 
     def __init__(self, system: "ReducedSystem", task: "ComponentTask", targets,
-                 counters: dict, fixed: dict[int, float] | None = None):
+                 counters: dict, fixed: "Knowledge | None" = None):
         k = system.k
         self.system, self.task, self.counters = system, task, counters
         self.integer = task.integer
@@ -56,11 +57,12 @@ class VerdictState:
         self.want = np.zeros(k, dtype=bool)
         self.want[targets] = True
         self.want &= task.primary
-        if fixed:
-            for j, v in fixed.items():
-                self.lo[j] = self.hi[j] = v
-                self.ex_lo[j] = self.ex_hi[j] = True
-                self.want[j] = False
+        self.lb, self.ub = system.bounds(fixed)
+        if fixed is not None:
+            known = fixed.known
+            self.lo[known] = self.hi[known] = system.value[known]
+            self.ex_lo[known] = self.ex_hi[known] = True
+            self.want[fixed.index] = False
         scale = np.maximum(np.maximum(self.req_hi - system.value,
                                       system.value - self.req_lo), 1.0)
         self.scale = np.where(np.isfinite(scale), scale, 1.0)
@@ -117,7 +119,7 @@ class VerdictState:
         if len(moved) == 0:
             return
         dm, vm = d[moved], value[moved]
-        t = mirror_share(vm, self.system.lb[moved], self.system.ub[moved], dm)
+        t = mirror_share(vm, self.lb[moved], self.ub[moved], dm)
         if self.integer and t < 1.0:
             return   # a scaled point need not be integral
         if t > 1e-9:

@@ -37,7 +37,8 @@ from scipy.optimize import linprog
 
 from tabprotect.errors import InputError
 
-__all__ = ["PTableParams", "PTable", "count_ptable", "read_ptable", "write_ptable"]
+__all__ = ["PTableParams", "PTable", "count_ptable", "read_ptable", "write_ptable",
+           "ptable_text"]
 
 SCALE = 10 ** 8  # decimal resolution of generated probabilities (8 decimals, as tau-Argus files)
 
@@ -292,6 +293,11 @@ def count_ptable(D: int, V: float, js: int = 0, pstay: float | None = None) -> P
 # ---------------------------------------------------------------------- tau-Argus files
 def write_ptable(pt: PTable, path: str | Path) -> None:
     """Write the tau-Argus ptable file (``i;j;p;v;p_int_ub``, exact decimals)."""
+    Path(path).write_text(ptable_text(pt))
+
+
+def ptable_text(pt: PTable) -> str:
+    """The tau-Argus ptable file's text."""
     digits = len(str(pt.scale)) - 1
     if 10 ** digits != pt.scale:
         raise ValueError("only decimal scales can be written")
@@ -303,7 +309,7 @@ def write_ptable(pt: PTable, path: str | Path) -> None:
             cum, last = 0, i
         cum += int(q)
         lines.append(f"{i};{j};{_fmt(int(q), digits)};{j - i};{_fmt(cum, digits)}")
-    Path(path).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def _fmt(q: int, digits: int) -> str:

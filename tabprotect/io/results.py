@@ -30,20 +30,24 @@ from tabprotect.io.output import write_frame
 #: key -> (file name, what it holds); the confidential files hold true cell values
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
-                  "suppressed; the rounded value for rounding), freq, status. Written "
+                  "suppressed; the rounded value for rounding, the adjusted value for "
+                  "cta), freq, status (no freq or status for rounding and cta). Written "
                   "only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
                "failed (exit code 1): never publish it"),
     "primary": ("primary.csv", "confidential: every cell with its status, the rule that "
                 "made it unsafe and its protection levels (`primary`)"),
     "cells": ("cells.csv", "confidential: every cell's true value, freq and final status "
-              "(rounding: and the published value)"),
+              "(rounding, cta: and the published value)"),
     "audit": ("audit.csv", "confidential: what an intruder can derive for each unpublished "
               "cell (rounding: each cell), the required protection and the verdict"),
     "comparison": ("compare.csv", "one row per method of a comparison"),
     "risk": ("risk.csv", "microdata (`risk`): the disclosure risk of each record, no key "
              "values"),
-    "perturbed": ("perturbed.csv", "microdata (`perturb`): the perturbed records"),
+    "perturbed": ("perturbed.csv", "microdata (`perturb`, `swap`; `cellkey` when it swapped "
+                  "or added record keys): the records as released, with their record keys"),
+    "ptable": ("ptable.txt", "`cellkey`: the perturbation table in tau-Argus format "
+               "(public: it is published with the tables)"),
     "matrices": ("matrices.csv", "microdata (`perturb`): the transition matrices used "
                  "(rows = true categories)"),
     "report": ("report.html", "confidential: the report for the people who decide what is "
@@ -141,6 +145,8 @@ def run_summary(run) -> dict[str, Any]:
         out["methods"] = [{"label": r["label"], "audit_passed": r.get("audit_passed"),
                            "error": bool(r.get("error"))}
                           for r in run.comparison.to_dict(orient="records")]
+    if run.kind == "cellkey":
+        out["cellkey"] = run.results.get("cellkey")
     if run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary
         figures = public_summary(run.published, status)
@@ -185,7 +191,7 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
 
 def published_frame(run) -> pd.DataFrame | None:
     """The publishable table: codes, value (blank when unpublished), freq, status."""
-    if run.kind == "rounding":
+    if run.kind in ("rounding", "adjustment"):
         frame = run.table.to_frame(())
         frame["value"] = run.rounded
         return frame
@@ -203,18 +209,26 @@ def published_frame(run) -> pd.DataFrame | None:
 
 def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, pd.DataFrame]:
     frames: dict[str, pd.DataFrame] = {}
+    if run.kind == "cellkey":
+        from tabprotect.census import published_frames
+        frames["published"], frames["cells"] = published_frames(run.census)
+        if run.census.swap is not None or run.census.keys_added:
+            frames["perturbed"] = run.census.data
+        return frames
     if run.rules is not None:
         frames["primary"] = run.rules.to_frame()
     pub = published_frame(run)
     if pub is not None:
         frames["published" if run.passed in (True, None) else "unsafe"] = pub
-    if run.kind == "rounding":
-        cells = run.table.to_frame(("value", "freq"))
+    if run.kind in ("rounding", "adjustment"):
+        cells = run.table.to_frame(("value", "freq", "status") if run.kind == "adjustment"
+                                   else ("value", "freq"))
         cells["published"] = run.rounded
         frames["cells"] = cells
     elif run.published is not None:
         frames["cells"] = run.published.to_frame(("value", "freq", "status"))
-    if run.audit is not None and run.kind in ("rounding", "audit-rounded"):
+    if run.audit is not None and (run.kind in ("rounding", "audit-rounded", "adjustment")
+                                  or hasattr(run.audit, "range_lower")):   # a rounded table's
         frames["audit"] = run.audit.to_frame(table=run.table,
                                             only_flagged=audit_flagged_only)
     elif run.audit is not None:
@@ -238,6 +252,9 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
         texts["report"] = render_html(run)
     summary = run_summary(run)
     texts["summary"] = json.dumps(summary, indent=2)
+    if run.kind == "cellkey":
+        from tabprotect.cellkey import ptable_text
+        texts["ptable"] = ptable_text(run.census.tables[0].ptable)
     final = write_files(folder, frames, texts,
                         lambda staged: audit_trail(run, staged, summary), inputs=run.inputs)
     run.outputs.update(final)

@@ -156,7 +156,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "{column = code})"),
         Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
                                                                         "drop")),
-        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb"),
+        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb", "dask"),
             doc="tabulation engine"),
         Key("name", "string", doc="table name"),
         Key("threads", "integer", low=1, doc="duckdb threads"),
@@ -182,16 +182,20 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("zero", "table", doc="`safety_range`"),
         Key("group", "table", doc="`dimensions` (frequency tables)"),
     ), shape="rules"),
-    Section("protect", "secondary suppression (docs/secondary.md); a method's own "
-            "options are accepted for that method", (
+    Section("protect", "secondary suppression (docs/secondary.md) or controlled tabular "
+            "adjustment (`method = \"cta\"`, docs/cta.md); a method's own options are "
+            "accepted for that method", (
         Key("method", "string", "optimal", doc="the method",
-            choices=("optimal", "modular", "hypercube", "gauss", "greedy")),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="what a suppression costs"),
+            choices=("optimal", "modular", "hypercube", "gauss", "greedy", "cta")),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="what a suppression costs (default value); cta: the weight of a unit "
+                "change (default relative: one over the absolute value; relative is for cta "
+                "only)"),
         Key("cost_column", "string", doc="the extra column used by cost = \"column\""),
         Key("time_limit", doc="seconds for the whole protection (method, audit and repair)",
             **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (suppression only)"),
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),
@@ -203,6 +207,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("audit", "the audit of a given pattern (status column), docs/audit.md", (
         Key("integer", "boolean", doc="integer intervals (default: frequency tables)"),
         Key("singleton", "boolean", False, doc=_SINGLETON_DOC),
+        Key("coalition", "integer", low=2, doc="also audit against every coalition of up "
+            "to this many contributors pooling their own contributions (includes the "
+            "single contributors)"),
         Key("time_limit", doc="seconds for the audit", **_TIME),
         Key("published", "string", "all", choices=("all", "margins"),
             doc="what the intruder sees (margins: every inner cell unpublished)"),
@@ -233,8 +240,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
             "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="default: [protect] cost"),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="default: [protect] cost, else each method's own (value; cta: relative)"),
         Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
             **_TIME),
         Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "
@@ -265,6 +273,44 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("rate", "number", 0.05, low=0, high=1, doc="swap rate"),
         Key("targeted", "boolean", False, doc="swap the riskiest records first"),
     )),
+    Section("swap", "targeted record swapping of the microdata (docs/census.md)", (
+        Key("geography", "string", doc="leaf-code column whose [hierarchies.NAME] gives the "
+            "levels (it travels with the swapped households)"),
+        Key("levels", "list of strings", doc="geography columns, coarse to fine (instead "
+            "of `geography`)"),
+        Key("risk_variables", "list of strings", doc="their combination within an area "
+            "makes a record rare"),
+        Key("k", "integer", 3, low=2, doc="rare: fewer than k records share area and risk "
+            "values"),
+        Key("rate", "number", 0.05, low=0, high=1, doc="least share of households moved"),
+        Key("similar", "list of strings", [], doc="partners agree on these "
+            "(`household_size` is computed)"),
+        Key("carry", "list of strings", [], doc="household variables moved with the "
+            "geography"),
+        Key("household", doc="household column (default: [microdata] household; absent: "
+            "persons)", **_COLUMN),
+        Key("seed", "integer", doc="random seed"),
+    )),
+    Section("cellkey", "the cell key method on tables of the microdata (docs/census.md)", (
+        Key("D", "integer", 3, low=1, doc="largest change of a count"),
+        Key("V", "number", 2.0, low=0, low_open=True, doc="variance of the count noise"),
+        Key("js", "integer", 0, low=0, doc="counts 1..js are never published"),
+        Key("pstay", "number", low=0, high=1, doc="probability of no change (default: "
+            "maximum entropy)"),
+        Key("ptable", "string", path=True, doc="tau-Argus ptable file (instead of D, V, js, "
+            "pstay)"),
+        Key("key", "string", "rkey", doc="record-key column (added when absent)"),
+        Key("seed", "integer", doc="seed of added record keys"),
+        Key("tables", "list", [], doc="further linked tables: lists of dimension columns"),
+        Key("m", "number", 0.1, low=0, low_open=True, high=1, doc="magnitude noise: share "
+            "of the largest contribution"),
+        Key("magnitude_D", "integer", 5, low=1, doc="magnitude noise steps"),
+        Key("magnitude_V", "number", 3.0, low=0, low_open=True, doc="magnitude noise "
+            "variance (in steps)"),
+        Key("restore_additivity", "boolean", False, doc="publish the least-cost additive "
+            "counts within the ptable's range"),
+        Key("time_limit", doc="seconds for each additivity repair", **_TIME),
+    )),
     Section("report", "the report and its information-loss measures", (
         Key("title", "string", doc="title (default: [job] title)"),
         Key("by", "string", doc="information loss: average over the tables of this "
@@ -275,6 +321,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             doc="relative loss of zero cells"),
         Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
         Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
+    )),
+    Section("cluster", "the parallel work on a Dask cluster (docs/scale-out.md)", (
+        Key("scheduler", "string", doc="the Dask scheduler's address, e.g. "
+            "\"tcp://10.0.0.5:8786\" (required)"),
+        Key("workers", "integer", low=1, doc="tasks in flight at a time (default: the "
+            "cluster's threads)"),
+        Key("task_timeout", doc="seconds a task may take before the run fails",
+            **_TIME),
+        Key("connect_timeout", "number", 10, low=0, low_open=True,
+            doc="seconds to wait for the scheduler"),
     )),
     Section("output", "where outputs go", (
         Key("dir", "string", "out", doc="output folder (relative to the job file; "
@@ -387,6 +443,10 @@ def _check_compare_methods(methods: list, where: str) -> None:
         if not isinstance(entry, dict) or not isinstance(entry.get("method"), str):
             raise InputError(f"{where} methods[{i}]: give a method name or a table with "
                              f"'method'")
+        if entry["method"] in ("cellkey", "swap+cellkey"):
+            rest = {k: v for k, v in entry.items() if k not in ("method", "label")}
+            _check_table(SECTIONS["cellkey"], rest, f"{where} methods[{i}]", {})
+            continue
         if entry["method"] in ("rounding", "round"):
             keys = {k.name: k for k in SECTIONS["round"].keys}
             keys["type"] = Key("type", "string", choices=SECTIONS["round"].key(

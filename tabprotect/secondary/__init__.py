@@ -17,8 +17,9 @@ from tabprotect.secondary.greedy import GreedyOptions
 from tabprotect.secondary.hypercube import HypercubeOptions
 from tabprotect.secondary.modular import ModularOptions
 from tabprotect.secondary.protect import ProtectResult, protect
+from tabprotect.secondary.protect_settings import ProtectSettings
 
-__all__ = ["protect", "ProtectResult", "METHODS", "MethodOutcome", "MethodSpec",
-           "Capabilities", "register_method", "method_options", "describe_methods",
-           "OptimalOptions", "ModularOptions", "HypercubeOptions", "GaussOptions",
-           "GreedyOptions", "cost_vector", "COST_FUNCTIONS"]
+__all__ = ["protect", "ProtectResult", "ProtectSettings", "METHODS", "MethodOutcome",
+           "MethodSpec", "Capabilities", "register_method", "method_options",
+           "describe_methods", "OptimalOptions", "ModularOptions", "HypercubeOptions",
+           "GaussOptions", "GreedyOptions", "cost_vector", "COST_FUNCTIONS"]

@@ -19,7 +19,8 @@ deviation.  This is also the repair step of :func:`tabprotect.secondary.protect`
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -32,6 +33,7 @@ from tabprotect.model.table import Table
 from tabprotect.requirements import cell_moves
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
+from tabprotect.secondary.subtables import Split
 from tabprotect.parallel import map_runs
 
 _TOL = 1e-7
@@ -180,8 +182,8 @@ def _restrict(A: sp.csr_matrix, rows: np.ndarray, cells: np.ndarray) -> sp.csr_m
 
 
 def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: int,
-                      amount: float, *, cells: np.ndarray, time_limit: float | None = None
-                      ) -> np.ndarray | None:
+                      amount: float, *, cells: np.ndarray, time_limit: float | None = None,
+                      presolve_min_columns: int | None = None) -> np.ndarray | None:
     """Cells (outside the suppressed set) on which the cheapest deviation moving ``cell``
     by ``amount`` (signed) is non-zero; None when no such deviation exists on ``cells``.
 
@@ -191,12 +193,17 @@ def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: 
         cells cannot move
     cells : the neighbourhood the deviation may use (must contain ``cell``)
     """
-    found = _deviation(table, status, cost, cell, amount, cells, time_limit)
+    if presolve_min_columns is None:
+        presolve_min_columns = GreedyOptions().deviation_lp_presolve_min_columns
+    found = _deviation(table, status, cost, cell, amount, cells, time_limit,
+                       presolve_min_columns)
     return None if found is None else found[0]
 
 
-def _deviation(table, status, cost, cell, amount, cells, time_limit):
-    """(support, deviation over ``cells``) of the cheapest deviation, or None."""
+def _deviation(table, status, cost, cell, amount, cells, time_limit,
+               presolve_min_columns: int):
+    """(support, deviation over ``cells``) of the cheapest deviation, or None.  LPs
+    from ``presolve_min_columns`` columns are presolved."""
     A = table.relations
     At = _transpose(table)
     rows = _rows_of(At, cells)
@@ -230,7 +237,7 @@ def _deviation(table, status, cost, cell, amount, cells, time_limit):
     lp = LinearProgram(c=c, A=M, row_lower=zero, row_upper=zero, col_lower=col_lo,
                        col_upper=col_hi)
     # no threads option: HiGHS errors when it differs from the running thread pool
-    options = DEVIATION_LP_OPTIONS if M.shape[1] < DEVIATION_LP_PRESOLVE_MIN_COLUMNS else {}
+    options = DEVIATION_LP_OPTIONS if M.shape[1] < presolve_min_columns else {}
     res = solve(lp, time_limit=time_limit, **options)
     if res.status != "optimal" or res.x is None:
         return None
@@ -246,29 +253,55 @@ def _levels(table: Table, cell: int) -> tuple[float, float]:
     return cell_moves(table, cell)
 
 
-#: HiGHS options of the deviation LPs. Presolve off: these LPs are small and their
-#: presolve costs more than the simplex it saves (1m-3d repair, 166 LPs of 480-11,000
-#: columns: 7.4 s with presolve, 1.1 s without; same statuses and objectives)
+#: HiGHS options of the deviation LPs below ``deviation_lp_presolve_min_columns``
+#: columns: these LPs are small and their presolve costs more than the simplex it saves
 DEVIATION_LP_OPTIONS: dict = {"presolve": "off"}
-#: ... but from this many columns (2 per cell) presolve pays again: 1M-cell 4-D hypercube
-#: repair, 9 LPs of 20,000+ columns: 2.6 s with presolve, 21.0 s without (3-D repairs
-#: have no LPs that large; below it, 4-D 3,000-20,000 columns: 1.2 s with, 2.0 s without)
-DEVIATION_LP_PRESOLVE_MIN_COLUMNS = 20_000
-#: From this many cells a repair region first gets the deviation LP on its suppressed
-#: cells alone (a primary that is protected already, by a long move, then costs a small
-#: feasibility LP instead of the region's full LP).
-FREE_FIRST_MIN_CELLS = 20_000
 
-#: greedy_repair(..., workers=n) uses worker processes only from this many primaries (a
-#: 1M-cell table takes ~0.5 s to send to a worker and set up there)
-PARALLEL_MIN_PRIMARIES = 64
+
+@dataclass(frozen=True)
+class GreedyOptions:
+    """Settings of the greedy method (see :func:`greedy`) and of its repair step
+    (:func:`greedy_repair`, also protect()'s repair)."""
+
+    #: audit/repair rounds before the method hands its pattern to protect()'s own audit
+    #: and repair (the method only; the repair step makes one pass)
+    max_rounds: int = 20
+    #: from this many LP columns (2 per cell) a deviation LP is presolved: below, HiGHS'
+    #: presolve costs more than the simplex it saves; above, it pays (4-D regions of
+    #: 20,000+ columns: several times faster with it)
+    deviation_lp_presolve_min_columns: int = 20_000
+    #: from this many cells a repair region first gets the deviation LP on its
+    #: suppressed cells alone: a primary already protected by a long move then costs a
+    #: small feasibility LP instead of the region's full LP
+    free_first_min_cells: int = 20_000
+    #: greedy_repair(..., workers=n) uses worker processes only from this many
+    #: primaries (sending a large table to a worker and setting up there takes time)
+    parallel_min_primaries: int = 64
+
+
+@dataclass
+class RepairStats:
+    """What a repair did (filled by :func:`greedy_repair` when given one)."""
+
+    #: deviation LPs solved
+    lps: int = 0
+    #: ... of them on a region's suppressed cells alone (``free_first_min_cells``)
+    free_first_lps: int = 0
+    #: directions served by the mirror image of the other direction's move (no LP)
+    mirror_skips: int = 0
+
+    def add(self, other: "RepairStats") -> None:
+        self.lps += other.lps
+        self.free_first_lps += other.free_first_lps
+        self.mirror_skips += other.mirror_skips
 
 
 def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
                   audit_result: AuditResult | None = None, time_limit: float | None = None,
                   progress: Callable[[str, float], None] | None = None,
                   max_radius: int = 4, block_sizes: tuple[int, ...] = (),
-                  return_moves: bool = False, workers: int = 1):
+                  return_moves: bool = False, workers: int = 1,
+                  options: GreedyOptions | None = None, stats: RepairStats | None = None):
     """Add secondary suppressions so that each listed primary reaches its required interval.
 
     For each cell in ``unprotected_cells`` (in the given order) and each direction whose
@@ -294,11 +327,13 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     return_moves : also return the deviations found, as rows of a sparse matrix of
         moves for ``audit(..., moves=...)`` (each keeps every relation and, with its
         support suppressed, moves only suppressed cells)
-    workers : worker processes (from :data:`PARALLEL_MIN_PRIMARIES` primaries on): the
-        primaries, in cell order, are cut into ``workers`` runs of neighbouring cells,
-        each repaired from the current pattern, and the suppressions are united.  Still
-        safe: a deviation stays a witness when further cells are suppressed.  Only the
-        sharing of suppressions across the cut is lost (a little more cost).
+    workers : worker processes (from ``options.parallel_min_primaries`` primaries on):
+        the primaries, in cell order, are cut into ``workers`` runs of neighbouring
+        cells, each repaired from the current pattern, and the suppressions are united.
+        Still safe: a deviation stays a witness when further cells are suppressed.  Only
+        the sharing of suppressions across the cut is lost (a little more cost).
+    options : the deviation LPs' settings (:class:`GreedyOptions`; defaults when None)
+    stats : a :class:`RepairStats` to add this repair's counts to
 
     Returns
     -------
@@ -315,17 +350,20 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     >>> int((new == "M").sum())
     3
     """
-    start = time.perf_counter()
+    opts = options or GreedyOptions()
     cells = [int(c) for c in np.atleast_1d(np.asarray(unprotected_cells, dtype=np.int64))]
     tasks = [(p, _directions(table, p, audit_result)) for p in cells]
     tasks = [(p, d) for p, d in tasks if d]
-    if workers > 1 and len(tasks) >= PARALLEL_MIN_PRIMARIES:
-        status, found_moves = _parallel_repair(table, cost, tasks, time_limit, max_radius,
-                                               block_sizes, workers, progress)
+    plan = _RepairPlan(time_limit, max_radius, tuple(block_sizes), opts)
+    if workers > 1 and len(tasks) >= opts.parallel_min_primaries:
+        status, found_moves, counts = _parallel_repair(table, cost, tasks, plan, workers,
+                                                       progress)
     else:
-        status, found_moves = _repair_sequence(table, table.status, cost, tasks,
-                                               time_limit, max_radius, block_sizes,
-                                               progress, start)
+        repair = _Repair(table, cost, plan)
+        repair.run(tasks, progress)
+        status, found_moves, counts = repair.status, repair.found_moves, repair.stats
+    if stats is not None:
+        stats.add(counts)
     if return_moves:
         return status, _move_matrix(found_moves, table.n_cells)
     return status
@@ -372,29 +410,55 @@ def _directions(table: Table, p: int, audit_result: AuditResult | None) -> list[
     return out
 
 
-def _repair_sequence(table: Table, status: np.ndarray, cost: np.ndarray,
-                     tasks: list[tuple[int, list[float]]], time_limit: float | None,
-                     max_radius: int, block_sizes: tuple[int, ...],
-                     progress: Callable[[str, float], None] | None, start: float
-                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """The sequential repair of ``tasks`` (primary, amounts) from ``status``."""
-    status = status.copy()
-    suppressed = np.isin(status, ("U", "M"))
-    split = None
-    if table.dimensions:
-        from tabprotect.secondary.subtables import Split
-        split = Split(table)
-    found_moves: list[tuple[np.ndarray, np.ndarray]] = []
-    # the primary's own sub-tables first (small: in 3-D mostly enough), then the block
-    # regions, then wider sub-table neighbourhoods, then the whole table
-    hoods = [("radius", 0)] + [("block", size) for size in block_sizes] + \
-        [("radius", r) for r in range(1, max_radius + 1)] + [("radius", None)]
-    for n_done, (p, directions) in enumerate(tasks):
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            break
-        # the second direction starts from the neighbourhood that served the first: a
-        # larger neighbourhood never gives a dearer deviation (more freedom), and the
-        # smaller ones mostly fail again (10k-3d: 55 % of the LPs were infeasible ones)
+@dataclass(frozen=True)
+class _RepairPlan:
+    """What a repair (or one worker's share of it) is given besides the table."""
+
+    time_limit: float | None
+    max_radius: int
+    block_sizes: tuple[int, ...]
+    options: GreedyOptions
+
+    def hoods(self) -> list[tuple[str, int | None]]:
+        """The neighbourhoods tried in turn: the primary's own sub-tables first (small:
+        in 3-D mostly enough), then the block regions, then wider sub-table
+        neighbourhoods, then the whole table (radius None)."""
+        return [("radius", 0)] + [("block", size) for size in self.block_sizes] + \
+            [("radius", r) for r in range(1, self.max_radius + 1)] + [("radius", None)]
+
+
+class _Repair:
+    """The sequential repair of a list of primaries from the table's status: the pattern
+    so far, the moves found and the counts."""
+
+    def __init__(self, table: Table, cost: np.ndarray, plan: _RepairPlan):
+        self.table, self.cost, self.plan = table, cost, plan
+        self.start = time.perf_counter()
+        self.status = table.status.copy()
+        self.suppressed = np.isin(self.status, ("U", "M"))
+        self.split = Split(table) if table.dimensions else None
+        self.hoods = plan.hoods()
+        self.found_moves: list[tuple[np.ndarray, np.ndarray]] = []
+        self.stats = RepairStats()
+
+    def left(self) -> float | None:
+        limit = self.plan.time_limit
+        return None if limit is None else max(1.0, limit - (time.perf_counter() - self.start))
+
+    def run(self, tasks: list[tuple[int, list[float]]],
+            progress: Callable[[str, float], None] | None) -> None:
+        limit = self.plan.time_limit
+        for n_done, (p, directions) in enumerate(tasks):
+            if limit is not None and time.perf_counter() - self.start > limit:
+                break
+            self._primary(p, directions)
+            if progress is not None:
+                progress("greedy repair", (n_done + 1) / max(1, len(tasks)))
+
+    def _primary(self, p: int, directions: list[float]) -> None:
+        """Repair primary ``p`` in each direction.  The second direction starts from
+        the neighbourhood that served the first: a larger neighbourhood never gives a
+        dearer deviation (more freedom), and the smaller ones mostly fail again."""
         first, served = 0, None
         mirror_reach = 0.0   # how far the mirror image of this primary's last move goes
         for amount in directions:
@@ -402,106 +466,123 @@ def _repair_sequence(table: Table, status: np.ndarray, cost: np.ndarray,
                 # the deviation of the other direction, run backwards, already moves the
                 # primary this far inside the bounds on suppressed cells only: a witness
                 # the audit takes too (it uses every move and its mirror image), so no
-                # second LP -- on 1m-4d those on regions of 10^4 cells took ~10 s each
+                # second LP
+                self.stats.mirror_skips += 1
                 continue
-            found = None
-            for at, (kind, radius) in enumerate(hoods[first:], start=first):
-                if served is not None and at == first:
-                    # the region that served the first direction, not grown again: it
-                    # holds the cells that direction suppressed (its support)
-                    hood = served
-                elif kind == "block":
-                    hood = _block_neighbourhood(table, suppressed, p, radius)
-                elif radius is None:
-                    hood = np.arange(table.n_cells)
-                else:
-                    hood = _neighbourhood(table, p, radius, split)
-                left = None if time_limit is None else max(
-                    1.0, time_limit - (time.perf_counter() - start))
-                found = None
-                if len(hood) >= FREE_FIRST_MIN_CELLS:
-                    # a large region: first the deviation on suppressed cells alone (no
-                    # cost, a third of the columns): a primary protected by a long move
-                    # that the audit's blocks missed needs no new cell, and this LP
-                    # shows it in a fraction of the time (1m-4d: 3 s instead of 12 s)
-                    used = hood[suppressed[hood]]
-                    found = _deviation(table, status, cost, p, amount, used, left)
-                if found is None:
-                    used = hood
-                    found = _deviation(table, status, cost, p, amount, hood, left)
-                if found is not None or len(hood) == table.n_cells:
-                    break
+            found, at, hood, used = self._search(p, amount, first, served)
             if found is None:
                 continue
-            if radius is not None:
+            if self.hoods[at][1] is not None:
                 first, served = at, hood
-            support, deviation = found
-            if len(support):
-                status[support] = "M"
-                suppressed[support] = True
-            moved = np.flatnonzero(deviation)   # (over the cells the LP used)
-            found_moves.append((used[moved], deviation[moved]))
-            if table.kind != "frequency":
-                # (an integer intruder takes no shrunken mirror image: not there)
-                cells = used[moved]
-                mirror_reach = -amount * mirror_share(table.value[cells], table.lb[cells],
-                                                      table.ub[cells], deviation[moved])
-        if progress is not None:
-            progress("greedy repair", (n_done + 1) / max(1, len(tasks)))
-    return status, found_moves
+            mirror_reach = self._take(p, amount, found, used)
+
+    def _search(self, p: int, amount: float, first: int, served: np.ndarray | None):
+        """The cheapest deviation on the first neighbourhood (from ``first`` on) that
+        has one: (found or None, its index in the list, the neighbourhood, the cells
+        the LP used)."""
+        found, at, hood, used = None, first, None, None
+        for at in range(first, len(self.hoods)):
+            # the region that served the first direction is not grown again: it holds
+            # the cells that direction suppressed (its support)
+            hood = served if (served is not None and at == first) else self._hood(p, at)
+            found, used = self._deviation_on(p, amount, hood)
+            if found is not None or len(hood) == self.table.n_cells:
+                break
+        return found, at, hood, used
+
+    def _hood(self, p: int, at: int) -> np.ndarray:
+        kind, radius = self.hoods[at]
+        if kind == "block":
+            return _block_neighbourhood(self.table, self.suppressed, p, radius)
+        if radius is None:
+            return np.arange(self.table.n_cells)
+        return _neighbourhood(self.table, p, radius, self.split)
+
+    def _deviation_on(self, p: int, amount: float, hood: np.ndarray):
+        """(deviation or None, cells it was sought on).  A large region first gets the
+        deviation on its suppressed cells alone (no cost, a third of the columns): a
+        primary protected by a long move that the audit's blocks missed needs no new
+        cell, and this LP shows it in a fraction of the time."""
+        opts = self.plan.options
+        left = self.left()
+        presolve = opts.deviation_lp_presolve_min_columns
+        args = (self.table, self.status, self.cost, p, amount)
+        if len(hood) >= opts.free_first_min_cells:
+            used = hood[self.suppressed[hood]]
+            self.stats.lps += 1
+            self.stats.free_first_lps += 1
+            found = _deviation(*args, used, left, presolve)
+            if found is not None:
+                return found, used
+        self.stats.lps += 1
+        return _deviation(*args, hood, left, presolve), hood
+
+    def _take(self, p: int, amount: float, found, used: np.ndarray) -> float:
+        """Suppress the deviation's support and keep it as a move; returns how far its
+        mirror image moves ``p`` (0 on a frequency table: an integer intruder takes no
+        shrunken mirror image)."""
+        support, deviation = found
+        if len(support):
+            self.status[support] = "M"
+            self.suppressed[support] = True
+        moved = np.flatnonzero(deviation)   # (over the cells the LP used)
+        cells = used[moved]
+        self.found_moves.append((cells, deviation[moved]))
+        if self.table.kind == "frequency":
+            return 0.0
+        return -amount * mirror_share(self.table.value[cells], self.table.lb[cells],
+                                      self.table.ub[cells], deviation[moved])
 
 
-def _repair_in_worker(job: tuple) -> tuple[np.ndarray, list]:
-    """One worker's share of a parallel repair: (cells it suppressed, its moves)."""
-    table, cost, tasks, time_limit, max_radius, block_sizes = job
-    status, found_moves = _repair_sequence(table, table.status, cost, tasks, time_limit,
-                                           max_radius, block_sizes, None,
-                                           time.perf_counter())
-    return np.flatnonzero(status != table.status), found_moves
+def _repair_in_worker(job: tuple) -> tuple[np.ndarray, list, RepairStats]:
+    """One worker's share of a parallel repair: (cells it suppressed, its moves, its
+    counts)."""
+    table, cost, tasks, plan = job
+    repair = _Repair(table, cost, plan)
+    repair.run(tasks, None)
+    return np.flatnonzero(repair.status != table.status), repair.found_moves, repair.stats
 
 
-def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, time_limit: float | None,
-                     max_radius: int, block_sizes: tuple[int, ...], workers: int,
-                     progress: Callable[[str, float], None] | None
-                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+def _parallel_repair(table: Table, cost: np.ndarray, tasks: list, plan: _RepairPlan,
+                     workers: int, progress: Callable[[str, float], None] | None
+                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]], RepairStats]:
     """Cut the primaries, in cell order, into ``workers`` runs of neighbouring cells
     (C order: the first dimensions' codes vary slowest, so a run covers whole slabs of the
     table and shares most of its suppressions within itself), repair each run in a worker
     process from the current pattern, and unite the suppressions and the moves."""
     order = sorted(tasks, key=lambda t: t[0])
     results = map_runs(_repair_in_worker, order, workers,
-                       job=lambda run: (table, cost, run, time_limit, max_radius,
-                                        block_sizes))
+                       job=lambda run: (table, cost, run, plan))
     status = table.status.copy()
     found_moves: list[tuple[np.ndarray, np.ndarray]] = []
-    for changed, job_moves in results:
+    counts = RepairStats()
+    for changed, job_moves, job_stats in results:
         status[changed] = "M"
         found_moves.extend(job_moves)
+        counts.add(job_stats)
     if progress is not None:
         progress("greedy repair", 1.0)
-    return status, found_moves
-
-
-@dataclass(frozen=True)
-class GreedyOptions:
-    """Settings of the greedy method (see :func:`greedy`)."""
-
-    max_rounds: int = field(default=20, metadata={
-        "why": "audit/repair rounds before the method hands its pattern to protect()'s "
-               "own audit and repair"})
+    return status, found_moves, counts
 
 
 @register_method("greedy", options=GreedyOptions, needs_product_structure=False,
                  handles_singletons=True, proves_optimality=False)
 def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
            progress: Callable[[str, float], None] | None = None, singleton: bool = False,
-           max_rounds: int = 20) -> MethodOutcome:
+           options: GreedyOptions | None = None, **fields) -> MethodOutcome:
     """The attacker-LP loop: repair every short primary, audit, repeat until the audit passes.
 
-    Options
-    -------
-    max_rounds : audit/repair rounds (default 20)
+    Parameters
+    ----------
     singleton : audit against single-contributor attackers too (default False)
+    options : the settings (:class:`GreedyOptions`; defaults when None); ``max_rounds``
+        bounds the audit/repair rounds
+    **fields : fields of :class:`GreedyOptions` given one by one, applied on top of
+        ``options`` (an unknown name is a ``TypeError``)
+
+    ``details``: ``rounds``, ``audit_passed``, ``secondaries`` and ``deviation_lps``
+    (the deviation LPs asked for; of them ``free_first_lps`` on suppressed cells alone;
+    ``mirror_skips``: directions served by the mirror image of a move, no LP).
 
     Examples
     --------
@@ -514,33 +595,53 @@ def greedy(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     >>> int((out.status == "M").sum())
     3
     """
-    start = time.perf_counter()
+    opts = dataclasses.replace(options or GreedyOptions(), **fields)
+    clock = _Clock(time_limit)
     status = table.status.copy()
     primaries = np.flatnonzero(status == "U")
     # first round without an audit: every primary needs both directions anyway
     order = primaries[np.argsort(-table.value[primaries], kind="stable")]
-
-    def remaining():
-        return None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - start))
-
-    status = greedy_repair(table.replace(status=status), cost, order, time_limit=remaining(),
-                           progress=progress)
+    counts = RepairStats()
+    status = greedy_repair(table.replace(status=status), cost, order,
+                           time_limit=clock.remaining(), progress=progress, options=opts,
+                           stats=counts)
     rounds = 1
     passed = False
-    for _ in range(max_rounds):
-        if time_limit is not None and time.perf_counter() - start > time_limit:
+    for _ in range(opts.max_rounds):
+        if clock.expired():
             break
-        res = audit(table.replace(status=status), singleton=singleton, time_limit=remaining())
+        res = audit(table.replace(status=status), singleton=singleton,
+                    time_limit=clock.remaining())
         if res.passed:
             passed = True
             break
-        short = res.shortfalls
-        new = greedy_repair(table.replace(status=status), cost, short, audit_result=res,
-                            time_limit=remaining(), progress=progress)
+        new = greedy_repair(table.replace(status=status), cost, res.shortfalls,
+                            audit_result=res, time_limit=clock.remaining(),
+                            progress=progress, options=opts, stats=counts)
         rounds += 1
         if (new != status).sum() == 0:
             break  # no deviation can help (e.g. blocked by P cells): protect() reports it
         status = new
     return MethodOutcome(status=status, solver_status="heuristic",
                          details={"rounds": rounds, "audit_passed": passed,
-                                  "secondaries": int((status == "M").sum())})
+                                  "secondaries": int((status == "M").sum()),
+                                  "deviation_lps": counts.lps,
+                                  "free_first_lps": counts.free_first_lps,
+                                  "mirror_skips": counts.mirror_skips})
+
+
+class _Clock:
+    """The greedy method's time limit (None: none); each step gets at least 1 s."""
+
+    def __init__(self, time_limit: float | None):
+        self.time_limit = time_limit
+        self.start = time.perf_counter()
+
+    def expired(self) -> bool:
+        return self.time_limit is not None and \
+            time.perf_counter() - self.start > self.time_limit
+
+    def remaining(self) -> float | None:
+        if self.time_limit is None:
+            return None
+        return max(1.0, self.time_limit - (time.perf_counter() - self.start))

@@ -1,0 +1,169 @@
+"""Attackers among the contributors: single contributors and coalitions.
+
+Each respondent contributes to one cell; a coalition of respondents pools its members'
+own contributions. For every suppressed cell ``c`` with ``m_c`` of its ``freq_c``
+contributors in the coalition, the coalition knows
+
+* ``x_c`` exactly when ``m_c == freq_c`` (it holds every contribution), and otherwise
+* ``x_c >= s_c``, the sum of its members' contributions: at most the ``m_c`` largest
+  contributions (``top``) of a magnitude cell, ``m_c`` records of a count cell
+  (contributions are non-negative; a cell whose a-priori lower bound is negative gives
+  no such bound).
+
+A single contributor (``singleton=True``) is the coalition of one member in a cell with
+``freq == 1``. Knowing more only narrows the attacker's polytope, so it suffices to
+judge the *maximal* coalitions: ``n`` members spread over the component's suppressed
+cells (all of them when fewer contributors are there). A primary is judged against
+every coalition with no member in it (members of the primary itself are the concern of
+its sensitivity rule and protection levels), each on the coalition's own interval: the
+intersection of different coalitions' intervals is no coalition's knowledge.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import numpy as np
+
+from tabprotect.audit_result import meets_requirement
+from tabprotect.audit.intervals import exact_intervals
+from tabprotect.audit.system import Knowledge
+from tabprotect.audit.verdict import verdict_bounds
+from tabprotect.errors import InputError
+
+if TYPE_CHECKING:
+    from tabprotect.audit.component import ComponentTask
+
+
+@dataclass
+class Attacker:
+    """One attacker among the contributors of a component (local variable indices)."""
+
+    knowledge: Knowledge
+    members: np.ndarray   # cells holding its members: never its targets
+
+
+@dataclass
+class Contributions:
+    """What the contributors of one component's cells contributed (local order)."""
+
+    freq: np.ndarray            # contributors per cell (nan: unknown)
+    value: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    top: np.ndarray | None      # largest contributions, descending (magnitude tables)
+    counts: bool                # a frequency table: every contribution is one record
+    names: Sequence[str]        # cell names by local index, for errors
+
+    def partial_sum(self, c: int, m: int) -> float | None:
+        """The most ``m`` of cell ``c``'s contributors can hold together (``m <
+        freq``), or None when no lower bound follows."""
+        if self.lb[c] < 0:
+            return None
+        if self.counts:
+            return min(float(m), float(self.value[c]))
+        if self.top is None or self.top.shape[1] < m:
+            raise InputError(
+                f"audit: the coalition attacker needs the {m} largest contributions of "
+                f"cell {self.names[c]} (a 'top' column per contributor up to the "
+                f"coalition size)")
+        return min(float(np.sum(self.top[c, :m])), float(self.value[c]))
+
+
+def single_contributors(contrib: Contributions) -> list[Attacker]:
+    """The contributor of each cell with ``freq == 1``, who knows that cell."""
+    return [Attacker(Knowledge.exact(s, contrib.value[s]), np.array([s]))
+            for s in np.flatnonzero(contrib.freq == 1)]
+
+
+def coalitions(contrib: Contributions, size: int, primary: np.ndarray,
+               limit: int) -> list[Attacker]:
+    """The maximal coalitions of ``size`` contributors over the component's cells (see
+    the module docstring); at most ``limit`` of them, else an InputError."""
+    cells = np.flatnonzero(np.isfinite(contrib.freq) & (contrib.freq >= 1))
+    caps = contrib.freq[cells].astype(np.int64)
+    total = int(caps.sum())
+    spreads = list(_spreads(caps, min(size, total), limit, contrib, cells))
+    # a primary whose coalition must stay out of it, where the other cells hold fewer
+    # than ``size`` contributors: every other contribution of the component
+    for p in np.flatnonzero(primary[cells]):
+        if total - caps[p] < size and total - caps[p] > 0:
+            others = caps.copy()
+            others[p] = 0
+            spreads.append(others)
+    seen, out = set(), []
+    for spread in spreads:
+        key = spread.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(_attacker(contrib, cells, spread))
+    if len(out) > limit:
+        _too_many(contrib, cells, size, limit)
+    return out
+
+
+def _spreads(caps: np.ndarray, members: int, limit: int, contrib, cells
+             ) -> Iterator[np.ndarray]:
+    """Every way to place ``members`` contributors in cells of these capacities (each
+    multiset of cells once)."""
+    count = 0
+    for chosen in itertools.combinations_with_replacement(range(len(caps)), members):
+        spread = np.bincount(np.array(chosen, dtype=np.int64), minlength=len(caps))
+        if (spread > caps).any():
+            continue
+        count += 1
+        if count > limit:
+            _too_many(contrib, cells, members, limit)
+        yield spread
+
+
+def _too_many(contrib: Contributions, cells: np.ndarray, size: int, limit: int):
+    raise InputError(
+        f"audit: more than {limit} coalitions of {size} contributors in the component "
+        f"around cell {contrib.names[int(cells[0])]} (AuditSettings.max_coalitions); audit "
+        f"a smaller coalition or raise the limit")
+
+
+def _attacker(contrib: Contributions, cells: np.ndarray, spread: np.ndarray) -> Attacker:
+    held = np.flatnonzero(spread)
+    index, lower, upper = [], [], []
+    for h in held:
+        c, m = int(cells[h]), int(spread[h])
+        if m >= contrib.freq[c]:
+            index.append(c), lower.append(contrib.value[c]), upper.append(contrib.value[c])
+            continue
+        s = contrib.partial_sum(c, m)
+        if s is not None:
+            index.append(c), lower.append(s), upper.append(contrib.ub[c])
+    knowledge = Knowledge(np.array(index, dtype=np.int64), np.array(lower, dtype=float),
+                          np.array(upper, dtype=float))
+    return Attacker(knowledge, cells[held])
+
+
+def attacked_primaries(task: "ComponentTask", counters: dict) -> np.ndarray:
+    """Mask of the component's primaries that some attacker among the contributors
+    narrows below their requirement (all False without such attackers)."""
+    system = task.system
+    attacked = np.zeros(system.k, dtype=bool)
+    targets_all = np.flatnonzero(task.primary)
+    for attacker in task.attackers or ():
+        targets = targets_all[~np.isin(targets_all, attacker.members)]
+        if len(targets) == 0:
+            continue
+        lo, hi = _attacker_interval(task, targets, counters, attacker.knowledge)
+        # this attacker's own verdict (verdict modes: its witnesses certify, or its
+        # exact / outer bounds prove the shortfall)
+        attacked[targets] |= ~meets_requirement(
+            lo, hi, task.req_lo[targets], task.req_hi[targets], task.req_w[targets],
+            system.value[targets])
+    return attacked
+
+
+def _attacker_interval(task: "ComponentTask", targets, counters, knowledge):
+    """The attacker's interval of each target (witness bounds in the verdict modes)."""
+    if task.mode in ("verdict", "screen"):
+        state = verdict_bounds(task.system, task, targets, counters, knowledge)
+        return state.lo[targets], state.hi[targets]
+    return exact_intervals(task.system, targets, task.integer, counters, task.deadline,
+                           knowledge)

@@ -1,0 +1,246 @@
+"""protect()'s audit-and-repair loop: the passes before the first audit (large
+tables), then audit, repair what falls short, audit again -- until the audit passes,
+the rounds or the budget run out, or no cell can be added.  Nothing is reported safe
+that has not passed the audit."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from tabprotect.audit import AuditResult, audit
+from tabprotect.budget import Budget
+from tabprotect.model.table import Table
+from tabprotect.secondary.cubes import cube_repair
+from tabprotect.secondary.greedy import greedy_repair
+from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
+                                         product_view)
+from tabprotect.secondary.protect_settings import ProtectSettings
+from tabprotect.secondary.repair import GreedyRepair, Requirements
+
+
+class StageClock:
+    """Wall-clock seconds per stage, in order: each call closes the stage that ran since
+    the previous call."""
+
+    def __init__(self, stages: dict[str, float]):
+        self.stages = stages
+        self.lap = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.stages[name] = self.stages.get(name, 0.0) + now - self.lap
+        self.lap = now
+
+
+class MoveStack:
+    """The cubes and deviations found so far, handed to the audit as candidate moves (it
+    checks each one and certifies the primaries they move without an LP); stacked once
+    per repair round, not once per audit."""
+
+    def __init__(self):
+        self.parts: list[sp.csr_matrix] = []
+        self._stacked = 0
+        self._matrix: sp.csr_matrix | None = None
+
+    def append(self, moves: sp.csr_matrix) -> None:
+        self.parts.append(moves)
+
+    def matrix(self) -> sp.csr_matrix | None:
+        if len(self.parts) != self._stacked:
+            self._stacked, self._matrix = len(self.parts), sp.vstack(self.parts, format="csr")
+        return self._matrix
+
+
+class AuditRepair:
+    """The pattern being audited and repaired, and what the loop records.
+
+    ``screening`` (large tables in verdict mode): the repair rounds are judged by
+    screening audits (certify what the witnesses can; what they cannot counts as short
+    without the whole-table LPs that would prove it); a pass is a real pass, and a
+    pattern that never passes the screen gets a full verdict audit at the end."""
+
+    def __init__(self, table: Table, cost: np.ndarray, status: np.ndarray, *,
+                 req: Requirements, cand: np.ndarray, settings: ProtectSettings,
+                 budget: Budget, singleton: bool, mode: str, large: bool, repair: bool,
+                 workers: int, progress: Callable[[str, float], None] | None,
+                 notes: list[str], stage: StageClock):
+        self.table, self.cost, self.req, self.cand = table, cost, req, cand
+        self.settings, self.budget, self.singleton = settings, budget, singleton
+        self.mode, self.large, self.repair, self.workers = mode, large, repair, workers
+        self.progress, self.notes, self.stage = progress, notes, stage
+        self.screening = large and mode == "verdict"
+        self.status = status
+        self.protected_table = table.replace(status=status)
+        self.repaired: list[np.ndarray] = []
+        self.moves = MoveStack()
+        self.rounds = 0
+
+    def left(self) -> float | None:
+        return self.budget.limit(self.settings.audit_floor_seconds)
+
+    def _suppress(self, cells: np.ndarray) -> None:
+        """Add ``cells`` to the pattern (as repaired cells)."""
+        self.repaired.append(cells)
+        self.status = self.status.copy()
+        self.status[cells] = "M"
+        self.protected_table = self.table.replace(status=self.status)
+
+    def judge(self, final: bool = False, previous: AuditResult | None = None) -> AuditResult:
+        """Audit the current pattern.  Repair only adds suppressions, so what a previous
+        round's audit found protected stays protected: that audit is passed on and those
+        primaries cost no LP (verdict and screen modes)."""
+        return audit(self.protected_table, singleton=self.singleton, time_limit=self.left(),
+                     mode="screen" if self.screening and not final else self.mode,
+                     workers=self.workers,
+                     previous=previous if self.mode != "intervals" else None,
+                     moves=self.moves.matrix(),
+                     progress=None if self.progress is None else self._components_done,
+                     settings=self.settings.audit)
+
+    def _components_done(self, done: int, total: int) -> None:
+        self.progress(f"audit: {done} of {total} components", done / max(total, 1))
+
+    # ---- before the first audit
+    def pre_audit(self, method: str, run_table: Table) -> None:
+        """The passes before the first audit: cubes for an interval-blind method's
+        primaries (the hypercube method on 4-D and more), or the cubes a large pattern
+        already has as moves."""
+        s, table = self.settings, self.table
+        view = None
+        if self.repair and s.pre_repair == "auto" and method in INTERVAL_BLIND_METHODS:
+            if self.large and table.dimensions and table.n_cells >= s.pre_repair_min_cells:
+                view = table
+                if len(table.dimensions) >= s.hypercube_pass_min_dims:
+                    self._hypercube_pass()
+                    view = None
+            elif not self.large and self.mode == "verdict":
+                # a small table whose pattern has components too large for the interval
+                # audit (TABLE3): without cubes the verdict audit must prove each
+                # shortfall with whole-component LPs and the repair needs whole-table
+                # LPs; a general table gets them on its recovered product structure
+                view = product_view(table, run_table)
+        if (view is None and self.repair and self.large and table.dimensions
+                and table.n_cells >= s.certify_pass_min_cells):
+            self._certify_pass()
+        if view is not None:
+            self._cube_pass(view)
+
+    def _hypercube_pass(self) -> None:
+        """Cubes in every sub-table with carried requirements: the pattern then reads
+        like a hypercube pattern, and goes on as one (certify pass)."""
+        pre = hypercube_pass(self.table, self.status, self.cost, self.singleton,
+                             self.left(), workers=self.workers,
+                             parallel_min=self.settings.cube_pass_parallel_min)
+        if len(pre):
+            self._suppress(pre)
+        self.notes.append(f"hypercube pass before the audit added {len(pre)} cell(s)")
+        self.stage("hypercube pass")
+
+    def _certify_pass(self) -> None:
+        """The leaf cubes a pattern already has (all corners suppressed), handed to the
+        audit as moves: they certify most primaries of a hypercube pattern without an
+        LP."""
+        _, _, found = cube_repair(self.protected_table, self.cost,
+                                  np.flatnonzero(self.status == "U"),
+                                  singleton=self.singleton, time_limit=self.left(),
+                                  chains=False, certify_only=True, return_moves=True)
+        self.moves.append(found)
+        self.notes.append(f"{found.shape[0]} cube move(s) of the pattern handed to the audit")
+        self.stage("certify pass")
+
+    def _cube_pass(self, view: Table) -> None:
+        """A leaf cube (a move of the whole table) per primary that has none yet: cheap,
+        no LP, and it leaves the first audit few shortfalls to prove."""
+        pre_status, pre_moves = cube_pass(view, self.table, self.status, self.cost,
+                                          self.singleton, self.left(), workers=self.workers,
+                                          parallel_min=self.settings.cube_pass_parallel_min)
+        self.moves.append(pre_moves)
+        pre = np.flatnonzero((pre_status == "M") & (self.status != "M"))
+        if len(pre):
+            self.repaired.append(pre)
+            self.status = pre_status
+            self.protected_table = self.table.replace(status=self.status)
+            self.notes.append(f"leaf-cube pass before the audit added {len(pre)} cell(s)")
+        self.stage("cube pass")
+
+    # ---- the loop
+    def run(self) -> AuditResult:
+        """Audit, repair and audit again; returns the last audit."""
+        result = self.judge()
+        self.stage("audit 1")
+        integer = result.integer
+        while not result.passed and self.repair and \
+                self.rounds < self.settings.max_repair_rounds:
+            if self.budget.expired():
+                self.notes.append("time limit reached: repair stopped")
+                break
+            if not result.complete and len(result.shortfalls) == 0:
+                self.notes.append("the audit did not finish within its time limit")
+                break
+            self.rounds += 1
+            suppressed = self.protected_table.suppressed
+            new_mask = self._local_round(result, suppressed) if self.large else \
+                self._whole_round(result, suppressed, integer)
+            added = np.flatnonzero(new_mask & ~suppressed & self.cand)
+            if len(added) == 0:
+                self.notes.append(f"repair round {self.rounds}: no cell could be added")
+                break
+            self._suppress(added)
+            result = self.judge(previous=result)
+            self.stage(f"audit {self.rounds + 1}")
+        if self.screening and not result.passed:
+            result = self.judge(final=True, previous=result)
+            self.stage("final audit")
+        return result
+
+    def _local_round(self, result: AuditResult, suppressed: np.ndarray) -> np.ndarray:
+        """A large table's repair: leaf cubes first (no LP; each a move of the whole
+        table), then local deviation LPs on the short primaries' neighbourhoods for what
+        the cubes cannot settle (a whole-table LP per shortfall does not scale to
+        10^5-10^6 cells)."""
+        s, n = self.settings, self.table.n_cells
+        new_status, rest, new_moves = cube_repair(
+            self.protected_table, self.cost, result.shortfalls, singleton=self.singleton,
+            time_limit=self.left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
+        self.moves.append(new_moves)
+        self.stage(f"repair {self.rounds} cubes")
+        if len(rest):
+            new_status, lp_moves = greedy_repair(
+                self.protected_table.replace(status=new_status), self.cost, rest,
+                audit_result=result, time_limit=self.left(), return_moves=True,
+                block_sizes=s.repair_block_sizes if n >= s.pre_repair_min_cells else (),
+                workers=self.workers, options=s.repair_lps)
+            self.moves.append(lp_moves)
+            self.stage(f"repair {self.rounds} LPs")
+        return np.isin(new_status, ("U", "M")) | suppressed
+
+    def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool
+                     ) -> np.ndarray:
+        """A small table's repair: attacker LPs on the whole table.  Each round asks a
+        little more than the levels, in case the audit's integer intervals (frequency
+        tables) are narrower than the LP the repair reasons with."""
+        margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
+        rq = _with_margin(self.req, margin, self.table.value)
+        rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)
+        new_mask, _ = rep.run(suppressed, primaries=result.shortfalls,
+                              deadline=self.budget.deadline)
+        self.stage(f"repair {self.rounds}")
+        return new_mask
+
+
+def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Requirements:
+    if margin <= 0:
+        return req
+    s_val = np.abs(value[req.primary])
+    extra = margin * (1.0 if margin >= 1 else np.maximum(1.0, s_val))
+
+    def bump(need: np.ndarray) -> np.ndarray:
+        return np.where(need > 0, need + extra, need)
+
+    return Requirements(up=req.up, down=req.down, primary=req.primary,
+                        need_up=np.minimum(bump(req.need_up), req.up[req.primary]),
+                        need_down=np.minimum(bump(req.need_down), req.down[req.primary]),
+                        need_width=bump(req.need_width), singleton=req.singleton, tol=req.tol)

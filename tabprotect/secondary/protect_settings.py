@@ -1,0 +1,122 @@
+"""Settings of :func:`~tabprotect.secondary.protect`: how the call shares its budget,
+which path it takes on large tables, and how it audits and repairs.  One frozen
+dataclass, passed as ``protect(..., settings=ProtectSettings(...))`` and recorded in the
+result's ``params["settings"]`` (the fields the call applied)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tabprotect.audit import AuditSettings
+from tabprotect.secondary.greedy import GreedyOptions
+
+
+@dataclass(frozen=True)
+class ProtectSettings:
+    """How :func:`~tabprotect.secondary.protect` audits, repairs and shares its time.
+    No field changes what counts as protected: the final audit judges every pattern."""
+
+    # ---- the path
+    #: from this many cells: verdict audits, local repair (deviation LPs on each short
+    #: primary's sub-tables, not the whole table), no up-front feasibility check
+    large_table: int = 50_000
+    #: audit_mode="auto" below large_table: intervals while the sum of the squared
+    #: component sizes of the pattern stays below this, else the (far faster) verdict
+    interval_audit_max_work: int = 250_000
+
+    # ---- the up-front feasibility check (everything suppressed: protectable?)
+    #: runs only while primaries x candidate cells stays below this (above, its LPs take
+    #: most of the call's time; the final audit judges instead)
+    feasibility_check_max_work: int = 5_000_000
+    #: ... and includes the single-contributor attackers while attackers x cells stays
+    #: below this (each attacker costs a verdict pass over the all-suppressed pattern)
+    feasibility_singleton_max_work: int = 200_000
+    #: seconds for the check when the call has no time limit
+    feasibility_check_seconds: float = 120.0
+
+    # ---- the budget (``time_limit``)
+    #: share of the budget for the feasibility check (past it the final audit judges)
+    feasibility_share: float = 0.2
+    #: share of what is left for the method (the audit and repair get the rest)
+    method_share: float = 0.75
+    #: ... from large_table cells on: the verdict audit and local repair of a large
+    #: pattern need more of the budget
+    method_share_large: float = 0.6
+    #: the least time limit an audit gets once the budget is spent: the overrun the
+    #: call allows (an audit stopped by its limit fails)
+    audit_floor_seconds: float = 0.25
+
+    # ---- passes before the first audit (large tables)
+    #: "auto": interval-blind methods (gauss) on large product tables get cubes before
+    #: the first audit, so it need not prove their many shortfalls one by one
+    pre_repair: Literal["auto", "off"] = "auto"
+    #: ... from this many cells (below, the first audit proves the shortfalls quickly and
+    #: the pass costs more than it saves); also where the repair's chain cubes and
+    #: block regions start
+    pre_repair_min_cells: int = 500_000
+    #: from this many dimensions the pass is the hypercube method on the pattern (leaf
+    #: and chain cubes leave too many primaries for the audit's LPs in 4-D)
+    hypercube_pass_min_dims: int = 4
+    #: the cube passes search in ``audit_workers`` processes from this many primaries
+    #: (the search is a Python loop per primary)
+    cube_pass_parallel_min: int = 5_000
+    #: from this many cells (other methods, product tables) the cubes the pattern
+    #: already has go to the first audit as moves (they certify most primaries of a
+    #: hypercube pattern without an LP)
+    certify_pass_min_cells: int = 500_000
+
+    # ---- audit and repair
+    #: rounds of audit and repair before giving up (each round suppresses more)
+    max_repair_rounds: int = 6
+    #: from pre_repair_min_cells cells, the repair's deviation LPs first try regions of
+    #: about this many suppressed cells around the primary (far cheaper there than the
+    #: sub-table neighbourhoods, which must grow until the deviation fits)
+    repair_block_sizes: tuple[int, ...] = (2_000, 5_000, 10_000)
+    #: the large-table repair's deviation LPs (presolve, suppressed cells first, workers)
+    repair_lps: GreedyOptions = field(default_factory=GreedyOptions)
+    #: the audits' settings (None: the audit's defaults)
+    audit: AuditSettings | None = None
+
+    def __post_init__(self):
+        for name in ("feasibility_share", "method_share", "method_share_large"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"ProtectSettings.{name} must lie between 0 and 1")
+        if self.pre_repair not in ("auto", "off"):
+            raise ValueError(f"ProtectSettings.pre_repair must be 'auto' or 'off', not "
+                             f"{self.pre_repair!r}")
+
+
+#: the fields every call applies, and those of each part of the call that may not run
+_ALWAYS = ("large_table", "audit_floor_seconds", "audit")
+_SMALL_PATH = ("interval_audit_max_work", "feasibility_check_max_work",
+               "feasibility_singleton_max_work")
+_REPAIR = ("max_repair_rounds",)
+_LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
+                 "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes")
+_REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
+                     "parallel_min_primaries")
+
+
+def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
+                     timed: bool) -> dict[str, Any]:
+    """The fields of ``settings`` a call applied, for ``params["settings"]``: the
+    feasibility check's and the interval audit's on the small-table path, the large
+    path's passes and local repair there, the budget shares with a time limit, the
+    repair's when it repairs; nested settings as dicts."""
+    names = list(_ALWAYS)
+    if not large:
+        names += _SMALL_PATH
+        names += ["feasibility_share"] if timed else ["feasibility_check_seconds"]
+    if timed:
+        names.append("method_share_large" if large else "method_share")
+    if repair:
+        names += _REPAIR
+        if large:
+            names += _LARGE_REPAIR
+    out: dict[str, Any] = {}
+    for name in names:
+        value = getattr(settings, name)
+        out[name] = value.as_dict() if isinstance(value, AuditSettings) else value
+    if repair and large:
+        out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
+    return out
