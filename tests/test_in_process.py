@@ -23,7 +23,7 @@ from tabprotect.secondary import METHODS, protect
 table = preset("2d-small", seed=3)
 SUPPRESSION = sorted(m for m, spec in METHODS.items() if not spec.capabilities.adjusts_values)
 for method in SUPPRESSION:
-    res = protect(table, method=method, singleton=False, time_limit=60)
+    res = protect(table, method=method, singleton=False)
     independent = audit(res.confidential_table)
     print(method, res.passed, independent.passed, len(multiprocessing.active_children()))
 print("children", len(multiprocessing.active_children()))
