@@ -121,6 +121,7 @@ def cellkey_settings(job: Job, overrides: dict | None = None):
                          V=float(ck.get("magnitude_V", 3.0)))
     return CellKeySettings(D=int(ck.get("D", 3)), V=float(ck.get("V", 2.0)),
                            js=int(ck.get("js", 0)), pstay=ck.get("pstay"),
+                           mono=bool(ck.get("mono", False)),
                            key=ck.get("key", "rkey"), magnitude=mag,
                            ptable_file=str(job.resolve(ck["ptable"])) if "ptable" in ck
                            else None)
