@@ -146,6 +146,7 @@ def test_bundled_census_job_prints_what_the_docs_show(tmp_path, capsys):
         assert line in out, line
 
 
+@pytest.mark.slow
 def test_report_of_a_cell_key_run(tmp_path, capsys):
     for name in ("census_persons.csv", "region.hrc", "census.toml"):
         shutil.copy(DEMO / name, tmp_path / name)
