@@ -179,19 +179,20 @@ class ReducedSystem:
             return None, None
         val = float(x[j])
         if integer and np.abs(x - np.round(x)).max() > 1e-6:
-            val = self._integer_bound(j, sense, fixed, counters)
-            x = None
+            val, x = self._integer_bound(j, sense, fixed, counters)
         return val, x
 
-    def _integer_bound(self, j, sense, fixed, counters) -> float:
-        """The LP optimum was fractional: solve the integer program for this bound."""
+    def _integer_bound(self, j, sense, fixed, counters):
+        """The LP optimum was fractional: solve the integer program for this bound.
+        Returns ``(bound, solution or None)``; the solution is an integral feasible
+        table, a witness for the other cells too."""
         model = HighsModel(self.lp(True, fixed))
         model.set_objective(indices=[j], values=[1.0], sense=sense)
         res = model.solve()
         counters["lp"] += 1
-        if res.status != "optimal":
-            return -np.inf if sense == "min" else np.inf
-        return float(round(res.x[j]))
+        if res.status != "optimal" or res.x is None:
+            return (-np.inf if sense == "min" else np.inf), None
+        return float(round(res.x[j])), np.round(res.x)
 
     def columns(self) -> sp.csc_matrix:
         """The relation matrix by columns (built once, on first use)."""
