@@ -61,6 +61,33 @@ class Knowledge:
         return lb, ub
 
 
+class WitnessBank:
+    """Witnesses (feasible tables, as deviations from the true table) kept from the
+    passes of one component, for the attackers after them: a witness that respects
+    what an attacker knows is a feasible table for that attacker too, so the attacker's
+    pass starts from it instead of finding it again. Kept while they take at most
+    ``max_floats`` numbers in all."""
+
+    def __init__(self, k: int, max_floats: int = 2_000_000):
+        self.rows: list[np.ndarray] = []
+        self.room = max_floats // max(1, k)
+
+    def keep(self, deviation: np.ndarray) -> None:
+        if len(self.rows) < self.room and np.any(deviation):
+            self.rows.append(deviation.copy())
+
+    def usable(self, value: np.ndarray, knowledge: "Knowledge") -> list[np.ndarray]:
+        """The kept tables that satisfy ``knowledge`` (as full tables)."""
+        if not self.rows:
+            return []
+        D = np.vstack(self.rows)
+        idx = knowledge.index
+        x = value[idx] + D[:, idx]
+        tol = 1e-9 * np.maximum(1.0, np.abs(value[idx]))
+        ok = np.all((x >= knowledge.lower - tol) & (x <= knowledge.upper + tol), axis=1)
+        return [value + D[r] for r in np.flatnonzero(ok)]
+
+
 def new_counters() -> dict[str, int]:
     """The audit's work counters (summed over components into the result)."""
     return {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
@@ -117,6 +144,7 @@ class ReducedSystem:
         self.warm_options = dict(warm_options or {})
         self.relaxed = False
         self.incomplete: set[int] = set()
+        self.bank = WitnessBank(self.k)
         self._model: HighsModel | None = None
         self._A_csc: sp.csc_matrix | None = None
         self._work: dict | None = None

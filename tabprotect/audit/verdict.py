@@ -34,6 +34,10 @@ def verdict_bounds(system: ReducedSystem, task, targets, counters,
             frozen[fixed.known] = True
         absorb_moves(task.moves, state.system.value, state.lb, state.ub, state.lo, state.hi,
                      task.integer, frozen)
+    if fixed is not None:
+        # the witnesses of the passes before this attacker's that it cannot rule out
+        for x in system.bank.usable(system.value, fixed):
+            state.absorb(x, keep=False)
     system.fix(fixed)
     try:
         _witness_passes(state, settings)
