@@ -186,7 +186,7 @@ def _label(spec: dict) -> str:
 
 
 def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
-            cost: str = "value", time_limit: float | None = None,
+            cost: str | None = None, time_limit: float | None = None,
             progress: Progress | None = None, keyed: dict[str, Table] | None = None,
             **common) -> Comparison:
     """Run several protection methods on ``table`` and compare them.
@@ -197,8 +197,9 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
     methods : method names or dicts of options (``{"method": "optimal", "cost":
         "unity", "label": "optimal/unity"}``); rounding runs are
         ``{"method": "rounding", "base": 5, "type": "controlled"}``.  Default: every
-        registered suppression method.
-    cost, time_limit : defaults for every suppression run (an entry may override them)
+        registered protection method (the suppression methods and ``cta``).
+    cost, time_limit : defaults for every protection run (an entry may override them;
+        cost None: each method's own default, ``value``, and ``relative`` for cta)
     progress : ``progress(step, fraction)``
     keyed : for cell key runs (``{"method": "cellkey", "D": 3, "V": 2, "js": 2}``, or
         ``"swap+cellkey"``), the table with record-key sums (:func:`tabulate_keys`) to
@@ -265,12 +266,22 @@ def _run_one(table: Table, spec: dict, cost, time_limit, common, keyed) -> Metho
             run.audit = result.audit
             run.info = info_loss(table, run.rounded)
         else:
-            from tabprotect.secondary import protect
+            from tabprotect.secondary import METHODS, protect
             kw = {"cost": cost, "time_limit": time_limit, **common, **opts}
-            result = protect(table, method=spec["method"], **kw)
-            run.published = result.confidential_table
-            run.audit = result.audit
-            run.info = info_loss(table, result.confidential_table)
+            method = METHODS.get(spec["method"])
+            if method is not None and method.capabilities.adjusts_values:
+                # cta publishes adjusted values: the suppression settings common to the
+                # runs (singleton) do not apply to it
+                kw = {k: v for k, v in kw.items() if k not in common or k in opts}
+                result = protect(table, method=spec["method"], **kw)
+                run.rounded = np.asarray(result.adjusted, dtype=float)
+                run.audit = result.audit
+                run.info = info_loss(table, run.rounded)
+            else:
+                result = protect(table, method=spec["method"], **kw)
+                run.published = result.confidential_table
+                run.audit = result.audit
+                run.info = info_loss(table, result.confidential_table)
         run.result = result
     except InputError as exc:
         run.error = str(exc)
@@ -294,7 +305,12 @@ def _row(table: Table, run: MethodRun) -> dict[str, Any]:
             v = getattr(res, key, None)
             if v is not None:
                 row[key] = v
-    if run.audit is not None:
+    if run.audit is not None and hasattr(run.audit, "additivity_error"):
+        # an adjusted table: every cell published; the distance and the largest change
+        m = run.audit.measures
+        row.update({"l1": m["l1"], "l2": m["l2"], "max_rel_change": m["max_rel_change"],
+                    "primary_unprotected": float((~run.audit.protected).sum())})
+    elif run.audit is not None:
         row.update(residual_risk(table, run.audit))
     row["error"] = run.error
     return row
@@ -325,7 +341,7 @@ def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
     settings = {**{k: v for k, v in job.section("protect").items()
                    if k in ("cost", "time_limit", "singleton")}, **opts}
     common = {"singleton": bool(settings["singleton"])} if "singleton" in settings else {}
-    return compare(table, methods, cost=settings.get("cost", "value"),
+    return compare(table, methods, cost=settings.get("cost"),
                    time_limit=time_limit if time_limit is not None
                    else settings.get("time_limit"), progress=progress, keyed=keyed,
                    **common)

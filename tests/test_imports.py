@@ -120,7 +120,7 @@ def test_the_cycle_finder_finds_a_cycle_and_only_it():
 
 def test_the_graph_sees_relative_and_from_imports():
     graph = import_graph()
-    assert "tabprotect.model.table" in graph["tabprotect.secondary.gauss"]
+    assert "tabprotect.model.table" in graph["tabprotect.secondary.gauss.method"]
     assert "solvers" not in graph["tabprotect.model.table"]
 
 

@@ -149,3 +149,42 @@ def generate(branchings: Sequence[Sequence[int]], seed: int = 0, mean_enterprise
 def preset(name: str, seed: int = 0) -> Table:
     """One of :data:`PRESETS` (see its comments for the sizes)."""
     return generate(PRESETS[name], seed=seed, name=name)
+
+
+def count_table(branchings: Sequence[Sequence[int]], seed: int = 0,
+                small: Sequence[float] = (0.055, 0.076, 0.079), largest: int = 40,
+                name: str = "") -> Table:
+    """A hierarchical count table with small-count primaries, as statistical offices
+    protect them: inner counts 0, 1, 2 with the probabilities ``small``, else uniform in
+    ``3..largest``; primaries the cells (totals included) with ``0 < count <= 2``, which
+    an intruder's interval must reach ``count + 1`` (upper level 1) and be 2 wide
+    (sliding level 2); empty cells published (``Z``).  ``value`` and ``freq`` are the
+    count.
+
+    Examples
+    --------
+    >>> t = count_table([(2, 5)] * 3, seed=1)
+    >>> t.n_cells, t.kind, bool(((t.status == "U") == ((t.value >= 1) & (t.value <= 2))).all())
+    (2197, 'frequency', True)
+    """
+    rng = np.random.default_rng(seed)
+    hs = [branching_hierarchy(b, DIMENSION_NAMES[d][0].upper())
+          for d, b in enumerate(branchings)]
+    inner = np.ones(1, dtype=bool)
+    for h in hs:
+        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
+    u = rng.random(int(inner.sum()))
+    edges = np.cumsum(small)
+    leaf = np.where(u < edges[-1], np.searchsorted(edges, u, side="right"),
+                    rng.integers(len(small), largest + 1, len(u)))
+    value = np.zeros(inner.size)
+    value[inner] = leaf
+    value = aggregate_leaves(value, hs)
+    primary = (value >= 1) & (value <= 2)
+    status = np.where(value == 0, "Z", "S").astype("<U1")
+    status[primary] = "U"
+    dims = {DIMENSION_NAMES[d]: h for d, h in enumerate(hs)}
+    return Table.from_arrays(dims, value, value.copy(), status=status,
+                             upl=np.where(primary, 1.0, 0.0),
+                             spl=np.where(primary, 2.0, 0.0), kind="frequency",
+                             name=name or "counts")

@@ -44,7 +44,7 @@ class _ChainCubes:
     MAX_COMBOS = 64
 
     def __init__(self, table: Table, poles: bool = False):
-        from tabprotect.secondary.gauss import _marginals
+        from tabprotect.secondary.gauss.vectors import marginals as _marginals
         self.table = table
         self.poles = poles
         self.shape = table.shape

@@ -31,7 +31,7 @@ import numpy as np
 
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.table import Table
-from tabprotect.secondary.gauss import _jit
+from tabprotect.secondary.gauss.compile import jit as _jit
 
 #: per primary, at most this many steps tried (the search is exhaustive below it)
 SEARCH_BUDGET = 20_000

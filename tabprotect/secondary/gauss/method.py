@@ -1,0 +1,144 @@
+"""The gauss method: settings, the candidate order and the main loop."""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Callable, Literal, NamedTuple
+
+import numpy as np
+
+from tabprotect.model.table import Table
+from tabprotect.secondary.base import MethodOutcome, register_method
+from tabprotect.secondary.gauss import kernel as compiled_kernel
+from tabprotect.secondary.gauss.compile import NUMBA
+from tabprotect.secondary.gauss.elimination import Elimination, csr_from_dicts, kernel_module
+from tabprotect.secondary.gauss.singletons import watched_roles
+from tabprotect.secondary.gauss.vectors import cell_vectors
+
+
+@dataclass(frozen=True)
+class GaussOptions:
+    """Settings of the gauss method (see :func:`gauss`)."""
+
+    dependent: Literal["largest", "last"] = field(default="largest", metadata={
+        "why": "the dependent child of each group in the cell vectors; the result does "
+               "not depend on it (kept to check exactly that)"})
+    kernel: Literal["compiled", "python"] = field(default="compiled", metadata={
+        "why": "the elimination compiled by numba (plain Python where numba cannot be "
+               "imported), or the same source uncompiled: same pattern, to check the "
+               "compiled one"})
+    python_warning_cells: int = field(default=50_000, metadata={
+        "why": "the plain-Python kernel warns from this many cells on: it runs many "
+               "times slower than the compiled one (about a second per 10,000 cells)"})
+
+
+class EliminationRun(NamedTuple):
+    """One elimination's outcome."""
+
+    secondary: np.ndarray  # the candidates it suppressed (boolean, per cell)
+    disclosed: int         # checked primaries in the span (only forced offers do that)
+    timed_out: bool        # candidates were left unexamined (and suppressed)
+    offers: int            # cells offered
+
+
+def candidate_order(table: Table, cost: np.ndarray, checked: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(cells published by force, candidates in offer order): the forced ``P`` and
+    empty ``Z`` cells that are not checked; then every other cell not suppressed yet,
+    most expensive first (the last we want to suppress), ties by index."""
+    status = table.status
+    forced = np.flatnonzero(np.isin(status, ("P", "Z")) & ~checked)
+    free = np.flatnonzero(~np.isin(status, ("U", "M", "P", "Z")))
+    return forced, free[np.lexsort((free, -cost[free]))]
+
+
+def run_elimination(table: Table, cost: np.ndarray, vectors, checked: np.ndarray,
+                    singleton: bool, deadline: float | None,
+                    kernel: ModuleType = compiled_kernel, chunk: int = 4096,
+                    room: int | None = None) -> EliminationRun:
+    """One elimination: the ``checked`` primaries stay out of the published span (with
+    ``singleton``, also out of its span with any one attacker added; see
+    :mod:`.singletons`).  ``chunk``: offers between deadline checks; ``room``: see
+    `Elimination`."""
+    cells, roles = watched_roles(table, checked, singleton)
+    watched = np.zeros(table.n_cells, bool)
+    watched[cells] = True
+    elim = Elimination(vectors.n_keys, vectors.csr(cells), room, roles, kernel)
+    rows = vectors.forced_rows()  # general tables: the relations are public
+    if rows:
+        ptr, keys, vals = csr_from_dicts(rows)
+        elim.offer_range(ptr, keys, vals, np.ones(len(rows), bool), 0, len(rows),
+                         np.zeros(len(rows), np.int8))
+    forced_idx, order = candidate_order(table, cost, checked)
+    offered = np.concatenate([forced_idx, order])
+    force = np.zeros(len(offered), bool)
+    force[:len(forced_idx)] = True
+    ptr, keys, vals = vectors.csr(offered)
+    published = np.ones(len(offered), np.int8)
+    timed_out = False
+    n = 0
+    while n < len(offered):
+        if deadline is not None and time.perf_counter() > deadline:
+            timed_out = True
+            # not examined in time: kept hidden (safe); if the forced cells are not all
+            # in, the published span is not known: every candidate stays hidden
+            published[max(n, len(forced_idx)):] = 0
+            break
+        hi = min(n + chunk, len(offered))
+        elim.offer_range(ptr, keys, vals, force, n, hi, published)
+        n = hi
+    secondary = np.zeros(table.n_cells, dtype=bool)
+    secondary[order[published[len(forced_idx):] == 0]] = True
+    return EliminationRun(secondary, elim.disclosed, timed_out, n)
+
+
+@register_method("gauss", options=GaussOptions, needs_product_structure=False,
+                 handles_singletons=True, proves_optimality=False)
+def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
+          progress: Callable[[str, float], None] | None = None, singleton: bool = True,
+          dependent: str = "largest", kernel: str = "compiled",
+          python_warning_cells: int = 50_000) -> MethodOutcome:
+    """Suppress the cheapest cells that keep every primary out of the published span.
+
+    Parameters
+    ----------
+    cost : suppression cost; candidates are published in decreasing cost order
+    singleton : also keep every primary out of reach of the single contributor of any
+        suppressed single-contributor cell (see :mod:`.singletons`)
+    time_limit : cells not examined in time stay suppressed (safe, not minimal)
+    dependent, kernel, python_warning_cells : see :class:`GaussOptions`
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"))
+    >>> out = gauss(t, t.value.copy())
+    >>> sorted(np.flatnonzero(out.status == "M").tolist())
+    [5, 7, 8]
+    """
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    module = kernel_module(kernel)
+    compiled = kernel == "compiled" and NUMBA
+    if not compiled and table.n_cells >= python_warning_cells:
+        warnings.warn(f"gauss: the elimination runs as plain Python (numba "
+                      f"{'not requested' if NUMBA else 'not available'}): slow on "
+                      f"{table.n_cells:,} cells", RuntimeWarning, stacklevel=2)
+    cost = np.asarray(cost, dtype=float)
+    primary = table.status == "U"
+    vectors = cell_vectors(table, dependent, compiled)
+    run = run_elimination(table, cost, vectors, primary, singleton, deadline, module)
+    status = table.status.copy()
+    status[run.secondary] = "M"
+    if progress is not None:
+        progress("gauss", 1.0)
+    details = {"forced_disclosures": run.disclosed, "offers": run.offers,
+               "secondaries": int(run.secondary.sum()),
+               "seconds": round(time.perf_counter() - start, 3)}
+    return MethodOutcome(status=status,
+                         solver_status="time_limit" if run.timed_out else "heuristic",
+                         details=details)
