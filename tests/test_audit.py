@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.regions import grow
-from tabprotect.audit.system import SystemBuilder
+from tabprotect.audit.system import Knowledge, SystemBuilder, WitnessBank
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 
@@ -707,3 +707,20 @@ def test_settings_are_recorded_and_checked():
         AuditSettings(block_core_share=2.0)
     with pytest.raises(InputError, match="settings must be an AuditSettings"):
         audit(t, settings={"local_min_vars": 0})
+
+
+def test_witness_bank_hands_an_attacker_only_tables_it_cannot_rule_out():
+    value = np.array([5.0, 3.0, 2.0])
+    bank = WitnessBank(3)
+    bank.keep(np.array([1.0, -1.0, 0.0]))     # moves cells 0 and 1
+    bank.keep(np.array([0.0, 2.0, -2.0]))     # moves cells 1 and 2
+    bank.keep(np.zeros(3))                    # the true table: not kept
+    knows_0 = Knowledge.exact(0, 5.0)
+    assert [x.tolist() for x in bank.usable(value, knows_0)] == [[5.0, 5.0, 0.0]]
+    # a coalition that knows cell 1 is at least 4: only the second table reaches it
+    at_least = Knowledge(np.array([1]), np.array([4.0]), np.array([np.inf]))
+    assert [x.tolist() for x in bank.usable(value, at_least)] == [[5.0, 5.0, 0.0]]
+    small = WitnessBank(3, max_floats=3)
+    small.keep(np.ones(3))
+    small.keep(np.ones(3))
+    assert len(small.rows) == 1
