@@ -559,6 +559,28 @@ def test_worker_processes_give_the_same_result(mode):
     assert one.n_lp == two.n_lp
 
 
+@pytest.mark.parametrize("attacker", [{"singleton": True}, {"coalition": 2}])
+def test_worker_processes_judge_the_contributors_alike(attacker):
+    rng = np.random.default_rng(12)
+    t = two_way(rng.integers(1, 50, size=(8, 8)))
+    st_ = t.status.copy()
+    for b in range(4):
+        r, c = str(2 * b + 1), str(2 * b + 2)
+        st_[[t.cell(r, r), t.cell(c, c), t.cell(c, r)]] = "M"
+        st_[t.cell(r, c)] = "U"
+    prim = st_ == "U"
+    freq = rng.integers(1, 3, t.n_cells).astype(float)
+    t = t.replace(status=st_, upl=np.where(prim, 2.0, 0.0), lpl=np.where(prim, 2.0, 0.0),
+                  freq=freq, top=t.value[:, None] * np.array([0.6, 0.3, 0.1]))
+    pool_always = AuditSettings(parallel_min_cells=0)
+    for mode in ("intervals", "verdict"):
+        one = audit(t, mode=mode, **attacker)
+        two = audit(t, mode=mode, workers=2, settings=pool_always, **attacker)
+        assert one.n_components > 1 and one.attacked.any()
+        np.testing.assert_array_equal(one.protected, two.protected)
+        np.testing.assert_array_equal(one.attacked, two.attacked)
+
+
 def test_infeasible_system_names_the_cell_from_a_worker():
     t = two_way([[5, 2], [1, 2]])
     # bounds the true table violates: no table satisfies them
