@@ -126,6 +126,21 @@ def _pass_lp(h, lp: LinearProgram) -> None:
     )
     if status == highspy.HighsStatus.kError:
         raise ValueError("HiGHS rejected the model (passModel returned kError)")
+    if lp.is_qp:
+        _pass_hessian(h, lp.hessian)
+
+
+def _pass_hessian(h, H: sp.csc_matrix) -> None:
+    """Load the quadratic term: HiGHS takes the lower triangle of H column-wise."""
+    low = sp.tril(H, format="csc")
+    low.sort_indices()
+    status = h.passHessian(
+        int(low.shape[0]), int(low.nnz), int(highspy.HessianFormat.kTriangular),
+        np.ascontiguousarray(low.indptr[:-1], dtype=np.int32),
+        np.ascontiguousarray(low.indices, dtype=np.int32),
+        np.ascontiguousarray(low.data, dtype=np.float64))
+    if status == highspy.HighsStatus.kError:
+        raise ValueError("HiGHS rejected the quadratic term (passHessian returned kError)")
 
 
 def _has_primal(h) -> bool:
@@ -509,6 +524,13 @@ class HighsModel:
             if integ.any():
                 self.set_integrality(new[integ], True)
         return new
+
+    def set_start(self, x: np.ndarray) -> bool:
+        """Hand HiGHS a feasible point (a MIP's first incumbent); returns False when
+        HiGHS refuses it."""
+        x = _vals(x, self._n)
+        status = self._h.setSolution(int(self._n), np.arange(self._n, dtype=np.int32), x)
+        return status != highspy.HighsStatus.kError
 
     def set_integrality(self, indices, is_integer: bool) -> None:
         """Make the given columns integer (True) or continuous (False)."""

@@ -56,6 +56,11 @@ class LinearProgram:
         Column bounds. Defaults 0 and ``+inf`` (non-negative variables).
     integrality : bool array of length n, or None
         True marks an integer variable. None (or all False) makes the problem an LP.
+    hessian : vector of length n, scipy.sparse matrix (n x n), or None
+        A quadratic term: the objective becomes ``c'x + 1/2 x'Hx + offset`` (a vector is
+        the diagonal of H). H must be symmetric and, for a minimisation, positive
+        semi-definite (a convex QP). Only the ``highs`` backend solves quadratic
+        programs, and only continuous ones (HiGHS has no mixed-integer QP).
     sense : {"min", "max"}
     offset : float
         Constant added to the objective value.
@@ -78,6 +83,7 @@ class LinearProgram:
     integrality: np.ndarray | None = None
     sense: str = "min"
     offset: float = 0.0
+    hessian: sp.csc_matrix | None = None
 
     def __post_init__(self) -> None:
         c = np.asarray(self.c, dtype=np.float64)
@@ -138,6 +144,12 @@ class LinearProgram:
                 )
             self.integrality = integ.astype(bool)
 
+        if self.hessian is not None:
+            self.hessian = _as_hessian(self.hessian, n)
+            if self.is_mip:
+                raise ValueError("LinearProgram: a quadratic objective with integer "
+                                 "variables (MIQP) is not supported")
+
         sense = str(self.sense).lower()
         if sense in ("minimize", "minimise"):
             sense = "min"
@@ -159,6 +171,11 @@ class LinearProgram:
         return int(self.A.shape[0])
 
     @property
+    def is_qp(self) -> bool:
+        """True when the objective has a quadratic term."""
+        return self.hessian is not None and self.hessian.nnz > 0
+
+    @property
     def is_mip(self) -> bool:
         """True when at least one variable is integer."""
         return self.integrality is not None and bool(np.any(self.integrality))
@@ -176,6 +193,38 @@ class LinearProgram:
             sense=self.sense if sense is None else sense,
             offset=0.0,
         )
+
+    def objective_value(self, x: np.ndarray) -> float:
+        """``c'x + 1/2 x'Hx + offset`` at ``x``."""
+        x = np.asarray(x, dtype=np.float64)
+        value = float(self.c @ x) + self.offset
+        if self.hessian is not None:
+            value += 0.5 * float(x @ (self.hessian @ x))
+        return value
+
+
+def _as_hessian(h, n: int) -> sp.csc_matrix:
+    """``h`` (a diagonal vector or an n x n matrix) as a symmetric CSC matrix."""
+    if sp.issparse(h):
+        H = sp.csc_matrix(h, dtype=np.float64)
+    else:
+        arr = np.asarray(h, dtype=np.float64)
+        if arr.ndim == 1:
+            if arr.shape[0] != n:
+                raise ValueError(f"LinearProgram: hessian diagonal has length {arr.shape[0]}"
+                                 f", expected {n}")
+            H = sp.diags(arr, format="csc")
+        else:
+            H = sp.csc_matrix(arr)
+    if H.shape != (n, n):
+        raise ValueError(f"LinearProgram: hessian has shape {H.shape}, expected {(n, n)}")
+    H.sum_duplicates()
+    if H.nnz and not np.all(np.isfinite(H.data)):
+        raise ValueError("LinearProgram: hessian contains non-finite entries")
+    if H.nnz and abs(H - H.T).max() > 1e-12 * max(1.0, abs(H).max()):
+        raise ValueError("LinearProgram: hessian is not symmetric")
+    H.eliminate_zeros()
+    return H
 
 
 @dataclass

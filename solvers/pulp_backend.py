@@ -105,6 +105,8 @@ def solve_pulp(
     ``options`` go to that solver's constructor. Default: CBC (``COIN_CMD`` when a CBC
     binary is installed, else PuLP's bundled ``PULP_CBC_CMD``).
     """
+    if lp.is_qp:
+        raise ValueError("the 'pulp' backend solves no quadratic objective; use 'highs'")
     pulp = _import_pulp()
     if solver is None:
         solver = _default_solver(pulp)

@@ -128,6 +128,8 @@ def solve_scipy(
     **options: Any,
 ) -> SolveResult:
     """Solve ``lp`` with scipy; ``options`` go to linprog/milp's ``options`` dict."""
+    if lp.is_qp:
+        raise ValueError("the 'scipy' backend solves no quadratic objective; use 'highs'")
     t0 = time.perf_counter()
     if lp.n_cols == 0:
         ok = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))

@@ -71,16 +71,16 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def best(self) -> MethodRun | None:
-        """The passing suppression run with the smallest value suppressed (or, for
-        rounding, the smallest Hellinger distance)."""
+        """The passing run with the least information loss among the runs of the same
+        kind as the first passing one: suppression runs by the value suppressed, runs that
+        publish changed values (rounding, cta, cell key) by the Hellinger distance.  The
+        two measures have different units, so runs of different kinds are never ranked
+        against each other; the order of the methods says which kind the user prefers."""
         ok = [r for r in self.runs if r.passed and r.info is not None]
         if not ok:
             return None
-
-        def loss(r: MethodRun) -> float:
-            m = r.info.measures
-            return m.get("value_suppressed", m.get("hellinger", np.inf))
-        return min(ok, key=loss)
+        kind = _loss(ok[0])[0]
+        return min((r for r in ok if _loss(r)[0] == kind), key=lambda r: _loss(r)[1])
 
     def to_dict(self) -> dict[str, Any]:
         from tabprotect.infoloss import _jsonable
@@ -99,6 +99,14 @@ class Comparison:
 
     def write_csv(self, path: str | Path) -> Path:
         return write_frame(self.frame, Path(path))
+
+
+def _loss(run: MethodRun) -> tuple[str | None, float]:
+    """The measure a run is ranked by, and its value (None, inf when it has neither)."""
+    for key in ("value_suppressed", "hellinger"):
+        if key in run.info.measures:
+            return key, float(run.info.measures[key])
+    return None, np.inf
 
 
 def residual_risk(table: Table, audit) -> dict[str, float]:
@@ -186,7 +194,7 @@ def _label(spec: dict) -> str:
 
 
 def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
-            cost: str = "value", time_limit: float | None = None,
+            cost: str | None = None, time_limit: float | None = None,
             progress: Progress | None = None, keyed: dict[str, Table] | None = None,
             **common) -> Comparison:
     """Run several protection methods on ``table`` and compare them.
@@ -197,8 +205,9 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
     methods : method names or dicts of options (``{"method": "optimal", "cost":
         "unity", "label": "optimal/unity"}``); rounding runs are
         ``{"method": "rounding", "base": 5, "type": "controlled"}``.  Default: every
-        registered suppression method.
-    cost, time_limit : defaults for every suppression run (an entry may override them)
+        registered protection method (the suppression methods and ``cta``).
+    cost, time_limit : defaults for every protection run (an entry may override them;
+        cost None: each method's own default, ``value``, and ``relative`` for cta)
     progress : ``progress(step, fraction)``
     keyed : for cell key runs (``{"method": "cellkey", "D": 3, "V": 2, "js": 2}``, or
         ``"swap+cellkey"``), the table with record-key sums (:func:`tabulate_keys`) to
@@ -265,12 +274,22 @@ def _run_one(table: Table, spec: dict, cost, time_limit, common, keyed) -> Metho
             run.audit = result.audit
             run.info = info_loss(table, run.rounded)
         else:
-            from tabprotect.secondary import protect
+            from tabprotect.secondary import METHODS, protect
             kw = {"cost": cost, "time_limit": time_limit, **common, **opts}
-            result = protect(table, method=spec["method"], **kw)
-            run.published = result.confidential_table
-            run.audit = result.audit
-            run.info = info_loss(table, result.confidential_table)
+            method = METHODS.get(spec["method"])
+            if method is not None and method.capabilities.adjusts_values:
+                # cta publishes adjusted values: the suppression settings common to the
+                # runs (singleton) do not apply to it
+                kw = {k: v for k, v in kw.items() if k not in common or k in opts}
+                result = protect(table, method=spec["method"], **kw)
+                run.rounded = np.asarray(result.adjusted, dtype=float)
+                run.audit = result.audit
+                run.info = info_loss(table, run.rounded)
+            else:
+                result = protect(table, method=spec["method"], **kw)
+                run.published = result.confidential_table
+                run.audit = result.audit
+                run.info = info_loss(table, result.confidential_table)
         run.result = result
     except InputError as exc:
         run.error = str(exc)
@@ -294,7 +313,12 @@ def _row(table: Table, run: MethodRun) -> dict[str, Any]:
             v = getattr(res, key, None)
             if v is not None:
                 row[key] = v
-    if run.audit is not None:
+    if run.audit is not None and hasattr(run.audit, "additivity_error"):
+        # an adjusted table: every cell published; the distance and the largest change
+        m = run.audit.measures
+        row.update({"l1": m["l1"], "l2": m["l2"], "max_rel_change": m["max_rel_change"],
+                    "primary_unprotected": float((~run.audit.protected).sum())})
+    elif run.audit is not None:
         row.update(residual_risk(table, run.audit))
     row["error"] = run.error
     return row
@@ -325,7 +349,7 @@ def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
     settings = {**{k: v for k, v in job.section("protect").items()
                    if k in ("cost", "time_limit", "singleton")}, **opts}
     common = {"singleton": bool(settings["singleton"])} if "singleton" in settings else {}
-    return compare(table, methods, cost=settings.get("cost", "value"),
+    return compare(table, methods, cost=settings.get("cost"),
                    time_limit=time_limit if time_limit is not None
                    else settings.get("time_limit"), progress=progress, keyed=keyed,
                    **common)

@@ -56,31 +56,47 @@ class TaskExecutor(Protocol):
 def gather(submit: Callable[..., Future], fn: Callable[[Any], Any], tasks: Sequence[Any],
            *, limit: int, timeout: float | None = None,
            weights: Sequence[float] | None = None,
-           on_result: OnResult | None = None) -> list[Any]:
+           on_result: OnResult | None = None, task_timeout: float | None = None,
+           on_timeout: Callable[[list[Future]], None] | None = None) -> list[Any]:
     """`TaskExecutor.map` on top of any ``submit``: at most ``limit`` tasks in flight,
     started heaviest first (``weights``, default all equal; ties in task order), results
     returned in task order, ``on_result(index, result)`` called in this thread as each
-    result arrives.  On an error or the time-out the tasks not started are cancelled."""
+    result arrives.  :class:`TimeoutError` is raised when the whole call passes
+    ``timeout`` seconds or one task passes ``task_timeout`` seconds from its submission;
+    ``on_timeout(open_futures)`` is called first (e.g. to end the workers running them).
+    On an error or a time-out the tasks not finished are cancelled."""
     n = len(tasks)
     order = (sorted(range(n), key=lambda i: (-float(weights[i]), i)) if weights
              else list(range(n)))
     deadline = None if timeout is None else time.monotonic() + timeout
     results: list[Any] = [None] * n
     running: dict[Future, int] = {}
+    submitted: dict[Future, float] = {}
     nxt = 0
     try:
         while nxt < n or running:
             while nxt < n and len(running) < max(1, limit):
-                running[submit(fn, tasks[order[nxt]])] = order[nxt]
+                fut = submit(fn, tasks[order[nxt]])
+                running[fut] = order[nxt]
+                submitted[fut] = time.monotonic()
                 nxt += 1
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ends = [] if deadline is None else [deadline]
+            if task_timeout is not None:
+                ends.append(min(submitted[f] for f in running) + task_timeout)
+            left = None if not ends else max(0.0, min(ends) - time.monotonic())
             done, _ = wait(running, timeout=left, return_when=FIRST_COMPLETED)
             if not done:
-                raise TimeoutError(f"parallel work not finished within {timeout:g} s "
+                if on_timeout is not None:
+                    on_timeout(list(running))
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"parallel work not finished within {timeout:g} s "
+                                       f"({n - nxt + len(running)} of {n} tasks open)")
+                raise TimeoutError(f"a task ran past its budget of {task_timeout:g} s "
                                    f"({n - nxt + len(running)} of {n} tasks open)")
             for fut in sorted(done, key=running.__getitem__):
                 i = running.pop(fut)
                 results[i] = fut.result()  # a task's error is raised here
+                del submitted[fut]
                 if on_result is not None:
                     on_result(i, results[i])
         return results
@@ -205,6 +221,11 @@ def use_executor(executor: TaskExecutor) -> Iterator[TaskExecutor]:
         yield executor
     finally:
         _CURRENT.reset(token)
+
+
+def active_executor() -> TaskExecutor | None:
+    """The executor set by :func:`use_executor` in this context, or None."""
+    return _CURRENT.get()
 
 
 def current_executor(workers: int) -> TaskExecutor:

@@ -44,11 +44,12 @@ class Run:
     ----------
     table : the table with its primary statuses and protection levels (confidential)
     kind : ``"primary"``, ``"suppression"``, ``"audit"``, ``"rounding"``,
-        ``"audit-rounded"`` or ``"compare"``
+        ``"adjustment"`` (controlled tabular adjustment), ``"audit-rounded"`` or
+        ``"compare"``
     method : the protection method (or the rounding method and base)
     attacker : who the protection and the audit guard against, in words
     published : the table as published (final statuses) for suppression and audit runs
-    rounded : the published (rounded) values of rounding runs
+    rounded : the published values of rounding and adjustment runs (rounded, adjusted)
     audit : the audit result (the verdict is ``audit.passed``)
     info : the information loss (:class:`tabprotect.infoloss.InfoLoss`)
     rules : the :class:`tabprotect.primary.RuleResult` when the job has ``[rules]``
@@ -162,6 +163,22 @@ def run(job: Job | str | Path, *, task: str = "auto",
         raise InputError(f"{job.label}: unknown task {task!r} (known: {', '.join(TASKS)})")
     if overrides:
         job = job.merged(overrides)
+    cluster = job.section("cluster")
+    if not cluster:
+        return _run(job, task, progress, None)
+    from tabprotect.parallel_dask import cluster_executor
+    if "scheduler" not in cluster:
+        raise InputError(f"{job.label} [cluster]: give 'scheduler' (the Dask scheduler's "
+                         f"address, e.g. tcp://host:8786)")
+    with cluster_executor(cluster["scheduler"], workers=cluster.get("workers"),
+                          task_timeout=cluster.get("task_timeout"),
+                          connect_timeout=float(cluster.get("connect_timeout", 10)),
+                          where=f"{job.label} [cluster] scheduler") as executor:
+        return _run(job, task, progress, executor)
+
+
+def _run(job: Job, task: str, progress: Progress | None, executor: Any) -> Run:
+    """:func:`run` once the job is checked; ``executor``: the cluster's, or None."""
     if task == "auto":
         task = next((t for t in ("protect", "round", "cellkey", "compare") if t in job.spec),
                     "audit")
@@ -186,7 +203,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
         result.kind = "primary"
         return result
     if task == "protect":
-        _protect_step(result, job, steps)
+        _protect_step(result, job, steps, executor)
     elif task == "round":
         _round_step(result, job, steps)
     elif task == "audit-rounded":
@@ -194,7 +211,7 @@ def run(job: Job | str | Path, *, task: str = "auto",
     elif task == "compare":
         _compare_step(result, job, steps, main=True)
     else:
-        _audit_step(result, job, steps)
+        _audit_step(result, job, steps, executor)
     if task in ("protect", "audit") and "compare" in job.spec:
         _compare_step(result, job, steps, main=False)
     _info_step(result, job, steps)
@@ -238,16 +255,21 @@ def _attacker(singleton: bool) -> str:
                  "singleton = false)")
 
 
-def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
+def _protect_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> None:
     from tabprotect.secondary import protect
     opts = job.section("protect")
     _needs_primaries(result.table, job)
     method = opts.get("method", "optimal")
     kwargs = {k: v for k, v in opts.items() if k != "method"}
+    if executor is not None:
+        kwargs["executor"] = executor
     with steps(f"protect ({method})", 0.2):
         res = _hint_singleton(
             lambda: protect(result.table, method=method, progress=steps.scaled(0.2, 0.75),
                             **kwargs), job, "protect")
+    if getattr(res, "adjusted", None) is not None:
+        _adjustment_result(result, res)
+        return
     result.kind = "suppression"
     result.method = method
     result.attacker = _attacker(bool(opts.get("singleton", True)))
@@ -263,6 +285,24 @@ def _protect_step(result: Run, job: Job, steps: _Steps) -> None:
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")
+
+
+#: who a controlled tabular adjustment protects against, in words
+ADJUSTMENT_ATTACKER = ("an intruder who reads every published (adjusted) value: each "
+                       "sensitive cell lies at least its protection level from its true "
+                       "value")
+
+
+def _adjustment_result(result: Run, res) -> None:
+    """A run of a method that publishes adjusted values (``cta``)."""
+    result.kind = "adjustment"
+    result.method = res.method
+    result.attacker = ADJUSTMENT_ATTACKER
+    result.rounded = np.asarray(res.adjusted, dtype=float)
+    result.audit = res.audit
+    result.results = {k: v for k, v in res.summary().items()
+                      if k not in ("cells", "method", "audit")}
+    result.notes.extend(res.notes or [])
 
 
 def _hint_singleton(call, job: Job, section: str):
@@ -330,7 +370,7 @@ def _audit_rounded_step(result: Run, job: Job, steps: _Steps) -> None:
     result.notes.extend(result.audit.notes or [])
 
 
-def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
+def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> None:
     from tabprotect.audit import audit
     table = result.table
     opts = job.section("audit")
@@ -347,7 +387,9 @@ def _audit_step(result: Run, job: Job, steps: _Steps) -> None:
         result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
                              singleton=singleton, time_limit=opts.get("time_limit"),
                              mode=opts.get("mode", "intervals"),
-                             workers=int(opts.get("workers", 1)), coalition=coalition)
+                             workers=max(int(opts.get("workers", 1)),
+                                         executor.workers if executor else 1),
+                             coalition=coalition)
     result.kind = "audit"
     result.attacker = _attacker(singleton) if not coalition else (
         f"outside intruder and every coalition of up to {coalition} contributors")
@@ -383,7 +425,9 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
     result.published = best.published
     result.audit = best.audit
     result.notes.append(f"published table and audit of '{best.label}', the passing method "
-                        f"with the least information loss")
+                        f"with the least information loss among the runs of its kind "
+                        f"(suppression, or changed values), the kind of the first passing "
+                        f"method listed")
 
 
 def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None) -> Run:
@@ -422,7 +466,7 @@ def _info_step(result: Run, job: Job, steps: _Steps) -> None:
     if result.kind == "compare" and result.published is None:
         return
     with steps("information loss", 0.9):
-        if result.kind == "rounding":
+        if result.kind in ("rounding", "adjustment"):
             opts = job.section("report")
             result.info = info_loss(result.table, result.rounded,
                                     **{k: opts[k] for k in ("by", "cells", "zero", "rows",

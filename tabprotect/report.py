@@ -251,6 +251,13 @@ def audit_proves(run: Run) -> str:
         if run.kind == "cellkey":
             return "No audit: the cell key method perturbs every cell."
         return "No audit: the run applies the primary rules only."
+    if hasattr(audit, "additivity_error"):   # an adjusted table (cta)
+        return ("Audit of the adjusted table, from the published values alone: every "
+                "sensitive cell lies outside (value - lower level, value + upper level), "
+                "every relation holds (relative tolerance "
+                f"{audit.tolerance:g}), published values keep their bounds and fixed cells "
+                "their true values. PASSED proves that no sensitive cell is published "
+                "within its protection levels of its true value.")
     if hasattr(audit, "range_lower"):   # a rounded table
         return ("Audit of the rounded table: for every cell the integer minimum and maximum "
                 "of its true value over all integer, additive tables that the published "
@@ -399,7 +406,8 @@ def _published_html(run: Run, table_id: str = "published") -> str:
     status = table.status
     d = _value_decimals(run.table)
     if run.rounded is not None:
-        shown_value = [_fmt(v, 0) for v in run.rounded]
+        digits = max(d, 2) if run.kind == "adjustment" else 0
+        shown_value = [_fmt(v, digits) for v in run.rounded]
     else:
         shown_value = ["&times;" if s in ("U", "M") else _fmt(v, d)
                        for s, v in zip(status, table.value)]
@@ -459,6 +467,8 @@ def _audit_html(run: Run) -> str:
     audit = run.audit
     if audit is None:
         return '<p class="note">No audit for this run.</p>'
+    if hasattr(audit, "additivity_error"):
+        return _adjustments_html(run)
     table = run.published if run.published is not None else run.table
     unpublished = getattr(audit, "unpublished", None)
     if unpublished is None:
@@ -496,6 +506,35 @@ def _audit_html(run: Run) -> str:
     return _frame_html(frame, "audit", code_columns=set(table.dimension_names)
                        | {"status", "interval"}, row_class=colours, decimals=units,
                        percent_columns={"width, % of value", "width at least, % of value"})
+
+
+def _adjustments_html(run: Run) -> str:
+    """The adjustments of a cta run: every changed cell with its true and published
+    value, the change and, for sensitive cells, the interval it had to leave; sensitive
+    cells first, failures on top."""
+    table, audit = run.table, run.audit
+    d = max(_value_decimals(table), 2)
+    frame = table.to_frame(("status", "value"))
+    frame["published"] = run.rounded
+    change = run.rounded - table.value
+    frame["change"] = change
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame["change, % of value"] = 100 * change / np.where(table.value != 0,
+                                                              np.abs(table.value), np.nan)
+    frame["required lower"] = np.where(audit.sensitive, audit.required_lower, np.nan)
+    frame["required upper"] = np.where(audit.sensitive, audit.required_upper, np.nan)
+    frame["protected"] = np.where(audit.sensitive, audit.protected, None)
+    shown = audit.sensitive | (np.abs(change) > 1e-9 * np.maximum(1.0, np.abs(table.value)))
+    rank = np.where(~audit.protected, 0, np.where(audit.sensitive, 1, 2))
+    order = np.argsort(rank[shown], kind="stable")
+    frame = frame[shown].iloc[order]
+    colours = [STATUS_COLOURS.get(s, "#ffffff") for s in frame["status"]]
+    colours = ["#ff7b7b" if p is False else c for p, c in zip(frame["protected"], colours)]
+    units = {c: d for c in ("value", "published", "change", "required lower",
+                            "required upper")}
+    return _frame_html(frame, "audit", code_columns=set(table.dimension_names) | {"status"},
+                       row_class=colours, decimals=units,
+                       percent_columns={"change, % of value"})
 
 
 def _summary_html(run: Run) -> str:
@@ -580,8 +619,37 @@ COMPARISON_COLUMNS = (("label", "method"), ("audit_passed", "audit"),
                       ("min_width_pct", "min width, % of value"),
                       ("median_width_pct", "median width, % of value"),
                       ("primary_unprotected", "primaries not protected"),
-                      ("exactly_disclosed", "exactly disclosed"), ("seconds", "seconds"),
+                      ("exactly_disclosed", "exactly disclosed"),
+                      ("max_rel_change", "largest relative change (cta)"),
+                      ("seconds", "seconds"),
                       ("error", "error"))
+
+
+def _cellkey_html(summary: dict) -> str:
+    """The perturbed tables, what an intruder infers from a published count (the
+    posterior from the public ptable) and the swap's risk per level: counts only."""
+    rows = [{"table": t["name"], "cells": t["cells"], "changed": t["cells_changed"],
+             "relations": t["additivity"]["relations"], "relations off": t["additivity"]["off"],
+             "largest deviation": t["additivity"]["largest_deviation"]}
+            for t in summary["tables"]]
+    parts = ['<p class="note">Every cell is published with noise from the ptable; a cell '
+             'shared by several tables has one value in all of them. Relations off: totals '
+             'that differ from the sum of their published parts.</p>',
+             _frame_html(pd.DataFrame(rows), "cellkey-tables", code_columns={"table"})]
+    post = summary.get("posterior")
+    if post:
+        parts += [f'<p class="note">What an intruder who knows the ptable infers from a '
+                  f'published count (prior: {html.escape(post["prior"])}).</p>',
+                  _frame_html(pd.DataFrame(post["published"]), "cellkey-posterior",
+                              code_columns=set())]
+    swap = summary.get("swap")
+    if swap:
+        parts += [f'<p class="note">Targeted swapping: {swap["households_moved"]:,} of '
+                  f'{swap["households"]:,} households moved; records in rare cells before '
+                  'and after, and those still at their true place (at risk).</p>',
+                  _frame_html(pd.DataFrame(swap["risk"]), "swap-risk",
+                              code_columns={"level"})]
+    return "\n".join(parts)
 
 
 def _comparison_html(comparison: pd.DataFrame) -> str:
@@ -591,7 +659,8 @@ def _comparison_html(comparison: pd.DataFrame) -> str:
             continue
         values = comparison[col]
         if col == "audit_passed":
-            values = values.map(lambda v: "PASSED" if v is True or v == 1 else "FAILED")
+            values = values.map(lambda v: "no audit" if v is None or v != v
+                                else "PASSED" if v is True or v == 1 else "FAILED")
         elif col == "error":
             if not values.notna().any():
                 continue
@@ -650,7 +719,13 @@ def render_html(run: Run) -> str:
         sections += ["<h2>Pattern that failed the audit (not publishable)</h2>",
                      '<p class="fail">Not for publication: shown to find what failed.</p>',
                      _published_html(run, "pattern")]
-    if run.audit is not None:
+    if run.audit is not None and run.kind == "adjustment":
+        intro = ("The adjustments: every cell published at another value than its true "
+                 "one (sensitive cells first); a sensitive cell's published value must lie "
+                 "outside required lower .. required upper.")
+        sections += ["<h2>Adjustments</h2>", f'<p class="note">{intro}</p>',
+                     _audit_html(run)]
+    elif run.audit is not None:
         intro = ("What an intruder can derive: the feasibility interval of every unpublished "
                  "cell; <b>interval</b> says whether it is exact or a bound (the true "
                  "interval is at least as wide); required = the interval the protection "
@@ -658,6 +733,8 @@ def render_html(run: Run) -> str:
         sections += ["<h2>Audit</h2>", f'<p class="note">{intro}</p>', _audit_html(run)]
     if run.info is not None:
         sections += ["<h2>Information loss</h2>", _info_html(run)]
+    if run.kind == "cellkey" and run.results.get("cellkey"):
+        sections += ["<h2>Cell key method</h2>", _cellkey_html(run.results["cellkey"])]
     if run.comparison is not None:
         sections += ["<h2>Method comparison</h2>", _comparison_html(run.comparison)]
     if run.ru_map is not None:

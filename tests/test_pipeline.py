@@ -171,7 +171,7 @@ def from_run(result) -> dict:
     return {"primaries": primaries, "pattern": np.asarray(pattern), "verdict": verdict}
 
 
-def via_worker(job_path: Path, tmp: Path) -> Path:
+def via_worker(job_path: Path, tmp: Path, dask: str | None = None) -> Path:
     from tabprotect.service.store import JobStore
     from tabprotect.service.worker import Lease, run_claimed
     folder = tmp / "service-job"
@@ -181,7 +181,8 @@ def via_worker(job_path: Path, tmp: Path) -> Path:
     job_id = store.create(spec, sorted(p.name for p in (folder / "input").iterdir()), folder,
                           owner="tester")
     assert store.claim("worker-1") == job_id
-    assert run_claimed(Lease(store, job_id, "worker-1")) == "finished", store.get(job_id)
+    assert run_claimed(Lease(store, job_id, "worker-1"), dask) == "finished", \
+        store.get(job_id)
     return folder / "out"
 
 

@@ -501,3 +501,33 @@ def test_pulp_cbc_optimum_when_preprocessing_removes_every_row():
     for backend in BACKEND_LIST:
         res = solve(lp, backend=backend)
         assert res.status == "optimal" and res.objective == pytest.approx(-3.0), backend
+# ---------------------------------------------------------------- quadratic objectives
+def test_highs_solves_a_convex_qp_and_a_persistent_model_re_solves_it():
+    # min (x - 1)^2 + (y - 2)^2 s.t. x + y = 1: x = 0, y = 1, objective 2
+    lp = LinearProgram(c=np.array([-2.0, -4.0]), A=sp.csr_matrix([[1.0, 1.0]]),
+                       row_lower=[1.0], row_upper=[1.0], col_lower=-INF,
+                       hessian=np.array([2.0, 2.0]), offset=5.0)
+    res = solve(lp)
+    assert res.status == "optimal" and np.allclose(res.x, [0.0, 1.0], atol=1e-6)
+    assert res.objective == pytest.approx(2.0) and lp.objective_value(res.x) == \
+        pytest.approx(2.0)
+    model = HighsModel(lp)
+    model.set_col_bounds([0], [0.5], [0.5])
+    assert model.solve().objective == pytest.approx(2.5)
+    for backend in ("pulp", "scipy"):
+        if backend in BACKEND_LIST:
+            with pytest.raises(ValueError, match="quadratic"):
+                solve(lp, backend=backend)
+    with pytest.raises(ValueError, match="symmetric"):
+        LinearProgram(c=np.zeros(2), hessian=sp.csc_matrix([[1.0, 1.0], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="MIQP"):
+        LinearProgram(c=np.zeros(1), hessian=np.ones(1), integrality=[True])
+
+
+def test_a_mip_start_is_accepted():
+    lp = LinearProgram(c=np.array([-1.0, -1.0]), A=sp.csr_matrix([[2.0, 2.0]]),
+                       row_lower=[-INF], row_upper=[3.0], col_upper=[5.0, 5.0],
+                       integrality=[True, True])
+    model = HighsModel(lp)
+    assert model.set_start(np.array([1.0, 0.0]))
+    assert model.solve().objective == pytest.approx(-1.0)

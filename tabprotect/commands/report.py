@@ -59,6 +59,8 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, help="port (default 8000)")
     p.add_argument("--store", help="SQLite store path (default ./tabprotect-service/jobs.sqlite)")
     p.add_argument("--workers", type=int, help="jobs run at the same time (default 2)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run the jobs' parallel work on the "
+                   "Dask scheduler at ADDRESS, e.g. tcp://10.0.0.5:8786 (docs/scale-out.md)")
 
 
 def run_serve(args) -> int:
@@ -70,13 +72,16 @@ def run_serve(args) -> int:
     from tabprotect.service.app import create_app
     from tabprotect.service.config import load_config
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port),
-                                   ("store", args.store), ("workers", args.workers))
+                                   ("store", args.store), ("workers", args.workers),
+                                   ("dask", args.dask))
                  if v is not None}
     config = load_config(args.config, **overrides)
     app = create_app(config)
     print(f"tabprotect service on http://{config.host}:{config.port} "
           f"(store {config.store}, {config.workers} worker(s), "
-          f"{len(config.principals)} principal(s)); endpoints at /docs (token needed)",
+          f"{len(config.principals)} principal(s)"
+          f"{'; parallel work on ' + config.dask if config.dask else ''}); endpoints at "
+          f"/docs (token needed)",
           file=sys.stderr)
     uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level)
     return 0

@@ -30,14 +30,15 @@ from tabprotect.io.output import write_frame
 #: key -> (file name, what it holds); the confidential files hold true cell values
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
-                  "suppressed; the rounded value for rounding), freq, status. Written "
+                  "suppressed; the rounded value for rounding, the adjusted value for "
+                  "cta), freq, status (no freq or status for rounding and cta). Written "
                   "only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
                "failed (exit code 1): never publish it"),
     "primary": ("primary.csv", "confidential: every cell with its status, the rule that "
                 "made it unsafe and its protection levels (`primary`)"),
     "cells": ("cells.csv", "confidential: every cell's true value, freq and final status "
-              "(rounding: and the published value)"),
+              "(rounding, cta: and the published value)"),
     "audit": ("audit.csv", "confidential: what an intruder can derive for each unpublished "
               "cell (rounding: each cell), the required protection and the verdict"),
     "comparison": ("compare.csv", "one row per method of a comparison"),
@@ -190,7 +191,7 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
 
 def published_frame(run) -> pd.DataFrame | None:
     """The publishable table: codes, value (blank when unpublished), freq, status."""
-    if run.kind == "rounding":
+    if run.kind in ("rounding", "adjustment"):
         frame = run.table.to_frame(())
         frame["value"] = run.rounded
         return frame
@@ -219,13 +220,14 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, p
     pub = published_frame(run)
     if pub is not None:
         frames["published" if run.passed in (True, None) else "unsafe"] = pub
-    if run.kind == "rounding":
-        cells = run.table.to_frame(("value", "freq"))
+    if run.kind in ("rounding", "adjustment"):
+        cells = run.table.to_frame(("value", "freq", "status") if run.kind == "adjustment"
+                                   else ("value", "freq"))
         cells["published"] = run.rounded
         frames["cells"] = cells
     elif run.published is not None:
         frames["cells"] = run.published.to_frame(("value", "freq", "status"))
-    if run.audit is not None and (run.kind in ("rounding", "audit-rounded")
+    if run.audit is not None and (run.kind in ("rounding", "audit-rounded", "adjustment")
                                   or hasattr(run.audit, "range_lower")):   # a rounded table's
         frames["audit"] = run.audit.to_frame(table=run.table,
                                             only_flagged=audit_flagged_only)

@@ -156,7 +156,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "{column = code})"),
         Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
                                                                         "drop")),
-        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb"),
+        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb", "dask"),
             doc="tabulation engine"),
         Key("name", "string", doc="table name"),
         Key("threads", "integer", low=1, doc="duckdb threads"),
@@ -182,16 +182,20 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("zero", "table", doc="`safety_range`"),
         Key("group", "table", doc="`dimensions` (frequency tables)"),
     ), shape="rules"),
-    Section("protect", "secondary suppression (docs/secondary.md); a method's own "
-            "options are accepted for that method", (
+    Section("protect", "secondary suppression (docs/secondary.md) or controlled tabular "
+            "adjustment (`method = \"cta\"`, docs/cta.md); a method's own options are "
+            "accepted for that method", (
         Key("method", "string", "optimal", doc="the method",
-            choices=("optimal", "modular", "hypercube", "gauss", "greedy")),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="what a suppression costs"),
+            choices=("optimal", "modular", "hypercube", "gauss", "greedy", "cta")),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="what a suppression costs (default value); cta: the weight of a unit "
+                "change (default relative: one over the absolute value; relative is for cta "
+                "only)"),
         Key("cost_column", "string", doc="the extra column used by cost = \"column\""),
         Key("time_limit", doc="seconds for the whole protection (method, audit and repair)",
             **_TIME),
-        Key("singleton", "boolean", True, doc=_SINGLETON_DOC),
+        Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (suppression only)"),
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),
@@ -235,9 +239,11 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     )),
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
-            "`label` (default: every method)"),
-        Key("cost", "string", "value", choices=("unity", "freq", "value", "log", "column"),
-            doc="default: [protect] cost"),
+            "`label` (default: every method); `cellkey` and `swap+cellkey` entries take "
+            "[cellkey] keys"),
+        Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
+                                       "relative"),
+            doc="default: [protect] cost, else each method's own (value; cta: relative)"),
         Key("time_limit", doc="seconds per method (default: [protect] time_limit)",
             **_TIME),
         Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (default: [protect] "
@@ -292,8 +298,10 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("js", "integer", 0, low=0, doc="counts 1..js are never published"),
         Key("pstay", "number", low=0, high=1, doc="probability of no change (default: "
             "maximum entropy)"),
+        Key("mono", "boolean", False, doc="ptable's monotony condition: noise "
+            "probabilities fall as the noise grows"),
         Key("ptable", "string", path=True, doc="tau-Argus ptable file (instead of D, V, js, "
-            "pstay)"),
+            "pstay, mono)"),
         Key("key", "string", "rkey", doc="record-key column (added when absent)"),
         Key("seed", "integer", doc="seed of added record keys"),
         Key("tables", "list", [], doc="further linked tables: lists of dimension columns"),
@@ -316,6 +324,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             doc="relative loss of zero cells"),
         Key("rows", "string", doc="dimension of the rows (Cramer's V)"),
         Key("cols", "string", doc="dimension of the columns (Cramer's V)"),
+    )),
+    Section("cluster", "the parallel work on a Dask cluster (docs/scale-out.md)", (
+        Key("scheduler", "string", doc="the Dask scheduler's address, e.g. "
+            "\"tcp://10.0.0.5:8786\" (required)"),
+        Key("workers", "integer", low=1, doc="tasks in flight at a time (default: the "
+            "cluster's threads)"),
+        Key("task_timeout", doc="seconds a task may take before the run fails",
+            **_TIME),
+        Key("connect_timeout", "number", 10, low=0, low_open=True,
+            doc="seconds to wait for the scheduler"),
     )),
     Section("output", "where outputs go", (
         Key("dir", "string", "out", doc="output folder (relative to the job file; "

@@ -24,6 +24,7 @@ household only if it was not moved).
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -121,14 +122,45 @@ def geography_levels(data: pd.DataFrame, column: str, hierarchy, names: Sequence
 
 
 # ---------------------------------------------------------------------- internals
-def _codes(frame: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
-    if not cols:
-        return np.zeros(len(frame), np.int64)
-    return frame.groupby(list(cols), sort=False, dropna=False).ngroup().to_numpy(np.int64)
+def _column_codes(frame: pd.DataFrame, col: str, hh: np.ndarray | None = None) -> np.ndarray:
+    """Integer codes ``>= 0`` of one column (missing is a code of its own); the computed
+    ``household_size`` when the frame has no such column."""
+    if col == HOUSEHOLD_SIZE and col not in frame.columns:
+        return np.bincount(hh)[hh].astype(np.int64)
+    x = frame[col]
+    if isinstance(x.dtype, pd.CategoricalDtype):
+        return x.cat.codes.to_numpy().astype(np.int64) + 1
+    return pd.factorize(x, sort=False)[0].astype(np.int64) + 1
+
+
+def _dense(x: np.ndarray) -> np.ndarray:
+    """Relabel non-negative integers as 0..m-1 (order kept)."""
+    if x.size == 0:
+        return x
+    top = int(x.max())
+    if top < 4 * x.size + 1_000_000:
+        present = np.zeros(top + 1, bool)
+        present[x] = True
+        return (np.cumsum(present) - 1)[x]
+    return np.unique(x, return_inverse=True)[1].ravel()
 
 
 def _combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].ravel()
+    return _dense(a * (int(b.max()) + 1 if b.size else 1) + b)
+
+
+def _codes(frame: pd.DataFrame, cols: Sequence[str], hh: np.ndarray | None = None) -> np.ndarray:
+    """One dense code per combination of ``cols``."""
+    out = np.zeros(len(frame), np.int64)
+    card = 1
+    for c in cols:
+        k = _column_codes(frame, c, hh)
+        m = int(k.max()) + 1 if k.size else 1
+        if card * m >= 2 ** 62:
+            out, card = _dense(out), int(out.max()) + 1 if out.size else 1
+        out = out * m + k
+        card *= m
+    return _dense(out)
 
 
 def _rare(area: np.ndarray, riskc: np.ndarray, k: int) -> np.ndarray:
@@ -139,50 +171,71 @@ def _rare(area: np.ndarray, riskc: np.ndarray, k: int) -> np.ndarray:
 def _household_index(data: pd.DataFrame, household: str | None) -> np.ndarray:
     if household is None:
         return np.arange(len(data), dtype=np.int64)
-    return pd.factorize(data[household], sort=False)[0].astype(np.int64)
+    hh = pd.factorize(data[household], sort=False)[0].astype(np.int64)
+    if hh.size and hh.min() < 0:
+        raise ValueError(f"targeted swap: household column {household!r} is empty at row "
+                         f"position {int(np.flatnonzero(hh < 0)[0])}")
+    return hh
 
 
-def _constant_within(frame: pd.DataFrame, hh: np.ndarray, cols: Sequence[str], what: str):
+def _constant_within(frame: pd.DataFrame, hh: np.ndarray, first: np.ndarray,
+                     cols: Sequence[str], what: str):
     for c in cols:
-        per = pd.Series(frame[c].to_numpy()).groupby(hh).nunique(dropna=False)
-        if (per > 1).any():
+        codes = _column_codes(frame, c, hh)
+        off = np.flatnonzero(codes != codes[first[hh]])
+        if off.size:
             raise ValueError(f"targeted swap: {what} variable {c!r} differs within a household "
-                             f"(household position {int(per.index[np.argmax(per.to_numpy() > 1)])})")
+                             f"(household position {int(hh[off[0]])})")
+
+
+def _first_records(hh: np.ndarray) -> np.ndarray:
+    """Position of each household's first record (households numbered by first
+    appearance, as ``pandas.factorize`` numbers them)."""
+    if hh.size == 0:
+        return hh
+    runmax = np.maximum.accumulate(hh)
+    return np.flatnonzero(np.r_[True, hh[1:] > runmax[:-1]])
 
 
 class _Pools:
-    """Candidate partners per (parent area, matching profile) group, drawn at random."""
+    """Candidate partners per (parent area, matching profile) group, drawn at random
+    (a Python generator seeded from the run's numpy generator: one call per draw)."""
 
     def __init__(self, group: np.ndarray, rng: np.random.Generator):
         order = np.argsort(group, kind="stable")
+        self.group = group
         self.order = order
         self.bounds = np.searchsorted(group[order], np.arange(group.max() + 2))
-        self.rng = rng
+        self.rand = random.Random(int(rng.integers(2 ** 62)))
         self.pools: dict[int, list[int]] = {}
 
-    def draw(self, g: int, avoid_area: np.ndarray, area_of_donor: int, used: np.ndarray) -> int:
+    def draw(self, h: int, area: np.ndarray, used: np.ndarray) -> int:
+        """An unused household of ``h``'s group in another area than ``h``'s (-1: none)."""
+        g = int(self.group[h])
         pool = self.pools.get(g)
         if pool is None:
             pool = self.order[self.bounds[g]:self.bounds[g + 1]].tolist()
             self.pools[g] = pool
+        own = area[h]
+        randrange = self.rand.randrange
         tries = 0
         while pool:
-            i = int(self.rng.integers(len(pool)))
+            i = randrange(len(pool))
             c = pool[i]
             if used[c]:
                 pool[i] = pool[-1]
                 pool.pop()
                 continue
-            if avoid_area[c] != area_of_donor:
+            if area[c] != own:
                 pool[i] = pool[-1]
                 pool.pop()
                 return c
             tries += 1
             if tries > 30:
-                rest = [x for x in pool if not used[x] and avoid_area[x] != area_of_donor]
+                rest = [x for x in pool if not used[x] and area[x] != own]
                 if not rest:
                     return -1
-                c = rest[int(self.rng.integers(len(rest)))]
+                c = rest[randrange(len(rest))]
                 pool.remove(c)
                 return c
         return -1
@@ -209,18 +262,17 @@ def swap_targeted(data: pd.DataFrame, settings: TargetedSwapSettings) -> Targete
     rng = np.random.default_rng(s.seed)
     hh = _household_index(data, s.household)
     H = int(hh.max()) + 1 if hh.size else 0
-    frame = data
     similar = list(s.similar)
-    if HOUSEHOLD_SIZE in similar and HOUSEHOLD_SIZE not in data.columns:
-        frame = data.assign(**{HOUSEHOLD_SIZE: np.bincount(hh)[hh]})
-    check_columns(frame, similar, "matching") if similar else None
+    for c in similar:
+        if c != HOUSEHOLD_SIZE:
+            check_columns(data, [c], "matching")
     carry = check_columns(data, list(s.carry), "carried") if s.carry else []
-    _constant_within(frame, hh, levels + similar + carry, "household")
-    first = np.unique(hh, return_index=True)[1]              # one record per household
-    lev_codes = [_codes(frame, levels[: d + 1]) for d in range(len(levels))]
+    first = _first_records(hh)                               # one record per household
+    _constant_within(data, hh, first, levels + similar + carry, "household")
+    lev_codes = [_codes(data, levels[: d + 1]) for d in range(len(levels))]
     area = [c[first] for c in lev_codes]
-    riskc = _codes(frame, risk_cols)
-    profile = _codes(frame, similar)[first]
+    riskc = _codes(data, risk_cols)
+    profile = _codes(data, similar, hh)[first]
     rare = [_rare(c, riskc, s.k) for c in lev_codes]
     hh_rare = [np.bincount(hh, weights=r, minlength=H) > 0 for r in rare]
 
@@ -257,23 +309,25 @@ def _pair_level(donors, d, area, profile, used, rng, pairs, pair_level, stop_at=
     area of level ``d - 1`` (widening upwards when there is none).  Returns the number of
     donors left without a partner."""
     failed = 0
-    levels = range(d, -1, -1) if widen else (d,)
-    pools = {}
-    for lev in levels:
-        parent = area[lev - 1] if lev > 0 else np.zeros_like(area[0])
-        pools[lev] = _Pools(_combine(parent, profile), rng)
-    groups = {lev: _combine(area[lev - 1] if lev > 0 else np.zeros_like(area[0]), profile)
-              for lev in levels}
-    for h in rng.permutation(np.asarray(donors, np.int64)):
+    levels = list(range(d, -1, -1)) if widen else [d]
+    pools: dict[int, _Pools] = {}
+
+    def pool(lev: int) -> _Pools:
+        if lev not in pools:
+            parent = area[lev - 1] if lev > 0 else np.zeros_like(area[0])
+            pools[lev] = _Pools(_combine(parent, profile), rng)
+        return pools[lev]
+
+    for h in rng.permutation(np.asarray(donors, np.int64)).tolist():
         if stop_at is not None and len(pairs) >= stop_at:
             break
         if used[h]:
             continue
         for lev in levels:
-            c = pools[lev].draw(int(groups[lev][h]), area[lev], int(area[lev][h]), used)
-            if c >= 0 and c != h:
+            c = pool(lev).draw(h, area[lev], used)
+            if c >= 0:
                 used[h] = used[c] = True
-                pairs.append((int(h), int(c)))
+                pairs.append((h, c))
                 pair_level.append(lev)
                 break
         else:
@@ -290,7 +344,7 @@ def _apply(data, hh, first, pairs, cols) -> pd.DataFrame:
     out = data.copy()
     take = first[src[hh]]                          # the record whose values a record takes
     for c in cols:
-        out[c] = data[c].to_numpy()[take]
+        out[c] = data[c].array.take(take)
     return out
 
 

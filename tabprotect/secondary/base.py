@@ -59,11 +59,15 @@ class Capabilities:
     handles_singletons : protects against the contributors of single-contributor cells
         itself (otherwise only protect()'s audit and repair do)
     proves_optimality : can prove that its pattern has minimum cost
+    adjusts_values : publishes every cell at an adjusted value instead of a suppression
+        pattern (``cta``); ``protect`` hands such a method the whole call and returns its
+        own result
     """
 
     needs_product_structure: bool = False
     handles_singletons: bool = False
     proves_optimality: bool = False
+    adjusts_values: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ METHODS: dict[str, MethodSpec] = {}
 
 def register_method(name: str, *, options: type | None = None, extra: tuple[str, ...] = (),
                     needs_product_structure: bool = False, handles_singletons: bool = False,
-                    proves_optimality: bool = False):
+                    proves_optimality: bool = False, adjusts_values: bool = False):
     """Decorator that makes a method available as ``protect(table, method=name)``.
 
     ``options`` is the method's frozen options dataclass (default: none); the function
@@ -136,7 +140,8 @@ def register_method(name: str, *, options: type | None = None, extra: tuple[str,
         raise TypeError(f"method '{name}': options must be a frozen dataclass")
     caps = Capabilities(needs_product_structure=needs_product_structure,
                         handles_singletons=handles_singletons,
-                        proves_optimality=proves_optimality)
+                        proves_optimality=proves_optimality,
+                        adjusts_values=adjusts_values)
 
     def wrap(fn):
         params = inspect.signature(fn).parameters

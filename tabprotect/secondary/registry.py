@@ -1,7 +1,8 @@
 """The registered secondary-suppression methods, their options classes and capabilities.
 
 Importing this module registers every method: ``optimal``, ``modular``, ``hypercube``,
-``gauss`` and ``greedy``.  :data:`~tabprotect.secondary.base.METHODS` maps each name to
+``gauss`` and ``greedy`` (suppression) and ``cta`` (controlled tabular adjustment, which
+publishes adjusted values).  :data:`~tabprotect.secondary.base.METHODS` maps each name to
 its :class:`~tabprotect.secondary.base.MethodSpec`; :func:`describe_methods` lists them
 with their options (each with its one-line reason) and capabilities.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tabprotect.adjust import method as _cta  # noqa: F401  (registers "cta")
 from tabprotect.secondary import gauss as _gauss  # noqa: F401  (registers "gauss")
 from tabprotect.secondary import greedy as _greedy  # noqa: F401  (registers "greedy")
 from tabprotect.secondary import hypercube as _hypercube  # noqa: F401

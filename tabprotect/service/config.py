@@ -106,6 +106,8 @@ class ServiceConfig:
     result_retention_seconds : a whole job (record and results) is deleted this long after
         it ended; 0 keeps results
     cleanup_interval_seconds : how often retention is enforced
+    dask : the address of a Dask scheduler (``tcp://host:8786``) that runs the jobs'
+        parallel work (docs/scale-out.md); None: local processes
     """
 
     host: str = "127.0.0.1"
@@ -128,6 +130,7 @@ class ServiceConfig:
     result_retention_seconds: float = 30 * 24 * 3600.0
     cleanup_interval_seconds: float = 60.0
     log_level: str = "info"
+    dask: str | None = None
 
     @property
     def jobs_dir(self) -> Path:
@@ -154,6 +157,9 @@ class ServiceConfig:
         for key in ("max_time_limit", "max_job_seconds", "heartbeat_seconds"):
             if not getattr(self, key) > 0:
                 raise InputError(f"service: {key} must be positive")
+        if self.dask is not None and "://" not in str(self.dask):
+            raise InputError("service: dask must be a scheduler address like "
+                             "tcp://host:8786")
         if self.lease_seconds < 3 * self.heartbeat_seconds:
             raise InputError("service: lease_seconds must be at least 3 heartbeat_seconds")
         return self
@@ -190,7 +196,7 @@ _SCALARS = {"host": "host", "port": "port", "workers": "workers", "pool": "pool"
             "max_queued_per_principal": "max_queued_per_principal",
             "max_time_limit": "max_time_limit", "max_job_seconds": "max_job_seconds",
             "heartbeat_seconds": "heartbeat_seconds", "lease_seconds": "lease_seconds",
-            "max_attempts": "max_attempts", "log_level": "log_level",
+            "max_attempts": "max_attempts", "log_level": "log_level", "dask": "dask",
             "cleanup_interval_seconds": "cleanup_interval_seconds"}
 
 

@@ -108,6 +108,10 @@ def check_spec(spec: dict, uploaded: set[str], folder: Path, max_time_limit: flo
         raise HTTPException(422, f"spec: {strip_paths(str(exc))}") from None
     if "input" not in spec and "microdata" not in spec:
         raise HTTPException(422, "spec: give an [input] section (cells file) or [microdata]")
+    if "cluster" in spec:
+        # a job must not send its data to a scheduler of its choosing
+        raise HTTPException(422, "spec: [cluster] is not accepted by the service (the "
+                                 "server's --dask option decides where jobs run)")
     for where, value in _strings(spec):
         key = where[-1] if where else ""
         names_file = key in PATH_KEYS or Path(value).suffix.lower() in FILE_SUFFIXES

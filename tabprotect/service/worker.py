@@ -91,8 +91,9 @@ class Lease:
             return self.store.fail(self.job_id, error, self.worker)
 
 
-def run_claimed(lease: Lease) -> str:
-    """Run the job ``lease`` holds; returns its final state (or ``"lost"``)."""
+def run_claimed(lease: Lease, dask: str | None = None) -> str:
+    """Run the job ``lease`` holds (its parallel work on the Dask scheduler at ``dask``,
+    if given); returns its final state (or ``"lost"``)."""
     from tabprotect.errors import InputError
 
     store, job_id, worker = lease.store, lease.job_id, lease.worker
@@ -102,7 +103,7 @@ def run_claimed(lease: Lease) -> str:
     for stale in folder.glob("work-*"):     # left by a worker that died in this job
         shutil.rmtree(stale, ignore_errors=True)
     try:
-        result = _run(record, folder, work, lease)
+        result = _run(record, folder, work, lease, dask)
         done = lease.finish(result, commit=lambda: _move_into_place(work, folder / OUT))
         if not done:
             raise LeaseLost(job_id)
@@ -125,14 +126,18 @@ def run_claimed(lease: Lease) -> str:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(record: dict, folder: Path, work: Path, lease: Lease) -> dict:
+def _run(record: dict, folder: Path, work: Path, lease: Lease, dask: str | None) -> dict:
     from tabprotect.io.job import load_job
     from tabprotect.io.results import write_outputs
     from tabprotect.pipeline import run as run_pipeline
     from tabprotect.service.store import private_dir
 
     private_dir(work)
-    job = load_job(spec=record["spec"], base=folder / "input")
+    spec = dict(record["spec"])
+    if dask:
+        # the server's cluster (a submitted job may name none: check_spec refuses it)
+        spec["cluster"] = {"scheduler": dask}
+    job = load_job(spec=spec, base=folder / "input")
     job.name = f"job {record['id'][:8]}"
     job.root = folder / "input"
     run = run_pipeline(job, progress=lambda step, frac: lease.progress(step, 0.9 * frac))
@@ -185,7 +190,8 @@ class _Current:
 
 
 def work_loop(store_path: str, worker: str, heartbeat_seconds: float, poll_seconds: float,
-              stop: threading.Event | None = None, parent_pid: int | None = None) -> None:
+              stop: threading.Event | None = None, parent_pid: int | None = None,
+              dask: str | None = None) -> None:
     """Claim and run jobs until ``stop`` is set (threads) or the parent dies (processes)."""
     from tabprotect.service.store import JobStore
 
@@ -203,7 +209,7 @@ def work_loop(store_path: str, worker: str, heartbeat_seconds: float, poll_secon
             continue
         current.lease = Lease(store, job_id, worker)
         try:
-            run_claimed(current.lease)
+            run_claimed(current.lease, dask)
         finally:
             current.lease = None
 
@@ -222,7 +228,8 @@ def _watch(current: _Current, heartbeat_seconds: float, stop: threading.Event,
 
 
 def process_main(store_path: str, worker: str, parent_pid: int, heartbeat_seconds: float,
-                 poll_seconds: float, log_level: str = "info") -> None:
+                 poll_seconds: float, log_level: str = "info",
+                 dask: str | None = None) -> None:
     """Entry point of a worker process."""
     _die_with_parent(parent_pid)
     os.umask(0o077)
@@ -230,7 +237,8 @@ def process_main(store_path: str, worker: str, parent_pid: int, heartbeat_second
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the server decides when workers stop
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(levelname)s: %(message)s")
-    work_loop(store_path, worker, heartbeat_seconds, poll_seconds, parent_pid=parent_pid)
+    work_loop(store_path, worker, heartbeat_seconds, poll_seconds, parent_pid=parent_pid,
+              dask=dask)
 
 
 def _die_with_parent(parent_pid: int) -> None:

@@ -11,6 +11,7 @@ from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.table import Table
 from tabprotect.tabulate.assemble import assemble
 from tabprotect.tabulate.engine import EngineSettings
+from tabprotect.tabulate.dask_engine import is_dask_frame
 from tabprotect.tabulate.engines import choose_engine
 from tabprotect.tabulate.spec import MicrodataSpec
 
@@ -61,8 +62,10 @@ def tabulate(microdata: pd.DataFrame | str | Path,
         ``"zero"`` (a contributor with value 0) or ``"drop"`` (the record is left out of the
         cell).  With ``zero``/``drop`` the records concerned are counted per cell in
         ``extra["n_missing"]`` and a warning gives the total, so nothing disappears silently.
-    engine : ``"pandas"``, ``"duckdb"`` or ``"auto"`` (duckdb for files larger than
-        16 MiB when installed, pandas for smaller files and for frames)
+    engine : ``"pandas"``, ``"duckdb"``, ``"dask"`` or ``"auto"`` (duckdb for files larger
+        than 16 MiB when installed, pandas for smaller files and for frames, dask for a
+        Dask DataFrame).  ``"dask"`` reads a Dask DataFrame or a CSV/Parquet file or
+        folder partition by partition on a Dask cluster (docs/scale-out.md)
     threads, memory_limit : duckdb settings (e.g. ``threads=1``, ``memory_limit="2GB"``);
         duckdb spills to disk beyond the memory limit, so files larger than memory work
     progress : called with short messages while the work proceeds
@@ -92,9 +95,12 @@ def tabulate(microdata: pd.DataFrame | str | Path,
         if not microdata.exists():
             raise InputError(f"{microdata}: microdata file not found")
         name = name or microdata.stem
+    elif is_dask_frame(microdata):
+        if engine not in ("auto", "dask"):
+            raise InputError(f"a Dask DataFrame is tabulated by engine 'dask', not {engine!r}")
     elif not isinstance(microdata, pd.DataFrame):
-        raise InputError("microdata must be a pandas DataFrame or the path of a CSV/Parquet "
-                         f"file, not {type(microdata).__name__}")
+        raise InputError("microdata must be a pandas or Dask DataFrame or the path of a "
+                         f"CSV/Parquet file or folder, not {type(microdata).__name__}")
     chosen = choose_engine(engine, microdata)
     leaves = chosen.leaves(microdata, spec, EngineSettings(threads, memory_limit), say)
     say("aggregating to every hierarchy level")

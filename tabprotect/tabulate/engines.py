@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from tabprotect.errors import InputError
+from tabprotect.tabulate.dask_engine import dask_available, dask_leaves, is_dask_frame
 from tabprotect.tabulate.duckdb_engine import duckdb_available, duckdb_leaves
 from tabprotect.tabulate.engine import Engine, Source
 from tabprotect.tabulate.pandas_engine import pandas_leaves
@@ -26,6 +27,7 @@ def _always() -> bool:
 ENGINES: dict[str, Engine] = {
     "pandas": Engine("pandas", pandas_leaves, _always),
     "duckdb": Engine("duckdb", duckdb_leaves, duckdb_available),
+    "dask": Engine("dask", dask_leaves, dask_available),
 }
 
 #: ``auto`` for a file: the first available of these (duckdb streams files larger than memory)
@@ -48,7 +50,10 @@ def choose_engine(name: str, source: Source) -> Engine:
 
 def auto_order(source: Source) -> tuple[str, ...]:
     """The engines ``auto`` tries for ``source``, in order: a DataFrame and a small file
-    (at most :data:`AUTO_SMALL_FILE_BYTES`) go to pandas, a larger file to duckdb first."""
+    (at most :data:`AUTO_SMALL_FILE_BYTES`) go to pandas, a larger file to duckdb first, a
+    Dask DataFrame to dask."""
+    if is_dask_frame(source):
+        return ("dask",)
     if isinstance(source, pd.DataFrame):
         return AUTO_FOR_FRAMES
     try:

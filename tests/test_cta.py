@@ -1,0 +1,337 @@
+"""Controlled tabular adjustment: the tau-Argus manual's worked example, brute force over
+the directions on small tables, and properties checked from the published values alone."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from tabprotect.adjust import CTAOptions, CTAResult, cta
+from tabprotect.errors import InputError
+from tabprotect.model import Hierarchy, Table
+from tabprotect.results import Result
+from tabprotect.secondary import METHODS, describe_methods, protect
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cta"
+
+
+def argus_table() -> Table:
+    """The 3 x 3 table of the tau-Argus manual's CTA example (fixtures/cta)."""
+    cells = pd.read_csv(FIXTURES / "argus_3x3.csv")
+    rows = Hierarchy.flat(["M1", "M2", "M3"], total="T")
+    cols = Hierarchy.flat(["P1", "P2", "P3"], total="T")
+    return Table.from_frame(cells.rename(columns={"row": "r", "col": "c"}),
+                            {"r": rows, "c": cols}, status="status", upl="upl", lpl="lpl",
+                            compute_totals=True)
+
+
+def product_table(inner: np.ndarray, sensitive, levels) -> Table:
+    """A 2-D table with totals from its inner cells; ``sensitive`` inner (i, j) cells get
+    equal upper and lower levels."""
+    r, c = inner.shape
+    rows = Hierarchy.flat([f"r{i}" for i in range(r)], total="T")
+    cols = Hierarchy.flat([f"c{j}" for j in range(c)], total="T")
+    full = np.zeros((r + 1, c + 1))
+    full[1:, 1:] = inner
+    full[0, 1:], full[1:, 0], full[0, 0] = inner.sum(0), inner.sum(1), inner.sum()
+    t = Table.from_arrays({"r": rows, "c": cols}, full.ravel())
+    status, level = t.status.copy(), np.zeros(t.n_cells)
+    for (i, j), lv in zip(sensitive, levels):
+        k = (i + 1) * (c + 1) + (j + 1)
+        status[k], level[k] = "U", lv
+    return t.replace(status=status, upl=level, lpl=level)
+
+
+def independent_check(table: Table, y: np.ndarray, fixed: np.ndarray, tol=1e-6) -> None:
+    """Protection, additivity, bounds and fixed cells, from the published values only."""
+    x = table.value
+    scale = np.maximum(1.0, np.abs(x))
+    assert np.all(np.isfinite(y))
+    assert np.abs(table.relations @ y).max() <= tol * max(1.0, np.abs(y).max())
+    sens = np.flatnonzero((table.status == "U") & ((table.upl > 0) | (table.lpl > 0)))
+    for s in sens:
+        assert (y[s] >= x[s] + table.upl[s] - tol * scale[s]
+                or y[s] <= x[s] - table.lpl[s] + tol * scale[s]), s
+    assert np.all(y >= table.lb - tol * scale) and np.all(y <= table.ub + tol * scale)
+    assert np.allclose(y[fixed], x[fixed], atol=tol)
+
+
+def brute_force_l1(table: Table, weights: np.ndarray, fixed: np.ndarray) -> float:
+    """The least weighted L1 adjustment over every choice of directions, each choice one
+    LP (scipy linprog): variables p, q >= 0 with y = x + p - q."""
+    x, A = table.value, table.relations.toarray()
+    n = len(x)
+    sens = np.flatnonzero((table.status == "U") & ((table.upl > 0) | (table.lpl > 0)))
+    best = np.inf
+    for ups in itertools.product((True, False), repeat=len(sens)):
+        lo_p, hi_p = np.zeros(n), np.where(fixed, 0.0, np.inf)
+        lo_q, hi_q = np.zeros(n), np.where(fixed, 0.0, np.maximum(x - table.lb, 0))
+        for s, up in zip(sens, ups):
+            if up:
+                lo_p[s], hi_q[s] = table.upl[s], 0.0
+            else:
+                lo_q[s], hi_p[s] = table.lpl[s], 0.0
+        if np.any(lo_q > hi_q) or np.any(lo_p > hi_p):
+            continue
+        res = linprog(np.concatenate([weights, weights]), A_eq=np.hstack([A, -A]),
+                      b_eq=np.zeros(A.shape[0]),
+                      bounds=list(zip(np.concatenate([lo_p, lo_q]),
+                                      np.concatenate([hi_p, hi_q]))), method="highs")
+        if res.status == 0:
+            best = min(best, res.fun)
+    return best
+
+
+# ---------------------------------------------------------------- the worked example
+def test_argus_example_least_adjustment_is_15_each_way_besides_the_cell_itself():
+    t = argus_table()
+    s = t.cell("M2", "P3")
+    assert t.value[t.cell("T", "T")] == 309 and t.value[s] == 40
+    for direction, sign in (("down", -1), ("up", 1)):
+        res = protect(t, method="cta", cost="unity", fix_totals=True, directions=direction)
+        d = res.adjusted - t.value
+        assert res.passed and res.proven_optimal
+        assert d[s] == pytest.approx(5 * sign)
+        others = np.abs(np.delete(d, s)).sum()
+        assert others == pytest.approx(15.0)          # the manual's 15
+        assert res.objective == pytest.approx(20.0)   # with the cell's own 5
+        independent_check(t, res.adjusted, ~t.is_inner)
+    free = protect(t, method="cta", cost="unity", fix_totals=True)
+    assert free.proven_optimal and free.objective == pytest.approx(20.0)
+    assert free.mip_gap == 0.0
+
+
+def test_argus_example_l2_is_the_rank_one_projection():
+    # with totals fixed, the least-squares change with d[M2,P3] = -5 is alpha u v' with
+    # u = e2 - 1/3, v = e3 - 1/3, alpha u2 v3 = -5: alpha = -45/4 and
+    # sum d^2 = alpha^2 |u|^2 |v|^2 = (45/4)^2 (2/3)^2 = 56.25
+    t = argus_table()
+    res = cta(t, cost="unity", fix_totals=True, distance="L2", directions="down")
+    assert res.passed and res.objective == pytest.approx(56.25, rel=1e-6)
+    assert res.adjusted[t.cell("M1", "P1")] == pytest.approx(20 - 1.25, abs=1e-6)
+    heur = cta(t, cost="unity", fix_totals=True, distance="L2")
+    assert heur.objective == pytest.approx(56.25, rel=1e-6)   # up and down are symmetric
+
+
+# ---------------------------------------------------------------- brute force
+@pytest.mark.parametrize("seed", range(8))
+def test_milp_matches_brute_force_over_directions(seed):
+    rng = np.random.default_rng(seed)
+    r, c = rng.integers(2, 5, size=2)
+    inner = rng.integers(1, 40, size=(r, c)).astype(float)
+    k = int(rng.integers(1, min(4, r * c) + 1))
+    cells = rng.choice(r * c, size=k, replace=False)
+    sens = [divmod(int(i), int(c)) for i in cells]
+    levels = [max(1.0, np.floor(0.3 * inner[i, j])) for i, j in sens]
+    t = product_table(inner, sens, levels)
+    fix_totals = bool(rng.integers(2))
+    cost = ["unity", "relative"][int(rng.integers(2))]
+    fixed = ~t.is_inner if fix_totals else np.zeros(t.n_cells, bool)
+    weights = np.ones(t.n_cells) if cost == "unity" else 1.0 / np.abs(t.value)
+    best = brute_force_l1(t, weights, fixed)
+    if not np.isfinite(best):
+        with pytest.raises(InputError):
+            cta(t, cost=cost, fix_totals=fix_totals)
+        return
+    res = cta(t, cost=cost, fix_totals=fix_totals, mip_gap=0.0)
+    assert res.proven_optimal and res.passed
+    assert res.objective == pytest.approx(best, rel=1e-6, abs=1e-9)
+    independent_check(t, res.adjusted, fixed)
+    heur = cta(t, cost=cost, fix_totals=fix_totals, directions="heuristic")
+    assert heur.objective >= best - 1e-6 * max(1.0, best)
+    if heur.mip_gap is not None:     # its stated gap is a true bound
+        assert best >= heur.objective * (1 - heur.mip_gap) - 1e-6 * max(1.0, best)
+
+
+# ---------------------------------------------------------------- properties
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), distance=st.sampled_from(["L1", "L2"]),
+       directions=st.sampled_from(["auto", "heuristic", "up", "down"]),
+       three_d=st.booleans(), bounded=st.booleans())
+def test_adjusted_tables_are_additive_protected_and_bounded(seed, distance, directions,
+                                                            three_d, bounded):
+    rng = np.random.default_rng(seed)
+    if three_d:
+        dims = {f"d{i}": Hierarchy.flat([f"{i}{j}" for j in range(int(rng.integers(2, 4)))],
+                                        total="T") for i in range(3)}
+        leaf = {k: h for k, h in dims.items()}
+        from tabprotect.model.table import aggregate_leaves
+        shape = tuple(len(h) for h in leaf.values())
+        v = np.zeros(shape)
+        v[(slice(1, None),) * 3] = rng.integers(0, 30, size=tuple(s - 1 for s in shape))
+        t = Table.from_arrays(dims, aggregate_leaves(v.ravel(), list(leaf.values())))
+    else:
+        r, c = rng.integers(2, 6, size=2)
+        t = product_table(rng.integers(0, 30, size=(r, c)).astype(float), [], [])
+    inner = np.flatnonzero(t.is_inner & (t.value > 0))
+    if len(inner) == 0:
+        return
+    sens = rng.choice(inner, size=min(len(inner), int(rng.integers(1, 4))), replace=False)
+    status, level = t.status.copy(), np.zeros(t.n_cells)
+    status[sens] = "U"
+    level[sens] = np.maximum(1.0, np.round(0.25 * t.value[sens]))
+    ub = t.value + np.where(bounded, 3 * level.max() + 5, np.inf)
+    t = t.replace(status=status, upl=level, lpl=level, ub=ub)
+    fixed = t.status == "Z"
+    try:
+        res = cta(t, distance=distance, directions=directions, time_limit=20)
+    except InputError as exc:
+        # only a choice of directions the bounds forbid (all down on a small cell) or no
+        # adjustment at all may be refused; the free search then finds none either
+        assert "cannot go" in str(exc) or "no adjustment" in str(exc)
+        if directions in ("up", "down"):
+            return
+        with pytest.raises(InputError):
+            cta(t, distance="L1", directions="free")
+        return
+    independent_check(t, res.adjusted, fixed)
+    assert res.passed
+
+
+# ---------------------------------------------------------------- settings and result
+def test_given_directions_are_followed_and_checked():
+    t = argus_table()
+    s = t.cell("M2", "P3")
+    direction = np.zeros(t.n_cells)
+    direction[s] = -1
+    res = cta(t.replace(extra={"direction": direction}), cost="unity", fix_totals=True,
+              directions="given")
+    assert res.adjusted[s] == pytest.approx(35.0) and res.directions[s] == -1
+    direction[s] = 0
+    with pytest.raises(InputError, match="not \\+1 or -1"):
+        cta(t.replace(extra={"direction": direction}), directions="given")
+    with pytest.raises(InputError, match="direction"):
+        cta(t, directions="given")
+
+
+def test_bounds_and_fixed_cells_are_kept():
+    t = argus_table()
+    s = t.cell("M2", "P3")
+    # a cell at its upper bound cannot go up; P cells keep their values
+    ub = np.full(t.n_cells, np.inf)
+    ub[s] = 40.0 + 2
+    status = t.status.copy()
+    p = t.cell("M1", "P1")
+    status[p] = "P"
+    t2 = t.replace(ub=ub, status=status)
+    res = cta(t2, cost="unity", fix_totals=True)
+    assert res.adjusted[s] == pytest.approx(35.0)
+    assert res.adjusted[p] == t.value[p]
+    independent_check(t2, res.adjusted, (~t.is_inner) | (status == "P"))
+    with pytest.raises(InputError, match="cannot go up"):
+        cta(t2, fix_totals=True, directions="up")
+
+
+def test_max_change_limits_non_sensitive_cells():
+    t = argus_table()
+    res = cta(t, cost="unity", max_change=0.2)
+    d = np.abs(res.adjusted - t.value)
+    sens = t.status == "U"
+    assert np.all(d[~sens] <= 0.2 * np.abs(t.value[~sens]) + 1e-6)
+    assert res.passed
+
+
+def test_integer_changes_on_counts():
+    t = argus_table().replace(kind="frequency")
+    t = t.replace(upl=np.where(t.status == "U", 4.5, 0.0), lpl=np.where(t.status == "U",
+                                                                        4.5, 0.0))
+    res = cta(t, cost="relative", integer=True)
+    assert np.allclose(res.adjusted, np.round(res.adjusted))
+    assert res.passed and abs(res.adjusted[t.cell("M2", "P3")] - 40) >= 5
+
+
+def test_result_protocol_publishes_values_without_statuses_or_true_values():
+    t = argus_table()
+    res = protect(t, method="cta", cost="unity", fix_totals=True)
+    assert isinstance(res, CTAResult) and isinstance(res, Result)
+    pub = res.published()
+    assert list(pub.columns) == ["r", "c", "value"]
+    assert np.allclose(pub["value"], res.adjusted)
+    plain = res.to_frame()
+    assert "confidential_value" not in plain and "direction" not in plain
+    full = res.to_frame(confidential=True)
+    assert np.allclose(full["confidential_value"], t.value)
+    assert (res.table.status == "S").all() and (res.table.upl == 0).all()
+    s = res.summary()
+    assert s["audit"] == "PASSED" and s["sensitive"] == 1 and s["l1"] == pytest.approx(20)
+    assert res.params["fix_totals"] is True and res.params["cost"] == "unity"
+    assert res.params["distance"] == "L1"
+
+
+def test_registered_with_its_options():
+    assert METHODS["cta"].capabilities.adjusts_values
+    d = describe_methods()["cta"]
+    assert d["options"]["distance"]["default"] == "L1" and d["options"]["distance"]["why"]
+    assert all(v["why"] for v in d["options"].values())
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"singleton": False}, "suppression only"),
+    ({"repair": False}, "suppression only"),
+    ({"engine": "x"}, "unknown option"),
+    ({"distance": "L3"}, "distance"),
+    ({"distance": "L2", "directions": "free"}, "mixed-integer QP"),
+    ({"cost": "nonsense"}, "unknown cta cost"),
+])
+def test_bad_settings_are_one_clear_error(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        protect(argus_table(), method="cta", **kwargs)
+
+
+def test_a_fixed_sensitive_cell_is_refused_by_name_without_its_value():
+    t = argus_table()
+    status = t.status.copy()
+    status[t.cell("T", "T")] = "U"
+    t = t.replace(status=status, upl=np.where(status == "U", 5.0, 0.0))
+    with pytest.raises(InputError) as err:
+        cta(t, fix_totals=True)
+    assert "(r=T, c=T)" in str(err.value) and "309" not in str(err.value)
+
+
+def test_time_limit_returns_the_best_adjustment_with_its_gap():
+    rng = np.random.default_rng(7)
+    dims = {f"d{i}": Hierarchy.flat([f"{i}{j}" for j in range(7)], total="T")
+            for i in range(3)}
+    from tabprotect.model.table import aggregate_leaves
+    v = np.zeros((8, 8, 8))
+    v[1:, 1:, 1:] = rng.integers(1, 100, size=(7, 7, 7))
+    t = Table.from_arrays(dims, aggregate_leaves(v.ravel(), list(dims.values())))
+    sens = rng.choice(np.flatnonzero(t.is_inner), size=60, replace=False)
+    status = t.status.copy()
+    status[sens] = "U"
+    level = np.where(status == "U", np.maximum(1.0, 0.3 * t.value), 0.0)
+    t = t.replace(status=status, upl=level, lpl=level)
+    res = cta(t, time_limit=2.0, options=CTAOptions(mip_gap=0.0))
+    assert res.seconds < 2.0 + 3.0
+    assert res.passed
+    assert res.proven_optimal or res.mip_gap is not None
+    independent_check(t, res.adjusted, t.status == "Z")
+
+
+def test_l2_bounds_left_out_of_the_qp_are_checked_and_kept():
+    # one relation T = s1 + ... + s11 + c + e, T fixed: the eleven sensitive cells go up
+    # by 1 and c (cheap) and e give back 11; c's lower bound is 10.5 below it -- more than
+    # ten levels, so the first QP leaves it out, breaks it, and is solved again with it
+    codes = [f"s{i}" for i in range(1, 12)] + ["c", "e"]
+    h = Hierarchy.flat(codes, total="T")
+    inner = np.array([5.0] * 11 + [100.0, 50.0])
+    t = Table.from_arrays({"x": h}, np.concatenate([[inner.sum()], inner]))
+    status = np.array(["S"] + ["U"] * 11 + ["S", "S"])
+    level = np.where(status == "U", 1.0, 0.0)
+    lb = np.zeros(t.n_cells)
+    lb[t.cell("c")] = 89.5
+    t = t.replace(status=status, upl=level, lpl=level, lb=lb)
+    weights = np.ones(t.n_cells)
+    weights[t.cell("c")] = 1e-3
+    res = cta(t, cost=weights, distance="L2", directions="up", fix_totals=True)
+    assert res.passed
+    assert res.adjusted[t.cell("c")] == pytest.approx(89.5, abs=1e-6)
+    assert res.adjusted[t.cell("e")] == pytest.approx(49.5, abs=1e-6)
+    assert any("solved again" in n for n in res.notes)
+    independent_check(t, res.adjusted, ~t.is_inner)

@@ -1,0 +1,297 @@
+"""tabprotect.parallel_dask: the package's parallel work on a Dask cluster (a LocalCluster
+of two worker processes here), with the same results as in one process."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from helpers import two_by_two  # noqa: E402
+from test_pipeline import from_files, from_run, via_worker, write_job  # noqa: E402
+
+from tabprotect.audit import audit  # noqa: E402
+from tabprotect.errors import InputError  # noqa: E402
+from tabprotect.model import synthetic  # noqa: E402
+from tabprotect.parallel import process_map, use_executor  # noqa: E402
+from tabprotect.parallel_dask import (DaskExecutor, _SharedValues, as_executor,  # noqa: E402
+                                      deal)
+from tabprotect.pipeline import run  # noqa: E402
+from tabprotect.secondary import protect  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, memory_limit="1GiB")
+    with distributed.Client(cluster, set_as_default=False) as c:
+        yield c
+    cluster.close()
+
+
+# ---------------------------------------------------------------- task functions
+def _square_minus(x: int) -> int:
+    return x * x - 3 * x
+
+
+def _pid(_: object) -> int:
+    return os.getpid()
+
+
+def _shared_sum(task: tuple) -> float:
+    array, k = task
+    return float(array.sum()) + k
+
+
+def _count_and_fail(path: str) -> None:
+    with open(path, "a") as f:
+        f.write("run\n")
+    raise ValueError("the task failed")
+
+
+def _die_once(task: tuple) -> int:
+    """Ends its worker process on the first attempt (a lost worker); returns ``x``."""
+    marker, x = task
+    if not Path(marker).exists():
+        Path(marker).write_text("died")
+        os._exit(1)
+    return x
+
+
+def _nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+class CountingExecutor(DaskExecutor):
+    """A DaskExecutor that records the tasks it was given."""
+
+    def __init__(self, client):
+        super().__init__(client)
+        self.tasks = 0
+
+    def map(self, fn, tasks, **kw):
+        self.tasks += len(tasks)
+        return super().map(fn, tasks, **kw)
+
+
+class _Raise:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        raise RuntimeError("a task failed on the cluster")
+
+
+class _Slow:
+    def __init__(self, fn, seconds):
+        self.fn, self.seconds = fn, seconds
+
+    def __call__(self, *args):
+        time.sleep(self.seconds)
+        return self.fn(*args)
+
+
+class FailingExecutor(DaskExecutor):
+    """Every task it runs raises."""
+
+    def submit(self, fn, *args):
+        return super().submit(_Raise(fn), *args)
+
+
+class SlowExecutor(DaskExecutor):
+    """Every task it runs first sleeps ``delay`` seconds."""
+
+    def __init__(self, client, delay, task_timeout):
+        super().__init__(client, task_timeout=task_timeout, restart_on_timeout=False)
+        self.delay = delay
+
+    def submit(self, fn, *args):
+        return super().submit(_Slow(fn, self.delay), *args)
+
+
+# ---------------------------------------------------------------- the executor
+def test_results_equal_the_serial_ones_in_task_order(client):
+    tasks = list(range(-9, 9))
+    seen = []
+    with use_executor(DaskExecutor(client)):
+        got = process_map(_square_minus, tasks, workers=2,
+                          weights=[abs(t) for t in tasks],
+                          on_result=lambda i, r: seen.append((i, r)))
+        pids = set(process_map(_pid, range(6), workers=2))
+    assert got == [_square_minus(t) for t in tasks]
+    assert sorted(seen) == list(enumerate(got))
+    # the work ran in the cluster's worker processes, not here
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+
+
+def test_tasks_are_dealt_into_balanced_batches():
+    batches = deal([8, 1, 1, 1, 1, 4, 4], 3)
+    assert sorted(i for b in batches for i in b) == list(range(7))
+    loads = sorted(sum([8, 1, 1, 1, 1, 4, 4][i] for i in b) for b in batches)
+    assert loads == [6, 6, 8]
+    assert deal([], 4) == [] and deal([1.0], 4) == [[0]]
+
+
+def test_a_value_shared_by_tasks_is_sent_once(client):
+    big = np.arange(100_000, dtype=float)
+    tasks = [(big, k) for k in range(5)]
+    shared = _SharedValues(client, tasks)
+    try:
+        assert len(shared.futures) == 1
+        assert all(t[0] is shared.futures[0] for t in shared.tasks)
+    finally:
+        shared.release()
+    small = [(np.arange(3.0), k) for k in range(5)]     # different objects: sent inline
+    assert _SharedValues(client, small).futures == []
+    with use_executor(DaskExecutor(client)):
+        assert process_map(_shared_sum, tasks, workers=2) == [big.sum() + k
+                                                              for k in range(5)]
+
+
+def test_an_error_is_raised_here_and_never_retried(client, tmp_path):
+    path = tmp_path / "runs.txt"
+    with use_executor(DaskExecutor(client)), pytest.raises(ValueError, match="task failed"):
+        process_map(_count_and_fail, [str(path), str(path)], workers=2)
+    assert path.read_text().count("run") == 2     # each task ran once: no retry
+
+
+@pytest.mark.slow
+def test_a_lost_workers_task_runs_again(client, tmp_path):
+    marker = tmp_path / "died"
+    with use_executor(DaskExecutor(client)):
+        got = process_map(_die_once, [(str(marker), 5), (str(tmp_path / "x"), 7)],
+                          workers=2)
+    assert got == [5, 7] and marker.read_text() == "died"
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_a_task_over_its_budget_fails_the_call(client):
+    executor = DaskExecutor(client, task_timeout=0.5, restart_on_timeout=False)
+    t0 = time.monotonic()
+    with use_executor(executor), pytest.raises(TimeoutError, match="budget of 0.5 s"):
+        process_map(_nap, [2.0, 0.0], workers=2)
+    assert time.monotonic() - t0 < 2.0
+
+
+@pytest.mark.slow
+def test_a_task_over_its_budget_is_stopped(client):
+    executor = DaskExecutor(client, task_timeout=1.0)
+    t0 = time.monotonic()
+    with use_executor(executor), pytest.raises(TimeoutError, match="budget of 1 s"):
+        process_map(_nap, [30.0, 0.0], workers=2)
+    assert time.monotonic() - t0 < 25
+    client.wait_for_workers(2, timeout=60)
+    # the sleeping worker was restarted, so the cluster takes new work at once
+    t1 = time.monotonic()
+    with use_executor(DaskExecutor(client)):
+        assert process_map(_nap, [0.0, 0.0], workers=2) == [0.0, 0.0]
+    assert time.monotonic() - t1 < 15
+
+
+def test_as_executor_accepts_a_client_or_an_executor_only(client):
+    assert isinstance(as_executor(client), DaskExecutor)
+    executor = DaskExecutor(client, workers=3)
+    assert as_executor(executor) is executor and executor.workers == 3
+    assert DaskExecutor(client).workers == 2          # the cluster's threads
+    with pytest.raises(InputError, match="expected a dask.distributed.Client"):
+        as_executor("tcp://127.0.0.1:1")
+    with pytest.raises(InputError, match="task_timeout"):
+        DaskExecutor(client, task_timeout=0)
+
+
+# ---------------------------------------------------------------- protect and audit
+def _audited(result) -> tuple:
+    """The pattern and the verdict of an independent interval audit of it."""
+    check = audit(result.confidential_table, singleton=False)
+    return result.confidential_table.status.tolist(), check.passed
+
+
+def test_protect_on_the_cluster_equals_protect_here(client):
+    table = synthetic.preset("3d-small", seed=1)
+    here = protect(table, method="modular", singleton=False, workers=2)
+    counting = CountingExecutor(client)
+    there = protect(table, method="modular", singleton=False, executor=counting)
+    assert counting.tasks > 0                          # the sub-tables went to the cluster
+    assert there.params["workers"] == 2 and there.params["audit_workers"] == 2
+    assert _audited(there) == _audited(here)
+    assert there.passed and _audited(there)[1]
+
+
+def test_a_failed_task_gives_no_verdict(client):
+    table = synthetic.preset("3d-small", seed=1)
+    with pytest.raises(RuntimeError, match="failed on the cluster"):
+        protect(table, method="modular", singleton=False, executor=FailingExecutor(client))
+
+
+def test_a_timed_out_task_gives_no_verdict(client):
+    table = synthetic.preset("3d-small", seed=1)
+    with pytest.raises(TimeoutError):
+        protect(table, method="modular", singleton=False,
+                executor=SlowExecutor(client, delay=2.0, task_timeout=0.5))
+
+
+def test_protect_rejects_an_executor_it_cannot_use():
+    with pytest.raises(InputError, match="executor"):
+        protect(two_by_two(), executor=object())
+
+
+# ---------------------------------------------------------------- jobs and the service
+def _cluster_job(tmp_path: Path, client, name: str = "microdata") -> Path:
+    job = write_job(tmp_path / "job", name)
+    address = client.scheduler.address
+    job.write_text(job.read_text() + f'\n[cluster]\nscheduler = "{address}"\n')
+    return job
+
+
+def test_a_job_gives_the_same_table_and_verdict_with_and_without_the_cluster(client,
+                                                                           tmp_path):
+    job = write_job(tmp_path / "plain", "microdata")
+    clustered = _cluster_job(tmp_path, client)
+    here, there = from_run(run(job)), from_run(run(clustered))
+    assert there["verdict"] == here["verdict"] == "PASSED"
+    np.testing.assert_array_equal(there["pattern"], here["pattern"])
+    audited = from_run(run(_cluster_job(tmp_path / "a", client, "audit-only")))
+    assert audited["verdict"] == from_run(run(write_job(tmp_path / "b", "audit-only"))
+                                          )["verdict"]
+
+
+def test_cluster_keys_are_checked(tmp_path):
+    job = write_job(tmp_path / "job", "microdata")
+    text = job.read_text()
+    job.write_text(text + '\n[cluster]\nscheduler = "tcp://127.0.0.1:9"\nnodes = 3\n')
+    with pytest.raises(InputError, match=r"unknown key 'nodes'"):
+        run(job)
+    job.write_text(text + '\n[cluster]\nworkers = 2\n')
+    with pytest.raises(InputError, match=r"\[cluster\]: give 'scheduler'"):
+        run(job)
+    job.write_text(text + '\n[cluster]\nscheduler = "tcp://127.0.0.1:9"\n'
+                   'connect_timeout = 0.5\n')
+    with pytest.raises(InputError, match=r"\[cluster\] scheduler: cannot reach"):
+        run(job)
+
+
+def test_the_service_worker_runs_jobs_on_its_cluster(client, tmp_path):
+    from tabprotect.service.config import load_config
+    job = write_job(tmp_path / "job", "microdata")
+    expected = from_run(run(job))
+    got = from_files(via_worker(job, tmp_path, dask=client.scheduler.address))
+    assert got["verdict"] == expected["verdict"]
+    np.testing.assert_array_equal(got["pattern"], expected["pattern"])
+    assert load_config(tokens=("a-long-token",), dask="tcp://h:8786").dask == "tcp://h:8786"
+    with pytest.raises(InputError, match="dask must be a scheduler address"):
+        load_config(tokens=("a-long-token",), dask="h:8786").check()
+
+
+def test_the_service_refuses_a_submitted_cluster(tmp_path):
+    from fastapi import HTTPException
+
+    from tabprotect.service.validate import check_spec
+    spec = {"input": {"cells": "cells.csv", "dimensions": ["r"]},
+            "cluster": {"scheduler": "tcp://203.0.113.9:8786"}}
+    with pytest.raises(HTTPException, match="cluster"):
+        check_spec(spec, {"cells.csv"}, tmp_path, 60.0)
