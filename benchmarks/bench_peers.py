@@ -481,8 +481,8 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
            "(`pipeline.run(job)` after a warm-up on a small table). The peer: a new "
            "process (tau-Argus through pytauargus; GaussSuppression through Rscript), its "
            "call time after import in brackets behind the wall time. Secondaries and cost "
-           "are counted on our table; the verdicts are tabprotect's exact interval audit of "
-           "each pattern (magnitude tables: outside intruder, with our levels / with "
+           "are counted on our table; the verdicts are tabprotect's exact audit (intervals; the "
+           "verdict's LPs above 2,500 cells) of each pattern (magnitude tables: outside intruder, with our levels / with "
            "tau-Argus' `lvl_tau`; count tables: with the single-contributor attack). "
            "Ratio: the peer's time over tabprotect's (above 1: tabprotect faster).", ""]
     head = ("| case | code | tabprotect cold s (CPU) | warm call s (CPU) | secondaries | cost "
