@@ -15,6 +15,7 @@ Each measurement runs in a fresh subprocess. Usage::
 
     python benchmarks/bench_dask.py --records 1000000,10000000 --table 100k-3d
     python benchmarks/bench_dask.py --skip-protect --records 1000000
+    python benchmarks/bench_dask.py --skip-engines --skip-protect --records 10000000
 """
 from __future__ import annotations
 
@@ -94,6 +95,8 @@ def tabulate_child(engine: str, n: int, data: Path, workers: int) -> dict:
         table = tabulate(data / f"records_{n}.parquet", dims, "turnover", top_k=3,
                          engine="duckdb", threads=2)
     else:
+        from distributed import get_task_stream
+
         from tabprotect.parallel import use_executor
         from tabprotect.parallel_dask import DaskExecutor
         t0 = time.perf_counter()
@@ -103,10 +106,11 @@ def tabulate_child(engine: str, n: int, data: Path, workers: int) -> dict:
         out["startup_s"] = round(time.perf_counter() - t0, 2)
         memory = WorkerMemory(client)
         start = time.perf_counter()
-        with use_executor(DaskExecutor(client)):
+        with use_executor(DaskExecutor(client)), get_task_stream(client) as stream:
             table = tabulate(data / f"dataset_{n}", dims, "turnover", top_k=3,
                              engine="dask")
         seconds = time.perf_counter() - start
+        out["tasks"] = task_times(stream.data)
         out["worker_peak_mib"] = memory.finish()
         client.close()
         cluster.close()
@@ -116,6 +120,46 @@ def tabulate_child(engine: str, n: int, data: Path, workers: int) -> dict:
     out.update(cells=table.n_cells, total=float(table.value[0]),
                top1=float(table.top[0, 0]), freq=float(table.freq[0]))
     return out
+
+
+def task_times(stream: list[dict]) -> dict:
+    """Compute seconds of the partition and combine tasks, and the span from the first
+    task's start to the last one's end."""
+    out: dict = {"partition": [], "combine": []}
+    first, last = float("inf"), 0.0
+    for task in stream:
+        kind = "partition" if "_partition" in str(task["key"]) else \
+            "combine" if "_combine" in str(task["key"]) else None
+        for step in task["startstops"]:
+            first, last = min(first, step["start"]), max(last, step["stop"])
+            if kind and step["action"] == "compute":
+                out[kind].append(round(step["stop"] - step["start"], 3))
+    out["span"] = round(last - first, 2) if out["partition"] else 0.0
+    return out
+
+
+def simulated_seconds(run: dict, workers: int, partitions: int | None = None) -> float:
+    """The tabulation time on ``workers`` workers from one run's measured tasks: the
+    partition tasks (``partitions`` of them, each of the measured mean time when given)
+    scheduled longest first on the least loaded worker, then one combine per level of the
+    tree (FAN_IN partials each), plus what the run spent outside its tasks (reading the
+    metadata, assembling every level in the caller)."""
+    import heapq
+
+    from tabprotect.tabulate.dask_engine import FAN_IN
+    times = run["tasks"]["partition"]
+    if partitions is not None:
+        times = [sum(times) / len(times)] * partitions
+    load = [0.0] * workers
+    for t in sorted(times, reverse=True):
+        heapq.heapreplace(load, load[0] + t)
+    levels, left = 0, len(times)
+    while left > 1:
+        left, levels = -(-left // FAN_IN), levels + 1
+    combine = run["tasks"]["combine"]
+    per_level = max(combine) if combine else 0.0
+    outside = run["seconds"] - run["tasks"]["span"]
+    return max(load) + levels * per_level + outside
 
 
 def protect_child(mode: str, name: str, method: str) -> dict:
@@ -183,6 +227,7 @@ def main() -> int:
     ap.add_argument("--table", default="100k-3d", help="part (b): a synthetic preset")
     ap.add_argument("--method", default="hypercube")
     ap.add_argument("--skip-protect", action="store_true")
+    ap.add_argument("--skip-engines", action="store_true", help="skip part (a)")
     ap.add_argument("--data", help="folder for the generated records (default: temporary)")
     ap.add_argument("--child")
     args = ap.parse_args()
@@ -200,7 +245,7 @@ def main() -> int:
     print(f"{platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}; load average {os.getloadavg()[0]:.1f}")
     print("(a) tabulation")
-    for n in sizes:
+    for n in ([] if args.skip_engines else sizes):
         prepare(n, data)
         ref = None
         for engine in ("pandas", "duckdb", "dask"):
@@ -211,9 +256,18 @@ def main() -> int:
             print(json.dumps({**r, "same_as_pandas": same}), flush=True)
     n = args.scaling_records or max(sizes)
     prepare(n, data)
-    print("(c) dask workers")
-    for workers in (1, 2, 4):
-        print(json.dumps(child(["tabulate", "dask", n, str(data), workers])), flush=True)
+    print("(c) dask workers (measured, then simulated from the 1-worker run's tasks)")
+    runs = {w: child(["tabulate", "dask", n, str(data), w]) for w in (1, 2, 4)}
+    for w, r in runs.items():
+        print(json.dumps(r), flush=True)
+    for w in (1, 2, 4, 8):
+        print(json.dumps({"workers": w, "records": n,
+                          "simulated_seconds": round(simulated_seconds(runs[1], w), 1)}))
+    for machines, cores in ((1, 8), (4, 8), (16, 8), (64, 8)):
+        w = machines * cores
+        print(json.dumps({"records": 10**9, "machines": machines, "workers": w,
+                          "simulated_seconds": round(simulated_seconds(
+                              runs[1], w, partitions=10**9 // PARTITION_RECORDS), 1)}))
     if not args.skip_protect:
         print("(b) protect")
         runs = [child(["protect", mode, args.table, args.method])
