@@ -172,6 +172,7 @@ def child_tabprotect(args) -> None:
     from tabprotect.io.results import write_outputs
     import tabprotect.secondary as secondary
     t_import = time.perf_counter() - t0
+    import numpy as np
     from tabprotect.model.synthetic import preset
     job = load_job(args.job)
     opts = job.section("protect")
@@ -197,6 +198,7 @@ def child_tabprotect(args) -> None:
     ts = time.perf_counter()
     result = pipeline.run(job)
     call = time.perf_counter() - ts
+    call_cpu = time.process_time() - cpu0
     tw = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         write_outputs(result, out)
@@ -204,14 +206,28 @@ def child_tabprotect(args) -> None:
     secondary.protect = original
     import tabprotect.parallel as parallel
     pool = getattr(parallel, "_DEFAULT_POOL", None)
+    methods = {}
+    if args.all_methods:          # protect() warm with every method on the same table
+        table = pipeline.run(job, task="primary").table if "rules" in job.spec \
+            else result.table
+        table = table.replace(status=np.where(table.status == "M", "S", table.status))
+        for name in sorted(secondary.METHODS):
+            secondary.protect(small, method=name, singleton=False, time_limit=60)
+            c0, t1 = time.process_time(), time.perf_counter()
+            res = secondary.protect(table, method=name, cost=opts.get("cost", "value"),
+                                    singleton=opts["singleton"], time_limit=120)
+            methods[name] = {"wall": time.perf_counter() - t1, "cpu": time.process_time() - c0,
+                             "secondary": res.n_secondary, "cost": res.cost,
+                             "passed": res.passed}
     status = result.status
     json.dump({"import": t_import, "warm_up": warm_up, "call": call, "writing": writing,
-               "cpu": time.process_time() - cpu0, "timings": result.timings,
+               "cpu": call_cpu, "timings": result.timings,
                "stages": captured.get("stages", {}),
                "method_seconds": captured.get("method_seconds"),
                "audit_seconds": captured.get("audit_seconds"),
                "passed": result.passed, "status": "".join(status.tolist()),
                "pool_started": bool(pool is not None and pool._executor is not None),
+               "methods": methods,
                "n_cells": int(len(status))}, open(args.result, "w"))
 
 
@@ -249,10 +265,12 @@ def run_startup(code: str) -> float:
     return time.perf_counter() - t0
 
 
-def run_warm(code: str, job: Path, work: Path, timeout: float) -> dict:
+def run_warm(code: str, job: Path, work: Path, timeout: float,
+             all_methods: bool = False) -> dict:
     result = work / f"warm-{abs(hash(code)) % 10**6}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code,
-           "--job", str(job), "--result", str(result)]
+           "--job", str(job), "--result", str(result)] + (["--all-methods"] if all_methods
+                                                           else [])
     try:
         p = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=code), cwd=code,
                            capture_output=True, text=True, timeout=timeout)
@@ -481,6 +499,16 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                 f"| {mine_v} | {r['peer_name']} | {peer_time} "
                 f"| {pj['secondary'] if pj else ''} | {fmt(pj['cost'], 0) if pj else ''} "
                 f"| {peer_v} | {fmt(rc)} | {fmt(rw)} |")
+    method_rows = [(r["case"], code, m, v) for r in rows for code, tab in r["tab"].items()
+                   for m, v in (tab.get("warm", {}).get("methods") or {}).items()]
+    if method_rows:
+        out += ["", "## protect() warm with every method (same table, same process)", "",
+                "| case | code | method | wall s | CPU s | secondaries | cost | protect()'s "
+                "audit |", "|---|---|---|---|---|---|---|---|"]
+        for case, code, m, v in method_rows:
+            out.append(f"| {case} | {code} | {m} | {fmt(v['wall'])} | {fmt(v['cpu'])} "
+                       f"| {v['secondary']} | {fmt(v['cost'], 0)} "
+                       f"| {'PASSED' if v['passed'] else 'FAILED'} |")
     if profile:
         out += ["", "## Profile of the whole run (seconds)", "",
                 "Start-up: a new process importing the CLI and building its parser. The "
@@ -528,6 +556,9 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-figures", action="store_true",
                     help="quote the README's peer figures (labelled) where a peer is missing")
     ap.add_argument("--profile", action="store_true", help="add the stage profile")
+    ap.add_argument("--all-methods", action="store_true",
+                    help="the warm call: also protect() with every method (a table of their "
+                         "wall and CPU seconds)")
     ap.add_argument("--modes", nargs="+", choices=["cold", "warm"], default=["cold", "warm"],
                     help="tabprotect runs: the CLI job cold, the Python call warm (the "
                          "independent audit judges the warm call's pattern, else the CLI's)")
@@ -593,7 +624,7 @@ def main(argv=None) -> int:
             if "cold" in args.modes:
                 tab["cli"] = run_cli(code, job, out, args.timeout)
             if "warm" in args.modes:
-                tab["warm"] = run_warm(code, job, cw, args.timeout)
+                tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
             st = None
             if "status" in tab["warm"] and tab["warm"]["n_cells"] == table.n_cells:
                 st = np.array(list(tab["warm"].pop("status")))

@@ -106,9 +106,9 @@ def run_tabprotect(case: str, mode: str, timeout: float) -> dict:
                           time_limit=timeout, mip_gap=MIP_GAP)
     elif mode == "plain-milp":
         # same formulation, forced through branch and bound on the whole table
-        from tabprotect import rounding
-        r = rounding._ControlledRounder(table, BASE, np.ones(table.n_cells),
-                                        time_limit=timeout, mip_gap=MIP_GAP, threads=1)
+        from tabprotect.rounding import ControlledRounder
+        r = ControlledRounder(table, BASE, np.ones(table.n_cells), time_limit=timeout,
+                              mip_gap=MIP_GAP, threads=1)
         everything = np.ones(table.n_cells, dtype=bool)
         vals, _, path, optimal = r._solve_part(everything, np.zeros_like(everything),
                                                np.zeros(0), False, 0, 0.0, [], "the table")
@@ -117,14 +117,10 @@ def run_tabprotect(case: str, mode: str, timeout: float) -> dict:
                 **check(table, vals), "peak_mb": peak_mb()}
     elif mode == "lp-nosift":
         # baseline: the whole LP relaxation, forced simplex, no sifting
-        from tabprotect import rounding
-        old = rounding.SIFTING_MIN_COLUMNS
-        rounding.SIFTING_MIN_COLUMNS = 10**12
-        try:
-            res = round_table(table, BASE, "controlled", audit=False, k_step=1,
-                              time_limit=timeout, mip_gap=MIP_GAP)
-        finally:
-            rounding.SIFTING_MIN_COLUMNS = old
+        from tabprotect.rounding import RoundingSettings
+        res = round_table(table, BASE, "controlled", audit=False, k_step=1,
+                          time_limit=timeout, mip_gap=MIP_GAP,
+                          settings=RoundingSettings(sifting_min_columns=10**12))
     elif mode == "whole":
         res = round_table(table, BASE, "controlled", audit=False, k_step=1, partition=False,
                           time_limit=timeout, mip_gap=MIP_GAP)

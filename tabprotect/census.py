@@ -121,9 +121,15 @@ def cellkey_settings(job: Job, overrides: dict | None = None):
                          V=float(ck.get("magnitude_V", 3.0)))
     return CellKeySettings(D=int(ck.get("D", 3)), V=float(ck.get("V", 2.0)),
                            js=int(ck.get("js", 0)), pstay=ck.get("pstay"),
+                           mono=bool(ck.get("mono", False)),
                            key=ck.get("key", "rkey"), magnitude=mag,
                            ptable_file=str(job.resolve(ck["ptable"])) if "ptable" in ck
                            else None)
+
+
+#: the [microdata] keys a cell key run reads (the others would be silently ignored)
+_CELLKEY_MICRODATA_KEYS = {"file", "dimensions", "response", "name", "unknown_code",
+                           "household"}
 
 
 def cellkey_job(job: Job, progress=None) -> CensusRun:
@@ -131,6 +137,11 @@ def cellkey_job(job: Job, progress=None) -> CensusRun:
     from tabprotect.cellkey import add_record_keys, perturb, restore_additivity, tabulate_keys
     say = progress or (lambda msg: None)
     md, ck = job.section("microdata"), job.section("cellkey")
+    unused = sorted(set(md) - _CELLKEY_MICRODATA_KEYS)
+    if unused:
+        raise InputError(f"{job.label} [microdata] {unused[0]}: not used by the cell key "
+                         "method (counts are unweighted record counts; keys used: "
+                         f"{', '.join(sorted(_CELLKEY_MICRODATA_KEYS))})")
     dims = md.get("dimensions")
     if not dims:
         raise InputError(f"{job.label} [microdata]: give 'dimensions' (the first table)")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabprotect.audit_rounded import audit_rounded, method_ranges
+from tabprotect.audit_rounded import RoundedAuditSettings, audit_rounded, method_ranges
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
@@ -380,18 +380,20 @@ def test_local_lps_give_the_same_intervals_as_lps_only(table, method, base, marg
     """Local LPs (by blocks, then random batches; branch and bound when a sub-problem's
     vertex is fractional) forced on small tables: never a different interval than the
     LP-only audit."""
-    import sys
-    ar = sys.modules["tabprotect.audit_rounded"]   # tabprotect.audit_rounded is the function
     res = round_table(table, base, method, seed=seed, audit=False)
     published = ~leaf_mask(table) if margins_only else None
-    old = ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK
-    ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK = 2, 6
-    try:
-        local = audit_rounded(res, published=published)
-    finally:
-        ar.LOCAL_LP_BATCH, ar.LOCAL_LP_BLOCK = old
+    tiny = RoundedAuditSettings(local_lp_batch=2, local_lp_block=6)
+    local = audit_rounded(res, published=published, settings=tiny)
+    assert local.params["local_lp_batch"] == 2 and local.params["local_lp_block"] == 6
     exact = audit_rounded(res, published=published, certificates=False)
     if table.n_cells > 8:
         assert local.n_local_lp > 0 or local.n_lp == 0
     assert np.array_equal(local.lower, exact.lower)
     assert np.array_equal(local.upper, exact.upper)
+
+
+def test_settings_refuse_non_positive_values():
+    with pytest.raises(ValueError, match="local_mip_seconds"):
+        RoundedAuditSettings(local_mip_seconds=0)
+    with pytest.raises(ValueError, match="local_lp_batch"):
+        RoundedAuditSettings(local_lp_batch=0)

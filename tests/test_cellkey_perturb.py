@@ -92,6 +92,11 @@ def test_magnitude_noise_scaled_by_the_largest_contribution():
     assert abs(np.mean(eps ** 2) - mag.V) < 0.25           # stated variance (2001 cells)
     assert abs(np.mean(eps)) < 0.15
     assert (res.published > 0).all()
+    stated = res.summary()["noise"]               # what the summary tells users
+    err = np.abs(res.noise) / top1
+    assert stated["top1_relative_error_min"] - 1e-9 <= err.min()
+    assert err.max() <= stated["top1_relative_error_max"] + 1e-9
+    assert abs(np.sqrt(np.mean((res.noise / top1) ** 2)) / stated["sd_per_top1"] - 1) < 0.05
 
 
 def test_posterior_exact_small_case():

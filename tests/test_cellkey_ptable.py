@@ -10,6 +10,7 @@ from tabprotect.errors import InputError
 
 PARAMS = [(1, 0.5, 0, None), (2, 1.0, 0, None), (3, 2.0, 2, None), (5, 3.0, 2, None),
           (3, 2.0, 0, 0.5), (4, 2.5, 1, None), (5, 3.0, 0, 0.0), (3, 1.5, 0, 0.3)]
+MONO = [(2, 1.0, 0, None), (3, 2.0, 2, None), (5, 3.0, 2, None), (3, 2.0, 0, 0.5)]
 
 
 def _moment_range(v):
@@ -151,3 +152,29 @@ def test_bad_files_name_file_and_line(tmp_path, text, needle):
 def test_bad_parameters(kw, needle):
     with pytest.raises(InputError, match=needle):
         count_ptable(**kw)
+
+
+@pytest.mark.parametrize("D,V,js,pstay", MONO)
+def test_monotone_rows(D, V, js, pstay):
+    pt = count_ptable(D, V, js, pstay, mono=True)
+    for i in range(pt.imax + 1):
+        f = pt.fractions(i)
+        assert sum(f.values()) == 1 and sum(v * p for v, p in f.items()) == 0
+        allowed = [v for v in range(-D, D + 1) if i + v >= 0 and not (0 < i + v <= js)]
+        p = {v: float(f.get(v, 0)) for v in allowed}
+        for side in ([v for v in allowed if v >= 0], sorted((v for v in allowed if v <= 0),
+                                                            reverse=True)):
+            for a, b in zip(side, side[1:]):          # falls away from 0, up to rounding
+                assert p[b] <= p[a] + 2e-8, (i, a, b)
+    var = float(sum(v * v * p for v, p in pt.fractions(pt.imax).items()))
+    assert abs(var - V) <= 1e-6
+
+
+def test_agrees_with_the_ptable_package_example():
+    # ptable's vignette, create_cnt_ptable(D = 2, V = 1): for original 2 the probability
+    # of publishing 0 is 0.0638 and of no change (p_stay) 0.383, variance 1
+    for mono in (False, True):
+        f = count_ptable(2, 1.0, mono=mono).fractions(2)
+        assert round(float(f[-2]), 4) == 0.0638
+        assert round(float(f[0]), 3) == 0.383
+

@@ -7,7 +7,7 @@ import pandas as pd
 
 from tabprotect import apply_rules, protect, round_table, tabulate
 from tabprotect.microdata import (TargetedSwapSettings, geography_levels, individual_risk,
-                                  key_frequencies, pram, risk_table, swap_targeted)
+                                  key_frequencies, key_table, pram, risk_table, swap_targeted)
 from tabprotect.model import Hierarchy
 
 DEMO = Path(__file__).resolve().parents[1] / "tabprotect" / "data" / "demo"
@@ -71,3 +71,20 @@ def test_pram_microdata_flow_into_rules_protect_and_round():
     rounded = round_table(t, 3, "controlled")
     assert rounded.audit.passed
     assert (np.asarray(rounded.rounded) % 3 == 0).all()
+
+
+def test_key_frequencies_as_a_table():
+    d, dims = _demo()
+    keys = ["sex", "age_group", "marital_status"]
+    kf = key_frequencies(d, keys, weights="weight")
+    t = key_table(kf, d, weights="weight")
+    inner = t.is_inner & (t.freq > 0)
+    labels = t.labels[inner]
+    got = pd.DataFrame({"f": t.freq[inner], "F": t.value[inner]},
+                       index=pd.MultiIndex.from_frame(labels.astype(str)))
+    want = kf.combinations.astype({c: str for c in keys}).set_index(keys)
+    got, want = got.sort_index(), want.sort_index()
+    assert list(got.index) == list(want.index)
+    assert (got.f.to_numpy() == want.f.to_numpy()).all()
+    assert np.allclose(got.F.to_numpy(), want.F.to_numpy())
+    assert t.extra["sample_unique"][inner].sum() == kf.n_sample_uniques

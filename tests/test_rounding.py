@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
-from tabprotect.rounding import (ZeroRestrictedInfeasible, deterministic_round, random_round,
-                                 round_table)
+from tabprotect.rounding import (RoundingSettings, ZeroRestrictedInfeasible,
+                                 deterministic_round, random_round, round_table)
 
 
 # ---------------------------------------------------------------- helpers (test-only)
@@ -417,6 +417,10 @@ def test_cli_round_report_option(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------- sifting
+#: sifting from the first free cell on: small tables take the large-LP path
+ALWAYS_SIFT = RoundingSettings(sifting_min_columns=1)
+
+
 @st.composite
 def bounded_lps(draw):
     """Random feasible LPs with few rows and many 0/1 or wider columns: A x = A x_feas."""
@@ -464,14 +468,8 @@ def test_sifted_lp_reports_infeasible():
 def test_sifting_path_equals_whole_lp_path(table, base):
     """Force sifting on small 2-D tables: same minimum deviation as the whole-LP path,
     additive (totals recomputed from inner cells) and zero-restricted."""
-    from tabprotect import rounding
     plain = round_table(table, base, "controlled", audit=False)
-    old = rounding.SIFTING_MIN_COLUMNS
-    rounding.SIFTING_MIN_COLUMNS = 1
-    try:
-        sifted = round_table(table, base, "controlled", audit=False)
-    finally:
-        rounding.SIFTING_MIN_COLUMNS = old
+    sifted = round_table(table, base, "controlled", audit=False, settings=ALWAYS_SIFT)
     if int((table.value % base != 0).sum()) > 0:
         assert "sifting" in sifted.solver_path
     r = sifted.rounded
@@ -479,6 +477,18 @@ def test_sifting_path_equals_whole_lp_path(table, base):
     assert adjacent(table.value, r, base).all()
     assert sifted.proven_optimal
     assert sifted.total_absolute_deviation == pytest.approx(plain.total_absolute_deviation)
+
+
+def test_settings_are_checked_and_recorded():
+    rows = Hierarchy.flat(["A", "B", "C"], total="Total")
+    cols = Hierarchy.flat(["Male", "Female"], total="Total")
+    table = product_table({"r": rows, "c": cols}, np.array([16.0, 23, 1, 0, 3, 3]))
+    res = round_table(table, 5, "controlled", audit=False,
+                      settings=RoundingSettings(sifting_min_columns=7, sifting_per_row=3))
+    assert res.params["sifting_min_columns"] == 7 and res.params["sifting_per_row"] == 3
+    assert res.params["sifting_max_add"] == RoundingSettings().sifting_max_add
+    with pytest.raises(ValueError, match="sifting_min_columns"):
+        RoundingSettings(sifting_min_columns=0)
 
 
 def test_sifting_on_a_biased_1d_remainder_table():
@@ -489,13 +499,7 @@ def test_sifting_on_a_biased_1d_remainder_table():
     rng = np.random.default_rng(7)
     inner = 5 * rng.integers(0, 4, size=1200) + 1 + (rng.random(1200) < 0.1)
     table = product_table({"r": rows, "c": cols}, inner.astype(float))
-    from tabprotect import rounding
-    old = rounding.SIFTING_MIN_COLUMNS
-    rounding.SIFTING_MIN_COLUMNS = 1
-    try:
-        sifted = round_table(table, 5, "controlled", audit=False)
-    finally:
-        rounding.SIFTING_MIN_COLUMNS = old
+    sifted = round_table(table, 5, "controlled", audit=False, settings=ALWAYS_SIFT)
     plain = round_table(table, 5, "controlled", audit=False)
     assert "sifting" in sifted.solver_path and "sifting" not in plain.solver_path
     assert np.array_equal(sifted.rounded, totals_from_inner(table, sifted.rounded))
@@ -507,20 +511,13 @@ def test_sifting_on_a_biased_1d_remainder_table():
 def test_sifting_on_two_hierarchies_falls_back_correctly(table, base):
     """Hierarchies in both dimensions (not a network): a fractional sifted vertex goes to
     branch and bound; the result equals the whole-model path's (or both are infeasible)."""
-    from tabprotect import rounding
-
-    def run():
+    def run(settings=None):
         try:
-            return round_table(table, base, "controlled", audit=False)
+            return round_table(table, base, "controlled", audit=False, settings=settings)
         except ZeroRestrictedInfeasible:
             return None
     plain = run()
-    old = rounding.SIFTING_MIN_COLUMNS
-    rounding.SIFTING_MIN_COLUMNS = 1
-    try:
-        sifted = run()
-    finally:
-        rounding.SIFTING_MIN_COLUMNS = old
+    sifted = run(ALWAYS_SIFT)
     assert (plain is None) == (sifted is None)
     if sifted is not None:
         assert np.array_equal(sifted.rounded, totals_from_inner(table, sifted.rounded))

@@ -60,6 +60,7 @@ class CellKeySettings:
     V: float = 2.0             # variance of the count noise: what the intruder must see through
     js: int = 0                # counts 1..js are never published (e.g. 2: no 1s and 2s)
     pstay: float | None = None  # P(count unchanged); None: the maximum-entropy value
+    mono: bool = False         # ptable's monotony: noise probabilities fall with |noise|
     key: str = "rkey"          # microdata column of the record keys (add_record_keys)
     magnitude: MagnitudeNoise = field(default_factory=MagnitudeNoise)  # noise of sums
     ptable_file: str | None = None  # a tau-Argus ptable file instead of (D, V, js, pstay)
@@ -68,7 +69,7 @@ class CellKeySettings:
         if self.ptable_file is not None:
             from .ptable import read_ptable
             return read_ptable(self.ptable_file)
-        return count_ptable(self.D, self.V, self.js, self.pstay)
+        return count_ptable(self.D, self.V, self.js, self.pstay, self.mono)
 
 
 @dataclass(eq=False)
@@ -105,6 +106,11 @@ class CellKeyResult:
                "settings": _settings_dict(self.settings)}
         if self.table.kind == "frequency":
             out["row_variance"] = [round(float(x), 6) for x in self.ptable.variance]
+        else:
+            mag = self.settings.magnitude
+            out["noise"] = {"sd_per_top1": round(mag.m * float(np.sqrt(mag.V)) / mag.D, 6),
+                            "top1_relative_error_min": round(mag.m / mag.D, 6),
+                            "top1_relative_error_max": mag.m}
         out["additivity"] = self.non_additivity()
         return out
 

@@ -11,7 +11,8 @@ and Tent 2018): for each row, among the distributions on the allowed noises
 
 take the one of largest entropy with probabilities summing to one, zero mean and the
 variance ``V``; with ``pstay`` the probability of ``v = 0`` is fixed first and the rest is
-spread by maximum entropy.  The maximum-entropy distribution under these moment
+spread by maximum entropy; with ``mono`` (the ``ptable`` package's monotony condition) the
+probabilities fall as ``|v|`` grows on each side of 0, and the row is found by SLSQP.  The maximum-entropy distribution under these moment
 constraints has the form ``p(v) ~ exp(a v + b v^2)`` on the allowed noises; ``(a, b)`` solve
 the convex dual by Newton's method.  Where a row cannot carry the variance ``V`` (small ``i``:
 too few allowed noises) the closest feasible variance is used and reported in
@@ -51,6 +52,7 @@ class PTableParams:
     V: float  # noise variance: the spread an intruder must see through (and users must accept)
     js: int = 0  # published counts 1..js never occur: small values are never shown as such
     pstay: float | None = None  # P(no change) when set; None: the maximum-entropy value
+    mono: bool = False  # ptable's monotony: p falls as |v| grows on each side of 0
 
     def __post_init__(self):
         if not (isinstance(self.D, (int, np.integer)) and self.D >= 1):
@@ -214,6 +216,85 @@ def _maxent(v: np.ndarray, t: float) -> np.ndarray:
     return p
 
 
+def _mono_rows(v: np.ndarray) -> np.ndarray:
+    """Rows ``G`` with ``G @ p <= 0`` for: p falls as ``|v|`` grows on each side of 0 (a
+    noise next to 0 on either side is at most ``p(0)`` when 0 is allowed)."""
+    rows = []
+    pos = [k for k in np.argsort(v) if v[k] > 0]
+    neg = [k for k in np.argsort(-v) if v[k] < 0]
+    zero = [k for k in range(v.size) if v[k] == 0]
+    for side in (pos, neg):
+        chain = zero + side
+        for a, b in zip(chain, chain[1:]):
+            r = np.zeros(v.size)
+            r[b], r[a] = 1.0, -1.0           # p[b] - p[a] <= 0
+            rows.append(r)
+    return np.array(rows).reshape(-1, v.size)
+
+
+def _free_maxent(v: np.ndarray, t: float, p0: float | None) -> np.ndarray | None:
+    """The maximum-entropy row without the monotony rows (None when it cannot reach ``t``)."""
+    if p0 is None or not (v == 0).any():
+        lo, hi = _moment_range(v)
+        return _maxent(v, t) if lo < t < hi else None
+    rest = v[v != 0]
+    mass = 1.0 - p0
+    if mass <= 0:
+        return None
+    lo, hi = _moment_range(rest)
+    if not lo < t / mass < hi:
+        return None
+    p = np.zeros(v.size)
+    p[v == 0] = p0
+    p[v != 0] = mass * _maxent(rest, t / mass)
+    return p
+
+
+def _maxent_mono(v: np.ndarray, t: float, p0: float | None) -> np.ndarray:
+    """Maximum entropy on ``v`` with mean 0, second moment ``t`` (clamped into what the
+    constraints allow), the monotony rows and optionally ``p(0) = p0``: the free maximum
+    when it is monotone, else SLSQP from a feasible start (the start, a feasible row, is
+    kept if SLSQP does not converge)."""
+    from scipy.optimize import minimize
+    x = v.astype(float)
+    A = [np.ones(v.size), x]
+    b = [1.0, 0.0]
+    if p0 is not None:
+        A.append((v == 0).astype(float))
+        b.append(p0)
+    A = np.array(A)
+    G = _mono_rows(v)
+    ends = []
+    for sign in (1.0, -1.0):
+        res = linprog(sign * x * x, A_ub=G if G.size else None,
+                      b_ub=np.zeros(len(G)) if G.size else None, A_eq=A, b_eq=b,
+                      bounds=(0, None), method="highs")
+        if res.status != 0:
+            raise InputError("ptable: the monotony condition leaves no zero-mean row")
+        ends.append(np.clip(res.x, 0, None))
+    lo, hi = float(ends[0] @ (x * x)), float(ends[1] @ (x * x))
+    t = min(max(t, lo), hi)
+    if hi - lo < 1e-12:
+        return ends[0]
+    a = (hi - t) / (hi - lo)
+    start = a * ends[0] + (1 - a) * ends[1]
+    if t - lo < 1e-9 or hi - t < 1e-9:
+        return start
+    free = _free_maxent(v, t, p0)        # the maximum without the monotony rows
+    if free is not None and (not G.size or (G @ free <= 1e-12).all()):
+        return free
+    cons = [{"type": "eq", "fun": lambda p: A @ p - b, "jac": lambda p: A},
+            {"type": "eq", "fun": lambda p: np.array([p @ (x * x) - t]),
+             "jac": lambda p: (x * x)[None, :]}]
+    if G.size:
+        cons.append({"type": "ineq", "fun": lambda p: -(G @ p), "jac": lambda p: -G})
+    res = minimize(lambda p: float(np.sum(p * np.log(np.maximum(p, 1e-300)))), start,
+                   jac=lambda p: np.log(np.maximum(p, 1e-300)) + 1.0, method="SLSQP",
+                   bounds=[(0.0, 1.0)] * v.size, constraints=cons,
+                   options={"ftol": 1e-13, "maxiter": 300})
+    return np.clip(res.x, 0, None) if res.success else start
+
+
 def _quantize(v: np.ndarray, p: np.ndarray, keep_zero: bool) -> np.ndarray:
     """Integers ``q`` over :data:`SCALE` closest to ``p`` with ``sum q = SCALE`` and
     ``sum q v = 0`` exactly: rounding, then the fewest unit changes that cancel the rounding
@@ -258,7 +339,8 @@ def _shortest_correction(target, moves, v, limit: int = 60):
     return None
 
 
-def count_ptable(D: int, V: float, js: int = 0, pstay: float | None = None) -> PTable:
+def count_ptable(D: int, V: float, js: int = 0, pstay: float | None = None,
+                 mono: bool = False) -> PTable:
     """The maximum-entropy perturbation table for counts.
 
     Examples
@@ -269,12 +351,15 @@ def count_ptable(D: int, V: float, js: int = 0, pstay: float | None = None) -> P
     >>> pt.fractions(0)
     {0: Fraction(1, 1)}
     """
-    P = PTableParams(int(D), float(V), int(js), None if pstay is None else float(pstay))
+    P = PTableParams(int(D), float(V), int(js), None if pstay is None else float(pstay),
+                     bool(mono))
     I, J, Q = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)], [np.array([SCALE], np.int64)]
     for i in range(1, P.imax + 1):
         v = _allowed(i, P)
         has_zero = bool((v == 0).any())
-        if P.pstay is not None and has_zero:
+        if P.mono:
+            p = _maxent_mono(v, P.V, P.pstay if has_zero else None)
+        elif P.pstay is not None and has_zero:
             rest = v[v != 0]
             mass = 1.0 - P.pstay
             p = np.zeros(v.size)

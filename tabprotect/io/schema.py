@@ -239,7 +239,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     )),
     Section("compare", "methods laid side by side (docs/report.md)", (
         Key("methods", "list", doc="names, or tables of options with `method` and "
-            "`label` (default: every method)"),
+            "`label` (default: every method); `cellkey` and `swap+cellkey` entries take "
+            "[cellkey] keys"),
         Key("cost", "string", choices=("unity", "freq", "value", "log", "column",
                                        "relative"),
             doc="default: [protect] cost, else each method's own (value; cta: relative)"),
@@ -297,8 +298,10 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("js", "integer", 0, low=0, doc="counts 1..js are never published"),
         Key("pstay", "number", low=0, high=1, doc="probability of no change (default: "
             "maximum entropy)"),
+        Key("mono", "boolean", False, doc="ptable's monotony condition: noise "
+            "probabilities fall as the noise grows"),
         Key("ptable", "string", path=True, doc="tau-Argus ptable file (instead of D, V, js, "
-            "pstay)"),
+            "pstay, mono)"),
         Key("key", "string", "rkey", doc="record-key column (added when absent)"),
         Key("seed", "integer", doc="seed of added record keys"),
         Key("tables", "list", [], doc="further linked tables: lists of dimension columns"),

@@ -21,7 +21,7 @@ from .misclassification import (KeyMisclassification, MisclassificationRisk, as_
                                 binary_invariant_M, misclassification_risk,
                                 record_risk_known_population)
 from .uniqueness import UniquenessRisk, uniqueness_risk
-from .tables import risk_table
+from .tables import key_table, risk_table
 from .rumap import RUMap, info_loss_tables, plot_ru_map, ru_map, table_counts
 
 __all__ = [
@@ -35,6 +35,6 @@ __all__ = [
     "TargetedSwapSettings", "TargetedSwapResult", "swap_targeted", "geography_levels",
     "KeyMisclassification", "MisclassificationRisk", "as_misclassification", "binary_invariant_M",
     "misclassification_risk", "record_risk_known_population",
-    "UniquenessRisk", "uniqueness_risk", "risk_table",
+    "UniquenessRisk", "uniqueness_risk", "risk_table", "key_table",
     "RUMap", "ru_map", "plot_ru_map", "info_loss_tables", "table_counts",
 ]

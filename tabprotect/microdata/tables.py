@@ -26,8 +26,9 @@ from tabprotect.model.table import Table
 from tabprotect.tabulate import tabulate
 
 from .individual import risk_approx, risk_exact
+from .keys import KeyFrequencies
 
-__all__ = ["risk_table"]
+__all__ = ["risk_table", "key_table"]
 
 
 def risk_table(data: pd.DataFrame | str, dimensions: Mapping[str, Hierarchy],
@@ -57,3 +58,24 @@ def risk_table(data: pd.DataFrame | str, dimensions: Mapping[str, Hierarchy],
     extra["below_k"] = ((f > 0) & (f < int(k))).astype(float)
     extra["individual_risk"] = risk
     return t.replace(extra=extra)
+
+
+def key_table(freq: KeyFrequencies, data: pd.DataFrame, weights: str | None = None,
+              k: int = 3, max_cells: int = 5_000_000) -> Table:
+    """:func:`key_frequencies`' combinations as a :class:`Table` through ``tabulate``: one
+    flat dimension per key (its observed categories) with every total; ``freq`` = ``f_k``,
+    ``value`` = ``F^_k``, sample uniques and individual risk per cell (:func:`risk_table`).
+    ``max_cells`` guards against a product of categories too large to hold."""
+    from tabprotect.errors import InputError
+    if freq.missing_matches:
+        raise InputError("key table: missing values that match any category have no cell")
+    cats = {c: sorted(map(str, pd.unique(data[c].dropna()))) for c in freq.keys}
+    n_cells = float(np.prod([len(v) + 1 for v in cats.values()], dtype=float))
+    if n_cells > max_cells:
+        raise InputError(f"key table: {int(n_cells)} cells exceed max_cells={max_cells}")
+    frame = data[freq.keys].astype(str)
+    if weights is not None:
+        frame[weights] = data[weights]
+    dims = {c: Hierarchy.flat(v, total="Total", name=c) for c, v in cats.items()}
+    return risk_table(frame, dims, weight=weights, k=k)
+

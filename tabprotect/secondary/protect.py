@@ -27,7 +27,7 @@ from tabprotect.model.table import Table
 from tabprotect.parallel import use_executor
 from tabprotect.parallel_dask import as_executor
 from tabprotect.secondary.audit_repair import AuditRepair, StageClock
-from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSpec,
+from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, MethodSpec,
                                        applied_options, cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.feasibility import feasibility_stage
@@ -121,23 +121,14 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     budget = Budget(time_limit)
     if method not in METHODS:
         raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
-    spec = METHODS[method]
-    if spec.capabilities.adjusts_values:
-        return _adjust(spec, table, cost, time_limit, options, progress, cost_column,
-                       keywords, singleton=singleton, repair=repair, empty=empty,
-                       audit_mode=audit_mode, audit_workers=audit_workers,
+    if METHODS[method].capabilities.adjusts_values:
+        return _adjust(METHODS[method], table, cost, time_limit, options, progress,
+                       cost_column, keywords, singleton=singleton, repair=repair,
+                       empty=empty, audit_mode=audit_mode, audit_workers=audit_workers,
                        settings=settings)
     if cost is None:
         cost = "value"
-    opts = method_options(method, options, also=PROTECT_SETTINGS, **keywords)
-    if not isinstance(table, Table):
-        raise InputError("protect() needs a tabprotect Table")
-    if empty not in ("publish", "suppress"):
-        raise InputError(f"empty must be 'publish' or 'suppress', not {empty!r}")
-    if settings is None:
-        settings = ProtectSettings()
-    elif not isinstance(settings, ProtectSettings):
-        raise InputError(f"settings must be a ProtectSettings, not {type(settings).__name__}")
+    spec, opts, settings = _checked(table, method, options, empty, settings, keywords)
     params = {"cost": cost if isinstance(cost, str) else "array", "time_limit": time_limit,
               "singleton": singleton, "repair": repair, "empty": empty,
               "audit_workers": audit_workers}
@@ -163,40 +154,32 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     params["settings"] = applied_settings(settings, large=large, repair=repair,
                                           timed=time_limit is not None)
     notes: list[str] = []
-    req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
     if large:
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
-    feasibility_seconds = feasibility_stage(table, cand, singleton, budget, settings, large,
-                                            notes)
-
-    tm = time.perf_counter()
-    run_table, source_cell = _run_table(table, spec, notes)
+    stages: dict[str, float] = {}
+    seconds = feasibility_stage(table, cand, singleton, budget, settings, large, notes)
+    if seconds is not None:
+        stages["feasibility check"] = seconds
     # the method's share of the budget (a method checks it inside or hands it to its
     # solver as the time limit); the audit and repair get what it leaves
     share = budget.share(settings.method_share_large if large else settings.method_share)
-    outcome: MethodOutcome = spec.call(
-        run_table, c if source_cell is None else c[source_cell], opts,
-        time_limit=share.limit(settings.audit_floor_seconds), progress=progress,
-        singleton=singleton, empty=empty)
-    method_seconds = time.perf_counter() - tm
-    stages: dict[str, float] = {} if feasibility_seconds is None else \
-        {"feasibility check": feasibility_seconds}
-    stages["method"] = method_seconds
+    run_table, outcome, status = _run_method(
+        table, spec, opts, c, notes, stages, time_limit=share.limit(
+            settings.audit_floor_seconds), progress=progress, singleton=singleton,
+        empty=empty)
     clock = StageClock(stages)
-    status = _in_table_order(outcome.status, source_cell)
-    _check_outcome(table, status)
     if audit_mode == "auto" and mode == "intervals":
         mode = _auto_mode(table, status, settings, notes)
     params["audit_mode"] = mode
 
     # ---- audit and repair, within what is left of the budget
     ta = time.perf_counter()
-    loop = AuditRepair(table, c, status, req=req, cand=cand, settings=settings,
-                       budget=budget, singleton=singleton, mode=mode, large=large,
-                       repair=repair, workers=audit_workers, progress=progress, notes=notes,
-                       stage=clock)
+    loop = AuditRepair(table, c, status, req=Requirements.from_table(table, singleton=singleton),
+                       cand=cand, settings=settings, budget=budget, singleton=singleton,
+                       mode=mode, large=large, repair=repair, workers=audit_workers,
+                       progress=progress, notes=notes, stage=clock)
     loop.pre_audit(method, run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta
@@ -212,9 +195,45 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                          proven_optimal=proven, mip_gap=outcome.mip_gap,
                          solver_status=outcome.solver_status, solver=dict(outcome.details),
                          repaired=rep_cells, audit=result,
-                         seconds=time.perf_counter() - t0, method_seconds=method_seconds,
-                         audit_seconds=audit_seconds, notes=notes,
+                         seconds=time.perf_counter() - t0,
+                         method_seconds=stages["method"], audit_seconds=audit_seconds,
+                         notes=notes,
                          stage_seconds={k: round(v, 3) for k, v in stages.items()})
+
+
+def _checked(table: Table, method: str, options: Any, empty: str,
+             settings: ProtectSettings | None, keywords: dict
+             ) -> tuple[MethodSpec, MethodSettings, ProtectSettings]:
+    """The method, its checked options and protect()'s settings; bad input is an
+    :class:`InputError` naming it."""
+    if method not in METHODS:
+        raise InputError(f"unknown method '{method}' (available: {', '.join(sorted(METHODS))})")
+    opts = method_options(method, options, also=PROTECT_SETTINGS, **keywords)
+    if not isinstance(table, Table):
+        raise InputError("protect() needs a tabprotect Table")
+    if empty not in ("publish", "suppress"):
+        raise InputError(f"empty must be 'publish' or 'suppress', not {empty!r}")
+    if settings is None:
+        settings = ProtectSettings()
+    elif not isinstance(settings, ProtectSettings):
+        raise InputError(f"settings must be a ProtectSettings, not {type(settings).__name__}")
+    return METHODS[method], opts, settings
+
+
+def _run_method(table: Table, spec: MethodSpec, opts: MethodSettings, c: np.ndarray,
+                notes: list[str], stages: dict[str, float], **shared
+                ) -> tuple[Table, MethodOutcome, np.ndarray]:
+    """Run the method (on the product structure of a general table when it needs one)
+    with the shared settings; returns the table it ran on, its outcome and its status
+    in ``table``'s cell order (checked: a method only adds M cells)."""
+    tm = time.perf_counter()
+    run_table, source_cell = _run_table(table, spec, notes)
+    outcome: MethodOutcome = spec.call(
+        run_table, c if source_cell is None else c[source_cell], opts, **shared)
+    stages["method"] = time.perf_counter() - tm
+    status = _in_table_order(outcome.status, source_cell)
+    _check_outcome(table, status)
+    return run_table, outcome, status
 
 
 def _nothing_to_protect(table: Table, method: str, params: dict, c: np.ndarray,

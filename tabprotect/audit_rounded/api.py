@@ -1,0 +1,246 @@
+"""``audit_rounded``: the integer intervals of the true values of a rounded table."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from tabprotect.audit_rounded.certificates import array_blocks, feasible_start, \
+    move_certificates
+from tabprotect.audit_rounded.component import ComponentAudit, Counters, check_fixed_rows
+from tabprotect.audit_rounded.local import LocalCertifier
+from tabprotect.audit_rounded.ranges import method_ranges, promised_cells
+from tabprotect.audit_rounded.result import TOL, RoundedAuditResult
+from tabprotect.audit_rounded.settings import RoundedAuditSettings
+from tabprotect.errors import InputError
+from tabprotect.model.relations import linked_components
+from tabprotect.model.table import Table
+
+__all__ = ["audit_rounded"]
+
+
+@dataclass
+class _Assumed:
+    """What the intruder assumes: the published table, the base and the method."""
+
+    table: Table
+    base: int
+    method: str
+    k_step: int
+    threshold: int | None
+    margins_from_interior: bool
+    true_values: np.ndarray | None
+
+
+def _assumed(rounded, base, method, k_step, threshold, margins_from_interior,
+             true_values) -> _Assumed:
+    params: dict[str, Any] = {}
+    if isinstance(rounded, Table):
+        table = rounded
+    elif hasattr(rounded, "rounded_table"):
+        # a RoundingResult (recognised by its fields: rounding calls this audit, so this
+        # package does not import rounding)
+        table = rounded.rounded_table
+        base = rounded.base if base is None else base
+        method = rounded.method if method is None else method
+        params = rounded.params
+        if true_values is None:
+            true_values = rounded.confidential_table.value
+        if k_step is None and method == "controlled":
+            # the intruder assumes the relaxation only when the rounding needed it
+            k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
+    else:
+        raise InputError("audit_rounded: give a RoundingResult or a Table of rounded values")
+    if base is None or method is None:
+        raise InputError("audit_rounded: give the rounding base and method")
+    base = int(base)
+    if base < 1:
+        raise InputError("audit_rounded: the base must be a positive integer")
+    if threshold is None:
+        threshold = params.get("threshold")
+    if margins_from_interior is None:
+        margins_from_interior = bool(params.get("margins_from_interior", False))
+    return _Assumed(table, base, method, int(k_step or 0), threshold, margins_from_interior,
+                    true_values)
+
+
+def audit_rounded(rounded, base: int | None = None, method: str | None = None, *,
+                  published: np.ndarray | None = None, k_step: int | None = None,
+                  threshold: int | None = None, margins_from_interior: bool | None = None,
+                  true_values: np.ndarray | None = None, small_max: int = 2,
+                  time_limit: float | None = None, threads: int | None = 1,
+                  progress: Callable[[int, int], None] | None = None,
+                  certificates: bool = True,
+                  settings: RoundedAuditSettings | None = None) -> RoundedAuditResult:
+    """Integer intervals of the true values of a rounded table, as an intruder sees them.
+
+    Parameters
+    ----------
+    rounded : a :class:`~tabprotect.rounding.RoundingResult` (base, method and its
+        parameters are taken from it, and the true values are checked to lie inside
+        their intervals), or a :class:`Table` whose ``value`` holds the published rounded
+        values (give ``base`` and ``method``)
+    base, method : the rounding base and method the intruder assumes
+    published : mask of the cells the intruder sees (e.g. only the margins); default all
+    k_step : controlled rounding with up to ``k_step`` extra steps (default: from the
+        result, 0 otherwise)
+    threshold : small-count threshold (default: from the result, else ``base``)
+    margins_from_interior : random rounding whose totals are sums of rounded inner cells
+    true_values : the true table, to check that each lies in its interval (optional)
+    small_max : values ``1..small_max`` are "small" for the pinned-value flag
+    time_limit : seconds for the whole audit (cells not reached keep their method range,
+        and the result says so)
+    threads : solver threads
+    progress : ``progress(done_components, total_components)``
+    certificates : settle bounds where one feasible move from a known feasible table
+        (the published values when additive, else ``true_values``) reaches the range end
+        (:func:`move_certificates`), then by local LPs around that table (large
+        components); False runs LPs on whole components for every bound
+    settings : tuning of the local LPs (:class:`RoundedAuditSettings`; default
+        ``RoundedAuditSettings()``), recorded in ``params``
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> r = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r}, [10, 5, 5], kind="frequency")   # published
+    >>> res = audit_rounded(t, base=5, method="controlled")
+    >>> res.lower.tolist(), res.upper.tolist()
+    ([6.0, 1.0, 1.0], [14.0, 9.0, 9.0])
+    """
+    start = time.perf_counter()
+    settings = RoundedAuditSettings() if settings is None else settings
+    case = _assumed(rounded, base, method, k_step, threshold, margins_from_interior,
+                    true_values)
+    table, base, method = case.table, case.base, case.method
+    n = table.n_cells
+    a = table.value.astype(float)
+    is_pub = _published_mask(published, n)
+    inner = table.is_inner
+    r_lo, r_hi = method_ranges(a, base, method, k_step=case.k_step, threshold=case.threshold,
+                               inner=inner, margins_from_interior=case.margins_from_interior)
+    box_lo, box_hi = _boxes(table, is_pub, r_lo, r_hi)
+    notes: list[str] = []
+    if method == "small-count" and case.threshold is not None and base > case.threshold:
+        t = case.threshold
+        notes.append(f"small-count with base {base} > threshold {t}: a published "
+                     f"{base} means 1..{t - 1} or exactly {base}; the audit uses the "
+                     f"hull [1, {base}] (intervals may be reported wider than they are)")
+    if np.any(box_lo > box_hi):
+        i = int(np.flatnonzero(box_lo > box_hi)[0])
+        raise InputError(f"audit_rounded: cell {table.cell_name(i)} has an empty range "
+                         f"(published value inconsistent with base {base} and method {method})")
+    counters = Counters()
+    deadline = None if time_limit is None else start + time_limit
+    bounds = _Bounds(table, box_lo, box_hi, counters, deadline, threads, settings)
+    lower, upper, n_components, n_certified = bounds.run(
+        [a, case.true_values], certificates, progress)
+    if deadline is not None and (time.perf_counter() > deadline or counters.cut):
+        notes.append("time limit reached: some cells keep their method range (the audit may "
+                     "understate what an intruder can derive)")
+    promised = is_pub & promised_cells(a, r_lo, r_hi, lower, method, base=base,
+                                       threshold=case.threshold, inner=inner)
+    narrower = is_pub & np.isfinite(r_hi) & ((lower > r_lo + TOL) | (upper < r_hi - TOL))
+    single = np.abs(upper - lower) <= TOL
+    exact = single & (promised | ~is_pub)
+    pinned = (lower >= 1 - TOL) & (upper <= small_max + TOL)
+    inside = _true_inside(table, case.true_values, lower, upper, notes)
+    tv = case.true_values
+    return RoundedAuditResult(
+        published_array=np.where(is_pub, a, np.nan), range_lower=np.where(is_pub, r_lo, box_lo),
+        range_upper=np.where(is_pub, r_hi, box_hi), lower=lower, upper=upper,
+        is_published=is_pub, narrower=narrower, exact=exact, pinned_small=pinned,
+        promised=promised, base=base,
+        method=method, k_step=case.k_step, small_max=int(small_max),
+        n_components=n_components, n_lp=counters.lp, n_mip=counters.mip,
+        runtime=time.perf_counter() - start,
+        true_inside=inside, notes=notes, n_certified=n_certified,
+        n_local_lp=counters.local_lp, table=table,
+        true_values=None if tv is None else np.asarray(tv, dtype=float),
+        params={"base": base, "method": method, "k_step": case.k_step,
+                "small_max": int(small_max), "published": int(is_pub.sum()),
+                **settings.recorded()})
+
+
+def _published_mask(published, n: int) -> np.ndarray:
+    if published is None:
+        return np.ones(n, dtype=bool)
+    is_pub = np.asarray(published, dtype=bool)
+    if is_pub.shape != (n,):
+        raise InputError(f"audit_rounded: 'published' must have {n} entries")
+    return is_pub
+
+
+def _boxes(table: Table, is_pub: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray):
+    """Per cell, the integer range the intruder starts from: the method's range where
+    published, the table's a-priori bounds elsewhere (and never outside them)."""
+    box_lo = np.where(is_pub, r_lo, np.ceil(table.lb - 1e-9))
+    box_hi = np.where(is_pub, r_hi, np.where(np.isfinite(table.ub),
+                                             np.floor(table.ub + 1e-9), np.inf))
+    box_lo = np.maximum(box_lo, np.ceil(table.lb - 1e-9))
+    box_hi = np.minimum(box_hi, table.ub)
+    return box_lo, box_hi
+
+
+def _true_inside(table: Table, true_values, lower, upper, notes: list[str]):
+    """Whether each true value (when known) lies in its interval; a note when not."""
+    if true_values is None:
+        return None
+    tv = np.asarray(true_values, dtype=float)
+    inside = (tv >= lower - TOL) & (tv <= upper + TOL)
+    if not inside.all():
+        i = int(np.flatnonzero(~inside)[0])
+        notes.append(f"{int((~inside).sum())} true value(s) outside their interval (first "
+                     f"{table.cell_name(i)}): the rounding does not follow the stated "
+                     f"method/base")
+    return inside
+
+
+@dataclass
+class _Bounds:
+    """The bound computation of one audit: certificates, then per component local LPs
+    and LPs on the whole component."""
+
+    table: Table
+    box_lo: np.ndarray
+    box_hi: np.ndarray
+    counters: Counters
+    deadline: float | None
+    threads: int | None
+    settings: RoundedAuditSettings
+
+    def run(self, candidates, certificates: bool, progress):
+        """``(lower, upper, n_components, n_certified)``; ``candidates`` are the tables
+        that may serve as the known feasible table (the first that is one)."""
+        table, box_lo, box_hi = self.table, self.box_lo, self.box_hi
+        n = table.n_cells
+        lower, upper = box_lo.copy(), box_hi.copy()
+        free = box_lo < box_hi
+        comps = linked_components(table.relations, free)
+        check_fixed_rows(table, free, box_lo)
+        # certificates without LPs: from one feasible integer table, feasible moves that
+        # carry a cell to the end of its range prove that end is its exact bound
+        start_point = feasible_start(table, candidates, box_lo, box_hi)
+        lo_cert = np.zeros(n, dtype=bool)
+        hi_cert = np.zeros(n, dtype=bool)
+        local = start_point is not None and certificates
+        if local:
+            lo_cert, hi_cert = move_certificates(table, start_point, box_lo, box_hi)
+        n_certified = int(lo_cert[free].sum() + hi_cert[free].sum())
+        block_ids = array_blocks(table, self.settings.local_lp_block) if local else None
+        for k, cells in enumerate(comps):
+            if not (lo_cert[cells].all() and hi_cert[cells].all()):
+                # (when all are certified, lower/upper already hold the box)
+                comp = ComponentAudit(table, free, box_lo, box_hi, cells, self.threads)
+                lo_known, hi_known = lo_cert[cells], hi_cert[cells]
+                if local:
+                    LocalCertifier(comp, start_point[cells], lo_known, hi_known,
+                                   self.counters, self.deadline, self.settings).run(
+                        blocks=None if block_ids is None else block_ids[cells])
+                lower[cells], upper[cells] = comp.bounds(self.counters, self.deadline,
+                                                         lo_known, hi_known)
+            if progress is not None:
+                progress(k + 1, len(comps))
+        return lower, upper, len(comps), n_certified

@@ -1,0 +1,45 @@
+"""How the rounded-table audit spends its solver time: tuning that changes speed, never
+the intervals (every bound is proven either way)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RoundedAuditSettings"]
+
+
+@dataclass(frozen=True)
+class RoundedAuditSettings:
+    """Tuning of the local LPs (:mod:`tabprotect.audit_rounded.local`), recorded in the
+    result's ``params``."""
+
+    #: cells pushed together in one random-batch local LP: large enough to share the
+    #: slack of common totals, small enough for a fast LP
+    local_lp_batch: int = 8000
+    #: local LPs run only on components of more than this many batches of cells; below
+    #: that, LPs on the whole component are faster
+    local_min_batches: int = 4
+    #: cells per block of the table's array for the first local LPs (few relations each)
+    local_lp_block: int = 10_000
+    #: seconds for the branch and bound of a local sub-problem with a fractional LP
+    #: optimum: any integer solution certifies, so a short run is enough
+    local_mip_seconds: float = 5.0
+    #: relative gap that ends that branch and bound (the solution need not be optimal)
+    local_mip_gap: float = 0.05
+
+    def __post_init__(self) -> None:
+        for name in ("local_lp_batch", "local_min_batches", "local_lp_block"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"RoundedAuditSettings.{name} must be a positive integer, "
+                                 f"not {value!r}")
+        for name in ("local_mip_seconds", "local_mip_gap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"RoundedAuditSettings.{name} must be a positive number, "
+                                 f"not {value!r}")
+
+    def recorded(self) -> dict[str, Any]:
+        """The fields as recorded in a result's ``params``."""
+        return dataclasses.asdict(self)

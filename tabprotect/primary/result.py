@@ -1,0 +1,66 @@
+"""The result of applying the rules: statuses, protection levels and reasons per cell."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tabprotect.model.status import EMPTY, PRIMARY, PROTECTED
+from tabprotect.model.table import Table
+from tabprotect.primary.base import Rule
+
+__all__ = ["PrimaryResult"]
+
+
+@dataclass
+class PrimaryResult:
+    """The table with primary statuses and protection levels, and why.
+
+    Attributes
+    ----------
+    table : new Table: status ``U`` on unsafe cells (``Z`` empty, ``P`` protected, ``S``
+        otherwise) and ``upl``, ``lpl``, ``spl`` set
+    reason : per cell, the rules that fired, in evaluation order, joined by ``+``
+    fired : rule label -> mask of cells where it fired
+    rules : the rules applied
+    """
+
+    table: Table
+    reason: np.ndarray
+    fired: dict[str, np.ndarray]
+    rules: list[Rule] = field(default_factory=list)
+
+    @property
+    def unsafe(self) -> np.ndarray:
+        return self.table.status == PRIMARY
+
+    def summary(self) -> pd.DataFrame:
+        """One row per rule: cells where it fired, where it was the first reason (the
+        tau-Argus status), and where it was the only reason; then the total of unsafe
+        cells."""
+        first = np.array([r.split("+")[0] if r else "" for r in self.reason], dtype=object)
+        rows = []
+        for label, mask in self.fired.items():
+            rows.append({"rule": label, "cells": int(mask.sum()),
+                         "first_reason": int(np.sum(first[mask] == label)),
+                         "only_reason": int(np.sum(self.reason[mask] == label))})
+        rows.append({"rule": "unsafe (any rule)", "cells": int(self.unsafe.sum()),
+                     "first_reason": int(self.unsafe.sum()), "only_reason": 0})
+        rows.append({"rule": "empty (Z)", "cells": int((self.table.status == EMPTY).sum()),
+                     "first_reason": 0, "only_reason": 0})
+        rows.append({"rule": "protected (P)",
+                     "cells": int((self.table.status == PROTECTED).sum()),
+                     "first_reason": 0, "only_reason": 0})
+        return pd.DataFrame(rows)
+
+    def to_frame(self, only_unsafe: bool = False) -> pd.DataFrame:
+        """Cells with ``value, freq, status, reason, upl, lpl, spl`` columns."""
+        out = self.table.to_frame(("value", "freq", "status"))
+        out["reason"] = self.reason
+        out["upl"] = self.table.upl
+        out["lpl"] = self.table.lpl
+        out["spl"] = self.table.spl
+        if only_unsafe:
+            out = out[self.unsafe]
+        return out

@@ -1,0 +1,35 @@
+"""How controlled rounding solves its LPs: tuning that changes speed, never the result's
+deviation (each route proves the same optimum)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RoundingSettings"]
+
+
+@dataclass(frozen=True)
+class RoundingSettings:
+    """Solver tuning of controlled rounding, recorded in the result's ``params``."""
+
+    #: an LP-first rounding (2-D tables) with at least this many free cells is solved by
+    #: sifting: below it the whole LP is solved at once faster than pricing rounds
+    sifting_min_columns: int = 20_000
+    #: columns per relation in sifting's first working set: enough that most relations
+    #: can balance without a pricing round, few enough to keep the first LP small
+    sifting_per_row: int = 24
+    #: columns added to the working set per pricing round at most (largest reduced cost
+    #: first): bounds the growth of the HiGHS model between solves
+    sifting_max_add: int = 100_000
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"RoundingSettings.{f.name} must be a positive integer, "
+                                 f"not {value!r}")
+
+    def recorded(self) -> dict[str, Any]:
+        """The fields as recorded in a result's ``params``."""
+        return dataclasses.asdict(self)
