@@ -150,7 +150,7 @@ def test_milp_matches_brute_force_over_directions(seed):
 
 
 # ---------------------------------------------------------------- properties
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), distance=st.sampled_from(["L1", "L2"]),
        directions=st.sampled_from(["auto", "heuristic", "up", "down"]),
        three_d=st.booleans(), bounded=st.booleans())

@@ -253,6 +253,10 @@ class DirectionSearch:
         if res.status == "infeasible":
             return (f"cta: no adjustment meets the relations, the bounds, the fixed cells "
                     f"and the protection levels for {what}")
+        if res.status == "error":
+            hint = ("; HiGHS' QP solver fails on some large L2 models: distance = L1 "
+                    "solves them" if self.p.options.distance == "L2" else "")
+            return f"cta: the solver failed on {what} (solve error){hint}"
         return f"cta: {what} found no adjustment ({res.status}; time limit too short?)"
 
 
