@@ -72,6 +72,10 @@ CASES = [
 ]
 RULES = {"p": ("FREQ(3,10)|P(10,1)", "[[rules.p]]\np = 10\nm = 1\n"),
          "nk": ("FREQ(3,10)|NK(1,80)", "[[rules.dominance]]\nn = 1\nk = 80\n")}
+#: the independent audit: intervals up to this many cells, the verdict's LPs above
+INTERVAL_AUDIT_MAX_CELLS = 2500
+#: seconds for each independent audit (a primary not judged in time is "undecided")
+AUDIT_SECONDS = 1800.0
 #: the README's figures (wall s, CPU s, secondaries) where a peer cannot run here
 PEER_FIGURES = {"ent-2d-p-opt": (18, 9, None), "ent-2d-p-mod": (1.5, 0.5, None),
                 "ent-2d-nk-mod": (2.4, 0.9, None), "ent-3d-p-mod": (395, 223, None),
@@ -172,6 +176,7 @@ def child_tabprotect(args) -> None:
     from tabprotect.io.results import write_outputs
     import tabprotect.secondary as secondary
     t_import = time.perf_counter() - t0
+    import numpy as np
     from tabprotect.model.synthetic import preset
     job = load_job(args.job)
     opts = job.section("protect")
@@ -197,6 +202,7 @@ def child_tabprotect(args) -> None:
     ts = time.perf_counter()
     result = pipeline.run(job)
     call = time.perf_counter() - ts
+    call_cpu = time.process_time() - cpu0
     tw = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         write_outputs(result, out)
@@ -204,14 +210,28 @@ def child_tabprotect(args) -> None:
     secondary.protect = original
     import tabprotect.parallel as parallel
     pool = getattr(parallel, "_DEFAULT_POOL", None)
+    methods = {}
+    if args.all_methods:          # protect() warm with every method on the same table
+        table = pipeline.run(job, task="primary").table if "rules" in job.spec \
+            else result.table
+        table = table.replace(status=np.where(table.status == "M", "S", table.status))
+        for name in sorted(secondary.METHODS):
+            secondary.protect(small, method=name, singleton=False, time_limit=60)
+            c0, t1 = time.process_time(), time.perf_counter()
+            res = secondary.protect(table, method=name, cost=opts.get("cost", "value"),
+                                    singleton=opts["singleton"], time_limit=120)
+            methods[name] = {"wall": time.perf_counter() - t1, "cpu": time.process_time() - c0,
+                             "secondary": res.n_secondary, "cost": res.cost,
+                             "passed": res.passed}
     status = result.status
     json.dump({"import": t_import, "warm_up": warm_up, "call": call, "writing": writing,
-               "cpu": time.process_time() - cpu0, "timings": result.timings,
+               "cpu": call_cpu, "timings": result.timings,
                "stages": captured.get("stages", {}),
                "method_seconds": captured.get("method_seconds"),
                "audit_seconds": captured.get("audit_seconds"),
                "passed": result.passed, "status": "".join(status.tolist()),
                "pool_started": bool(pool is not None and pool._executor is not None),
+               "methods": methods,
                "n_cells": int(len(status))}, open(args.result, "w"))
 
 
@@ -249,10 +269,12 @@ def run_startup(code: str) -> float:
     return time.perf_counter() - t0
 
 
-def run_warm(code: str, job: Path, work: Path, timeout: float) -> dict:
+def run_warm(code: str, job: Path, work: Path, timeout: float,
+             all_methods: bool = False) -> dict:
     result = work / f"warm-{abs(hash(code)) % 10**6}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code,
-           "--job", str(job), "--result", str(result)]
+           "--job", str(job), "--result", str(result)] + (["--all-methods"] if all_methods
+                                                           else [])
     try:
         p = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=code), cwd=code,
                            capture_output=True, text=True, timeout=timeout)
@@ -384,7 +406,7 @@ def peer_status(case: Case, table, path: str):
 
 # ---------------------------------------------------------------- audit
 def judge(case: Case, table, suppressed, levels=None) -> dict:
-    """The independent exact interval audit of a pattern (mode ``intervals``)."""
+    """The independent exact audit of a pattern (intervals; the verdict on large tables)."""
     import numpy as np
     from tabprotect.audit import audit
     from tabprotect.secondary.base import cost_vector
@@ -393,10 +415,18 @@ def judge(case: Case, table, suppressed, levels=None) -> dict:
     primary = status == "U"
     status[suppressed & ~primary] = "M"
     t = t.replace(status=status)
-    res = audit(t, singleton=case.kind == "counts", time_limit=900)
+    # exact either way; past INTERVAL_AUDIT_MAX_CELLS only the verdict's LPs (as protect()
+    # itself does on large components), so the judge finishes on a loaded machine
+    mode = "intervals" if table.n_cells <= INTERVAL_AUDIT_MAX_CELLS else "verdict"
+    res = audit(t, singleton=case.kind == "counts", time_limit=AUDIT_SECONDS, mode=mode)
     cost = cost_vector(table, "value" if case.kind == "enterprise" else "freq")
     sec = status == "M"
-    return {"passed": bool(res.passed), "short": int((primary & ~res.protected).sum()),
+    undecided = np.zeros(table.n_cells, bool)
+    if getattr(res, "incomplete", None) is not None:
+        undecided[np.asarray(res.incomplete, bool)] = True
+    return {"passed": bool(res.passed), "mode": mode,
+            "short": int((primary & ~res.protected & ~undecided).sum()),
+            "undecided": int((primary & undecided).sum()),
             "published_primaries": int((primary & ~suppressed).sum()),
             "secondary": int(sec.sum()), "cost": float(cost[sec].sum())}
 
@@ -437,7 +467,10 @@ def verdict(j: dict | None) -> str:
         return ""
     if j["passed"]:
         return "PASSED"
-    return f"FAILED ({j['short']} short)"
+    if j.get("undecided") and not j["short"]:
+        return f"UNDECIDED ({j['undecided']} primaries not judged in {AUDIT_SECONDS:.0f} s)"
+    return f"FAILED ({j['short']} short" + (f", {j['undecided']} undecided)"
+                                            if j.get("undecided") else ")")
 
 
 def render(rows: list[dict], command: str, profile: bool) -> str:
@@ -448,8 +481,8 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
            "(`pipeline.run(job)` after a warm-up on a small table). The peer: a new "
            "process (tau-Argus through pytauargus; GaussSuppression through Rscript), its "
            "call time after import in brackets behind the wall time. Secondaries and cost "
-           "are counted on our table; the verdicts are tabprotect's exact interval audit of "
-           "each pattern (magnitude tables: outside intruder, with our levels / with "
+           "are counted on our table; the verdicts are tabprotect's exact audit (intervals; the "
+           "verdict's LPs above 2,500 cells) of each pattern (magnitude tables: outside intruder, with our levels / with "
            "tau-Argus' `lvl_tau`; count tables: with the single-contributor attack). "
            "Ratio: the peer's time over tabprotect's (above 1: tabprotect faster).", ""]
     head = ("| case | code | tabprotect cold s (CPU) | warm call s (CPU) | secondaries | cost "
@@ -481,6 +514,16 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                 f"| {mine_v} | {r['peer_name']} | {peer_time} "
                 f"| {pj['secondary'] if pj else ''} | {fmt(pj['cost'], 0) if pj else ''} "
                 f"| {peer_v} | {fmt(rc)} | {fmt(rw)} |")
+    method_rows = [(r["case"], code, m, v) for r in rows for code, tab in r["tab"].items()
+                   for m, v in (tab.get("warm", {}).get("methods") or {}).items()]
+    if method_rows:
+        out += ["", "## protect() warm with every method (same table, same process)", "",
+                "| case | code | method | wall s | CPU s | secondaries | cost | protect()'s "
+                "audit |", "|---|---|---|---|---|---|---|---|"]
+        for case, code, m, v in method_rows:
+            out.append(f"| {case} | {code} | {m} | {fmt(v['wall'])} | {fmt(v['cpu'])} "
+                       f"| {v['secondary']} | {fmt(v['cost'], 0)} "
+                       f"| {'PASSED' if v['passed'] else 'FAILED'} |")
     if profile:
         out += ["", "## Profile of the whole run (seconds)", "",
                 "Start-up: a new process importing the CLI and building its parser. The "
@@ -528,6 +571,9 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-figures", action="store_true",
                     help="quote the README's peer figures (labelled) where a peer is missing")
     ap.add_argument("--profile", action="store_true", help="add the stage profile")
+    ap.add_argument("--all-methods", action="store_true",
+                    help="the warm call: also protect() with every method (a table of their "
+                         "wall and CPU seconds)")
     ap.add_argument("--modes", nargs="+", choices=["cold", "warm"], default=["cold", "warm"],
                     help="tabprotect runs: the CLI job cold, the Python call warm (the "
                          "independent audit judges the warm call's pattern, else the CLI's)")
@@ -593,7 +639,7 @@ def main(argv=None) -> int:
             if "cold" in args.modes:
                 tab["cli"] = run_cli(code, job, out, args.timeout)
             if "warm" in args.modes:
-                tab["warm"] = run_warm(code, job, cw, args.timeout)
+                tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
             st = None
             if "status" in tab["warm"] and tab["warm"]["n_cells"] == table.n_cells:
                 st = np.array(list(tab["warm"].pop("status")))

@@ -127,11 +127,21 @@ def cellkey_settings(job: Job, overrides: dict | None = None):
                            else None)
 
 
+#: the [microdata] keys a cell key run reads (the others would be silently ignored)
+_CELLKEY_MICRODATA_KEYS = {"file", "dimensions", "response", "name", "unknown_code",
+                           "household"}
+
+
 def cellkey_job(job: Job, progress=None) -> CensusRun:
     """Swap (with ``[swap]``), add record keys, tabulate every table and perturb it."""
     from tabprotect.cellkey import add_record_keys, perturb, restore_additivity, tabulate_keys
     say = progress or (lambda msg: None)
     md, ck = job.section("microdata"), job.section("cellkey")
+    unused = sorted(set(md) - _CELLKEY_MICRODATA_KEYS)
+    if unused:
+        raise InputError(f"{job.label} [microdata] {unused[0]}: not used by the cell key "
+                         "method (counts are unweighted record counts; keys used: "
+                         f"{', '.join(sorted(_CELLKEY_MICRODATA_KEYS))})")
     dims = md.get("dimensions")
     if not dims:
         raise InputError(f"{job.label} [microdata]: give 'dimensions' (the first table)")

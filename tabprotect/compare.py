@@ -71,16 +71,16 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def best(self) -> MethodRun | None:
-        """The passing suppression run with the smallest value suppressed (or, for
-        rounding, the smallest Hellinger distance)."""
+        """The passing run with the least information loss among the runs of the same
+        kind as the first passing one: suppression runs by the value suppressed, runs that
+        publish changed values (rounding, cta, cell key) by the Hellinger distance.  The
+        two measures have different units, so runs of different kinds are never ranked
+        against each other; the order of the methods says which kind the user prefers."""
         ok = [r for r in self.runs if r.passed and r.info is not None]
         if not ok:
             return None
-
-        def loss(r: MethodRun) -> float:
-            m = r.info.measures
-            return m.get("value_suppressed", m.get("hellinger", np.inf))
-        return min(ok, key=loss)
+        kind = _loss(ok[0])[0]
+        return min((r for r in ok if _loss(r)[0] == kind), key=lambda r: _loss(r)[1])
 
     def to_dict(self) -> dict[str, Any]:
         from tabprotect.infoloss import _jsonable
@@ -99,6 +99,14 @@ class Comparison:
 
     def write_csv(self, path: str | Path) -> Path:
         return write_frame(self.frame, Path(path))
+
+
+def _loss(run: MethodRun) -> tuple[str | None, float]:
+    """The measure a run is ranked by, and its value (None, inf when it has neither)."""
+    for key in ("value_suppressed", "hellinger"):
+        if key in run.info.measures:
+            return key, float(run.info.measures[key])
+    return None, np.inf
 
 
 def residual_risk(table: Table, audit) -> dict[str, float]:

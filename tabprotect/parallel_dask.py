@@ -1,8 +1,9 @@
 """The package's parallel work on a Dask cluster (``pip install "tabprotect[dask]"``).
 
 :class:`DaskExecutor` is a :class:`~tabprotect.parallel.TaskExecutor` on a
-``dask.distributed.Client``: the audit's components and verdict blocks, the modular
-method's sub-tables, the hypercube and cube passes and the greedy repair's runs become Dask tasks on the cluster's workers instead of local processes.
+``dask.distributed.Client``: the audit's components (with their verdict blocks), the
+modular method's sub-tables, the hypercube and cube passes and the greedy repair's runs
+become Dask tasks on the cluster's workers instead of local processes.
 ``protect(..., executor=client)``, ``[cluster] scheduler = "tcp://..."`` in a job and
 ``tabprotect serve --dask tcp://...`` all end here.
 

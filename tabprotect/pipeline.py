@@ -425,7 +425,9 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
     result.published = best.published
     result.audit = best.audit
     result.notes.append(f"published table and audit of '{best.label}', the passing method "
-                        f"with the least information loss")
+                        f"with the least information loss among the runs of its kind "
+                        f"(suppression, or changed values), the kind of the first passing "
+                        f"method listed")
 
 
 def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None) -> Run:

@@ -625,6 +625,33 @@ COMPARISON_COLUMNS = (("label", "method"), ("audit_passed", "audit"),
                       ("error", "error"))
 
 
+def _cellkey_html(summary: dict) -> str:
+    """The perturbed tables, what an intruder infers from a published count (the
+    posterior from the public ptable) and the swap's risk per level: counts only."""
+    rows = [{"table": t["name"], "cells": t["cells"], "changed": t["cells_changed"],
+             "relations": t["additivity"]["relations"], "relations off": t["additivity"]["off"],
+             "largest deviation": t["additivity"]["largest_deviation"]}
+            for t in summary["tables"]]
+    parts = ['<p class="note">Every cell is published with noise from the ptable; a cell '
+             'shared by several tables has one value in all of them. Relations off: totals '
+             'that differ from the sum of their published parts.</p>',
+             _frame_html(pd.DataFrame(rows), "cellkey-tables", code_columns={"table"})]
+    post = summary.get("posterior")
+    if post:
+        parts += [f'<p class="note">What an intruder who knows the ptable infers from a '
+                  f'published count (prior: {html.escape(post["prior"])}).</p>',
+                  _frame_html(pd.DataFrame(post["published"]), "cellkey-posterior",
+                              code_columns=set())]
+    swap = summary.get("swap")
+    if swap:
+        parts += [f'<p class="note">Targeted swapping: {swap["households_moved"]:,} of '
+                  f'{swap["households"]:,} households moved; records in rare cells before '
+                  'and after, and those still at their true place (at risk).</p>',
+                  _frame_html(pd.DataFrame(swap["risk"]), "swap-risk",
+                              code_columns={"level"})]
+    return "\n".join(parts)
+
+
 def _comparison_html(comparison: pd.DataFrame) -> str:
     frame = pd.DataFrame()
     for col, name in COMPARISON_COLUMNS:
@@ -632,7 +659,8 @@ def _comparison_html(comparison: pd.DataFrame) -> str:
             continue
         values = comparison[col]
         if col == "audit_passed":
-            values = values.map(lambda v: "PASSED" if v is True or v == 1 else "FAILED")
+            values = values.map(lambda v: "no audit" if v is None or v != v
+                                else "PASSED" if v is True or v == 1 else "FAILED")
         elif col == "error":
             if not values.notna().any():
                 continue
@@ -705,6 +733,8 @@ def render_html(run: Run) -> str:
         sections += ["<h2>Audit</h2>", f'<p class="note">{intro}</p>', _audit_html(run)]
     if run.info is not None:
         sections += ["<h2>Information loss</h2>", _info_html(run)]
+    if run.kind == "cellkey" and run.results.get("cellkey"):
+        sections += ["<h2>Cell key method</h2>", _cellkey_html(run.results["cellkey"])]
     if run.comparison is not None:
         sections += ["<h2>Method comparison</h2>", _comparison_html(run.comparison)]
     if run.ru_map is not None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.regions import grow
-from tabprotect.audit.system import SystemBuilder
+from tabprotect.audit.system import Knowledge, SystemBuilder, WitnessBank
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
 
@@ -559,6 +559,28 @@ def test_worker_processes_give_the_same_result(mode):
     assert one.n_lp == two.n_lp
 
 
+@pytest.mark.parametrize("attacker", [{"singleton": True}, {"coalition": 2}])
+def test_worker_processes_judge_the_contributors_alike(attacker):
+    rng = np.random.default_rng(12)
+    t = two_way(rng.integers(1, 50, size=(8, 8)))
+    st_ = t.status.copy()
+    for b in range(4):
+        r, c = str(2 * b + 1), str(2 * b + 2)
+        st_[[t.cell(r, r), t.cell(c, c), t.cell(c, r)]] = "M"
+        st_[t.cell(r, c)] = "U"
+    prim = st_ == "U"
+    freq = rng.integers(1, 3, t.n_cells).astype(float)
+    t = t.replace(status=st_, upl=np.where(prim, 2.0, 0.0), lpl=np.where(prim, 2.0, 0.0),
+                  freq=freq, top=t.value[:, None] * np.array([0.6, 0.3, 0.1]))
+    pool_always = AuditSettings(parallel_min_cells=0)
+    for mode in ("intervals", "verdict"):
+        one = audit(t, mode=mode, **attacker)
+        two = audit(t, mode=mode, workers=2, settings=pool_always, **attacker)
+        assert one.n_components > 1 and one.attacked.any()
+        np.testing.assert_array_equal(one.protected, two.protected)
+        np.testing.assert_array_equal(one.attacked, two.attacked)
+
+
 def test_infeasible_system_names_the_cell_from_a_worker():
     t = two_way([[5, 2], [1, 2]])
     # bounds the true table violates: no table satisfies them
@@ -707,3 +729,20 @@ def test_settings_are_recorded_and_checked():
         AuditSettings(block_core_share=2.0)
     with pytest.raises(InputError, match="settings must be an AuditSettings"):
         audit(t, settings={"local_min_vars": 0})
+
+
+def test_witness_bank_hands_an_attacker_only_tables_it_cannot_rule_out():
+    value = np.array([5.0, 3.0, 2.0])
+    bank = WitnessBank(3)
+    bank.keep(np.array([1.0, -1.0, 0.0]))     # moves cells 0 and 1
+    bank.keep(np.array([0.0, 2.0, -2.0]))     # moves cells 1 and 2
+    bank.keep(np.zeros(3))                    # the true table: not kept
+    knows_0 = Knowledge.exact(0, 5.0)
+    assert [x.tolist() for x in bank.usable(value, knows_0)] == [[5.0, 5.0, 0.0]]
+    # a coalition that knows cell 1 is at least 4: only the second table reaches it
+    at_least = Knowledge(np.array([1]), np.array([4.0]), np.array([np.inf]))
+    assert [x.tolist() for x in bank.usable(value, at_least)] == [[5.0, 5.0, 0.0]]
+    small = WitnessBank(3, max_floats=3)
+    small.keep(np.ones(3))
+    small.keep(np.ones(3))
+    assert len(small.rows) == 1

@@ -125,6 +125,8 @@ def test_swap_command(tmp_path, capsys):
     (('risk_variables = ["sex", "age_group"]', 'risk_variables = ["nope"]'),
      "column 'nope' not found"),
     (('geography = "region"', 'geography = "sex"'), "[swap]"),
+    (('household = "household_id"\n\n[hier', 'weight = "weight"\n\n[hier'),
+     "[microdata] weight: not used by the cell key method"),
 ])
 def test_bad_job_is_one_line_exit_2(tmp_path, capsys, change, needle):
     text = JOB.format(swap=SWAP).replace(*change)
@@ -144,3 +146,15 @@ def test_bundled_census_job_prints_what_the_docs_show(tmp_path, capsys):
     block = doc.split("$ tabprotect cellkey census.toml\n", 1)[1].split("```", 1)[0]
     for line in block.strip().splitlines():
         assert line in out, line
+
+
+@pytest.mark.slow
+def test_report_of_a_cell_key_run(tmp_path, capsys):
+    for name in ("census_persons.csv", "region.hrc", "census.toml"):
+        shutil.copy(DEMO / name, tmp_path / name)
+    assert main(["report", str(tmp_path / "census.toml"), "--quiet"]) == 0
+    page = (tmp_path / "out" / "report.html").read_text()
+    for needle in ("Cell key method", "cellkey-posterior", "swap-risk",
+                   "there is no suppression pattern to audit"):
+        assert needle in page, needle
+    capsys.readouterr()

@@ -132,3 +132,23 @@ def test_compare_full_demo_survey():
     assert cmp.frame["audit_passed"].all()
     for run in cmp.runs:
         assert audit(table.replace(status=run.published.status)).passed
+
+
+def test_best_never_ranks_a_hellinger_distance_against_a_value_suppressed():
+    from types import SimpleNamespace
+
+    from tabprotect.compare import Comparison, MethodRun
+
+    def run(label, **measures):
+        return MethodRun(label=label, method=label, params={}, seconds=0.0,
+                         audit=SimpleNamespace(passed=True),
+                         info=SimpleNamespace(measures=measures))
+
+    # a rounding's Hellinger distance (0..1) is far below any value suppressed (in the
+    # table's units): ranked together, rounding would always win
+    runs = [run("hypercube", value_suppressed=900.0), run("rounding", hellinger=0.02),
+            run("optimal", value_suppressed=700.0), run("cta", hellinger=0.01)]
+    comparison = Comparison(table=None, runs=runs, frame=pd.DataFrame())
+    assert comparison.best().label == "optimal"
+    comparison = Comparison(table=None, runs=runs[1:2] + runs, frame=pd.DataFrame())
+    assert comparison.best().label == "cta"

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from tabprotect.errors import InputError
 from tabprotect.model import Table, synthetic
 from tabprotect.model.matrix import ModelMatrix, leaf_matrix
-from tabprotect.rounding import _aggregation_matrix
+from tabprotect.rounding.small_count import aggregation_matrix
 
 SHAPES = [[(3,)], [(2, 2), (3,)], [(2, 3), (3,), (2,)], [(2,), (2,), (2,), (2,), (2,)]]
 
@@ -62,7 +62,7 @@ def test_aggregate_equals_the_matrix_and_the_children_sums(shape):
 
 def test_rounding_uses_the_same_matrix():
     t = synthetic.generate([(2, 2), (3,)], seed=1)
-    assert (_aggregation_matrix(t, t.is_inner) != t.model_matrix.sparse()).nnz == 0
+    assert (aggregation_matrix(t, t.is_inner) != t.model_matrix.sparse()).nnz == 0
 
 
 def test_leaf_matrix_of_a_flat_hierarchy_and_a_general_table():

@@ -352,6 +352,11 @@ def test_tabulate_job_on_demo_fixture(tmp_path):
     with pytest.raises(InputError, match="unknown key"):
         tabulate_job(load_job(spec={"microdata": {"file": "x.csv", "dimensions": ["a"],
                                                   "bogus": 1}}, base=tmp_path))
+    # the risk command's keys share the section: the tabulation accepts them
+    spec = dict(job.spec, microdata=dict(job.spec["microdata"], keys=["region"],
+                                         household="group_id", sampling_fraction=0.1))
+    shared = load_job(spec=spec, base=job.base)
+    assert tabulate_job(shared).value.tolist() == tabulate_job(job).value.tolist()
 
 
 def test_categorical_codes_with_unused_categories():

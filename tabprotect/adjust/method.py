@@ -92,8 +92,8 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     scale = 1.0 if opts.integer else value_scale(table)
     work = table if scale == 1.0 else scaled_table(table, 1.0 / scale)
     power = 1.0 if opts.distance == "L1" else 2.0
-    problem = CTAProblem(work, weights * scale ** power, opts)
-    unit = problem.unit
+    problem = CTAProblem(work, weights * scale ** power, opts,
+                         loose_caps=opts.distance == "L2")
     if problem.k == 0:
         notes.append("no sensitive cell with a protection level: every cell is published "
                      "at its true value")
@@ -104,14 +104,13 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     else:
         if progress:
             progress(f"cta: {opts.search} directions, {problem.k} sensitive cells", 0.1)
-        search = DirectionSearch(problem, budget)
-        if opts.search == "free":
-            adj = search.free(opts.flip_rounds)
-        elif opts.search == "heuristic":
-            adj = search.heuristic(opts.flip_rounds)
-        else:
-            adj = search.fixed(search.directions(opts.search, column))
-        search_notes = search.notes
+        adj, search_notes = _search(problem, budget, opts, column)
+        if problem.loose and not problem.within_caps(adj.net):
+            notes.append("a bound left out of the first model was reached: solved again "
+                         "with every bound")
+            problem = CTAProblem(work, weights * scale ** power, opts)
+            adj, search_notes = _search(problem, budget, opts, column)
+    unit = problem.unit
     notes.extend(search_notes)
     adjusted = _published_values(table, problem, adj, scale, opts.integer)
     directions = np.zeros(table.n_cells, dtype=np.int8)
@@ -138,6 +137,19 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
                              else adj.lower_bound * unit},
                      directions=directions, audit=audit,
                      seconds=time.perf_counter() - t0, notes=notes)
+
+
+def _search(problem: CTAProblem, budget: Budget, opts: CTAOptions,
+            column: np.ndarray | None) -> tuple[Adjustment, list[str]]:
+    """The search ``opts`` asks for, on ``problem``; its adjustment and notes."""
+    search = DirectionSearch(problem, budget)
+    if opts.search == "free":
+        adj = search.free(opts.flip_rounds)
+    elif opts.search == "heuristic":
+        adj = search.heuristic(opts.flip_rounds)
+    else:
+        adj = search.fixed(search.directions(opts.search, column))
+    return adj, search.notes
 
 
 def _published_values(table: Table, problem: CTAProblem, adj: Adjustment, scale: float,

@@ -9,7 +9,9 @@ d+_s = 0``.  The free choice is one binary ``b_s`` (1 = up) with
 ``upl_s b_s <= d+_s <= M+_s b_s`` and ``lpl_s (1 - b_s) <= d-_s <= M-_s (1 - b_s)``.
 
 Objective: ``sum w_i (d+_i + d-_i)`` (L1) or ``sum w_i (d+_i^2 + d-_i^2)`` (L2, equal to
-``sum w_i (d+_i - d-_i)^2`` at every optimum, where one of the two is 0).
+``sum w_i (d+_i - d-_i)^2`` at every optimum, where one of the two is 0).  The L2 model of
+fixed directions has one free change ``d_i`` per movable cell instead (objective
+``sum w_i d_i^2``): the split pair is degenerate, and HiGHS' QP solver can fail on it.
 """
 from __future__ import annotations
 
@@ -26,6 +28,12 @@ from tabprotect.model.table import Table
 #: additivity residual of the relations among fixed cells tolerated, relative to
 #: max(1, the relation's largest |value|)
 FIXED_RELATION_TOL = 1e-6
+#: with ``loose_caps``, a movable cell's bound farther than this many times the largest
+#: protection level is left out of the model (HiGHS' QP solver fails on degenerate
+#: problems with bounds of 1e8 and weights of 1e-7, as in Castro's TABLE3); the caller
+#: checks the solution against every bound and solves again with all of them when one
+#: is broken
+LOOSE_CAP_FACTOR = 10.0
 
 
 def fixed_cells(table: Table, *, fix_totals: bool, fix_empty: bool) -> np.ndarray:
@@ -67,7 +75,8 @@ class CTAProblem:
     weight : per movable cell, divided by ``unit`` (objectives are in these units)
     """
 
-    def __init__(self, table: Table, weights: np.ndarray, options: CTAOptions):
+    def __init__(self, table: Table, weights: np.ndarray, options: CTAOptions,
+                 loose_caps: bool = False):
         self.options = options
         self.table = table
         x = table.value
@@ -92,8 +101,15 @@ class CTAProblem:
         if options.integer:
             up_level, down_level = np.ceil(up_level - 1e-9), np.ceil(down_level - 1e-9)
         self.up_level, self.down_level = up_level, down_level
-        self.up_cap = up_cap[self.cols]
-        self.down_cap = down_cap[self.cols]
+        self.true_up_cap, self.true_down_cap = up_cap[self.cols], down_cap[self.cols]
+        self.up_cap, self.down_cap = self.true_up_cap, self.true_down_cap
+        self.loose = False
+        if loose_caps and len(sens):
+            far = LOOSE_CAP_FACTOR * float(max(table.upl[sens].max(), table.lpl[sens].max()))
+            if (self.up_cap > far).any() or (self.down_cap > far).any():
+                self.up_cap = np.where(self.up_cap > far, np.inf, self.up_cap)
+                self.down_cap = np.where(self.down_cap > far, np.inf, self.down_cap)
+                self.loose = True
         self.can_up = up_cap[sens] >= self.up_level
         self.can_down = down_cap[sens] >= self.down_level
         stuck = np.flatnonzero(~self.can_up & ~self.can_down)
@@ -123,12 +139,18 @@ class CTAProblem:
                              f"is not additive ({len(broken)} such relation(s)); no "
                              f"adjustment can repair it")
         self.A = sp.hstack([Am[live], -Am[live]], format="csr")
-        self.rhs = resid[live]
+        # residuals far below the tolerance are rounding noise of an additive table
+        self.rhs = np.where(np.abs(resid[live]) <= 1e-12 * scale[live], 0.0, resid[live])
 
     # ------------------------------------------------------------------ the models
     @property
     def k(self) -> int:
         return len(self.sensitive)
+
+    @property
+    def split(self) -> bool:
+        """Fixed directions are modelled with ``d+, d-`` (L1), else one ``d`` (L2)."""
+        return self.options.distance == "L1"
 
     def _objective(self) -> tuple[np.ndarray, np.ndarray | None]:
         w2 = np.concatenate([self.weight, self.weight])
@@ -137,8 +159,14 @@ class CTAProblem:
         return np.zeros(2 * self.m), 2.0 * w2
 
     def direction_bounds(self, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Column bounds of the deviations when sensitive cell ``s`` goes up where
-        ``up[s]`` (else down)."""
+        """Column bounds of the fixed-direction model when sensitive cell ``s`` goes up
+        where ``up[s]`` (else down)."""
+        if not self.split:
+            j = self.sens_col
+            lo, hi = -self.down_cap.copy(), self.up_cap.copy()
+            lo[j] = np.where(up, self.up_level, -self.down_cap[j])
+            hi[j] = np.where(up, self.up_cap[j], -self.down_level)
+            return lo, hi
         lo = np.zeros(2 * self.m)
         hi = np.concatenate([self.up_cap, self.down_cap])
         j, m = self.sens_col, self.m
@@ -150,11 +178,27 @@ class CTAProblem:
 
     def fixed_lp(self, up: np.ndarray) -> LinearProgram:
         """The LP (L1) or QP (L2) of one choice of directions."""
-        c, h = self._objective()
         lo, hi = self.direction_bounds(up)
+        if not self.split:
+            return LinearProgram(c=np.zeros(self.m), A=self.A[:, :self.m],
+                                 row_lower=self.rhs, row_upper=self.rhs, col_lower=lo,
+                                 col_upper=hi, hessian=2.0 * self.weight)
+        c, _ = self._objective()
         integ = np.ones(2 * self.m, dtype=bool) if self.options.integer else None
         return LinearProgram(c=c, A=self.A, row_lower=self.rhs, row_upper=self.rhs,
-                             col_lower=lo, col_upper=hi, integrality=integ, hessian=h)
+                             col_lower=lo, col_upper=hi, integrality=integ)
+
+    def cell_bounds(self, s: int, up: bool) -> tuple[list[int], list[float], list[float]]:
+        """The columns of sensitive cell ``s`` in the fixed-direction model and their
+        bounds for direction ``up``."""
+        j, m = int(self.sens_col[s]), self.m
+        cap_up, cap_down = float(self.up_cap[j]), float(self.down_cap[j])
+        if not self.split:
+            return ([j], [float(self.up_level[s])], [cap_up]) if up else \
+                ([j], [-cap_down], [-float(self.down_level[s])])
+        if up:
+            return [j, m + j], [float(self.up_level[s]), 0.0], [cap_up, 0.0]
+        return [j, m + j], [0.0, float(self.down_level[s])], [0.0, cap_down]
 
     def big_m(self, incumbent: float | None) -> tuple[np.ndarray, np.ndarray, str]:
         """Upper bounds ``M+, M-`` on each sensitive cell's deviations in the MILP: its
@@ -180,11 +224,14 @@ class CTAProblem:
         return up, down, note
 
     def direction_model(self, m_up: np.ndarray, m_down: np.ndarray,
-                        relaxed: bool) -> LinearProgram:
+                        relaxed: bool, linear: bool = False) -> LinearProgram:
         """The model with a direction variable ``b_s`` (1 = up) per sensitive cell
-        (columns ``2m .. 2m + k - 1``): binary (the MILP) or in [0, 1] (``relaxed``)."""
+        (columns ``2m .. 2m + k - 1``): binary (the MILP) or in [0, 1] (``relaxed``);
+        ``linear``: with the L1 objective whatever the distance."""
         m, k, j = self.m, self.k, self.sens_col
         c, h = self._objective()
+        if linear:
+            c, h = np.concatenate([self.weight, self.weight]), None
         rows = np.arange(k)
         b = 2 * m + rows
         # d+ - upl b >= 0;  d+ - M+ b <= 0;  d- + lpl b >= lpl;  d- + M- b <= M-
@@ -214,8 +261,17 @@ class CTAProblem:
                              row_upper=row_hi, col_lower=lo, col_upper=hi,
                              integrality=integ, hessian=hess)
 
+    def within_caps(self, net: np.ndarray, tol: float = 1e-9) -> bool:
+        """The net changes keep every bound, the ones left out of the model included."""
+        slack = tol * np.maximum(1.0, np.abs(self.x[self.cols]))
+        return bool((net <= self.true_up_cap + slack).all()
+                    and (-net <= self.true_down_cap + slack).all())
+
     def net(self, solution: np.ndarray) -> np.ndarray:
-        """Each movable cell's net change ``d+ - d-`` from a solution vector."""
+        """Each movable cell's net change from a solution vector (``d`` of the L2
+        fixed-direction model, ``d+ - d-`` of the others)."""
+        if len(solution) == self.m and not self.split:
+            return solution.copy()
         return solution[:self.m] - solution[self.m:2 * self.m]
 
     def objective(self, net: np.ndarray) -> float:

@@ -22,8 +22,17 @@ from tabprotect.errors import InputError
 FLOOR_SECONDS = 0.25
 #: with free directions, the share of the budget the heuristic start may use
 HEURISTIC_SHARE = 0.3
+#: the share of the heuristic's budget its relaxation may use (HiGHS' QP solver can
+#: stall on the L2 relaxation until its time limit; the L1 relaxation's directions
+#: are taken then)
+RELAX_SHARE = 0.25
 #: a flip is kept when it lowers the distance by more than this, relative
 FLIP_GAIN = 1e-9
+#: a flip's re-solve may take this many times the first solve (at least
+#: FLIP_MIN_SECONDS); past it the flip is dropped: HiGHS' QP solver can stall on a
+#: warm re-solve until its time limit
+FLIP_TIME_FACTOR = 20.0
+FLIP_MIN_SECONDS = 1.0
 
 
 @dataclass
@@ -112,18 +121,27 @@ class DirectionSearch:
         budget = budget or self.budget
         m_up, m_down, _ = self.p.big_m(None)
         relax = solve(self.p.direction_model(m_up, m_down, relaxed=True),
-                      time_limit=self.limit(budget))
+                      time_limit=self.limit(budget.share(RELAX_SHARE)))
         if relax.status == "infeasible":
             raise InputError("cta: no adjustment meets the relations, the bounds, the "
                              "fixed cells and the protection levels together")
-        if not relax.has_solution:
-            raise InputError(self._no_solution(relax, "the first LP"))
         bound = relax.objective if relax.status == "optimal" else None
-        b = relax.x[2 * self.p.m:]
+        b = relax.x[2 * self.p.m:] if relax.status == "optimal" else None
+        if b is None and self.p.options.distance == "L2":
+            self.notes.append(f"the L2 relaxation gave no answer ({relax.status}): the "
+                              f"first directions are the L1 relaxation's (no lower bound)")
+            lin = solve(self.p.direction_model(m_up, m_down, relaxed=True, linear=True),
+                        time_limit=self.limit(budget.share(RELAX_SHARE)))
+            b = lin.x[2 * self.p.m:] if lin.has_solution else None
+        if b is None:
+            self.notes.append(f"the relaxation gave no answer ({relax.status}): the "
+                              f"heuristic starts from every cell up")
+            b = np.ones(self.p.k)
         up = np.where(self.p.can_up & self.p.can_down, b >= 0.5, self.p.can_up)
         model = HighsModel(self.p.fixed_lp(up), mip_gap=self.p.options.mip_gap)
         res = model.solve(self.limit(budget))
-        tries = 1
+        flip_seconds = max(FLIP_MIN_SECONDS, FLIP_TIME_FACTOR * res.runtime)
+        tries, stalled = 1, 0
         if not res.has_solution:
             up, res, tries = self._first_feasible(model, up, budget)
         best_x, best = res.x, self.p.objective(self.p.net(res.x))
@@ -137,9 +155,12 @@ class DirectionSearch:
                     break
                 up[s] = ~up[s]
                 self._set_direction(model, up, s)
-                res = model.solve(self.limit(budget))
+                left = self.limit(budget)
+                res = model.solve(flip_seconds if left is None else min(left, flip_seconds))
                 tries += 1
-                value = self.p.objective(self.p.net(res.x)) if res.has_solution else np.inf
+                stalled += res.status.startswith("time_limit")
+                value = self.p.objective(self.p.net(res.x)) \
+                    if res.status == "optimal" else np.inf
                 if value < best - FLIP_GAIN * max(1.0, abs(best)):
                     best, best_x, improved = value, res.x, True
                     flips += 1
@@ -150,19 +171,18 @@ class DirectionSearch:
                 break
         if budget.expired():
             self.notes.append("time limit reached during the direction flips")
+        if stalled:
+            self.notes.append(f"{stalled} flip(s) dropped: their re-solve took more than "
+                              f"{flip_seconds:.1f} s")
         net = self.p.net(best_x)
         lb = bound if bound is not None and bound <= best else None
         return Adjustment(net=net, up=up.copy(), objective=best, lower_bound=lb,
                           proven_optimal=False, solver_status="heuristic",
-                          details={"solves": tries + 1, "flips_kept": flips})
+                          details={"solves": tries + 1, "flips_kept": flips,
+                                   "flips_dropped": stalled})
 
     def _set_direction(self, model: HighsModel, up: np.ndarray, s: int) -> None:
-        j, m = int(self.p.sens_col[s]), self.p.m
-        cap_up, cap_down = self.p.up_cap[j], self.p.down_cap[j]
-        if up[s]:
-            model.set_col_bounds([j, m + j], [self.p.up_level[s], 0.0], [cap_up, 0.0])
-        else:
-            model.set_col_bounds([j, m + j], [0.0, self.p.down_level[s]], [0.0, cap_down])
+        model.set_col_bounds(*self.p.cell_bounds(s, bool(up[s])))
 
     def _first_feasible(self, model: HighsModel, up: np.ndarray, budget: Budget):
         """All up, then all down, where the rounded relaxation's directions fail."""
@@ -175,6 +195,9 @@ class DirectionSearch:
             tries += 1
             if res.has_solution:
                 return trial, res, tries
+        if budget.expired():
+            raise InputError("cta: the time limit ran out before the heuristic found an "
+                             "adjustment; give a longer time_limit")
         raise InputError("cta: the heuristic found no adjustment (rounded first LP, all "
                          "up, all down); use directions = free (L1) or give directions")
 
@@ -230,6 +253,10 @@ class DirectionSearch:
         if res.status == "infeasible":
             return (f"cta: no adjustment meets the relations, the bounds, the fixed cells "
                     f"and the protection levels for {what}")
+        if res.status == "error":
+            hint = ("; HiGHS' QP solver fails on some large L2 models: distance = L1 "
+                    "solves them" if self.p.options.distance == "L2" else "")
+            return f"cta: the solver failed on {what} (solve error){hint}"
         return f"cta: {what} found no adjustment ({res.status}; time limit too short?)"
 
 

@@ -21,8 +21,8 @@ class AggregateModel:
     witness.
     """
 
-    def __init__(self, system: ReducedSystem, fixed, reach_: float):
-        self.system, self.fixed, self.reach = system, fixed, reach_
+    def __init__(self, system: ReducedSystem, fixed, reach_: float, integer: bool = False):
+        self.system, self.fixed, self.reach, self.integer = system, fixed, reach_, integer
         self._model: HighsModel | None = None
 
     def _build(self) -> HighsModel:
@@ -34,6 +34,10 @@ class AggregateModel:
             ub = np.minimum(ub, system.value + self.reach)
         lp = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,
                            col_lower=lb, col_upper=ub)
+        if self.integer:
+            # an integer intruder takes integral points only: simplex vertices are often
+            # integral, interior points hardly ever
+            return HighsModel(lp)
         return HighsModel(lp, solver="ipm", run_crossover="off")
 
     def solve(self, idx, values, counters):
@@ -75,7 +79,7 @@ def aggregate_rounds(state: VerdictState, rounds: int) -> None:
     open or two rounds in a row gain next to nothing. The random directions are seeded
     by the component, so the audit is deterministic."""
     rng = np.random.default_rng(state.n_targets * 7919 + state.k)
-    model = AggregateModel(state.system, state.fixed, state.reach())
+    model = AggregateModel(state.system, state.fixed, state.reach(), state.integer)
     stalled = 0
     for round_no in range(rounds):
         open_ = (state.short_hi() | state.short_lo() | state.short_w()) & ~state.decided

@@ -61,6 +61,33 @@ class Knowledge:
         return lb, ub
 
 
+class WitnessBank:
+    """Witnesses (feasible tables, as deviations from the true table) kept from the
+    passes of one component, for the attackers after them: a witness that respects
+    what an attacker knows is a feasible table for that attacker too, so the attacker's
+    pass starts from it instead of finding it again. Kept while they take at most
+    ``max_floats`` numbers in all."""
+
+    def __init__(self, k: int, max_floats: int = 2_000_000):
+        self.rows: list[np.ndarray] = []
+        self.room = max_floats // max(1, k)
+
+    def keep(self, deviation: np.ndarray) -> None:
+        if len(self.rows) < self.room and np.any(deviation):
+            self.rows.append(deviation.copy())
+
+    def usable(self, value: np.ndarray, knowledge: "Knowledge") -> list[np.ndarray]:
+        """The kept tables that satisfy ``knowledge`` (as full tables)."""
+        if not self.rows:
+            return []
+        D = np.vstack(self.rows)
+        idx = knowledge.index
+        x = value[idx] + D[:, idx]
+        tol = 1e-9 * np.maximum(1.0, np.abs(value[idx]))
+        ok = np.all((x >= knowledge.lower - tol) & (x <= knowledge.upper + tol), axis=1)
+        return [value + D[r] for r in np.flatnonzero(ok)]
+
+
 def new_counters() -> dict[str, int]:
     """The audit's work counters (summed over components into the result)."""
     return {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
@@ -117,6 +144,7 @@ class ReducedSystem:
         self.warm_options = dict(warm_options or {})
         self.relaxed = False
         self.incomplete: set[int] = set()
+        self.bank = WitnessBank(self.k)
         self._model: HighsModel | None = None
         self._A_csc: sp.csc_matrix | None = None
         self._work: dict | None = None
@@ -136,8 +164,11 @@ class ReducedSystem:
             return self.lb.copy(), self.ub.copy()
         return fixed.bounds(self.lb, self.ub)
 
-    def lp(self, integer: bool, fixed: Knowledge | None = None) -> LinearProgram:
-        lb, ub = self.bounds(fixed)
+    def lp(self, integer: bool, fixed: Knowledge | None = None, bounds=None
+           ) -> LinearProgram:
+        """The component's program for the attacker who knows ``fixed`` (or with the
+        variable bounds ``bounds``); integral with ``integer``."""
+        lb, ub = self.bounds(fixed) if bounds is None else bounds
         tol = self.row_tol if self.relaxed else 0.0
         return LinearProgram(c=np.zeros(self.k), A=self.A, row_lower=self.rhs - tol,
                              row_upper=self.rhs + tol, col_lower=lb, col_upper=ub,
@@ -179,19 +210,61 @@ class ReducedSystem:
             return None, None
         val = float(x[j])
         if integer and np.abs(x - np.round(x)).max() > 1e-6:
-            val = self._integer_bound(j, sense, fixed, counters)
-            x = None
+            val, x = self._integer_bound(j, sense, fixed, counters)
         return val, x
 
-    def _integer_bound(self, j, sense, fixed, counters) -> float:
-        """The LP optimum was fractional: solve the integer program for this bound."""
+    def integer_bound_or_witness(self, j, sense, goal, fixed, counters):
+        """For an integer intruder: ``(value, x, exact)``. The LP first; when its optimum
+        is fractional, an integral table reaching ``goal`` (``exact`` False: ``value``
+        is that table's ``x_j``, attained but maybe not the bound), and only when there
+        is none the integer program for the exact bound."""
+        status, x = self.solve([j], [1.0], sense, fixed, counters)
+        if status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None, True
+        if status == "infeasible":
+            raise InfeasibleSystem(j)
+        if status != "optimal":
+            return None, None, True
+        if np.abs(x - np.round(x)).max() <= 1e-6:
+            return float(x[j]), x, True
+        found, w = self.integer_witness(j, sense, goal, fixed, counters)
+        if found == "found":
+            return float(w[j]), w, False
+        val, w = self._integer_bound(j, sense, fixed, counters)
+        return val, w, True
+
+    def _integer_bound(self, j, sense, fixed, counters):
+        """The LP optimum was fractional: solve the integer program for this bound.
+        Returns ``(bound, solution or None)``; the solution is an integral feasible
+        table, a witness for the other cells too."""
         model = HighsModel(self.lp(True, fixed))
         model.set_objective(indices=[j], values=[1.0], sense=sense)
         res = model.solve()
         counters["lp"] += 1
-        if res.status != "optimal":
-            return -np.inf if sense == "min" else np.inf
-        return float(round(res.x[j]))
+        if res.status != "optimal" or res.x is None:
+            return (-np.inf if sense == "min" else np.inf), None
+        return float(round(res.x[j])), np.round(res.x)
+
+    def integer_witness(self, j, sense, goal, fixed, counters):
+        """An integral feasible table with ``x_j >= goal`` (``sense="max"``) or ``x_j <=
+        goal`` (``"min"``): a feasibility MILP, which stops at its first solution where
+        the bound itself would need a proof of optimality. Returns ``(status, x)``:
+        ``"found"`` with the table, ``"none"`` when no such table exists, ``"unknown"``
+        when the solver gave no answer."""
+        lb, ub = self.bounds(fixed)
+        if sense == "max":
+            lb[j] = max(lb[j], goal)
+        else:
+            ub[j] = min(ub[j], goal)
+        if lb[j] > ub[j]:
+            return "none", None
+        res = HighsModel(self.lp(True, bounds=(lb, ub))).solve()
+        counters["lp"] += 1
+        if res.status == "infeasible":
+            return "none", None
+        if res.status != "optimal" or res.x is None:
+            return "unknown", None
+        return "found", np.round(res.x)
 
     def columns(self) -> sp.csc_matrix:
         """The relation matrix by columns (built once, on first use)."""

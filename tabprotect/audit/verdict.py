@@ -34,6 +34,10 @@ def verdict_bounds(system: ReducedSystem, task, targets, counters,
             frozen[fixed.known] = True
         absorb_moves(task.moves, state.system.value, state.lb, state.ub, state.lo, state.hi,
                      task.integer, frozen)
+    if fixed is not None:
+        # the witnesses of the passes before this attacker's that it cannot rule out
+        for x in system.bank.usable(system.value, fixed):
+            state.absorb(x, keep=False)
     system.fix(fixed)
     try:
         _witness_passes(state, settings)
@@ -81,14 +85,37 @@ def _per_cell_pass(state: VerdictState) -> None:
             exact = state.ex_hi[j] if sense == "max" else state.ex_lo[j]
             if not needs or exact:
                 continue
-            val, x = system.bound(j, sense, integer, state.fixed, state.counters)
+            if integer:
+                val, x, exact = system.integer_bound_or_witness(
+                    j, sense, _goal(state, j, sense), state.fixed, state.counters)
+            else:
+                (val, x), exact = system.bound(j, sense, False, state.fixed,
+                                               state.counters), True
             if val is None:
                 system.incomplete.add(int(j))
                 continue
             state.absorb(x)
+            if not exact:
+                continue   # a witness that reaches the goal: this end is settled
             if sense == "max":
                 state.hi[j] = np.floor(val + 1e-6) if integer and np.isfinite(val) else val
                 state.ex_hi[j] = True
             else:
                 state.lo[j] = np.ceil(val - 1e-6) if integer and np.isfinite(val) else val
                 state.ex_lo[j] = True
+
+
+def _goal(state: VerdictState, j: int, sense: str) -> float:
+    """The integer value primary ``j`` must reach upwards (``"max"``) or downwards
+    (``"min"``) for its requirement, given the other end as far as it is known (and
+    beyond the current end when the interval is still a point)."""
+    lo, hi = state.lo[j], state.hi[j]
+    if sense == "max":
+        goal = max(state.req_hi[j], lo + state.req_w[j])
+        if goal <= hi + state.tol[j]:
+            goal = hi + 1
+        return float(np.ceil(goal - 1e-6))
+    goal = min(state.req_lo[j], hi - state.req_w[j])
+    if goal >= lo - state.tol[j]:
+        goal = lo - 1
+    return float(np.floor(goal + 1e-6))

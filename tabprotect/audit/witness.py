@@ -103,13 +103,16 @@ class VerdictState:
     def needs_lo(self, j: int) -> bool:
         return self.lo[j] > self.req_lo[j] + self.tol[j] or self.narrow(j)
 
-    def absorb(self, x) -> None:
-        """Widen the witness bounds by the feasible table ``x`` and its mirror image."""
+    def absorb(self, x, keep: bool = True) -> None:
+        """Widen the witness bounds by the feasible table ``x`` and its mirror image;
+        ``keep`` it for later attackers (:class:`~tabprotect.audit.system.WitnessBank`)."""
         if x is None or (self.integer and np.abs(x - np.round(x)).max() > 1e-6):
             return   # a fractional point is no witness for an integer intruder
         lo, hi, value = self.lo, self.hi, self.system.value
         np.minimum(lo, x, out=lo)
         np.maximum(hi, x, out=hi)
+        if keep:
+            self.system.bank.keep(x - value)
         # its mirror image: x = value + d with A d = 0, so value - t d satisfies the
         # relations too, for the largest t <= 1 that keeps every cell in its bounds; a
         # push up thus also gives a push down (often the whole way: levels are mostly

@@ -80,15 +80,25 @@ class ComponentAudit:
         # dual simplex on every re-solve: after an objective change over thousands of
         # columns, primal simplex from the old basis was 10-40x slower in our runs
         model = HighsModel(self._lp(False), threads=self.threads, simplex_strategy=1)
+        self._bulk_pushes(model, lo_done, hi_done, counters, deadline)
+        for sense, done, out in (("min", lo_done, out_lo), ("max", hi_done, out_hi)):
+            self._one_by_one(model, sense, done, out, lo_done, hi_done, counters, deadline)
+        out_lo = np.where(lo_done, np.where(np.isfinite(out_lo), np.ceil(out_lo - TOL),
+                                            out_lo), self.lo)
+        out_hi = np.where(hi_done, np.where(np.isfinite(out_hi), np.floor(out_hi + TOL),
+                                            out_hi), self.hi)
+        # a bound never leaves the method's range (an unfinished MILP reports +-inf)
+        return np.maximum(out_lo, self.lo) + 0.0, np.minimum(out_hi, self.hi) + 0.0
 
-        def absorb(x):
-            # an integral feasible table at a cell's range end proves that end is exact
-            if x is None or np.abs(x - np.round(x)).max(initial=0.0) > TOL:
-                return
-            lo_done[:] |= np.abs(x - self.lo) <= TOL
-            hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= TOL)
+    def _absorb(self, x, lo_done: np.ndarray, hi_done: np.ndarray) -> None:
+        """An integral feasible table at a cell's range end proves that end is exact."""
+        if x is None or np.abs(x - np.round(x)).max(initial=0.0) > TOL:
+            return
+        lo_done[:] |= np.abs(x - self.lo) <= TOL
+        hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= TOL)
 
-        # bulk pushes: all unresolved cells down together, then up, while it helps
+    def _bulk_pushes(self, model, lo_done, hi_done, counters: Counters, deadline) -> None:
+        """All unresolved cells down together, then up, while it settles more cells."""
         for _ in range(6):
             progress = False
             for sense, done in (("min", lo_done), ("max", hi_done)):
@@ -103,42 +113,39 @@ class ComponentAudit:
                     raise InputError("audit_rounded: no additive integer table is consistent "
                                      "with the published values, base and method")
                 if res.status == "optimal":
-                    absorb(res.x)
+                    self._absorb(res.x, lo_done, hi_done)
                 else:
                     counters.cut = True
                 progress |= int(done.sum()) > before
             if not progress:
                 break
-        # the rest: one LP per bound, warm
-        for sense, done, out in (("min", lo_done, out_lo), ("max", hi_done, out_hi)):
-            for j in np.flatnonzero(~done):
-                if done[j]:
-                    continue  # settled by an earlier solution in this loop
-                if late(deadline):
-                    break
-                model.set_objective(indices=[j], values=[1.0], sense=sense)
-                res = model.solve(time_limit=remaining(deadline))
-                counters.lp += 1
-                if res.status == "unbounded":
-                    out[j] = -np.inf if sense == "min" else np.inf
-                    done[j] = True
-                    continue
-                if res.status != "optimal":
-                    counters.cut = True
-                    continue
-                xj = float(res.x[j])
-                if np.abs(res.x - np.round(res.x)).max(initial=0.0) > TOL:
-                    xj = self._integer_bound(j, sense, counters)
-                else:
-                    absorb(res.x)
-                out[j] = xj
+
+    def _one_by_one(self, model, sense: str, done, out, lo_done, hi_done,
+                    counters: Counters, deadline) -> None:
+        """One warm LP per bound still open (``done``/``out`` of ``sense``); a fractional
+        optimum goes to the integer program."""
+        for j in np.flatnonzero(~done):
+            if done[j]:
+                continue  # settled by an earlier solution in this loop
+            if late(deadline):
+                break
+            model.set_objective(indices=[j], values=[1.0], sense=sense)
+            res = model.solve(time_limit=remaining(deadline))
+            counters.lp += 1
+            if res.status == "unbounded":
+                out[j] = -np.inf if sense == "min" else np.inf
                 done[j] = True
-        out_lo = np.where(lo_done, np.where(np.isfinite(out_lo), np.ceil(out_lo - TOL),
-                                            out_lo), self.lo)
-        out_hi = np.where(hi_done, np.where(np.isfinite(out_hi), np.floor(out_hi + TOL),
-                                            out_hi), self.hi)
-        # a bound never leaves the method's range (an unfinished MILP reports +-inf)
-        return np.maximum(out_lo, self.lo) + 0.0, np.minimum(out_hi, self.hi) + 0.0
+                continue
+            if res.status != "optimal":
+                counters.cut = True
+                continue
+            xj = float(res.x[j])
+            if np.abs(res.x - np.round(res.x)).max(initial=0.0) > TOL:
+                xj = self._integer_bound(j, sense, counters)
+            else:
+                self._absorb(res.x, lo_done, hi_done)
+            out[j] = xj
+            done[j] = True
 
     def _integer_bound(self, j, sense, counters: Counters) -> float:
         if self._mip is None:

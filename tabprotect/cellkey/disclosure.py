@@ -59,12 +59,17 @@ def posterior(pt: PTable, n_original: int | None = None,
 def disclosure_summary(pt: PTable, n_original: int | None = None,
                        prior: np.ndarray | None = None, small: int | None = None) -> dict:
     """Per published count: the largest posterior of an original value and the posterior
-    probability that the original was a small count ``1 .. small`` (default ``max(js, 2)``)."""
+    probability that the original was a small count ``1 .. small`` (default ``max(js, 2)``);
+    published counts are listed while every original that can produce them lies in the
+    prior's range."""
     post = posterior(pt, n_original, prior)
     js = pt.params.js if pt.params is not None else 0
     small = int(small if small is not None else max(js, 2))
+    vmax = int(np.abs(pt.v).max())
     out = []
     for j, row in post.iterrows():
+        if j + vmax > post.shape[1] - 1:    # some originals of j lie beyond the prior's range
+            break
         out.append({"published": int(j), "max_posterior": round(float(row.max()), 6),
                     "most_likely_original": int(row.idxmax()),
                     f"p_original_1_to_{small}": round(float(row.loc[1:small].sum()), 6)})

@@ -232,9 +232,29 @@ def _mono_rows(v: np.ndarray) -> np.ndarray:
     return np.array(rows).reshape(-1, v.size)
 
 
+def _free_maxent(v: np.ndarray, t: float, p0: float | None) -> np.ndarray | None:
+    """The maximum-entropy row without the monotony rows (None when it cannot reach ``t``)."""
+    if p0 is None or not (v == 0).any():
+        lo, hi = _moment_range(v)
+        return _maxent(v, t) if lo < t < hi else None
+    rest = v[v != 0]
+    mass = 1.0 - p0
+    if mass <= 0:
+        return None
+    lo, hi = _moment_range(rest)
+    if not lo < t / mass < hi:
+        return None
+    p = np.zeros(v.size)
+    p[v == 0] = p0
+    p[v != 0] = mass * _maxent(rest, t / mass)
+    return p
+
+
 def _maxent_mono(v: np.ndarray, t: float, p0: float | None) -> np.ndarray:
     """Maximum entropy on ``v`` with mean 0, second moment ``t`` (clamped into what the
-    constraints allow), the monotony rows and optionally ``p(0) = p0``."""
+    constraints allow), the monotony rows and optionally ``p(0) = p0``: the free maximum
+    when it is monotone, else SLSQP from a feasible start (the start, a feasible row, is
+    kept if SLSQP does not converge)."""
     from scipy.optimize import minimize
     x = v.astype(float)
     A = [np.ones(v.size), x]
@@ -260,6 +280,9 @@ def _maxent_mono(v: np.ndarray, t: float, p0: float | None) -> np.ndarray:
     start = a * ends[0] + (1 - a) * ends[1]
     if t - lo < 1e-9 or hi - t < 1e-9:
         return start
+    free = _free_maxent(v, t, p0)        # the maximum without the monotony rows
+    if free is not None and (not G.size or (G @ free <= 1e-12).all()):
+        return free
     cons = [{"type": "eq", "fun": lambda p: A @ p - b, "jac": lambda p: A},
             {"type": "eq", "fun": lambda p: np.array([p @ (x * x) - t]),
              "jac": lambda p: (x * x)[None, :]}]
@@ -268,7 +291,7 @@ def _maxent_mono(v: np.ndarray, t: float, p0: float | None) -> np.ndarray:
     res = minimize(lambda p: float(np.sum(p * np.log(np.maximum(p, 1e-300)))), start,
                    jac=lambda p: np.log(np.maximum(p, 1e-300)) + 1.0, method="SLSQP",
                    bounds=[(0.0, 1.0)] * v.size, constraints=cons,
-                   options={"ftol": 1e-15, "maxiter": 500})
+                   options={"ftol": 1e-13, "maxiter": 300})
     return np.clip(res.x, 0, None) if res.success else start
 
 

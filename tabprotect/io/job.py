@@ -247,6 +247,11 @@ def general_table(job: Job) -> Table:
     return table.replace(**changes) if changes else table
 
 
+#: ``[microdata]`` keys of the risk command (the section is shared by every command of a
+#: job): known, and not read by the tabulation
+RISK_KEYS = {"keys", "household", "sampling_fraction", "pi_key"}
+
+
 def tabulate_job(job: Job, progress=None) -> Table:
     """The table of a job with a ``[microdata]`` section (see ``docs/tabulate.md``).
 
@@ -262,7 +267,7 @@ def tabulate_job(job: Job, progress=None) -> Table:
     """
     spec = job.section("microdata")
     label = f"{job.label} [microdata]"
-    unknown = set(spec) - MICRODATA_KEYS
+    unknown = set(spec) - MICRODATA_KEYS - RISK_KEYS
     if unknown:
         raise InputError(f"{label}: unknown key(s) {sorted(unknown)} "
                          f"(known: {', '.join(sorted(MICRODATA_KEYS))})")

@@ -48,7 +48,6 @@ from tabprotect.rounding.result import METHODS, RoundingResult, ZeroRestrictedIn
 from tabprotect.rounding.settings import RoundingSettings
 from tabprotect.rounding.sifting import SiftedLPResult, sifted_lp
 from tabprotect.rounding.simple import deterministic_round, random_round
-from tabprotect.rounding.small_count import aggregation_matrix as _aggregation_matrix
 from tabprotect.rounding.small_count import small_count_round
 
 __all__ = ["round_table", "RoundingResult", "RoundingSettings", "ZeroRestrictedInfeasible",

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from solvers import LinearProgram
-from solvers import solve as solve_lp
+from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
 from tabprotect.secondary.repair import Requirements
 
@@ -52,6 +51,12 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
     A = A[rows]
     M = sparse.hstack([A, -A]).tocsr()
     hi_both = np.concatenate([req.up[cells], req.down[cells]])
+    every = np.arange(2 * m)
+    # one solver per sub-table: the LPs differ only in their column bounds, so the model
+    # is built once and only the bounds change; each LP still starts from scratch
+    # (clearSolver), because these least-movement LPs have many optimal vertices and the
+    # vertex decides the carried levels: a warm start would find another one
+    model: HighsModel | None = None
     for slot, s in enumerate(req.primary):
         up, down = float(req.need_up[slot]), float(req.need_down[slot])
         width = float(req.need_width[slot])
@@ -70,9 +75,14 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
                 return None
             lo[own] = need
             hi[m + k if sign > 0 else k] = 0.0
-            lp = LinearProgram(c=np.ones(2 * m), A=M, row_lower=np.zeros(len(rows)),
-                               row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
-            res = solve_lp(lp, threads=1)
+            if model is None:
+                model = HighsModel(LinearProgram(
+                    c=np.ones(2 * m), A=M, row_lower=np.zeros(len(rows)),
+                    row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi), threads=1)
+            else:
+                model.set_col_bounds(every, lo, hi)
+                model.highs.clearSolver()
+            res = model.solve()
             if res.status != "optimal" or res.x is None:
                 return None
             level_up[cells] = np.maximum(level_up[cells], res.x[:m])
