@@ -272,7 +272,9 @@ def _protect_step(result: Run, job: Job, steps: _Steps, executor: Any = None) ->
         return
     result.kind = "suppression"
     result.method = method
-    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    coalition = opts.get("coalition")
+    result.attacker = _attacker(bool(opts.get("singleton", True))) if not coalition else (
+        f"outside intruder and every coalition of up to {coalition} contributors")
     result.published = res.confidential_table
     result.audit = res.audit
     result.results = {k: v for k, v in res.summary().items()
