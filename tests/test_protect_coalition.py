@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from lp_oracle import protected as oracle_protected
+from test_audit_coalition import _random_table
 from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table
@@ -62,6 +63,32 @@ def test_coalition_patterns_pass_the_oracle(method, seed):
     assert oracle_protected(res.confidential_table, coalition=2).all()
     assert oracle_protected(res.confidential_table, singleton=True).all()
     assert len(res.repaired) > 0 and plain.params["coalition"] is None
+
+
+def test_a_count_table_is_repaired_in_integers():
+    # the audit's integer intervals: the oracle checks them with integer programs
+    t = _random_table(np.random.default_rng(6), "frequency", 4)
+    t = t.replace(status=np.where(t.status == "M", "S", t.status))
+    assert not oracle_protected(protect(t, "greedy", cost="unity").confidential_table,
+                                coalition=2, integer=True).all()
+    res = protect(t, "greedy", cost="unity", coalition=2)
+    assert res.passed and oracle_protected(res.confidential_table, coalition=2,
+                                           integer=True).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12))
+def test_larger_tables_and_coalitions_pass_the_oracle(seed):
+    size = 2 + seed % 2
+    kind = "frequency" if seed % 3 == 0 else "magnitude"
+    t = random_table(seed, (3, 4)) if kind == "magnitude" else _random_table(
+        np.random.default_rng(seed), kind, 4)
+    t = t.replace(status=np.where(t.status == "M", "S", t.status))
+    for method in ("optimal", "modular", "greedy"):
+        res = protect(t, method, cost="unity", coalition=size)
+        assert res.passed == oracle_protected(res.confidential_table, coalition=size,
+                                              integer=kind == "frequency").all()
+        assert res.passed, (method, res.notes)
 
 
 def test_verdict_audit_mode_repairs_the_same_way():
