@@ -42,17 +42,19 @@ def child(args) -> None:
     from tabprotect.secondary import protect
     from tabprotect.secondary.base import METHODS
 
-    data = np.load(args.counts)
-    value = data["value"]
-    g, leaves = (int(x) for x in args.table.split("x"))
-    hs = [branching_hierarchy((g, leaves), d) for d in "RIS"]
+    if args.table.endswith(".csv"):
+        hs, value = peer_table(args.table)
+    else:
+        value = np.load(args.counts)["value"]
+        g, leaves = (int(x) for x in args.table.split("x"))
+        hs = [branching_hierarchy((g, leaves), d) for d in "RIS"]
     primary = (value >= 1) & (value <= 2)
     status = np.where(value == 0, "Z", "S").astype("<U1")
     status[primary] = "U"
     t = Table.from_arrays(dict(zip(("region", "industry", "size"), hs)), value,
                           value.copy(), status=status, upl=np.where(primary, 1.0, 0.0),
                           spl=np.where(primary, 2.0, 0.0), kind="frequency")
-    row = {"tree": args.name, "table": args.table, "cells": t.n_cells,
+    row = {"tree": args.name, "table": Path(args.table).stem, "cells": t.n_cells,
            "primaries": int(primary.sum())}
     METHODS["gauss"](t, t.value.copy(), singleton=True)  # compiled kernels loaded
     t0 = time.perf_counter()
@@ -80,6 +82,28 @@ def child(args) -> None:
     row["audit_mode"] = res.audit.mode
     row["stages"] = getattr(res, "stage_seconds", {})
     print(json.dumps(row), flush=True)
+
+
+def peer_table(path: str):
+    """The hierarchies and counts of a peers' count table (``dim1..3, freq, grp1..3``:
+    leaves, their count and their group; totals added)."""
+    import numpy as np
+    import pandas as pd
+    from tabprotect.model import Hierarchy, aggregate_leaves
+
+    df = pd.read_csv(path)
+    hs = []
+    for d in (1, 2, 3):
+        groups = sorted(df[f"grp{d}"].unique())
+        pairs = [("Total", g) for g in groups]
+        pairs += sorted({(g, c) for g, c in zip(df[f"grp{d}"], df[f"dim{d}"])})
+        hs.append(Hierarchy.from_pairs(pairs))
+    index = [{c: i for i, c in enumerate(h.codes)} for h in hs]
+    shape = tuple(len(h) for h in hs)
+    value = np.zeros(shape)
+    for a, b, c, f in zip(df.dim1, df.dim2, df.dim3, df.freq):
+        value[index[0][a], index[1][b], index[2][c]] = f
+    return hs, aggregate_leaves(value.ravel(), hs)
 
 
 def run_child(name: str, code: str, table: str, counts: Path, args) -> dict:
@@ -123,7 +147,8 @@ def markdown(rows: list[dict], command: str) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", nargs="+", default=["2x5", "4x5"],
-                    help="GROUPSxLEAVES per dimension (3-D)")
+                    help="GROUPSxLEAVES per dimension (3-D), or a peers' count table "
+                         "(a .csv with dim1..3, freq, grp1..3)")
     ap.add_argument("--code", nargs="+", default=[f"current={ROOT}"],
                     help="NAME=PATH of each code tree, run in this order")
     ap.add_argument("--seed", type=int, default=1)
@@ -147,13 +172,14 @@ def main(argv=None) -> None:
     rows = []
     tmp = Path(tempfile.mkdtemp())
     for table in args.tables:
-        g, leaves = (int(x) for x in table.split("x"))
-        t = count_table([(g, leaves)] * 3, seed=args.seed)
-        counts = tmp / f"{table}.npz"
-        np.savez(counts, value=t.value)
+        counts = tmp / f"{Path(table).stem}.npz"
+        if not table.endswith(".csv"):
+            g, leaves = (int(x) for x in table.split("x"))
+            np.savez(counts, value=count_table([(g, leaves)] * 3, seed=args.seed).value)
         for spec in args.code:
             name, code = spec.split("=", 1)
-            row = run_child(name, str(Path(code).resolve()), table, counts, args)
+            source = str(Path(table).resolve()) if table.endswith(".csv") else table
+            row = run_child(name, str(Path(code).resolve()), source, counts, args)
             print(json.dumps(row), flush=True)
             rows.append(row)
     if args.out:

@@ -107,3 +107,11 @@ def test_compare_lays_cta_beside_suppression_and_rounding(tmp_path):
     assert frame.loc["cta", "l1"] == pytest.approx(20.0)
     assert frame.loc["cta", "primary_unprotected"] == 0
     assert frame["error"].isna().all()
+
+
+def test_the_service_listing_counts_no_suppressed_cell_for_an_adjustment(tmp_path):
+    from tabprotect.service.worker import public_result
+    res = run(write_job(tmp_path))
+    out = public_result(res, {})
+    assert out["kind"] == "adjustment" and out["audit_passed"] is True
+    assert out["summary"]["suppressed"] == 0 and out["summary"]["primary"] == 1

@@ -185,11 +185,12 @@ def test_modular_inverse(a):
     assert a * modinv(a) % P == 1
 
 
-def patterns(names_seeds: list[tuple[str, int]], **options) -> list[list[int]]:
+def patterns(names_seeds: list[tuple[str, int]], singleton: bool = False, **options
+             ) -> list[list[int]]:
     out = []
     for name, seed in names_seeds:
         t = synthetic.preset(name, seed=seed)
-        status = gauss(t, t.value.copy(), singleton=False, **options).status
+        status = gauss(t, t.value.copy(), singleton=singleton, **options).status
         out.append(np.flatnonzero(status == "M").tolist())
     return out
 
@@ -202,6 +203,9 @@ def test_plain_python_kernel_gives_the_same_patterns():
     pure = patterns(CASES, kernel="python")
     assert pure == patterns(CASES)
     assert all(pure)  # the cases do have secondaries
+    # with the single-contributor attack (the pair test of the kernel)
+    pure = patterns(CASES, singleton=True, kernel="python")
+    assert pure == patterns(CASES, singleton=True)
 
 
 def test_without_numba_the_kernel_runs_as_plain_python():

@@ -47,7 +47,14 @@ def print_summary(result) -> None:
     r = result.results
     print(f"cells: {result.table.n_cells}   primary: {int((status == 'U').sum())}   "
           f"secondary: {int((status == 'M').sum())}   method: {result.method}")
-    if r:
+    if r and result.kind == "adjustment":
+        gap = "" if r.get("proven_optimal") or r.get("mip_gap") is None \
+            else f" (gap {r['mip_gap']:.2%})"
+        print(f"optimal: {'proven' if r.get('proven_optimal') else 'not proven'}{gap}   "
+              f"solver: {r.get('solver_status')}   {r.get('distance')} distance "
+              f"{r.get('objective'):.6g}   changed cells: {r.get('changed_cells')}   "
+              f"{r.get('seconds', 0):.2f} s")
+    elif r:
         gap = "" if r.get("proven_optimal") or r.get("mip_gap") is None \
             else f" (gap {r['mip_gap']:.2%})"
         print(f"optimal: {'proven' if r.get('proven_optimal') else 'not proven'}{gap}   "

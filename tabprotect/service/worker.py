@@ -154,9 +154,10 @@ def public_result(run, shared: dict) -> dict:
     figures that :func:`~tabprotect.public_summary.public_summary` released for the
     run's shareable summary ``shared`` (``summary.json``)."""
     status = run.status
+    # an adjustment run (cta) publishes every cell: nothing is suppressed
+    hidden = 0 if run.kind == "adjustment" else int(((status == "U") | (status == "M")).sum())
     summary = {"cells": int(run.table.n_cells), "primary": int((status == "U").sum()),
-               "secondary": int((status == "M").sum()),
-               "suppressed": int(((status == "U") | (status == "M")).sum()),
+               "secondary": int((status == "M").sum()), "suppressed": hidden,
                **shared.get("figures", {"withheld": {}})}
     out = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
            "summary": summary}

@@ -13,17 +13,21 @@ from tabprotect.secondary.optimal.search import Search
 
 def initial_incumbent(s: Search, start: np.ndarray | None,
                       seed: np.ndarray | None = None) -> None:
-    """The given start (when the oracle finds it protected) or the greedy repair from
-    ``seed`` (default: the primaries alone), pruned.  The repair can be slow on big
-    tables: it gets ``first_repair_share`` of the time, and when unfinished it is kept
-    to be continued after the LP phase."""
+    """The given start (unless the oracle finds it unprotected) or the greedy repair from
+    ``seed`` (default: the primaries alone), pruned.  The start's check stops at the
+    deadline: a start the check did not finish is kept (a start is a protected pattern
+    by contract, and protect()'s audit judges the result).  The repair can be slow on
+    big tables: it gets ``first_repair_share`` of the time, and when unfinished it is
+    kept to be continued after the LP phase."""
     opt = s.options
     th = time.perf_counter()
     if start is not None:
-        chk = s.oracle.check(start, cuts=False)
+        chk = s.oracle.check(start, cuts=False, deadline=s.deadline)
         s.stats["lp_solves"] += chk.n_lp
-        if chk.ok:
-            s.best = np.asarray(start, bool).copy()
+        s.stats["start_check"] = ("protected" if chk.ok else
+                                  "unfinished" if not chk.complete else "unprotected")
+        if chk.ok or not chk.complete:
+            s.best = np.asarray(start, bool) | s.fixed
     if s.best is None:
         repair_by = None if s.time_limit is None else s.t0 + opt.first_repair_share * s.time_limit
         first = s.fixed if seed is None else np.asarray(seed, bool) | s.fixed

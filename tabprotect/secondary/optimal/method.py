@@ -84,24 +84,52 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
 def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,
                         time_limit, mip_gap, progress, start) -> MethodOutcome:
     """Benders, on large tables (no start given) from the gauss start, which gets
-    ``gauss_start_share`` of the limit; the search has the rest."""
+    ``gauss_start_share`` of the limit; the search has what the start leaves.
+
+    ``time_limit`` bounds the whole call: the search's limit is the time left after the
+    start, and with none left a start is the result.  The result is never costlier than
+    a start the oracle does not find unprotected (see
+    :func:`~tabprotect.secondary.optimal.heuristics.initial_incumbent`).
+    """
+    t0 = time.perf_counter()
+    end = None if time_limit is None else t0 + time_limit
     started = found = seed = None
     if start is None and int(cand.sum()) >= opt.gauss_start_min_candidates:
-        t0 = time.perf_counter()
         found = gauss_start(table, cost, req, cand, singleton=singleton,
                             time_limit=None if time_limit is None
                             else opt.gauss_start_share * time_limit)
         started = time.perf_counter() - t0
-        if time_limit is not None:
-            time_limit = max(1.0, time_limit - started)
         if found is not None:
             # a finished start is the first incumbent; an unfinished one the repair's seed
             start, seed = ((found.pattern, None) if found.protected
                            else (None, found.pattern))
-    out = benders(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
-                  progress=progress, start=start, seed=seed, options=opt)
+    left = None if end is None else max(0.0, end - time.perf_counter())
+    if start is not None and left == 0.0:
+        out = _start_outcome(table, start)
+    else:
+        # the start, unless the oracle finds it unprotected, is the first incumbent and
+        # only a cheaper protected pattern replaces it
+        out = benders(table, cost, req, cand, time_limit=left, mip_gap=mip_gap,
+                      progress=progress, start=start, seed=seed, options=opt)
     if started is not None:
         out.details["gauss_start_seconds"] = round(started, 3)
         out.details["gauss_start_cells"] = int(start.sum()) if start is not None else 0
         out.details["gauss_seed_cells"] = int(seed.sum()) if seed is not None else 0
+    if start is not None:
+        out.details["start_cost"] = _secondary_cost(table, cost, np.asarray(start, bool))
     return out
+
+
+def _secondary_cost(table, cost: np.ndarray, pattern: np.ndarray) -> float:
+    """What a pattern's secondary suppressions cost (cells already unpublished are free)."""
+    return float(cost[pattern & ~np.isin(table.status, ("U", "M"))].sum())
+
+
+def _start_outcome(table, start: np.ndarray) -> MethodOutcome:
+    """The start as the result when no time is left for the search: unproven, no bound
+    (gap 1), time ran out."""
+    status = table.status.copy()
+    status[np.asarray(start, bool) & ~np.isin(status, ("U", "M"))] = "M"
+    return MethodOutcome(status=status, proven_optimal=False, solver_status="time_limit",
+                         mip_gap=1.0, details={"search": "none: no time left after the start",
+                                               "lower_bound": 0.0})
