@@ -53,6 +53,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
         proven, lower_bound = milp_rounds(s, lp)
     if s.best is None:
         heuristics.fallback(s, lp.zlp)
+    if s.unchecked is not None and s.best is s.unchecked:
+        proven = False   # the incumbent is a start the oracle did not finish checking
     status = table.status.copy()
     status[s.best & ~s.fixed] = "M"
     best_cost = s.best_cost

@@ -28,6 +28,8 @@ def initial_incumbent(s: Search, start: np.ndarray | None,
                                   "unfinished" if not chk.complete else "unprotected")
         if chk.ok or not chk.complete:
             s.best = np.asarray(start, bool) | s.fixed
+            if not chk.ok:
+                s.unchecked = s.best   # no proof rests on it while it is the incumbent
     if s.best is None:
         repair_by = None if s.time_limit is None else s.t0 + opt.first_repair_share * s.time_limit
         first = s.fixed if seed is None else np.asarray(seed, bool) | s.fixed

@@ -48,6 +48,8 @@ class Search:
     lp_hint : the root LP point over all cells once known (prunes try the cells it needs
         least first among equal costs)
     partial : the latest unfinished repair (the fallback continues it)
+    unchecked : the start when its oracle check ran out of time (kept as the incumbent,
+        never proven optimal while it is)
     from_primaries : the unfinished repair from the primaries alone (continued after
         the LP phase)
     searched : incumbents the swap search has been through
@@ -90,6 +92,7 @@ class Search:
         self.best_cost = np.inf
         self.lp_hint = np.zeros(table.n_cells)
         self.partial: np.ndarray | None = None
+        self.unchecked: np.ndarray | None = None
         self.from_primaries: np.ndarray | None = None
         self.searched: set = set()
         self.master: Master | None = None
