@@ -272,13 +272,19 @@ def _protect_step(result: Run, job: Job, steps: _Steps, executor: Any = None) ->
         return
     result.kind = "suppression"
     result.method = method
-    result.attacker = _attacker(bool(opts.get("singleton", True)))
+    coalition = opts.get("coalition")
+    result.attacker = _attacker(bool(opts.get("singleton", True))) if not coalition else (
+        f"outside intruder and every coalition of up to {coalition} contributors")
     result.published = res.confidential_table
     result.audit = res.audit
     result.results = {k: v for k, v in res.summary().items()
                       if k not in ("cells", "method", "audit")}
     result.notes.extend(res.notes or [])
-    if not res.passed and opts.get("singleton", True):
+    if not res.passed and coalition:
+        result.notes.append(f"the pattern failed its audit against coalitions of up to "
+                            f"{coalition} contributors; without [protect] coalition it is "
+                            f"judged against single contributors only")
+    elif not res.passed and opts.get("singleton", True):
         result.notes.append("the pattern failed its audit against single-contributor "
                             "attackers included; singleton = false in [protect] protects "
                             "against outside intruders only")

@@ -219,7 +219,7 @@ def test_plots_leave_matplotlib_unloaded_the_backend_and_pyplot_alone():
         "print('matplotlib' in sys.modules, 'pytest' in sys.modules)\n"
         "import matplotlib; matplotlib.use('svg'); import matplotlib.pyplot as plt\n"
         "import pandas as pd\n"
-        "from tabprotect.report import plot_loss_by_method\n"
+        "from tabprotect.report_plots import plot_loss_by_method\n"
         "png = plot_loss_by_method(pd.DataFrame({'label': ['a', 'b'],"
         " 'suppressed': [3, 4]}))\n"
         "import base64; assert base64.b64decode(png)[:4] == b'\\x89PNG'\n"

@@ -196,6 +196,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("time_limit", doc="seconds for the whole protection (method, audit and repair)",
             **_TIME),
         Key("singleton", "boolean", True, doc=_SINGLETON_DOC + " (suppression only)"),
+        Key("coalition", "integer", low=2, doc="also protect against every coalition of up "
+            "to this many contributors pooling their own contributions (suppression only; "
+            "needs singleton = true and, for magnitude tables, `top` columns)"),
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),

@@ -10,9 +10,10 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from tabprotect.audit import AuditResult, audit
+from tabprotect.audit import AuditResult, AuditSettings, audit
 from tabprotect.budget import Budget
 from tabprotect.model.table import Table
+from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
@@ -60,17 +61,22 @@ class AuditRepair:
     ``screening`` (large tables in verdict mode): the repair rounds are judged by
     screening audits (certify what the witnesses can; what they cannot counts as short
     without the whole-table LPs that would prove it); a pass is a real pass, and a
-    pattern that never passes the screen gets a full verdict audit at the end."""
+    pattern that never passes the screen gets a full verdict audit at the end.
+
+    ``coalition`` (n >= 2, or 0): the audit judges coalitions of up to n contributors,
+    and each repair round ends with the coalition repair
+    (:mod:`~tabprotect.secondary.coalition_repair`)."""
 
     def __init__(self, table: Table, cost: np.ndarray, status: np.ndarray, *,
                  req: Requirements, cand: np.ndarray, settings: ProtectSettings,
                  budget: Budget, singleton: bool, mode: str, large: bool, repair: bool,
                  workers: int, progress: Callable[[str, float], None] | None,
-                 notes: list[str], stage: StageClock):
+                 notes: list[str], stage: StageClock, coalition: int = 0):
         self.table, self.cost, self.req, self.cand = table, cost, req, cand
         self.settings, self.budget, self.singleton = settings, budget, singleton
         self.mode, self.large, self.repair, self.workers = mode, large, repair, workers
         self.progress, self.notes, self.stage = progress, notes, stage
+        self.coalition = coalition
         self.screening = large and mode == "verdict"
         self.status = status
         self.protected_table = table.replace(status=status)
@@ -96,7 +102,7 @@ class AuditRepair:
                      mode="screen" if self.screening and not final else self.mode,
                      workers=self.workers,
                      previous=previous if self.mode != "intervals" else None,
-                     moves=self.moves.matrix(),
+                     moves=self.moves.matrix(), coalition=self.coalition or None,
                      progress=None if self.progress is None else self._components_done,
                      settings=self.settings.audit)
 
@@ -184,6 +190,8 @@ class AuditRepair:
             suppressed = self.protected_table.suppressed
             new_mask = self._local_round(result, suppressed) if self.large else \
                 self._whole_round(result, suppressed, integer)
+            if self.coalition:
+                new_mask = self._coalition_round(result, new_mask, integer)
             added = np.flatnonzero(new_mask & ~suppressed & self.cand)
             if len(added) == 0:
                 self.notes.append(f"repair round {self.rounds}: no cell could be added")
@@ -228,6 +236,20 @@ class AuditRepair:
         new_mask, _ = rep.run(suppressed, primaries=result.shortfalls,
                               deadline=self.budget.deadline)
         self.stage(f"repair {self.rounds}")
+        return new_mask
+
+
+    def _coalition_round(self, result: AuditResult, mask: np.ndarray, integer: bool
+                         ) -> np.ndarray:
+        """Attacker LPs with each coalition's knowledge, on the pattern the round has
+        so far (with the round's margin, as in :meth:`_whole_round`)."""
+        margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
+        rq = _with_margin(self.req, margin, self.table.value)
+        limit = (self.settings.audit or AuditSettings()).max_coalitions
+        new_mask = coalition_round(self.table.replace(status=np.where(
+            mask & (self.status != "U"), "M", self.status)), rq, self.cost, self.cand,
+            mask, result.shortfalls, self.coalition, limit, self.budget.deadline)
+        self.stage(f"repair {self.rounds} coalitions")
         return new_mask
 
 

@@ -2,9 +2,10 @@
 
 It validates the table, checks up front that every primary can be protected against
 the outside intruder (:mod:`~tabprotect.secondary.feasibility`; against the
-single-contributor attackers only when the final audit fails), runs the registered method within its share
-of the budget, then audits the pattern on the full table (with the single-contributor
-attacker) and repairs any shortfall by further suppression until the audit passes
+single-contributor attackers only when the final audit fails), runs the registered
+method within its share of the budget, then audits the pattern on the full table (with the single-contributor
+attacker, and with ``coalition=n`` every coalition of up to n contributors) and repairs
+any shortfall by further suppression until the audit passes
 (:mod:`~tabprotect.secondary.audit_repair`).  Nothing is reported safe that has not
 passed.  How it does so is set by
 :class:`~tabprotect.secondary.protect_settings.ProtectSettings`.
@@ -31,6 +32,7 @@ from tabprotect.secondary.audit_repair import AuditRepair, StageClock
 from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, MethodSpec,
                                        applied_options, cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.coalition_repair import check_coalition
 from tabprotect.secondary.feasibility import feasibility_stage, singleton_stage
 from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
@@ -39,7 +41,7 @@ from tabprotect.secondary.repair import Requirements
 #: protect()'s own settings (every other keyword is an option of the method)
 PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "repair",
                     "cost_column", "empty", "audit_mode", "audit_workers", "settings",
-                    "executor")
+                    "executor", "coalition")
 
 
 def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None = None,
@@ -48,7 +50,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
             repair: bool = True, cost_column: str | None = None, empty: str = "publish",
             audit_mode: str = "auto", audit_workers: int = 1,
             settings: ProtectSettings | None = None, executor: Any = None,
-            **keywords) -> ProtectResult:
+            coalition: int | None = None, **keywords) -> ProtectResult:
     """Secondary suppression with audit and repair.
 
     Parameters
@@ -88,6 +90,14 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         ``dask.distributed.Client`` or a :class:`~tabprotect.parallel.TaskExecutor`
         (docs/scale-out.md); ``audit_workers`` and an unset ``workers`` option of the
         method become the executor's worker count.  Same result as in one process
+    coalition : also protect against (and audit with) every coalition of up to
+        ``coalition`` (>= 2) contributors pooling their own contributions
+        (:mod:`tabprotect.audit.contributors`): the method runs as without it, the
+        audit judges the coalitions and the repair adds cells until they are judged
+        protected (:mod:`~tabprotect.secondary.coalition_repair`), else the result
+        fails.  Needs ``singleton=True`` (coalitions include the single contributors)
+        and, for a magnitude table, the largest contributions (``top``) up to the
+        coalition size; not for a method that adjusts values
     **keywords : fields of the method's options given one by one (e.g.
         ``engine="benders"``), checked like ``options`` and applied on top of it
 
@@ -117,7 +127,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                            progress=progress, singleton=singleton, repair=repair,
                            cost_column=cost_column, empty=empty, audit_mode=audit_mode,
                            audit_workers=max(audit_workers, engine.workers),
-                           settings=settings, **keywords)
+                           settings=settings, coalition=coalition, **keywords)
     t0 = time.perf_counter()
     budget = Budget(time_limit)
     if method not in METHODS:
@@ -126,13 +136,14 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         return _adjust(METHODS[method], table, cost, time_limit, options, progress,
                        cost_column, keywords, singleton=singleton, repair=repair,
                        empty=empty, audit_mode=audit_mode, audit_workers=audit_workers,
-                       settings=settings)
+                       settings=settings, coalition=coalition)
     if cost is None:
         cost = "value"
     spec, opts, settings = _checked(table, method, options, empty, settings, keywords)
+    coalition = check_coalition(table, coalition, singleton)
     params = {"cost": cost if isinstance(cost, str) else "array", "time_limit": time_limit,
               "singleton": singleton, "repair": repair, "empty": empty,
-              "audit_workers": audit_workers}
+              "audit_workers": audit_workers, "coalition": coalition}
     if cost_column is not None:
         params["cost_column"] = cost_column
     params.update(applied_options(opts))
@@ -143,9 +154,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                                time_limit=time_limit, options=options, progress=progress,
                                singleton=singleton, repair=repair, empty=empty,
                                audit_mode=audit_mode, audit_workers=audit_workers,
-                               settings=settings, **keywords)
+                               settings=settings, coalition=coalition, **keywords)
     if not (table.status == "U").any():
-        return _nothing_to_protect(table, method, params, c, singleton, budget, settings, t0)
+        return _nothing_to_protect(table, method, params, c, singleton, budget, settings, t0,
+                                   coalition)
 
     large = table.n_cells >= settings.large_table
     mode = audit_mode if audit_mode != "auto" else ("verdict" if large else "intervals")
@@ -185,7 +197,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     loop = AuditRepair(table, c, status, req=Requirements.from_table(table, singleton=singleton),
                        cand=cand, settings=settings, budget=budget, singleton=singleton,
                        mode=mode, large=large, repair=repair, workers=audit_workers,
-                       progress=progress, notes=notes, stage=clock)
+                       progress=progress, notes=notes, stage=clock,
+                       coalition=coalition or 0)
     loop.pre_audit(method, run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta
@@ -250,12 +263,12 @@ def _run_method(table: Table, spec: MethodSpec, opts: MethodSettings, c: np.ndar
 
 def _nothing_to_protect(table: Table, method: str, params: dict, c: np.ndarray,
                         singleton: bool, budget: Budget, settings: ProtectSettings,
-                        t0: float) -> ProtectResult:
+                        t0: float, coalition: int | None = None) -> ProtectResult:
     """The result for a table without primaries: its pattern audited as it is."""
     params["settings"] = {"audit_floor_seconds": settings.audit_floor_seconds,
                           "audit": None if settings.audit is None else
                           settings.audit.as_dict()}
-    res = audit(table, singleton=singleton,
+    res = audit(table, singleton=singleton, coalition=coalition,
                 time_limit=budget.limit(settings.audit_floor_seconds),
                 settings=settings.audit)
     return ProtectResult(confidential_table=table, method=method, params=params,
@@ -344,7 +357,8 @@ def _check_outcome(table: Table, status: np.ndarray) -> None:
 #: protect()'s suppression settings and their defaults: a method that adjusts values
 #: takes none of them, and a value other than the default is an error
 SUPPRESSION_SETTINGS = {"singleton": True, "repair": True, "empty": "publish",
-                        "audit_mode": "auto", "audit_workers": 1, "settings": None}
+                        "audit_mode": "auto", "audit_workers": 1, "settings": None,
+                        "coalition": None}
 
 
 def _adjust(spec: MethodSpec, table, cost, time_limit, options, progress, cost_column,

@@ -9,9 +9,10 @@ import numpy as np
 
 from tabprotect.secondary.gauss import kernel as compiled_kernel
 from tabprotect.secondary.gauss.compile import NUMBA, plain_kernel
-from tabprotect.secondary.gauss.kernel import (M_DISCLOSED, M_FREE, M_NEED, M_NODE_TOP,
-                                               M_PAIRS, M_STATUS, M_TOP, P, Q, ROLE_ATTACKER,
-                                               ROLE_CHECKED, STATUS_NEED_POOL, State)
+from tabprotect.secondary.gauss.state import (M_DISCLOSED, M_FREE, M_NEED, M_NODE_TOP,
+                                              M_PAIRS, M_STATUS, M_TOP, P, Q,
+                                              ROLE_ATTACKER, ROLE_CHECKED,
+                                              STATUS_NEED_POOL, State)
 
 
 def kernel_module(name: str = "compiled") -> ModuleType:
@@ -125,7 +126,8 @@ class Elimination:
         """Offer vectors ``lo..hi-1`` of a CSR (keys sorted or not, coefficients in
         ``[0, P)``); ``published[q]`` gets 1 (published) or 0 (a secondary)."""
         while lo < hi:
-            lo = self.kernel.offer_range(self.state, ptr, keys, vals, force, lo, hi, published)
+            lo = self.kernel.offer_range(self.state, ptr, keys, vals, force, lo, hi,
+                                         published)
             if lo < hi:
                 self._grow()
 

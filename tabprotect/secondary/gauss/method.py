@@ -13,7 +13,8 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.gauss import kernel as compiled_kernel
 from tabprotect.secondary.gauss.compile import NUMBA
-from tabprotect.secondary.gauss.elimination import Elimination, csr_from_dicts, kernel_module
+from tabprotect.secondary.gauss.elimination import (Elimination, csr_from_dicts,
+                                                    kernel_module)
 from tabprotect.secondary.gauss.singletons import watched_roles
 from tabprotect.secondary.gauss.vectors import cell_vectors
 

@@ -1,4 +1,4 @@
-"""The single-contributor (singleton) attack in the elimination: who is watched, in which role.
+"""The single-contributor (singleton) attack in the elimination: who is watched, and how.
 
 A cell with one contributor is known exactly to that contributor.  When such a cell ``s``
 is suppressed, its contributor knows the published cells *and* ``s``, so a primary ``p``
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tabprotect.model.table import Table
-from tabprotect.secondary.gauss.kernel import ROLE_ATTACKER, ROLE_CHECKED
+from tabprotect.secondary.gauss.state import ROLE_ATTACKER, ROLE_CHECKED
 
 
 def watched_roles(table: Table, checked: np.ndarray, singleton: bool

@@ -20,7 +20,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.secondary.gauss.compile import jit
-from tabprotect.secondary.gauss.kernel import P
+from tabprotect.secondary.gauss.state import P
 
 
 def _dimension_vectors(h, weight: np.ndarray | None = None

@@ -11,7 +11,8 @@ import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.secondary.gauss import gauss
-from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+from tabprotect.secondary.optimal.oracle import DeadlineRepair
+from tabprotect.secondary.repair import AttackerOracle, Requirements
 
 
 @dataclass
@@ -29,6 +30,7 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
 
     One oracle check finds the primaries the gauss pattern leaves short; the repair then
     works on those only (a repair only adds suppressions, so the others stay protected).
+    The check stops at the deadline between its LPs, the repair within its LPs as well.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
@@ -45,6 +47,6 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     if not chk.complete:
         return Start(pattern, False)   # no time to find what is short
     short = np.unique([s for s, _, _ in chk.violated]).astype(np.int64)
-    repair = GreedyRepair(table, req, cost, cand & ~pattern, oracle)
+    repair = DeadlineRepair(table, req, cost, cand & ~pattern, oracle)
     pattern, unmet = repair.run(pattern, deadline=deadline, primaries=short)
     return Start(pattern, not unmet)
