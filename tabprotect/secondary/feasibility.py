@@ -26,8 +26,8 @@ def feasibility_stage(table: Table, cand: np.ndarray, budget: Budget,
 
     The single-contributor attackers are left to :func:`singleton_stage`, which runs only
     when the final audit fails: with every candidate suppressed each attacker costs a
-    verdict pass over one huge component (a 625-cell count table: 7 s of a 7.5-s call,
-    against 0.13 s for the outside intruder), and a passing pattern needs none of it."""
+    verdict pass over one huge component (a 625-cell count table: about 95 % of the
+    warm call, against a few hundredths of a second for the outside intruder), and a passing pattern needs none of it."""
     if not _affordable(table, cand, settings, large, notes):
         return None
     check_limit = settings.feasibility_check_seconds if budget.total is None else \
