@@ -14,6 +14,8 @@
 Each measurement runs in a fresh subprocess. Usage::
 
     python benchmarks/bench_dask.py --records 1000000,10000000 --table 100k-3d
+    python benchmarks/bench_dask.py --skip-engines --skip-scaling --table 1k-3d \
+        --method modular
     python benchmarks/bench_dask.py --skip-protect --records 1000000
     python benchmarks/bench_dask.py --skip-engines --skip-protect --records 10000000
 """
@@ -172,8 +174,12 @@ def protect_child(mode: str, name: str, method: str) -> dict:
     table = synthetic.preset(name, seed=0)
     out: dict = {"mode": mode, "table": name, "method": method, "cells": table.n_cells}
     if mode == "local":
+        from tabprotect.secondary import METHODS
+        # the same parallelism as the cluster run: the method's workers too, when it has
+        # that option (protect(executor=) sets it to the cluster's worker count)
+        extra = {"workers": 2} if "workers" in METHODS[method].valid_keys else {}
         start = time.perf_counter()
-        res = protect(table, method=method, audit_workers=2)
+        res = protect(table, method=method, audit_workers=2, **extra)
     else:
         cluster, client = _cluster(2)
         client.run(_import_engine)
@@ -228,6 +234,7 @@ def main() -> int:
     ap.add_argument("--method", default="hypercube")
     ap.add_argument("--skip-protect", action="store_true")
     ap.add_argument("--skip-engines", action="store_true", help="skip part (a)")
+    ap.add_argument("--skip-scaling", action="store_true", help="skip part (c)")
     ap.add_argument("--data", help="folder for the generated records (default: temporary)")
     ap.add_argument("--child")
     args = ap.parse_args()
@@ -255,6 +262,22 @@ def main() -> int:
                     and r["top1"] == ref["top1"] and r["freq"] == ref["freq"])
             print(json.dumps({**r, "same_as_pandas": same}), flush=True)
     n = args.scaling_records or max(sizes)
+    if not args.skip_scaling:
+        scaling(n, data)
+    if not args.skip_protect:
+        print("(b) protect")
+        runs = [child(["protect", mode, args.table, args.method])
+                for mode in ("local", "cluster")]
+        same = runs[0]["pattern"] == runs[1]["pattern"]
+        for r in runs:
+            r.pop("pattern")
+            print(json.dumps({**r, "same_pattern": same}), flush=True)
+    return 0
+
+
+def scaling(n: int, data: Path) -> None:
+    """Part (c): the dask tabulation of ``n`` records on 1, 2 and 4 workers, then
+    simulated from the 1-worker run's tasks on more workers and on 10^9 records."""
     prepare(n, data)
     print("(c) dask workers (measured, then simulated from the 1-worker run's tasks)")
     runs = {w: child(["tabulate", "dask", n, str(data), w]) for w in (1, 2, 4)}
@@ -268,15 +291,6 @@ def main() -> int:
         print(json.dumps({"records": 10**9, "machines": machines, "workers": w,
                           "simulated_seconds": round(simulated_seconds(
                               runs[1], w, partitions=10**9 // PARTITION_RECORDS), 1)}))
-    if not args.skip_protect:
-        print("(b) protect")
-        runs = [child(["protect", mode, args.table, args.method])
-                for mode in ("local", "cluster")]
-        same = runs[0]["pattern"] == runs[1]["pattern"]
-        for r in runs:
-            r.pop("pattern")
-            print(json.dumps({**r, "same_pattern": same}), flush=True)
-    return 0
 
 
 if __name__ == "__main__":
