@@ -413,6 +413,36 @@ def test_auto_audit_mode_switches_to_verdict_for_large_components():
                    singleton=False).audit.mode == "intervals"
 
 
+@pytest.mark.parametrize("method", ["gauss", "hypercube", "optimal"])
+def test_primary_unprotectable_against_its_single_contributor_neighbour_is_refused(method):
+    from tabprotect.errors import InfeasibleRulesError
+    # T = a + b with T published: b's only contributor subtracts b from T and learns a
+    h = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"x": h}, [10, 6, 4], freq=[2, 1, 1])
+    st_ = np.array(["P", "U", "S"])
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+    res = protect(t, method=method, cost="unity", singleton=False)
+    assert res.passed and audit(res.confidential_table, singleton=False).passed
+    assert not audit(res.confidential_table, singleton=True).passed
+    with pytest.raises(InfeasibleRulesError,
+                       match=r"^primary cell\(s\) \(x=a\) cannot.*single-contributor "
+                             r"attackers included[^\n]*$"):
+        protect(t, method=method, cost="unity", singleton=True)
+
+
+def test_single_contributor_check_runs_only_when_the_final_audit_fails():
+    rows = Hierarchy.flat(["1", "2"], total="T")
+    cols = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": rows, "c": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+                          freq=[7, 5, 2, 4, 2, 2, 3, 3, 1])
+    st_ = np.array(["S", "S", "S", "S", "U", "S", "S", "S", "S"])
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+    res = protect(t, method="gauss", cost="unity", singleton=True)
+    assert res.passed and audit(res.confidential_table, singleton=True).passed
+    assert "feasibility check" in res.stage_seconds
+    assert "feasibility check (single-contributor)" not in res.stage_seconds
+
+
 @pytest.mark.parametrize("method", ["gauss", "hypercube"])
 def test_unprotectable_primary_is_refused_before_any_method(method):
     from tabprotect.errors import InfeasibleRulesError

@@ -1,6 +1,8 @@
-"""protect()'s up-front feasibility check: can every primary be protected with every
-cell that may be suppressed suppressed?  Judged by the audit itself (verdict mode) on
-that pattern; an unprotectable primary is an :class:`InfeasibleRulesError` naming it."""
+"""protect()'s feasibility check: can every primary be protected with every cell that
+may be suppressed suppressed?  Judged by the audit itself (verdict mode) on that pattern;
+an unprotectable primary is an :class:`InfeasibleRulesError` naming it.  The outside
+intruder is checked up front; the single-contributor attackers only after a final audit
+that failed (the check's purpose is the clear error, and a passing pattern needs none)."""
 from __future__ import annotations
 
 import time
@@ -14,36 +16,67 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.protect_settings import ProtectSettings
 
 
-def feasibility_stage(table: Table, cand: np.ndarray, singleton: bool, budget: Budget,
+def feasibility_stage(table: Table, cand: np.ndarray, budget: Budget,
                       settings: ProtectSettings, large: bool, notes: list[str]
                       ) -> float | None:
-    """Run the check when it is affordable (small-table path, primaries x candidates
-    within ``feasibility_check_max_work``) within its share of the budget; returns its
-    seconds, or None when it was skipped (the notes say why; the final audit judges)."""
-    n_primary = int((table.status == "U").sum())
-    n_cand = int(cand.sum())
-    if large:
-        return None
-    if n_primary * n_cand > settings.feasibility_check_max_work:
-        notes.append(f"{n_primary} primaries x {n_cand} candidate cells: up-front "
-                     f"feasibility check skipped (the final audit judges)")
+    """The up-front check against the outside intruder, when it is affordable
+    (small-table path, primaries x candidates within ``feasibility_check_max_work``)
+    within its share of the budget; returns its seconds, or None when it was skipped
+    (the notes say why; the final audit judges).
+
+    The single-contributor attackers are left to :func:`singleton_stage`, which runs only
+    when the final audit fails: with every candidate suppressed each attacker costs a
+    verdict pass over one huge component (a 625-cell count table: about 95 % of the
+    warm call, against a few hundredths of a second for the outside intruder), and a passing pattern needs none of it."""
+    if not _affordable(table, cand, settings, large, notes):
         return None
     check_limit = settings.feasibility_check_seconds if budget.total is None else \
         budget.share(settings.feasibility_share).remaining()
     tf = time.perf_counter()
-    everything = cand | table.suppressed
-    attackers = int((everything & (table.freq == 1)).sum()) if singleton else 0
-    check_singleton = attackers * int(everything.sum()) <= \
-        settings.feasibility_singleton_max_work
-    if not check_singleton:
-        notes.append(f"up-front feasibility check against the outside intruder only: "
-                     f"{attackers} single-contributor attackers x "
-                     f"{int(everything.sum())} cells (the final audit judges them)")
-    if not check_feasible(table, cand, singleton and check_singleton, check_limit,
-                          settings=settings):
+    if not check_feasible(table, cand, False, check_limit, settings=settings):
         notes.append(f"up-front feasibility check stopped at its share of the time "
                      f"limit ({settings.feasibility_share:.0%}; the final audit judges)")
     return time.perf_counter() - tf
+
+
+def singleton_stage(table: Table, cand: np.ndarray, budget: Budget,
+                    settings: ProtectSettings, notes: list[str]
+                    ) -> float | None:
+    """After a final audit that failed with single-contributor attackers: is some primary
+    unprotectable against them even with every candidate suppressed?  Raises
+    :class:`InfeasibleRulesError` naming it (the same one-line error the up-front check
+    gives), so a table no pattern protects is refused, not returned as a failed pattern.
+    Within what is left of the call's budget (at least ``audit_floor_seconds``);
+    returns its seconds, or None when it was skipped (the notes say why).  Runs only
+    where the up-front check ran (:func:`feasibility_stage` returned its seconds)."""
+    everything = cand | table.suppressed
+    attackers = int((everything & (table.freq == 1)).sum())
+    if attackers * int(everything.sum()) > settings.feasibility_singleton_max_work:
+        notes.append(f"feasibility check against single-contributor attackers skipped: "
+                     f"{attackers} attackers x {int(everything.sum())} cells")
+        return None
+    check_limit = settings.feasibility_check_seconds if budget.total is None else \
+        budget.limit(settings.audit_floor_seconds)
+    tf = time.perf_counter()
+    if not check_feasible(table, cand, True, check_limit, settings=settings):
+        notes.append("feasibility check against single-contributor attackers stopped "
+                     "at the time limit")
+    return time.perf_counter() - tf
+
+
+def _affordable(table: Table, cand: np.ndarray, settings: ProtectSettings, large: bool,
+                notes: list[str]) -> bool:
+    """The check runs on the small-table path while primaries x candidates stays within
+    ``feasibility_check_max_work`` (a note says when it does not)."""
+    if large:
+        return False
+    n_primary = int((table.status == "U").sum())
+    n_cand = int(cand.sum())
+    if n_primary * n_cand > settings.feasibility_check_max_work:
+        notes.append(f"{n_primary} primaries x {n_cand} candidate cells: "
+                     f"up-front feasibility check skipped (the final audit judges)")
+        return False
+    return True
 
 
 def check_feasible(table: Table, cand: np.ndarray, singleton: bool,

@@ -1,8 +1,9 @@
 """``protect``: the one entry point for every secondary-suppression method.
 
-It validates the table, checks up front that every primary can be protected
-(:mod:`~tabprotect.secondary.feasibility`), runs the registered method within its share
-of the budget, then audits the pattern on the full table (with the single-contributor
+It validates the table, checks up front that every primary can be protected against
+the outside intruder (:mod:`~tabprotect.secondary.feasibility`; against the
+single-contributor attackers only when the final audit fails), runs the registered
+method within its share of the budget, then audits the pattern on the full table (with the single-contributor
 attacker, and with ``coalition=n`` every coalition of up to n contributors) and repairs
 any shortfall by further suppression until the audit passes
 (:mod:`~tabprotect.secondary.audit_repair`).  Nothing is reported safe that has not
@@ -20,7 +21,7 @@ import numpy as np
 
 from tabprotect.audit import audit, rescale_audit
 from tabprotect.budget import Budget
-from tabprotect.errors import InputError
+from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.structure import product_structure
@@ -32,7 +33,7 @@ from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, M
                                        applied_options, cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.coalition_repair import check_coalition
-from tabprotect.secondary.feasibility import feasibility_stage
+from tabprotect.secondary.feasibility import feasibility_stage, singleton_stage
 from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
 from tabprotect.secondary.repair import Requirements
@@ -171,16 +172,21 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
     stages: dict[str, float] = {}
-    seconds = feasibility_stage(table, cand, singleton, budget, settings, large, notes)
-    if seconds is not None:
-        stages["feasibility check"] = seconds
+    checked = feasibility_stage(table, cand, budget, settings, large, notes)
+    if checked is not None:
+        stages["feasibility check"] = checked
     # the method's share of the budget (a method checks it inside or hands it to its
     # solver as the time limit); the audit and repair get what it leaves
     share = budget.share(settings.method_share_large if large else settings.method_share)
-    run_table, outcome, status = _run_method(
-        table, spec, opts, c, notes, stages, time_limit=share.limit(
-            settings.audit_floor_seconds), progress=progress, singleton=singleton,
-        empty=empty)
+    try:
+        run_table, outcome, status = _run_method(
+            table, spec, opts, c, notes, stages, time_limit=share.limit(
+                settings.audit_floor_seconds), progress=progress, singleton=singleton,
+            empty=empty)
+    except InfeasibleRulesError:
+        if singleton and checked is not None:   # the error names the cells when it can
+            singleton_stage(table, cand, budget, settings, notes)
+        raise
     clock = StageClock(stages)
     if audit_mode == "auto" and mode == "intervals":
         mode = _auto_mode(table, status, settings, notes)
@@ -196,6 +202,12 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     loop.pre_audit(method, run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta
+    if not result.passed and singleton and checked is not None:
+        # a table no pattern protects against single-contributor attackers is refused
+        # with the cells named (InfeasibleRulesError); a passing pattern needs no check
+        seconds = singleton_stage(table, cand, budget, settings, notes)
+        if seconds is not None:
+            stages["feasibility check (single-contributor)"] = seconds
     rep_cells = np.concatenate(loop.repaired) if loop.repaired else np.zeros(0, np.int64)
     if len(rep_cells):
         notes.append(f"audit-and-repair added {len(rep_cells)} cell(s) in {loop.rounds} "

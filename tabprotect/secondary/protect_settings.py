@@ -28,8 +28,9 @@ class ProtectSettings:
     #: runs only while primaries x candidate cells stays below this (above, its LPs take
     #: most of the call's time; the final audit judges instead)
     feasibility_check_max_work: int = 5_000_000
-    #: ... and includes the single-contributor attackers while attackers x cells stays
-    #: below this (each attacker costs a verdict pass over the all-suppressed pattern)
+    #: the check against the single-contributor attackers (run only after a failed final
+    #: audit) while attackers x cells stays below this (each attacker costs a verdict
+    #: pass over the all-suppressed pattern)
     feasibility_singleton_max_work: int = 200_000
     #: seconds for the check when the call has no time limit
     feasibility_check_seconds: float = 120.0

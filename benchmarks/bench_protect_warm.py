@@ -1,0 +1,87 @@
+"""protect() warm on a peer benchmark count table, stage by stage, for before/after runs.
+
+The table is bench_peers' count case (primaries 0 < count <= 2, upper protection 1,
+sliding protection 2, single-contributor attack on, cost = frequency); the call is
+timed after a warm-up of the same method on a small table, in one process per code tree:
+
+    python benchmarks/bench_protect_warm.py --code . --code /path/to/old/checkout \\
+        --methods gauss hypercube
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def child(code: str, case_name: str, data: Path, methods: list[str]) -> None:
+    """(child process) The warm calls with ``code`` on the path; one JSON line each."""
+    sys.path.insert(0, code)
+    sys.path.insert(0, str(HERE))
+    import numpy as np
+    import bench_peers as bp
+    from tabprotect.model import Hierarchy, Table
+    from tabprotect.model.synthetic import preset
+    from tabprotect.secondary import protect
+    case = next(c for c in bp.CASES if c.name == case_name)
+    leaves = bp.count_leaves(case, data)
+    hs = {d: Hierarchy.from_columns(leaves, [f"grp{k + 1}", d], total="Total")
+          for k, d in enumerate(case.dims)}
+    frame = leaves[list(case.dims) + ["freq"]].copy()
+    frame["freq"] = frame["freq"].astype(float)
+    t = Table.from_frame(frame, hs, value="freq", freq="freq", compute_totals=True,
+                         kind="frequency")
+    primary = (t.freq > 0) & (t.freq <= 2)
+    t = t.replace(status=np.where(primary, "U", t.status), upl=np.where(primary, 1.0, 0.0),
+                  lpl=np.zeros(t.n_cells), spl=np.where(primary, 2.0, 0.0))
+    small = preset("2d-small", seed=1)
+    for method in methods:
+        protect(small, method=method, singleton=False, time_limit=60)
+        c0, t0 = time.process_time(), time.perf_counter()
+        res = protect(t, method=method, cost="freq", singleton=True,
+                      time_limit=case.time_limit)
+        print(json.dumps({"method": method, "wall": time.perf_counter() - t0,
+                          "cpu": time.process_time() - c0, "secondary": res.n_secondary,
+                          "passed": res.passed, "stages": res.stage_seconds}))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--code", action="append", default=[], help="a tabprotect code tree")
+    ap.add_argument("--case", default="cnt-2d", help="a count case of bench_peers")
+    ap.add_argument("--data", default=str(HERE.parent.parent / "shared" / "benchmarks" /
+                                          "peers"))
+    ap.add_argument("--methods", nargs="+", default=["gauss", "hypercube"])
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args.child, args.case, Path(args.data), args.methods)
+        return 0
+    if not args.code:
+        ap.error("give at least one --code")
+    print("| code | method | wall s | CPU s | secondaries | protect()'s audit | stages (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for code in args.code:
+        code = str(Path(code).resolve())
+        p = subprocess.run([sys.executable, __file__, "--child", code, "--case", args.case,
+                            "--data", args.data, "--methods", *args.methods],
+                           env=dict(os.environ, PYTHONPATH=code), cwd=code,
+                           capture_output=True, text=True, check=True)
+        label = subprocess.run(["git", "-C", code, "rev-parse", "--short", "HEAD"],
+                               capture_output=True, text=True).stdout.strip() or code
+        for line in p.stdout.splitlines():
+            r = json.loads(line)
+            stages = ", ".join(f"{k} {v:.2f}" for k, v in r["stages"].items())
+            print(f"| {label} | {r['method']} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+                  f"{r['secondary']} | {'PASSED' if r['passed'] else 'FAILED'} | {stages} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
