@@ -216,6 +216,8 @@ def child_tabprotect(args) -> None:
             else result.table
         table = table.replace(status=np.where(table.status == "M", "S", table.status))
         for name in sorted(secondary.METHODS):
+            if getattr(secondary.METHODS[name].capabilities, "adjusts_values", False):
+                continue          # cta publishes adjusted values: no suppression pattern
             secondary.protect(small, method=name, singleton=False, time_limit=60)
             c0, t1 = time.process_time(), time.perf_counter()
             res = secondary.protect(table, method=name, cost=opts.get("cost", "value"),
