@@ -214,3 +214,47 @@ def test_result_does_not_depend_on_the_basis(seed, name):
     a = gauss(t, c, singleton=False, dependent="last").status
     b = gauss(t, c, singleton=False, dependent="largest").status
     assert (a == b).all()
+
+
+def general_1k() -> Table:
+    t = synthetic.preset("1k-3d", seed=2)
+    return Table.from_relations(t.value, t.relations, freq=t.freq, status=t.status,
+                                upl=t.upl, lpl=t.lpl, spl=t.spl)
+
+
+def test_deadline_stops_a_general_table_before_its_relations_are_in():
+    # an expired deadline: no relation is offered, so the published span is unknown and
+    # every candidate stays hidden, and the method says it ran out of time
+    t = general_1k()
+    out = gauss(t, cost_vector(t, "value"), time_limit=0.0)
+    assert out.solver_status == "time_limit"
+    assert out.details["relations"] == t.relations.shape[0] > 0
+    assert out.details["relations_offered"] < out.details["relations"]
+    assert out.details["offers"] == 0
+    free = ~np.isin(t.status, ("U", "P", "Z"))
+    assert (out.status[free] == "M").all()
+    assert audit(t.replace(status=out.status)).passed
+
+
+def test_protect_with_a_tiny_time_limit_is_honest_about_its_pattern():
+    t = general_1k()
+    res = protect(t, method="gauss", time_limit=0.01)
+    # whatever the budget allowed, the verdict is the independent audit's
+    assert res.audit.passed == audit(res.confidential_table).passed
+    if res.solver_status == "time_limit":
+        assert res.solver["relations_offered"] < res.solver["relations"] or \
+            res.solver["offers"] < t.n_cells
+
+
+def test_a_general_table_gets_the_same_pattern_with_or_without_deadline_checks():
+    t = general_1k()
+    c = cost_vector(t, "value")
+    free = gauss(t, c)
+    assert free.solver_status == "heuristic"
+    assert free.details["relations_offered"] == free.details["relations"]
+    # a far deadline: offers in small, growing chunks with a clock read between them
+    assert (gauss(t, c, time_limit=1e9).status == free.status).all()
+    assert (free.status == "M").sum() > 0
+    published = ~np.isin(free.status, ("U", "M"))
+    determined = determined_cells(t, published)
+    assert not determined[t.status == "U"].any()

@@ -35,6 +35,10 @@ class GaussOptions:
                "times slower than the compiled one (about a second per 10,000 cells)"})
 
 
+#: seconds of offers between two deadline checks (a check costs one clock read)
+CHECK_SECONDS = 0.05
+
+
 class EliminationRun(NamedTuple):
     """One elimination's outcome."""
 
@@ -42,6 +46,8 @@ class EliminationRun(NamedTuple):
     disclosed: int         # checked primaries in the span (only forced offers do that)
     timed_out: bool        # candidates were left unexamined (and suppressed)
     offers: int            # cells offered
+    relations_offered: int  # relations offered (general tables; before any cell)
+    relations: int          # relations of a general table (0: a product table)
 
 
 def candidate_order(table: Table, cost: np.ndarray, checked: np.ndarray
@@ -61,38 +67,62 @@ def run_elimination(table: Table, cost: np.ndarray, vectors, checked: np.ndarray
                     room: int | None = None) -> EliminationRun:
     """One elimination: the ``checked`` primaries stay out of the published span (with
     ``singleton``, also out of its span with any one attacker added; see
-    :mod:`.singletons`).  ``chunk``: offers between deadline checks; ``room``: see
-    `Elimination`."""
+    :mod:`.singletons`).  ``chunk``: most offers between deadline checks (the relations
+    of a general table first, then the cells); ``room``: see `Elimination`.
+
+    At the deadline the offers stop: every candidate not examined stays hidden; if the
+    relations or the forced cells are not all in, the published span is not known and
+    every candidate stays hidden."""
     cells, roles = watched_roles(table, checked, singleton)
     watched = np.zeros(table.n_cells, bool)
     watched[cells] = True
     elim = Elimination(vectors.n_keys, vectors.csr(cells), room, roles, kernel)
-    rows = vectors.forced_rows()  # general tables: the relations are public
-    if rows:
-        ptr, keys, vals = csr_from_dicts(rows)
-        elim.offer_range(ptr, keys, vals, np.ones(len(rows), bool), 0, len(rows),
-                         np.zeros(len(rows), np.int8))
     forced_idx, order = candidate_order(table, cost, checked)
     offered = np.concatenate([forced_idx, order])
-    force = np.zeros(len(offered), bool)
-    force[:len(forced_idx)] = True
-    ptr, keys, vals = vectors.csr(offered)
     published = np.ones(len(offered), np.int8)
-    timed_out = False
+    rows = vectors.forced_rows()  # general tables: the relations are public
+    n_rows = 0
+    if rows:
+        ptr, keys, vals = csr_from_dicts(rows)
+        n_rows = _offer_chunks(elim, (ptr, keys, vals), np.ones(len(rows), bool),
+                               np.zeros(len(rows), np.int8), deadline, chunk)
     n = 0
-    while n < len(offered):
-        if deadline is not None and time.perf_counter() > deadline:
-            timed_out = True
-            # not examined in time: kept hidden (safe); if the forced cells are not all
-            # in, the published span is not known: every candidate stays hidden
-            published[max(n, len(forced_idx)):] = 0
-            break
-        hi = min(n + chunk, len(offered))
-        elim.offer_range(ptr, keys, vals, force, n, hi, published)
-        n = hi
+    if n_rows == len(rows):
+        force = np.zeros(len(offered), bool)
+        force[:len(forced_idx)] = True
+        n = _offer_chunks(elim, vectors.csr(offered), force, published, deadline, chunk)
+    timed_out = n_rows < len(rows) or n < len(offered)
+    if timed_out:
+        # not examined in time: kept hidden (safe); if the forced cells are not all
+        # in, the published span is not known: every candidate stays hidden
+        published[max(n, len(forced_idx)):] = 0
     secondary = np.zeros(table.n_cells, dtype=bool)
     secondary[order[published[len(forced_idx):] == 0]] = True
-    return EliminationRun(secondary, elim.disclosed, timed_out, n)
+    return EliminationRun(secondary, elim.disclosed, timed_out, n, n_rows, len(rows))
+
+
+def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
+                  published: np.ndarray, deadline: float | None, chunk: int) -> int:
+    """Offer the CSR's vectors in order until the deadline; returns how many were
+    offered.  With a deadline, the offers between two checks adapt to take about
+    ``CHECK_SECONDS`` (one offer's cost grows with the fill-in); at most ``chunk``."""
+    ptr, keys, vals = csr
+    total = len(ptr) - 1
+    step = chunk if deadline is None else min(chunk, 16)
+    n = 0
+    while n < total:
+        t0 = time.perf_counter()
+        if deadline is not None and t0 > deadline:
+            break
+        hi = min(n + step, total)
+        elim.offer_range(ptr, keys, vals, force, n, hi, published)
+        n = hi
+        took = time.perf_counter() - t0
+        if took < CHECK_SECONDS / 2:
+            step = min(chunk, 2 * step)
+        elif took > 2 * CHECK_SECONDS:
+            step = max(1, step // 2)
+    return n
 
 
 @register_method("gauss", options=GaussOptions, needs_product_structure=False,
@@ -108,7 +138,10 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     cost : suppression cost; candidates are published in decreasing cost order
     singleton : also keep every primary out of reach of the single contributor of any
         suppressed single-contributor cell (see :mod:`.singletons`)
-    time_limit : cells not examined in time stay suppressed (safe, not minimal)
+    time_limit : the offers stop at it (checked about every 0.05 s); cells not
+        examined in time stay suppressed (safe, not minimal), all of them when a general
+        table's relations are not all in; ``solver_status`` is then ``"time_limit"``
+        and ``details`` count the relations and cells offered
     dependent, kernel, python_warning_cells : see :class:`GaussOptions`
 
     Examples
@@ -138,6 +171,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     if progress is not None:
         progress("gauss", 1.0)
     details = {"forced_disclosures": run.disclosed, "offers": run.offers,
+               "relations_offered": run.relations_offered, "relations": run.relations,
                "secondaries": int(run.secondary.sum()),
                "seconds": round(time.perf_counter() - start, 3)}
     return MethodOutcome(status=status,
