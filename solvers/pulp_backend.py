@@ -169,9 +169,21 @@ def solve_pulp(
     try:
         prob.solve(sv)
     except pulp.PulpSolverError as exc:
-        rt = time.perf_counter() - t0
-        return SolveResult(status="error", runtime=rt, backend="pulp",
-                           log_summary=f"pulp/{solver}: error: {exc}")
+        error = exc
+        if solver in _CBC_SOLVERS and "options" not in options:
+            # CBC without its preprocessing crashes on some infeasible models that the
+            # preprocessing itself proves infeasible: ask once more with it on
+            sv = _make_solver(pulp, solver, verbose, time_limit, mip_gap, threads,
+                              {**options, "options": []})
+            try:
+                prob.solve(sv)
+                error = None
+            except pulp.PulpSolverError as exc2:
+                error = exc2
+        if error is not None:
+            rt = time.perf_counter() - t0
+            return SolveResult(status="error", runtime=rt, backend="pulp",
+                               log_summary=f"pulp/{solver}: error: {error}")
 
     st, sol_st = prob.status, prob.sol_status
     has_sol = sol_st in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)

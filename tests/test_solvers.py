@@ -531,3 +531,15 @@ def test_a_mip_start_is_accepted():
     model = HighsModel(lp)
     assert model.set_start(np.array([1.0, 0.0]))
     assert model.solve().objective == pytest.approx(-1.0)
+
+
+def test_pulp_cbc_infeasible_model_that_crashes_cbc_without_preprocessing():
+    # CBC with its preprocessing off crashed on this model (-2 x0 = -1, x0 integer in
+    # [0, 1]); the preprocessing proves it infeasible
+    A = np.zeros((2, 2))
+    A[0, 0] = -2.0
+    lp = LinearProgram(c=np.zeros(2), A=sp.csr_matrix(A), row_lower=np.array([-1.0, -INF]),
+                       row_upper=np.array([-1.0, 0.0]), col_lower=np.zeros(2),
+                       col_upper=np.array([1.0, 0.0]), integrality=np.array([True, False]))
+    for backend in BACKEND_LIST:
+        assert solve(lp, backend=backend).status == "infeasible", backend
