@@ -77,6 +77,9 @@ def _copy_demo(folder):
     return folder / "job.toml"
 
 
+# slow: the table is refused only after the method and its repair rounds have failed (a
+# protectable table never pays for the single-contributor feasibility check)
+@pytest.mark.slow
 def test_demo_job_states_its_attacker_model_and_the_error_names_the_option(tmp_path, capsys):
     job = _copy_demo(tmp_path / "job")
     text = job.read_text()
