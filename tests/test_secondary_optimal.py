@@ -963,3 +963,9 @@ def test_short_limit_on_a_general_table_keeps_the_start_as_a_bound(seed, singlet
         assert out.solver_status == "time_limit" and out.mip_gap > 0
     assert audit(table.replace(status=out.status), singleton=singleton).passed
     assert secondary_cost(out.status, cost) <= start_cost * (1 + 1e-9)
+
+
+def test_a_misspelt_keyword_is_refused_not_ignored():
+    table = hier_table(1)
+    with pytest.raises(TypeError, match="singelton"):
+        optimal(table, cost_vector(table, "unity"), singelton=False)

@@ -87,7 +87,7 @@ class OptimalSubtableSolver:
                 raise InfeasibleRulesError("sub-table cannot be protected with its margins")
         start = cube_pattern(sub, req, cost) if self.seed else None
         out = optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
-                      mip_gap=self.mip_gap, threads=1, start=start)
+                      mip_gap=self.mip_gap, start=start)
         return np.asarray(out.status)
 
     def _heuristic(self, sub: Table, req: Requirements, cost: np.ndarray,

@@ -34,7 +34,7 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
             mip_gap: float | None = None, empty: str = "publish",
             start: np.ndarray | None = None, options: OptimalOptions | None = None,
             engine: str | None = None, search: str | None = None,
-            support_cuts: bool | None = None, **_ignored) -> MethodOutcome:
+            support_cuts: bool | None = None) -> MethodOutcome:
     """Minimum-cost secondary suppression (exact; proven optimal unless time runs out).
 
     Parameters
