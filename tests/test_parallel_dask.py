@@ -235,6 +235,58 @@ def test_a_timed_out_task_gives_no_verdict(client):
                 executor=SlowExecutor(client, delay=2.0, task_timeout=0.5))
 
 
+def _two_rectangles():
+    """A 4 x 4 table (with totals) with two suppressed 2 x 2 rectangles in disjoint rows
+    and columns: two independent audit components, each with one primary."""
+    from tabprotect.model import Hierarchy, Table
+    rows = Hierarchy.flat(["1", "2", "3", "4"], total="T")
+    cols = Hierarchy.flat(["a", "b", "c", "d"], total="T")
+    inner = np.full((4, 4), 5.0)
+    grid = np.zeros((5, 5))
+    grid[1:, 1:] = inner
+    grid[0, 1:], grid[1:, 0], grid[0, 0] = inner.sum(0), inner.sum(1), inner.sum()
+    table = Table.from_arrays({"r": rows, "c": cols}, grid.ravel())
+    status = table.status.copy()
+    for r0, c0 in ((1, 1), (3, 3)):
+        cells = [r * 5 + c for r in (r0, r0 + 1) for c in (c0, c0 + 1)]
+        status[cells] = "M"
+        status[cells[0]] = "U"
+    level = np.where(status == "U", 1.0, 0.0)
+    return table.replace(status=status, upl=level, lpl=level)
+
+
+class RecordingExecutor(DaskExecutor):
+    """A DaskExecutor that keeps the tasks it was given."""
+
+    def __init__(self, client):
+        super().__init__(client)
+        self.seen = []
+
+    def map(self, fn, tasks, **kw):
+        self.seen.extend(tasks)
+        return super().map(fn, tasks, **kw)
+
+
+@pytest.mark.parametrize("mode", ["intervals", "verdict"])
+def test_a_component_past_its_deadline_on_arrival_is_never_counted(client, mode):
+    from tabprotect.audit.settings import AuditSettings
+    table = _two_rectangles()
+    primary = table.status == "U"
+    every_task = AuditSettings(parallel_min_cells=1)
+    recording = RecordingExecutor(client)
+    with use_executor(recording):
+        on_time = audit(table, mode=mode, workers=2, time_limit=60, settings=every_task)
+    assert on_time.passed and not on_time.incomplete.any()
+    # each task carries its deadline as wall-clock time, which every machine can read
+    assert len(recording.seen) == 2
+    assert all(abs(t.deadline - (time.time() + 60)) < 30 for t in recording.seen)
+    # every task reaches its worker after the audit's time limit has passed
+    with use_executor(SlowExecutor(client, delay=1.0, task_timeout=None)):
+        late = audit(table, mode=mode, workers=2, time_limit=0.2, settings=every_task)
+    assert late.incomplete[primary].all()
+    assert not late.protected[primary].any() and not late.passed
+
+
 def test_protect_rejects_an_executor_it_cannot_use():
     with pytest.raises(InputError, match="executor"):
         protect(two_by_two(), executor=object())
