@@ -104,31 +104,23 @@ class _Problem:
         return mask
 
 
-def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
-             limits: SearchLimits) -> tuple[np.ndarray, np.ndarray] | None:
-    """Every cut row of condition (``s`` moves ``kind`` by ``need``; attacker ``j``):
-    (rows x candidates coefficients capped at the deficit, deficits), rows the
-    suppressed cells already meet left out; None when there are too many cuts.
-
-    Raises InfeasibleRulesError when some cut cannot be met by all candidates."""
-    net = prob.net
-    own = prob.up[s] if kind == "up" else prob.down[s]
-    tol = REL_TOL * max(1.0, need)
-    if own < need - tol:
-        raise InfeasibleRulesError("a primary's range is smaller than its requirement")
-    src, snk = prob.ends(s, kind)
+def cut_row(prob: _Problem, side: np.ndarray, s: int, j: int, need: float
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The row of one cut (``side``: its source side) of a condition of ``s`` against
+    attacker ``j``; no row when the suppressed cells meet it.  Raises
+    InfeasibleRulesError when all candidates cannot meet it."""
     edges = np.flatnonzero(prob.available)
     edges = edges[(edges != s) & (edges != j)]
-    touched = np.zeros(net.n_nodes, bool)
-    touched[net.tail[edges]] = touched[net.head[edges]] = True
-    touched[[src, snk]] = False
-    free = np.flatnonzero(touched)
-    if len(free) > limits.max_free_nodes:
-        return None
-    masks = np.arange(2 ** len(free))
-    side = np.zeros((len(masks), net.n_nodes), bool)
-    side[:, src] = True
-    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    rows, deficit = _rows(prob, side[None, :], edges, need)
+    return rows, deficit
+
+
+def _rows(prob: _Problem, side: np.ndarray, edges: np.ndarray, need: float
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the cuts ``side`` (cuts x nodes, source sides) over ``edges``: the
+    coefficients of the candidates capped at each cut's deficit, and the deficits."""
+    net = prob.net
+    tol = REL_TOL * max(1.0, need)
     t, h = net.tail[edges], net.head[edges]
     fwd = side[:, t] & ~side[:, h]
     bwd = side[:, h] & ~side[:, t]
@@ -147,6 +139,38 @@ def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
         raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
                                    "its candidate cells")
     return rows, deficit
+
+
+def own_range_check(prob: _Problem, s: int, kind: str, need: float) -> None:
+    """Raise InfeasibleRulesError when the primary itself cannot move by ``need``."""
+    own = prob.up[s] if kind == "up" else prob.down[s]
+    if own < need - REL_TOL * max(1.0, need):
+        raise InfeasibleRulesError("a primary's range is smaller than its requirement")
+
+
+def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
+             limits: SearchLimits) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every cut row of condition (``s`` moves ``kind`` by ``need``; attacker ``j``):
+    (rows x candidates coefficients capped at the deficit, deficits), rows the
+    suppressed cells already meet left out; None when there are too many cuts.
+
+    Raises InfeasibleRulesError when some cut cannot be met by all candidates."""
+    net = prob.net
+    own_range_check(prob, s, kind, need)
+    src, snk = prob.ends(s, kind)
+    edges = np.flatnonzero(prob.available)
+    edges = edges[(edges != s) & (edges != j)]
+    touched = np.zeros(net.n_nodes, bool)
+    touched[net.tail[edges]] = touched[net.head[edges]] = True
+    touched[[src, snk]] = False
+    free = np.flatnonzero(touched)
+    if len(free) > limits.max_free_nodes:
+        return None
+    masks = np.arange(2 ** len(free))
+    side = np.zeros((len(masks), net.n_nodes), bool)
+    side[:, src] = True
+    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    return _rows(prob, side, edges, need)
 
 
 class _Search:
@@ -234,32 +258,34 @@ class _Search:
         return idx[on][np.lexsort((idx[on], ratio))]
 
     def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray):
-        """None when every lazy condition holds; ``[-1]`` after adding the cut rows of
-        a violated attacker condition; else the candidates crossing the cuts of a
-        violated width (empty: the node is dropped)."""
+        """None when every lazy condition holds; ``[-1]`` after adding cut rows of a
+        violated level (all its cuts when they can be listed, else the minimum cut);
+        else the candidates crossing the cuts of a violated width (empty: the node is
+        dropped)."""
         prob = self.prob
         z = prob.pattern(chosen)
         req = prob.req
-        for slot, s, j, width in self.lazy:
+        for k, (slot, s, j, width, listed) in enumerate(self.lazy):
             up, down, sides = prob.moves(z, s, j)
             nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
             tol = REL_TOL * max(1.0, nu, nd, width)
-            if j >= 0 and (up < nu - tol or down < nd - tol):
-                added = False
-                for kind, need in (("up", nu), ("down", nd)):
-                    if need <= 0:
-                        continue
-                    got = cut_rows(prob, s, kind, need, j, self.limits)
-                    if got is None:
-                        self.gave_up = True
-                        return []
-                    if len(got[1]):
-                        self.add_rows(*got)
-                        added = True
-                if added:
-                    self.lazy = [c for c in self.lazy if not (c[1] == s and c[2] == j
-                                                              and c[3] <= 0)]
-                    return np.array([-1])
+            added = False
+            for kind, need, got, side in (("up", nu, up, sides[0]),
+                                          ("down", nd, down, sides[1])):
+                if need <= 0 or got >= need - tol:
+                    continue
+                rows = cut_rows(prob, s, kind, need, j, self.limits) if not listed \
+                    else None
+                if rows is None:
+                    rows = cut_row(prob, side, s, j, need)
+                else:
+                    # every cut of this level is a row now
+                    self.lazy[k] = (slot, s, j, width, True)
+                if len(rows[1]):
+                    self.add_rows(*rows)
+                    added = True
+            if added:
+                return np.array([-1])
             if width > 0 and up + down < width - tol:
                 skip = (s,) if j < 0 else (s, j)
                 mask = prob.crossing(sides[0], 1, skip) | prob.crossing(sides[1], 1, skip)
@@ -317,20 +343,24 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
         nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
         width = float(req.need_width[slot])
         binding = width if width > (nu + nd) * (1 + REL_TOL) else 0.0
+        listed = True
         for kind, need in (("up", nu), ("down", nd)):
             if need <= 0:
                 continue
             got = cut_rows(prob, s, kind, need, -1, limits)
-            if got is None:
-                return None
+            if got is None:     # too many cuts to list: minimum cuts as they are met
+                own_range_check(prob, s, kind, need)
+                listed = False
+                continue
             rows.append(got[0])
             deficits.append(got[1])
-        if binding > 0:
-            lazy.append((slot, s, -1, binding))
+        if binding > 0 or not listed:
+            lazy.append((slot, s, -1, binding, listed))
         if req.singleton.any():
+            # the attacker's own cell left out: the same cuts, listed once violated
             for j in np.flatnonzero(req.singleton & prob.available):
                 if int(j) != s:
-                    lazy.append((slot, s, int(j), binding))
+                    lazy.append((slot, s, int(j), binding, False))
     K = np.vstack(rows) if rows else np.zeros((0, len(prob.cand_idx)))
     d = np.concatenate(deficits) if deficits else np.zeros(0)
     if len(d):
