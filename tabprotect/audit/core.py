@@ -150,7 +150,10 @@ class _AuditRun:
         self.table, self.unpublished, self.integer = table, unpublished, integer
         self.singleton, self.coalition = singleton, coalition
         self.mode, self.settings, self.start = mode, settings, start
-        self.deadline = None if time_limit is None else start + time_limit
+        # the components' deadline is wall-clock time (epoch seconds): it goes with each
+        # task to whichever machine runs it (see audit.system.out_of_time)
+        self.deadline = None if time_limit is None else \
+            time.time() + time_limit - (time.monotonic() - start)
         self.primary = (table.status == "U") & unpublished
         self.req = required_interval(table, self.primary, integer, singleton)
         # cells alone among the unpublished cells of some relation are known exactly;

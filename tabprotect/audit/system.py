@@ -95,7 +95,9 @@ def new_counters() -> dict[str, int]:
 
 
 def out_of_time(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() > deadline
+    """Whether the wall-clock (epoch, ``time.time()``) ``deadline`` has passed: a task
+    may run on another machine, whose monotonic clock has another origin."""
+    return deadline is not None and time.time() > deadline
 
 
 class SystemBuilder:
@@ -210,8 +212,19 @@ class ReducedSystem:
             return None, None
         val = float(x[j])
         if integer and np.abs(x - np.round(x)).max() > 1e-6:
-            val, x = self._integer_bound(j, sense, fixed, counters)
+            val, x = self._rounded_bound(j, sense, val, fixed, counters)
         return val, x
+
+    def _rounded_bound(self, j, sense, lp_val, fixed, counters):
+        """The integer bound of ``x_j`` when the LP optimum ``lp_val`` came from a
+        fractional solution: it is at most the LP bound rounded inwards, and exactly
+        that when some integral table reaches it (a feasibility MILP, which stops at
+        its first solution); only when none does, the MILP that proves the bound."""
+        goal = np.floor(lp_val + 1e-6) if sense == "max" else np.ceil(lp_val - 1e-6)
+        found, w = self.integer_witness(j, sense, goal, fixed, counters)
+        if found == "found":
+            return float(goal), w
+        return self._integer_bound(j, sense, fixed, counters)
 
     def integer_bound_or_witness(self, j, sense, goal, fixed, counters):
         """For an integer intruder: ``(value, x, exact)``. The LP first; when its optimum
