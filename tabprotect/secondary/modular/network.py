@@ -137,7 +137,7 @@ def max_flow(cap: list[list[float]], source: int, sink: int) -> tuple[float, np.
 
     >>> v, side = max_flow([[0, 3, 2], [0, 0, 2], [0, 0, 0]], 0, 2)
     >>> v, side.tolist()
-    (4.0, [True, False, False])
+    (4.0, [True, True, False])
     """
     n = len(cap)
     total = 0.0
