@@ -322,7 +322,8 @@ class _Checker:
     def _holds(self, targets: np.ndarray) -> str | None:
         """Every target's interval with the extra rows equals its interval without. The
         base intervals come first, so that every solution of the extended system is a
-        witness: a target it shows at an end of its base interval keeps that end."""
+        witness: a target it shows at an end of its base interval keeps that end (in an
+        integer table only an integer solution is a witness)."""
         if not self._base(targets):
             return "time"
         lo, hi = self.base_lo[targets], self.base_hi[targets]
@@ -330,23 +331,59 @@ class _Checker:
             np.abs(np.where(np.isfinite(hi), hi, 0.0))
         slack = self.tol * np.maximum(1.0, ends)
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
-        for k, j in enumerate(targets):
-            for sense, end in (("min", lo), ("max", hi)):
-                if not pending[sense][k]:
-                    continue
-                val, x = self.ext.bound(int(j), sense)
-                if val == "infeasible":
+
+        def witness(x):
+            if x is None or (self.integer and np.abs(x - np.round(x)).max() > 1e-6):
+                return
+            xt = x[targets]
+            with np.errstate(invalid="ignore"):
+                pending["min"] &= ~(np.abs(xt - lo) <= slack)
+                pending["max"] &= ~(np.abs(xt - hi) <= slack)
+
+        def keeps(k: int, sense: str) -> str | None:
+            """The target's own solve: None when it keeps its ``sense`` end."""
+            val, x = self.ext.bound(int(targets[k]), sense)
+            if val == "infeasible":
+                return "inconsistent"
+            if val is None:
+                return "time"
+            end = (lo if sense == "min" else hi)[k]
+            if not (val == end or abs(val - end) <= slack[k]):
+                return "narrows"
+            pending[sense][k] = False
+            witness(x)
+            return None
+
+        if self.integer:
+            # an LP optimum is rarely an integer witness: each target in turn, whose
+            # integer solutions (MIPs where the LP's is fractional) show the others
+            for k in range(len(targets)):
+                for sense in ("min", "max"):
+                    if pending[sense][k] and (reason := keeps(k, sense)) is not None:
+                        return reason
+            return None
+        return self._holds_batched(targets, pending, witness, keeps)
+
+    def _holds_batched(self, targets, pending, witness, keeps) -> str | None:
+        """Each round optimizes one pending target of every component at once: the
+        extended system is a subset of the base one, so when the targets keep their ends
+        one optimum shows them all there; a target it does not show gets its own solve."""
+        comp = self.comp[targets]
+        for sense in ("min", "max"):
+            while pending[sense].any():
+                open_ = np.flatnonzero(pending[sense])
+                _, first = np.unique(comp[open_], return_index=True)
+                picks = open_[first]
+                status, x = self.ext.optimum(targets[picks], np.ones(len(picks)), sense)
+                if status == "infeasible":
                     return "inconsistent"
-                if val is None:
+                if status == "optimal":
+                    witness(x)
+                elif status != "unbounded":
                     return "time"
-                if not (val == end[k] or abs(val - end[k]) <= slack[k]):
-                    return "narrows"
-                pending[sense][k] = False
-                if x is not None:
-                    xt = x[targets]
-                    with np.errstate(invalid="ignore"):
-                        pending["min"] &= ~(np.abs(xt - lo) <= slack)
-                        pending["max"] &= ~(np.abs(xt - hi) <= slack)
+                for k in picks:
+                    if pending[sense][k] and (reason := keeps(k, sense)) is not None:
+                        return reason
         return None
 
 
