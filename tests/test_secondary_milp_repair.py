@@ -74,9 +74,9 @@ def test_one_primary_gets_the_fewest_cells(seed):
 # (tables whose primaries can be protected against the single contributors: with every
 # candidate suppressed the oracle passes)
 @pytest.mark.parametrize("name,seed,singleton", [
-    ("2d-small", 1, False), ("3d-small", 9, True), ("2d-small", 7, True),
+    ("2d-small", 1, False), ("2d-small", 7, True),
     *(pytest.param(*case, marks=pytest.mark.slow) for case in [
-        ("2d-small", 6, True), ("3d-small", 3, False), ("3d-small", 1, True),
+        ("3d-small", 9, True), ("2d-small", 6, True), ("3d-small", 3, False), ("3d-small", 1, True),
         ("3d-small", 6, False)])])
 def test_nearly_safe_patterns_are_repaired(name, seed, singleton):
     """A safe pattern (greedy's, or every candidate suppressed where greedy's is not

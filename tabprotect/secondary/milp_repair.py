@@ -219,6 +219,9 @@ class _RegionMilp:
         solve, the single-contributor cells that every pair moves get one more pair
         that keeps all of them still (each attacker needs one pair that does not move
         its own cell); if that pair is infeasible, one pair per such cell."""
+        free = self._free_witnesses()
+        if free is not None:
+            return np.zeros(0, np.int64), free
         forbidden: list[np.ndarray] = [np.zeros(0, np.int64)]
         rep = self.rep
         split = False
@@ -250,6 +253,27 @@ class _RegionMilp:
             forbidden.append(unserved)
         return None
 
+    def _free_witnesses(self):
+        """Witnesses on the suppressed cells alone, from LPs (no binaries): a primary
+        the audit calls short that the pattern protects after all costs no MILP.  On
+        an integer table only an integral LP solution counts."""
+        forbidden = [np.zeros(0, np.int64)]
+        for _ in range(2):
+            res = self._solve(forbidden, self.rep.settings.seconds_per_primary,
+                              free_only=True)
+            if res is None:
+                return None
+            _, witnesses = res
+            if self.rep.integer and any(
+                    np.abs(y - np.round(y)).max(initial=0.0) > 1e-7 for y in witnesses):
+                return None
+            unserved = self._unserved(witnesses, np.zeros(len(self.region), bool))
+            if len(unserved) == 0:
+                return [(self.region[np.flatnonzero(y)], y[np.flatnonzero(y)])
+                        for y in witnesses]
+            forbidden.append(unserved)
+        return None
+
     def _unserved(self, witnesses, chosen) -> np.ndarray:
         """Single-contributor cells (unpublished after the repair, not ``s``) that
         every pair of witnesses moves: their attackers have no witness yet."""
@@ -266,10 +290,10 @@ class _RegionMilp:
         out[self.k] = False
         return np.flatnonzero(out)
 
-    def _solve(self, forbidden: list[np.ndarray], limit: float):
+    def _solve(self, forbidden: list[np.ndarray], limit: float, free_only: bool = False):
         """Solve the MILP with a pair of witnesses per entry of ``forbidden`` (the
         region's cells that pair keeps still); returns (z, witnesses in region
-        coordinates) or None."""
+        coordinates) or None.  ``free_only``: no new cell (z = 0), an LP."""
         m = len(self.region)
         nc = len(self.cand_local)
         parts = []
@@ -331,6 +355,9 @@ class _RegionMilp:
         integrality[:nc] = True
         if self.rep.integer:
             integrality[nc:] = True
+        if free_only:
+            col_hi[:nc] = 0.0
+            integrality = None
         lp = LinearProgram(c=c, A=A, row_lower=row_lo, row_upper=row_hi, col_lower=col_lo,
                            col_upper=col_hi, integrality=integrality)
         res = solve(lp, time_limit=max(limit, 0.05), mip_gap=self.rep.settings.mip_gap)
@@ -340,7 +367,7 @@ class _RegionMilp:
         witnesses = []
         for b in range(nv):
             y = res.x[nc + b * m: nc + (b + 1) * m].copy()
-            if self.rep.integer:
+            if self.rep.integer and not free_only:
                 y = np.round(y)
             y[np.abs(y) < 1e-9] = 0.0
             # a witness moves only suppressed and chosen cells
