@@ -86,6 +86,7 @@ class AuditRepair:
         self.moves = MoveStack()
         self.rounds = 0
         self.witnessed = np.zeros(0, np.int64)  # primaries given witnesses at no cost
+        self._verdict_noted = False
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
@@ -101,10 +102,19 @@ class AuditRepair:
         """Audit the current pattern.  Repair only adds suppressions, so what a previous
         round's audit found protected stays protected: that audit is passed on and those
         primaries cost no LP (verdict and screen modes)."""
+        mode = "screen" if self.screening and not final else self.mode
+        if mode == "intervals" and previous is not None and self.budget.total is not None:
+            # within a time limit the re-audits decide only the verdict: the primaries a
+            # previous audit found protected cost no LP and the repair's witnesses
+            # certify most of the rest (an interval audit recomputes every interval)
+            mode = "verdict"
+            if not self._verdict_noted:
+                self.notes.append("re-audits after repair in verdict mode (time limit): "
+                                  "the final audit gives bounds, not intervals")
+                self._verdict_noted = True
         return audit(self.protected_table, singleton=self.singleton, time_limit=self.left(),
-                     mode="screen" if self.screening and not final else self.mode,
-                     workers=self.workers,
-                     previous=previous if self.mode != "intervals" else None,
+                     mode=mode, workers=self.workers,
+                     previous=previous if mode != "intervals" else None,
                      moves=self.moves.matrix(), coalition=self.coalition or None,
                      progress=None if self.progress is None else self._components_done,
                      settings=self.settings.audit)

@@ -241,7 +241,9 @@ class _RegionMilp:
                 forbidden += [np.array([j]) for j in last]
                 split = True
                 continue
-            z, witnesses = res
+            z, witnesses, status = res
+            if status != "optimal":
+                z, witnesses = self._cheaper_relaxed(forbidden, limit, z, witnesses)
             chosen = np.zeros(len(self.region), bool)
             chosen[self.cand_local[z > 0.5]] = True
             unserved = self._unserved(witnesses, chosen)
@@ -253,6 +255,27 @@ class _RegionMilp:
             forbidden.append(unserved)
         return None
 
+    def _cheaper_relaxed(self, forbidden, limit, z, witnesses):
+        """A MILP stopped by its time limit may hold a poor incumbent: the LP
+        relaxation's witnesses with every candidate they move suppressed are a
+        solution too; the cheaper of the two (on an integer table only an integral
+        relaxed solution counts)."""
+        res = self._solve(forbidden, limit, relaxed=True)
+        if res is None:
+            return z, witnesses
+        _, ys, _ = res
+        if self.rep.integer and any(np.abs(y - np.round(y)).max(initial=0.0) > 1e-7
+                                    for y in ys):
+            return z, witnesses
+        moved = np.zeros(len(self.region), bool)
+        for y in ys:
+            moved |= np.abs(y) > 1e-9
+        z_lp = moved[self.cand_local].astype(float)
+        cost = self.rep.cost[self.region[self.cand_local]]
+        if cost @ z_lp < cost @ z:
+            return z_lp, ys
+        return z, witnesses
+
     def _free_witnesses(self):
         """Witnesses on the suppressed cells alone, from LPs (no binaries): a primary
         the audit calls short that the pattern protects after all costs no MILP.  On
@@ -263,7 +286,7 @@ class _RegionMilp:
                               free_only=True)
             if res is None:
                 return None
-            _, witnesses = res
+            _, witnesses, _ = res
             if self.rep.integer and any(
                     np.abs(y - np.round(y)).max(initial=0.0) > 1e-7 for y in witnesses):
                 return None
@@ -290,10 +313,13 @@ class _RegionMilp:
         out[self.k] = False
         return np.flatnonzero(out)
 
-    def _solve(self, forbidden: list[np.ndarray], limit: float, free_only: bool = False):
+    def _solve(self, forbidden: list[np.ndarray], limit: float, free_only: bool = False,
+               relaxed: bool = False):
         """Solve the MILP with a pair of witnesses per entry of ``forbidden`` (the
         region's cells that pair keeps still); returns (z, witnesses in region
-        coordinates) or None.  ``free_only``: no new cell (z = 0), an LP."""
+        coordinates, solver status) or None.  ``free_only``: no new cell (z = 0), an
+        LP; ``relaxed``: the LP relaxation (witnesses may move any candidate whose
+        ``z`` is above 0)."""
         m = len(self.region)
         nc = len(self.cand_local)
         parts = []
@@ -357,6 +383,7 @@ class _RegionMilp:
             integrality[nc:] = True
         if free_only:
             col_hi[:nc] = 0.0
+        if free_only or relaxed:
             integrality = None
         lp = LinearProgram(c=c, A=A, row_lower=row_lo, row_upper=row_hi, col_lower=col_lo,
                            col_upper=col_hi, integrality=integrality)
@@ -367,10 +394,11 @@ class _RegionMilp:
         witnesses = []
         for b in range(nv):
             y = res.x[nc + b * m: nc + (b + 1) * m].copy()
-            if self.rep.integer and not free_only:
+            if self.rep.integer and integrality is not None:
                 y = np.round(y)
             y[np.abs(y) < 1e-9] = 0.0
-            # a witness moves only suppressed and chosen cells
-            y[(~self.sup) & ~np.isin(np.arange(m), self.cand_local[z > 0.5])] = 0.0
+            if integrality is not None:
+                # a witness moves only suppressed and chosen cells
+                y[(~self.sup) & ~np.isin(np.arange(m), self.cand_local[z > 0.5])] = 0.0
             witnesses.append(y)
-        return z, witnesses
+        return z, witnesses, res.status
