@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 from tabprotect.audit import AuditResult, AuditSettings, audit
 from tabprotect.budget import Budget
+from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
 from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import cube_repair
@@ -87,6 +88,7 @@ class AuditRepair:
         self.rounds = 0
         self.witnessed = np.zeros(0, np.int64)  # primaries given witnesses at no cost
         self._verdict_noted = False
+        self.screened: AuditResult | None = None   # the screen before a cube pass
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
@@ -98,11 +100,13 @@ class AuditRepair:
         self.status[cells] = "M"
         self.protected_table = self.table.replace(status=self.status)
 
-    def judge(self, final: bool = False, previous: AuditResult | None = None) -> AuditResult:
+    def judge(self, final: bool = False, previous: AuditResult | None = None,
+              screen: bool = False) -> AuditResult:
         """Audit the current pattern.  Repair only adds suppressions, so what a previous
         round's audit found protected stays protected: that audit is passed on and those
         primaries cost no LP (verdict and screen modes)."""
-        mode = "screen" if self.screening and not final else self.mode
+        screen = screen or (self.screening and not final)
+        mode = "screen" if screen else self.mode
         if mode == "intervals" and previous is not None and self.budget.total is not None:
             # within a time limit the re-audits decide only the verdict: the primaries a
             # previous audit found protected cost no LP and the repair's witnesses
@@ -144,8 +148,29 @@ class AuditRepair:
         if (view is None and self.repair and self.large and table.dimensions
                 and table.n_cells >= s.certify_pass_min_cells):
             self._certify_pass()
-        if view is not None:
+        if view is not None and self.large:
             self._cube_pass(view)
+        elif view is not None:
+            unproven = self._screen()
+            if len(unproven):
+                self._cube_pass(view, unproven)
+
+    def _screen(self) -> np.ndarray:
+        """A small table in verdict mode: the cubes of the cube pass (a proof of
+        protection, not a need) go only to primaries in components too large for the
+        verdict's exact LPs (``AuditSettings.local_min_vars``) that a screening audit
+        leaves uncertified; the repair's LPs take the proven shortfalls with fewer
+        cells.  The first audit starts from the screen's certificates."""
+        local_min = (self.settings.audit or AuditSettings()).local_min_vars
+        large = [c for c in linked_components(self.table.relations,
+                                              self.protected_table.suppressed)
+                 if len(c) >= local_min]
+        if not large:
+            return np.zeros(0, dtype=np.int64)
+        self.screened = self.judge(screen=True)
+        self.stage("screen")
+        short = self.screened.shortfalls
+        return short[np.isin(short, np.concatenate(large))]
 
     def _hypercube_pass(self) -> None:
         """Cubes in every sub-table with carried requirements: the pattern then reads
@@ -170,12 +195,14 @@ class AuditRepair:
         self.notes.append(f"{found.shape[0]} cube move(s) of the pattern handed to the audit")
         self.stage("certify pass")
 
-    def _cube_pass(self, view: Table) -> None:
-        """A leaf cube (a move of the whole table) per primary that has none yet: cheap,
-        no LP, and it leaves the first audit few shortfalls to prove."""
+    def _cube_pass(self, view: Table, primaries: np.ndarray | None = None) -> None:
+        """A leaf cube (a move of the whole table) per primary (of ``primaries``, default
+        all) that has none yet: cheap, no LP, and it leaves the first audit few
+        shortfalls to prove."""
         pre_status, pre_moves = cube_pass(view, self.table, self.status, self.cost,
                                           self.singleton, self.left(), workers=self.workers,
-                                          parallel_min=self.settings.cube_pass_parallel_min)
+                                          parallel_min=self.settings.cube_pass_parallel_min,
+                                          primaries=primaries)
         self.moves.append(pre_moves)
         pre = np.flatnonzero((pre_status == "M") & (self.status != "M"))
         if len(pre):
@@ -188,7 +215,7 @@ class AuditRepair:
     # ---- the loop
     def run(self) -> AuditResult:
         """Audit, repair and audit again; returns the last audit."""
-        result = self.judge()
+        result = self.judge(previous=self.screened)
         self.stage("audit 1")
         integer = result.integer
         while not result.passed and self.repair and \
