@@ -13,8 +13,7 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.gauss import kernel as compiled_kernel
 from tabprotect.secondary.gauss.compile import NUMBA
-from tabprotect.secondary.gauss.elimination import (Elimination, csr_from_dicts,
-                                                    kernel_module)
+from tabprotect.secondary.gauss.elimination import Elimination, kernel_module
 from tabprotect.secondary.gauss.singletons import watched_roles
 from tabprotect.secondary.gauss.vectors import cell_vectors
 
@@ -80,25 +79,25 @@ def run_elimination(table: Table, cost: np.ndarray, vectors, checked: np.ndarray
     forced_idx, order = candidate_order(table, cost, checked)
     offered = np.concatenate([forced_idx, order])
     published = np.ones(len(offered), np.int8)
-    rows = vectors.forced_rows()  # general tables: the relations are public
+    rows = vectors.forced_csr()  # general tables: the relations are public
+    n_rel = len(rows[0]) - 1
     n_rows = 0
-    if rows:
-        ptr, keys, vals = csr_from_dicts(rows)
-        n_rows = _offer_chunks(elim, (ptr, keys, vals), np.ones(len(rows), bool),
-                               np.zeros(len(rows), np.int8), deadline, chunk)
+    if n_rel:
+        n_rows = _offer_chunks(elim, rows, np.ones(n_rel, bool), np.zeros(n_rel, np.int8),
+                               deadline, chunk)
     n = 0
-    if n_rows == len(rows):
+    if n_rows == n_rel:
         force = np.zeros(len(offered), bool)
         force[:len(forced_idx)] = True
         n = _offer_chunks(elim, vectors.csr(offered), force, published, deadline, chunk)
-    timed_out = n_rows < len(rows) or n < len(offered)
+    timed_out = n_rows < n_rel or n < len(offered)
     if timed_out:
         # not examined in time: kept hidden (safe); if the forced cells are not all
         # in, the published span is not known: every candidate stays hidden
         published[max(n, len(forced_idx)):] = 0
     secondary = np.zeros(table.n_cells, dtype=bool)
     secondary[order[published[len(forced_idx):] == 0]] = True
-    return EliminationRun(secondary, elim.disclosed, timed_out, n, n_rows, len(rows))
+    return EliminationRun(secondary, elim.disclosed, timed_out, n, n_rows, n_rel)
 
 
 def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
