@@ -74,8 +74,8 @@ class WidthStep:
         self.free_weight = 1e-6 * max(float(np.median(self.cost)), 1e-12)
 
     def conditions(self) -> list[_Condition]:
-        """Per primary its upward and downward conditions; a sliding level alone asks
-        half of it each way."""
+        """Per primary its upward and downward conditions (a sliding level asks at least
+        half of it each way), largest first."""
         req = self.req
         out = []
         for k, s in enumerate(req.primary):
@@ -88,6 +88,8 @@ class WidthStep:
                 # a small margin over the level, never beyond the cell's range
                 need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
                 out.append(_Condition(int(s), k, sign, need))
+        # the largest first: their witnesses often settle smaller conditions
+        out.sort(key=lambda c: -c.need)
         return out
 
     def run(self, suppressed: np.ndarray, deadline: float | None = None) -> WidthOutcome:
@@ -102,11 +104,11 @@ class WidthStep:
         for q, cond in enumerate(conds):
             if done[q]:
                 continue
-            if deadline is not None and time.perf_counter() > deadline:
+            if _past(deadline):
                 timed_out = True
                 unmet += int((~done[q:]).sum())
                 break
-            y, n_lp = self._witness(cond, z)
+            y, n_lp = self._witness(cond, z, deadline)
             lps += n_lp
             if y is None:
                 unmet += 1
@@ -118,13 +120,23 @@ class WidthStep:
         return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out)
 
     def _settle(self, cells, dev, conds, index, done) -> None:
-        """Mark every condition the witness ``dev`` (on ``cells``) already meets."""
-        for c, d in zip(cells, dev):
-            if d == 0:
-                continue
-            q = index.get((int(c), 1.0 if d > 0 else -1.0))
-            if q is not None and not done[q] and abs(d) >= conds[q].need:
-                done[q] = True
+        """Mark every condition the witness ``dev`` (on ``cells``) meets, scaled as far
+        as the deviation ranges allow, and its mirror ``-dev`` meets likewise."""
+        req = self.req
+        if req.singleton[cells].any() and (dev[req.singleton[cells]] != 0).any():
+            return  # it moves a single-contributor cell: no witness for the others
+        moved = dev != 0
+        cells, dev = cells[moved], dev[moved]
+        up, dn = req.up[cells], req.down[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room_plus = np.where(dev > 0, up / dev, dn / -dev).min(initial=np.inf)
+            room_minus = np.where(dev > 0, dn / dev, up / -dev).min(initial=np.inf)
+        scales = [max(1.0, room_plus)] + ([-room_minus] if room_minus > 0 else [])
+        for scale in scales:
+            for c, d in zip(cells, scale * dev):
+                q = index.get((int(c), 1.0 if d > 0 else -1.0))
+                if q is not None and not done[q] and abs(d) >= conds[q].need:
+                    done[q] = True
 
     def _neighbourhood(self, cell: int, hops: int, movable: np.ndarray
                        ) -> tuple[np.ndarray, bool]:
@@ -141,7 +153,7 @@ class WidthStep:
             mask = grown.astype(float)
         return np.flatnonzero(mask > 0), False
 
-    def _witness(self, cond: _Condition, z: np.ndarray):
+    def _witness(self, cond: _Condition, z: np.ndarray, deadline: float | None):
         """The cheapest deviation proving ``cond`` on the pattern ``z``: ``(cells,
         deviations)``, or None when no neighbourhood (up to the whole table) has one;
         and the number of LPs solved."""
@@ -153,13 +165,14 @@ class WidthStep:
         hops, lps = self.hops, 0
         while True:
             cells, whole = self._neighbourhood(cond.cell, hops, movable)
-            y = self._solve(cond, cells, z)
+            y = self._solve(cond, cells, z, deadline)
             lps += 1
-            if y is not None or whole:
+            if y is not None or whole or _past(deadline):
                 return ((cells, y) if y is not None else None), lps
             hops += 2
 
-    def _solve(self, cond: _Condition, cells: np.ndarray, z: np.ndarray):
+    def _solve(self, cond: _Condition, cells: np.ndarray, z: np.ndarray,
+               deadline: float | None):
         """The protection LP over ``cells`` (every other cell fixed at its value)."""
         req = self.req
         sub = self.A[:, cells].tocsr()
@@ -189,7 +202,12 @@ class WidthStep:
         lp = LinearProgram(c=np.concatenate([wu, wd]), A=sp.hstack([sub, -sub]).tocsr(),
                            row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
                            col_lower=lo, col_upper=hi, sense="min")
-        res = HighsModel(lp).solve()
+        left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+        res = HighsModel(lp).solve(time_limit=left)
         if res.status != "optimal":
             return None
         return res.x[:len(cells)] - res.x[len(cells):]
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
