@@ -15,6 +15,7 @@ from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
+from tabprotect.secondary.milp_repair import MilpRepairSettings
 from tabprotect.secondary import (METHODS, GreedyOptions, MethodOutcome, ProtectSettings, protect,
                                   register_method)
 
@@ -324,10 +325,11 @@ def test_large_path_leaf_cube_pass_before_the_audit(pre_repair):
     # protection before the first audit (or not, "off"); either way the pattern must
     # pass the independent interval audit.  Two worker processes: "auto" searches the
     # cube pass's cubes in them, "off" leaves many shortfalls, whose deviation LPs run
-    # in them
+    # in them (the MILP repair, which would settle them first, is off here)
     settings = ProtectSettings(large_table=10, pre_repair=pre_repair,
                                pre_repair_min_cells=10, cube_pass_parallel_min=8,
-                               repair_lps=GreedyOptions(parallel_min_primaries=8))
+                               repair_lps=GreedyOptions(parallel_min_primaries=8),
+                               milp_repair=MilpRepairSettings(enabled=False))
     t = synthetic.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   audit_workers=2, settings=settings)
