@@ -175,3 +175,61 @@ def max_flow(cap: list[list[float]], source: int, sink: int) -> tuple[float, np.
     for v in range(n):
         side[v] = parent[v] >= 0
     return float(total), side
+
+
+def min_cost_flow(net: Network, forward: np.ndarray, backward: np.ndarray, source: int,
+                  sink: int, amount: float, cells: np.ndarray) -> np.ndarray | None:
+    """The least total movement sending ``amount`` from ``source`` to ``sink`` through
+    ``cells`` (each unit on each cell costs 1; a cell carries up to ``forward`` from
+    tail to head, ``backward`` back): per cell of ``cells`` its signed flow (+: tail to
+    head), or None when ``amount`` cannot be sent.  Successive shortest paths
+    (Bellman-Ford on the residual arcs: fewest cells first).
+
+    >>> net = Network(np.array([0, 0, 1]), np.array([1, 2, 2]), 3)
+    >>> min_cost_flow(net, np.array([5.0, 2, 2]), np.zeros(3), 0, 2, 3.0,
+    ...               np.array([0, 1, 2])).tolist()
+    [1.0, 2.0, 1.0]
+    """
+    tails = net.tail[cells].tolist()
+    heads = net.head[cells].tolist()
+    # arc 2k: tail -> head, arc 2k + 1: head -> tail; residual capacities
+    res = []
+    for k in range(len(cells)):
+        res += [float(forward[cells[k]]), float(backward[cells[k]])]
+    frm = [x for k in range(len(cells)) for x in (tails[k], heads[k])]
+    to = [x for k in range(len(cells)) for x in (heads[k], tails[k])]
+    flow = [0.0] * len(res)          # on arc a; its reverse residual is flow[a]
+    eps = EPS * max(1.0, amount)
+    left = amount
+    n = net.n_nodes
+    while left > eps:
+        dist = [np.inf] * n
+        via = [-1] * n                # arc index * 2 + (1: along a reverse residual)
+        dist[source] = 0.0
+        for _ in range(n - 1):
+            changed = False
+            for a in range(len(res)):
+                if res[a] - flow[a] > eps and dist[frm[a]] + 1 < dist[to[a]]:
+                    dist[to[a]] = dist[frm[a]] + 1
+                    via[to[a]] = 2 * a
+                    changed = True
+                if flow[a] > eps and dist[to[a]] - 1 < dist[frm[a]]:
+                    dist[frm[a]] = dist[to[a]] - 1
+                    via[frm[a]] = 2 * a + 1
+                    changed = True
+            if not changed:
+                break
+        if dist[sink] == np.inf:
+            return None
+        path = []
+        v = sink
+        while v != source:
+            a, back = divmod(via[v], 2)
+            path.append((a, back))
+            v = to[a] if back else frm[a]
+        push = min(left, min(flow[a] if back else res[a] - flow[a] for a, back in path))
+        for a, back in path:
+            flow[a] += -push if back else push
+        left -= push
+    out = np.asarray(flow[0::2]) - np.asarray(flow[1::2])
+    return out
