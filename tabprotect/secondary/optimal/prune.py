@@ -124,7 +124,9 @@ class _Witnesses:
         fresh = entry is None
         if fresh:
             if len(self.models) < self.max_models or self.shared is None:
-                entry = [HighsModel(self.lp, simplex_strategy=DUAL_SIMPLEX), self.hi.copy()]
+                # small LPs, mostly re-solved warm: presolve costs more than it saves
+                model = HighsModel(self.lp, simplex_strategy=DUAL_SIMPLEX, presolve="off")
+                entry = [model, self.hi.copy()]
                 if len(self.models) < self.max_models:
                     self.models[key] = entry
                 else:
