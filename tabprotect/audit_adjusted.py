@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from tabprotect.model.table import Table
 
@@ -199,6 +198,7 @@ def adjustment_loss(table: Table, published: np.ndarray) -> dict[str, float]:
            "max_total_rel_change": float((np.abs(d[totals & nz]) / np.abs(x[totals & nz]))
                                          .max()) if (totals & nz).any() else 0.0}
     if len(x) > 1 and np.ptp(x) > 0 and np.ptp(y) > 0:
+        from scipy.stats import spearmanr  # scipy.stats is slow to import: on use only
         out["spearman"] = float(spearmanr(x, y).statistic)
     else:
         out["spearman"] = 1.0

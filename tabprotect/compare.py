@@ -196,7 +196,7 @@ def _label(spec: dict) -> str:
 def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
             cost: str | None = None, time_limit: float | None = None,
             progress: Progress | None = None, keyed: dict[str, Table] | None = None,
-            **common) -> Comparison:
+            executor: Any = None, **common) -> Comparison:
     """Run several protection methods on ``table`` and compare them.
 
     Parameters
@@ -213,6 +213,10 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
         ``"swap+cellkey"``), the table with record-key sums (:func:`tabulate_keys`) to
         perturb, by run label; default: ``table`` itself.  The published values are
         compared with ``table``'s.
+    executor : a ``dask.distributed.Client`` (or a
+        :class:`~tabprotect.parallel.TaskExecutor`): each run is one task there, the
+        runs on different workers at once, each computed as it is here (same results;
+        the table is sent to the cluster once)
     **common : further ``protect`` options for every suppression run
 
     Returns
@@ -233,11 +237,15 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
     [['optimal', True, 4.0], ['hypercube', True, 4.0]]
     """
     specs = _normalise(methods)
-    runs: list[MethodRun] = []
-    for k, spec in enumerate(specs):
-        if progress:
-            progress(f"compare: {spec['label']}", k / len(specs))
-        runs.append(_run_one(table, spec, cost, time_limit, common, keyed or {}))
+    if executor is not None:
+        runs = _remote_runs(table, specs, cost, time_limit, common, keyed or {}, executor,
+                            progress)
+    else:
+        runs = []
+        for k, spec in enumerate(specs):
+            if progress:
+                progress(f"compare: {spec['label']}", k / len(specs))
+            runs.append(_run_one(table, spec, cost, time_limit, common, keyed or {}))
     if progress:
         progress("compare: done", 1.0)
     rows = [_row(table, r) for r in runs]
@@ -246,6 +254,32 @@ def compare(table: Table, methods: Sequence[str | dict] | None = None, *,
              "(every non-empty cell for rounding); 'at minimum' = the interval reaches a "
              "required bound exactly"]
     return Comparison(table, runs, frame, notes)
+
+
+def _remote_runs(table: Table, specs: list[dict], cost, time_limit, common, keyed,
+                 executor: Any, progress: Progress | None) -> list[MethodRun]:
+    """The runs of :func:`compare` as tasks of ``executor``, one per run (in run order)."""
+    from tabprotect.parallel_dask import as_executor
+    engine = as_executor(executor)
+    # each task holds the same table object: sent to the cluster once, not per run
+    tasks = [(table, spec, cost, time_limit, common,
+              {k: v for k, v in keyed.items() if k == spec["label"]}) for spec in specs]
+    done = []
+
+    def arrived(i: int, run: MethodRun) -> None:
+        done.append(i)
+        if progress:
+            progress(f"compare: {run.label} done", len(done) / len(specs))
+    return engine.map(_run_task, tasks, workers=min(len(tasks), engine.workers),
+                      on_result=arrived)
+
+
+def _run_task(task: tuple) -> MethodRun:
+    """One run of :func:`compare` inside a task of another engine: its own parallel work
+    (a method's or the audit's ``workers``) runs in the task, one piece after another."""
+    from tabprotect.parallel import InlineExecutor, use_executor
+    with use_executor(InlineExecutor()):
+        return _run_one(*task)
 
 
 def _run_one(table: Table, spec: dict, cost, time_limit, common, keyed) -> MethodRun:
@@ -325,15 +359,16 @@ def _row(table: Table, run: MethodRun) -> dict[str, Any]:
 
 
 def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
-                time_limit: float | None = None, progress: Progress | None = None
-                ) -> Comparison:
+                time_limit: float | None = None, progress: Progress | None = None,
+                executor: Any = None) -> Comparison:
     """:func:`compare` from a job's ``[compare]`` section (primary rules applied first
     when the job has ``[rules]`` and the table no primary cells yet).
 
     ``[compare]`` keys: ``methods`` (names, or tables of options such as
     ``{method = "optimal", cost = "unity", label = "optimal/unity"}``), ``cost``,
     ``time_limit`` and ``singleton``; the last three default to the job's ``[protect]``
-    keys, so a job's attacker model holds for its comparison too.
+    keys, so a job's attacker model holds for its comparison too.  ``executor``: the
+    job's ``[cluster]``, where the runs go (see :func:`compare`).
     """
     opts = job.section("compare")
     known = {"methods", "cost", "time_limit", "singleton"}
@@ -352,7 +387,7 @@ def compare_job(job, table: Table, methods: Sequence[str | dict] | None = None,
     return compare(table, methods, cost=settings.get("cost"),
                    time_limit=time_limit if time_limit is not None
                    else settings.get("time_limit"), progress=progress, keyed=keyed,
-                   **common)
+                   executor=executor, **common)
 
 
 def _cellkey_sources(job, table: Table, methods):

@@ -200,6 +200,29 @@ class FuturesExecutor:
                       on_result=on_result)
 
 
+class InlineExecutor:
+    """A :class:`TaskExecutor` that runs every task in the calling thread, one after
+    another (same results as in parallel): for work that runs inside a task of another
+    engine, e.g. in a Dask worker, whose daemonic process may start no processes."""
+
+    workers = 1
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        fut: Future = Future()
+        try:
+            fut.set_result(fn(*args))
+        except Exception as exc:  # noqa: BLE001 -- raised by the caller's result()
+            fut.set_exception(exc)
+        return fut
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any], *,
+            workers: int | None = None, timeout: float | None = None,
+            weights: Sequence[float] | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        return gather(self.submit, fn, tasks, limit=1, timeout=timeout, weights=weights,
+                      on_result=on_result)
+
+
 _DEFAULT_POOL = ProcessPool()
 atexit.register(_DEFAULT_POOL.shutdown)
 _CURRENT: ContextVar[TaskExecutor | None] = ContextVar("tabprotect_executor", default=None)

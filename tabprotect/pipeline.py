@@ -209,11 +209,11 @@ def _run(job: Job, task: str, progress: Progress | None, executor: Any) -> Run:
     elif task == "audit-rounded":
         _audit_rounded_step(result, job, steps)
     elif task == "compare":
-        _compare_step(result, job, steps, main=True)
+        _compare_step(result, job, steps, main=True, executor=executor)
     else:
         _audit_step(result, job, steps, executor)
     if task in ("protect", "audit") and "compare" in job.spec:
-        _compare_step(result, job, steps, main=False)
+        _compare_step(result, job, steps, main=False, executor=executor)
     _info_step(result, job, steps)
     return result
 
@@ -404,14 +404,15 @@ def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> N
                       if k in ("mode", "unprotected_primary", "exactly_disclosed")}
 
 
-def _compare_step(result: Run, job: Job, steps: _Steps, main: bool) -> None:
+def _compare_step(result: Run, job: Job, steps: _Steps, main: bool,
+                  executor: Any = None) -> None:
     from tabprotect.compare import compare_job
     table = result.table
     if main:
         _needs_primaries(table, job)
     with steps("compare", 0.85 if not main else 0.2):
         comparison = compare_job(job, table, progress=steps.scaled(0.2, 0.8) if main
-                                 else None)
+                                 else None, executor=executor)
     result.comparison = comparison.frame
     if not main:
         return

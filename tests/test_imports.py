@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGES = ("tabprotect", "solvers")
@@ -130,3 +133,27 @@ def test_no_import_cycle_between_package_modules():
     assert not unexpected, f"import cycles: {unexpected}"
     gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
     assert not gone, f"cycles fixed, remove them from KNOWN_CYCLES: {gone}"
+
+
+def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
+    # numba (the gauss kernels), scipy.stats (cta's rank correlation) and the optional
+    # packages (plots, the PuLP backend, the service, Dask) are imported on first use:
+    # importing tabprotect, its methods and the CLI, and protecting with a method that
+    # calls no kernel, loads none of them; the first gauss call loads numba.
+    code = (
+        "import sys\n"
+        "import tabprotect, tabprotect.secondary, tabprotect.pipeline, tabprotect.cli\n"
+        "from tabprotect.model.synthetic import preset\n"
+        "heavy = ('numba', 'scipy.stats', 'matplotlib', 'pulp', 'fastapi', 'dask')\n"
+        "assert not [m for m in heavy if m in sys.modules], 'import'\n"
+        "t = preset('2d-small', seed=1)\n"
+        "r = tabprotect.secondary.protect(t, method='hypercube', singleton=False)\n"
+        "assert r.passed\n"
+        "assert not [m for m in heavy if m in sys.modules], 'hypercube'\n"
+        "r = tabprotect.secondary.protect(t, method='gauss', singleton=False)\n"
+        "assert r.passed and 'numba' in sys.modules, 'gauss'\n")
+    env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 distributed = pytest.importorskip("distributed")
@@ -17,7 +18,7 @@ from test_pipeline import from_files, from_run, via_worker, write_job  # noqa: E
 from tabprotect.audit import audit  # noqa: E402
 from tabprotect.errors import InputError  # noqa: E402
 from tabprotect.model import synthetic  # noqa: E402
-from tabprotect.parallel import process_map, use_executor  # noqa: E402
+from tabprotect.parallel import InlineExecutor, process_map, use_executor  # noqa: E402
 from tabprotect.parallel_dask import (DaskExecutor, _SharedValues, as_executor,  # noqa: E402
                                       deal)
 from tabprotect.pipeline import run  # noqa: E402
@@ -235,6 +236,59 @@ def test_a_timed_out_task_gives_no_verdict(client):
                 executor=SlowExecutor(client, delay=2.0, task_timeout=0.5))
 
 
+def _two_rectangles():
+    """A 4 x 4 table (with totals) with two suppressed 2 x 2 rectangles in disjoint rows
+    and columns: two independent audit components, each with one primary."""
+    from tabprotect.model import Hierarchy, Table
+    rows = Hierarchy.flat(["1", "2", "3", "4"], total="T")
+    cols = Hierarchy.flat(["a", "b", "c", "d"], total="T")
+    inner = np.full((4, 4), 5.0)
+    grid = np.zeros((5, 5))
+    grid[1:, 1:] = inner
+    grid[0, 1:], grid[1:, 0], grid[0, 0] = inner.sum(0), inner.sum(1), inner.sum()
+    table = Table.from_arrays({"r": rows, "c": cols}, grid.ravel())
+    status = table.status.copy()
+    for r0, c0 in ((1, 1), (3, 3)):
+        cells = [r * 5 + c for r in (r0, r0 + 1) for c in (c0, c0 + 1)]
+        status[cells] = "M"
+        status[cells[0]] = "U"
+    level = np.where(status == "U", 1.0, 0.0)
+    return table.replace(status=status, upl=level, lpl=level)
+
+
+class RecordingExecutor(DaskExecutor):
+    """A DaskExecutor that keeps the tasks it was given."""
+
+    def __init__(self, client):
+        super().__init__(client)
+        self.seen = []
+
+    def map(self, fn, tasks, **kw):
+        self.seen.extend(tasks)
+        return super().map(fn, tasks, **kw)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("intervals", marks=pytest.mark.slow),
+                                  "verdict"])
+def test_a_component_past_its_deadline_on_arrival_is_never_counted(client, mode):
+    from tabprotect.audit.settings import AuditSettings
+    table = _two_rectangles()
+    primary = table.status == "U"
+    every_task = AuditSettings(parallel_min_cells=1)
+    recording = RecordingExecutor(client)
+    with use_executor(recording):
+        on_time = audit(table, mode=mode, workers=2, time_limit=60, settings=every_task)
+    assert on_time.passed and not on_time.incomplete.any()
+    # each task carries its deadline as wall-clock time, which every machine can read
+    assert len(recording.seen) == 2
+    assert all(abs(t.deadline - (time.time() + 60)) < 30 for t in recording.seen)
+    # every task reaches its worker after the audit's time limit has passed
+    with use_executor(SlowExecutor(client, delay=1.0, task_timeout=None)):
+        late = audit(table, mode=mode, workers=2, time_limit=0.2, settings=every_task)
+    assert late.incomplete[primary].all()
+    assert not late.protected[primary].any() and not late.passed
+
+
 def test_protect_rejects_an_executor_it_cannot_use():
     with pytest.raises(InputError, match="executor"):
         protect(two_by_two(), executor=object())
@@ -258,6 +312,41 @@ def test_a_job_gives_the_same_table_and_verdict_with_and_without_the_cluster(cli
     audited = from_run(run(_cluster_job(tmp_path / "a", client, "audit-only")))
     assert audited["verdict"] == from_run(run(write_job(tmp_path / "b", "audit-only"))
                                           )["verdict"]
+
+
+def _without_times(frame):
+    return frame.drop(columns="seconds")
+
+
+def test_a_compare_job_runs_its_methods_on_the_cluster_with_the_same_result(client,
+                                                                          tmp_path):
+    here = run(write_job(tmp_path / "plain", "compare"))
+    with distributed.get_task_stream(client) as stream:
+        there = run(_cluster_job(tmp_path, client, "compare"))
+    assert len(stream.data) >= 1                       # the runs went to the cluster
+    assert there.kind == here.kind == "compare"
+    pd.testing.assert_frame_equal(_without_times(there.comparison),
+                                  _without_times(here.comparison))
+    a, b = from_run(there), from_run(here)
+    assert a["verdict"] == b["verdict"]
+    np.testing.assert_array_equal(a["pattern"], b["pattern"])
+
+
+@pytest.mark.slow
+def test_compare_sends_one_task_per_run_and_the_table_once(client):
+    from tabprotect.compare import compare
+    table = synthetic.preset("3d-small", seed=1)
+    # a run's own parallel work (workers = 2) runs inside its task on the cluster, and
+    # here one piece after another: the same result as in worker processes
+    methods = ["hypercube", {"method": "modular", "workers": 2}]
+    with use_executor(InlineExecutor()):
+        here = compare(table, methods, singleton=False)
+    recording = RecordingExecutor(client)
+    there = compare(table, methods, singleton=False, executor=recording)
+    assert len(recording.seen) == 2 and all(t[0] is table for t in recording.seen)
+    pd.testing.assert_frame_equal(_without_times(there.frame), _without_times(here.frame))
+    for a, b in zip(here.runs, there.runs):
+        np.testing.assert_array_equal(a.published.status, b.published.status)
 
 
 def test_cluster_keys_are_checked(tmp_path):

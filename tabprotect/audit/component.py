@@ -26,7 +26,7 @@ class ComponentTask:
     attackers: list[Attacker] | None   # single contributors or coalitions
     integer: bool
     mode: str
-    deadline: float | None
+    deadline: float | None   # wall-clock (epoch seconds): valid on any machine
     settings: AuditSettings
     moves: sp.csr_matrix | None = None   # checked candidate moves, local columns
 

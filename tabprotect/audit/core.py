@@ -150,7 +150,10 @@ class _AuditRun:
         self.table, self.unpublished, self.integer = table, unpublished, integer
         self.singleton, self.coalition = singleton, coalition
         self.mode, self.settings, self.start = mode, settings, start
-        self.deadline = None if time_limit is None else start + time_limit
+        # the components' deadline is wall-clock time (epoch seconds): it goes with each
+        # task to whichever machine runs it (see audit.system.out_of_time)
+        self.deadline = None if time_limit is None else \
+            time.time() + time_limit - (time.monotonic() - start)
         self.primary = (table.status == "U") & unpublished
         self.req = required_interval(table, self.primary, integer, singleton)
         # cells alone among the unpublished cells of some relation are known exactly;
@@ -162,7 +165,8 @@ class _AuditRun:
 
     def tasks(self, settled: np.ndarray, move_parts) -> list[ComponentTask]:
         table, (req_lo, req_hi, req_w) = self.table, self.req
-        builder = SystemBuilder(table, self.free, self.settings.dual_min_vars)
+        builder = SystemBuilder(table, self.free, self.settings.dual_min_vars,
+                                self.settings.integer_nodes)
         # a settled primary is no target of the LPs (it is as good as a non-primary cell)
         open_primary = self.primary & ~settled
         return [ComponentTask(system=builder.system(cells), primary=open_primary[cells],
