@@ -15,6 +15,7 @@ from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
+from tabprotect.secondary.milp_repair import MilpRepairSettings
 from tabprotect.secondary import (METHODS, GreedyOptions, MethodOutcome, ProtectSettings, protect,
                                   register_method)
 
@@ -324,10 +325,11 @@ def test_large_path_leaf_cube_pass_before_the_audit(pre_repair):
     # protection before the first audit (or not, "off"); either way the pattern must
     # pass the independent interval audit.  Two worker processes: "auto" searches the
     # cube pass's cubes in them, "off" leaves many shortfalls, whose deviation LPs run
-    # in them
+    # in them (the MILP repair, which would settle them first, is off here)
     settings = ProtectSettings(large_table=10, pre_repair=pre_repair,
                                pre_repair_min_cells=10, cube_pass_parallel_min=8,
-                               repair_lps=GreedyOptions(parallel_min_primaries=8))
+                               repair_lps=GreedyOptions(parallel_min_primaries=8),
+                               milp_repair=MilpRepairSettings(enabled=False))
     t = synthetic.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   audit_workers=2, settings=settings)
@@ -395,9 +397,12 @@ def test_gauss_with_large_components_gets_the_cube_pass(as_general):
     if as_general:
         t = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
                                  status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
+    # the elimination alone (gauss' width step on general tables would leave the cube
+    # pass nothing to do)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   settings=ProtectSettings(interval_audit_max_work=0,
-                                           audit=AuditSettings(local_min_vars=10)))
+                                           audit=AuditSettings(local_min_vars=10)),
+                  widths="never")
     assert any("leaf-cube pass" in n for n in res.notes)
     assert "screen" in res.stage_seconds
     assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0
@@ -539,3 +544,20 @@ def test_settings_are_recorded_as_applied_and_checked():
         protect(t, method="hypercube", singleton=False, settings={"large_table": 10})
     with pytest.raises(ValueError, match="method_share"):
         ProtectSettings(method_share=1.5)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_feasibility_check_of_a_count_table_takes_its_cubes_as_witnesses(seed):
+    # an integer intruder takes integral tables only: the check hands the leaf cubes of
+    # the everything-suppressed pattern to the audit, which certifies with them and
+    # judges as the independent LP audit does
+    from lp_oracle import protected as oracle_protected
+    from tabprotect.secondary.candidates import candidate_cells
+    from tabprotect.secondary.feasibility import _cube_moves
+    t = synthetic.count_table([(2, 2), (3,)], seed=seed)
+    every = candidate_cells(t, "publish") | t.suppressed
+    moves = _cube_moves(t, every)
+    res = audit(t, unpublished=every, mode="verdict", moves=moves)
+    assert moves.shape[0] > 0 and res.n_moves_used > 0 and res.n_moves_rejected == 0
+    pattern = t.replace(status=np.where(every & (t.status != "U"), "M", t.status))
+    np.testing.assert_array_equal(res.protected, oracle_protected(pattern, integer=True))

@@ -16,7 +16,9 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
 from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import cube_repair
+from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.secondary.greedy import greedy_repair
+from tabprotect.secondary.milp_repair import MilpRepair
 from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
                                          product_view)
 from tabprotect.secondary.protect_settings import ProtectSettings
@@ -84,6 +86,8 @@ class AuditRepair:
         self.repaired: list[np.ndarray] = []
         self.moves = MoveStack()
         self.rounds = 0
+        self.witnessed = np.zeros(0, np.int64)  # primaries given witnesses at no cost
+        self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
 
     def left(self) -> float | None:
@@ -102,10 +106,19 @@ class AuditRepair:
         round's audit found protected stays protected: that audit is passed on and those
         primaries cost no LP (verdict and screen modes)."""
         screen = screen or (self.screening and not final)
+        mode = "screen" if screen else self.mode
+        if mode == "intervals" and previous is not None and self.budget.total is not None:
+            # within a time limit the re-audits decide only the verdict: the primaries a
+            # previous audit found protected cost no LP and the repair's witnesses
+            # certify most of the rest (an interval audit recomputes every interval)
+            mode = "verdict"
+            if not self._verdict_noted:
+                self.notes.append("re-audits after repair in verdict mode (time limit): "
+                                  "the final audit gives bounds, not intervals")
+                self._verdict_noted = True
         return audit(self.protected_table, singleton=self.singleton, time_limit=self.left(),
-                     mode="screen" if screen else self.mode,
-                     workers=self.workers,
-                     previous=previous if self.mode != "intervals" else None,
+                     mode=mode, workers=self.workers,
+                     previous=previous if mode != "intervals" else None,
                      moves=self.moves.matrix(), coalition=self.coalition or None,
                      progress=None if self.progress is None else self._components_done,
                      settings=self.settings.audit)
@@ -214,16 +227,21 @@ class AuditRepair:
                 self.notes.append("the audit did not finish within its time limit")
                 break
             self.rounds += 1
+            before = self.protected_table.suppressed
+            short, witnessed = self._milp_round(result)
             suppressed = self.protected_table.suppressed
-            new_mask = self._local_round(result, suppressed) if self.large else \
-                self._whole_round(result, suppressed, integer)
+            new_mask = suppressed
+            if len(short):
+                new_mask = self._local_round(result, suppressed, short) if self.large else \
+                    self._whole_round(result, suppressed, integer, short)
             if self.coalition:
                 new_mask = self._coalition_round(result, new_mask, integer)
             added = np.flatnonzero(new_mask & ~suppressed & self.cand)
-            if len(added) == 0:
+            if len(added):
+                self._suppress(added)
+            elif not (witnessed or (suppressed & ~before).any()):
                 self.notes.append(f"repair round {self.rounds}: no cell could be added")
                 break
-            self._suppress(added)
             result = self.judge(previous=result)
             self.stage(f"audit {self.rounds + 1}")
         if self.screening and not result.passed:
@@ -231,14 +249,52 @@ class AuditRepair:
             self.stage("final audit")
         return result
 
-    def _local_round(self, result: AuditResult, suppressed: np.ndarray) -> np.ndarray:
+    def _milp_round(self, result: AuditResult) -> tuple[np.ndarray, bool]:
+        """The MILP repair (:mod:`~tabprotect.secondary.milp_repair`) of the round's
+        shortfalls, within its share of the budget: the cheapest cells that give each
+        short primary witnesses on its neighbourhood.  Its cells are suppressed and its
+        witnesses handed to the audit as moves.  Returns the primaries left for the LP
+        repair (no witness in reach, out of time, or short again after a round in which
+        the MILP found witnesses without adding a cell: there the audit and the
+        witnesses disagree, and the LP repair decides), and whether the MILP found
+        witnesses that added no cell (the next audit takes them as moves)."""
+        short = np.asarray(result.shortfalls, dtype=np.int64)
+        s = self.settings.milp_repair
+        if not s.enabled or len(short) == 0:
+            return short, False
+        again = np.isin(short, self.witnessed)
+        rest, short = short[again], short[~again]
+        if len(short) == 0:
+            return rest, False
+        left = self.budget.remaining()
+        seconds = s.round_seconds if left is None else min(s.round_seconds,
+                                                           s.round_share * left)
+        rep = MilpRepair(self.protected_table, self.cost, self.cand, self.req,
+                         integer=result.integer, settings=s)
+        now = time.perf_counter()
+        out = rep.run(self.status, short, deadline=now + seconds,
+                      quick_after=None if left is None else now + s.milp_share * seconds)
+        added = np.asarray(out.added, dtype=np.int64)
+        if len(added):
+            self._suppress(added)
+        self.moves.append(_move_matrix(out.moves, self.table.n_cells))
+        self.witnessed = np.union1d(self.witnessed, out.free)
+        self.notes.append(f"repair round {self.rounds}: {out.milps} MILP(s) settled "
+                          f"{len(short) - len(out.unresolved)} of {len(short)} short "
+                          f"primaries with {len(added)} cell(s)")
+        self.stage(f"repair {self.rounds} MILPs")
+        rest = np.concatenate([rest, np.asarray(out.unresolved, dtype=np.int64)])
+        return rest, len(out.free) > 0
+
+    def _local_round(self, result: AuditResult, suppressed: np.ndarray,
+                     short: np.ndarray) -> np.ndarray:
         """A large table's repair: leaf cubes first (no LP; each a move of the whole
         table), then local deviation LPs on the short primaries' neighbourhoods for what
         the cubes cannot settle (a whole-table LP per shortfall does not scale to
         10^5-10^6 cells)."""
         s, n = self.settings, self.table.n_cells
         new_status, rest, new_moves = cube_repair(
-            self.protected_table, self.cost, result.shortfalls, singleton=self.singleton,
+            self.protected_table, self.cost, short, singleton=self.singleton,
             time_limit=self.left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
         self.moves.append(new_moves)
         self.stage(f"repair {self.rounds} cubes")
@@ -252,15 +308,15 @@ class AuditRepair:
             self.stage(f"repair {self.rounds} LPs")
         return np.isin(new_status, ("U", "M")) | suppressed
 
-    def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool
-                     ) -> np.ndarray:
+    def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool,
+                     short: np.ndarray) -> np.ndarray:
         """A small table's repair: attacker LPs on the whole table.  Each round asks a
         little more than the levels, in case the audit's integer intervals (frequency
         tables) are narrower than the LP the repair reasons with."""
         margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
         rq = _with_margin(self.req, margin, self.table.value)
         rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)
-        new_mask, _ = rep.run(suppressed, primaries=result.shortfalls,
+        new_mask, _ = rep.run(suppressed, primaries=short,
                               deadline=self.budget.deadline)
         self.stage(f"repair {self.rounds}")
         return new_mask

@@ -4,11 +4,12 @@ dataclass, passed as ``protect(..., settings=ProtectSettings(...))`` and recorde
 result's ``params["settings"]`` (the fields the call applied)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from tabprotect.audit import AuditSettings
 from tabprotect.secondary.greedy import GreedyOptions
+from tabprotect.secondary.milp_repair import MilpRepairSettings
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ class ProtectSettings:
     repair_block_sizes: tuple[int, ...] = (2_000, 5_000, 10_000)
     #: the large-table repair's deviation LPs (presolve, suppressed cells first, workers)
     repair_lps: GreedyOptions = field(default_factory=GreedyOptions)
+    #: the MILP repair that starts each round (the cheapest cells giving each short
+    #: primary its witnesses; what it leaves goes to the LP repair)
+    milp_repair: MilpRepairSettings = field(default_factory=MilpRepairSettings)
     #: the audits' settings (None: the audit's defaults)
     audit: AuditSettings | None = None
 
@@ -123,6 +127,8 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
     for name in names:
         value = getattr(settings, name)
         out[name] = value.as_dict() if isinstance(value, AuditSettings) else value
+    if repair:
+        out["milp_repair"] = asdict(settings.milp_repair)
     if repair and large:
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out
