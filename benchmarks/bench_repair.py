@@ -39,7 +39,8 @@ def child(args) -> None:
     import numpy as np
     from tabprotect.budget import Budget
     from tabprotect.secondary import ProtectSettings
-    from tabprotect.secondary import protect as protect_module
+    import importlib
+    protect_module = importlib.import_module("tabprotect.secondary.protect")
     from tabprotect.secondary.audit_repair import AuditRepair, StageClock
     from tabprotect.secondary.base import METHODS, cost_vector
     from tabprotect.secondary.candidates import candidate_cells
