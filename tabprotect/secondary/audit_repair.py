@@ -117,7 +117,14 @@ class AuditRepair:
                 self.notes.append("re-audits after repair in verdict mode (time limit): "
                                   "the final audit gives bounds, not intervals")
                 self._verdict_noted = True
-        return audit(self.protected_table, singleton=self.singleton, time_limit=self.left(),
+        limit = self.left()
+        if previous is None and self.repair and limit is not None and \
+                self.settings.milp_repair.enabled:
+            # the first audit leaves time for the repair and a re-audit: what it does
+            # not decide in time the repair's witnesses settle
+            limit = max(self.settings.audit_floor_seconds,
+                        self.settings.first_audit_share * limit)
+        return audit(self.protected_table, singleton=self.singleton, time_limit=limit,
                      mode=mode, workers=self.workers,
                      previous=previous if mode != "intervals" else None,
                      moves=self.moves.matrix(), coalition=self.coalition or None,
@@ -224,7 +231,7 @@ class AuditRepair:
             if self.budget.expired():
                 self.notes.append("time limit reached: repair stopped")
                 break
-            if not result.complete and len(result.shortfalls) == 0:
+            if not result.complete and len(self._targets(result)) == 0:
                 self.notes.append("the audit did not finish within its time limit")
                 break
             self.rounds += 1
@@ -250,6 +257,16 @@ class AuditRepair:
             self.stage("final audit")
         return result
 
+    def _targets(self, result: AuditResult) -> np.ndarray:
+        """The primaries a repair round takes: the audit's shortfalls, and with the
+        MILP repair also the primaries the audit did not decide in time (their free
+        witnesses, one LP each on a small region, settle most without a cell)."""
+        short = np.asarray(result.shortfalls, dtype=np.int64)
+        if result.incomplete is None or not self.settings.milp_repair.enabled:
+            return short
+        open_ = np.flatnonzero(result.incomplete & (self.table.status == "U"))
+        return np.union1d(short, open_)
+
     def _milp_round(self, result: AuditResult) -> tuple[np.ndarray, bool]:
         """The MILP repair (:mod:`~tabprotect.secondary.milp_repair`) of the round's
         shortfalls, within its share of the budget: the cheapest cells that give each
@@ -263,9 +280,11 @@ class AuditRepair:
         disagree).  Returns the primaries left for the LP repair (also those with no
         witness in reach or out of time), and whether the MILP found witnesses that
         added no cell (the next audit takes them as moves)."""
-        short = np.asarray(result.shortfalls, dtype=np.int64)
         s = self.settings.milp_repair
-        if not s.enabled or len(short) == 0:
+        if not s.enabled:
+            return np.asarray(result.shortfalls, dtype=np.int64), False
+        short = self._targets(result)
+        if len(short) == 0:
             return short, False
         again = np.isin(short, self.milp_tried)
         if result.integer:
