@@ -172,17 +172,19 @@ def simulated_seconds(run: dict, workers: int, partitions: int | None = None) ->
 
 
 def protect_child(mode: str, name: str, method: str, options: dict | None = None,
-                  recheck: bool = True) -> dict:
+                  recheck: bool = True, table_options: dict | None = None) -> dict:
     import numpy as np
 
     from tabprotect.audit import audit
     from tabprotect.model import synthetic
     from tabprotect.parallel_dask import DaskExecutor
     from tabprotect.secondary import protect
-    table = synthetic.preset(name, seed=0)
+    table = synthetic.generate(synthetic.PRESETS[name], seed=0, name=name,
+                               **(table_options or {}))
     options = dict(options or {})
     out: dict = {"mode": mode, "table": name, "method": method, "cells": table.n_cells,
-                 "primary": int((table.status == "U").sum()), "options": options}
+                 "primary": int((table.status == "U").sum()), "options": options,
+                 "table_options": table_options or {}}
     if mode == "local":
         from tabprotect.secondary import METHODS
         # the same parallelism as the cluster run: the method's workers too, when it has
@@ -319,6 +321,9 @@ def main() -> int:
     ap.add_argument("--skip-scaling", action="store_true", help="skip part (c)")
     ap.add_argument("--protect-options", default="{}",
                     help="part (b): protect() options as JSON, e.g. '{\"singleton\": false}'")
+    ap.add_argument("--table-options", default="{}",
+                    help="part (b): synthetic.generate() options as JSON, e.g. "
+                         "'{\"mean_enterprises\": 20}'")
     ap.add_argument("--recheck", action="store_true",
                     help="part (b): audit each published table once more (verdict mode)")
     ap.add_argument("--data", help="folder for the generated records (default: temporary)")
@@ -358,7 +363,7 @@ def main() -> int:
             scaling(args.scaling_records or max(sizes), data)
         if not args.skip_protect:
             protect_both(args.table, args.method, json.loads(args.protect_options),
-                         args.recheck)
+                         args.recheck, json.loads(args.table_options))
     finally:
         if not args.keep_data:
             shutil.rmtree(data, ignore_errors=True)
@@ -387,12 +392,14 @@ def _same(ref: dict | None, r: dict) -> bool | None:
             and r["top1"] == ref["top1"] and r["freq"] == ref["freq"])
 
 
-def protect_both(table: str, method: str, options: dict, recheck: bool) -> None:
+def protect_both(table: str, method: str, options: dict, recheck: bool,
+                 table_options: dict) -> None:
     """Part (b): the same protect() with local worker processes and on the cluster."""
     print("(b) protect")
     runs = []
     for mode in ("local", "cluster"):
-        runs.append(child(["protect", mode, table, method, options, recheck]))
+        runs.append(child(["protect", mode, table, method, options, recheck,
+                           table_options]))
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "pattern"}
                          | {"load": round(os.getloadavg()[0], 1)}), flush=True)
     if all("pattern" in r for r in runs):
