@@ -148,27 +148,28 @@ def task_times(stream: list[dict]) -> dict:
 
 
 def simulated_seconds(run: dict, workers: int, partitions: int | None = None) -> float:
-    """The tabulation time on ``workers`` workers from one run's measured tasks: the
-    partition tasks (``partitions`` of them, each of the measured mean time when given)
-    scheduled longest first on the least loaded worker, then one combine per level of the
-    tree (FAN_IN partials each), plus what the run spent outside its tasks (reading the
-    metadata, assembling every level in the caller)."""
-    import heapq
+    """The tabulation time on ``workers`` workers (a core each) from one dask run's
+    measured tasks: ``partitions`` partition tasks (default: the run's) of the run's mean
+    task time, then the combine tree (:data:`FAN_IN` partials per combine), each level's
+    combines spread over the workers at the run's mean combine time; every task pays the
+    run's mean idle gap between tasks (span x workers - task time, per task); plus what
+    the run spent outside its tasks (reading the metadata, assembling every level in the
+    caller)."""
+    import math
 
     from tabprotect.tabulate.dask_engine import FAN_IN
-    times = run["tasks"]["partition"]
-    if partitions is not None:
-        times = [sum(times) / len(times)] * partitions
-    load = [0.0] * workers
-    for t in sorted(times, reverse=True):
-        heapq.heapreplace(load, load[0] + t)
-    levels, left = 0, len(times)
+    tasks = run["tasks"]
+    part, comb = tasks["partition"], tasks["combine"]
+    gap = max(0.0, (tasks["span"] * run["workers"] - sum(part) - sum(comb))
+              / (len(part) + len(comb)))
+    mean_part = sum(part) / len(part)
+    mean_comb = sum(comb) / len(comb) if comb else 0.0
+    left = partitions or len(part)
+    total = math.ceil(left / workers) * (mean_part + gap)
     while left > 1:
-        left, levels = -(-left // FAN_IN), levels + 1
-    combine = run["tasks"]["combine"]
-    per_level = max(combine) if combine else 0.0
-    outside = run["seconds"] - run["tasks"]["span"]
-    return max(load) + levels * per_level + outside
+        left = math.ceil(left / FAN_IN)
+        total += math.ceil(left / workers) * (mean_comb + gap)
+    return total + run["seconds"] - tasks["span"]
 
 
 def protect_child(mode: str, name: str, method: str, options: dict | None = None,
@@ -373,14 +374,22 @@ def main() -> int:
 def engines(sizes: list[int], data: Path) -> None:
     """Part (a): each size by pandas, duckdb and dask, checked against each other."""
     print("(a) tabulation")
+    previous = None
     for n in sizes:
         prepare(n, data)
         ref = None
         for engine in ("pandas", "duckdb", "dask"):
             r = child(["tabulate", engine, n, str(data), 2])
-            print(json.dumps({**r, "load": round(os.getloadavg()[0], 1),
+            extra = {}
+            if engine == "dask" and previous is not None and "stopped" not in r:
+                # the model of part (c) fitted to the smaller run, against this one
+                extra["model_from_previous_size"] = round(simulated_seconds(
+                    previous, 2, partitions=len(r["tasks"]["partition"])), 1)
+            print(json.dumps({**r, **extra, "load": round(os.getloadavg()[0], 1),
                               "same_as_first": _same(ref, r)}), flush=True)
             ref = ref or (r if "stopped" not in r else None)
+            if engine == "dask" and "stopped" not in r and r["tasks"]["combine"]:
+                previous = r
 
 
 def _same(ref: dict | None, r: dict) -> bool | None:
@@ -409,20 +418,20 @@ def protect_both(table: str, method: str, options: dict, recheck: bool,
 
 def scaling(n: int, data: Path) -> None:
     """Part (c): the dask tabulation of ``n`` records on 1, 2 and 4 workers, then
-    simulated from the 1-worker run's tasks on more workers and on 10^9 records."""
+    simulated from the 2-worker run's tasks on more workers and on 10^9 records."""
     prepare(n, data)
-    print("(c) dask workers (measured, then simulated from the 1-worker run's tasks)")
+    print("(c) dask workers (measured, then simulated from the 2-worker run's tasks)")
     runs = {w: child(["tabulate", "dask", n, str(data), w]) for w in (1, 2, 4)}
     for w, r in runs.items():
         print(json.dumps(r), flush=True)
     for w in (1, 2, 4, 8):
         print(json.dumps({"workers": w, "records": n,
-                          "simulated_seconds": round(simulated_seconds(runs[1], w), 1)}))
+                          "simulated_seconds": round(simulated_seconds(runs[2], w), 1)}))
     for machines, cores in ((1, 8), (4, 8), (16, 8), (64, 8)):
         w = machines * cores
         print(json.dumps({"records": 10**9, "machines": machines, "workers": w,
                           "simulated_seconds": round(simulated_seconds(
-                              runs[1], w, partitions=10**9 // PARTITION_RECORDS), 1)}))
+                              runs[2], w, partitions=10**9 // PARTITION_RECORDS), 1)}))
 
 
 if __name__ == "__main__":
