@@ -1,25 +1,39 @@
-"""Loading and preparing general tables: Castro's tables (../shared/benchmarks/castro) read
-from their cells + relations files, made additive, written to and read back from a JJ
-file, and prepared for protection -- before and after the direct additivity repair, in the
-same run.
+"""General and linked tables: loading and preparing them, and protecting them by every
+general method beside tau-Argus' OPT, each pattern judged by the independent audit.
 
-Per table: "load lsqr s" and "load direct s" are ``load_castro(name, solver=...)`` (read
-the CSVs, build the relations, make the values additive by the smallest relative change:
-iterative LSQR per refinement step before, one sparse LU of the relations' normal
-equations after); "max rel diff" is the largest relative difference between the two
-additive value vectors; "JJ read s" is ``read_jj`` of the table written with
-``write_jj`` (the job-file path: parse, build the relations, check additivity and
-bounds); "structure s" is ``product_structure`` (recovering a product of hierarchies, or
-finding there is none); "requirements s" is ``Requirements.from_table``.
+Tables: Castro's ten (../shared/benchmarks/castro, made additive by ``load_castro``, in
+their integer version for the protection part, as tau-Argus' engine needs) and generated
+linked tables (:mod:`benchmarks.linked_tables`: three 3-D tables sharing their 2-D
+margins, 10^3-10^5 cells).
+
+Part ``load`` (per table): "source s" (reading the Castro CSVs and making them
+additive, or generating the linked table), "JJ write s" / "JJ read s" (``write_jj`` and
+``read_jj``: parse, build the relations, check additivity and bounds), and what
+``protect()`` does before a method runs: "structure s" (``product_structure``:
+recovering a product of hierarchies, or finding there is none), "requirements s"
+(``Requirements.from_table``), "feasibility s" (the up-front feasibility check, skipped
+from ``large_table`` cells on) and "gauss rows s" (the relations as the elimination's
+integer rows); "prepare s" is their sum.
+
+Part ``protect`` (per table and method): ``protect(table, method, cost="value",
+time_limit=T)``; "protect" is its own verdict, "audit" the benchmark's independent
+audit of the returned pattern (``tabprotect.audit.audit``, verdict mode, its own time
+limit; UNDECIDED when it runs out), then secondaries, cost and wall seconds.  The row
+"tau-Argus OPT" is pytauargus' optimal engine (FullJJ on the JJ file of the same table,
+``max_time`` in whole minutes, a child process of ``--peer-python``) with its pattern
+judged by the same audit.
 
 Usage::
 
-    python benchmarks/bench_general.py --out benchmarks/results/general.md
-    python benchmarks/bench_general.py --tables TARGUS HIER13 --no-before
+    python benchmarks/bench_general.py --part load --out benchmarks/results/general.md
+    python benchmarks/bench_general.py --part protect --tables TARGUS HIER13 \\
+        --linked 1k --time-limit 60 --peer-python /path/to/venv/bin/python
 """
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,9 +43,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.castro import CASTRO_TABLES, load_castro  # noqa: E402
+from benchmarks.linked_tables import LINKED_SIZES, linked_table  # noqa: E402
+from tabprotect.audit import audit  # noqa: E402
+from tabprotect.budget import Budget  # noqa: E402
 from tabprotect.errors import InputError  # noqa: E402
 from tabprotect.io.jj import read_jj, write_jj  # noqa: E402
 from tabprotect.model.structure import product_structure  # noqa: E402
+from tabprotect.secondary import cost_vector, protect  # noqa: E402
+from tabprotect.secondary.candidates import candidate_cells  # noqa: E402
+from tabprotect.secondary.feasibility import feasibility_stage  # noqa: E402
+from tabprotect.secondary.gauss.vectors import cell_vectors  # noqa: E402
+from tabprotect.secondary.protect_settings import ProtectSettings  # noqa: E402
 from tabprotect.secondary.repair import Requirements  # noqa: E402
 
 
@@ -41,66 +63,201 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
-def measure(name: str, before: bool, folder: Path) -> dict:
-    after, t_after = _timed(lambda: load_castro(name, solver="direct"))
-    row = {"table": name, "cells": after.n_cells, "relations": after.n_relations,
-           "load direct s": t_after,
-           "residual": float(np.abs(after.relations @ after.value).max())}
-    if before:
-        old, t_old = _timed(lambda: load_castro(name, solver="lsqr"))
-        row["load lsqr s"] = t_old
-        row["max rel diff"] = float(np.max(np.abs(old.value - after.value)
-                                           / np.maximum(1.0, np.abs(after.value))))
-    path = write_jj(after, folder / f"{name}.jj")
+def _source(name: str):
+    """(table, seconds to read or generate it)."""
+    if name.startswith("linked-"):
+        return _timed(lambda: linked_table(name.split("-", 1)[1]))
+    return _timed(lambda: load_castro(name))
+
+
+# ---------------------------------------------------------------- part load
+def measure_load(name: str, folder: Path) -> dict:
+    table, t_src = _source(name)
+    row = {"table": name, "cells": table.n_cells, "relations": table.n_relations,
+           "source s": t_src}
+    path, row["JJ write s"] = _timed(lambda: write_jj(table, folder / f"{name}.jj"))
     back, row["JJ read s"] = _timed(lambda: read_jj(path))
-    assert back.n_cells == after.n_cells
-    try:
-        _, row["structure s"] = _timed(lambda: product_structure(after))
-        row["structure"] = "product"
-    except InputError:
-        row["structure"] = "general"
-        row["structure s"] = float("nan")
-    _, row["requirements s"] = _timed(lambda: Requirements.from_table(after, singleton=True))
+    assert back.n_cells == table.n_cells
+    found, row["structure s"] = _timed(lambda: _structure(back))
+    row["structure"] = "product" if found else "general"
+    _, row["requirements s"] = _timed(lambda: Requirements.from_table(back, singleton=True))
+    settings = ProtectSettings()
+    large = back.n_cells >= settings.large_table
+    _, row["feasibility s"] = _timed(lambda: feasibility_stage(
+        back, candidate_cells(back, "publish"), Budget(None), settings, large, []))
+    _, row["gauss rows s"] = _timed(lambda: cell_vectors(back).forced_csr())
+    row["prepare s"] = sum(row[k] for k in ("structure s", "requirements s",
+                                             "feasibility s", "gauss rows s"))
     return row
 
 
-COLUMNS = ["table", "cells", "relations", "load lsqr s", "load direct s", "max rel diff",
-           "residual", "JJ read s", "structure", "structure s", "requirements s"]
+def _structure(table) -> bool:
+    """Whether a product structure is found (the time of finding there is none counts)."""
+    try:
+        product_structure(table)
+    except InputError:
+        return False
+    return True
 
 
+LOAD_COLUMNS = ["table", "cells", "relations", "source s", "JJ write s", "JJ read s",
+                "structure", "structure s", "requirements s", "feasibility s",
+                "gauss rows s", "prepare s"]
+
+
+# ---------------------------------------------------------------- part protect
+def integer_version(name: str, table):
+    """The table tau-Argus' engine can run on (Castro: integer values, levels capped at
+    the bounds; see benchmarks/bench_optimal.py); generated tables already are."""
+    if name.startswith("linked-"):
+        return table
+    from benchmarks.bench_optimal import integer_table
+    return integer_table(table)
+
+
+def judge(table, status, seconds: float) -> str:
+    res = audit(table.replace(status=status), mode="verdict", singleton=True,
+                time_limit=seconds)
+    if res.passed:
+        return "PASSED"
+    short = int((~res.protected & (table.status == "U")).sum())
+    return f"FAILED ({short} short)" if res.complete else f"UNDECIDED ({short} short)"
+
+
+def run_method(table, method: str, limit: float, audit_seconds: float) -> dict:
+    c = cost_vector(table, "value")
+    t0 = time.perf_counter()
+    try:
+        res = protect(table, method=method, cost="value", time_limit=limit)
+    except Exception as err:  # noqa: BLE001 - a method's failure is a row of the result
+        return {"verdict": f"error: {str(err).splitlines()[0][:80]}",
+                "seconds": time.perf_counter() - t0}
+    wall = time.perf_counter() - t0
+    status = res.confidential_table.status
+    return {"protect": "PASSED" if res.passed else "FAILED",
+            "verdict": judge(table, status, audit_seconds),
+            "secondaries": int((status == "M").sum()), "cost": float(c[status == "M"].sum()),
+            "seconds": wall}
+
+
+TAU_SCRIPT = r"""
+import json, os, sys, time
+import pytauargus._tauargus as native
+work, minutes = sys.argv[1], int(sys.argv[2])
+os.chdir(work)
+t0 = time.perf_counter()
+code = native.HiTaSCtrl().full_jj(os.path.join(work, "JJ.IN"), os.path.join(work, "JJ.OUT"),
+                                  minutes)
+print(json.dumps({"code": int(code), "seconds": time.perf_counter() - t0}))
+"""
+
+
+def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict:
+    from benchmarks.bench_optimal import _read_jj_out
+    from benchmarks.bench_optimal import write_jj as write_tau_jj
+    c = cost_vector(table, "value")
+    minutes = max(1, int(np.ceil(limit / 60)))
+    with tempfile.TemporaryDirectory() as tmp:
+        write_tau_jj(table, np.maximum(1, np.round(c)), Path(tmp) / "JJ.IN")
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run([peer_python, "-c", TAU_SCRIPT, tmp, str(minutes)],
+                               capture_output=True, text=True, timeout=minutes * 90 + 60)
+        except subprocess.TimeoutExpired:
+            return {"verdict": "no answer in time", "seconds": time.perf_counter() - t0}
+        wall = time.perf_counter() - t0
+        out = Path(tmp) / "JJ.OUT"
+        if p.returncode != 0 or not out.exists():
+            tail = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+            return {"verdict": f"engine: {tail[:80]}", "seconds": wall}
+        code = json.loads(p.stdout.strip().splitlines()[-1])["code"]
+        sec = _read_jj_out(out, table.n_cells)
+    if code > 1:
+        return {"verdict": f"FullJJ error code {code}", "seconds": wall}
+    sec = sec[table.status[sec] == "S"]
+    status = table.status.copy()
+    status[sec] = "M"
+    return {"verdict": judge(table, status, audit_seconds), "secondaries": int(len(sec)),
+            "cost": float(c[sec].sum()), "seconds": wall}
+
+
+PROTECT_COLUMNS = ["table", "cells", "primaries", "method", "protect", "verdict",
+                   "secondaries", "cost", "seconds"]
+
+
+# ---------------------------------------------------------------- output
 def _fmt(v) -> str:
     if isinstance(v, float):
         if v != v:
             return "-"
-        return f"{v:.2e}" if (v != 0 and (abs(v) < 1e-2 or abs(v) >= 1e4)) else f"{v:.2f}"
+        if abs(v) >= 1e4:
+            return f"{v:,.0f}"
+        return f"{v:.2e}" if (v != 0 and abs(v) < 1e-2) else f"{v:.2f}"
     return str(v)
+
+
+def _markdown(rows: list[dict], columns: list[str]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_fmt(r.get(k, float("nan"))) for k in columns) + " |"
+              for r in rows]
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tables", nargs="*", default=list(CASTRO_TABLES))
-    ap.add_argument("--no-before", action="store_true", help="skip the LSQR loads")
+    ap.add_argument("--part", choices=["load", "protect", "all"], default="all")
+    ap.add_argument("--tables", nargs="*", default=list(CASTRO_TABLES),
+                    help="Castro tables")
+    ap.add_argument("--linked", nargs="*", default=None, choices=list(LINKED_SIZES),
+                    help="generated linked tables (default: all for load, 1k 10k for "
+                         "protect)")
+    ap.add_argument("--methods", nargs="*", default=["gauss", "optimal"])
+    ap.add_argument("--time-limit", type=float, default=60.0,
+                    help="protect()'s time limit per method and table (tau-Argus: whole "
+                         "minutes, at least one)")
+    ap.add_argument("--audit-seconds", type=float, default=120.0,
+                    help="time limit of the independent audit of each pattern")
+    ap.add_argument("--peer-python", help="a python with pytauargus (tau-Argus OPT rows)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.tables:
-            row = measure(name, not args.no_before, Path(tmp))
-            rows.append(row)
-            print("  ".join(f"{k}={_fmt(row.get(k, float('nan')))}" for k in COLUMNS),
-                  flush=True)
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_fmt(r.get(k, float("nan"))) for k in COLUMNS) + " |"
-              for r in rows]
-    table = "\n".join(lines)
-    print(table)
+    sections = []
+    if args.part in ("load", "all"):
+        names = args.tables + [f"linked-{s}" for s in (args.linked or list(LINKED_SIZES))]
+        rows = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in names:
+                rows.append(measure_load(name, Path(tmp)))
+                print("  ".join(f"{k}={_fmt(rows[-1].get(k, float('nan')))}"
+                                for k in LOAD_COLUMNS), flush=True)
+        sections.append(("Loading and preparing", _markdown(rows, LOAD_COLUMNS)))
+    if args.part in ("protect", "all"):
+        linked = args.linked if args.linked is not None else ["1k", "10k"]
+        names = args.tables + [f"linked-{s}" for s in linked]
+        rows = []
+        for name in names:
+            table = integer_version(name, _source(name)[0])
+            head = {"table": name, "cells": table.n_cells,
+                    "primaries": int((table.status == "U").sum())}
+            runs = [(m, lambda m=m: run_method(table, m, args.time_limit, args.audit_seconds))
+                    for m in args.methods]
+            if args.peer_python:
+                runs.append(("tau-Argus OPT", lambda: run_tau(
+                    table, args.time_limit, args.peer_python, args.audit_seconds)))
+            for method, fn in runs:
+                rows.append({**head, "method": method, **fn()})
+                print("  ".join(f"{k}={_fmt(rows[-1].get(k, ''))}" for k in PROTECT_COLUMNS),
+                      flush=True)
+        sections.append((f"Protecting (time limit {args.time_limit:g} s per method, "
+                         f"independent audit {args.audit_seconds:g} s)",
+                         _markdown(rows, PROTECT_COLUMNS)))
+    text = "\n\n".join(f"## {title}\n\n{table}" for title, table in sections)
+    print(text)
     if args.out:
         cmd = "python benchmarks/bench_general.py " + " ".join(argv or sys.argv[1:])
-        text = (f"# Loading and preparing general tables (`benchmarks/bench_general.py`)\n\n"
-                f"{__doc__.split(chr(10) + chr(10), 1)[1].split('Usage::')[0].strip()}\n\n"
-                f"Command: `{cmd}` (one process, single-threaded; both loads in the same "
-                f"run).\n\n{table}\n")
-        args.out.write_text(text)
+        intro = __doc__.split("Usage::")[0].strip()
+        args.out.write_text(f"# General and linked tables (`benchmarks/bench_general.py`)\n\n"
+                            f"{intro}\n\nCommand: `{cmd}` (one process; the peer in a child "
+                            f"process; every row of one part in the same run).\n\n{text}\n")
 
 
 if __name__ == "__main__":

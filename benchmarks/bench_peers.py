@@ -237,6 +237,30 @@ def child_tabprotect(args) -> None:
                "n_cells": int(len(status))}, open(args.result, "w"))
 
 
+def install(code: str, dest: Path, methods: list[str]) -> str:
+    """A copy of the code tree's packages as an installation has them: bytecode compiled
+    (as pip does; the cold runs then do not compile sources, whatever
+    PYTHONDONTWRITEBYTECODE says) and the compiled-kernel cache filled by one small run
+    of each method (a user's first run). Returns the copy's path."""
+    import shutil
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for package in ("tabprotect", "solvers"):
+        shutil.copytree(Path(code) / package, dest / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest)], check=True,
+                   capture_output=True)
+    first = ("import sys\nfrom tabprotect.model.synthetic import preset\n"
+             "from tabprotect.secondary import protect\n"
+             "for m in sys.argv[1:]:\n"
+             "    protect(preset('2d-small', seed=1), method=m, singleton=False, "
+             "time_limit=60)\n")
+    subprocess.run([sys.executable, "-c", first, *methods], check=True, cwd=dest,
+                   env=dict(os.environ, PYTHONPATH=str(dest)), capture_output=True)
+    return str(dest)
+
+
 def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     """``tabprotect protect job.toml`` in a new process (the user's cold run)."""
     env = dict(os.environ, PYTHONPATH=code)
@@ -480,7 +504,9 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
            "```", command, "```", "",
            "Wall seconds (CPU seconds of the process tree in brackets). tabprotect: the CLI "
            "job cold (`tabprotect protect job.toml`, a new process) and the Python call warm "
-           "(`pipeline.run(job)` after a warm-up on a small table). The peer: a new "
+           "(`pipeline.run(job)` after a warm-up on a small table), each code tree run from "
+           "an installed copy (bytecode compiled, compiled-kernel cache filled by one small "
+           "run; `--in-place`: the tree as it is). The peer: a new "
            "process (tau-Argus through pytauargus; GaussSuppression through Rscript), its "
            "call time after import in brackets behind the wall time. Secondaries and cost "
            "are counted on our table; the verdicts are tabprotect's exact audit (intervals; the "
@@ -552,7 +578,7 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                         protect, *[st.get(k) for k in stage_names], later,
                         tm.get("information loss"), warm.get("writing"),
                         "started" if warm.get("pool_started") else "no"]
-                out.append(f"| {r['case']} | {code} | " +
+                out.append(f"| {r['case']} ({r['method']}) | {code} | " +
                            " | ".join(fmt(v) for v in vals) + " |")
     return "\n".join(out) + "\n"
 
@@ -573,6 +599,12 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-figures", action="store_true",
                     help="quote the README's peer figures (labelled) where a peer is missing")
     ap.add_argument("--profile", action="store_true", help="add the stage profile")
+    ap.add_argument("--methods", nargs="+", default=None,
+                    help="tabprotect's methods on every case (default: the case's own); "
+                         "the peer runs once per case")
+    ap.add_argument("--in-place", action="store_true",
+                    help="run the code trees as they are (default: an installed copy of "
+                         "each, bytecode compiled and kernels cached, see install())")
     ap.add_argument("--all-methods", action="store_true",
                     help="the warm call: also protect() with every method (a table of their "
                          "wall and CPU seconds)")
@@ -607,6 +639,10 @@ def main(argv=None) -> int:
     if args.base:
         codes = {"base": str(Path(args.base).resolve()), "this": str(ROOT)}
     chosen = [c for c in CASES if args.cases is None or c.name in args.cases]
+    if not args.in_place:
+        methods = sorted({m for c in chosen for m in (args.methods or [c.method])})
+        codes = {name: install(code, work / f"install-{name}", methods)
+                 for name, code in codes.items()}
     rows = []
     for case in chosen:
         if args.time_limit is not None:
@@ -617,55 +653,64 @@ def main(argv=None) -> int:
         # the table with tabprotect's primaries and levels (the count jobs give them)
         table = pipeline.run(load_job(job), task="primary").table \
             if case.kind == "enterprise" else build_table(load_job(job))
-        row = {"case": case.name, "cells": table.n_cells, "method": case.method,
-               "primaries": int((table.status == "U").sum()), "tab": {}}
         levels = tau_levels(case, data, table) if case.kind == "enterprise" else None
-        peer = run_peer(case, data, cw, args)
-        row["peer_name"] = "tau-Argus " + case.peer.split("(")[0] \
+        peer_row = {"peer": run_peer(case, data, cw, args)}
+        peer_row["peer_name"] = "tau-Argus " + case.peer.split("(")[0] \
             if case.kind == "enterprise" else "GaussSuppression"
-        if "error" in peer and args.peer_figures:
+        if "error" in peer_row["peer"] and args.peer_figures:
             wall, cpu, sec = PEER_FIGURES[case.name]
-            peer = {"wall": wall, "cpu": cpu, "call": None,
-                    "error": f"README figures ({peer['error']})"}
-            row["peer_name"] += " (README figures, not run here)"
-        row["peer"] = peer
+            peer_row["peer"] = {"wall": wall, "cpu": cpu, "call": None,
+                                "error": f"README figures ({peer_row['peer']['error']})"}
+            peer_row["peer_name"] += " (README figures, not run here)"
+        peer = peer_row["peer"]
         if "pattern" in peer:
             mask, missing = peer_status(case, table, peer["pattern"])
-            row["peer_judge"] = judge(case, table, mask)
-            row["peer_missing"] = missing
+            peer_row["peer_judge"] = judge(case, table, mask)
+            peer_row["peer_missing"] = missing
             if levels is not None:
-                row["peer_judge_tau"] = judge(case, table, mask, levels)
-        for code_name, code in codes.items():
-            tab = {"startup": run_startup(code), "cli": {}, "warm": {}}
-            out = cw / f"out-{code_name}"
-            if "cold" in args.modes:
-                tab["cli"] = run_cli(code, job, out, args.timeout)
-            if "warm" in args.modes:
-                tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
-            st = None
-            if "status" in tab["warm"] and tab["warm"]["n_cells"] == table.n_cells:
-                st = np.array(list(tab["warm"].pop("status")))
-            elif (out / "cells.csv").exists():
-                st = cli_status(case, table, out / "cells.csv")
-            if st is not None:
-                suppressed = (st == "U") | (st == "M")
-                tab["judge"] = judge(case, table, suppressed)
-                if levels is not None:
-                    tab["judge_tau"] = judge(case, table, suppressed, levels)
-            row["tab"][code_name] = tab
-            print(f"  {code_name}: cold {tab['cli'].get('wall')}, warm "
-                  f"{tab['warm'].get('call')}, {tab.get('judge')}", file=sys.stderr,
-                  flush=True)
-        print(f"  peer: {peer.get('wall')} {row.get('peer_judge')}", file=sys.stderr,
+                peer_row["peer_judge_tau"] = judge(case, table, mask, levels)
+        for method in args.methods or [case.method]:
+            rows.append(_run_tabprotect(dataclasses.replace(case, method=method), data,
+                                        cw / method, table, levels, peer_row, codes, args))
+            command = "python benchmarks/bench_peers.py " + " ".join(
+                shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+            Path(args.out).write_text(render(rows, command, args.profile))
+            if args.json:
+                Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+        print(f"  peer: {peer.get('wall')} {peer_row.get('peer_judge')}", file=sys.stderr,
               flush=True)
-        rows.append(row)
-        command = "python benchmarks/bench_peers.py " + " ".join(
-            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-        Path(args.out).write_text(render(rows, command, args.profile))
-        if args.json:
-            Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     print(Path(args.out).read_text())
     return 0
+
+
+def _run_tabprotect(case: Case, data: Path, cw: Path, table, levels, peer_row: dict,
+                    codes: dict[str, str], args) -> dict:
+    """One case with one method: each code tree cold and warm, each pattern judged."""
+    import numpy as np
+    job = write_inputs(case, data, cw)
+    row = {"case": case.name, "cells": table.n_cells, "method": case.method,
+           "primaries": int((table.status == "U").sum()), "tab": {}, **peer_row}
+    for code_name, code in codes.items():
+        tab = {"startup": run_startup(code), "cli": {}, "warm": {}}
+        out = cw / f"out-{code_name}"
+        if "cold" in args.modes:
+            tab["cli"] = run_cli(code, job, out, args.timeout)
+        if "warm" in args.modes:
+            tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
+        st = None
+        if "status" in tab["warm"] and tab["warm"]["n_cells"] == table.n_cells:
+            st = np.array(list(tab["warm"].pop("status")))
+        elif (out / "cells.csv").exists():
+            st = cli_status(case, table, out / "cells.csv")
+        if st is not None:
+            suppressed = (st == "U") | (st == "M")
+            tab["judge"] = judge(case, table, suppressed)
+            if levels is not None:
+                tab["judge_tau"] = judge(case, table, suppressed, levels)
+        row["tab"][code_name] = tab
+        print(f"  {case.method} {code_name}: cold {tab['cli'].get('wall')}, warm "
+              f"{tab['warm'].get('call')}, {tab.get('judge')}", file=sys.stderr, flush=True)
+    return row
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ value_secondary`` *is* the primary's value.
 system as one more published equation narrows no primary's feasibility interval
 (intervals with and without the equation compared, with a relative tolerance). Figures are
 tried in the order given and each is checked together with the ones already released, so
-two figures that disclose only together are not both released. A figure whose linear
+two figures that disclose only together are not both released; a figure that the released
+ones determine (its equation a combination of theirs, such as a share of a released sum)
+tells the intruder nothing more and is released without an LP. A figure whose linear
 form is not known, whose check does not finish in time, or that is not linear over the
 cells it sums (absolute values of cells that may be negative) is withheld: it stays in the
 confidential report only. Counts of cells, primaries and secondaries are released as they
@@ -174,6 +176,8 @@ class _Checker:
         self.n_comp = len(comps)
         # per released figure: its part's (min, max) per component
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
+        # per released figure: its coefficients over the unpublished cells
+        self.released: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
 
@@ -189,6 +193,8 @@ class _Checker:
         nz = np.flatnonzero(free)
         if len(nz) == 0:
             return None          # a function of published cells only
+        if self._implied(free):
+            return None          # the intruder computes it from the figures released
         band = abs(truth - rhs) + 1e-12 * scale
         ranges = self._ranges(free, nz)
         if ranges is None:
@@ -196,16 +202,30 @@ class _Checker:
         active = self._active(ranges, scale, rhs - const, band)
         targets = self.primary[active[self.comp[self.primary]]]
         if len(targets) == 0:
-            self.rows.append(ranges)
+            self._keep(ranges, free)
             return None
         row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
         new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
         reason = self._holds(targets)
         if reason is None:
-            self.rows.append(ranges)
+            self._keep(ranges, free)
         else:
             self.ext.delete_row(new_row)
         return reason
+
+    def _keep(self, ranges, free: np.ndarray) -> None:
+        self.rows.append(ranges)
+        self.released.append(free)
+
+    def _implied(self, free: np.ndarray) -> bool:
+        """The row's part over the unpublished cells is a combination of the released
+        figures' parts: the intruder who knows those figures (and the published cells)
+        computes this one, so it tells nothing more (its value agrees with the table)."""
+        if not self.released:
+            return False
+        R = np.array(self.released).T
+        a = np.linalg.lstsq(R, free, rcond=None)[0]
+        return bool(np.abs(R @ a - free).max() <= 1e-9 * np.abs(free).max())
 
     def _ranges(self, free: np.ndarray, nz: np.ndarray):
         """Per component, the least and largest value of the row's part over the intruder's
@@ -242,22 +262,54 @@ class _Checker:
         return active & ~inside
 
     def _base(self, targets: np.ndarray) -> bool:
-        """The targets' intervals without the figures (computed once per primary; a
-        solution at a target's a-priori bound gives that end without an LP); False when
-        out of time."""
-        lb, ub = self.base.col_lower, self.base.col_upper
-        for j in targets:
-            for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
-                if not np.isnan(known[j]):
-                    continue
-                val, x = self.base.bound(int(j), sense)
-                if val is None or val == "infeasible":
+        """The targets' intervals without the figures (computed once per primary); False
+        when out of time.
+
+        The system without the figures falls apart into the components, so one LP
+        optimizes one target of every component at once: an optimum of their sum is an
+        optimum of each (:meth:`_base_round`). A solution at a target's a-priori bound
+        gives that end without an LP."""
+        for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+            while True:
+                pending = targets[np.isnan(known[targets])]
+                if len(pending) == 0:
+                    break
+                _, first = np.unique(self.comp[pending], return_index=True)
+                if not self._base_round(pending[first], pending, sense, known):
                     return False
-                known[j] = val
-                if x is not None:
-                    self._at_bounds(x, targets, lb, self.base_lo)
-                    self._at_bounds(x, targets, ub, self.base_hi)
         return True
+
+    def _base_round(self, picks: np.ndarray, pending: np.ndarray, sense: str,
+                    known: np.ndarray) -> bool:
+        """The ``sense`` end of ``picks`` (one per component) from one LP; a pick whose
+        component's part of the solution is fractional in an integer table, and every pick
+        of an unbounded LP, gets its own solve (:meth:`_Bounds.bound`)."""
+        single = picks
+        status, x = self.base.optimum(picks, np.ones(len(picks)), sense)
+        if status == "optimal":
+            whole = np.ones(self.n_comp, bool)
+            if self.integer:
+                whole[self.comp[np.abs(x - np.round(x)) > 1e-6]] = False
+            ok = whole[self.comp[picks]]
+            known[picks[ok]] = x[picks[ok]]
+            self._witness(x, pending[whole[self.comp[pending]]])
+            single = picks[~ok]
+        elif status not in ("unbounded", "infeasible"):
+            return False
+        for j in single:
+            val, xj = self.base.bound(int(j), sense)
+            if val is None or val == "infeasible":
+                return False
+            known[j] = val
+            if xj is not None:
+                self._witness(xj, pending)
+        return True
+
+    def _witness(self, x: np.ndarray, targets: np.ndarray) -> None:
+        """Targets whose end ``x`` (a solution of the system without the figures, integer
+        on these targets' components in an integer table) shows at an a-priori bound."""
+        self._at_bounds(x, targets, self.base.col_lower, self.base_lo)
+        self._at_bounds(x, targets, self.base.col_upper, self.base_hi)
 
     @staticmethod
     def _at_bounds(x, targets, bound, known) -> None:
@@ -270,7 +322,8 @@ class _Checker:
     def _holds(self, targets: np.ndarray) -> str | None:
         """Every target's interval with the extra rows equals its interval without. The
         base intervals come first, so that every solution of the extended system is a
-        witness: a target it shows at an end of its base interval keeps that end."""
+        witness: a target it shows at an end of its base interval keeps that end (in an
+        integer table only an integer solution is a witness)."""
         if not self._base(targets):
             return "time"
         lo, hi = self.base_lo[targets], self.base_hi[targets]
@@ -278,23 +331,59 @@ class _Checker:
             np.abs(np.where(np.isfinite(hi), hi, 0.0))
         slack = self.tol * np.maximum(1.0, ends)
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
-        for k, j in enumerate(targets):
-            for sense, end in (("min", lo), ("max", hi)):
-                if not pending[sense][k]:
-                    continue
-                val, x = self.ext.bound(int(j), sense)
-                if val == "infeasible":
+
+        def witness(x):
+            if x is None or (self.integer and np.abs(x - np.round(x)).max() > 1e-6):
+                return
+            xt = x[targets]
+            with np.errstate(invalid="ignore"):
+                pending["min"] &= ~(np.abs(xt - lo) <= slack)
+                pending["max"] &= ~(np.abs(xt - hi) <= slack)
+
+        def keeps(k: int, sense: str) -> str | None:
+            """The target's own solve: None when it keeps its ``sense`` end."""
+            val, x = self.ext.bound(int(targets[k]), sense)
+            if val == "infeasible":
+                return "inconsistent"
+            if val is None:
+                return "time"
+            end = (lo if sense == "min" else hi)[k]
+            if not (val == end or abs(val - end) <= slack[k]):
+                return "narrows"
+            pending[sense][k] = False
+            witness(x)
+            return None
+
+        if self.integer:
+            # an LP optimum is rarely an integer witness: each target in turn, whose
+            # integer solutions (MIPs where the LP's is fractional) show the others
+            for k in range(len(targets)):
+                for sense in ("min", "max"):
+                    if pending[sense][k] and (reason := keeps(k, sense)) is not None:
+                        return reason
+            return None
+        return self._holds_batched(targets, pending, witness, keeps)
+
+    def _holds_batched(self, targets, pending, witness, keeps) -> str | None:
+        """Each round optimizes one pending target of every component at once: the
+        extended system is a subset of the base one, so when the targets keep their ends
+        one optimum shows them all there; a target it does not show gets its own solve."""
+        comp = self.comp[targets]
+        for sense in ("min", "max"):
+            while pending[sense].any():
+                open_ = np.flatnonzero(pending[sense])
+                _, first = np.unique(comp[open_], return_index=True)
+                picks = open_[first]
+                status, x = self.ext.optimum(targets[picks], np.ones(len(picks)), sense)
+                if status == "infeasible":
                     return "inconsistent"
-                if val is None:
+                if status == "optimal":
+                    witness(x)
+                elif status != "unbounded":
                     return "time"
-                if not (val == end[k] or abs(val - end[k]) <= slack[k]):
-                    return "narrows"
-                pending[sense][k] = False
-                if x is not None:
-                    xt = x[targets]
-                    with np.errstate(invalid="ignore"):
-                        pending["min"] &= ~(np.abs(xt - lo) <= slack)
-                        pending["max"] &= ~(np.abs(xt - hi) <= slack)
+                for k in picks:
+                    if pending[sense][k] and (reason := keeps(k, sense)) is not None:
+                        return reason
         return None
 
 

@@ -36,6 +36,9 @@ def _bound(c, A, b, lb, ub, integer):
                       method="highs")
     if relaxed.status == 3:   # unbounded (then so is the integer program)
         return None
+    if integer and relaxed.status == 0 and np.all(np.abs(relaxed.x - np.round(relaxed.x))
+                                                  <= 1e-9):
+        return float(c @ np.round(relaxed.x))   # an integral LP optimum is the integer one
     res = milp(c, constraints=[LinearConstraint(A, b, b)], bounds=Bounds(lb, ub),
                integrality=np.ones(len(c))) if integer else relaxed
     assert res.status == 0, res.message

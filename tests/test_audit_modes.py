@@ -1,6 +1,8 @@
 """Every audit mode gives the exact verdict, cell by cell, checked against an independent LP
 audit (tests/lp_oracle.py): intervals, verdict, screen, the reuse of a previous audit and
-candidate moves; outside intruder and single-contributor attackers; LP and integer."""
+candidate moves; outside intruder, single-contributor attackers and coalitions of two; LP
+and integer (integer bounds by branch and bound on the warm model, by the MILP solver,
+and by both)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog
 
 from lp_oracle import protected as oracle_protected
-from tabprotect.audit import IntervalAudit, VerdictAudit, audit
+from tabprotect.audit import AuditSettings, IntervalAudit, VerdictAudit, audit
 from tabprotect.model import Hierarchy, Table, aggregate_leaves
 
 
@@ -33,7 +35,14 @@ def _flat_table(rng, leaves: tuple[int, ...], kind: str) -> Table:
         v[inner] = np.where(f[inner] > 0, rng.integers(1, 40, int(inner.sum())), 0)
     v = aggregate_leaves(v, hs)
     f = aggregate_leaves(f, hs)
-    return Table.from_arrays(dict(zip("abcd", hs)), v, f, kind=kind)
+    top = None
+    if kind == "magnitude":
+        # the two largest contributions of each cell: a random split into freq parts
+        top = np.zeros((n, 2))
+        for i in np.flatnonzero(f > 0):
+            parts = np.sort(rng.dirichlet(np.ones(int(f[i]))) * v[i])[::-1]
+            top[i, :min(2, len(parts))] = parts[:2]
+    return Table.from_arrays(dict(zip("abcd", hs)), v, f, top=top, kind=kind)
 
 
 def _pattern(rng, t: Table, kind: str) -> Table:
@@ -94,10 +103,14 @@ def _feasible_moves(t: Table, rng, count: int) -> sp.csr_matrix:
 @given(st.data())
 def test_property_every_mode_gives_the_exact_verdict(data):
     t = _draw(data)
-    singleton = data.draw(st.booleans(), label="singleton")
+    attack = data.draw(st.sampled_from(["outside", "singleton", "coalition"]), label="attack")
     integer = data.draw(st.booleans(), label="integer")
-    truth = oracle_protected(t, singleton=singleton, integer=integer)
-    kw = dict(singleton=singleton, integer=integer)
+    # 0: every integer bound by the MILP solver; 2: branch and bound, then the solver
+    nodes = data.draw(st.sampled_from([0, 2, 200]), label="integer_nodes")
+    singleton, coalition = attack == "singleton", 2 if attack == "coalition" else 0
+    truth = oracle_protected(t, singleton=singleton, integer=integer, coalition=coalition)
+    kw = dict(singleton=singleton, integer=integer, coalition=coalition or None,
+              settings=AuditSettings(integer_nodes=nodes))
     full = audit(t, **kw)
     assert isinstance(full, IntervalAudit)
     np.testing.assert_array_equal(full.protected, truth)

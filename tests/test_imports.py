@@ -136,21 +136,30 @@ def test_no_import_cycle_between_package_modules():
 
 
 def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
-    # numba (the gauss kernels) and scipy.stats (cta's rank correlation) are imported on
-    # first use: importing tabprotect and its methods, and protecting with a method that
-    # calls no kernel, loads neither; the first gauss call loads numba.
+    # numba (the gauss kernels), scipy.stats (cta's rank correlation) and the optional
+    # packages (plots, the PuLP backend, the service, Dask) are imported on first use:
+    # importing tabprotect, its methods and the CLI, and protecting with a method that
+    # calls no kernel, loads none of them; the first gauss call loads numba (four threads
+    # calling it at once compile the kernels once).
     code = (
         "import sys\n"
         "import tabprotect, tabprotect.secondary, tabprotect.pipeline, tabprotect.cli\n"
         "from tabprotect.model.synthetic import preset\n"
-        "heavy = ('numba', 'scipy.stats')\n"
+        "heavy = ('numba', 'scipy.stats', 'matplotlib', 'pulp', 'fastapi', 'dask')\n"
         "assert not [m for m in heavy if m in sys.modules], 'import'\n"
         "t = preset('2d-small', seed=1)\n"
         "r = tabprotect.secondary.protect(t, method='hypercube', singleton=False)\n"
         "assert r.passed\n"
         "assert not [m for m in heavy if m in sys.modules], 'hypercube'\n"
-        "r = tabprotect.secondary.protect(t, method='gauss', singleton=False)\n"
-        "assert r.passed and 'numba' in sys.modules, 'gauss'\n")
+        "import threading\n"
+        "go, out = threading.Barrier(4), []\n"
+        "def first_gauss():\n"
+        "    go.wait()\n"
+        "    out.append(tabprotect.secondary.protect(t, method='gauss', singleton=False))\n"
+        "threads = [threading.Thread(target=first_gauss) for _ in range(4)]\n"
+        "[th.start() for th in threads]; [th.join() for th in threads]\n"
+        "assert len(out) == 4 and all(r.passed for r in out), 'gauss in threads'\n"
+        "assert len({tuple(r.status) for r in out}) == 1 and 'numba' in sys.modules\n")
     env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,

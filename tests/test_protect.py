@@ -10,11 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabprotect.audit import audit
+from tabprotect.audit import AuditSettings, audit
 from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
+from tabprotect.secondary.milp_repair import MilpRepairSettings
 from tabprotect.secondary import (METHODS, GreedyOptions, MethodOutcome, ProtectSettings, protect,
                                   register_method)
 
@@ -324,10 +325,11 @@ def test_large_path_leaf_cube_pass_before_the_audit(pre_repair):
     # protection before the first audit (or not, "off"); either way the pattern must
     # pass the independent interval audit.  Two worker processes: "auto" searches the
     # cube pass's cubes in them, "off" leaves many shortfalls, whose deviation LPs run
-    # in them
+    # in them (the MILP repair, which would settle them first, is off here)
     settings = ProtectSettings(large_table=10, pre_repair=pre_repair,
                                pre_repair_min_cells=10, cube_pass_parallel_min=8,
-                               repair_lps=GreedyOptions(parallel_min_primaries=8))
+                               repair_lps=GreedyOptions(parallel_min_primaries=8),
+                               milp_repair=MilpRepairSettings(enabled=False))
     t = synthetic.preset("1k-3d", seed=2024)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   audit_workers=2, settings=settings)
@@ -387,18 +389,58 @@ def test_large_path_hypercube_pass_on_four_dimensions(workers):
 @pytest.mark.parametrize("as_general", [False, True])
 def test_gauss_with_large_components_gets_the_cube_pass(as_general):
     # a small table whose gauss pattern has components too large for the interval audit
-    # (TABLE3): leaf and chain cubes before the first audit, on the recovered product
-    # structure for a general table; the cubes reach the audit as moves, and the pattern
-    # passes the independent interval audit
+    # and the verdict's exact LPs (TABLE3; here "large" from 10 cells): leaf and chain
+    # cubes before the first audit for the primaries a screen leaves uncertified, on the
+    # recovered product structure for a general table; the cubes reach the audit as
+    # moves, and the pattern passes the independent interval audit
     t = synthetic.preset("1k-3d", seed=2024)
     if as_general:
         t = Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
                                  status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
+    # the elimination alone (gauss' width step on general tables would leave the cube
+    # pass nothing to do)
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
-                  settings=ProtectSettings(interval_audit_max_work=0))
+                  settings=ProtectSettings(interval_audit_max_work=0,
+                                           audit=AuditSettings(local_min_vars=10)),
+                  widths="never")
     assert any("leaf-cube pass" in n for n in res.notes)
+    assert "screen" in res.stage_seconds
     assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0
     assert res.passed and audit(res.confidential_table, singleton=False).passed
+
+
+@pytest.mark.parametrize("name,seed", [("2d-small", 2024), ("3d-small", 3)])
+def test_verdict_mode_on_small_components_adds_no_cubes_the_audit_does_not_ask_for(
+        name, seed):
+    # the verdict audit is exact on small components: a primary it finds protected gets
+    # no cube, and the repair adds no more than with the interval audit (a cube pass
+    # before the audit added 1 cell to a safe pattern and 6 where 2 suffice)
+    t = synthetic.preset(name, seed=seed)
+    runs = {mode: protect(t, method="gauss", cost="value", singleton=False,
+                          time_limit=120, audit_mode=mode)
+            for mode in ("intervals", "verdict")}
+    assert not any("leaf-cube pass" in n for n in runs["verdict"].notes)
+    assert len(runs["verdict"].repaired) <= len(runs["intervals"].repaired)
+    for res in runs.values():
+        assert res.passed and audit(res.confidential_table, singleton=False).passed
+
+
+def test_auto_audit_mode_counts_the_attackers_and_the_integer_bounds():
+    # the interval audit's work grows with the single-contributor attackers (an LP pair
+    # per attacker and primary) and with integer bounds (a MILP per fractional LP
+    # bound): auto mode weighs both
+    from tabprotect.secondary.protect import interval_audit_work
+    t = synthetic.count_table([(2, 3), (3, 2)], seed=4)
+    method = protect(t, method="gauss", cost="freq", repair=False, audit_mode="intervals")
+    plain = interval_audit_work(t, method.status, False, 0, 1.0)
+    attacked = interval_audit_work(t, method.status, True, 0, 1.0)
+    assert attacked > plain > 0
+    assert interval_audit_work(t, method.status, True, 0, 10.0) == 10 * attacked
+    for weight, mode in ((1.0, "verdict"), (0.5 * plain / attacked, "intervals")):
+        res = protect(t, method="gauss", cost="freq", settings=ProtectSettings(
+            interval_audit_max_work=int(plain), interval_audit_integer_weight=weight))
+        assert res.params["audit_mode"] == mode
+        assert res.passed and audit(res.confidential_table, singleton=True).passed
 
 
 def test_auto_audit_mode_switches_to_verdict_for_large_components():

@@ -203,3 +203,82 @@ def test_two_components():
     t = _with_primaries(t, [idx[1, 1], idx[3, 3]], level=0.2).replace(status=st)
     res = _check(t, st)
     assert "value_suppressed" in res and "value_secondary" in res["withheld"]
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_several_primaries_in_each_of_several_components(integer):
+    # the intervals without the figures come from one LP per round over all components
+    # (one primary of each): checked against the independent LPs / MILPs cell by cell
+    from tabprotect.model.relations import linked_components
+    rng = np.random.default_rng(11)
+    rows, cols = 6, 6
+    t = _grid(rng.integers(1, 9 if integer else 60, rows * cols), rows, cols,
+              kind_freq=integer)
+    idx = {(r, c): r * (cols + 1) + c for r in range(rows + 1) for c in range(cols + 1)}
+    blocks = [((1, 2), (1, 2), [(1, 1), (2, 2)]), ((3, 4), (3, 4), [(3, 3)]),
+              ((5, 6), (5, 6), [(5, 5), (5, 6), (6, 5)])]
+    st = t.status.copy()
+    prim = []
+    for rs, cs, us in blocks:
+        st[[idx[r, c] for r in rs for c in cs]] = "M"
+        prim += [idx[u] for u in us]
+    t = _with_primaries(t, prim, level=0.1)
+    st[prim] = "U"
+    comps = linked_components(t.relations.tocsr(), np.isin(st, ("U", "M")))
+    assert sorted(int((st[c] == "U").sum()) for c in comps) == [1, 2, 3]
+    _check(t, st, integer=integer)
+    _check_base_intervals(t, st, integer)
+
+
+def _check_base_intervals(t: Table, st, integer: bool) -> None:
+    """The checker's intervals without figures equal the independent ones."""
+    from tabprotect.public_summary import _Checker
+    checker = _Checker(t, st, integer, 1e-6, None)
+    assert checker._base(checker.primary)
+    mine = {int(checker.cells[j]): (checker.base_lo[j], checker.base_hi[j])
+            for j in checker.primary}
+    want = _intervals(t, st, [], integer)
+    assert mine.keys() == want.keys()
+    for j, ends in want.items():
+        assert mine[j] == pytest.approx(ends, rel=1e-9, abs=1e-9), j
+
+
+def test_base_intervals_of_a_3d_count_table():
+    # 3-D tables have fractional LP vertices: the integer ends need the MILPs
+    hs = {d: Hierarchy.flat(["1", "2", "3"], total="T") for d in "abc"}
+    rng = np.random.default_rng(5)
+    inner = rng.integers(0, 4, (3, 3, 3)).astype(float)
+    t = Table.from_frame(
+        __import__("pandas").DataFrame(
+            [{"a": str(i + 1), "b": str(j + 1), "c": str(k + 1), "n": inner[i, j, k]}
+             for i in range(3) for j in range(3) for k in range(3)]),
+        hs, value="n", freq="n", compute_totals=True, kind="frequency")
+    inner_cells = np.flatnonzero(t.is_inner)
+    st = t.status.copy()
+    st[inner_cells] = "M"
+    prim = inner_cells[[0, 4, 13, 26]]
+    t = _with_primaries(t, prim, level=0.1)
+    st[prim] = "U"
+    for integer in (True, False):
+        _check_base_intervals(t, st, integer)
+
+
+def test_a_figure_the_released_ones_determine_is_released_and_checked():
+    t = _grid([9, 4, 7, 30, 5, 8, 12, 25, 40, 11, 6, 3, 22, 18, 2, 7], 4, 4)
+    idx = {(r, c): r * 5 + c for r in range(5) for c in range(5)}
+    st = t.status.copy()
+    st[[idx[1, 1], idx[3, 3]]] = "U"
+    st[[idx[1, 2], idx[2, 1], idx[2, 2], idx[3, 4], idx[4, 3], idx[4, 4]]] = "M"
+    t = _with_primaries(t, [idx[1, 1], idx[3, 3]], level=0.2).replace(status=st)
+    sup = np.isin(st, ("U", "M"))
+    v = float(t.value[sup].sum())
+    forms = {"twice": 2.0 * sup, "plus_total": sup + (np.arange(t.n_cells) == 0)}
+    res = public_summary(t, st, {"value_suppressed": v, "twice": 2 * v,
+                                 "plus_total": v + t.value[0]}, forms=forms)
+    assert res["withheld"] == {} and res["twice"] == 2 * v
+    extra = [(sup * 1.0, v), (forms["twice"], 2 * v), (forms["plus_total"] * 1.0,
+                                                       v + t.value[0])]
+    assert _intervals(t, st, extra, False) == _intervals(t, st, [], False)
+    # a combination of released figures with a value the table does not have is not
+    res = public_summary(t, st, {"value_suppressed": v, "twice": 2 * v + 1}, forms=forms)
+    assert res["withheld"] == {"twice": REASONS["inconsistent"]}

@@ -193,7 +193,8 @@ def determined_cells(t: Table, published: np.ndarray) -> np.ndarray:
 def test_general_table_no_primary_determined(seed):
     t = general_table(seed)
     assert not t.dimensions
-    out = gauss(t, cost_vector(t, "value"), singleton=False)
+    # the elimination alone (the width step, on general tables only, adds cells)
+    out = gauss(t, cost_vector(t, "value"), singleton=False, widths="never")
     published = ~np.isin(out.status, ("U", "M"))
     determined = determined_cells(t, published)
     for u in np.flatnonzero(t.status == "U"):

@@ -165,7 +165,8 @@ class _AuditRun:
 
     def tasks(self, settled: np.ndarray, move_parts) -> list[ComponentTask]:
         table, (req_lo, req_hi, req_w) = self.table, self.req
-        builder = SystemBuilder(table, self.free, self.settings.dual_min_vars)
+        builder = SystemBuilder(table, self.free, self.settings.dual_min_vars,
+                                self.settings.integer_nodes)
         # a settled primary is no target of the LPs (it is as good as a non-primary cell)
         open_primary = self.primary & ~settled
         return [ComponentTask(system=builder.system(cells), primary=open_primary[cells],

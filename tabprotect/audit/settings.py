@@ -57,6 +57,10 @@ class AuditSettings:
     #: coalition audits: most coalitions judged per component (each costs a pass of
     #: LPs over the component); more is an error, not a silent cut
     max_coalitions: int = 10_000
+    #: integer audits: branch-and-bound LPs on the warm model per fractional bound or
+    #: wanted integral table before the MILP solver takes over (a fresh MILP costs
+    #: as much as tens of warm re-solves on a small component)
+    integer_nodes: int = 200
     #: verdict modes: most aggregate LP rounds over a whole component (up, down, then
     #: random mixed directions), stopped early when two rounds gain next to nothing
     aggregate_rounds: int = 8

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
+from tabprotect.audit.integer import branch_and_bound
 from tabprotect.csr import row_indices
 from tabprotect.model.table import Table
 
@@ -104,7 +105,8 @@ class SystemBuilder:
     """Everything per relation computed once for the whole table, so that cutting out
     one component costs time in the component's size, not the table's."""
 
-    def __init__(self, table: Table, unpublished: np.ndarray, dual_min_vars: int):
+    def __init__(self, table: Table, unpublished: np.ndarray, dual_min_vars: int,
+                 integer_nodes: int = 200):
         A = table.relations.tocsr()
         self.A_csc = A.tocsc()
         value = table.value
@@ -122,6 +124,7 @@ class SystemBuilder:
         self.ub = table.ub.astype(float)
         self.value = value.astype(float)
         self.dual_min_vars = dual_min_vars
+        self.integer_nodes = integer_nodes
 
     def system(self, cells: np.ndarray) -> "ReducedSystem":
         sub = self.A_csc[:, cells].tocsr()
@@ -129,7 +132,7 @@ class SystemBuilder:
         options = DUAL_SIMPLEX if len(cells) >= self.dual_min_vars else {}
         return ReducedSystem(A=sub[rows], rhs=self.rhs[rows], row_tol=self.row_tol[rows],
                              lb=self.lb[cells], ub=self.ub[cells], value=self.value[cells],
-                             warm_options=options)
+                             warm_options=options, integer_nodes=self.integer_nodes)
 
 
 class ReducedSystem:
@@ -140,8 +143,10 @@ class ReducedSystem:
     may hold within its rounding residual. ``incomplete`` collects variables whose
     bound was not computed (time limit, no answer from the solver)."""
 
-    def __init__(self, A, rhs, row_tol, lb, ub, value, warm_options=None):
+    def __init__(self, A, rhs, row_tol, lb, ub, value, warm_options=None,
+                 integer_nodes: int = 200):
         self.A, self.rhs, self.row_tol = A, rhs, row_tol
+        self.integer_nodes = integer_nodes   # branch-and-bound LPs before the MILP solver
         self.lb, self.ub, self.value = lb, ub, value
         self.warm_options = dict(warm_options or {})
         self.relaxed = False
@@ -236,9 +241,13 @@ class ReducedSystem:
         return val, w, True
 
     def _integer_bound(self, j, sense, fixed, counters):
-        """The LP optimum was fractional: solve the integer program for this bound.
+        """The LP optimum was fractional: the integer bound, by branch and bound on the
+        warm model (:mod:`tabprotect.audit.integer`), else by the MILP solver.
         Returns ``(bound, solution or None)``; the solution is an integral feasible
         table, a witness for the other cells too."""
+        found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes)
+        if found == "found":
+            return float(x[j]), x
         model = HighsModel(self.lp(True, fixed))
         model.set_objective(indices=[j], values=[1.0], sense=sense)
         res = model.solve()
@@ -249,10 +258,14 @@ class ReducedSystem:
 
     def integer_witness(self, j, sense, goal, fixed, counters):
         """An integral feasible table with ``x_j >= goal`` (``sense="max"``) or ``x_j <=
-        goal`` (``"min"``): a feasibility MILP, which stops at its first solution where
-        the bound itself would need a proof of optimality. Returns ``(status, x)``:
-        ``"found"`` with the table, ``"none"`` when no such table exists, ``"unknown"``
-        when the solver gave no answer."""
+        goal`` (``"min"``): branch and bound on the warm model, else a feasibility MILP
+        (both stop at their first such table, where the bound itself would need a proof
+        of optimality). Returns ``(status, x)``: ``"found"`` with the table, ``"none"``
+        when no such table exists, ``"unknown"`` when the solver gave no answer."""
+        found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes,
+                                    goal=goal)
+        if found != "unknown":
+            return found, x
         lb, ub = self.bounds(fixed)
         if sense == "max":
             lb[j] = max(lb[j], goal)

@@ -11,6 +11,7 @@ one holds no finished run.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -80,6 +81,12 @@ def sha256_file(path: str | Path) -> str:
 
 def versions() -> dict[str, str]:
     """Installed versions of tabprotect, Python and the numerical packages."""
+    return dict(_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> dict[str, str]:
+    # read once per process: the package metadata scan costs more than a small run
     from tabprotect import __version__
     out = {"tabprotect": __version__, "python": platform.python_version()}
     for name in ("numpy", "pandas", "scipy", "highspy", "pulp", "matplotlib"):

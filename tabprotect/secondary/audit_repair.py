@@ -12,10 +12,13 @@ import scipy.sparse as sp
 
 from tabprotect.audit import AuditResult, AuditSettings, audit
 from tabprotect.budget import Budget
+from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
 from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import cube_repair
+from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.secondary.greedy import greedy_repair
+from tabprotect.secondary.milp_repair import MilpRepair
 from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
                                          product_view)
 from tabprotect.secondary.protect_settings import ProtectSettings
@@ -83,6 +86,9 @@ class AuditRepair:
         self.repaired: list[np.ndarray] = []
         self.moves = MoveStack()
         self.rounds = 0
+        self.witnessed = np.zeros(0, np.int64)  # primaries given witnesses at no cost
+        self._verdict_noted = False
+        self.screened: AuditResult | None = None   # the screen before a cube pass
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
@@ -94,14 +100,25 @@ class AuditRepair:
         self.status[cells] = "M"
         self.protected_table = self.table.replace(status=self.status)
 
-    def judge(self, final: bool = False, previous: AuditResult | None = None) -> AuditResult:
+    def judge(self, final: bool = False, previous: AuditResult | None = None,
+              screen: bool = False) -> AuditResult:
         """Audit the current pattern.  Repair only adds suppressions, so what a previous
         round's audit found protected stays protected: that audit is passed on and those
         primaries cost no LP (verdict and screen modes)."""
+        screen = screen or (self.screening and not final)
+        mode = "screen" if screen else self.mode
+        if mode == "intervals" and previous is not None and self.budget.total is not None:
+            # within a time limit the re-audits decide only the verdict: the primaries a
+            # previous audit found protected cost no LP and the repair's witnesses
+            # certify most of the rest (an interval audit recomputes every interval)
+            mode = "verdict"
+            if not self._verdict_noted:
+                self.notes.append("re-audits after repair in verdict mode (time limit): "
+                                  "the final audit gives bounds, not intervals")
+                self._verdict_noted = True
         return audit(self.protected_table, singleton=self.singleton, time_limit=self.left(),
-                     mode="screen" if self.screening and not final else self.mode,
-                     workers=self.workers,
-                     previous=previous if self.mode != "intervals" else None,
+                     mode=mode, workers=self.workers,
+                     previous=previous if mode != "intervals" else None,
                      moves=self.moves.matrix(), coalition=self.coalition or None,
                      progress=None if self.progress is None else self._components_done,
                      settings=self.settings.audit)
@@ -131,8 +148,29 @@ class AuditRepair:
         if (view is None and self.repair and self.large and table.dimensions
                 and table.n_cells >= s.certify_pass_min_cells):
             self._certify_pass()
-        if view is not None:
+        if view is not None and self.large:
             self._cube_pass(view)
+        elif view is not None:
+            unproven = self._screen()
+            if len(unproven):
+                self._cube_pass(view, unproven)
+
+    def _screen(self) -> np.ndarray:
+        """A small table in verdict mode: the cubes of the cube pass (a proof of
+        protection, not a need) go only to primaries in components too large for the
+        verdict's exact LPs (``AuditSettings.local_min_vars``) that a screening audit
+        leaves uncertified; the repair's LPs take the proven shortfalls with fewer
+        cells.  The first audit starts from the screen's certificates."""
+        local_min = (self.settings.audit or AuditSettings()).local_min_vars
+        large = [c for c in linked_components(self.table.relations,
+                                              self.protected_table.suppressed)
+                 if len(c) >= local_min]
+        if not large:
+            return np.zeros(0, dtype=np.int64)
+        self.screened = self.judge(screen=True)
+        self.stage("screen")
+        short = self.screened.shortfalls
+        return short[np.isin(short, np.concatenate(large))]
 
     def _hypercube_pass(self) -> None:
         """Cubes in every sub-table with carried requirements: the pattern then reads
@@ -157,12 +195,14 @@ class AuditRepair:
         self.notes.append(f"{found.shape[0]} cube move(s) of the pattern handed to the audit")
         self.stage("certify pass")
 
-    def _cube_pass(self, view: Table) -> None:
-        """A leaf cube (a move of the whole table) per primary that has none yet: cheap,
-        no LP, and it leaves the first audit few shortfalls to prove."""
+    def _cube_pass(self, view: Table, primaries: np.ndarray | None = None) -> None:
+        """A leaf cube (a move of the whole table) per primary (of ``primaries``, default
+        all) that has none yet: cheap, no LP, and it leaves the first audit few
+        shortfalls to prove."""
         pre_status, pre_moves = cube_pass(view, self.table, self.status, self.cost,
                                           self.singleton, self.left(), workers=self.workers,
-                                          parallel_min=self.settings.cube_pass_parallel_min)
+                                          parallel_min=self.settings.cube_pass_parallel_min,
+                                          primaries=primaries)
         self.moves.append(pre_moves)
         pre = np.flatnonzero((pre_status == "M") & (self.status != "M"))
         if len(pre):
@@ -175,7 +215,7 @@ class AuditRepair:
     # ---- the loop
     def run(self) -> AuditResult:
         """Audit, repair and audit again; returns the last audit."""
-        result = self.judge()
+        result = self.judge(previous=self.screened)
         self.stage("audit 1")
         integer = result.integer
         while not result.passed and self.repair and \
@@ -187,16 +227,21 @@ class AuditRepair:
                 self.notes.append("the audit did not finish within its time limit")
                 break
             self.rounds += 1
+            before = self.protected_table.suppressed
+            short, witnessed = self._milp_round(result)
             suppressed = self.protected_table.suppressed
-            new_mask = self._local_round(result, suppressed) if self.large else \
-                self._whole_round(result, suppressed, integer)
+            new_mask = suppressed
+            if len(short):
+                new_mask = self._local_round(result, suppressed, short) if self.large else \
+                    self._whole_round(result, suppressed, integer, short)
             if self.coalition:
                 new_mask = self._coalition_round(result, new_mask, integer)
             added = np.flatnonzero(new_mask & ~suppressed & self.cand)
-            if len(added) == 0:
+            if len(added):
+                self._suppress(added)
+            elif not (witnessed or (suppressed & ~before).any()):
                 self.notes.append(f"repair round {self.rounds}: no cell could be added")
                 break
-            self._suppress(added)
             result = self.judge(previous=result)
             self.stage(f"audit {self.rounds + 1}")
         if self.screening and not result.passed:
@@ -204,14 +249,50 @@ class AuditRepair:
             self.stage("final audit")
         return result
 
-    def _local_round(self, result: AuditResult, suppressed: np.ndarray) -> np.ndarray:
+    def _milp_round(self, result: AuditResult) -> tuple[np.ndarray, bool]:
+        """The MILP repair (:mod:`~tabprotect.secondary.milp_repair`) of the round's
+        shortfalls, within its share of the budget: the cheapest cells that give each
+        short primary witnesses on its neighbourhood.  Its cells are suppressed and its
+        witnesses handed to the audit as moves.  Returns the primaries left for the LP
+        repair (no witness in reach, out of time, or short again after a round in which
+        the MILP found witnesses without adding a cell: there the audit and the
+        witnesses disagree, and the LP repair decides), and whether the MILP found
+        witnesses that added no cell (the next audit takes them as moves)."""
+        short = np.asarray(result.shortfalls, dtype=np.int64)
+        s = self.settings.milp_repair
+        if not s.enabled or len(short) == 0 or len(short) > s.max_primaries:
+            return short, False
+        again = np.isin(short, self.witnessed)
+        rest, short = short[again], short[~again]
+        if len(short) == 0:
+            return rest, False
+        left = self.budget.remaining()
+        seconds = s.round_seconds if left is None else min(s.round_seconds,
+                                                           s.round_share * left)
+        rep = MilpRepair(self.protected_table, self.cost, self.cand, self.req,
+                         integer=result.integer, settings=s)
+        out = rep.run(self.status, short, deadline=time.perf_counter() + seconds)
+        added = np.asarray(out.added, dtype=np.int64)
+        if len(added):
+            self._suppress(added)
+        self.moves.append(_move_matrix(out.moves, self.table.n_cells))
+        self.witnessed = np.union1d(self.witnessed, out.free)
+        self.notes.append(f"repair round {self.rounds}: {out.milps} MILP(s) settled "
+                          f"{len(short) - len(out.unresolved)} of {len(short)} short "
+                          f"primaries with {len(added)} cell(s)")
+        self.stage(f"repair {self.rounds} MILPs")
+        rest = np.concatenate([rest, np.asarray(out.unresolved, dtype=np.int64)])
+        return rest, len(out.free) > 0
+
+    def _local_round(self, result: AuditResult, suppressed: np.ndarray,
+                     short: np.ndarray) -> np.ndarray:
         """A large table's repair: leaf cubes first (no LP; each a move of the whole
         table), then local deviation LPs on the short primaries' neighbourhoods for what
         the cubes cannot settle (a whole-table LP per shortfall does not scale to
         10^5-10^6 cells)."""
         s, n = self.settings, self.table.n_cells
         new_status, rest, new_moves = cube_repair(
-            self.protected_table, self.cost, result.shortfalls, singleton=self.singleton,
+            self.protected_table, self.cost, short, singleton=self.singleton,
             time_limit=self.left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
         self.moves.append(new_moves)
         self.stage(f"repair {self.rounds} cubes")
@@ -225,15 +306,15 @@ class AuditRepair:
             self.stage(f"repair {self.rounds} LPs")
         return np.isin(new_status, ("U", "M")) | suppressed
 
-    def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool
-                     ) -> np.ndarray:
+    def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool,
+                     short: np.ndarray) -> np.ndarray:
         """A small table's repair: attacker LPs on the whole table.  Each round asks a
         little more than the levels, in case the audit's integer intervals (frequency
         tables) are narrower than the LP the repair reasons with."""
         margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
         rq = _with_margin(self.req, margin, self.table.value)
         rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)
-        new_mask, _ = rep.run(suppressed, primaries=result.shortfalls,
+        new_mask, _ = rep.run(suppressed, primaries=short,
                               deadline=self.budget.deadline)
         self.stage(f"repair {self.rounds}")
         return new_mask

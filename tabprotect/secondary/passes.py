@@ -40,9 +40,10 @@ def product_view(table: Table, run_table: Table) -> Table | None:
 
 def cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
               singleton: bool, time_limit: float | None, workers: int = 1,
-              parallel_min: int = 5_000) -> tuple[np.ndarray, sp.csr_matrix]:
-    """cube_repair (leaf and chain cubes) of every primary on the product ``view`` of
-    ``table``; returns the new status and the cubes as moves, both in ``table``'s cell
+              parallel_min: int = 5_000, primaries: np.ndarray | None = None
+              ) -> tuple[np.ndarray, sp.csr_matrix]:
+    """cube_repair (leaf and chain cubes) of every primary (of ``primaries``, cells of
+    ``table``, when given) on the product ``view`` of ``table``; returns the new status and the cubes as moves, both in ``table``'s cell
     order.  With ``workers`` > 1 and at least ``parallel_min`` primaries
     left after the certify step, those are cut in cell order into ``workers`` runs,
     searched in worker processes from the same pattern, and the suppressions united
@@ -53,7 +54,11 @@ def cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     view_status = status if source is None else status[source]
     view_cost = cost if source is None else cost[source]
     view = view.replace(status=view_status)
-    primaries = np.flatnonzero(view_status == "U")
+    wanted = view_status == "U"
+    if primaries is not None:
+        wanted &= np.isin(np.arange(len(view_status)) if source is None else source,
+                          primaries)
+    primaries = np.flatnonzero(wanted)
     # the cubes the pattern already has first (vectorised, nothing added), then the
     # cheapest cubes for the others
     _, open_, certified = cube_repair(view, view_cost, primaries, singleton=singleton,

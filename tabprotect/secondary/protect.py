@@ -189,7 +189,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         raise
     clock = StageClock(stages)
     if audit_mode == "auto" and mode == "intervals":
-        mode = _auto_mode(table, status, settings, notes)
+        mode = _auto_mode(table, status, settings, notes, singleton, coalition or 0)
     params["audit_mode"] = mode
 
     # ---- audit and repair, within what is left of the budget
@@ -309,19 +309,38 @@ def _in_table_order(status: np.ndarray, source_cell: np.ndarray | None) -> np.nd
 
 
 def _auto_mode(table: Table, status: np.ndarray, settings: ProtectSettings,
-               notes: list[str]) -> str:
-    """audit_mode="auto" on the small-table path: intervals, unless the pattern's
-    components are large (one LP pair per suppressed cell, each over its whole
-    component: past ``interval_audit_max_work`` the verdict decides in a fraction of the
-    time)."""
-    work = sum(len(comp) ** 2 for comp in
-               linked_components(table.relations, np.isin(status, ("U", "M"))))
+               notes: list[str], singleton: bool, coalition: int) -> str:
+    """audit_mode="auto" on the small-table path: intervals, unless their work estimate
+    passes ``interval_audit_max_work`` (then the verdict decides in a fraction of the
+    time; see :func:`interval_audit_work`)."""
+    work = interval_audit_work(table, status, singleton, coalition,
+                               settings.interval_audit_integer_weight)
     if work <= settings.interval_audit_max_work:
         return "intervals"
-    notes.append(f"audit in verdict mode: the interval audit's work estimate (sum of "
-                 f"squared component sizes, {work:,}) exceeds "
-                 f"{settings.interval_audit_max_work:,}")
+    notes.append(f"audit in verdict mode: the interval audit's work estimate "
+                 f"({work:,.0f}) exceeds {settings.interval_audit_max_work:,}")
     return "verdict"
+
+
+def interval_audit_work(table: Table, status: np.ndarray, singleton: bool, coalition: int,
+                        integer_weight: float) -> float:
+    """The interval audit's work on a pattern, in LP-size units: per component of ``k``
+    unpublished cells, ``P`` primaries and ``a`` attackers among the contributors, one LP
+    pair per cell and one per primary and attacker, each over the component (``k * (k +
+    a * P)``); times ``integer_weight`` for an integer audit (a frequency table), which
+    proves each fractional LP bound with a MILP.  Attackers: the unpublished cells with
+    one contributor (``singleton``), or with any (``coalition``: at least one coalition
+    per contributing cell)."""
+    unpublished = np.isin(status, ("U", "M"))
+    primary = status == "U"
+    freq = np.nan_to_num(np.asarray(table.freq, dtype=float), nan=0.0)
+    attacker = (freq >= 1) if coalition else (freq == 1) if singleton else \
+        np.zeros(table.n_cells, dtype=bool)
+    work = 0.0
+    for comp in linked_components(table.relations, unpublished):
+        k = len(comp)
+        work += k * (k + float(attacker[comp].sum()) * float(primary[comp].sum()))
+    return work * (integer_weight if table.kind == "frequency" else 1.0)
 
 
 def _protect_scaled(table: Table, scale: float, c: np.ndarray, params: dict,

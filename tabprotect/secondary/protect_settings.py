@@ -4,11 +4,12 @@ dataclass, passed as ``protect(..., settings=ProtectSettings(...))`` and recorde
 result's ``params["settings"]`` (the fields the call applied)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from tabprotect.audit import AuditSettings
 from tabprotect.secondary.greedy import GreedyOptions
+from tabprotect.secondary.milp_repair import MilpRepairSettings
 
 
 @dataclass(frozen=True)
@@ -20,9 +21,13 @@ class ProtectSettings:
     #: from this many cells: verdict audits, local repair (deviation LPs on each short
     #: primary's sub-tables, not the whole table), no up-front feasibility check
     large_table: int = 50_000
-    #: audit_mode="auto" below large_table: intervals while the sum of the squared
-    #: component sizes of the pattern stays below this, else the (far faster) verdict
+    #: audit_mode="auto" below large_table: intervals while their work estimate (LP
+    #: pairs times component size, the attackers' included) stays below this, else the
+    #: (far faster) verdict
     interval_audit_max_work: int = 250_000
+    #: ... an integer audit (frequency tables) counts this many times: it proves each
+    #: fractional LP bound with a MILP, about ten LPs' time on 3-D count tables
+    interval_audit_integer_weight: float = 10.0
 
     # ---- the up-front feasibility check (everything suppressed: protectable?)
     #: runs only while primaries x candidate cells stays below this (above, its LPs take
@@ -75,6 +80,9 @@ class ProtectSettings:
     repair_block_sizes: tuple[int, ...] = (2_000, 5_000, 10_000)
     #: the large-table repair's deviation LPs (presolve, suppressed cells first, workers)
     repair_lps: GreedyOptions = field(default_factory=GreedyOptions)
+    #: the MILP repair that starts each round (the cheapest cells giving each short
+    #: primary its witnesses; what it leaves goes to the LP repair)
+    milp_repair: MilpRepairSettings = field(default_factory=MilpRepairSettings)
     #: the audits' settings (None: the audit's defaults)
     audit: AuditSettings | None = None
 
@@ -89,7 +97,8 @@ class ProtectSettings:
 
 #: the fields every call applies, and those of each part of the call that may not run
 _ALWAYS = ("large_table", "audit_floor_seconds", "audit")
-_SMALL_PATH = ("interval_audit_max_work", "feasibility_check_max_work",
+_SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
+               "feasibility_check_max_work",
                "feasibility_singleton_max_work")
 _REPAIR = ("max_repair_rounds",)
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
@@ -118,6 +127,8 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
     for name in names:
         value = getattr(settings, name)
         out[name] = value.as_dict() if isinstance(value, AuditSettings) else value
+    if repair:
+        out["milp_repair"] = asdict(settings.milp_repair)
     if repair and large:
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out

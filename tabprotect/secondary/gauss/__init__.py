@@ -8,8 +8,9 @@ published unless that would put some primary cell in the span of the published c
 in which case it becomes a secondary suppression (:mod:`.method`).  With the
 single-contributor attack (``singleton=True``) a candidate is also refused when it would
 put a primary in the span of the published cells and one suppressed single-contributor
-cell (:mod:`.singletons`).  The result has no exact linear disclosure of any primary;
-interval protection (the protection levels) is then enforced by
+cell (:mod:`.singletons`).  The result has no exact linear disclosure of any primary.
+On general tables a width step first gives every primary a feasible table that reaches
+its protection levels (:mod:`.widths`); elsewhere the levels are enforced by
 :func:`tabprotect.secondary.protect`'s audit and repair.
 
 Elimination is incremental (:mod:`.elimination`), with each primary kept reduced against

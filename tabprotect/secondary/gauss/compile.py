@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +38,7 @@ NUMBA = _numba_installed()
 _PENDING: list["_LazyKernel"] = []
 #: numba's ``njit``, once imported (None before, or where it cannot be imported)
 _NJIT = None
+_LOCK = threading.Lock()
 
 
 class _LazyKernel:
@@ -50,7 +52,9 @@ class _LazyKernel:
 
     def __call__(self, *args, **kwargs):
         if self.compiled is None:
-            _compile_pending()
+            with _LOCK:             # threads calling kernels at once compile them once
+                if self.compiled is None:
+                    _compile_pending()
         return self.compiled(*args, **kwargs)
 
 

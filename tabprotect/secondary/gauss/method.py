@@ -13,10 +13,10 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.gauss import kernel as compiled_kernel
 from tabprotect.secondary.gauss.compile import NUMBA
-from tabprotect.secondary.gauss.elimination import (Elimination, csr_from_dicts,
-                                                    kernel_module)
+from tabprotect.secondary.gauss.elimination import Elimination, kernel_module
 from tabprotect.secondary.gauss.singletons import watched_roles
 from tabprotect.secondary.gauss.vectors import cell_vectors
+from tabprotect.secondary.gauss.widths import WidthStep
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,17 @@ class GaussOptions:
     python_warning_cells: int = field(default=50_000, metadata={
         "why": "the plain-Python kernel warns from this many cells on: it runs many "
                "times slower than the compiled one (about a second per 10,000 cells)"})
+    widths: Literal["general", "always", "never"] = field(default="general", metadata={
+        "why": "the width step (protection LPs giving every primary a witness of its "
+               "levels, :mod:`.widths`) before the elimination: on general tables, where "
+               "the elimination alone leaves many primaries short of their levels; on "
+               "product tables the audit and repair do that"})
+    widths_share: float = field(default=0.5, metadata={
+        "why": "share of the time limit the width step may take (the elimination gets "
+               "the rest; conditions left without a witness go to the audit and repair)"})
+    widths_seconds: float = field(default=120.0, metadata={
+        "why": "most seconds of the width step when the call has no time limit (its LPs "
+               "grow with the table's linkage: the audit and repair finish what is left)"})
 
 
 #: seconds of offers between two deadline checks (a check costs one clock read)
@@ -80,25 +91,25 @@ def run_elimination(table: Table, cost: np.ndarray, vectors, checked: np.ndarray
     forced_idx, order = candidate_order(table, cost, checked)
     offered = np.concatenate([forced_idx, order])
     published = np.ones(len(offered), np.int8)
-    rows = vectors.forced_rows()  # general tables: the relations are public
+    rows = vectors.forced_csr()  # general tables: the relations are public
+    n_rel = len(rows[0]) - 1
     n_rows = 0
-    if rows:
-        ptr, keys, vals = csr_from_dicts(rows)
-        n_rows = _offer_chunks(elim, (ptr, keys, vals), np.ones(len(rows), bool),
-                               np.zeros(len(rows), np.int8), deadline, chunk)
+    if n_rel:
+        n_rows = _offer_chunks(elim, rows, np.ones(n_rel, bool), np.zeros(n_rel, np.int8),
+                               deadline, chunk)
     n = 0
-    if n_rows == len(rows):
+    if n_rows == n_rel:
         force = np.zeros(len(offered), bool)
         force[:len(forced_idx)] = True
         n = _offer_chunks(elim, vectors.csr(offered), force, published, deadline, chunk)
-    timed_out = n_rows < len(rows) or n < len(offered)
+    timed_out = n_rows < n_rel or n < len(offered)
     if timed_out:
         # not examined in time: kept hidden (safe); if the forced cells are not all
         # in, the published span is not known: every candidate stays hidden
         published[max(n, len(forced_idx)):] = 0
     secondary = np.zeros(table.n_cells, dtype=bool)
     secondary[order[published[len(forced_idx):] == 0]] = True
-    return EliminationRun(secondary, elim.disclosed, timed_out, n, n_rows, len(rows))
+    return EliminationRun(secondary, elim.disclosed, timed_out, n, n_rows, n_rel)
 
 
 def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
@@ -130,7 +141,8 @@ def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
 def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
           dependent: str = "largest", kernel: str = "compiled",
-          python_warning_cells: int = 50_000) -> MethodOutcome:
+          python_warning_cells: int = 50_000, widths: str = "general",
+          widths_share: float = 0.5, widths_seconds: float = 120.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
     Parameters
@@ -142,6 +154,9 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         examined in time stay suppressed (safe, not minimal), all of them when a general
         table's relations are not all in; ``solver_status`` is then ``"time_limit"``
         and ``details`` count the relations and cells offered
+    widths, widths_share, widths_seconds : the width step before the elimination (see
+        :class:`GaussOptions` and :mod:`.widths`): on general tables by default, so that
+        the pattern meets the protection levels too, not only no exact disclosure
     dependent, kernel, python_warning_cells : see :class:`GaussOptions`
 
     Examples
@@ -164,16 +179,37 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
                       f"{table.n_cells:,} cells", RuntimeWarning, stacklevel=2)
     cost = np.asarray(cost, dtype=float)
     primary = table.status == "U"
-    vectors = cell_vectors(table, dependent, compiled)
-    run = run_elimination(table, cost, vectors, primary, singleton, deadline, module)
+    details: dict = {}
     status = table.status.copy()
+    if widths == "always" or (widths == "general" and not table.dimensions):
+        step = _width_step(table, cost, singleton, start, time_limit, widths_share,
+                           widths_seconds, details)
+        status[step.suppressed & ~np.isin(status, ("U", "M"))] = "M"
+        if progress is not None:
+            progress("gauss: widths", 0.5)
+    run_on = table if not details else table.replace(status=status)
+    vectors = cell_vectors(run_on, dependent, compiled)
+    run = run_elimination(run_on, cost, vectors, primary, singleton, deadline, module)
     status[run.secondary] = "M"
     if progress is not None:
         progress("gauss", 1.0)
-    details = {"forced_disclosures": run.disclosed, "offers": run.offers,
-               "relations_offered": run.relations_offered, "relations": run.relations,
-               "secondaries": int(run.secondary.sum()),
-               "seconds": round(time.perf_counter() - start, 3)}
+    details.update({"forced_disclosures": run.disclosed, "offers": run.offers,
+                    "relations_offered": run.relations_offered, "relations": run.relations,
+                    "secondaries": int((status == "M").sum() - (table.status == "M").sum()),
+                    "seconds": round(time.perf_counter() - start, 3)})
+    timed_out = run.timed_out or details.get("widths_timed_out", False)
     return MethodOutcome(status=status,
-                         solver_status="time_limit" if run.timed_out else "heuristic",
+                         solver_status="time_limit" if timed_out else "heuristic",
                          details=details)
+
+
+def _width_step(table: Table, cost: np.ndarray, singleton: bool, start: float,
+                time_limit: float | None, share: float, cap: float, details: dict):
+    """Run the width step within its share of the time; record what it did."""
+    seconds = cap if time_limit is None else share * time_limit
+    step = WidthStep(table, cost, singleton).run(
+        np.isin(table.status, ("U", "M")), deadline=start + seconds)
+    details.update({"widths_added": step.added, "widths_lps": step.lps,
+                    "widths_unmet": step.unmet, "widths_timed_out": step.timed_out,
+                    "widths_seconds": round(time.perf_counter() - start, 3)})
+    return step

@@ -20,6 +20,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.secondary.gauss.compile import jit
+from tabprotect.secondary.gauss.elimination import csr_from_dicts
 from tabprotect.secondary.gauss.state import P
 
 
@@ -122,6 +123,10 @@ class CellVectors:
         """Nothing: the relations are built into the basis of a product table."""
         return []
 
+    def forced_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Nothing (an empty CSR): see :meth:`forced_rows`."""
+        return np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+
     def csr(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The vectors of ``cells`` as a CSR ``(ptr, keys, coefficients mod P)``."""
         base, cptr, ckey, cval = self._code
@@ -185,7 +190,11 @@ class RelationVectors:
                 np.ones(len(cells), np.int32))
 
     def forced_rows(self) -> list[dict[int, int]]:
+        """The relation rows as integer vectors (exact rationals scaled to integers)."""
         A = self.relations
+        if np.array_equal(A.data, np.round(A.data)):
+            # integer coefficients (the usual +-1): no rational arithmetic needed
+            return self._integer_rows()
         rows = []
         for r in range(A.shape[0]):
             lo, hi = A.indptr[r], A.indptr[r + 1]
@@ -197,6 +206,28 @@ class RelationVectors:
             if row:
                 rows.append(row)
         return rows
+
+    def _integer_rows(self) -> list[dict[int, int]]:
+        ptr, keys, vals = self._integer_csr()
+        keys, vals = keys.tolist(), vals.tolist()
+        return [dict(zip(keys[ptr[r]:ptr[r + 1]], vals[ptr[r]:ptr[r + 1]]))
+                for r in range(len(ptr) - 1)]
+
+    def _integer_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The non-empty rows of integer relations (exact integers, keys sorted)."""
+        A = self.relations.copy()
+        A.eliminate_zeros()
+        A.sort_indices()
+        A = A[np.diff(A.indptr) > 0]
+        return (A.indptr.astype(np.int64), A.indices.astype(np.int32),
+                A.data.astype(np.int64))
+
+    def forced_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`forced_rows` as a CSR ``(ptr, keys, coefficients mod P)``."""
+        if np.array_equal(self.relations.data, np.round(self.relations.data)):
+            ptr, keys, vals = self._integer_csr()
+            return ptr, keys, (vals % P).astype(np.int32)
+        return csr_from_dicts(self.forced_rows())
 
 
 def cell_vectors(table: Table, dependent: str = "largest", compiled: bool = True

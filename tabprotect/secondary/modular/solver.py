@@ -14,6 +14,7 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.certified import Unreachable, certified_pattern
+from tabprotect.secondary.modular.network_search import network_pattern, network_unprotected
 from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
 from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
@@ -49,6 +50,8 @@ class OptimalSubtableSolver:
         pattern of its own
     heuristic_size, min_primaries : from this many primaries x cells (and primaries)
         the sub-table gets :func:`certified_pattern` and no MILP (:func:`uses_heuristic`)
+    network : a sub-table whose relations form a network (1-D, 2-D) gets its exact
+        pattern from the cut search (:func:`network_pattern`) instead of the MILP
     """
 
     singleton: bool = True
@@ -56,6 +59,7 @@ class OptimalSubtableSolver:
     seed: bool = False
     heuristic_size: int | None = 20_000
     min_primaries: int = 20
+    network: bool = True
 
     def __call__(self, sub: Table, cost: np.ndarray, time_limit: float | None, *,
                  short: np.ndarray | None = None, deadline: float | None = None,
@@ -77,6 +81,14 @@ class OptimalSubtableSolver:
         if uses_heuristic(len(req.primary), sub.n_cells, size, self.min_primaries):
             return self._heuristic(sub, req, cost, todo, time_limit, deadline,
                                    prune=not fast)
+        if self.network:
+            z = network_pattern(sub, req, cost, candidate_cells(sub),
+                                deadline=None if time_limit is None
+                                else time.perf_counter() + time_limit)
+            if z is not None:   # exact, without a MILP (a network sub-table)
+                status = sub.status.copy()
+                status[z & ~np.isin(status, ("U", "M"))] = "M"
+                return status
         movable = np.isin(sub.status, ("S", "U", "M")) & (sub.ub > sub.lb)
         # a movable cube proves a primary protectable without any LP
         todo = todo[~cube_protected(sub, req, movable, todo)]
@@ -138,10 +150,14 @@ def _restricted(req: Requirements, keep: np.ndarray) -> Requirements:
 def unprotected(sub: Table, singleton: bool, deadline: float | None = None
                 ) -> np.ndarray | None:
     """The sub-table's primaries its suppressed cells leave unprotected (empty: no MILP
-    needed).  Cubes prove most protected primaries; attacker LPs judge the rest.  None
+    needed).  On a network sub-table maximum flows decide; else cubes prove most
+    protected primaries and attacker LPs judge the rest.  None
     when ``deadline`` (a ``time.perf_counter()`` value) stopped the LPs."""
     req = Requirements.from_table(sub, singleton=singleton)
     hidden = np.isin(sub.status, ("U", "M"))
+    short = network_unprotected(sub, req, hidden)
+    if short is not None:   # a network sub-table: maximum flows decide
+        return short
     todo = req.primary[~cube_protected(sub, req, hidden, req.primary)]
     if len(todo) == 0:
         return todo

@@ -1,0 +1,213 @@
+"""Interval widths after the elimination: every primary gets a witness of its levels.
+
+The elimination keeps each primary out of the published span (no exact disclosure); the
+protection levels ask more: feasible tables where the primary sits at least its upper
+level above its value, and at least its lower level below.  For one primary ``s`` and one
+direction the cheapest way there is the protection LP (Fischetti and Salazar-Gonzalez's
+heuristic): the deviation ``y`` with ``A y = 0``, ``y_s >= UPL'_s`` (or ``<= -LPL'_s``),
+each cell within its deviation range, where moving a suppressed cell is (nearly) free
+and moving a published one costs its suppression cost per unit of range (capped at the
+level).  Every cell that moves is suppressed: ``y`` is then a feasible table of the new
+pattern that proves the condition, and suppressing more never breaks it, so one pass
+over the conditions ends with every condition proven (or found impossible).
+
+Why it is fast: the LP of a condition is written over a neighbourhood of the primary
+(cells a few relations away; every other cell keeps its value, which is a restriction,
+so a solution is still a witness), grown only when it has no solution; and a witness
+also settles the conditions of every other primary it moves far enough, which are then
+not solved again.  With the single-contributor attack every single-contributor cell but
+the primary keeps its value in the LP, so each witness holds against every such
+attacker at once.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram
+from tabprotect.model.table import Table
+from tabprotect.secondary.repair import Requirements
+
+
+@dataclass
+class WidthOutcome:
+    """What the width step did."""
+
+    suppressed: np.ndarray  # the pattern (boolean per cell), extended
+    added: int              # cells it suppressed
+    lps: int                # protection LPs solved
+    unmet: int              # conditions without a witness (no LP solution, or deadline)
+    timed_out: bool         # the deadline stopped it
+
+
+@dataclass(frozen=True)
+class _Condition:
+    cell: int       # the primary
+    slot: int       # its index in Requirements.primary
+    sign: float     # +1: upwards, -1: downwards
+    need: float     # the deviation the witness must reach
+
+
+class WidthStep:
+    """The protection LPs of one table (see the module docstring).
+
+    ``hops``: the first neighbourhood's radius in relations (grown by two each time the LP
+    has no solution, up to the whole table)."""
+
+    def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3):
+        self.table = table
+        self.cost = np.asarray(cost, float)
+        self.req = Requirements.from_table(table, singleton=singleton)
+        self.hops = hops
+        A = table.relations.tocsr()
+        self.A = A
+        pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
+        self.incidence = pattern
+        self.incidence_t = pattern.T.tocsr()
+        # cells that may be suppressed: neither published by force nor without range
+        status = table.status
+        self.candidate = (~np.isin(status, ("P", "Z"))
+                          & ((self.req.up > 0) | (self.req.down > 0)))
+        self.free_weight = 1e-6 * max(float(np.median(self.cost)), 1e-12)
+
+    def conditions(self) -> list[_Condition]:
+        """Per primary its upward and downward conditions (a sliding level asks at least
+        half of it each way), largest first."""
+        req = self.req
+        out = []
+        for k, s in enumerate(req.primary):
+            half = 0.5 * req.need_width[k]
+            for sign, need, rng in ((1.0, req.need_up[k], req.up[s]),
+                                    (-1.0, req.need_down[k], req.down[s])):
+                need = max(float(need), float(half))
+                if need <= 0:
+                    continue
+                # a small margin over the level, never beyond the cell's range
+                need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
+                out.append(_Condition(int(s), k, sign, need))
+        # the largest first: their witnesses often settle smaller conditions
+        out.sort(key=lambda c: -c.need)
+        return out
+
+    def run(self, suppressed: np.ndarray, deadline: float | None = None) -> WidthOutcome:
+        """Extend the pattern ``suppressed`` until every condition has a witness."""
+        z = np.asarray(suppressed, bool).copy()
+        start = z.sum()
+        lps = unmet = 0
+        conds = self.conditions()
+        done = np.zeros(len(conds), bool)
+        index = {(c.cell, c.sign): q for q, c in enumerate(conds)}
+        timed_out = False
+        for q, cond in enumerate(conds):
+            if done[q]:
+                continue
+            if _past(deadline):
+                timed_out = True
+                unmet += int((~done[q:]).sum())
+                break
+            y, n_lp = self._witness(cond, z, deadline)
+            lps += n_lp
+            if y is None:
+                unmet += 1
+                continue
+            cells, dev = y
+            z[cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]] = True
+            self._settle(cells, dev, conds, index, done)
+            done[q] = True
+        return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out)
+
+    def _settle(self, cells, dev, conds, index, done) -> None:
+        """Mark every condition the witness ``dev`` (on ``cells``) meets, scaled as far
+        as the deviation ranges allow, and its mirror ``-dev`` meets likewise."""
+        req = self.req
+        if req.singleton[cells].any() and (dev[req.singleton[cells]] != 0).any():
+            return  # it moves a single-contributor cell: no witness for the others
+        moved = dev != 0
+        cells, dev = cells[moved], dev[moved]
+        up, dn = req.up[cells], req.down[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room_plus = np.where(dev > 0, up / dev, dn / -dev).min(initial=np.inf)
+            room_minus = np.where(dev > 0, dn / dev, up / -dev).min(initial=np.inf)
+        scales = [max(1.0, room_plus)] + ([-room_minus] if room_minus > 0 else [])
+        for scale in scales:
+            for c, d in zip(cells, scale * dev):
+                q = index.get((int(c), 1.0 if d > 0 else -1.0))
+                if q is not None and not done[q] and abs(d) >= conds[q].need:
+                    done[q] = True
+
+    def _neighbourhood(self, cell: int, hops: int, movable: np.ndarray
+                       ) -> tuple[np.ndarray, bool]:
+        """Movable cells within ``hops`` relations of ``cell``, and whether that is all
+        of its component (the neighbourhood stopped growing)."""
+        mask = np.zeros(self.table.n_cells)
+        mask[cell] = 1.0
+        for _ in range(hops):
+            rows = self.incidence @ mask > 0
+            grown = (self.incidence_t @ rows.astype(float) > 0) & movable
+            grown[cell] = True
+            if (grown == (mask > 0)).all():
+                return np.flatnonzero(grown), True
+            mask = grown.astype(float)
+        return np.flatnonzero(mask > 0), False
+
+    def _witness(self, cond: _Condition, z: np.ndarray, deadline: float | None):
+        """The cheapest deviation proving ``cond`` on the pattern ``z``: ``(cells,
+        deviations)``, or None when no neighbourhood (up to the whole table) has one;
+        and the number of LPs solved."""
+        req = self.req
+        movable = (z | self.candidate)
+        if req.singleton.any():
+            movable = movable & ~req.singleton
+            movable[cond.cell] = True
+        hops, lps = self.hops, 0
+        while True:
+            cells, whole = self._neighbourhood(cond.cell, hops, movable)
+            y = self._solve(cond, cells, z, deadline)
+            lps += 1
+            if y is not None or whole or _past(deadline):
+                return ((cells, y) if y is not None else None), lps
+            hops += 2
+
+    def _solve(self, cond: _Condition, cells: np.ndarray, z: np.ndarray,
+               deadline: float | None):
+        """The protection LP over ``cells`` (every other cell fixed at its value)."""
+        req = self.req
+        sub = self.A[:, cells].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        sub = sub[rows]
+        k = int(np.searchsorted(cells, cond.cell))
+        up = req.up[cells].copy()
+        dn = req.down[cells].copy()
+        need = cond.need
+        scale_up = np.minimum(up, need)
+        scale_dn = np.minimum(dn, need)
+        cost = self.cost[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wu = np.where(scale_up > 0, cost / scale_up, 0.0)
+            wd = np.where(scale_dn > 0, cost / scale_dn, 0.0)
+        zs = z[cells]
+        wu = np.where(zs, self.free_weight / need, wu)
+        wd = np.where(zs, self.free_weight / need, wd)
+        lo = np.zeros(2 * len(cells))
+        hi = np.concatenate([up, dn])
+        if cond.sign > 0:
+            lo[k], hi[len(cells) + k] = need, 0.0
+        else:
+            lo[len(cells) + k], hi[k] = need, 0.0
+        if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
+            return None
+        lp = LinearProgram(c=np.concatenate([wu, wd]), A=sp.hstack([sub, -sub]).tocsr(),
+                           row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
+                           col_lower=lo, col_upper=hi, sense="min")
+        left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+        res = HighsModel(lp).solve(time_limit=left)
+        if res.status != "optimal":
+            return None
+        return res.x[:len(cells)] - res.x[len(cells):]
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline

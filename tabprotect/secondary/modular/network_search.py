@@ -1,0 +1,424 @@
+"""The exact minimum-cost pattern of a small network sub-table, without a MILP.
+
+On a sub-table whose relations form a network (:mod:`.network`), a pattern protects
+primary ``s`` upwards exactly when every cut separating its head from its tail carries
+``UPL'_s`` in the flow's direction (max-flow min-cut), downwards likewise.  With few
+nodes every such cut is listed, so the sub-table's problem becomes a covering problem
+over its candidate cells:
+
+    min  c'z   subject to   sum_e min(k_re, d_r) z_e >= d_r   for every cut row r,
+
+``d_r`` what the cut still lacks after the cells already suppressed, ``k_re`` the range
+candidate ``e`` adds to it.  A depth-first branch and bound solves it exactly: at a
+node some row is short, and any pattern below must take one of that row's candidates,
+so the children take the first, or the second and not the first, and so on; a node is
+dropped when some row can no longer be met or when its cost plus the cheapest
+fractional cover of a short row reaches the best pattern found.  Conditions that are no
+cut rows -- the sliding width, and the single-contributor attackers (the same cuts
+without the attacker's own cell) -- are checked by maximum flows where the rows hold,
+and a violated one either adds its cut rows or is branched on like a row (the cells
+crossing the cuts of its flows).  Every pattern returned is checked again by maximum
+flows, condition by condition.
+
+The search gives up (returns None) on sub-tables with too many nodes for the listing or
+too many search nodes; the caller then solves the compact MILP.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tabprotect.errors import InfeasibleRulesError
+from tabprotect.secondary.modular.network import Network
+
+#: relative tolerance of "a cut meets its requirement" (float sums of ranges)
+REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """How far the exact search goes before the caller's MILP takes over."""
+
+    #: most free nodes of a cut listing (2^n cuts per condition)
+    max_free_nodes: int = 12
+    #: most cut rows (after removing duplicates)
+    max_rows: int = 20_000
+    #: most branch-and-bound nodes
+    max_nodes: int = 20_000
+
+
+class _Problem:
+    """The sub-table's network, ranges, requirements and candidate cells."""
+
+    def __init__(self, net: Network, req, cost: np.ndarray, cand: np.ndarray,
+                 fixed: np.ndarray):
+        self.net, self.req = net, req
+        self.up = np.asarray(req.up, dtype=float)
+        self.down = np.asarray(req.down, dtype=float)
+        usable = (self.up > 0) | (self.down > 0)
+        self.fixed = fixed & usable
+        self.cand_idx = np.flatnonzero(cand & usable & ~fixed)
+        self.cost = np.asarray(cost, dtype=float)[self.cand_idx]
+        self.available = self.fixed.copy()
+        self.available[self.cand_idx] = True
+
+    def pattern(self, pick: np.ndarray) -> np.ndarray:
+        """The cells suppressed when the candidates in ``pick`` (bool) are added."""
+        z = self.fixed.copy()
+        z[self.cand_idx[pick]] = True
+        return z
+
+    def ends(self, s: int, kind: str) -> tuple[int, int]:
+        """Source and sink of the flow that moves ``s`` up (head to tail) or down."""
+        t, h = int(self.net.tail[s]), int(self.net.head[s])
+        return (h, t) if kind == "up" else (t, h)
+
+    def moves(self, z: np.ndarray, s: int, j: int = -1) -> tuple[float, float, tuple]:
+        """How far ``s`` moves up and down under pattern ``z`` (attacker ``j`` knows
+        its own cell), and the source sides of the two minimum cuts."""
+        fwd = np.where(z, self.up, 0.0)
+        bwd = np.where(z, self.down, 0.0)
+        skip = (s,) if j < 0 else (s, j)
+        sides = []
+        out = []
+        for kind, own in (("up", self.up[s]), ("down", self.down[s])):
+            src, snk = self.ends(s, kind)
+            f, side = self.net.flow(fwd, bwd, src, snk, skip)
+            out.append(min(own, f))
+            sides.append(side)
+        return out[0], out[1], tuple(sides)
+
+    def crossing(self, side: np.ndarray, kind_sign: int, skip: tuple) -> np.ndarray:
+        """Mask over the candidates: those crossing a cut from ``side`` outwards with
+        room in that direction (``kind_sign`` is +1 for every cut here: flows leave
+        the source side)."""
+        t = self.net.tail[self.cand_idx]
+        h = self.net.head[self.cand_idx]
+        out_fwd = side[t] & ~side[h] & (self.up[self.cand_idx] > 0)
+        out_bwd = side[h] & ~side[t] & (self.down[self.cand_idx] > 0)
+        mask = out_fwd | out_bwd
+        for e in skip:
+            mask &= self.cand_idx != e
+        return mask
+
+
+def cut_row(prob: _Problem, side: np.ndarray, s: int, j: int, need: float
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The row of one cut (``side``: its source side) of a condition of ``s`` against
+    attacker ``j``; no row when the suppressed cells meet it.  Raises
+    InfeasibleRulesError when all candidates cannot meet it."""
+    edges = np.flatnonzero(prob.available)
+    edges = edges[(edges != s) & (edges != j)]
+    rows, deficit = _rows(prob, side[None, :], edges, need)
+    return rows, deficit
+
+
+def _rows(prob: _Problem, side: np.ndarray, edges: np.ndarray, need: float
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the cuts ``side`` (cuts x nodes, source sides) over ``edges``: the
+    coefficients of the candidates capped at each cut's deficit, and the deficits."""
+    net = prob.net
+    tol = REL_TOL * max(1.0, need)
+    t, h = net.tail[edges], net.head[edges]
+    fwd = side[:, t] & ~side[:, h]
+    bwd = side[:, h] & ~side[:, t]
+    coef = np.where(fwd, prob.up[edges], 0.0) + np.where(bwd, prob.down[edges], 0.0)
+    is_fixed = prob.fixed[edges]
+    deficit = need - coef[:, is_fixed].sum(axis=1)
+    short = deficit > tol
+    deficit = deficit[short]
+    col = np.full(len(prob.available), -1)
+    col[prob.cand_idx] = np.arange(len(prob.cand_idx))
+    rows = np.zeros((len(deficit), len(prob.cand_idx)))
+    cand_edges = ~is_fixed
+    rows[:, col[edges[cand_edges]]] = coef[short][:, cand_edges]
+    rows = np.minimum(rows, deficit[:, None])
+    if (rows.sum(axis=1) < deficit - tol).any():
+        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
+                                   "its candidate cells")
+    return rows, deficit
+
+
+def own_range_check(prob: _Problem, s: int, kind: str, need: float) -> None:
+    """Raise InfeasibleRulesError when the primary itself cannot move by ``need``."""
+    own = prob.up[s] if kind == "up" else prob.down[s]
+    if own < need - REL_TOL * max(1.0, need):
+        raise InfeasibleRulesError("a primary's range is smaller than its requirement")
+
+
+def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
+             limits: SearchLimits) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every cut row of condition (``s`` moves ``kind`` by ``need``; attacker ``j``):
+    (rows x candidates coefficients capped at the deficit, deficits), rows the
+    suppressed cells already meet left out; None when there are too many cuts.
+
+    Raises InfeasibleRulesError when some cut cannot be met by all candidates."""
+    net = prob.net
+    own_range_check(prob, s, kind, need)
+    src, snk = prob.ends(s, kind)
+    edges = np.flatnonzero(prob.available)
+    edges = edges[(edges != s) & (edges != j)]
+    touched = np.zeros(net.n_nodes, bool)
+    touched[net.tail[edges]] = touched[net.head[edges]] = True
+    touched[[src, snk]] = False
+    free = np.flatnonzero(touched)
+    if len(free) > limits.max_free_nodes:
+        return None
+    masks = np.arange(2 ** len(free))
+    side = np.zeros((len(masks), net.n_nodes), bool)
+    side[:, src] = True
+    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    return _rows(prob, side, edges, need)
+
+
+class _Search:
+    """Depth-first branch and bound over the cut rows (see the module docstring)."""
+
+    def __init__(self, prob: _Problem, rows: np.ndarray, deficit: np.ndarray,
+                 lazy: list, limits: SearchLimits, deadline: float | None):
+        self.prob, self.limits, self.deadline = prob, limits, deadline
+        self.K, self.d = rows, deficit
+        self.tol = REL_TOL * np.maximum(1.0, deficit)
+        self.lazy = lazy          # [(s, j, width)] checked by maximum flows
+        self.c = prob.cost
+        self.best_cost = np.inf
+        self.best: np.ndarray | None = None
+        self.nodes = 0
+        self.gave_up = False
+
+    def add_rows(self, rows: np.ndarray, deficit: np.ndarray) -> None:
+        self.K = np.vstack([self.K, rows])
+        self.d = np.concatenate([self.d, deficit])
+        self.tol = REL_TOL * np.maximum(1.0, self.d)
+
+    def run(self) -> np.ndarray | None:
+        n = len(self.c)
+        self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0)
+        return None if self.gave_up else self.best
+
+    def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float) -> None:
+        if self.gave_up:
+            return
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes or (
+                self.deadline is not None and self.nodes % 64 == 0
+                and time.perf_counter() > self.deadline):
+            self.gave_up = True
+            return
+        slack = self.d - self.K[:, chosen].sum(axis=1)
+        short = slack > self.tol
+        avail = ~chosen & ~excluded
+        if short.any():
+            branch = self._row_branch(slack, short, avail, cost)
+        else:
+            branch = self._lazy_branch(chosen, avail)
+            if branch is None:      # every condition holds: a pattern
+                if cost < self.best_cost:
+                    self.best_cost, self.best = cost, chosen.copy()
+                return
+            if len(branch) and branch[0] == -1:   # rows added: look again
+                self._node_again(chosen, excluded, cost)
+                return
+        if branch is None:
+            return
+        excluded = excluded.copy()
+        for e in branch:
+            if cost + self.c[e] >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
+                excluded[e] = True
+                continue
+            chosen[e] = True
+            self._node(chosen, excluded, cost + self.c[e])
+            chosen[e] = False
+            excluded[e] = True
+            if self.gave_up:
+                return
+
+    def _node_again(self, chosen, excluded, cost) -> None:
+        self.nodes -= 1
+        self._node(chosen, excluded, cost)
+
+    def _row_branch(self, slack, short, avail, cost) -> np.ndarray | None:
+        """The candidates to branch on (best ratio first), or None to drop the node."""
+        K = self.K[short][:, avail]
+        need = slack[short]
+        Kc = np.minimum(K, need[:, None])
+        if (Kc.sum(axis=1) < need - self.tol[short]).any():
+            return None
+        c = self.c[avail]
+        bound = _cover_bounds(Kc, need, c)
+        if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
+            return None
+        support = (Kc > 0).sum(axis=1)
+        r = int(np.lexsort((-bound, support))[0])
+        idx = np.flatnonzero(avail)
+        on = Kc[r] > 0
+        ratio = c[on] / Kc[r][on]
+        return idx[on][np.lexsort((idx[on], ratio))]
+
+    def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray):
+        """None when every lazy condition holds; ``[-1]`` after adding cut rows of a
+        violated level (all its cuts when they can be listed, else the minimum cut);
+        else the candidates crossing the cuts of a violated width (empty: the node is
+        dropped)."""
+        prob = self.prob
+        z = prob.pattern(chosen)
+        req = prob.req
+        for k, (slot, s, j, width, listed) in enumerate(self.lazy):
+            up, down, sides = prob.moves(z, s, j)
+            nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
+            tol = REL_TOL * max(1.0, nu, nd, width)
+            added = False
+            for kind, need, got, side in (("up", nu, up, sides[0]),
+                                          ("down", nd, down, sides[1])):
+                if need <= 0 or got >= need - tol:
+                    continue
+                rows = cut_rows(prob, s, kind, need, j, self.limits) if not listed \
+                    else None
+                if rows is None:
+                    rows = cut_row(prob, side, s, j, need)
+                else:
+                    # every cut of this level is a row now
+                    self.lazy[k] = (slot, s, j, width, True)
+                if len(rows[1]):
+                    self.add_rows(*rows)
+                    added = True
+            if added:
+                return np.array([-1])
+            if width > 0 and up + down < width - tol:
+                skip = (s,) if j < 0 else (s, j)
+                mask = prob.crossing(sides[0], 1, skip) | prob.crossing(sides[1], 1, skip)
+                on = mask & avail
+                idx = np.flatnonzero(on)
+                return idx[np.lexsort((idx, self.c[on]))]
+        return None
+
+
+def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per row, the cost of its cheapest fractional cover (a lower bound)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(Kc > 0, c[None, :] / Kc, np.inf)
+    order = np.argsort(ratio, axis=1, kind="stable")
+    k = np.take_along_axis(Kc, order, axis=1)
+    cc = np.take_along_axis(np.broadcast_to(c, Kc.shape), order, axis=1)
+    cum = np.cumsum(k, axis=1)
+    before = cum - k
+    take = np.clip((need[:, None] - before) / np.where(k > 0, k, 1.0), 0.0, 1.0)
+    take = np.where(k > 0, take, 0.0)
+    return (take * cc).sum(axis=1)
+
+
+def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
+                    limits: SearchLimits = SearchLimits(),
+                    deadline: float | None = None) -> np.ndarray | None:
+    """The minimum-cost pattern (bool mask over ``sub``'s cells) of a network
+    sub-table, exactly; None when the sub-table is no network or too large for the
+    search (the caller solves the MILP).
+
+    ``req``: the sub-table's :class:`~tabprotect.secondary.repair.Requirements`;
+    ``cand``: the cells that may be added.  Raises InfeasibleRulesError when no
+    pattern protects the primaries.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> from tabprotect.secondary.repair import Requirements
+    >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
+    >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+    ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0])
+    >>> z = network_pattern(t, Requirements.from_table(t, singleton=False), t.value,
+    ...                     t.status == "S")
+    >>> np.flatnonzero(z).tolist()
+    [4, 5, 7, 8]
+    """
+    net = Network.of(sub.relations)
+    if net is None:
+        return None
+    fixed = np.isin(sub.status, ("U", "M"))
+    prob = _Problem(net, req, cost, np.asarray(cand, bool), fixed)
+    rows, deficits, lazy = [], [], []
+    for slot, s in enumerate(req.primary):
+        s = int(s)
+        nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
+        width = float(req.need_width[slot])
+        binding = width if width > (nu + nd) * (1 + REL_TOL) else 0.0
+        listed = True
+        for kind, need in (("up", nu), ("down", nd)):
+            if need <= 0:
+                continue
+            got = cut_rows(prob, s, kind, need, -1, limits)
+            if got is None:     # too many cuts to list: minimum cuts as they are met
+                own_range_check(prob, s, kind, need)
+                listed = False
+                continue
+            rows.append(got[0])
+            deficits.append(got[1])
+        if binding > 0 or not listed:
+            lazy.append((slot, s, -1, binding, listed))
+        if req.singleton.any():
+            # the attacker's own cell left out: the same cuts, listed once violated
+            for j in np.flatnonzero(req.singleton & prob.available):
+                if int(j) != s:
+                    lazy.append((slot, s, int(j), binding, False))
+    K = np.vstack(rows) if rows else np.zeros((0, len(prob.cand_idx)))
+    d = np.concatenate(deficits) if deficits else np.zeros(0)
+    if len(d):
+        both = np.unique(np.column_stack([K, d]), axis=0)
+        K, d = both[:, :-1], both[:, -1]
+    if len(d) > limits.max_rows:
+        return None
+    search = _Search(prob, K, d, lazy, limits, deadline)
+    pick = search.run()
+    if pick is None:
+        if search.gave_up:
+            return None
+        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
+                                   "candidate cells")
+    pick = _drop_redundant(search, pick)
+    z = prob.pattern(pick)
+    return z if protects(prob, z) else None
+
+
+def _drop_redundant(search: _Search, pick: np.ndarray) -> np.ndarray:
+    """Leave out free candidates (cost 0) that no condition needs."""
+    for e in np.flatnonzero(pick & (search.c <= 0)):
+        pick[e] = False
+        slack = search.d - search.K[:, pick].sum(axis=1)
+        if (slack > search.tol).any() or search._lazy_branch(pick, ~pick) is not None:
+            pick[e] = True
+    return pick
+
+
+def protects(prob: _Problem, z: np.ndarray) -> bool:
+    """Every primary meets its requirements under ``z``, checked by maximum flows."""
+    return all(_meets(prob, z, prob.req, int(s)) for s in prob.req.primary)
+
+
+def network_unprotected(sub, req, hidden: np.ndarray) -> np.ndarray | None:
+    """The primaries of a network sub-table that the ``hidden`` cells leave
+    unprotected, by maximum flows (None: the sub-table is no network)."""
+    net = Network.of(sub.relations)
+    if net is None:
+        return None
+    hidden = np.asarray(hidden, bool)
+    prob = _Problem(net, req, np.zeros(sub.n_cells), np.zeros(sub.n_cells, bool), hidden)
+    short = [int(s) for s in req.primary
+             if not _meets(prob, hidden, req, int(s))]
+    return np.asarray(short, dtype=np.int64)
+
+
+def _meets(prob: _Problem, z: np.ndarray, req, s: int) -> bool:
+    """Primary ``s`` meets its requirements under ``z`` against every attacker."""
+    slot = int(np.searchsorted(req.primary, s))
+    nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
+    width = float(req.need_width[slot])
+    tol = REL_TOL * max(1.0, nu, nd, width)
+    attackers = [-1]
+    if req.singleton.any():
+        attackers += [int(j) for j in np.flatnonzero(req.singleton & z) if j != s]
+    for j in attackers:
+        up, down, _ = prob.moves(z, s, j)
+        if up < nu - tol or down < nd - tol or up + down < width - tol:
+            return False
+    return True

@@ -1,0 +1,151 @@
+"""The MILP repair, judged by the independent LP oracle (tests/lp_oracle.py)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tabprotect.model import Hierarchy, Table, synthetic
+from tabprotect.secondary import protect
+from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.greedy import greedy
+from tabprotect.secondary.milp_repair import MilpRepair, MilpRepairSettings
+from tabprotect.secondary.repair import Requirements
+
+import lp_oracle
+
+
+def _short(table, status, singleton, integer=False):
+    ok = lp_oracle.protected(table.replace(status=status), singleton=singleton,
+                             integer=integer)
+    return np.flatnonzero((table.status == "U") & ~ok)
+
+
+def _repair(table, status, short, cost, singleton, settings=None):
+    rep = MilpRepair(table.replace(status=status), cost, candidate_cells(table),
+                     Requirements.from_table(table, singleton=singleton), settings=settings)
+    out = rep.run(status, short)
+    new = status.copy()
+    new[out.added] = "M"
+    return new, out
+
+
+def _grid(rows: int, cols: int, seed: int) -> Table:
+    r = Hierarchy.flat([str(i) for i in range(rows)], total="T")
+    c = Hierarchy.flat([chr(97 + j) for j in range(cols)], total="T")
+    inner = np.random.default_rng(seed).integers(1, 20, size=(rows, cols)).astype(float)
+    full = np.zeros((rows + 1, cols + 1))
+    full[1:, 1:] = inner
+    full[0, 1:] = inner.sum(0)
+    full[1:, 0] = inner.sum(1)
+    full[0, 0] = inner.sum()
+    return Table.from_arrays({"r": r, "c": c}, full.ravel())
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow)])
+def test_one_primary_gets_the_fewest_cells(seed):
+    # brute force: the smallest set of extra cells after which the oracle passes
+    t = _grid(2, 3, seed)
+    st = t.status.copy()
+    p = 5 + seed % 3                # an inner cell
+    st[p] = "U"
+    lvl = np.where(st == "U", 0.3 * t.value, 0.0)
+    t = t.replace(status=st, upl=lvl, lpl=lvl)
+    others = [i for i in range(t.n_cells) if i != p]
+    best = None
+    for k in range(1, 4):
+        for extra in itertools.combinations(others, k):
+            trial = st.copy()
+            trial[list(extra)] = "M"
+            if len(_short(t, trial, False)) == 0:
+                best = k
+                break
+        if best:
+            break
+    new, out = _repair(t, st, [p], np.ones(t.n_cells), False,
+                       MilpRepairSettings(mip_gap=0.0))
+    assert len(_short(t, new, False)) == 0
+    assert len(out.added) == best
+
+
+# (tables whose primaries can be protected against the single contributors: with every
+# candidate suppressed the oracle passes)
+@pytest.mark.parametrize("name,seed,singleton", [
+    ("2d-small", 1, False), ("2d-small", 7, True),
+    *(pytest.param(*case, marks=pytest.mark.slow) for case in [
+        ("3d-small", 9, True), ("2d-small", 6, True), ("3d-small", 3, False), ("3d-small", 1, True),
+        ("3d-small", 6, False)])])
+def test_nearly_safe_patterns_are_repaired(name, seed, singleton):
+    """A safe pattern (greedy's, or every candidate suppressed where greedy's is not
+    safe) with a third of its secondaries taken away: the repaired pattern passes the
+    oracle, adds only candidate cells, and costs at most suppressing every candidate
+    cell within three relation steps of each short primary."""
+    t = synthetic.preset(name, seed=seed)
+    cost = cost_vector(t, "value")
+    safe = greedy(t, cost, singleton=singleton).status
+    if len(_short(t, safe, singleton)):
+        safe = np.where(candidate_cells(t) & (t.status != "U"), "M", t.status)
+        assert len(_short(t, safe, singleton)) == 0
+    rng = np.random.default_rng(seed)
+    sec = np.flatnonzero(safe == "M")
+    st = safe.copy()
+    st[rng.choice(sec, size=max(1, len(sec) // 3), replace=False)] = "S"
+    short = _short(t, st, singleton)
+    assert len(short)
+    new, out = _repair(t, st, short, cost, singleton)
+    assert out.unresolved == []
+    assert len(_short(t, new, singleton)) == 0
+    added = np.asarray(out.added)
+    cand = candidate_cells(t)
+    assert cand[added].all() and (st[added] == "S").all()
+    rep = MilpRepair(t.replace(status=st), cost, cand, Requirements.from_table(t))
+    bound = sum(cost[r[(st[r] == "S") & cand[r]]].sum() for r in
+                (rep._region(int(s), 3) for s in short))
+    assert cost[added].sum() <= bound * (1 + 1e-9)
+
+
+def test_a_safe_primary_costs_nothing():
+    t = _grid(2, 2, 0)
+    st = t.status.copy()
+    st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    t = t.replace(status=np.where(np.arange(9) == 4, "U", "S"),
+                  upl=np.where(np.arange(9) == 4, 1.0, 0.0))
+    new, out = _repair(t, st, [4], cost_vector(t, "value"), False)
+    assert out.added == [] and out.free == [4] and len(out.moves) >= 1
+
+
+def test_single_contributor_attackers_get_their_own_witnesses():
+    # two count-1 cells in one row with the primary: the intruder's cheapest witness
+    # moves them; each contributor knows its own cell, so the repair must find witnesses
+    # that keep each of them still
+    t = _grid(3, 3, 4)
+    freq = np.where(t.value < 6, 1.0, 5.0)
+    st = np.where(np.arange(t.n_cells) == 5, "U", "S")
+    t = t.replace(status=st, freq=freq, upl=np.where(st == "U", 1.0, 0.0),
+                  lpl=np.where(st == "U", 1.0, 0.0))
+    new, out = _repair(t, st, [5], cost_vector(t, "value"), True)
+    assert out.unresolved == []
+    assert len(_short(t, new, True)) == 0
+
+
+def test_integer_witnesses_on_a_count_table():
+    t = synthetic.count_table([(1, 3)] * 3, seed=2)
+    cost = cost_vector(t, "value")
+    st = t.status.copy()
+    short = _short(t, st, False, integer=True)
+    new, out = _repair(t, st, short, cost, False)
+    assert out.unresolved == []
+    assert len(_short(t, new, False, integer=True)) == 0
+    for cells, dev in out.moves:
+        np.testing.assert_allclose(dev, np.round(dev))
+
+
+def test_protect_uses_the_milp_repair_and_passes_the_oracle():
+    t = synthetic.preset("3d-small", seed=9)
+    res = protect(t, method="gauss", cost="value", singleton=True)
+    assert res.passed
+    assert lp_oracle.protected(res.confidential_table, singleton=True).all()
+    assert "milp_repair" in res.params["settings"]

@@ -1,0 +1,139 @@
+"""Network sub-tables of modular: maximum flows and the exact cut search, judged by
+scipy's LPs (tests/lp_oracle.py), brute force and the compact MILP."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.linalg import null_space
+
+from lp_oracle import intervals, protected
+from tabprotect.errors import InfeasibleRulesError
+from tabprotect.model import synthetic
+from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.modular.network import Network
+from tabprotect.secondary.modular.network_search import (_Problem, network_pattern,
+                                                        network_unprotected)
+from tabprotect.secondary.optimal import optimal
+from tabprotect.secondary.repair import Requirements
+
+
+def _subtable(shape, seed, published=0.0, spl=0.0):
+    """A flat table like a modular sub-table: random primaries, some cells published
+    (``P``, as margins are), optionally a sliding level on the primaries."""
+    rng = np.random.default_rng(seed)
+    t = synthetic.generate([(k,) for k in shape], seed=seed)
+    st = t.status.copy()
+    pub = (st == "S") & (rng.random(t.n_cells) < published)
+    st[pub] = "P"
+    spl_arr = np.where(st == "U", spl * t.value, 0.0)
+    return t.replace(status=st, spl=spl_arr)
+
+
+def test_relations_of_two_and_one_dimensional_tables_are_circulations():
+    for shape in [(3, 4), (5,), (2, 2)]:
+        t = synthetic.generate([(k,) for k in shape], seed=3)
+        net = Network.of(t.relations)
+        assert net is not None
+        A = t.relations.toarray()
+        for y in null_space(A).T:           # every y with A y = 0 ...
+            bal = np.zeros(net.n_nodes)
+            np.add.at(bal, net.tail, y)
+            np.add.at(bal, net.head, -y)
+            assert np.allclose(bal[:-1], 0.0, atol=1e-9)   # ... balances at every relation
+    three = synthetic.generate([(2,), (2,), (2,)], seed=3)
+    assert Network.of(three.relations) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_maximum_flows_are_the_intruders_intervals(seed):
+    rng = np.random.default_rng(seed)
+    t = _subtable((3, 4) if seed % 2 else (6,), seed)
+    req = Requirements.from_table(t, singleton=False)
+    hidden = (t.status == "U") | (rng.random(t.n_cells) < 0.5)
+    prob = _Problem(Network.of(t.relations), req, np.zeros(t.n_cells),
+                    np.zeros(t.n_cells, bool), hidden)
+    # the intruder's interval of every hidden cell (scipy LPs on the whole table)
+    ranges = t.replace(ub=t.value + req.up, lb=t.value - req.down)
+    for cell, (lo, hi) in intervals(ranges, hidden).items():
+        up, down, _ = prob.moves(hidden, cell)
+        assert np.isclose(up, hi - t.value[cell], rtol=1e-7, atol=1e-7)
+        assert np.isclose(down, t.value[cell] - lo, rtol=1e-7, atol=1e-7)
+
+
+def _brute_force(t, cost, singleton):
+    """The cheapest protected pattern by trying every set of candidates in order of cost
+    (scipy's LPs judge); None when none is protected."""
+    cand = np.flatnonzero(candidate_cells(t))
+    fixed = np.isin(t.status, ("U", "M"))
+    sets = [s for k in range(len(cand) + 1) for s in itertools.combinations(cand, k)]
+    sets.sort(key=lambda s: float(cost[list(s)].sum()))
+    A = abs(t.relations.toarray()) > 0
+    holds = A[:, t.status == "U"]            # relation x primary: the relation holds it
+    for s in sets:
+        z = fixed.copy()
+        z[list(s)] = True
+        # (quick necessary test: a relation holding a primary hides another cell)
+        others = (A.astype(int) @ z.astype(int))[:, None] - 1
+        if ((others < 1) & holds).any():
+            continue
+        if protected(t, z, singleton=singleton).all():
+            return float(cost[list(s)].sum())
+    return None
+
+
+@pytest.mark.parametrize("seed,singleton", [(1, False), (2, False), (4, True), (5, False)])
+def test_search_finds_the_brute_force_optimum(seed, singleton):
+    t = _subtable((2, 3), seed, published=0.15)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    best = _brute_force(t, c, singleton)
+    if best is None:
+        with pytest.raises(InfeasibleRulesError):
+            network_pattern(t, req, c, candidate_cells(t))
+        return
+    z = network_pattern(t, req, c, candidate_cells(t))
+    assert protected(t, z, singleton=singleton).all()
+    assert np.isclose(c[z & (t.status == "S")].sum(), best)
+
+
+@pytest.mark.parametrize("seed,singleton,spl", [(11, False, 0.0), (12, True, 0.0),
+                                                (13, False, 0.4), (14, True, 0.3),
+                                                (15, False, 0.0)])
+def test_search_matches_the_compact_milp(seed, singleton, spl):
+    t = _subtable((4, 5) if seed % 2 else (8,), seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    try:
+        ref = optimal(t, c, singleton=singleton, mip_gap=0.0)
+    except InfeasibleRulesError:
+        with pytest.raises(InfeasibleRulesError):
+            network_pattern(t, req, c, candidate_cells(t))
+        return
+    z = network_pattern(t, req, c, candidate_cells(t))
+    assert protected(t, z, singleton=singleton).all()
+    ours = c[z & (t.status == "S")].sum()
+    theirs = c[ref.status == "M"].sum()
+    assert ours <= theirs * (1 + 1e-9)
+    assert ours >= theirs * (1 - 1e-6)     # both are optimal
+
+
+def test_unprotected_primaries_match_the_lp_oracle():
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        t = _subtable((3, 4), seed, spl=0.2)
+        hidden = (t.status == "U") | (rng.random(t.n_cells) < 0.4)
+        for singleton in (False, True):
+            req = Requirements.from_table(t, singleton=singleton)
+            short = network_unprotected(t, req, hidden)
+            ok = protected(t, hidden, singleton=singleton)
+            assert sorted(short.tolist()) == np.flatnonzero((t.status == "U") & ~ok).tolist()
+
+
+def test_no_network_gives_none():
+    t = synthetic.generate([(2,), (2,), (2,)], seed=1)
+    req = Requirements.from_table(t, singleton=False)
+    assert network_pattern(t, req, t.value, candidate_cells(t)) is None
+    assert network_unprotected(t, req, t.status == "U") is None
