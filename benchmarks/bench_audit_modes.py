@@ -7,7 +7,10 @@ protection level of 1 (the interval must reach count + 1) and a sliding width of
 
 For each table and method: the method's pattern (``METHODS[method]``) is audited in every
 mode (``intervals`` only up to ``--intervals-max`` cells: one LP pair per suppressed cell
-and attacker), then ``protect()`` runs end to end; printed and written as a Markdown table.
+and attacker), then ``protect()`` runs end to end with each ``--protect-modes`` audit mode
+(the verdict, the time, the cells its repair added); printed and written as a Markdown
+table. ``--code DIR`` imports tabprotect from another checkout (e.g. a ``git worktree``
+of an older commit), for a before/after run on the same machine.
 
 Usage::
 
@@ -23,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+_CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else None
+sys.path.insert(0, _CODE or str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from tabprotect.audit import audit  # noqa: E402
 from tabprotect.model import Hierarchy, Table, aggregate_leaves  # noqa: E402
@@ -50,7 +54,9 @@ def count_table(side: int, seed: int = 0, mean: float = 4.0) -> Table:
 
 
 def run(side: int, method: str, singleton: bool, intervals_max: int,
-        time_limit: float) -> list[dict]:
+        time_limit: float, protect_modes=("auto",), audit_modes=("verdict", "screen",
+                                                                 "intervals"),
+        integers=(False, True)) -> list[dict]:
     t = count_table(side)
     cost = cost_vector(t, "value")
     t0 = time.perf_counter()
@@ -61,9 +67,9 @@ def run(side: int, method: str, singleton: bool, intervals_max: int,
     pattern = t.replace(status=np.asarray(out.status).astype("<U1"))
     n_sec = int((pattern.status == "M").sum())
     rows = []
-    modes = ["verdict", "screen"] + (["intervals"] if t.n_cells <= intervals_max else [])
+    modes = [m for m in audit_modes if m != "intervals" or t.n_cells <= intervals_max]
     for mode in modes:
-        for integer in (False, True):
+        for integer in integers:
             res = audit(pattern, singleton=singleton, integer=integer, mode=mode,
                         time_limit=time_limit)
             rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
@@ -71,17 +77,22 @@ def run(side: int, method: str, singleton: bool, intervals_max: int,
                          "short": len(res.shortfalls), "complete": res.complete,
                          "seconds": round(res.runtime, 1), "secondaries": n_sec,
                          "added": "", "cost": ""})
-    t0 = time.perf_counter()
-    res = protect(t, method=method, cost="value", singleton=singleton,
-                  time_limit=time_limit)
-    rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
-                 "what": f"protect() ({res.audit.mode} audit)",
-                 "short": len(res.audit.shortfalls), "complete": res.audit.complete,
-                 "seconds": round(time.perf_counter() - t0, 1),
-                 "secondaries": n_sec, "added": len(res.repaired),
-                 "cost": f"{float(cost[pattern.status == 'M'].sum()):.0f} -> {res.cost:.0f}"})
-    rows[-1]["stages"] = ", ".join(f"{k} {v:.1f}" for k, v in res.stage_seconds.items())
-    rows[-1]["method_seconds"] = round(method_s, 1)
+    for mode in protect_modes:
+        if mode == "intervals" and t.n_cells > intervals_max:
+            continue
+        t0 = time.perf_counter()
+        res = protect(t, method=method, cost="value", singleton=singleton,
+                      time_limit=time_limit, audit_mode=mode)
+        rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
+                     "what": f"protect(audit_mode={mode!r}): {res.audit.mode} audit",
+                     "short": len(res.audit.shortfalls), "complete": res.audit.complete,
+                     "seconds": round(time.perf_counter() - t0, 1),
+                     "secondaries": n_sec, "added": len(res.repaired),
+                     "cost": f"{float(cost[pattern.status == 'M'].sum()):.0f} -> "
+                             f"{res.cost:.0f}",
+                     "stages": ", ".join(f"{k} {v:.1f}"
+                                         for k, v in res.stage_seconds.items()),
+                     "method_seconds": round(method_s, 1), "mode": mode})
     return rows
 
 
@@ -92,6 +103,14 @@ def main(argv=None) -> None:
     ap.add_argument("--singleton", choices=["on", "off", "both"], default="both")
     ap.add_argument("--intervals-max", type=int, default=3000)
     ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--protect-modes", nargs="+", default=["auto"],
+                    choices=["auto", "verdict", "intervals"])
+    ap.add_argument("--audit-modes", nargs="*", default=["verdict", "screen", "intervals"],
+                    choices=["verdict", "screen", "intervals"])
+    ap.add_argument("--integer", choices=["on", "off", "both"], default="both",
+                    help="the audits of the method's pattern: integer, LP or both")
+    ap.add_argument("--code", default=None,
+                    help="import tabprotect from this checkout (a before/after run)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     flags = {"on": [True], "off": [False], "both": [True, False]}[args.singleton]
@@ -102,7 +121,10 @@ def main(argv=None) -> None:
     for side in args.sides:
         for method in args.methods:
             for singleton in flags:
-                for r in run(side, method, singleton, args.intervals_max, args.time_limit):
+                for r in run(side, method, singleton, args.intervals_max, args.time_limit,
+                             args.protect_modes, args.audit_modes,
+                             {"on": [True], "off": [False], "both": [False, True]}[
+                                 args.integer]):
                     line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
                             f"{r['what']} | {r['short']} | {r['complete']} | "
                             f"{r['seconds']} | {r['secondaries']} | {r['added']} | "
@@ -111,7 +133,7 @@ def main(argv=None) -> None:
                     lines.append(line)
                     if "stages" in r:
                         notes.append(f"- {r['cells']:,} cells, {r['method']}, singleton "
-                                     f"{r['singleton']}: method alone "
+                                     f"{r['singleton']}, audit_mode {r['mode']!r}: method alone "
                                      f"{r['method_seconds']} s; protect() stages: "
                                      f"{r['stages']}")
     if args.out is not None:

@@ -57,6 +57,8 @@ class Case:
 CASES = [
     Case("ent-2d-p-opt", "enterprise", ("region", "industry"), "optimal", "p",
          peer="OPT(1,10)", cells=962),
+    Case("ent-2d-nk-opt", "enterprise", ("region", "industry"), "optimal", "nk",
+         peer="OPT(1,10)", cells=962),
     Case("ent-2d-p-mod", "enterprise", ("region", "industry"), "modular", "p",
          peer="MOD(1,5,1,1,1)", cells=962),
     Case("ent-2d-nk-mod", "enterprise", ("region", "industry"), "modular", "nk",
@@ -77,7 +79,8 @@ INTERVAL_AUDIT_MAX_CELLS = 2500
 #: seconds for each independent audit (a primary not judged in time is "undecided")
 AUDIT_SECONDS = 1800.0
 #: the README's figures (wall s, CPU s, secondaries) where a peer cannot run here
-PEER_FIGURES = {"ent-2d-p-opt": (18, 9, None), "ent-2d-p-mod": (1.5, 0.5, None),
+PEER_FIGURES = {"ent-2d-p-opt": (18, 9, None), "ent-2d-nk-opt": (835, 369, None),
+                "ent-2d-p-mod": (1.5, 0.5, None),
                 "ent-2d-nk-mod": (2.4, 0.9, None), "ent-3d-p-mod": (395, 223, None),
                 "cnt-2d": (0.84, 0.59, 83), "cnt-3d": (10.9, 5.5, 313),
                 "cnt-25^3": (402, 197, None)}

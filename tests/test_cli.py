@@ -114,7 +114,8 @@ def test_unknown_column_and_section(tmp_path, capsys):
 
 def test_console_script_no_traceback(tmp_path):
     job = write_job(tmp_path, CELLS + "X9,s2,6,\n")
-    proc = subprocess.run([sys.executable, "-m", "tabprotect.cli", "audit", str(job)],
+    # python -m tabprotect runs the command line as well as python -m tabprotect.cli
+    proc = subprocess.run([sys.executable, "-m", "tabprotect", "audit", str(job)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "row 8" in proc.stderr

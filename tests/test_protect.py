@@ -544,3 +544,20 @@ def test_settings_are_recorded_as_applied_and_checked():
         protect(t, method="hypercube", singleton=False, settings={"large_table": 10})
     with pytest.raises(ValueError, match="method_share"):
         ProtectSettings(method_share=1.5)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_feasibility_check_of_a_count_table_takes_its_cubes_as_witnesses(seed):
+    # an integer intruder takes integral tables only: the check hands the leaf cubes of
+    # the everything-suppressed pattern to the audit, which certifies with them and
+    # judges as the independent LP audit does
+    from lp_oracle import protected as oracle_protected
+    from tabprotect.secondary.candidates import candidate_cells
+    from tabprotect.secondary.feasibility import _cube_moves
+    t = synthetic.count_table([(2, 2), (3,)], seed=seed)
+    every = candidate_cells(t, "publish") | t.suppressed
+    moves = _cube_moves(t, every)
+    res = audit(t, unpublished=every, mode="verdict", moves=moves)
+    assert moves.shape[0] > 0 and res.n_moves_used > 0 and res.n_moves_rejected == 0
+    pattern = t.replace(status=np.where(every & (t.status != "U"), "M", t.status))
+    np.testing.assert_array_equal(res.protected, oracle_protected(pattern, integer=True))

@@ -521,11 +521,13 @@ def test_unprotected_seed_still_reaches_the_brute_force_optimum(seed, cost_name)
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
 
 
-@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (8, False)])
-def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one):
+@pytest.mark.parametrize("seed,freq_one,warm", [(2, False, 500_000), (3, True, 500_000),
+                                                (8, False, 500_000), (3, True, 0)])
+def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one, warm):
     # prune everything-suppressed: the audit must pass, and publishing any remaining
     # secondary again must make it fail (removing more never protects more, so the
-    # result is minimal although cells are tried one by one)
+    # result is minimal although cells are tried one by one); warm=0: every condition
+    # shares one attacker model
     table = hier_table(seed, n_primary=2, freq_one=freq_one)
     req = Requirements.from_table(table, singleton=True)
     cost = cost_vector(table, "value")
@@ -534,7 +536,7 @@ def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one):
     oracle = AttackerOracle(table, req)
     full = fixed | cand
     assert oracle.check(full, cuts=False).ok
-    out = witness_prune(oracle, full, fixed, cost, None)
+    out = witness_prune(oracle, full, fixed, cost, None, warm_entries=warm)
     assert out is not None and (out <= full).all() and out.sum() < full.sum()
     assert audit(table, unpublished=out, singleton=True).passed
     for i in np.flatnonzero(out & ~fixed):

@@ -13,7 +13,7 @@ over the conditions ends with every condition proven (or found impossible).
 
 Why it is fast: the LP of a condition is written over a neighbourhood of the primary
 (cells a few relations away; every other cell keeps its value, which is a restriction,
-so a solution is still a witness), grown only when it has no solution; and a witness
+so a solution is still a witness), or over its whole component when that has none; and a witness
 also settles the conditions of every other primary it moves far enough, which are then
 not solved again.  With the single-contributor attack every single-contributor cell but
 the primary keeps its value in the LP, so each witness holds against every such
@@ -54,8 +54,8 @@ class _Condition:
 class WidthStep:
     """The protection LPs of one table (see the module docstring).
 
-    ``hops``: the first neighbourhood's radius in relations (grown by two each time the LP
-    has no solution, up to the whole table)."""
+    ``hops``: the neighbourhood's radius in relations (the whole component when the LP
+    over it has no solution)."""
 
     def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3):
         self.table = table
@@ -169,7 +169,9 @@ class WidthStep:
             lps += 1
             if y is not None or whole or _past(deadline):
                 return ((cells, y) if y is not None else None), lps
-            hops += 2
+            # no solution near the primary: its whole component (an LP over it is
+            # rarely slower than one over most of it, whose fixed border makes it hard)
+            hops = self.table.n_cells
 
     def _solve(self, cond: _Condition, cells: np.ndarray, z: np.ndarray,
                deadline: float | None):

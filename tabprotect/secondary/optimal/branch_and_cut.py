@@ -73,6 +73,16 @@ class BranchAndCut:
         bound = round_bound(bound, s.integral_costs)
         return s.best is not None and bound >= s.best_cost * (1 - s.target) - 1e-9
 
+    def _optimal_now(self, c: float) -> bool:
+        """A pattern of cost ``c`` found at the node being solved is optimal (within the
+        target gap): no open node can do better, so pruning it cannot pay."""
+        s = self.s
+        bounds = [h[0] for h in self.heap]
+        if self.plunge is not None:
+            bounds.append(self.plunge[0])
+        bound = round_bound(min(bounds + [c]), s.integral_costs)
+        return bound >= c * (1 - s.target) - 1e-9
+
     def _purge_root(self) -> None:
         """Slack cuts make every node LP slower: keep the ones near binding at the root
         point; the others wait in the pool (checked at every node LP point)."""
@@ -212,7 +222,7 @@ class BranchAndCut:
         c = s.cost_of(z)
         if c >= s.best_cost:
             return
-        if opt.cleanup_incumbents:
+        if opt.cleanup_incumbents and not self._optimal_now(c):
             z = s.prune(z, s.share_deadline(opt.cleanup_share))
             c = s.cost_of(z)
         s.best, s.best_cost = z, c

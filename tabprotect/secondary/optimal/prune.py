@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
+import highspy
 import numpy as np
+import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
@@ -27,7 +29,8 @@ def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: 
     if opt.witness_prune:
         try:
             out = witness_prune(oracle, pattern, fixed, cost, deadline, hint,
-                                max_entries=opt.witness_max_entries)
+                                max_entries=opt.witness_max_entries,
+                                warm_entries=opt.witness_warm_entries)
         except RuntimeError:
             out = None
         if out is not None and (out == pattern).all():
@@ -59,71 +62,145 @@ def removal_order(cost: np.ndarray, hint: np.ndarray | None) -> np.ndarray:
 
 class _Witnesses:
     """The attacker LPs over a pattern's suppressed cells ``sup``, one per condition
-    group (primary slot ``p``, single-contributor attacker ``j`` or -1), re-solved as
-    cells are published (their columns fixed at 0)."""
+    group (primary slot ``p``, single-contributor attacker ``j`` or -1) and direction,
+    re-solved as cells are published (their columns fixed at 0).
 
-    def __init__(self, oracle: AttackerOracle, pattern: np.ndarray, sup: np.ndarray):
+    A witness should move few cells (a removal then re-solves few LPs), but a simplex
+    vertex of ``max y_s`` leaves almost every cell at one of its bounds.  Each LP is
+    therefore stated over ``y = y+ - y-`` (both non-negative), the primary moves at most
+    as far as its conditions ask (:meth:`cap`), and every other move costs ``eps`` per
+    unit: the optimum reaches the cap along the fewest, shortest cycles.  A value below
+    the cap is confirmed without the penalty (the penalty can only hold a move back).
+
+    Each condition and direction keeps its own HiGHS model while ``warm_entries``
+    (models x columns) allows: its objective never changes, so a publication is a bound
+    change and the dual simplex re-solves from the last optimal basis in a few
+    iterations.  Past that budget the remaining conditions share one model whose
+    objective is swapped per solve.  A model catches up with the publications made
+    since its last solve just before it is solved."""
+
+    def __init__(self, oracle: AttackerOracle, pattern: np.ndarray, sup: np.ndarray,
+                 warm_entries: int = 0):
         req = self.req = oracle.req
         self.sup = sup
+        n = self.n = len(sup)
         sub = oracle.A[:, sup].tocsr()
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        self.lo = -req.down[sup].astype(float)
-        self.hi = req.up[sup].astype(float)
-        lp = LinearProgram(c=np.zeros(len(sup)), A=sub[rows], row_lower=np.zeros(len(rows)),
-                           row_upper=np.zeros(len(rows)), col_lower=self.lo,
-                           col_upper=self.hi)
-        self.model = HighsModel(lp, simplex_strategy=DUAL_SIMPLEX)
+        rows = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
+        self.hi = np.concatenate([req.up[sup], req.down[sup]]).astype(float)
+        self.lp = LinearProgram(c=np.zeros(2 * n), A=sp.hstack([rows, -rows]).tocsr(),
+                                row_lower=np.zeros(rows.shape[0]),
+                                row_upper=np.zeros(rows.shape[0]),
+                                col_lower=np.zeros(2 * n), col_upper=self.hi)
+        self.eps = max(1e-6, 0.1 / max(n, 100))
         self.local = np.full(len(pattern), -1, np.int64)
-        self.local[sup] = np.arange(len(sup))
-        self.cur_lo, self.cur_hi = self.lo.copy(), self.hi.copy()
+        self.local[sup] = np.arange(n)
+        self.cur_hi = self.hi.copy()
+        self.max_models = max(0, warm_entries // max(1, 2 * n))
+        #: (p, j, sign) -> [model, the column upper bounds it holds]
+        self.models: dict = {}
+        self.shared: list | None = None
 
     def publish(self, k) -> None:
-        """Fix the columns ``k`` (positions in ``sup``) at 0."""
-        self.cur_lo[k] = self.cur_hi[k] = 0.0
-        self.model.set_col_bounds(k, 0.0, 0.0)
+        """Fix the cells ``k`` (positions in ``sup``) at 0."""
+        k = np.asarray(k, np.int64)
+        self.cur_hi[k] = self.cur_hi[k + self.n] = 0.0
 
     def restore(self, k: int) -> None:
-        """Undo :meth:`publish` for the column ``k``."""
-        self.cur_lo[k], self.cur_hi[k] = self.lo[k], self.hi[k]
-        self.model.set_col_bounds([k], self.lo[k], self.hi[k])
+        """Undo :meth:`publish` for the cell ``k``."""
+        for c in (k, k + self.n):
+            self.cur_hi[c] = self.hi[c]
 
-    def solve_group(self, p: int, j: int) -> tuple[bool, np.ndarray]:
-        """(protected, support mask of the witnesses over ``sup``)."""
-        req, model, local = self.req, self.model, self.local
-        k = int(local[int(req.primary[p])])
+    def _objective(self, k: int, sign: float, penalty: float) -> np.ndarray:
+        c = np.full(2 * self.n, -penalty)
+        c[k], c[k + self.n] = sign, -sign
+        return c
+
+    def _model(self, p: int, j: int, k: int, sign: float) -> HighsModel:
+        """The model of condition (p, j) and direction ``sign``, its bounds brought up
+        to date (the attacker ``j`` fixed at 0, the primary capped) and its objective
+        ``sign * y_k - eps * |y|``."""
+        key = (p, j, sign)
+        entry = self.models.get(key)
+        fresh = entry is None
+        if fresh:
+            if len(self.models) < self.max_models or self.shared is None:
+                # small LPs, mostly re-solved warm: presolve costs more than it saves
+                model = HighsModel(self.lp, simplex_strategy=DUAL_SIMPLEX, presolve="off")
+                entry = [model, self.hi.copy()]
+                if len(self.models) < self.max_models:
+                    self.models[key] = entry
+                else:
+                    self.shared = entry
+            else:
+                entry = self.shared
+            entry[0].set_objective(self._objective(k, sign, self.eps), sense="max")
+        hi = self.cur_hi.copy()
         if j >= 0:
-            model.set_col_bounds([local[j]], 0.0, 0.0)
-        vals, used = {}, np.zeros(len(self.sup), bool)
-        try:
-            for kind, sign in (("up", 1.0), ("down", -1.0)):
-                if (req.need_up[p] if kind == "up" else req.need_down[p]) <= 0 \
-                        and req.need_width[p] <= 0:
-                    continue
-                model.set_objective(indices=[k], values=[sign], sense="max")
-                res = model.solve()
-                if res.status == "unbounded":
-                    vals[kind] = np.inf
-                    used[:] = True  # no witness vector: every cell may matter
-                    continue
-                if res.status != "optimal":
-                    raise RuntimeError(f"attacker LP ended with status {res.status}")
-                vals[kind] = float(res.objective)
-                y = np.asarray(res.x)
-                used |= np.abs(y) > 1e-9 * max(1.0, float(np.abs(y).max()))
-        finally:
-            if j >= 0:
-                model.set_col_bounds([local[j]], self.cur_lo[local[j]], self.cur_hi[local[j]])
-        return self._met(p, vals), used
+            hi[self.local[j]] = hi[self.local[j] + self.n] = 0.0
+        # the primary moves no further than its conditions ask
+        c = k if sign > 0 else k + self.n
+        hi[c] = min(hi[c], self.cap(p, sign))
+        changed = np.flatnonzero(entry[1] != hi)
+        if changed.size:
+            entry[0].set_col_bounds(changed, np.zeros(changed.size), hi[changed])
+            entry[1][changed] = hi[changed]
+        return entry[0]
 
-    def _met(self, p: int, vals: dict) -> bool:
+    def directions(self, p: int) -> list[float]:
+        """The directions (+1 up, -1 down) whose attacker LP primary slot ``p`` needs."""
+        req = self.req
+        return [sign for need, sign in ((req.need_up[p], 1.0), (req.need_down[p], -1.0))
+                if need > 0 or req.need_width[p] > 0]
+
+    def cap(self, p: int, sign: float) -> float:
+        """How far primary slot ``p`` needs to move in direction ``sign``: its level
+        that way or its sliding width, whichever is larger.  A move capped there meets
+        the conditions exactly when the uncapped one does (the other way's move is never
+        negative: the true values are feasible)."""
+        req = self.req
+        need = req.need_up[p] if sign > 0 else req.need_down[p]
+        return float(max(need, req.need_width[p]))
+
+    def solve(self, p: int, j: int, sign: float) -> tuple[float, np.ndarray]:
+        """(the attacker's best move of the primary in direction ``sign``, capped at
+        :meth:`cap`; the support mask of the witness over ``sup``)."""
+        k = int(self.local[int(self.req.primary[p])])
+        model = self._model(p, j, k, sign)
+        x = self._witness(model)
+        move = sign * float(x[k] - x[k + self.n])
+        cap = self.cap(p, sign)
+        if move < cap - self.req.tol[p]:
+            # the penalty may have held the move back: the exact optimum decides
+            model.set_objective(self._objective(k, sign, 0.0), sense="max")
+            x = self._witness(model)
+            move = sign * float(x[k] - x[k + self.n])
+            model.set_objective(self._objective(k, sign, self.eps), sense="max")
+        y = np.abs(x[:self.n] - x[self.n:])
+        return move, y > 1e-9 * max(1.0, float(y.max()))
+
+    @staticmethod
+    def _witness(model: HighsModel) -> np.ndarray:
+        """The optimal solution.  HiGHS is run directly (no result record per LP); any
+        status but optimal goes through the wrapper's solve, which confirms doubtful
+        answers from scratch."""
+        h = model.highs
+        h.run()
+        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            return np.array(h.getSolution().col_value)
+        res = model.solve()
+        if res.status != "optimal":
+            raise RuntimeError(f"attacker LP ended with status {res.status}")
+        return np.asarray(res.x)
+
+    def met(self, p: int, up: float, down: float) -> bool:
+        """Primary slot ``p``'s conditions hold with these attacker moves."""
         req = self.req
         tol = req.tol[p]
-        if req.need_up[p] > 0 and vals.get("up", 0.0) < req.need_up[p] - tol:
+        if req.need_up[p] > 0 and up < req.need_up[p] - tol:
             return False
-        if req.need_down[p] > 0 and vals.get("down", 0.0) < req.need_down[p] - tol:
+        if req.need_down[p] > 0 and down < req.need_down[p] - tol:
             return False
-        if req.need_width[p] > 0 and vals.get("up", 0.0) + vals.get("down", 0.0) \
-                < req.need_width[p] - tol:
+        if req.need_width[p] > 0 and up + down < req.need_width[p] - tol:
             return False
         return True
 
@@ -146,7 +223,8 @@ def _condition_groups(req, pattern: np.ndarray, sup: np.ndarray) -> list | None:
 def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray,
                   cost: np.ndarray, deadline: float | None,
                   hint: np.ndarray | None = None, *,
-                  max_entries: int = 50_000_000) -> np.ndarray | None:
+                  max_entries: int = 50_000_000,
+                  warm_entries: int = 500_000) -> np.ndarray | None:
     """Witness-based pruning of a protected pattern (None when it is not protected, or
     when the witness map would exceed ``max_entries`` (condition, cell) entries).
 
@@ -155,27 +233,30 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     witnesses.  Publishing a cell ``i`` that a witness leaves at 0 keeps that witness
     feasible, so its optimum cannot drop: only conditions whose witness moves ``i`` are
     re-solved (with ``y_i = 0``).  Cells no witness moves are dropped together first.
+    ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`).
     """
     req = oracle.req
     sup = np.flatnonzero(pattern)
     if len(sup) == 0:
         return pattern.copy()
-    wit = _Witnesses(oracle, pattern, sup)
+    wit = _Witnesses(oracle, pattern, sup, warm_entries)
     is_prim = np.zeros(len(pattern), bool)
     is_prim[req.primary] = True
     groups = _condition_groups(req, pattern, sup)
     if groups is None:
         return None
-    if len(groups) * len(sup) > max_entries:
+    # one attacker LP per condition group and direction: (group, sign)
+    lps = [(g, sign) for g, (p, _) in enumerate(groups) for sign in wit.directions(p)]
+    if len(lps) * len(sup) > max_entries:
         return None  # the witness map would not fit: the caller prunes check by check
-    uses = np.zeros((len(groups), len(sup)), bool)  # groups x suppressed cells (small)
-    for g, (p, j) in enumerate(groups):
+    uses = np.zeros((len(lps), len(sup)), bool)  # LPs x suppressed cells (small)
+    moves = np.zeros((len(groups), 2))           # best move up, down per group
+    for r, (g, sign) in enumerate(lps):
         if deadline is not None and time.perf_counter() >= deadline:
             return None  # no time for the witnesses: the caller keeps the pattern
-        ok, used = wit.solve_group(p, j)
-        if not ok:
-            return None
-        uses[g] = used
+        moves[g, int(sign < 0)], uses[r] = wit.solve(*groups[g], sign)
+    if not all(wit.met(p, *moves[g]) for g, (p, _) in enumerate(groups)):
+        return None
     out = pattern.copy()
     removable = ~fixed[sup] & ~is_prim[sup]
     # cells no witness moves: all published again at once
@@ -190,17 +271,33 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
         if deadline is not None and time.perf_counter() >= deadline:
             break
         wit.publish([k])
-        new_uses = {}
-        ok = True
-        for g in np.flatnonzero(uses[:, k]):
-            ok, used = wit.solve_group(*groups[g])
-            if not ok:
-                break
-            new_uses[g] = used
-        if ok:
-            out[sup[k]] = False
-            for g, used in new_uses.items():
-                uses[g] = used
-        else:
+        # only the LPs whose witness moves k: the others keep their optimum
+        new = _resolve(wit, groups, lps, np.flatnonzero(uses[:, k]), moves)
+        if new is None:
             wit.restore(k)
+            continue
+        out[sup[k]] = False
+        for r, (move, used) in new.items():
+            g, sign = lps[r]
+            moves[g, int(sign < 0)] = move
+            uses[r] = used
     return out
+
+
+def _resolve(wit: _Witnesses, groups: list, lps: list, rows: np.ndarray,
+             moves: np.ndarray) -> dict | None:
+    """Re-solve the attacker LPs ``rows`` (by group); None as soon as a group's
+    conditions fail, else {row: (move, witness support)}."""
+    new: dict = {}
+    by_group: dict = {}
+    for r in rows:
+        by_group.setdefault(lps[r][0], []).append(int(r))
+    for g, rs in by_group.items():
+        m = moves[g].copy()
+        for r in rs:
+            sign = lps[r][1]
+            new[r] = wit.solve(*groups[g], sign)
+            m[int(sign < 0)] = new[r][0]
+        if not wit.met(groups[g][0], *m):
+            return None
+    return new
