@@ -75,7 +75,7 @@ class WidthStep:
 
     def conditions(self) -> list[_Condition]:
         """Per primary its upward and downward conditions (a sliding level asks at least
-        half of it each way), largest first."""
+        half of it each way), the largest primaries first."""
         req = self.req
         out = []
         for k, s in enumerate(req.primary):
@@ -88,8 +88,10 @@ class WidthStep:
                 # a small margin over the level, never beyond the cell's range
                 need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
                 out.append(_Condition(int(s), k, sign, need))
-        # the largest first: their witnesses often settle smaller conditions
-        out.sort(key=lambda c: -c.need)
+        # the largest primaries first (upwards before downwards): their witnesses move
+        # the most, and the smaller primaries' conditions then often cost nothing
+        size = np.abs(self.table.value)
+        out.sort(key=lambda c: (-size[c.cell], -c.sign))
         return out
 
     def run(self, suppressed: np.ndarray, deadline: float | None = None) -> WidthOutcome:
