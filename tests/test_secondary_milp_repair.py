@@ -149,3 +149,18 @@ def test_protect_uses_the_milp_repair_and_passes_the_oracle():
     assert res.passed
     assert lp_oracle.protected(res.confidential_table, singleton=True).all()
     assert "milp_repair" in res.params["settings"]
+
+
+@pytest.mark.parametrize("singleton", [False, True])
+def test_quick_answers_are_safe(singleton):
+    # the answer a tight budget gets (the LP relaxation's witnesses, no MILP)
+    t = synthetic.preset("2d-small", seed=7)
+    cost = cost_vector(t, "value")
+    st = t.status.copy()
+    short = _short(t, st, singleton)
+    rep = MilpRepair(t, cost, candidate_cells(t), Requirements.from_table(t, singleton))
+    out = rep.run(st, short, quick_after=0.0)
+    assert out.unresolved == []
+    new = st.copy()
+    new[out.added] = "M"
+    assert len(_short(t, new, singleton)) == 0

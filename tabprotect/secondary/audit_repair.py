@@ -260,7 +260,7 @@ class AuditRepair:
         witnesses that added no cell (the next audit takes them as moves)."""
         short = np.asarray(result.shortfalls, dtype=np.int64)
         s = self.settings.milp_repair
-        if not s.enabled or len(short) == 0 or len(short) > s.max_primaries:
+        if not s.enabled or len(short) == 0:
             return short, False
         again = np.isin(short, self.witnessed)
         rest, short = short[again], short[~again]
@@ -271,7 +271,9 @@ class AuditRepair:
                                                            s.round_share * left)
         rep = MilpRepair(self.protected_table, self.cost, self.cand, self.req,
                          integer=result.integer, settings=s)
-        out = rep.run(self.status, short, deadline=time.perf_counter() + seconds)
+        now = time.perf_counter()
+        out = rep.run(self.status, short, deadline=now + seconds,
+                      quick_after=None if left is None else now + s.milp_share * seconds)
         added = np.asarray(out.added, dtype=np.int64)
         if len(added):
             self._suppress(added)

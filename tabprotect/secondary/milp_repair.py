@@ -49,13 +49,15 @@ class MilpRepairSettings:
 
     #: protect()'s repair rounds start with the MILP repair (False: the LP repair only)
     enabled: bool = True
-    #: ... while a round has at most this many short primaries (more: the LP repair,
-    #: whose one LP per primary is far cheaper than a MILP)
-    max_primaries: int = 2_000
-    #: seconds of a round's MILP repair when the call has no time limit
+    #: seconds of a round's MILP repair when the call has no time limit (the
+    #: primaries it does not reach go to the LP repair)
     round_seconds: float = 300.0
     #: ... and its share of what is left of the budget when it has one
     round_share: float = 0.5
+    #: ... of which this part goes to MILPs: the primaries left then get the quick
+    #: answer (one LP each: the relaxation's witnesses), so that a tight budget still
+    #: ends with every short primary given witnesses
+    milp_share: float = 0.6
 
     #: seconds per primary's MILP (its incumbent is taken when the limit stops it)
     seconds_per_primary: float = 5.0
@@ -66,10 +68,11 @@ class MilpRepairSettings:
     range_cap: float = 4.0
     #: rounds that add witnesses for the single-contributor cells a solution moves
     attacker_rounds: int = 6
-    #: neighbourhoods tried in turn: the cells within this many relation steps of the
-    #: primary (3 reach the corners of its cubes in a 3-D table); read from the
-    #: relations alone, so a table and its general form get the same repair
-    steps: tuple[int, ...] = (3, 4)
+    #: neighbourhoods tried, the cheapest answer kept: the cells within this many
+    #: relation steps of the primary (3 reach the corners of its cubes in a 3-D table;
+    #: the cheap routes of linked tables run further); read from the relations alone,
+    #: so a table and its general form get the same repair
+    steps: tuple[int, ...] = (3, 6)
     #: regions larger than this many cells are not tried (the caller's fallback takes
     #: the primary)
     max_region_cells: int = 6_000
@@ -131,20 +134,26 @@ class MilpRepair:
         return cells[np.lexsort((cells, -need))]
 
     def run(self, status: np.ndarray, primaries, *, deadline: float | None = None,
+            quick_after: float | None = None,
             kinds: dict[int, tuple[str, ...]] | None = None) -> MilpRepairOutcome:
         """Repair ``primaries`` from ``status`` one by one (suppressions made for one are
-        free for the next).  ``kinds`` (per primary: some of ``"up"``, ``"down"``,
-        ``"width"``) limits the conditions asked; default all of the primary's."""
+        free for the next).  From ``quick_after`` on (a ``time.perf_counter()`` value)
+        each primary gets the quick answer instead of its MILPs: the LP relaxation's
+        witnesses with every candidate they move suppressed (one LP; safe, dearer).
+        ``kinds`` (per primary: some of ``"up"``, ``"down"``, ``"width"``) limits the
+        conditions asked; default all of the primary's."""
         t0 = time.perf_counter()
         out = MilpRepairOutcome()
         suppressed = np.isin(np.asarray(status), ("U", "M"))
         for s in self.order(primaries):
             s = int(s)
-            if deadline is not None and time.perf_counter() > deadline:
+            now = time.perf_counter()
+            if deadline is not None and now > deadline:
                 out.unresolved.append(s)
                 continue
             want = None if kinds is None else kinds.get(s)
-            found = self._primary(s, suppressed, want, deadline, out)
+            quick = quick_after is not None and now > quick_after
+            found = self._primary(s, suppressed, want, deadline, out, quick)
             if found is None:
                 out.unresolved.append(s)
                 continue
@@ -175,10 +184,12 @@ class MilpRepair:
     def _region(self, s: int, steps: int) -> np.ndarray:
         return neighbourhood(self.table, s, steps - 1)
 
-    def _primary(self, s, suppressed, want, deadline, out):
-        """(new cells, witnesses) for primary ``s``, or None."""
+    def _primary(self, s, suppressed, want, deadline, out, quick=False):
+        """(new cells, witnesses) for primary ``s``, or None: the cheapest answer over
+        the neighbourhoods (a larger one offers more routes; on linked tables the
+        cheap ones often run beyond the first), stopping at one that needs no cell."""
         need = self._conditions(s, want)
-        last = None
+        last, best, best_cost = None, None, np.inf
         for steps in self.settings.steps:
             region = self._region(s, steps)
             if last is not None and len(region) == len(last):
@@ -186,10 +197,18 @@ class MilpRepair:
             if len(region) > self.settings.max_region_cells:
                 break
             last = region
-            found = _RegionMilp(self, s, region, suppressed, need).solve(deadline, out)
-            if found is not None:
+            milp = _RegionMilp(self, s, region, suppressed, need)
+            found = milp.quick(deadline, out) if quick else milp.solve(deadline, out)
+            if found is None:
+                continue
+            if quick:
                 return found
-        return None
+            cost = float(self.cost[found[0]].sum())
+            if cost < best_cost:
+                best, best_cost = found, cost
+            if len(found[0]) == 0:
+                break
+        return best
 
 
 class _RegionMilp:
@@ -252,6 +271,37 @@ class _RegionMilp:
                 moves = [(self.region[np.flatnonzero(y)], y[np.flatnonzero(y)])
                          for y in witnesses]
                 return new, moves
+            forbidden.append(unserved)
+        return None
+
+    def quick(self, deadline, out):
+        """(new cells, witnesses) from the LP relaxation alone (the candidates its
+        witnesses move are suppressed), or None (no witness here; on an integer table
+        also a fractional one)."""
+        forbidden: list[np.ndarray] = [np.zeros(0, np.int64)]
+        for _ in range(2):
+            limit = self.rep.settings.seconds_per_primary
+            if deadline is not None:
+                limit = min(limit, deadline - time.perf_counter())
+                if limit <= 0:
+                    return None
+            res = self._solve(forbidden, limit, relaxed=True)
+            out.milps += 1
+            if res is None:
+                return None
+            _, ys, _ = res
+            if self.rep.integer and any(np.abs(y - np.round(y)).max(initial=0.0) > 1e-7
+                                        for y in ys):
+                return None
+            moved = np.zeros(len(self.region), bool)
+            for y in ys:
+                moved |= np.abs(y) > 1e-9
+            chosen = moved & ~self.sup
+            chosen[np.setdiff1d(np.arange(len(self.region)), self.cand_local)] = False
+            unserved = self._unserved(ys, chosen)
+            if len(unserved) == 0:
+                return self.region[chosen], [(self.region[np.flatnonzero(y)],
+                                              y[np.flatnonzero(y)]) for y in ys]
             forbidden.append(unserved)
         return None
 
