@@ -137,3 +137,38 @@ def test_no_network_gives_none():
     req = Requirements.from_table(t, singleton=False)
     assert network_pattern(t, req, t.value, candidate_cells(t)) is None
     assert network_unprotected(t, req, t.status == "U") is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_least_movement_flows_are_the_lp_optimum(seed):
+    from scipy.optimize import linprog
+    from tabprotect.secondary.modular.network import min_cost_flow
+    rng = np.random.default_rng(seed)
+    t = _subtable((3, 4), seed)
+    req = Requirements.from_table(t, singleton=False)
+    net = Network.of(t.relations)
+    hidden = (t.status == "U") | (rng.random(t.n_cells) < 0.6)
+    A = t.relations.toarray()
+    n = t.n_cells
+    for slot, s in enumerate(req.primary):
+        need = float(req.need_up[slot])
+        others = np.flatnonzero(hidden & (np.arange(n) != s))
+        y = min_cost_flow(net, np.where(hidden, req.up, 0), np.where(hidden, req.down, 0),
+                          int(net.head[s]), int(net.tail[s]), need, others)
+        # the LP: min sum |y| with A y = 0, y_s = need, the hidden cells' ranges
+        lo = np.where(hidden, -req.down, 0.0)
+        hi = np.where(hidden, req.up, 0.0)
+        lo[s] = hi[s] = need
+        lp = linprog(np.ones(2 * n), A_eq=np.hstack([A, -A]), b_eq=np.zeros(len(A)),
+                     bounds=list(zip(np.r_[np.maximum(lo, 0), np.maximum(-hi, 0)],
+                                     np.r_[np.maximum(hi, 0), np.maximum(-lo, 0)])),
+                     method="highs")
+        if lp.status != 0:
+            assert y is None
+            continue
+        full = np.zeros(n)
+        full[others] = y
+        full[s] = need
+        assert np.allclose(A @ full, 0.0, atol=1e-7)           # a move of the table
+        assert (full <= hi + 1e-9).all() and (full >= lo - 1e-9).all()
+        assert np.isclose(np.abs(full).sum(), lp.fun, rtol=1e-7)   # of least movement

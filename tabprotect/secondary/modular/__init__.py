@@ -38,8 +38,11 @@ The parts:
   wave's jobs and applying their results (backtracking);
 * :mod:`.time_plan` -- the budget's shares, the wave's planned end, the fast tail;
 * :mod:`.jobs` -- one sub-table job and one worker's share of a wave;
-* :mod:`.solver` -- the sub-table solve (optimal method or certified heuristic) and the
-  "already protected" test;
+* :mod:`.solver` -- the sub-table solve (network search, optimal method or certified
+  heuristic) and the "already protected" test;
+* :mod:`.network`, :mod:`.network_search` -- 1-D and 2-D sub-tables as networks: the
+  attacker's moves as maximum flows, the exact pattern by a search over their cuts
+  (no MILP);
 * :mod:`.certified` -- the certified heuristic for large sub-tables;
 * :mod:`.subtable_cubes` -- cube proofs and the cube start pattern;
 * :mod:`.proof` -- the proof levels carried by secondaries.

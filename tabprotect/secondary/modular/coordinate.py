@@ -131,8 +131,8 @@ class Coordinator:
         strict[margin_open] = "P"
         levels = dict(upl=self.need_up[cells], lpl=self.need_down[cells], spl=self.spl[cells])
         opts = self.options
-        return Job(key, subtable_table(self.table, sub, status=strict, **levels),
-                   subtable_table(self.table, sub, status=local, **levels),
+        strict_table = subtable_table(self.table, sub, status=strict, **levels)
+        return Job(key, strict_table, strict_table.replace(status=local),
                    self.cost[cells],
                    np.where(sub.margin, opts.margin_penalty * self.cost[cells],
                             self.cost[cells]),

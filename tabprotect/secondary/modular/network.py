@@ -61,21 +61,20 @@ class Network:
         if n == 0 or (counts == 0).any() or (counts > 2).any() \
                 or not np.all(np.abs(A.data) == 1.0):
             return None
-        sign = _node_signs(A, m)
+        sign = _node_signs(A, m, counts)
         if sign is None:
+            return None
+        col = np.repeat(np.arange(n), counts)
+        signed = sign[A.indices] * A.data
+        pos, neg = signed > 0, signed < 0
+        if (np.bincount(col[pos], minlength=n) > 1).any() \
+                or (np.bincount(col[neg], minlength=n) > 1).any():
             return None
         ground = m
         tail = np.full(n, ground, dtype=np.int64)
         head = np.full(n, ground, dtype=np.int64)
-        for e in range(n):
-            for k in range(A.indptr[e], A.indptr[e + 1]):
-                r = int(A.indices[k])
-                if sign[r] * A.data[k] > 0:
-                    tail[e] = r
-                else:
-                    head[e] = r
-        if (tail == head).any():
-            return None
+        tail[col[pos]] = A.indices[pos]
+        head[col[neg]] = A.indices[neg]
         return cls(tail, head, m + 1)
 
     def flow(self, forward: np.ndarray, backward: np.ndarray, source: int, sink: int,
@@ -100,35 +99,34 @@ class Network:
         return cap.tolist()
 
 
-def _node_signs(A, m: int) -> np.ndarray | None:
+def _node_signs(A, m: int, counts: np.ndarray) -> np.ndarray | None:
     """A sign per relation such that every cell in two relations enters them with
     opposite signed coefficients (a 2-colouring; None when there is none)."""
-    rows_of = [A.indices[A.indptr[e]:A.indptr[e + 1]] for e in range(A.shape[1])]
-    vals_of = [A.data[A.indptr[e]:A.indptr[e + 1]] for e in range(A.shape[1])]
+    two = np.flatnonzero(counts == 2)
+    first = A.indptr[two]
+    a, b = A.indices[first], A.indices[first + 1]
+    # sign_b = -sign_a * v_a * v_b
+    rel = -(A.data[first] * A.data[first + 1])
     adj: list[list[tuple[int, float]]] = [[] for _ in range(m)]
-    for rows, vals in zip(rows_of, vals_of):
-        if len(rows) == 2:
-            a, b = int(rows[0]), int(rows[1])
-            # sign_b = -sign_a * va * vb
-            rel = -float(vals[0] * vals[1])
-            adj[a].append((b, rel))
-            adj[b].append((a, rel))
-    sign = np.zeros(m)
+    for x, y, r in zip(a.tolist(), b.tolist(), rel.tolist()):
+        adj[x].append((y, r))
+        adj[y].append((x, r))
+    sign = [0.0] * m
     for start in range(m):
         if sign[start] != 0:
             continue
         sign[start] = 1.0
         todo = [start]
         while todo:
-            a = todo.pop()
-            for b, rel in adj[a]:
-                want = sign[a] * rel
-                if sign[b] == 0:
-                    sign[b] = want
-                    todo.append(b)
-                elif sign[b] != want:
+            x = todo.pop()
+            for y, r in adj[x]:
+                want = sign[x] * r
+                if sign[y] == 0:
+                    sign[y] = want
+                    todo.append(y)
+                elif sign[y] != want:
                     return None
-    return sign
+    return np.asarray(sign)
 
 
 def max_flow(cap: list[list[float]], source: int, sink: int) -> tuple[float, np.ndarray]:
@@ -177,3 +175,61 @@ def max_flow(cap: list[list[float]], source: int, sink: int) -> tuple[float, np.
     for v in range(n):
         side[v] = parent[v] >= 0
     return float(total), side
+
+
+def min_cost_flow(net: Network, forward: np.ndarray, backward: np.ndarray, source: int,
+                  sink: int, amount: float, cells: np.ndarray) -> np.ndarray | None:
+    """The least total movement sending ``amount`` from ``source`` to ``sink`` through
+    ``cells`` (each unit on each cell costs 1; a cell carries up to ``forward`` from
+    tail to head, ``backward`` back): per cell of ``cells`` its signed flow (+: tail to
+    head), or None when ``amount`` cannot be sent.  Successive shortest paths
+    (Bellman-Ford on the residual arcs: fewest cells first).
+
+    >>> net = Network(np.array([0, 0, 1]), np.array([1, 2, 2]), 3)
+    >>> min_cost_flow(net, np.array([5.0, 2, 2]), np.zeros(3), 0, 2, 3.0,
+    ...               np.array([0, 1, 2])).tolist()
+    [1.0, 2.0, 1.0]
+    """
+    tails = net.tail[cells].tolist()
+    heads = net.head[cells].tolist()
+    # arc 2k: tail -> head, arc 2k + 1: head -> tail; residual capacities
+    res = []
+    for k in range(len(cells)):
+        res += [float(forward[cells[k]]), float(backward[cells[k]])]
+    frm = [x for k in range(len(cells)) for x in (tails[k], heads[k])]
+    to = [x for k in range(len(cells)) for x in (heads[k], tails[k])]
+    flow = [0.0] * len(res)          # on arc a; its reverse residual is flow[a]
+    eps = EPS * max(1.0, amount)
+    left = amount
+    n = net.n_nodes
+    while left > eps:
+        dist = [np.inf] * n
+        via = [-1] * n                # arc index * 2 + (1: along a reverse residual)
+        dist[source] = 0.0
+        for _ in range(n - 1):
+            changed = False
+            for a in range(len(res)):
+                if res[a] - flow[a] > eps and dist[frm[a]] + 1 < dist[to[a]]:
+                    dist[to[a]] = dist[frm[a]] + 1
+                    via[to[a]] = 2 * a
+                    changed = True
+                if flow[a] > eps and dist[to[a]] - 1 < dist[frm[a]]:
+                    dist[frm[a]] = dist[to[a]] - 1
+                    via[frm[a]] = 2 * a + 1
+                    changed = True
+            if not changed:
+                break
+        if dist[sink] == np.inf:
+            return None
+        path = []
+        v = sink
+        while v != source:
+            a, back = divmod(via[v], 2)
+            path.append((a, back))
+            v = to[a] if back else frm[a]
+        push = min(left, min(flow[a] if back else res[a] - flow[a] for a, back in path))
+        for a, back in path:
+            flow[a] += -push if back else push
+        left -= push
+    out = np.asarray(flow[0::2]) - np.asarray(flow[1::2])
+    return out

@@ -8,6 +8,7 @@ from scipy import sparse
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
+from tabprotect.secondary.modular.network import Network, min_cost_flow
 from tabprotect.secondary.repair import Requirements
 
 
@@ -18,7 +19,8 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
     For every primary of the sub-table (status ``U``: its own and the carried ones) and
     every direction it must move, one LP finds the smallest deviation (least total
     movement, L1) with ``A y = 0`` within the hidden cells' ranges that moves the primary
-    by its requirement: the attacker's move that proves the requirement.  A hidden cell's
+    by its requirement: the attacker's move that proves the requirement (on a network
+    sub-table a minimum-cost flow, :func:`~.network.min_cost_flow`, else an LP).  A hidden cell's
     level up (down) is the largest upward (downward) step it takes in any of these
     proofs.  A carried secondary given these levels in the other sub-tables holding it
     lets every proof of this sub-table extend to the whole table, and it asks no more
@@ -42,6 +44,9 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
     """
     req = Requirements.from_table(sub, singleton=singleton)
     hidden = np.asarray(hidden, bool)
+    net = Network.of(sub.relations)
+    if net is not None:
+        return _network_levels(net, req, hidden)
     cells = np.flatnonzero(hidden)
     m = len(cells)
     level_up = np.zeros(sub.n_cells)
@@ -87,4 +92,48 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
                 return None
             level_up[cells] = np.maximum(level_up[cells], res.x[:m])
             level_down[cells] = np.maximum(level_down[cells], res.x[m:])
+    return level_up, level_down
+
+
+def _requested(req, slot: int) -> tuple[float, float]:
+    """How far primary ``slot`` must move up and down (half of a sliding requirement
+    each way when the levels do not imply it)."""
+    up, down = float(req.need_up[slot]), float(req.need_down[slot])
+    width = float(req.need_width[slot])
+    if width > up + down:
+        up, down = max(up, 0.5 * width), max(down, 0.5 * width)
+    return up, down
+
+
+def _network_levels(net: Network, req, hidden: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`proof_levels` of a network sub-table: each proof is the least-movement
+    flow that carries the primary's requirement back around through the other hidden
+    cells."""
+    n = len(hidden)
+    level_up, level_down = np.zeros(n), np.zeros(n)
+    fwd = np.where(hidden, req.up, 0.0)
+    bwd = np.where(hidden, req.down, 0.0)
+    for slot, s in enumerate(req.primary):
+        s = int(s)
+        if not hidden[s]:
+            return None
+        others = np.flatnonzero(hidden & (np.arange(n) != s))
+        for sign, need in zip((1, -1), _requested(req, slot)):
+            if need <= 0:
+                continue
+            own = req.up[s] if sign > 0 else req.down[s]
+            if own < need * (1 - 1e-9):
+                return None
+            t, h = int(net.tail[s]), int(net.head[s])
+            src, snk = (h, t) if sign > 0 else (t, h)
+            y = min_cost_flow(net, fwd, bwd, src, snk, need, others)
+            if y is None:
+                return None
+            level_up[others] = np.maximum(level_up[others], np.maximum(y, 0.0))
+            level_down[others] = np.maximum(level_down[others], np.maximum(-y, 0.0))
+            if sign > 0:
+                level_up[s] = max(level_up[s], need)
+            else:
+                level_down[s] = max(level_down[s], need)
     return level_up, level_down
