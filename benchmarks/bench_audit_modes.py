@@ -55,8 +55,8 @@ def count_table(side: int, seed: int = 0, mean: float = 4.0) -> Table:
 
 def run(side: int, method: str, singleton: bool, intervals_max: int,
         time_limit: float, protect_modes=("auto",), audit_modes=("verdict", "screen",
-                                                                 "intervals")
-        ) -> list[dict]:
+                                                                 "intervals"),
+        integers=(False, True)) -> list[dict]:
     t = count_table(side)
     cost = cost_vector(t, "value")
     t0 = time.perf_counter()
@@ -69,7 +69,7 @@ def run(side: int, method: str, singleton: bool, intervals_max: int,
     rows = []
     modes = [m for m in audit_modes if m != "intervals" or t.n_cells <= intervals_max]
     for mode in modes:
-        for integer in (False, True):
+        for integer in integers:
             res = audit(pattern, singleton=singleton, integer=integer, mode=mode,
                         time_limit=time_limit)
             rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
@@ -107,6 +107,8 @@ def main(argv=None) -> None:
                     choices=["auto", "verdict", "intervals"])
     ap.add_argument("--audit-modes", nargs="*", default=["verdict", "screen", "intervals"],
                     choices=["verdict", "screen", "intervals"])
+    ap.add_argument("--integer", choices=["on", "off", "both"], default="both",
+                    help="the audits of the method's pattern: integer, LP or both")
     ap.add_argument("--code", default=None,
                     help="import tabprotect from this checkout (a before/after run)")
     ap.add_argument("--out", type=Path, default=None)
@@ -120,7 +122,9 @@ def main(argv=None) -> None:
         for method in args.methods:
             for singleton in flags:
                 for r in run(side, method, singleton, args.intervals_max, args.time_limit,
-                             args.protect_modes, args.audit_modes):
+                             args.protect_modes, args.audit_modes,
+                             {"on": [True], "off": [False], "both": [False, True]}[
+                                 args.integer]):
                     line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
                             f"{r['what']} | {r['short']} | {r['complete']} | "
                             f"{r['seconds']} | {r['secondaries']} | {r['added']} | "

@@ -115,8 +115,8 @@ def integer_version(name: str, table):
     return integer_table(table)
 
 
-def judge(table, status, seconds: float) -> str:
-    res = audit(table.replace(status=status), mode="verdict", singleton=True,
+def judge(table, status, seconds: float, singleton: bool = True) -> str:
+    res = audit(table.replace(status=status), mode="verdict", singleton=singleton,
                 time_limit=seconds)
     if res.passed:
         return "PASSED"
@@ -162,7 +162,7 @@ def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict
         t0 = time.perf_counter()
         try:
             p = subprocess.run([peer_python, "-c", TAU_SCRIPT, tmp, str(minutes)],
-                               capture_output=True, text=True, timeout=minutes * 90 + 60)
+                               capture_output=True, text=True, timeout=minutes * 120 + 60)
         except subprocess.TimeoutExpired:
             return {"verdict": "no answer in time", "seconds": time.perf_counter() - t0}
         wall = time.perf_counter() - t0
@@ -177,7 +177,12 @@ def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict
     sec = sec[table.status[sec] == "S"]
     status = table.status.copy()
     status[sec] = "M"
-    return {"verdict": judge(table, status, audit_seconds), "secondaries": int(len(sec)),
+    verdict = judge(table, status, audit_seconds)
+    if not verdict.startswith("PASSED") and (table.freq == 1).any():
+        # the engine is given no single contributors (benchmarks/bench_optimal.write_jj)
+        plain = judge(table, status, audit_seconds, singleton=False)
+        verdict += f"; without the single-contributor attack {plain}"
+    return {"verdict": verdict, "secondaries": int(len(sec)),
             "cost": float(c[sec].sum()), "seconds": wall}
 
 

@@ -13,28 +13,58 @@ from tabprotect.audit.witness import VerdictState, reach
 class AggregateModel:
     """The LP of the aggregate (many-cell) objectives of verdict mode.
 
-    Solved by the interior-point method without crossover: only a feasible point is
-    needed, not a basis, and on components of thousands of cells it is several times
-    faster than simplex for these dense objectives (the per-cell LPs stay on the warm
-    simplex model). Infinite a-priori bounds are capped far away here, so a sum
+    Solved by the interior-point method without crossover from ``ipm_vars`` variables
+    on: only a feasible point is needed, not a basis, and on components of thousands of
+    cells it is several times faster than simplex for these dense objectives (the
+    per-cell LPs stay on the warm simplex model).  Smaller components and integer
+    audits take the simplex method, which re-solves warm across attackers. Infinite a-priori bounds are capped far away here, so a sum
     objective cannot be unbounded; any point found is still a feasible table, hence a
     witness.
+
+    One model per component serves every attacker (:meth:`of`): an attacker's knowledge
+    is a change of column bounds, and the simplex model of an integer audit re-solves
+    from the previous attacker's basis.
     """
 
-    def __init__(self, system: ReducedSystem, fixed, reach_: float, integer: bool = False):
+    def __init__(self, system: ReducedSystem, fixed, reach_: float, integer: bool = False,
+                 ipm_vars: int = 0):
         self.system, self.fixed, self.reach, self.integer = system, fixed, reach_, integer
+        self.ipm = not integer and system.k >= ipm_vars
         self._model: HighsModel | None = None
 
-    def _build(self) -> HighsModel:
+    @classmethod
+    def of(cls, system: ReducedSystem, fixed, reach_: float, integer: bool,
+           ipm_vars: int) -> "AggregateModel":
+        """The component's aggregate model, set to the attacker who knows ``fixed``."""
+        key = ("aggregate", integer, reach_)
+        model = system.kept.get(key)
+        if model is None:
+            model = system.kept[key] = cls(system, None, reach_, integer, ipm_vars)
+        model.use(fixed)
+        return model
+
+    def use(self, fixed) -> None:
+        """Put the attacker's knowledge in the model's bounds (the previous attacker's
+        taken out)."""
+        if self._model is not None:
+            for knowledge in (self.fixed, fixed):
+                if knowledge is not None:
+                    idx = knowledge.index
+                    lb, ub = self._bounds(fixed)
+                    self._model.set_col_bounds(idx, lb[idx], ub[idx])
+        self.fixed = fixed
+
+    def _bounds(self, fixed):
         system = self.system
-        lp = system.lp(False, self.fixed)
-        lb, ub = lp.col_lower.copy(), lp.col_upper.copy()
+        lb, ub = system.bounds(fixed)
         if not (np.isfinite(lb) & np.isfinite(ub)).all():
             lb = np.maximum(lb, system.value - self.reach)
             ub = np.minimum(ub, system.value + self.reach)
-        lp = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,
-                           col_lower=lb, col_upper=ub)
-        if self.integer:
+        return lb, ub
+
+    def _build(self) -> HighsModel:
+        lp = self.system.lp(False, bounds=self._bounds(self.fixed))
+        if not self.ipm:
             # an integer intruder takes integral points only: simplex vertices are often
             # integral, interior points hardly ever
             return HighsModel(lp)
@@ -79,7 +109,8 @@ def aggregate_rounds(state: VerdictState, rounds: int) -> None:
     open or two rounds in a row gain next to nothing. The random directions are seeded
     by the component, so the audit is deterministic."""
     rng = np.random.default_rng(state.n_targets * 7919 + state.k)
-    model = AggregateModel(state.system, state.fixed, state.reach(), state.integer)
+    model = AggregateModel.of(state.system, state.fixed, state.reach(), state.integer,
+                              state.task.settings.aggregate_ipm_vars)
     stalled = 0
     for round_no in range(rounds):
         open_ = (state.short_hi() | state.short_lo() | state.short_w()) & ~state.decided

@@ -61,6 +61,10 @@ class AuditSettings:
     #: wanted integral table before the MILP solver takes over (a fresh MILP costs
     #: as much as tens of warm re-solves on a small component)
     integer_nodes: int = 200
+    #: verdict modes: aggregate LPs over components from this size by interior point
+    #: (faster on thousands of cells); below, by the simplex method, whose warm
+    #: re-solves across the attackers of a small component win
+    aggregate_ipm_vars: int = 2000
     #: verdict modes: most aggregate LP rounds over a whole component (up, down, then
     #: random mixed directions), stopped early when two rounds gain next to nothing
     aggregate_rounds: int = 8

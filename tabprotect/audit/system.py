@@ -153,12 +153,14 @@ class ReducedSystem:
         self.incomplete: set[int] = set()
         self.bank = WitnessBank(self.k)
         self._model: HighsModel | None = None
+        self.kept: dict = {}   # further models of the component, kept for its attackers
         self._A_csc: sp.csc_matrix | None = None
         self._work: dict | None = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_model"] = None
+        state["kept"] = {}
         return state
 
     @property
@@ -187,8 +189,9 @@ class ReducedSystem:
         return self._model
 
     def drop_model(self) -> None:
-        """Forget the warm model (after switching to the relaxed relations)."""
+        """Forget the warm models (after switching to the relaxed relations)."""
         self._model = None
+        self.kept = {}
 
     def solve(self, c_idx, c_val, sense, fixed, counters):
         """Solve with objective ``sum c_val * x[c_idx]``; returns ``(status, x)``, with
