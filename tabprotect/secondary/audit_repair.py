@@ -284,8 +284,8 @@ class AuditRepair:
         if not s.enabled:
             return np.asarray(result.shortfalls, dtype=np.int64), False
         short = self._targets(result)
-        if len(short) == 0:
-            return short, False
+        if len(short) == 0 or len(short) > s.max_primaries:
+            return np.asarray(result.shortfalls, dtype=np.int64), False
         again = np.isin(short, self.milp_tried)
         if result.integer:
             rest = short[again & np.isin(short, self.integer_tried)]

@@ -51,6 +51,10 @@ class MilpRepairSettings:
 
     #: protect()'s repair rounds start with the MILP repair (False: the LP repair only)
     enabled: bool = True
+    #: a round takes the MILP repair while it has at most this many primaries to repair
+    #: (more: the LP repair, whose leaf cubes and single LPs cost a fraction of the time
+    #: per primary, at more cells)
+    max_primaries: int = 1_000
     #: seconds of a round's MILP repair when the call has no time limit (the
     #: primaries it does not reach go to the LP repair)
     round_seconds: float = 300.0
