@@ -172,30 +172,68 @@ def _tau_statistics(path: Path) -> dict:
         return {}
 
 
-def run_pytauargus(table: Table, cost: str, time_limit: float) -> dict:
+#: FullJJ in a separate Python (``--peer-python``): argv = JJ.IN, JJ.OUT, minutes, workdir
+_TAU_SCRIPT = r"""
+import os, sys, time
+import pytauargus._tauargus as native
+os.chdir(sys.argv[4])
+t0 = time.perf_counter()
+code = native.HiTaSCtrl().full_jj(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+print(int(code), time.perf_counter() - t0)
+"""
+
+
+def _tau_subprocess(python: str, tmp: str, minutes: int, timeout: float):
+    """FullJJ through another Python with pytauargus: (code, seconds) or an error row."""
+    import subprocess
+    t0 = time.perf_counter()
     try:
-        import pytauargus  # noqa: F401
-    except ImportError:
-        return {"status": "not installed (pip install tabprotect[bench])"}
+        p = subprocess.run([python, "-c", _TAU_SCRIPT, str(Path(tmp) / "JJ.IN"),
+                            str(Path(tmp) / "JJ.OUT"), str(minutes), tmp],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "no answer in time", "seconds": time.perf_counter() - t0}
+    if p.returncode != 0 or not p.stdout.strip():
+        return {"status": f"engine crashed (exit code {p.returncode})",
+                "seconds": time.perf_counter() - t0}
+    code, secs = p.stdout.split()[-2:]
+    return int(code), float(secs)
+
+
+def run_pytauargus(table: Table, cost: str, time_limit: float,
+                   peer_python: str | None = None) -> dict:
+    if peer_python is None:
+        try:
+            import pytauargus  # noqa: F401
+        except ImportError:
+            return {"status": "not installed (pip install tabprotect[bench], or give "
+                              "--peer-python)"}
     c = cost_vector(table, cost)
     int_cost = np.maximum(1, np.round(c))
     with tempfile.TemporaryDirectory() as tmp:
         jj_in, jj_out = Path(tmp) / "JJ.IN", Path(tmp) / "JJ.OUT"
         write_jj(table, int_cost, jj_in)
-        ctx = mp.get_context("spawn")
-        q = ctx.Queue()
-        p = ctx.Process(target=_tau_child, args=(tmp, max(1, int(np.ceil(time_limit / 60))), q))
-        t0 = time.perf_counter()
-        p.start()
-        p.join(time_limit * 1.5 + 60)
-        wall = time.perf_counter() - t0
-        if p.is_alive():
-            p.kill()
-            p.join()
-            return {"status": "no answer in time", "seconds": wall}
-        if p.exitcode != 0:
-            return {"status": f"engine crashed (exit code {p.exitcode})", "seconds": wall}
-        code, secs = q.get()
+        minutes = max(1, int(np.ceil(time_limit / 60)))
+        if peer_python is not None:
+            got = _tau_subprocess(peer_python, tmp, minutes, time_limit * 1.5 + 60)
+            if isinstance(got, dict):
+                return got
+            code, secs = got
+        else:
+            ctx = mp.get_context("spawn")
+            q = ctx.Queue()
+            p = ctx.Process(target=_tau_child, args=(tmp, minutes, q))
+            t0 = time.perf_counter()
+            p.start()
+            p.join(time_limit * 1.5 + 60)
+            wall = time.perf_counter() - t0
+            if p.is_alive():
+                p.kill()
+                p.join()
+                return {"status": "no answer in time", "seconds": wall}
+            if p.exitcode != 0:
+                return {"status": f"engine crashed (exit code {p.exitcode})", "seconds": wall}
+            code, secs = q.get()
         if code > 1 or not jj_out.exists():
             return {"status": f"FullJJ error code {code}", "seconds": secs}
         sec = _read_jj_out(jj_out, table.n_cells)
@@ -244,6 +282,9 @@ def main(argv=None) -> int:
     ap.add_argument("--generated-only", action="store_true")
     ap.add_argument("--no-generated", action="store_true")
     ap.add_argument("--no-tau", action="store_true", help="skip pytauargus")
+    ap.add_argument("--peer-python", default=None,
+                    help="a Python with pytauargus installed: tau-Argus' engine runs there "
+                         "(default: this Python's pytauargus)")
     ap.add_argument("--audit-mode", default="intervals", choices=["intervals", "verdict"],
                     help="mode of the benchmark's own independent audit of our pattern")
     ap.add_argument("--no-ours", action="store_true",
@@ -338,7 +379,7 @@ def main(argv=None) -> int:
             if not args.no_tau:
                 # (generated tables are integer and additive already; Castro tables are
                 # given in their integer version above)
-                tau = run_pytauargus(table, cost, args.time_limit)
+                tau = run_pytauargus(table, cost, args.time_limit, args.peer_python)
             if tau.get("status") == "ok":
                 tr = fmt(tau["seconds"] / max(ours["seconds"], 1e-9), 2) \
                     if ours["seconds"] is not None else "-"

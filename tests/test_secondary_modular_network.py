@@ -172,3 +172,15 @@ def test_least_movement_flows_are_the_lp_optimum(seed):
         assert np.allclose(A @ full, 0.0, atol=1e-7)           # a move of the table
         assert (full <= hi + 1e-9).all() and (full >= lo - 1e-9).all()
         assert np.isclose(np.abs(full).sum(), lp.fun, rtol=1e-7)   # of least movement
+
+
+@pytest.mark.parametrize("seed", [3])
+def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(seed):
+    from tabprotect.secondary import protect
+    from tabprotect.secondary.modular import modular
+    t = synthetic.generate([(2, 3), (3, 2)], seed=seed)     # 2-D, two levels each
+    c = cost_vector(t, "value")
+    out = modular(t, c, singleton=False)
+    assert out.details["solves"] > 0
+    res = protect(t, method="modular", cost="value", singleton=False)
+    assert protected(res.confidential_table, singleton=False).all()

@@ -12,8 +12,10 @@ pattern that proves the condition, and suppressing more never breaks it, so one 
 over the conditions ends with every condition proven (or found impossible).
 
 Why it is fast: the LP of a condition is written over a neighbourhood of the primary
-(cells a few relations away; every other cell keeps its value, which is a restriction,
-so a solution is still a witness), or over its whole component when that has none; and a witness
+(first its suppressed cells alone, a small LP that often shows the condition holds
+already; then every cell a few relations away; every other cell keeps its value, which
+is a restriction, so a solution is still a witness), or over its whole component when
+that has none; and a witness
 also settles the conditions of every other primary it moves far enough, which are then
 not solved again.  With the single-contributor attack every single-contributor cell but
 the primary keeps its value in the LP, so each witness holds against every such
@@ -75,7 +77,7 @@ class WidthStep:
 
     def conditions(self) -> list[_Condition]:
         """Per primary its upward and downward conditions (a sliding level asks at least
-        half of it each way), largest first."""
+        half of it each way), the largest primaries first."""
         req = self.req
         out = []
         for k, s in enumerate(req.primary):
@@ -88,8 +90,10 @@ class WidthStep:
                 # a small margin over the level, never beyond the cell's range
                 need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
                 out.append(_Condition(int(s), k, sign, need))
-        # the largest first: their witnesses often settle smaller conditions
-        out.sort(key=lambda c: -c.need)
+        # the largest primaries first (upwards before downwards): their witnesses move
+        # the most, and the smaller primaries' conditions then often cost nothing
+        size = np.abs(self.table.value)
+        out.sort(key=lambda c: (-size[c.cell], -c.sign))
         return out
 
     def run(self, suppressed: np.ndarray, deadline: float | None = None) -> WidthOutcome:
@@ -162,7 +166,18 @@ class WidthStep:
         if req.singleton.any():
             movable = movable & ~req.singleton
             movable[cond.cell] = True
-        hops, lps = self.hops, 0
+        lps = 0
+        if z.sum() > 1:
+            # first the suppressed cells alone (a small LP): the condition often holds
+            # already, and then nothing is added
+            hidden = z & movable
+            hidden[cond.cell] = True
+            cells, _ = self._neighbourhood(cond.cell, self.hops, hidden)
+            y = self._solve(cond, cells, z, deadline) if len(cells) > 1 else None
+            lps += len(cells) > 1
+            if y is not None or _past(deadline):
+                return ((cells, y) if y is not None else None), lps
+        hops = self.hops
         while True:
             cells, whole = self._neighbourhood(cond.cell, hops, movable)
             y = self._solve(cond, cells, z, deadline)

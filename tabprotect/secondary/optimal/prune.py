@@ -232,7 +232,7 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     ``max +-y_s`` over the suppressed cells are solved once; their optimal ``y`` are the
     witnesses.  Publishing a cell ``i`` that a witness leaves at 0 keeps that witness
     feasible, so its optimum cannot drop: only conditions whose witness moves ``i`` are
-    re-solved (with ``y_i = 0``).  Cells no witness moves are dropped together first.
+    re-solved (with ``y_i = 0``); a cell no witness moves goes without any LP.
     ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`).
     """
     req = oracle.req
@@ -258,13 +258,10 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     if not all(wit.met(p, *moves[g]) for g, (p, _) in enumerate(groups)):
         return None
     out = pattern.copy()
-    removable = ~fixed[sup] & ~is_prim[sup]
-    # cells no witness moves: all published again at once
-    idle = removable & ~uses.any(axis=0)
-    out[sup[idle]] = False
-    if idle.any():
-        wit.publish(np.flatnonzero(idle))
-    order = np.flatnonzero(removable & ~idle)
+    # dearest first; a cell no witness moves goes at no cost in its turn (not all such
+    # cells at once up front: with sparse witnesses that would publish cheap cells
+    # before the dear ones and leave a dearer pattern)
+    order = np.flatnonzero(~fixed[sup] & ~is_prim[sup])
     order = order[removal_order(cost[sup[order]],
                                 None if hint is None else hint[sup[order]])]
     for k in order:
