@@ -1,12 +1,13 @@
 """protect()'s audit-and-repair with and without the MILP repair, same tree, same run.
 
-Per case: ``protect(table, method, time_limit=T)`` twice, each in its own process, back
-to back: ``lp`` with ``ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))``
+Per case: the method's pattern (no time limit, so the same in every variant), then
+protect()'s audit-and-repair loop (``AuditRepair``, as protect() runs it) on that pattern
+within ``--time-limit`` seconds, twice, each in its own process, back to back: ``lp`` with ``ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))``
 (the LP repair alone: whole-table attacker LPs on small tables, leaf cubes and local
 deviation LPs on large ones) and ``milp`` with the defaults (the MILP repair first, the
 LP repair for what it leaves).  Columns: the method's cells and cost (the pattern
 before repair, the same in both), the cells and cost the repair added, the final
-verdict and short primaries, and seconds.  ``--code`` runs another checkout (e.g. a
+verdict and short primaries, and the loop's seconds (audits and repair).  ``--code`` runs another checkout (e.g. a
 baseline worktree) as a third variant ``base`` with its own defaults.
 
 Cases: ``counts:GxL[:s]`` is ``synthetic.count_table([(G, L)] * 3, seed=1)`` with gauss
@@ -31,11 +32,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def child(args) -> None:
+    """One variant, one case: the method's pattern (no time limit: the same in every
+    variant), then protect()'s audit-and-repair loop on it within ``--time-limit``."""
     sys.path.insert(0, str(Path(args.code).resolve()))
     sys.path.insert(1, str(ROOT))
     import numpy as np
-    from tabprotect.secondary import ProtectSettings, protect
-    settings = None
+    from tabprotect.budget import Budget
+    from tabprotect.secondary import ProtectSettings
+    import importlib
+    protect_module = importlib.import_module("tabprotect.secondary.protect")
+    from tabprotect.secondary.audit_repair import AuditRepair, StageClock
+    from tabprotect.secondary.base import METHODS, cost_vector
+    from tabprotect.secondary.candidates import candidate_cells
+    from tabprotect.secondary.repair import Requirements
+    settings = ProtectSettings()
     if args.variant == "lp":
         from tabprotect.secondary.milp_repair import MilpRepairSettings
         settings = ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))
@@ -50,30 +60,42 @@ def child(args) -> None:
         from benchmarks.castro import load_castro
         t = load_castro(name)
         method = args.method
+    cost = cost_vector(t, "value")
     t0 = time.perf_counter()
-    res = protect(t, method=method, cost="value", singleton=singleton,
-                  time_limit=args.time_limit, settings=settings)
+    status = np.asarray(METHODS[method](t, cost.copy(), singleton=singleton).status)
+    method_s = time.perf_counter() - t0
+    large = t.n_cells >= settings.large_table
+    mode = "verdict" if large else protect_module._auto_mode(
+        t, status, settings, [], singleton, 0)
+    stages: dict = {}
+    notes: list = []
+    t0 = time.perf_counter()
+    loop = AuditRepair(t, cost, status, req=Requirements.from_table(t, singleton=singleton),
+                       cand=candidate_cells(t), settings=settings,
+                       budget=Budget(args.time_limit), singleton=singleton, mode=mode,
+                       large=large, repair=True, workers=1, progress=None, notes=notes,
+                       stage=StageClock(stages))
+    loop.pre_audit(method, t)
+    res = loop.run()
     seconds = time.perf_counter() - t0
-    rep = np.asarray(res.repaired, dtype=np.int64)
-    cost = np.where(np.isfinite(t.value), np.abs(t.value), 0.0)
-    final = res.status == "M"
-    before = final.copy()
-    before[rep] = False
+    rep = np.concatenate(loop.repaired) if loop.repaired else np.zeros(0, np.int64)
+    before = status == "M"
     print(json.dumps({
         "case": args.case, "variant": args.variant, "cells": t.n_cells, "method": method,
-        "primaries": int((t.status == "U").sum()),
+        "primaries": int((t.status == "U").sum()), "method_s": round(method_s, 1),
         "method_cells": int(before.sum()), "method_cost": float(cost[before].sum()),
         "added": int(len(rep)), "added_cost": float(cost[rep].sum()),
-        "passed": bool(res.passed), "short": int(len(res.audit.shortfalls)),
-        "seconds": round(seconds, 1),
-        "stages": {k: round(v, 1) for k, v in res.stage_seconds.items()}}))
+        "passed": bool(res.passed), "short": int(len(res.shortfalls)),
+        "seconds": round(seconds, 1), "audit_mode": mode,
+        "stages": {k: round(v, 1) for k, v in stages.items()}, "notes": notes}))
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cases", nargs="+")
     ap.add_argument("--method", default="gauss", help="method on the Castro tables")
-    ap.add_argument("--time-limit", type=float, default=None)
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds for the audit-and-repair loop (default: none)")
     ap.add_argument("--code", action="append", default=[],
                     help="NAME=PATH: another checkout, run with its defaults")
     ap.add_argument("--timeout", type=float, default=3600.0)
@@ -109,7 +131,7 @@ def main(argv=None) -> None:
 
 def markdown(rows, args, argv) -> str:
     head = ("| case | variant | cells | method cells | method cost | repair added | "
-            "added cost | final cost | passed | short | s |\n|" + "---|" * 11 + "\n")
+            "added cost | final cost | passed | short | loop s |\n|" + "---|" * 11 + "\n")
     lines = []
     for r in rows:
         if "error" in r:

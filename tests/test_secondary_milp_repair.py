@@ -8,9 +8,13 @@ import pytest
 
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
+from tabprotect.budget import Budget
+from tabprotect.secondary.audit_repair import AuditRepair, StageClock
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.greedy import greedy
+from tabprotect.secondary.protect_settings import ProtectSettings
 from tabprotect.secondary.milp_repair import MilpRepair, MilpRepairSettings
 from tabprotect.secondary.repair import Requirements
 
@@ -164,3 +168,24 @@ def test_quick_answers_are_safe(singleton):
     new = st.copy()
     new[out.added] = "M"
     assert len(_short(t, new, singleton)) == 0
+
+
+@pytest.mark.slow
+def test_repair_loop_on_a_count_table_passes_the_integer_oracle():
+    # protect()'s loop on gauss's pattern with half its secondaries taken away:
+    # continuous witnesses first, integral ones for what the integer audit still finds
+    # short; the final pattern must hold against the integer intruder
+    t = synthetic.count_table([(1, 4)] * 3, seed=3)
+    cost = cost_vector(t, "value")
+    st = np.asarray(gauss(t, cost).status)
+    sec = np.flatnonzero(st == "M")
+    st[np.random.default_rng(0).choice(sec, len(sec) // 2, replace=False)] = "S"
+    notes: list[str] = []
+    loop = AuditRepair(t, cost, st, req=Requirements.from_table(t, singleton=False),
+                       cand=candidate_cells(t), settings=ProtectSettings(),
+                       budget=Budget(120), singleton=False, mode="intervals", large=False,
+                       repair=True, workers=1, progress=None, notes=notes,
+                       stage=StageClock({}))
+    res = loop.run()
+    assert res.passed and any("MILP" in n for n in notes)
+    assert lp_oracle.protected(loop.protected_table, integer=True).all()

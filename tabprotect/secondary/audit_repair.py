@@ -86,7 +86,8 @@ class AuditRepair:
         self.repaired: list[np.ndarray] = []
         self.moves = MoveStack()
         self.rounds = 0
-        self.witnessed = np.zeros(0, np.int64)  # primaries given witnesses at no cost
+        self.milp_tried = np.zeros(0, np.int64)     # primaries the MILP repair took
+        self.integer_tried = np.zeros(0, np.int64)  # ... with integral witnesses
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
 
@@ -116,7 +117,14 @@ class AuditRepair:
                 self.notes.append("re-audits after repair in verdict mode (time limit): "
                                   "the final audit gives bounds, not intervals")
                 self._verdict_noted = True
-        return audit(self.protected_table, singleton=self.singleton, time_limit=self.left(),
+        limit = self.left()
+        if previous is None and self.repair and limit is not None and \
+                self.settings.milp_repair.enabled:
+            # the first audit leaves time for the repair and a re-audit: what it does
+            # not decide in time the repair's witnesses settle
+            limit = max(self.settings.audit_floor_seconds,
+                        self.settings.first_audit_share * limit)
+        return audit(self.protected_table, singleton=self.singleton, time_limit=limit,
                      mode=mode, workers=self.workers,
                      previous=previous if mode != "intervals" else None,
                      moves=self.moves.matrix(), coalition=self.coalition or None,
@@ -223,7 +231,7 @@ class AuditRepair:
             if self.budget.expired():
                 self.notes.append("time limit reached: repair stopped")
                 break
-            if not result.complete and len(result.shortfalls) == 0:
+            if not result.complete and len(self._targets(result)) == 0:
                 self.notes.append("the audit did not finish within its time limit")
                 break
             self.rounds += 1
@@ -249,42 +257,70 @@ class AuditRepair:
             self.stage("final audit")
         return result
 
+    def _targets(self, result: AuditResult) -> np.ndarray:
+        """The primaries a repair round takes: the audit's shortfalls, and with the
+        MILP repair also the primaries the audit did not decide in time (their free
+        witnesses, one LP each on a small region, settle most without a cell)."""
+        short = np.asarray(result.shortfalls, dtype=np.int64)
+        if result.incomplete is None or not self.settings.milp_repair.enabled:
+            return short
+        open_ = np.flatnonzero(result.incomplete & (self.table.status == "U"))
+        return np.union1d(short, open_)
+
     def _milp_round(self, result: AuditResult) -> tuple[np.ndarray, bool]:
         """The MILP repair (:mod:`~tabprotect.secondary.milp_repair`) of the round's
         shortfalls, within its share of the budget: the cheapest cells that give each
         short primary witnesses on its neighbourhood.  Its cells are suppressed and its
-        witnesses handed to the audit as moves.  Returns the primaries left for the LP
-        repair (no witness in reach, out of time, or short again after a round in which
-        the MILP found witnesses without adding a cell: there the audit and the
-        witnesses disagree, and the LP repair decides), and whether the MILP found
-        witnesses that added no cell (the next audit takes them as moves)."""
-        short = np.asarray(result.shortfalls, dtype=np.int64)
+        witnesses handed to the audit as moves.
+
+        Witnesses are continuous at first, also on integer tables (whose integer
+        intervals mostly reach as far: integral witnesses cost several times the
+        cells); a primary short again after that gets integral witnesses.  On other
+        tables a primary short again goes to the LP repair (the audit and the witnesses
+        disagree).  Returns the primaries left for the LP repair (also those with no
+        witness in reach or out of time), and whether the MILP found witnesses that
+        added no cell (the next audit takes them as moves)."""
         s = self.settings.milp_repair
-        if not s.enabled or len(short) == 0:
-            return short, False
-        again = np.isin(short, self.witnessed)
-        rest, short = short[again], short[~again]
-        if len(short) == 0:
-            return rest, False
+        if not s.enabled:
+            return np.asarray(result.shortfalls, dtype=np.int64), False
+        short = self._targets(result)
+        if len(short) == 0 or len(short) > s.max_primaries:
+            return np.asarray(result.shortfalls, dtype=np.int64), False
+        again = np.isin(short, self.milp_tried)
+        if result.integer:
+            rest = short[again & np.isin(short, self.integer_tried)]
+            runs = [(False, short[~again]),
+                    (True, short[again & ~np.isin(short, self.integer_tried)])]
+        else:
+            rest, runs = short[again], [(False, short[~again])]
         left = self.budget.remaining()
         seconds = s.round_seconds if left is None else min(s.round_seconds,
                                                            s.round_share * left)
-        rep = MilpRepair(self.protected_table, self.cost, self.cand, self.req,
-                         integer=result.integer, settings=s)
         now = time.perf_counter()
-        out = rep.run(self.status, short, deadline=now + seconds,
-                      quick_after=None if left is None else now + s.milp_share * seconds)
-        added = np.asarray(out.added, dtype=np.int64)
-        if len(added):
-            self._suppress(added)
-        self.moves.append(_move_matrix(out.moves, self.table.n_cells))
-        self.witnessed = np.union1d(self.witnessed, out.free)
-        self.notes.append(f"repair round {self.rounds}: {out.milps} MILP(s) settled "
-                          f"{len(short) - len(out.unresolved)} of {len(short)} short "
-                          f"primaries with {len(added)} cell(s)")
+        deadline = now + seconds
+        quick_after = None if left is None else now + s.milp_share * seconds
+        free = False
+        for integer, cells in runs:
+            if len(cells) == 0:
+                continue
+            rep = MilpRepair(self.protected_table, self.cost, self.cand, self.req,
+                             integer=integer, settings=s)
+            out = rep.run(self.status, cells, deadline=deadline, quick_after=quick_after)
+            added = np.asarray(out.added, dtype=np.int64)
+            if len(added):
+                self._suppress(added)
+            self.moves.append(_move_matrix(out.moves, self.table.n_cells))
+            self.milp_tried = np.union1d(self.milp_tried, cells)
+            if integer:
+                self.integer_tried = np.union1d(self.integer_tried, cells)
+            free = free or len(out.free) > 0
+            self.notes.append(f"repair round {self.rounds}: {out.milps} MILP(s) "
+                              f"({'integral' if integer else 'continuous'} witnesses) "
+                              f"settled {len(cells) - len(out.unresolved)} of {len(cells)} "
+                              f"short primaries with {len(added)} cell(s)")
+            rest = np.concatenate([rest, np.asarray(out.unresolved, dtype=np.int64)])
         self.stage(f"repair {self.rounds} MILPs")
-        rest = np.concatenate([rest, np.asarray(out.unresolved, dtype=np.int64)])
-        return rest, len(out.free) > 0
+        return rest, free
 
     def _local_round(self, result: AuditResult, suppressed: np.ndarray,
                      short: np.ndarray) -> np.ndarray:

@@ -15,8 +15,10 @@ two.  A feasible ``y`` is a table ``x + y`` the intruder cannot rule out once th
 with ``z_i = 1`` are suppressed, so the pattern the MILP returns protects ``s`` on the
 whole table whatever the region (a witness, not a bound): the repair is safe by
 construction and the cost is the fewest/cheapest cells that give such witnesses.
-On integer tables (frequency tables, where the audit reasons in integers) ``y`` is
-integer, so the witness is an integer table too.
+With ``integer=True`` (frequency tables, where the audit reasons in integers) ``y`` is
+integer, so the witness is an integer table too; protect() asks for that only for a
+primary that continuous witnesses left short (they mostly suffice, at a fraction of the
+cells).
 
 A single-contributor attacker ``j`` knows ``x_j``: a witness with ``y_j = 0`` serves it
 as well.  The MILP starts with the outside intruder's witnesses; for every
@@ -49,6 +51,10 @@ class MilpRepairSettings:
 
     #: protect()'s repair rounds start with the MILP repair (False: the LP repair only)
     enabled: bool = True
+    #: a round takes the MILP repair while it has at most this many primaries to repair
+    #: (more: the LP repair, whose leaf cubes and single LPs cost a fraction of the time
+    #: per primary, at more cells)
+    max_primaries: int = 1_000
     #: seconds of a round's MILP repair when the call has no time limit (the
     #: primaries it does not reach go to the LP repair)
     round_seconds: float = 300.0

@@ -51,6 +51,10 @@ class ProtectSettings:
     #: the least time limit an audit gets once the budget is spent: the overrun the
     #: call allows (an audit stopped by its limit fails)
     audit_floor_seconds: float = 0.25
+    #: share of what is left for the first audit when the call repairs (with the MILP
+    #: repair): the primaries it does not decide in time go to the repair, whose
+    #: witnesses the re-audit takes as moves
+    first_audit_share: float = 0.5
 
     # ---- passes before the first audit (large tables)
     #: "auto": interval-blind methods (gauss) on large product tables get cubes before
@@ -87,7 +91,8 @@ class ProtectSettings:
     audit: AuditSettings | None = None
 
     def __post_init__(self):
-        for name in ("feasibility_share", "method_share", "method_share_large"):
+        for name in ("feasibility_share", "method_share", "method_share_large",
+                     "first_audit_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"ProtectSettings.{name} must lie between 0 and 1")
         if self.pre_repair not in ("auto", "off"):
@@ -100,7 +105,7 @@ _ALWAYS = ("large_table", "audit_floor_seconds", "audit")
 _SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
                "feasibility_check_max_work",
                "feasibility_singleton_max_work")
-_REPAIR = ("max_repair_rounds",)
+_REPAIR = ("max_repair_rounds", "first_audit_share")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
                  "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes")
 _REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
