@@ -143,7 +143,8 @@ class MilpRepair:
             quick_after: float | None = None,
             kinds: dict[int, tuple[str, ...]] | None = None) -> MilpRepairOutcome:
         """Repair ``primaries`` from ``status`` one by one (suppressions made for one are
-        free for the next).  From ``quick_after`` on (a ``time.perf_counter()`` value)
+        free for the next).  From ``quick_after`` on (a ``time.perf_counter()`` value),
+        and whenever the pace so far would leave primaries unreached by ``deadline``,
         each primary gets the quick answer instead of its MILPs: the LP relaxation's
         witnesses with every candidate they move suppressed (one LP; safe, dearer).
         ``kinds`` (per primary: some of ``"up"``, ``"down"``, ``"width"``) limits the
@@ -151,14 +152,19 @@ class MilpRepair:
         t0 = time.perf_counter()
         out = MilpRepairOutcome()
         suppressed = np.isin(np.asarray(status), ("U", "M"))
-        for s in self.order(primaries):
+        order = self.order(primaries)
+        for done, s in enumerate(order):
             s = int(s)
             now = time.perf_counter()
             if deadline is not None and now > deadline:
                 out.unresolved.append(s)
                 continue
             want = None if kinds is None else kinds.get(s)
-            quick = quick_after is not None and now > quick_after
+            # quick answers once the MILPs' pace would leave primaries unreached
+            pace = (now - t0) / done if done else 0.0
+            late = deadline is not None and done >= 3 and \
+                now + pace * (len(order) - done) > deadline
+            quick = late or (quick_after is not None and now > quick_after)
             found = self._primary(s, suppressed, want, deadline, out, quick)
             if found is None:
                 out.unresolved.append(s)
