@@ -53,11 +53,34 @@ def count_table(side: int, seed: int = 0, mean: float = 4.0) -> Table:
                              kind="frequency", name=f"count {side}^3")
 
 
-def run(side: int, method: str, singleton: bool, intervals_max: int,
+def peer_table(name: str, data: Path) -> Table:
+    """A count table of ``benchmarks/bench_peers.py`` (``cnt-2d``, ``cnt-3d``, ...) with
+    GaussSuppression's problem: primaries the counts 1-2, upper level 1, sliding level 2."""
+    import tempfile
+    import pandas as pd
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_peers
+    case = next(c for c in bench_peers.CASES if c.name == name)
+    work = Path(tempfile.mkdtemp())
+    bench_peers.count_cells(case, data, work)
+    leaves = pd.read_csv(work / "leaves.csv", dtype=str)
+    hs = {d: Hierarchy.from_columns(leaves, [f"grp{k + 1}", d], total="Total")
+          for k, d in enumerate(case.dims)}
+    frame = leaves[list(case.dims) + ["freq"]].copy()
+    frame["freq"] = frame["freq"].astype(float)
+    t = Table.from_frame(frame, hs, value="freq", freq="freq", compute_totals=True,
+                         kind="frequency")
+    prim = (t.value > 0) & (t.value <= 2)
+    return t.replace(status=np.where(prim, "U", t.status), upl=np.where(prim, 1.0, 0.0),
+                     lpl=np.zeros(t.n_cells), spl=np.where(prim, 2.0, 0.0),
+                     name=name)
+
+
+def run(side: int | str, method: str, singleton: bool, intervals_max: int,
         time_limit: float, protect_modes=("auto",), audit_modes=("verdict", "screen",
                                                                  "intervals"),
-        integers=(False, True)) -> list[dict]:
-    t = count_table(side)
+        integers=(False, True), data: Path | None = None) -> list[dict]:
+    t = peer_table(side, data) if isinstance(side, str) else count_table(side)
     cost = cost_vector(t, "value")
     t0 = time.perf_counter()
     spec = METHODS[method]
@@ -98,7 +121,7 @@ def run(side: int, method: str, singleton: bool, intervals_max: int,
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sides", type=int, nargs="+", default=[10, 22])
+    ap.add_argument("--sides", type=int, nargs="*", default=[10, 22])
     ap.add_argument("--methods", nargs="+", default=["gauss", "modular"])
     ap.add_argument("--singleton", choices=["on", "off", "both"], default="both")
     ap.add_argument("--intervals-max", type=int, default=3000)
@@ -109,6 +132,11 @@ def main(argv=None) -> None:
                     choices=["verdict", "screen", "intervals"])
     ap.add_argument("--integer", choices=["on", "off", "both"], default="both",
                     help="the audits of the method's pattern: integer, LP or both")
+    ap.add_argument("--peer-cases", nargs="*", default=[],
+                    help="count tables of bench_peers.py (cnt-2d, cnt-3d) before the sides")
+    ap.add_argument("--data", type=Path,
+                    default=Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+                    / "peers", help="the peers' tables (for --peer-cases)")
     ap.add_argument("--code", default=None,
                     help="import tabprotect from this checkout (a before/after run)")
     ap.add_argument("--out", type=Path, default=None)
@@ -118,13 +146,13 @@ def main(argv=None) -> None:
             "repair added | cost method -> final |")
     lines = [head, "|" + "---|" * 10]
     notes = []
-    for side in args.sides:
+    for side in [*args.peer_cases, *args.sides]:
         for method in args.methods:
             for singleton in flags:
                 for r in run(side, method, singleton, args.intervals_max, args.time_limit,
                              args.protect_modes, args.audit_modes,
                              {"on": [True], "off": [False], "both": [False, True]}[
-                                 args.integer]):
+                                 args.integer], args.data):
                     line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
                             f"{r['what']} | {r['short']} | {r['complete']} | "
                             f"{r['seconds']} | {r['secondaries']} | {r['added']} | "

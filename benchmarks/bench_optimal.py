@@ -4,11 +4,13 @@ For every Castro table (../shared/benchmarks/castro) with cost = value and cost 
 (lower level = upper level): secondaries, cost, time, proven optimal or gap, audit
 verdict; then generated 2-D and 3-D hierarchical tables.  In the same run, the same Castro
 tables through pytauargus' optimal solver (FullJJ on a tau-Argus JJ file, HiGHS inside),
-each in a child process so that a crash of the native engine is reported, not fatal.
+each in a child process so that a crash of the native engine is reported, not fatal
+(``--peer-python``: a process of another Python that has pytauargus).
 
     python benchmarks/bench_optimal.py --time-limit 600                 # the full run
     python benchmarks/bench_optimal.py --tables TARGUS TABLE7 --time-limit 60
     python benchmarks/bench_optimal.py --generated-only --sizes 1000 5000
+    python benchmarks/bench_optimal.py --tables TARGUS TABLE8 --peer-python /opt/peers/bin/python
 
 Results are printed as a markdown table (and written with --out).
 """

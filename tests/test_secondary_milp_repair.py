@@ -189,3 +189,17 @@ def test_repair_loop_on_a_count_table_passes_the_integer_oracle():
     res = loop.run()
     assert res.passed and any("MILP" in n for n in notes)
     assert lp_oracle.protected(loop.protected_table, integer=True).all()
+
+
+def test_a_spent_milp_round_leaves_its_primaries_to_the_lp_repair():
+    # with no time for MILPs (and no time limit on the call) the round hands every
+    # short primary to the LP repair instead of giving it the dearer quick answer:
+    # the same pattern as the LP repair alone, judged protected by the oracle
+    t = synthetic.preset("3d-small", seed=9)
+    spent = MilpRepairSettings(relative_seconds=0.0, min_seconds=0.0)
+    runs = {name: protect(t, method="gauss", cost="value", singleton=True,
+                          settings=ProtectSettings(milp_repair=ms))
+            for name, ms in (("spent", spent), ("lp", MilpRepairSettings(enabled=False)))}
+    assert len(runs["spent"].repaired) > 0
+    assert (runs["spent"].table.status == runs["lp"].table.status).all()
+    assert lp_oracle.protected(runs["spent"].confidential_table, singleton=True).all()

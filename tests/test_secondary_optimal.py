@@ -23,7 +23,7 @@ from tabprotect.secondary.optimal import OptimalOptions, benders, optimal
 from tabprotect.secondary.optimal.cuts import cover_cuts, reduce_candidates, rounded_cut
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.oracle import DeadlineRepair, HybridOracle
-from tabprotect.secondary.optimal.prune import witness_prune
+from tabprotect.secondary.optimal.prune import prune, witness_prune
 from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
 from tabprotect.secondary.optimal.lp_phase import lp_phase
@@ -543,6 +543,23 @@ def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one, warm):
         less = out.copy()
         less[i] = False
         assert not audit(table, unpublished=less, singleton=True).passed, table.cell_name(i)
+
+
+@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True)])
+def test_witness_prune_takes_the_same_decisions_as_the_check_by_check_prune(seed, freq_one):
+    # both publish the suppressions dearest first and keep a removal exactly when every
+    # attacker condition stays met: sparse witnesses only save LPs, never change a decision
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    oracle = AttackerOracle(table, req)
+    full = fixed | candidate_cells(table)
+    plain = prune(oracle, full, fixed, cost, None, options=OptimalOptions(witness_prune=False))
+    out = witness_prune(oracle, full, fixed, cost, None)
+    assert out is not None
+    assert audit(table, unpublished=out, singleton=True).passed
+    assert (out == plain).all()
 
 
 # ---------------------------------------------------------------- branching, cut purge

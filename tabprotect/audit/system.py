@@ -72,16 +72,24 @@ class WitnessBank:
     def __init__(self, k: int, max_floats: int = 2_000_000):
         self.rows: list[np.ndarray] = []
         self.room = max_floats // max(1, k)
+        self._stacked = np.zeros((0, k))   # the rows as one matrix, grown on demand
 
     def keep(self, deviation: np.ndarray) -> None:
         if len(self.rows) < self.room and np.any(deviation):
             self.rows.append(deviation.copy())
 
+    def matrix(self) -> np.ndarray:
+        """The kept deviations, one per row (stacked once, not once per attacker)."""
+        done = self._stacked.shape[0]
+        if done < len(self.rows):
+            self._stacked = np.vstack([self._stacked, *self.rows[done:]])
+        return self._stacked
+
     def usable(self, value: np.ndarray, knowledge: "Knowledge") -> list[np.ndarray]:
         """The kept tables that satisfy ``knowledge`` (as full tables)."""
         if not self.rows:
             return []
-        D = np.vstack(self.rows)
+        D = self.matrix()
         idx = knowledge.index
         x = value[idx] + D[:, idx]
         tol = 1e-9 * np.maximum(1.0, np.abs(value[idx]))

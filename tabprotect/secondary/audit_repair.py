@@ -284,8 +284,8 @@ class AuditRepair:
         if not s.enabled:
             return np.asarray(result.shortfalls, dtype=np.int64), False
         short = self._targets(result)
-        if len(short) == 0:
-            return short, False
+        if len(short) == 0 or len(short) > s.max_primaries:
+            return np.asarray(result.shortfalls, dtype=np.int64), False
         again = np.isin(short, self.milp_tried)
         if result.integer:
             rest = short[again & np.isin(short, self.integer_tried)]
@@ -294,18 +294,24 @@ class AuditRepair:
         else:
             rest, runs = short[again], [(False, short[~again])]
         left = self.budget.remaining()
-        seconds = s.round_seconds if left is None else min(s.round_seconds,
-                                                           s.round_share * left)
+        seconds = min(s.round_seconds,
+                      max(s.min_seconds, s.relative_seconds * self.budget.elapsed()))
+        # a tight time limit: quick answers give every primary witnesses in time;
+        # otherwise the primaries the MILPs do not reach go to the (cheaper) LP repair
+        tight = left is not None and s.round_share * left < seconds
+        if tight:
+            seconds = s.round_share * left
         now = time.perf_counter()
         deadline = now + seconds
-        quick_after = None if left is None else now + s.milp_share * seconds
+        quick_after = now + s.milp_share * seconds if tight else None
         free = False
         for integer, cells in runs:
             if len(cells) == 0:
                 continue
             rep = MilpRepair(self.protected_table, self.cost, self.cand, self.req,
                              integer=integer, settings=s)
-            out = rep.run(self.status, cells, deadline=deadline, quick_after=quick_after)
+            out = rep.run(self.status, cells, deadline=deadline, quick_after=quick_after,
+                          quick_when_late=tight)
             added = np.asarray(out.added, dtype=np.int64)
             if len(added):
                 self._suppress(added)

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from tabprotect.audit import audit
+from tabprotect.audit import AuditSettings, audit
 from tabprotect.budget import Budget
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
@@ -95,7 +95,7 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
     everything = cand | table.suppressed
     res = audit(table, unpublished=everything, singleton=singleton, time_limit=time_limit,
                 mode="verdict", settings=None if settings is None else settings.audit,
-                moves=_cube_moves(table, everything))
+                moves=_cube_moves(table, everything, settings))
     if res.passed:
         return True
     # a cell not decided in time is not proven unprotectable: only complete shortfalls
@@ -120,13 +120,18 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
         f"empty cells and cells with lb == ub are never suppressed)")
 
 
-def _cube_moves(table: Table, everything: np.ndarray):
+def _cube_moves(table: Table, everything: np.ndarray,
+                settings: ProtectSettings | None = None):
     """The leaf cubes of a product count table with ``everything`` suppressed, as moves
-    for the audit (None for other tables).  An integer intruder takes integral tables
-    only, and the aggregate LPs' vertices move few primaries: without these integral
-    witnesses the check needs a local LP per primary (a 13^3 count table: about 500 LPs,
-    where the cubes certify every primary)."""
-    if table.kind != "frequency" or not table.dimensions:
+    for the audit (None for other tables, and below ``AuditSettings.local_min_vars``
+    suppressed cells, where the audit's own LPs are quicker than the cube search).  An
+    integer intruder takes integral tables only, and the aggregate LPs' vertices move
+    few primaries: without these integral witnesses the check of a large component needs
+    a local LP per primary (a 13^3 count table: about 500 LPs, where the cubes certify
+    every primary)."""
+    audit_settings = (settings.audit if settings is not None else None) or AuditSettings()
+    if (table.kind != "frequency" or not table.dimensions
+            or everything.sum() < audit_settings.local_min_vars):
         return None
     pattern = table.replace(status=np.where(everything & (table.status != "U"), "M",
                                             table.status))

@@ -51,9 +51,18 @@ class MilpRepairSettings:
 
     #: protect()'s repair rounds start with the MILP repair (False: the LP repair only)
     enabled: bool = True
-    #: seconds of a round's MILP repair when the call has no time limit (the
-    #: primaries it does not reach go to the LP repair)
+    #: a round takes the MILP repair while it has at most this many primaries to repair
+    #: (more: the LP repair, whose leaf cubes and single LPs cost a fraction of the time
+    #: per primary, at more cells)
+    max_primaries: int = 1_000
+    #: seconds of a round's MILP repair at most (the primaries it does not reach go to
+    #: the LP repair)
     round_seconds: float = 300.0
+    #: ... and at most this many times the call's time so far, at least min_seconds: a
+    #: repair should not dwarf the method it repairs (on an everyday table the MILPs
+    #: of every short primary cost ten times the rest of the call for a few per cent)
+    relative_seconds: float = 2.0
+    min_seconds: float = 1.0
     #: ... and its share of what is left of the budget when it has one
     round_share: float = 0.5
     #: ... of which this part goes to MILPs: the primaries left then get the quick
@@ -136,25 +145,33 @@ class MilpRepair:
         return cells[np.lexsort((cells, -need))]
 
     def run(self, status: np.ndarray, primaries, *, deadline: float | None = None,
-            quick_after: float | None = None,
+            quick_after: float | None = None, quick_when_late: bool = True,
             kinds: dict[int, tuple[str, ...]] | None = None) -> MilpRepairOutcome:
         """Repair ``primaries`` from ``status`` one by one (suppressions made for one are
-        free for the next).  From ``quick_after`` on (a ``time.perf_counter()`` value)
-        each primary gets the quick answer instead of its MILPs: the LP relaxation's
-        witnesses with every candidate they move suppressed (one LP; safe, dearer).
+        free for the next).  From ``quick_after`` on (a ``time.perf_counter()`` value),
+        and (with ``quick_when_late``) whenever the pace so far would leave primaries
+        unreached by ``deadline``, each primary gets the quick answer instead of its
+        MILPs: the LP relaxation's witnesses with every candidate they move suppressed
+        (one LP; safe, dearer).  Without it, the primaries not reached by ``deadline``
+        are returned unresolved (the caller's LP repair takes them).
         ``kinds`` (per primary: some of ``"up"``, ``"down"``, ``"width"``) limits the
         conditions asked; default all of the primary's."""
         t0 = time.perf_counter()
         out = MilpRepairOutcome()
         suppressed = np.isin(np.asarray(status), ("U", "M"))
-        for s in self.order(primaries):
+        order = self.order(primaries)
+        for done, s in enumerate(order):
             s = int(s)
             now = time.perf_counter()
             if deadline is not None and now > deadline:
                 out.unresolved.append(s)
                 continue
             want = None if kinds is None else kinds.get(s)
-            quick = quick_after is not None and now > quick_after
+            # quick answers once the MILPs' pace would leave primaries unreached
+            pace = (now - t0) / done if done else 0.0
+            late = quick_when_late and deadline is not None and done >= 3 and \
+                now + pace * (len(order) - done) > deadline
+            quick = late or (quick_after is not None and now > quick_after)
             found = self._primary(s, suppressed, want, deadline, out, quick)
             if found is None:
                 out.unresolved.append(s)
