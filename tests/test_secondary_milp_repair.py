@@ -149,10 +149,11 @@ def test_integer_witnesses_on_a_count_table():
 
 def test_protect_uses_the_milp_repair_and_passes_the_oracle():
     t = synthetic.preset("3d-small", seed=9)
-    res = protect(t, method="gauss", cost="value", singleton=True)
+    res = protect(t, method="gauss", cost="value", singleton=True,
+                  settings=ProtectSettings(milp_repair=MilpRepairSettings(enabled=True)))
     assert res.passed
     assert lp_oracle.protected(res.confidential_table, singleton=True).all()
-    assert "milp_repair" in res.params["settings"]
+    assert res.params["settings"]["milp_repair"]["enabled"] is True
 
 
 @pytest.mark.parametrize("singleton", [False, True])
@@ -182,7 +183,8 @@ def test_repair_loop_on_a_count_table_passes_the_integer_oracle():
     st[np.random.default_rng(0).choice(sec, len(sec) // 2, replace=False)] = "S"
     notes: list[str] = []
     loop = AuditRepair(t, cost, st, req=Requirements.from_table(t, singleton=False),
-                       cand=candidate_cells(t), settings=ProtectSettings(),
+                       cand=candidate_cells(t), settings=ProtectSettings(
+                           milp_repair=MilpRepairSettings(enabled=True)),
                        budget=Budget(120), singleton=False, mode="intervals", large=False,
                        repair=True, workers=1, progress=None, notes=notes,
                        stage=StageClock({}))
@@ -196,7 +198,7 @@ def test_a_spent_milp_round_leaves_its_primaries_to_the_lp_repair():
     # short primary to the LP repair instead of giving it the dearer quick answer:
     # the same pattern as the LP repair alone, judged protected by the oracle
     t = synthetic.preset("3d-small", seed=9)
-    spent = MilpRepairSettings(relative_seconds=0.0, min_seconds=0.0)
+    spent = MilpRepairSettings(enabled=True, relative_seconds=0.0, min_seconds=0.0)
     runs = {name: protect(t, method="gauss", cost="value", singleton=True,
                           settings=ProtectSettings(milp_repair=ms))
             for name, ms in (("spent", spent), ("lp", MilpRepairSettings(enabled=False)))}
