@@ -173,13 +173,15 @@ def test_least_movement_flows_are_the_lp_optimum(seed):
         assert np.isclose(np.abs(full).sum(), lp.fun, rtol=1e-7)   # of least movement
 
 
-@pytest.mark.parametrize("seed", [3])
-def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(seed):
+@pytest.mark.parametrize("flows", [False, True])
+def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(flows):
+    # proof levels from LPs (the default) or from least-movement flows
     from tabprotect.secondary import protect
-    from tabprotect.secondary.modular import modular
-    t = synthetic.generate([(2, 3), (3, 2)], seed=seed)     # 2-D, two levels each
+    from tabprotect.secondary.modular import ModularOptions, modular
+    t = synthetic.generate([(2, 3), (3, 2)], seed=3)     # 2-D, two levels each
     c = cost_vector(t, "value")
-    out = modular(t, c, singleton=False)
-    assert out.details["solves"] > 0
-    res = protect(t, method="modular", cost="value", singleton=False)
+    out = modular(t, c, singleton=False, proof_by_flows=flows)
+    assert out.details["solves"] > 0 and out.details["proof_levels"] > 0
+    res = protect(t, method="modular", cost="value", singleton=False,
+                  options=ModularOptions(proof_by_flows=flows))
     assert protected(res.confidential_table, singleton=False).all()

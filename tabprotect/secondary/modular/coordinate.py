@@ -139,6 +139,7 @@ class Coordinator:
                    limit, plan.deadline, self.singleton, plan.fast_after,
                    proof=opts.carried_level == "proof",
                    proof_max_work=opts.proof_level_max_work,
+                   proof_by_flows=opts.proof_by_flows,
                    min_seconds=opts.min_subtable_seconds)
 
     def apply(self, res: JobResult, stats: ModularStats) -> None:

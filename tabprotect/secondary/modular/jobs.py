@@ -36,6 +36,8 @@ class Job:
     proof: bool = False
     #: ... while its suppressed cells x cells stay within this (ModularOptions)
     proof_max_work: int = 2_000
+    #: ... from least-movement flows on network sub-tables (ModularOptions.proof_by_flows)
+    proof_by_flows: bool = False
     #: the least time a solve gets (ModularOptions.min_subtable_seconds)
     min_seconds: float = 0.5
 
@@ -89,7 +91,8 @@ class _Run:
         n_hidden = int(np.isin(job.loose.status, ("U", "M")).sum())
         if job.proof and n_hidden * len(status) <= job.proof_max_work:
             # the loose sub-table: its ranges do not depend on which margins were open
-            levels = proof_levels(job.loose, np.isin(status, ("U", "M")), job.singleton)
+            levels = proof_levels(job.loose, np.isin(status, ("U", "M")), job.singleton,
+                                  flows=job.proof_by_flows)
         return self.done(status=status, levels=levels, fast=self.fast, **kw)
 
 

@@ -12,15 +12,16 @@ from tabprotect.secondary.modular.network import Network, min_cost_flow
 from tabprotect.secondary.repair import Requirements
 
 
-def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
-                 ) -> tuple[np.ndarray, np.ndarray] | None:
+def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False, *,
+                 flows: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """How far each hidden cell of a solved sub-table must be able to move up and down.
 
     For every primary of the sub-table (status ``U``: its own and the carried ones) and
     every direction it must move, one LP finds the smallest deviation (least total
     movement, L1) with ``A y = 0`` within the hidden cells' ranges that moves the primary
-    by its requirement: the attacker's move that proves the requirement (on a network
-    sub-table a minimum-cost flow, :func:`~.network.min_cost_flow`, else an LP).  A hidden cell's
+    by its requirement: the attacker's move that proves the requirement (with ``flows``
+    on a network sub-table a minimum-cost flow, :func:`~.network.min_cost_flow`, else
+    an LP).  A hidden cell's
     level up (down) is the largest upward (downward) step it takes in any of these
     proofs.  A carried secondary given these levels in the other sub-tables holding it
     lets every proof of this sub-table extend to the whole table, and it asks no more
@@ -44,7 +45,7 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False
     """
     req = Requirements.from_table(sub, singleton=singleton)
     hidden = np.asarray(hidden, bool)
-    net = Network.of(sub.relations)
+    net = Network.of(sub.relations) if flows else None
     if net is not None:
         return _network_levels(net, req, hidden)
     cells = np.flatnonzero(hidden)
