@@ -56,24 +56,10 @@ def count_table(side: int, seed: int = 0, mean: float = 4.0) -> Table:
 def peer_table(name: str, data: Path) -> Table:
     """A count table of ``benchmarks/bench_peers.py`` (``cnt-2d``, ``cnt-3d``, ...) with
     GaussSuppression's problem: primaries the counts 1-2, upper level 1, sliding level 2."""
-    import tempfile
-    import pandas as pd
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_peers
     case = next(c for c in bench_peers.CASES if c.name == name)
-    work = Path(tempfile.mkdtemp())
-    bench_peers.count_cells(case, data, work)
-    leaves = pd.read_csv(work / "leaves.csv", dtype=str)
-    hs = {d: Hierarchy.from_columns(leaves, [f"grp{k + 1}", d], total="Total")
-          for k, d in enumerate(case.dims)}
-    frame = leaves[list(case.dims) + ["freq"]].copy()
-    frame["freq"] = frame["freq"].astype(float)
-    t = Table.from_frame(frame, hs, value="freq", freq="freq", compute_totals=True,
-                         kind="frequency")
-    prim = (t.value > 0) & (t.value <= 2)
-    return t.replace(status=np.where(prim, "U", t.status), upl=np.where(prim, 1.0, 0.0),
-                     lpl=np.zeros(t.n_cells), spl=np.where(prim, 2.0, 0.0),
-                     name=name)
+    return bench_peers.count_table(case, data).replace(name=name)
 
 
 def run(side: int | str, method: str, singleton: bool, intervals_max: int,

@@ -140,28 +140,32 @@ def count_leaves(case: Case, data: Path):
     return frame
 
 
-def count_cells(case: Case, data: Path, work: Path) -> Path:
-    """All cells of a count table (totals included) with GaussSuppression's problem: a
+def count_table(case: Case, data: Path, leaves=None):
+    """The count table of ``case`` (totals included) with GaussSuppression's problem: a
     primary is a count 1-2 (totals too; zeros published), protected when an intruder's
     upper bound reaches count + 1 and the interval is at least 2 wide (UPL 1, SPL 2)."""
     import numpy as np
-    import pandas as pd
     from tabprotect.model import Hierarchy, Table
-    leaves = count_leaves(case, data)
-    leaves.to_csv(work / "leaves.csv", index=False)
+    leaves = count_leaves(case, data) if leaves is None else leaves
     hs = {d: Hierarchy.from_columns(leaves, [f"grp{k + 1}", d], total="Total")
           for k, d in enumerate(case.dims)}
     frame = leaves[list(case.dims) + ["freq"]].copy()
     frame["freq"] = frame["freq"].astype(float)
-    table = Table.from_frame(frame, hs, value="freq", freq="freq", compute_totals=True,
-                             kind="frequency")
-    out = table.to_frame(("freq",))
-    f = out["freq"].to_numpy()
-    primary = (f > 0) & (f <= 2)
-    out["status"] = np.where(primary, "U", "")
-    out["upl"] = np.where(primary, 1.0, 0.0)
-    out["lpl"] = 0.0
-    out["spl"] = np.where(primary, 2.0, 0.0)
+    t = Table.from_frame(frame, hs, value="freq", freq="freq", compute_totals=True,
+                         kind="frequency")
+    primary = (t.freq > 0) & (t.freq <= 2)
+    return t.replace(status=np.where(primary, "U", t.status), upl=np.where(primary, 1.0, 0.0),
+                     lpl=np.zeros(t.n_cells), spl=np.where(primary, 2.0, 0.0))
+
+
+def count_cells(case: Case, data: Path, work: Path) -> Path:
+    """:func:`count_table` as the job's cells file (and its leaves as ``leaves.csv``)."""
+    import numpy as np
+    leaves = count_leaves(case, data)
+    leaves.to_csv(work / "leaves.csv", index=False)
+    table = count_table(case, data, leaves)
+    out = table.to_frame(("freq", "upl", "lpl", "spl"))
+    out["status"] = np.where(table.status == "U", "U", "")
     path = work / "cells.csv"
     out.to_csv(path, index=False)
     return path

@@ -24,22 +24,11 @@ def child(code: str, case_name: str, data: Path, methods: list[str]) -> None:
     """(child process) The warm calls with ``code`` on the path; one JSON line each."""
     sys.path.insert(0, code)
     sys.path.insert(0, str(HERE))
-    import numpy as np
     import bench_peers as bp
-    from tabprotect.model import Hierarchy, Table
     from tabprotect.model.synthetic import preset
     from tabprotect.secondary import protect
     case = next(c for c in bp.CASES if c.name == case_name)
-    leaves = bp.count_leaves(case, data)
-    hs = {d: Hierarchy.from_columns(leaves, [f"grp{k + 1}", d], total="Total")
-          for k, d in enumerate(case.dims)}
-    frame = leaves[list(case.dims) + ["freq"]].copy()
-    frame["freq"] = frame["freq"].astype(float)
-    t = Table.from_frame(frame, hs, value="freq", freq="freq", compute_totals=True,
-                         kind="frequency")
-    primary = (t.freq > 0) & (t.freq <= 2)
-    t = t.replace(status=np.where(primary, "U", t.status), upl=np.where(primary, 1.0, 0.0),
-                  lpl=np.zeros(t.n_cells), spl=np.where(primary, 2.0, 0.0))
+    t = bp.count_table(case, data)
     small = preset("2d-small", seed=1)
     for method in methods:
         protect(small, method=method, singleton=False, time_limit=60)
