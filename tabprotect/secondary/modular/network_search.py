@@ -18,7 +18,8 @@ cut rows -- the sliding width, and the single-contributor attackers (the same cu
 without the attacker's own cell) -- are checked by maximum flows where the rows hold,
 and a violated one either adds its cut rows or is branched on like a row (the cells
 crossing the cuts of its flows).  Every pattern returned is checked again by maximum
-flows, condition by condition.
+flows, condition by condition, unless every condition was a listed cut row (then
+meeting the rows is the proof).
 
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
@@ -377,6 +378,11 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
                                    "candidate cells")
     pick = _drop_redundant(search, pick)
     z = prob.pattern(pick)
+    if not lazy:
+        # every condition is a listed cut row and the pattern meets every row: each
+        # minimum cut holds its requirement, so each maximum flow does (max-flow
+        # min-cut); the flows would only repeat it
+        return z
     return z if protects(prob, z) else None
 
 

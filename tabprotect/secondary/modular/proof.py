@@ -61,7 +61,8 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False, *,
     # one solver per sub-table: the LPs differ only in their column bounds, so the model
     # is built once and only the bounds change; each LP still starts from scratch
     # (clearSolver), because these least-movement LPs have many optimal vertices and the
-    # vertex decides the carried levels: a warm start would find another one
+    # vertex decides the carried levels: a warm start would find another one.  No
+    # presolve: on LPs of a few dozen columns it costs more than the simplex itself
     model: HighsModel | None = None
     for slot, s in enumerate(req.primary):
         up, down = float(req.need_up[slot]), float(req.need_down[slot])
@@ -84,7 +85,8 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False, *,
             if model is None:
                 model = HighsModel(LinearProgram(
                     c=np.ones(2 * m), A=M, row_lower=np.zeros(len(rows)),
-                    row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi), threads=1)
+                    row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi), threads=1,
+                    presolve="off")
             else:
                 model.set_col_bounds(every, lo, hi)
                 model.highs.clearSolver()
