@@ -15,6 +15,9 @@ protection levels and, for the magnitude tables, with tau-Argus' own levels too.
         --peer-python /opt/peers/bin/python --rscript Rscript --base /path/to/old/checkout
     python benchmarks/bench_peers.py --data DIR --cases ent-2d-p-mod cnt-2d --profile
 
+``--from-json`` writes one table from the rows of several runs (``--json``), e.g. the
+short cases cold and warm and the long ones cold only, run side by side.
+
 ``--profile`` adds the stages of each whole run (import, reading + tabulation, rules,
 method, audit + repair, information loss, writing) from the warm call and the cold
 start-up. A peer that is not installed gives a row saying so (``--peer-figures`` then
@@ -626,6 +629,9 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=None, help="scratch folder (default: a new temp dir)")
     ap.add_argument("--out", default=str(HERE / "results" / "peers.md"))
     ap.add_argument("--json", default=None, help="also write the raw rows as JSON")
+    ap.add_argument("--from-json", nargs="+", default=None, metavar="JSON",
+                    help="run nothing: write one table from the rows of earlier runs' "
+                         "--json files (each run's command is listed above the table)")
     # child mode
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--code", default=str(ROOT), help=argparse.SUPPRESS)
@@ -634,6 +640,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         child_tabprotect(args)
+        return 0
+    if args.from_json:
+        rows = [r for f in args.from_json for r in json.loads(Path(f).read_text())]
+        commands = list(dict.fromkeys(r.get("command", "") for r in rows))
+        Path(args.out).write_text(render(rows, "\n".join(c for c in commands if c),
+                                         args.profile))
+        print(Path(args.out).read_text())
         return 0
     sys.path.insert(0, str(ROOT))
     import dataclasses
@@ -651,6 +664,8 @@ def main(argv=None) -> int:
         codes = {name: install(code, work / f"install-{name}", methods)
                  for name, code in codes.items()}
     rows = []
+    command = "python benchmarks/bench_peers.py " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     for case in chosen:
         if args.time_limit is not None:
             case = dataclasses.replace(case, time_limit=args.time_limit)
@@ -679,8 +694,7 @@ def main(argv=None) -> int:
         for method in args.methods or [case.method]:
             rows.append(_run_tabprotect(dataclasses.replace(case, method=method), data,
                                         cw / method, table, levels, peer_row, codes, args))
-            command = "python benchmarks/bench_peers.py " + " ".join(
-                shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+            rows[-1]["command"] = command
             Path(args.out).write_text(render(rows, command, args.profile))
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
