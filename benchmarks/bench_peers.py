@@ -297,6 +297,20 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     return row
 
 
+def median_run(runs: list[dict]) -> dict:
+    """One row for repeated cold runs: the median wall and CPU seconds (each run's CPU
+    seconds kept as ``cpu_runs``); the first failed run when any failed."""
+    import statistics
+    failed = [r for r in runs if "error" in r or "wall" not in r]
+    if failed or len(runs) == 1:
+        return (failed or runs)[0]
+    row = dict(runs[-1])
+    row.update(wall=statistics.median(r["wall"] for r in runs),
+               cpu=statistics.median(r["cpu"] for r in runs),
+               cpu_runs=[round(r["cpu"], 3) for r in runs])
+    return row
+
+
 def run_startup(code: str) -> float:
     """Seconds to start the CLI: import and build the parser, in a new process."""
     t0 = time.perf_counter()
@@ -523,6 +537,11 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
            "verdict's LPs above 2,500 cells) of each pattern (magnitude tables: outside intruder, with our levels / with "
            "tau-Argus' `lvl_tau`; count tables: with the single-contributor attack). "
            "Ratio: the peer's time over tabprotect's (above 1: tabprotect faster).", ""]
+    repeats = {len(t.get("cli", {}).get("cpu_runs", [])) for r in rows
+               for t in r["tab"].values()} - {0}
+    if repeats:
+        out += [f"The CLI job cold: the median of {'/'.join(map(str, sorted(repeats)))} "
+                f"runs per code tree (`--cold-repeat`).", ""]
     head = ("| case | code | tabprotect cold s (CPU) | warm call s (CPU) | secondaries | cost "
             "| audit | peer | peer s (CPU) [call] | peer secondaries | peer cost | peer audit "
             "| ratio cold | ratio warm/call |")
@@ -621,6 +640,9 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", choices=["cold", "warm"], default=["cold", "warm"],
                     help="tabprotect runs: the CLI job cold, the Python call warm (the "
                          "independent audit judges the warm call's pattern, else the CLI's)")
+    ap.add_argument("--cold-repeat", type=int, default=1, metavar="N",
+                    help="run the CLI job cold N times per code tree and report the median "
+                         "wall and CPU seconds (a loaded machine's noise)")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="[protect] time_limit of every case (default: the case's)")
     ap.add_argument("--timeout", type=float, default=1800.0,
@@ -715,7 +737,8 @@ def _run_tabprotect(case: Case, data: Path, cw: Path, table, levels, peer_row: d
         tab = {"startup": run_startup(code), "cli": {}, "warm": {}}
         out = cw / f"out-{code_name}"
         if "cold" in args.modes:
-            tab["cli"] = run_cli(code, job, out, args.timeout)
+            tab["cli"] = median_run([run_cli(code, job, out, args.timeout)
+                                     for _ in range(args.cold_repeat)])
         if "warm" in args.modes:
             tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
         st = None
