@@ -23,6 +23,8 @@ method, audit + repair, information loss, writing) from the warm call and the co
 start-up. A peer that is not installed gives a row saying so (``--peer-figures`` then
 quotes the README's figures, labelled as such). ``--base`` runs a second tabprotect code
 tree (e.g. an older commit's ``git worktree``) in the same run, for before/after ratios.
+``--complete-peer`` makes a peer pattern that fails the audit safe with tabprotect (its
+cells kept, the case's method, audit and repair on top) and reports that pattern's cost.
 The table is written to ``--out`` (Markdown) with the command that made it.
 """
 from __future__ import annotations
@@ -481,6 +483,20 @@ def judge(case: Case, table, suppressed, levels=None) -> dict:
             "secondary": int(sec.sum()), "cost": float(cost[sec].sum())}
 
 
+def complete_peer(case: Case, table, suppressed) -> dict:
+    """The peer's pattern made safe by tabprotect: its cells kept suppressed, the case's
+    method and protect()'s audit and repair on top; the result judged independently.
+    What a user of the peer would publish after fixing the shortfalls our audit finds."""
+    from tabprotect.secondary import protect
+    status = table.status.copy()
+    status[suppressed & (status != "U")] = "M"
+    counts = case.kind == "counts"
+    res = protect(table.replace(status=status), method=case.method,
+                  cost="freq" if counts else "value", singleton=counts,
+                  time_limit=case.time_limit)
+    return judge(case, table, (res.status == "U") | (res.status == "M"))
+
+
 def tau_levels(case: Case, data: Path, table):
     """tau-Argus' own protection levels (``lvl_tau`` of the README's problem files) on our
     cells, or None when the case has no problem file."""
@@ -571,6 +587,22 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                 f"| {mine_v} | {r['peer_name']} | {peer_time} "
                 f"| {pj['secondary'] if pj else ''} | {fmt(pj['cost'], 0) if pj else ''} "
                 f"| {peer_v} | {fmt(rc)} | {fmt(rw)} |")
+    completed = [r for r in rows if r.get("peer_completed")]
+    if completed:
+        out += ["", "## The peer's failing pattern made safe by tabprotect", "",
+                "Its cells kept suppressed, the case's method and protect()'s audit and "
+                "repair on top (`--complete-peer`), judged by the same independent audit.",
+                "", "| case | peer | peer secondaries | peer cost | completed secondaries "
+                "| completed cost | completed audit |", "|---|---|---|---|---|---|---|"]
+        seen = set()
+        for r in completed:
+            if r["case"] in seen:
+                continue
+            seen.add(r["case"])
+            pj, pc = r["peer_judge"], r["peer_completed"]
+            out.append(f"| {r['case']} | {r['peer_name']} | {pj['secondary']} "
+                       f"| {fmt(pj['cost'], 0)} | {pc['secondary']} | {fmt(pc['cost'], 0)} "
+                       f"| {verdict(pc)} |")
     method_rows = [(r["case"], code, m, v) for r in rows for code, tab in r["tab"].items()
                    for m, v in (tab.get("warm", {}).get("methods") or {}).items()]
     if method_rows:
@@ -640,6 +672,10 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", choices=["cold", "warm"], default=["cold", "warm"],
                     help="tabprotect runs: the CLI job cold, the Python call warm (the "
                          "independent audit judges the warm call's pattern, else the CLI's)")
+    ap.add_argument("--complete-peer", action="store_true",
+                    help="a peer pattern that fails the audit is also completed by "
+                         "tabprotect (its cells kept; the case's method, audit and repair "
+                         "on top) and judged: the cost of making it safe")
     ap.add_argument("--cold-repeat", type=int, default=1, metavar="N",
                     help="run the CLI job cold N times per code tree and report the median "
                          "wall and CPU seconds (a loaded machine's noise)")
@@ -713,6 +749,8 @@ def main(argv=None) -> int:
             peer_row["peer_missing"] = missing
             if levels is not None:
                 peer_row["peer_judge_tau"] = judge(case, table, mask, levels)
+            if args.complete_peer and not peer_row["peer_judge"]["passed"]:
+                peer_row["peer_completed"] = complete_peer(case, table, mask)
         for method in args.methods or [case.method]:
             rows.append(_run_tabprotect(dataclasses.replace(case, method=method), data,
                                         cw / method, table, levels, peer_row, codes, args))

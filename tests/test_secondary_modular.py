@@ -545,3 +545,20 @@ def test_demo_table_modular_is_not_worse_than_gauss():
     gauss = protect(t, method="gauss", singleton=False)
     assert audit(res.confidential_table, singleton=False).passed
     assert (res.table.status == "M").sum() <= (gauss.table.status == "M").sum()
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_modular_first_audit_is_the_verdict_and_a_passing_pattern_gets_intervals(seed):
+    """protect()'s first audit of a modular pattern decides only the verdict (what the
+    repair needs); the result still carries the interval audit the small-table path
+    promises (no time limit: the re-audits after repair are interval audits too), and
+    the pattern passes the independent audit."""
+    t = _business_like_table(seed)
+    res = protect(t, method="modular", cost="value", singleton=False)
+    assert res.audit.mode == "intervals" and res.passed
+    check = audit(res.confidential_table, singleton=False)
+    assert check.passed
+    np.testing.assert_allclose(res.audit.lower, check.lower)
+    np.testing.assert_allclose(res.audit.upper, check.upper)
+    if len(res.repaired) == 0:
+        assert "audit 1 (intervals)" in res.stage_seconds
