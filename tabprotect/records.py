@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
+from tabprotect.model.relations import component_roots
 from tabprotect.model.table import Table
 
 
@@ -51,11 +51,6 @@ def same_record(table: Table, zeros_known: np.ndarray | None = None) -> np.ndarr
     pairs = cols[take].reshape(-1, 2)   # two single-contributor cells per such row
     signs = np.sign(A.data[take]).reshape(-1, 2)
     pairs = pairs[signs[:, 0] != signs[:, 1]]   # a total and one of the cells it sums
-    graph = sp.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
-    cells = np.flatnonzero(single)
-    # label every class by its smallest cell
-    first = np.full(comp.max() + 1, n, np.int64)
-    np.minimum.at(first, comp[cells], cells)
-    label[cells] = first[comp[cells]]
+    root = component_roots(pairs[:, 0], pairs[:, 1], n)   # each class's smallest cell
+    label[single] = root[single]
     return label
