@@ -112,7 +112,7 @@ def main(argv=None) -> None:
     ap.add_argument("--singleton", choices=["on", "off", "both"], default="both")
     ap.add_argument("--intervals-max", type=int, default=3000)
     ap.add_argument("--time-limit", type=float, default=600.0)
-    ap.add_argument("--protect-modes", nargs="+", default=["auto"],
+    ap.add_argument("--protect-modes", nargs="*", default=["auto"],
                     choices=["auto", "verdict", "intervals"])
     ap.add_argument("--audit-modes", nargs="*", default=["verdict", "screen", "intervals"],
                     choices=["verdict", "screen", "intervals"])
