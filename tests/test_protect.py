@@ -506,6 +506,26 @@ def test_single_contributor_check_runs_only_when_the_final_audit_fails():
     assert "feasibility check (single-contributor)" not in res.stage_seconds
 
 
+@pytest.mark.parametrize("singleton", [False, True])
+def test_modular_refuses_an_unprotectable_primary_after_its_failed_audit(singleton):
+    # modular meets an unprotectable primary without spending its budget (the sub-table
+    # is left unsolved): the check runs after the final audit failed, same error
+    from tabprotect.errors import InfeasibleRulesError
+    rows = Hierarchy.flat(["1", "2"], total="T")
+    cols = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": rows, "c": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    st_ = np.array(["P", "P", "P", "P", "U", "P", "P", "S", "S"])
+    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
+    with pytest.raises(InfeasibleRulesError, match=r"r=1, c=a.*up protection"):
+        protect(t, method="modular", cost="unity", singleton=singleton)
+    # a protectable one: no check at all, the final audit judges the pattern
+    st_[[5, 7, 8]] = "S"
+    res = protect(t.replace(status=st_), method="modular", cost="unity",
+                  singleton=singleton)
+    assert res.passed and audit(res.confidential_table, singleton=singleton).passed
+    assert not any(k.startswith("feasibility check") for k in res.stage_seconds)
+
+
 @pytest.mark.parametrize("method", ["gauss", "hypercube"])
 def test_unprotectable_primary_is_refused_before_any_method(method):
     from tabprotect.errors import InfeasibleRulesError

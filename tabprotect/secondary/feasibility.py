@@ -2,7 +2,10 @@
 may be suppressed suppressed?  Judged by the audit itself (verdict mode) on that pattern;
 an unprotectable primary is an :class:`InfeasibleRulesError` naming it.  The outside
 intruder is checked up front; the single-contributor attackers only after a final audit
-that failed (the check's purpose is the clear error, and a passing pattern needs none)."""
+that failed (the check's purpose is the clear error, and a passing pattern needs none).
+A method that meets an unprotectable primary without spending its budget on it
+(``CHECK_AFTER_METHODS``: modular leaves such a sub-table to the audit and repair) gets
+both checks only after a final audit that failed."""
 from __future__ import annotations
 
 import time
@@ -15,6 +18,11 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.protect_settings import ProtectSettings
+
+#: methods whose feasibility check runs only after a failed final audit: an
+#: unprotectable primary costs them no budget (modular leaves its sub-table unsolved,
+#: the audit and repair take it), and a passing pattern needs no check
+CHECK_AFTER_METHODS = ("modular",)
 
 
 def feasibility_stage(table: Table, cand: np.ndarray, budget: Budget,
@@ -38,6 +46,29 @@ def feasibility_stage(table: Table, cand: np.ndarray, budget: Budget,
         notes.append(f"up-front feasibility check stopped at its share of the time "
                      f"limit ({settings.feasibility_share:.0%}; the final audit judges)")
     return time.perf_counter() - tf
+
+
+def deferred_stage(table: Table, cand: np.ndarray, budget: Budget,
+                   settings: ProtectSettings, large: bool, singleton: bool,
+                   notes: list[str], stages: dict[str, float]) -> None:
+    """The check of a method that finds an unprotectable primary on its own
+    (``CHECK_AFTER_METHODS``), after its final audit failed: the outside intruder, then
+    (``singleton``) the single-contributor attackers; raises the same
+    :class:`InfeasibleRulesError` naming the cells as the up-front check, within what is
+    left of the budget (at least ``audit_floor_seconds``).  A pattern that passes the
+    final audit needs neither."""
+    if not _affordable(table, cand, settings, large, notes):
+        return
+    check_limit = settings.feasibility_check_seconds if budget.total is None else \
+        budget.limit(settings.audit_floor_seconds)
+    tf = time.perf_counter()
+    if not check_feasible(table, cand, False, check_limit, settings=settings):
+        notes.append("feasibility check after the failed audit stopped at the time limit")
+    stages["feasibility check"] = time.perf_counter() - tf
+    if singleton:
+        seconds = singleton_stage(table, cand, budget, settings, notes)
+        if seconds is not None:
+            stages["feasibility check (single-contributor)"] = seconds
 
 
 def singleton_stage(table: Table, cand: np.ndarray, budget: Budget,

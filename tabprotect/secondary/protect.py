@@ -2,7 +2,8 @@
 
 It validates the table, checks up front that every primary can be protected against
 the outside intruder (:mod:`~tabprotect.secondary.feasibility`; against the
-single-contributor attackers only when the final audit fails), runs the registered
+single-contributor attackers, and for ``modular`` against both, only when the final
+audit fails), runs the registered
 method within its share of the budget, then audits the pattern on the full table (with the single-contributor
 attacker, and with ``coalition=n`` every coalition of up to n contributors) and repairs
 any shortfall by further suppression until the audit passes
@@ -33,7 +34,8 @@ from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, M
                                        applied_options, cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.coalition_repair import check_coalition
-from tabprotect.secondary.feasibility import feasibility_stage, singleton_stage
+from tabprotect.secondary.feasibility import (CHECK_AFTER_METHODS, deferred_stage,
+                                              feasibility_stage, singleton_stage)
 from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
 from tabprotect.secondary.repair import Requirements
@@ -172,7 +174,9 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
     stages: dict[str, float] = {}
-    checked = feasibility_stage(table, cand, budget, settings, large, notes)
+    deferred = method in CHECK_AFTER_METHODS
+    checked = None if deferred else feasibility_stage(table, cand, budget, settings, large,
+                                                      notes)
     if checked is not None:
         stages["feasibility check"] = checked
     # the method's share of the budget (a method checks it inside or hands it to its
@@ -184,7 +188,9 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                 settings.audit_floor_seconds), progress=progress, singleton=singleton,
             empty=empty)
     except InfeasibleRulesError:
-        if singleton and checked is not None:   # the error names the cells when it can
+        if deferred:                            # the error names the cells when it can
+            deferred_stage(table, cand, budget, settings, large, singleton, notes, stages)
+        elif singleton and checked is not None:
             singleton_stage(table, cand, budget, settings, notes)
         raise
     clock = StageClock(stages)
@@ -202,7 +208,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     loop.pre_audit(method, run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta
-    if not result.passed and singleton and checked is not None:
+    if not result.passed and deferred:
+        # a method that meets unprotectable primaries on its own is checked only now
+        deferred_stage(table, cand, budget, settings, large, singleton, notes, stages)
+    elif not result.passed and singleton and checked is not None:
         # a table no pattern protects against single-contributor attackers is refused
         # with the cells named (InfeasibleRulesError); a passing pattern needs no check
         seconds = singleton_stage(table, cand, budget, settings, notes)

@@ -10,9 +10,10 @@ import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
+from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.proof import proof_levels
 from tabprotect.secondary.modular.solver import (OptimalSubtableSolver, SubtableSolver,
-                                                     unprotected)
+                                                     unprotected, uses_heuristic)
 
 
 @dataclass
@@ -88,6 +89,9 @@ class _Run:
     def solved(self, status: np.ndarray, **kw) -> JobResult:
         job = self.job
         levels = None
+        if not (np.isin(status, ("U", "M")) & ~np.isin(job.loose.status, ("U", "M"))).any():
+            # nothing added (a network sub-table found protected): no levels to carry
+            return self.done(status=None, skipped=True)
         n_hidden = int(np.isin(job.loose.status, ("U", "M")).sum())
         if job.proof and n_hidden * len(status) <= job.proof_max_work:
             # the loose sub-table: its ranges do not depend on which margins were open
@@ -103,16 +107,21 @@ def run_job(job: Job, solve: SubtableSolver, time_limit: float | None = None) ->
     run = _Run(job, solve, job.time_limit if time_limit is None else time_limit)
     if job.deadline is not None and time.time() >= job.deadline:
         return run.done(status=None, late=True)
-    # (in the worker: the attacker-LP check is as parallel as the solves)
-    short = unprotected(job.strict, job.singleton, run.local_deadline)
-    if short is None:   # the global deadline stopped the check
-        return run.done(status=None, late=True)
-    if len(short) == 0:
-        return run.done(status=None, skipped=True)
     # the tail of the time plan: the certified heuristic's first pass, on any sub-table
     # (a few LPs for the few short primaries of a re-solve)
     run.fast = isinstance(solve, OptimalSubtableSolver) and job.fast_after is not None \
         and time.time() >= job.fast_after
+    if not run.fast and _searched_as_network(job, solve):
+        # the cut search is exact and adds nothing to a protected sub-table: its rows
+        # are the check (the check's maximum flows would repeat them)
+        short = None
+    else:
+        # (in the worker: the attacker-LP check is as parallel as the solves)
+        short = unprotected(job.strict, job.singleton, run.local_deadline)
+        if short is None:   # the global deadline stopped the check
+            return run.done(status=None, late=True)
+        if len(short) == 0:
+            return run.done(status=None, skipped=True)
     try:
         return run.solved(run.call(job.strict, job.cost, short))
     except InfeasibleRulesError:
@@ -125,6 +134,18 @@ def run_job(job: Job, solve: SubtableSolver, time_limit: float | None = None) ->
         return run.done(status=None, retried=True)
     except TimeoutError:
         return run.done(status=None, retried=True, late=True)
+
+
+def _searched_as_network(job: Job, solve: SubtableSolver) -> bool:
+    """Whether the default solver takes ``job``'s strict sub-table to the exact cut
+    search (a network sub-table below the heuristic's size)."""
+    if not (isinstance(solve, OptimalSubtableSolver) and solve.network):
+        return False
+    sub = job.strict
+    n_primary = int((sub.status == "U").sum())
+    if uses_heuristic(n_primary, sub.n_cells, solve.heuristic_size, solve.min_primaries):
+        return False
+    return Network.of(sub.relations) is not None
 
 
 def run_bin(args: tuple) -> list[JobResult]:

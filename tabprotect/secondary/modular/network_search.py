@@ -18,7 +18,8 @@ cut rows -- the sliding width, and the single-contributor attackers (the same cu
 without the attacker's own cell) -- are checked by maximum flows where the rows hold,
 and a violated one either adds its cut rows or is branched on like a row (the cells
 crossing the cuts of its flows).  Every pattern returned is checked again by maximum
-flows, condition by condition.
+flows, condition by condition, unless every condition was a listed cut row (then
+meeting the rows is the proof).
 
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
@@ -195,10 +196,13 @@ class _Search:
 
     def run(self) -> np.ndarray | None:
         n = len(self.c)
-        self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0)
+        self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
         return None if self.gave_up else self.best
 
-    def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float) -> None:
+    def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float,
+              slack: np.ndarray) -> None:
+        """``slack``: what each row still lacks with the ``chosen`` candidates (the
+        parent's slack less the row's coefficients of the candidate just chosen)."""
         if self.gave_up:
             return
         self.nodes += 1
@@ -207,52 +211,59 @@ class _Search:
                 and time.perf_counter() > self.deadline):
             self.gave_up = True
             return
-        slack = self.d - self.K[:, chosen].sum(axis=1)
-        short = slack > self.tol
+        short = np.flatnonzero(slack > self.tol)
         avail = ~chosen & ~excluded
-        if short.any():
+        if len(short):
             branch = self._row_branch(slack, short, avail, cost)
         else:
+            n_rows = len(self.d)
             branch = self._lazy_branch(chosen, avail)
             if branch is None:      # every condition holds: a pattern
                 if cost < self.best_cost:
                     self.best_cost, self.best = cost, chosen.copy()
                 return
             if len(branch) and branch[0] == -1:   # rows added: look again
-                self._node_again(chosen, excluded, cost)
+                slack = np.concatenate([slack, self.d[n_rows:] -
+                                        self.K[n_rows:, chosen].sum(axis=1)])
+                self._node_again(chosen, excluded, cost, slack)
                 return
         if branch is None:
             return
         excluded = excluded.copy()
+        n_rows = len(self.d)
         for e in branch:
             if cost + self.c[e] >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 excluded[e] = True
                 continue
             chosen[e] = True
-            self._node(chosen, excluded, cost + self.c[e])
+            if len(self.d) > n_rows:    # rows added below: their slack as it stands
+                slack = np.concatenate([slack, self.d[n_rows:] -
+                                        self.K[n_rows:, chosen & (np.arange(len(chosen))
+                                                                  != e)].sum(axis=1)])
+                n_rows = len(self.d)
+            self._node(chosen, excluded, cost + self.c[e], slack - self.K[:, e])
             chosen[e] = False
             excluded[e] = True
             if self.gave_up:
                 return
 
-    def _node_again(self, chosen, excluded, cost) -> None:
+    def _node_again(self, chosen, excluded, cost, slack) -> None:
         self.nodes -= 1
-        self._node(chosen, excluded, cost)
+        self._node(chosen, excluded, cost, slack)
 
     def _row_branch(self, slack, short, avail, cost) -> np.ndarray | None:
         """The candidates to branch on (best ratio first), or None to drop the node."""
-        K = self.K[short][:, avail]
+        idx = np.flatnonzero(avail)
         need = slack[short]
-        Kc = np.minimum(K, need[:, None])
+        Kc = np.minimum(self.K[np.ix_(short, idx)], need[:, None])
         if (Kc.sum(axis=1) < need - self.tol[short]).any():
             return None
-        c = self.c[avail]
+        c = self.c[idx]
         bound = _cover_bounds(Kc, need, c)
         if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
             return None
         support = (Kc > 0).sum(axis=1)
         r = int(np.lexsort((-bound, support))[0])
-        idx = np.flatnonzero(avail)
         on = Kc[r] > 0
         ratio = c[on] / Kc[r][on]
         return idx[on][np.lexsort((idx[on], ratio))]
@@ -296,17 +307,16 @@ class _Search:
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Per row, the cost of its cheapest fractional cover (a lower bound)."""
+    """Per row, the cost of its cheapest fractional cover (a lower bound): the
+    candidates by cost per unit covered, each taking what the row still lacks."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(Kc > 0, c[None, :] / Kc, np.inf)
     order = np.argsort(ratio, axis=1, kind="stable")
-    k = np.take_along_axis(Kc, order, axis=1)
-    cc = np.take_along_axis(np.broadcast_to(c, Kc.shape), order, axis=1)
-    cum = np.cumsum(k, axis=1)
-    before = cum - k
-    take = np.clip((need[:, None] - before) / np.where(k > 0, k, 1.0), 0.0, 1.0)
-    take = np.where(k > 0, take, 0.0)
-    return (take * cc).sum(axis=1)
+    rows = np.arange(Kc.shape[0])[:, None]
+    k = Kc[rows, order]
+    before = np.cumsum(k, axis=1) - k
+    covered = np.clip(need[:, None] - before, 0.0, k)
+    return (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
@@ -377,6 +387,11 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
                                    "candidate cells")
     pick = _drop_redundant(search, pick)
     z = prob.pattern(pick)
+    if not lazy:
+        # every condition is a listed cut row and the pattern meets every row: each
+        # minimum cut holds its requirement, so each maximum flow does (max-flow
+        # min-cut); the flows would only repeat it
+        return z
     return z if protects(prob, z) else None
 
 

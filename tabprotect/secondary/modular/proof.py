@@ -3,6 +3,7 @@ chose it into its other sub-tables, read from the attacker moves that prove the
 sub-table's requirements."""
 from __future__ import annotations
 
+import highspy
 import numpy as np
 from scipy import sparse
 
@@ -57,12 +58,14 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False, *,
     A = A[rows]
     M = sparse.hstack([A, -A]).tocsr()
     hi_both = np.concatenate([req.up[cells], req.down[cells]])
-    every = np.arange(2 * m)
+    every = np.arange(2 * m, dtype=np.int32)
     # one solver per sub-table: the LPs differ only in their column bounds, so the model
     # is built once and only the bounds change; each LP still starts from scratch
     # (clearSolver), because these least-movement LPs have many optimal vertices and the
-    # vertex decides the carried levels: a warm start would find another one
-    model: HighsModel | None = None
+    # vertex decides the carried levels: a warm start would find another one.  No
+    # presolve: on LPs of a few dozen columns it costs more than the simplex itself.
+    # The bounds, the run and the solution go straight to HiGHS (only x is read)
+    h = None
     for slot, s in enumerate(req.primary):
         up, down = float(req.need_up[slot]), float(req.need_down[slot])
         width = float(req.need_width[slot])
@@ -81,18 +84,20 @@ def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False, *,
                 return None
             lo[own] = need
             hi[m + k if sign > 0 else k] = 0.0
-            if model is None:
-                model = HighsModel(LinearProgram(
+            if h is None:
+                h = HighsModel(LinearProgram(
                     c=np.ones(2 * m), A=M, row_lower=np.zeros(len(rows)),
-                    row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi), threads=1)
+                    row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi), threads=1,
+                    presolve="off").highs
             else:
-                model.set_col_bounds(every, lo, hi)
-                model.highs.clearSolver()
-            res = model.solve()
-            if res.status != "optimal" or res.x is None:
+                h.changeColsBounds(2 * m, every, lo, hi)
+                h.clearSolver()
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 return None
-            level_up[cells] = np.maximum(level_up[cells], res.x[:m])
-            level_down[cells] = np.maximum(level_down[cells], res.x[m:])
+            x = np.asarray(h.getSolution().col_value, dtype=float)
+            level_up[cells] = np.maximum(level_up[cells], x[:m])
+            level_down[cells] = np.maximum(level_down[cells], x[m:])
     return level_up, level_down
 
 
