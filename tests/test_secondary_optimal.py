@@ -30,7 +30,8 @@ from tabprotect.secondary.optimal.lp_phase import lp_phase
 from tabprotect.secondary.optimal.search import Search
 from tabprotect.secondary.optimal.start import gauss_start
 from tabprotect.secondary.optimal.support import SupportSeparator
-from tabprotect.secondary.repair import AttackerOracle, Requirements, derived_upper_bounds
+from tabprotect.secondary.repair import (AttackerOracle, GreedyRepair, Requirements,
+                                        derived_upper_bounds)
 
 
 # ---------------------------------------------------------------- table builders
@@ -988,3 +989,38 @@ def test_a_misspelt_keyword_is_refused_not_ignored():
     table = hier_table(1)
     with pytest.raises(TypeError, match="singelton"):
         optimal(table, cost_vector(table, "unity"), singelton=False)
+
+
+@pytest.mark.parametrize("seed,singleton", [(1, True), (2, False), (8, True)])
+def test_many_primaries_start_from_gauss_and_never_cost_more(seed, singleton):
+    # from gauss_start_min_primaries primaries the search starts from the gauss pattern
+    # (forced here with 1); with the search stopped at its first node the result is the
+    # best protected pattern known: it passes the independent audit and costs at most
+    # the start
+    t = hier_table(seed, n_primary=3, freq_one=singleton)
+    table = Table.from_relations(t.value, t.relations, freq=t.freq, status=t.status,
+                                 upl=t.upl, lpl=t.lpl, spl=t.spl)
+    cost = cost_vector(table, "value")
+    options = OptimalOptions(engine="benders", gauss_start_min_primaries=1, max_nodes=0)
+    out = optimal(table, cost, singleton=singleton, options=options)
+    assert out.details["gauss_start_state"] == "protected"
+    assert not out.proven_optimal
+    assert audit(table.replace(status=out.status), singleton=singleton).passed
+    assert secondary_cost(out.status, cost) <= out.details["start_cost"] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed,freq_one", [(1, False), (3, True), (8, False)])
+def test_incremental_repair_makes_the_full_repairs_pattern(seed, freq_one):
+    # DeadlineRepair re-checks only the primaries its first full check found short; the
+    # decisions are those of the plain greedy repair (every other primary stays
+    # protected as cells are added), and the pattern passes the independent audit
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    cost = cost_vector(table, "value")
+    req = Requirements.from_table(table, singleton=True)
+    cand = candidate_cells(table)
+    first = table.status == "U"
+    ours, unmet = DeadlineRepair(table, req, cost, cand).run(first)
+    plain, plain_unmet = GreedyRepair(table, req, cost, cand).run(first)
+    assert not unmet and not plain_unmet
+    assert np.array_equal(ours, plain)
+    assert audit(table, unpublished=ours, singleton=True).passed

@@ -66,6 +66,10 @@ class AuditRepair:
     without the whole-table LPs that would prove it); a pass is a real pass, and a
     pattern that never passes the screen gets a full verdict audit at the end.
 
+    ``verdict_first`` (intervals mode): the first audit decides only the verdict, which
+    is all a repair round needs; a pattern that passes it is audited again for its
+    intervals (for methods whose patterns mostly need a repair round).
+
     ``coalition`` (n >= 2, or 0): the audit judges coalitions of up to n contributors,
     and each repair round ends with the coalition repair
     (:mod:`~tabprotect.secondary.coalition_repair`)."""
@@ -74,12 +78,14 @@ class AuditRepair:
                  req: Requirements, cand: np.ndarray, settings: ProtectSettings,
                  budget: Budget, singleton: bool, mode: str, large: bool, repair: bool,
                  workers: int, progress: Callable[[str, float], None] | None,
-                 notes: list[str], stage: StageClock, coalition: int = 0):
+                 notes: list[str], stage: StageClock, coalition: int = 0,
+                 verdict_first: bool = False):
         self.table, self.cost, self.req, self.cand = table, cost, req, cand
         self.settings, self.budget, self.singleton = settings, budget, singleton
         self.mode, self.large, self.repair, self.workers = mode, large, repair, workers
         self.progress, self.notes, self.stage = progress, notes, stage
         self.coalition = coalition
+        self.verdict_first = verdict_first
         self.screening = large and mode == "verdict"
         self.status = status
         self.protected_table = table.replace(status=status)
@@ -103,12 +109,13 @@ class AuditRepair:
         self.protected_table = self.table.replace(status=self.status)
 
     def judge(self, final: bool = False, previous: AuditResult | None = None,
-              screen: bool = False) -> AuditResult:
+              screen: bool = False, verdict: bool = False) -> AuditResult:
         """Audit the current pattern.  Repair only adds suppressions, so what a previous
         round's audit found protected stays protected: that audit is passed on and those
-        primaries cost no LP (verdict and screen modes)."""
+        primaries cost no LP (verdict and screen modes).  ``verdict``: the verdict only,
+        whatever the mode."""
         screen = screen or (self.screening and not final)
-        mode = "screen" if screen else self.mode
+        mode = "screen" if screen else "verdict" if verdict else self.mode
         if mode == "intervals" and previous is not None and self.budget.total is not None:
             # within a time limit the re-audits decide only the verdict: the primaries a
             # previous audit found protected cost no LP and the repair's witnesses
@@ -223,8 +230,13 @@ class AuditRepair:
     # ---- the loop
     def run(self) -> AuditResult:
         """Audit, repair and audit again; returns the last audit."""
-        result = self.judge(previous=self.screened)
+        first = self.verdict_first and self.mode == "intervals" and self.screened is None
+        result = self.judge(previous=self.screened, verdict=first)
         self.stage("audit 1")
+        if first and result.passed:
+            # the pattern passes as it is: the intervals the audit mode asks for
+            result = self.judge()
+            self.stage("audit 1 (intervals)")
         integer = result.integer
         while not result.passed and self.repair and \
                 self.rounds < self.settings.max_repair_rounds:

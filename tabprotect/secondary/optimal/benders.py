@@ -22,19 +22,22 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
             time_limit: float | None = None, mip_gap: float | None = None,
             progress: Callable[[str, float], None] | None = None,
             start: np.ndarray | None = None, seed: np.ndarray | None = None,
-            options: OptimalOptions | None = None) -> MethodOutcome:
+            options: OptimalOptions | None = None,
+            start_state: str | None = None) -> MethodOutcome:
     """Row generation on the master (see the package docstring).
 
     ``start`` is an optional protected pattern (bool mask) used as the first incumbent;
     ``seed`` an optional pattern the first repair starts from instead of the primaries
-    alone (an unfinished start).
+    alone (an unfinished start).  ``start_state`` says what the caller's own check of
+    the start found (:mod:`~tabprotect.secondary.optimal.start`: "protected" or
+    "unchecked"; None: unknown, the start is checked here).
     Returns the best protected pattern found, proven optimal when the bound meets its
     cost within ``mip_gap`` (default ``options.default_mip_gap``).
     """
     opt = options if options is not None else OptimalOptions()
     s = Search(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
                progress=progress, options=opt)
-    heuristics.initial_incumbent(s, start, seed)
+    heuristics.initial_incumbent(s, start, seed, start_state)
     s.report("incumbent", 0.05)
     s.fractional_check = (opt.fractional_check if opt.fractional_check is not None
                           else s.equal_costs)

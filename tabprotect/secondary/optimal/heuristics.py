@@ -9,19 +9,27 @@ import time
 import numpy as np
 
 from tabprotect.secondary.optimal.search import Search
+from tabprotect.secondary.optimal.start import PROTECTED, UNCHECKED
 
 
 def initial_incumbent(s: Search, start: np.ndarray | None,
-                      seed: np.ndarray | None = None) -> None:
+                      seed: np.ndarray | None = None, state: str | None = None) -> None:
     """The given start (unless the oracle finds it unprotected) or the greedy repair from
     ``seed`` (default: the primaries alone), pruned.  The start's check stops at the
     deadline: a start the check did not finish is kept (a start is a protected pattern
-    by contract, and protect()'s audit judges the result).  The repair can be slow on
+    by contract, and protect()'s audit judges the result).  ``state`` is what the
+    caller's check found ("protected": not checked again; "unchecked": its check ran out
+    of time already, so it is kept unchecked).  The repair can be slow on
     big tables: it gets ``first_repair_share`` of the time, and when unfinished it is
     kept to be continued after the LP phase."""
     opt = s.options
     th = time.perf_counter()
-    if start is not None:
+    if start is not None and state in (PROTECTED, UNCHECKED):
+        s.best = np.asarray(start, bool) | s.fixed
+        s.stats["start_check"] = state
+        if state == UNCHECKED:
+            s.unchecked = s.best
+    elif start is not None:
         chk = s.oracle.check(start, cuts=False, deadline=s.deadline)
         s.stats["lp_solves"] += chk.n_lp
         s.stats["start_check"] = ("protected" if chk.ok else

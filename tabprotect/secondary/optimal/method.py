@@ -11,7 +11,7 @@ from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal.benders import benders
 from tabprotect.secondary.optimal.compact import compact
 from tabprotect.secondary.optimal.options import OptimalOptions
-from tabprotect.secondary.optimal.start import gauss_start
+from tabprotect.secondary.optimal.start import UNFINISHED, gauss_start
 from tabprotect.secondary.repair import Requirements
 
 #: keyword arguments that stand for the OptimalOptions field of the same name
@@ -81,6 +81,13 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
     return out
 
 
+def _uses_gauss_start(req: Requirements, cand: np.ndarray, opt: OptimalOptions) -> bool:
+    """Large tables, and tables with many primaries, start from gauss: the repair from
+    the primaries alone slows with every primary and cell, gauss barely does."""
+    return (int(cand.sum()) >= opt.gauss_start_min_candidates
+            or len(req.primary) >= opt.gauss_start_min_primaries)
+
+
 def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,
                         time_limit, mip_gap, progress, start) -> MethodOutcome:
     """Benders, on large tables (no start given) from the gauss start, which gets
@@ -94,15 +101,19 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     t0 = time.perf_counter()
     end = None if time_limit is None else t0 + time_limit
     started = found = seed = None
-    if start is None and int(cand.sum()) >= opt.gauss_start_min_candidates:
+    state = None
+    if start is None and _uses_gauss_start(req, cand, opt):
         found = gauss_start(table, cost, req, cand, singleton=singleton,
                             time_limit=None if time_limit is None
-                            else opt.gauss_start_share * time_limit)
+                            else opt.gauss_start_share * time_limit,
+                            widths_share=opt.gauss_start_widths_share)
         started = time.perf_counter() - t0
         if found is not None:
-            # a finished start is the first incumbent; an unfinished one the repair's seed
-            start, seed = ((found.pattern, None) if found.protected
-                           else (None, found.pattern))
+            # a finished start is the first incumbent (checked or not); an unfinished
+            # one the repair's seed
+            start, seed = ((None, found.pattern) if found.state == UNFINISHED
+                           else (found.pattern, None))
+            state = found.state
     left = None if end is None else max(0.0, end - time.perf_counter())
     if start is not None and left == 0.0:
         out = _start_outcome(table, start)
@@ -110,11 +121,13 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
         # the start, unless the oracle finds it unprotected, is the first incumbent and
         # only a cheaper protected pattern replaces it
         out = benders(table, cost, req, cand, time_limit=left, mip_gap=mip_gap,
-                      progress=progress, start=start, seed=seed, options=opt)
+                      progress=progress, start=start, seed=seed, options=opt,
+                      start_state=state)
     if started is not None:
         out.details["gauss_start_seconds"] = round(started, 3)
         out.details["gauss_start_cells"] = int(start.sum()) if start is not None else 0
         out.details["gauss_seed_cells"] = int(seed.sum()) if seed is not None else 0
+        out.details["gauss_start_state"] = state
     if start is not None:
         out.details["start_cost"] = _secondary_cost(table, cost, np.asarray(start, bool))
     return out

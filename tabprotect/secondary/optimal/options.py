@@ -40,8 +40,14 @@ class OptimalOptions:
     #: from this many candidate cells (Benders, no start given) the search starts from
     #: the gauss method's repaired pattern: the repair heuristic alone is weak there
     gauss_start_min_candidates: int = 10_000
-    #: share of the time limit the gauss start may use
-    gauss_start_share: float = 0.4
+    #: ... and from this many primaries (the repair's work grows with each primary)
+    gauss_start_min_primaries: int = 100
+    #: share of the time limit the gauss start may use: a start that finishes is the
+    #: pattern the result never costs more than
+    gauss_start_share: float = 0.6
+    #: share of the start's time for gauss's width step (the LPs that give each primary
+    #: its range); the elimination after it takes a small part where widths run
+    gauss_start_widths_share: float = 0.8
 
     # ---- LP phase (fractional separation on the master's LP relaxation)
     #: the LP phase stops after lp_stall_rounds sweeps improving the bound by less than

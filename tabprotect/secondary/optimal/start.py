@@ -1,7 +1,8 @@
-"""A start pattern for large tables: the gauss method's pattern, completed by the greedy
-repair on the attacker LPs.  The search still checks a complete start with the exact
-oracle before taking it as its first incumbent; an unfinished one seeds its first
-repair."""
+"""A start pattern: the gauss method's pattern, completed by the greedy repair on the
+attacker LPs.  A start the oracle confirms (or the repair completes) is the search's
+first protected incumbent; one whose check the deadline stopped is kept as an unchecked
+incumbent (gauss finished, so it is a whole pattern; protect()'s audit judges it); an
+unfinished one (gauss or the repair stopped by the deadline) seeds the first repair."""
 from __future__ import annotations
 
 import time
@@ -14,19 +15,30 @@ from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.optimal.oracle import DeadlineRepair
 from tabprotect.secondary.repair import AttackerOracle, Requirements
 
+#: what the start's oracle check and repair established
+PROTECTED, UNCHECKED, UNFINISHED = "protected", "unchecked", "unfinished"
+
 
 @dataclass
 class Start:
-    """The start pattern (all unpublished cells) and whether the repair finished it."""
+    """The start pattern (all unpublished cells) and what is known of it: ``state`` is
+    PROTECTED (the oracle found no shortfall, or the repair met every condition),
+    UNCHECKED (gauss finished but the check did not) or UNFINISHED (a seed only)."""
 
     pattern: np.ndarray
-    protected: bool
+    state: str
+
+    @property
+    def protected(self) -> bool:
+        return self.state == PROTECTED
 
 
 def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
-                singleton: bool, time_limit: float | None) -> Start | None:
+                singleton: bool, time_limit: float | None,
+                widths_share: float = 0.5) -> Start | None:
     """The gauss pattern with what it leaves unprotected repaired, within ``time_limit``
-    seconds in all; None when gauss gives no pattern.
+    seconds in all (``widths_share`` of them for gauss's width step); None when gauss
+    gives no pattern.
 
     One oracle check finds the primaries the gauss pattern leaves short; the repair then
     works on those only (a repair only adds suppressions, so the others stay protected).
@@ -36,17 +48,22 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     deadline = None if time_limit is None else t0 + time_limit
     try:
         out = gauss(table, np.asarray(cost, dtype=float), time_limit=time_limit,
-                    singleton=singleton)
+                    singleton=singleton, widths_share=widths_share)
     except (InfeasibleRulesError, InputError):
         return None   # the search itself reports what cannot be protected
     pattern = np.isin(np.asarray(out.status), ("U", "M"))
     oracle = AttackerOracle(table, req)
     chk = oracle.check(pattern, cuts=False, deadline=deadline)
     if chk.ok:
-        return Start(pattern, True)
+        return Start(pattern, PROTECTED)
+    if not chk.complete and not chk.violated:
+        # no shortfall seen before the deadline: a finished gauss pattern is a whole
+        # candidate (gauss with its width step meets the levels on most tables)
+        return Start(pattern, UNCHECKED if out.solver_status != "time_limit"
+                     else UNFINISHED)
     if not chk.complete:
-        return Start(pattern, False)   # no time to find what is short
+        return Start(pattern, UNFINISHED)   # short, and no time to find all that is
     short = np.unique([s for s, _, _ in chk.violated]).astype(np.int64)
     repair = DeadlineRepair(table, req, cost, cand & ~pattern, oracle)
     pattern, unmet = repair.run(pattern, deadline=deadline, primaries=short)
-    return Start(pattern, not unmet)
+    return Start(pattern, UNFINISHED if unmet else PROTECTED)
