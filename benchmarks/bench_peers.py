@@ -15,11 +15,16 @@ protection levels and, for the magnitude tables, with tau-Argus' own levels too.
         --peer-python /opt/peers/bin/python --rscript Rscript --base /path/to/old/checkout
     python benchmarks/bench_peers.py --data DIR --cases ent-2d-p-mod cnt-2d --profile
 
+``--from-json`` writes one table from the rows of several runs (``--json``), e.g. the
+short cases cold and warm and the long ones cold only, run side by side.
+
 ``--profile`` adds the stages of each whole run (import, reading + tabulation, rules,
 method, audit + repair, information loss, writing) from the warm call and the cold
 start-up. A peer that is not installed gives a row saying so (``--peer-figures`` then
 quotes the README's figures, labelled as such). ``--base`` runs a second tabprotect code
 tree (e.g. an older commit's ``git worktree``) in the same run, for before/after ratios.
+``--complete-peer`` makes a peer pattern that fails the audit safe with tabprotect (its
+cells kept, the case's method, audit and repair on top) and reports that pattern's cost.
 The table is written to ``--out`` (Markdown) with the command that made it.
 """
 from __future__ import annotations
@@ -294,6 +299,20 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     return row
 
 
+def median_run(runs: list[dict]) -> dict:
+    """One row for repeated cold runs: the median wall and CPU seconds (each run's CPU
+    seconds kept as ``cpu_runs``); the first failed run when any failed."""
+    import statistics
+    failed = [r for r in runs if "error" in r or "wall" not in r]
+    if failed or len(runs) == 1:
+        return (failed or runs)[0]
+    row = dict(runs[-1])
+    row.update(wall=statistics.median(r["wall"] for r in runs),
+               cpu=statistics.median(r["cpu"] for r in runs),
+               cpu_runs=[round(r["cpu"], 3) for r in runs])
+    return row
+
+
 def run_startup(code: str) -> float:
     """Seconds to start the CLI: import and build the parser, in a new process."""
     t0 = time.perf_counter()
@@ -464,6 +483,20 @@ def judge(case: Case, table, suppressed, levels=None) -> dict:
             "secondary": int(sec.sum()), "cost": float(cost[sec].sum())}
 
 
+def complete_peer(case: Case, table, suppressed) -> dict:
+    """The peer's pattern made safe by tabprotect: its cells kept suppressed, the case's
+    method and protect()'s audit and repair on top; the result judged independently.
+    What a user of the peer would publish after fixing the shortfalls our audit finds."""
+    from tabprotect.secondary import protect
+    status = table.status.copy()
+    status[suppressed & (status != "U")] = "M"
+    counts = case.kind == "counts"
+    res = protect(table.replace(status=status), method=case.method,
+                  cost="freq" if counts else "value", singleton=counts,
+                  time_limit=case.time_limit)
+    return judge(case, table, (res.status == "U") | (res.status == "M"))
+
+
 def tau_levels(case: Case, data: Path, table):
     """tau-Argus' own protection levels (``lvl_tau`` of the README's problem files) on our
     cells, or None when the case has no problem file."""
@@ -520,6 +553,11 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
            "verdict's LPs above 2,500 cells) of each pattern (magnitude tables: outside intruder, with our levels / with "
            "tau-Argus' `lvl_tau`; count tables: with the single-contributor attack). "
            "Ratio: the peer's time over tabprotect's (above 1: tabprotect faster).", ""]
+    repeats = {len(t.get("cli", {}).get("cpu_runs", [])) for r in rows
+               for t in r["tab"].values()} - {0}
+    if repeats:
+        out += [f"The CLI job cold: the median of {'/'.join(map(str, sorted(repeats)))} "
+                f"runs per code tree (`--cold-repeat`).", ""]
     head = ("| case | code | tabprotect cold s (CPU) | warm call s (CPU) | secondaries | cost "
             "| audit | peer | peer s (CPU) [call] | peer secondaries | peer cost | peer audit "
             "| ratio cold | ratio warm/call |")
@@ -549,6 +587,22 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                 f"| {mine_v} | {r['peer_name']} | {peer_time} "
                 f"| {pj['secondary'] if pj else ''} | {fmt(pj['cost'], 0) if pj else ''} "
                 f"| {peer_v} | {fmt(rc)} | {fmt(rw)} |")
+    completed = [r for r in rows if r.get("peer_completed")]
+    if completed:
+        out += ["", "## The peer's failing pattern made safe by tabprotect", "",
+                "Its cells kept suppressed, the case's method and protect()'s audit and "
+                "repair on top (`--complete-peer`), judged by the same independent audit.",
+                "", "| case | peer | peer secondaries | peer cost | completed secondaries "
+                "| completed cost | completed audit |", "|---|---|---|---|---|---|---|"]
+        seen = set()
+        for r in completed:
+            if r["case"] in seen:
+                continue
+            seen.add(r["case"])
+            pj, pc = r["peer_judge"], r["peer_completed"]
+            out.append(f"| {r['case']} | {r['peer_name']} | {pj['secondary']} "
+                       f"| {fmt(pj['cost'], 0)} | {pc['secondary']} | {fmt(pc['cost'], 0)} "
+                       f"| {verdict(pc)} |")
     method_rows = [(r["case"], code, m, v) for r in rows for code, tab in r["tab"].items()
                    for m, v in (tab.get("warm", {}).get("methods") or {}).items()]
     if method_rows:
@@ -618,6 +672,13 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", choices=["cold", "warm"], default=["cold", "warm"],
                     help="tabprotect runs: the CLI job cold, the Python call warm (the "
                          "independent audit judges the warm call's pattern, else the CLI's)")
+    ap.add_argument("--complete-peer", action="store_true",
+                    help="a peer pattern that fails the audit is also completed by "
+                         "tabprotect (its cells kept; the case's method, audit and repair "
+                         "on top) and judged: the cost of making it safe")
+    ap.add_argument("--cold-repeat", type=int, default=1, metavar="N",
+                    help="run the CLI job cold N times per code tree and report the median "
+                         "wall and CPU seconds (a loaded machine's noise)")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="[protect] time_limit of every case (default: the case's)")
     ap.add_argument("--timeout", type=float, default=1800.0,
@@ -626,6 +687,9 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=None, help="scratch folder (default: a new temp dir)")
     ap.add_argument("--out", default=str(HERE / "results" / "peers.md"))
     ap.add_argument("--json", default=None, help="also write the raw rows as JSON")
+    ap.add_argument("--from-json", nargs="+", default=None, metavar="JSON",
+                    help="run nothing: write one table from the rows of earlier runs' "
+                         "--json files (each run's command is listed above the table)")
     # child mode
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--code", default=str(ROOT), help=argparse.SUPPRESS)
@@ -634,6 +698,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         child_tabprotect(args)
+        return 0
+    if args.from_json:
+        rows = [r for f in args.from_json for r in json.loads(Path(f).read_text())]
+        commands = list(dict.fromkeys(r.get("command", "") for r in rows))
+        Path(args.out).write_text(render(rows, "\n".join(c for c in commands if c),
+                                         args.profile))
+        print(Path(args.out).read_text())
         return 0
     sys.path.insert(0, str(ROOT))
     import dataclasses
@@ -651,6 +722,8 @@ def main(argv=None) -> int:
         codes = {name: install(code, work / f"install-{name}", methods)
                  for name, code in codes.items()}
     rows = []
+    command = "python benchmarks/bench_peers.py " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     for case in chosen:
         if args.time_limit is not None:
             case = dataclasses.replace(case, time_limit=args.time_limit)
@@ -676,11 +749,12 @@ def main(argv=None) -> int:
             peer_row["peer_missing"] = missing
             if levels is not None:
                 peer_row["peer_judge_tau"] = judge(case, table, mask, levels)
+            if args.complete_peer and not peer_row["peer_judge"]["passed"]:
+                peer_row["peer_completed"] = complete_peer(case, table, mask)
         for method in args.methods or [case.method]:
             rows.append(_run_tabprotect(dataclasses.replace(case, method=method), data,
                                         cw / method, table, levels, peer_row, codes, args))
-            command = "python benchmarks/bench_peers.py " + " ".join(
-                shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+            rows[-1]["command"] = command
             Path(args.out).write_text(render(rows, command, args.profile))
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
@@ -701,7 +775,8 @@ def _run_tabprotect(case: Case, data: Path, cw: Path, table, levels, peer_row: d
         tab = {"startup": run_startup(code), "cli": {}, "warm": {}}
         out = cw / f"out-{code_name}"
         if "cold" in args.modes:
-            tab["cli"] = run_cli(code, job, out, args.timeout)
+            tab["cli"] = median_run([run_cli(code, job, out, args.timeout)
+                                     for _ in range(args.cold_repeat)])
         if "warm" in args.modes:
             tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
         st = None

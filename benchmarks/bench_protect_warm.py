@@ -1,11 +1,14 @@
-"""protect() warm on a peer benchmark count table, stage by stage, for before/after runs.
+"""protect() warm on a peer benchmark table, stage by stage, for before/after runs.
 
-The table is bench_peers' count case (primaries 0 < count <= 2, upper protection 1,
-sliding protection 2, single-contributor attack on, cost = frequency); the call is
-timed after a warm-up of the same method on a small table, in one process per code tree:
+The table is a bench_peers case: a count case (primaries 0 < count <= 2, upper protection
+1, sliding protection 2, single-contributor attack on, cost = frequency) or a magnitude
+case (its job's primary rules applied to the microdata, outside intruder, cost = value,
+as bench_peers runs it); the call is timed after a warm-up of the same method on a small
+table, in one process per code tree:
 
     python benchmarks/bench_protect_warm.py --code . --code /path/to/old/checkout \\
         --methods gauss hypercube
+    python benchmarks/bench_protect_warm.py --code . --case ent-2d-p-mod --methods modular
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,12 +32,18 @@ def child(code: str, case_name: str, data: Path, methods: list[str]) -> None:
     from tabprotect.model.synthetic import preset
     from tabprotect.secondary import protect
     case = next(c for c in bp.CASES if c.name == case_name)
-    t = bp.count_table(case, data)
+    if case.kind == "counts":
+        t, cost, singleton = bp.count_table(case, data), "freq", True
+    else:
+        from tabprotect import pipeline
+        with tempfile.TemporaryDirectory() as work:
+            t = pipeline.run(bp.write_inputs(case, data, Path(work)), task="primary").table
+        cost, singleton = "value", False
     small = preset("2d-small", seed=1)
     for method in methods:
         protect(small, method=method, singleton=False, time_limit=60)
         c0, t0 = time.process_time(), time.perf_counter()
-        res = protect(t, method=method, cost="freq", singleton=True,
+        res = protect(t, method=method, cost=cost, singleton=singleton,
                       time_limit=case.time_limit)
         print(json.dumps({"method": method, "wall": time.perf_counter() - t0,
                           "cpu": time.process_time() - c0, "secondary": res.n_secondary,
@@ -43,7 +53,7 @@ def child(code: str, case_name: str, data: Path, methods: list[str]) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--code", action="append", default=[], help="a tabprotect code tree")
-    ap.add_argument("--case", default="cnt-2d", help="a count case of bench_peers")
+    ap.add_argument("--case", default="cnt-2d", help="a case of bench_peers")
     ap.add_argument("--data", default=str(HERE.parent.parent / "shared" / "benchmarks" /
                                           "peers"))
     ap.add_argument("--methods", nargs="+", default=["gauss", "hypercube"])

@@ -137,7 +137,8 @@ def test_no_import_cycle_between_package_modules():
 
 def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
     # numba (the gauss kernels), scipy.stats (cta's rank correlation) and the optional
-    # packages (plots, the PuLP backend, the service, Dask) are imported on first use:
+    # packages (plots, the PuLP backend, the service, Dask) are imported on first use, and
+    # scipy.linalg (which scipy's graph module would import) not at all by such a run:
     # importing tabprotect, its methods and the CLI, and protecting with a method that
     # calls no kernel, loads none of them; the first gauss call loads numba (four threads
     # calling it at once compile the kernels once).
@@ -145,7 +146,8 @@ def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
         "import sys\n"
         "import tabprotect, tabprotect.secondary, tabprotect.pipeline, tabprotect.cli\n"
         "from tabprotect.model.synthetic import preset\n"
-        "heavy = ('numba', 'scipy.stats', 'matplotlib', 'pulp', 'fastapi', 'dask')\n"
+        "heavy = ('numba', 'scipy.stats', 'scipy.linalg', 'matplotlib', 'pulp', 'fastapi',"
+        " 'dask')\n"
         "assert not [m for m in heavy if m in sys.modules], 'import'\n"
         "t = preset('2d-small', seed=1)\n"
         "r = tabprotect.secondary.protect(t, method='hypercube', singleton=False)\n"

@@ -276,3 +276,38 @@ def test_linked_two_groupings_of_one_variable():
                            compute_totals=True)
     with pytest.raises(InputError, match="differs"):
         link_tables([t1, bad])
+
+
+def _components_by_search(A, mask):
+    """Brute force: breadth-first search over cells sharing a relation."""
+    A = A.tocsc()
+    rows_of = {j: set(A.indices[A.indptr[j]:A.indptr[j + 1]]) for j in np.flatnonzero(mask)}
+    left, comps = set(rows_of), []
+    for start in sorted(rows_of):
+        if start not in left:
+            continue
+        comp, todo = {start}, [start]
+        left.discard(start)
+        while todo:
+            j = todo.pop()
+            for k in [k for k in left if rows_of[k] & rows_of[j]]:
+                left.discard(k)
+                comp.add(k)
+                todo.append(k)
+        comps.append(sorted(comp))
+    return sorted(comps)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_linked_components_match_search(seed):
+    import scipy.sparse as sp
+    from tabprotect.model.relations import linked_components
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(1, 30)), int(rng.integers(1, 60))
+    A = sp.random(m, n, density=float(rng.uniform(0.01, 0.15)), random_state=seed,
+                  format="csr")
+    mask = rng.random(n) < 0.7
+    got = linked_components(A, mask)
+    assert sorted(c.tolist() for c in got) == _components_by_search(A, mask)
+    assert sorted(np.concatenate(got).tolist()) == np.flatnonzero(mask).tolist() \
+        if got else not mask.any()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tabprotect.audit import audit
-from tabprotect.errors import InputError
+from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
@@ -227,8 +227,8 @@ def test_cube_proofs_find_something_on_generated_tables():
 def test_cube_start_gives_the_same_cost_when_subtables_are_solved_optimally():
     t = synthetic.preset("3d-small", seed=1)
     c = cost_vector(t, "value")
-    a = modular(t, c, singleton=False, cube_start=True)
-    b = modular(t, c, singleton=False, cube_start=False)
+    a = modular(t, c, singleton=False, cube_start=True, subtable_milp=True)
+    b = modular(t, c, singleton=False, cube_start=False, subtable_milp=True)
     assert np.isclose(c[a.status == "M"].sum(), c[b.status == "M"].sum())
     assert not audit(t.replace(status=a.status), singleton=False).exact.any()
 
@@ -324,9 +324,42 @@ def test_heuristic_subtables_with_single_contributor_attackers():
 def test_heuristic_is_used_only_from_the_size_threshold():
     t = synthetic.preset("3d-small", seed=1)
     c = cost_vector(t, "value")
-    exact = modular(t, c, singleton=False, heuristic_size=None)
-    default = modular(t, c, singleton=False)  # 3d-small's sub-tables are all small
+    exact = modular(t, c, singleton=False, heuristic_size=None, subtable_milp=True)
+    # 3d-small's sub-tables are all small
+    default = modular(t, c, singleton=False, subtable_milp=True)
     assert (exact.status == default.status).all()
+
+
+def test_subtables_that_are_no_network_get_the_certified_heuristic_or_the_milp():
+    # default: the certified heuristic on the 3-D sub-tables; subtable_milp: the optimal
+    # method from the certified pattern; both patterns pass the independent audit
+    t = synthetic.preset("3d-small", seed=2)
+    for milp in (False, True):
+        res = protect(t, method="modular", cost="value", singleton=False,
+                      subtable_milp=milp)
+        assert res.params["subtable_milp"] is milp
+        assert audit(res.confidential_table, singleton=False).passed
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5, 7])
+def test_subtable_milp_is_never_costlier_than_the_certified_pattern(seed):
+    # a 3-D sub-table: the optimal method started from the certified pattern returns
+    # it or a cheaper pattern, even when its time runs out at once
+    from tabprotect.secondary.modular import certified_pattern
+    from tabprotect.secondary.modular.solver import OptimalSubtableSolver
+
+    t, _, req = _flat_case(seed, False)
+    c = cost_vector(t, "value")
+    try:
+        z, _ = certified_pattern(t, req, c)
+    except InfeasibleRulesError:
+        return
+    hidden = np.isin(t.status, ("U", "M"))
+    solve = OptimalSubtableSolver(singleton=False, heuristic_size=None, milp=True)
+    for limit in (1e-3, None):
+        st = solve(t, c, limit)
+        assert c[(st == "M") & ~hidden].sum() <= c[z & ~hidden].sum() + 1e-6
+        assert audit(t.replace(status=st), singleton=False).passed
 
 
 def test_fast_tail_solves_subtables_instead_of_leaving_them():
@@ -545,3 +578,20 @@ def test_demo_table_modular_is_not_worse_than_gauss():
     gauss = protect(t, method="gauss", singleton=False)
     assert audit(res.confidential_table, singleton=False).passed
     assert (res.table.status == "M").sum() <= (gauss.table.status == "M").sum()
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_modular_first_audit_is_the_verdict_and_a_passing_pattern_gets_intervals(seed):
+    """protect()'s first audit of a modular pattern decides only the verdict (what the
+    repair needs); the result still carries the interval audit the small-table path
+    promises (no time limit: the re-audits after repair are interval audits too), and
+    the pattern passes the independent audit."""
+    t = _business_like_table(seed)
+    res = protect(t, method="modular", cost="value", singleton=False)
+    assert res.audit.mode == "intervals" and res.passed
+    check = audit(res.confidential_table, singleton=False)
+    assert check.passed
+    np.testing.assert_allclose(res.audit.lower, check.lower)
+    np.testing.assert_allclose(res.audit.upper, check.upper)
+    if len(res.repaired) == 0:
+        assert "audit 1 (intervals)" in res.stage_seconds

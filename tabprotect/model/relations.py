@@ -106,6 +106,36 @@ def relation_residuals(A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
     return A @ np.asarray(x, dtype=float)
 
 
+def component_roots(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """The smallest node of each node's component in the undirected graph on nodes
+    ``0..n-1`` with edges ``(u[i], v[i])``.
+
+    Roots hook onto the smallest root across an edge, then pointer jumping flattens the
+    trees; every tree with a neighbour merges in each round, so the rounds are logarithmic
+    in ``n``.  Plain numpy: scipy's graph module would import scipy.linalg, which a small
+    run otherwise never loads.
+
+    Examples
+    --------
+    >>> component_roots(np.array([3, 1]), np.array([2, 4]), 5).tolist()
+    [0, 1, 2, 2, 1]
+    """
+    parent = np.arange(n)
+    u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    while True:
+        pu, pv = parent[u], parent[v]
+        differ = pu != pv
+        if not differ.any():
+            return parent
+        u, v, pu, pv = u[differ], v[differ], pu[differ], pv[differ]
+        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))
+        while True:
+            grand = parent[parent]
+            if np.array_equal(grand, parent):
+                break
+            parent = grand
+
+
 def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
     """The cells of ``mask`` grouped into components: two cells are linked when some
     relation contains both (relations of one component never touch another's cells).
@@ -116,8 +146,6 @@ def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
     >>> [c.tolist() for c in linked_components(A, np.array([True, True, False, True]))]
     [[0, 1], [3]]
     """
-    from scipy.sparse.csgraph import connected_components
-
     cells = np.flatnonzero(mask)
     if len(cells) == 0:
         return []
@@ -127,9 +155,7 @@ def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
     m, s = sub.shape
     # bipartite graph: relation nodes 0..m-1, cell nodes m..m+s-1 (no cells x cells matrix)
     coo = sub.tocoo()
-    graph = sp.csr_matrix((np.ones(len(coo.row)), (coo.row, m + coo.col)), shape=(m + s, m + s))
-    _, labels = connected_components(graph, directed=False)
-    cell_labels = labels[m:]
+    cell_labels = component_roots(coo.row, m + coo.col, m + s)[m:]
     order = np.argsort(cell_labels, kind="stable")
     splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
     return [cells[g] for g in np.split(order, splits)]

@@ -66,6 +66,10 @@ class AuditRepair:
     without the whole-table LPs that would prove it); a pass is a real pass, and a
     pattern that never passes the screen gets a full verdict audit at the end.
 
+    ``verdict_first`` (intervals mode): the first audit decides only the verdict, which
+    is all a repair round needs; a pattern that passes it is audited again for its
+    intervals (for methods whose patterns mostly need a repair round).
+
     ``coalition`` (n >= 2, or 0): the audit judges coalitions of up to n contributors,
     and each repair round ends with the coalition repair
     (:mod:`~tabprotect.secondary.coalition_repair`)."""
@@ -74,12 +78,14 @@ class AuditRepair:
                  req: Requirements, cand: np.ndarray, settings: ProtectSettings,
                  budget: Budget, singleton: bool, mode: str, large: bool, repair: bool,
                  workers: int, progress: Callable[[str, float], None] | None,
-                 notes: list[str], stage: StageClock, coalition: int = 0):
+                 notes: list[str], stage: StageClock, coalition: int = 0,
+                 verdict_first: bool = False):
         self.table, self.cost, self.req, self.cand = table, cost, req, cand
         self.settings, self.budget, self.singleton = settings, budget, singleton
         self.mode, self.large, self.repair, self.workers = mode, large, repair, workers
         self.progress, self.notes, self.stage = progress, notes, stage
         self.coalition = coalition
+        self.verdict_first = verdict_first
         self.screening = large and mode == "verdict"
         self.status = status
         self.protected_table = table.replace(status=status)
@@ -90,6 +96,7 @@ class AuditRepair:
         self.integer_tried = np.zeros(0, np.int64)  # ... with integral witnesses
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
+        self.milp = settings.milp_repair.applies(table)   # rounds start with MILPs
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
@@ -102,12 +109,13 @@ class AuditRepair:
         self.protected_table = self.table.replace(status=self.status)
 
     def judge(self, final: bool = False, previous: AuditResult | None = None,
-              screen: bool = False) -> AuditResult:
+              screen: bool = False, verdict: bool = False) -> AuditResult:
         """Audit the current pattern.  Repair only adds suppressions, so what a previous
         round's audit found protected stays protected: that audit is passed on and those
-        primaries cost no LP (verdict and screen modes)."""
+        primaries cost no LP (verdict and screen modes).  ``verdict``: the verdict only,
+        whatever the mode."""
         screen = screen or (self.screening and not final)
-        mode = "screen" if screen else self.mode
+        mode = "screen" if screen else "verdict" if verdict else self.mode
         if mode == "intervals" and previous is not None and self.budget.total is not None:
             # within a time limit the re-audits decide only the verdict: the primaries a
             # previous audit found protected cost no LP and the repair's witnesses
@@ -118,8 +126,7 @@ class AuditRepair:
                                   "the final audit gives bounds, not intervals")
                 self._verdict_noted = True
         limit = self.left()
-        if previous is None and self.repair and limit is not None and \
-                self.settings.milp_repair.enabled:
+        if previous is None and self.repair and limit is not None and self.milp:
             # the first audit leaves time for the repair and a re-audit: what it does
             # not decide in time the repair's witnesses settle
             limit = max(self.settings.audit_floor_seconds,
@@ -223,8 +230,13 @@ class AuditRepair:
     # ---- the loop
     def run(self) -> AuditResult:
         """Audit, repair and audit again; returns the last audit."""
-        result = self.judge(previous=self.screened)
+        first = self.verdict_first and self.mode == "intervals" and self.screened is None
+        result = self.judge(previous=self.screened, verdict=first)
         self.stage("audit 1")
+        if first and result.passed:
+            # the pattern passes as it is: the intervals the audit mode asks for
+            result = self.judge()
+            self.stage("audit 1 (intervals)")
         integer = result.integer
         while not result.passed and self.repair and \
                 self.rounds < self.settings.max_repair_rounds:
@@ -262,7 +274,7 @@ class AuditRepair:
         MILP repair also the primaries the audit did not decide in time (their free
         witnesses, one LP each on a small region, settle most without a cell)."""
         short = np.asarray(result.shortfalls, dtype=np.int64)
-        if result.incomplete is None or not self.settings.milp_repair.enabled:
+        if result.incomplete is None or not self.milp:
             return short
         open_ = np.flatnonzero(result.incomplete & (self.table.status == "U"))
         return np.union1d(short, open_)
@@ -281,7 +293,7 @@ class AuditRepair:
         witness in reach or out of time), and whether the MILP found witnesses that
         added no cell (the next audit takes them as moves)."""
         s = self.settings.milp_repair
-        if not s.enabled:
+        if not self.milp:
             return np.asarray(result.shortfalls, dtype=np.int64), False
         short = self._targets(result)
         if len(short) == 0 or len(short) > s.max_primaries:
@@ -330,25 +342,60 @@ class AuditRepair:
 
     def _local_round(self, result: AuditResult, suppressed: np.ndarray,
                      short: np.ndarray) -> np.ndarray:
-        """A large table's repair: leaf cubes first (no LP; each a move of the whole
-        table), then local deviation LPs on the short primaries' neighbourhoods for what
-        the cubes cannot settle (a whole-table LP per shortfall does not scale to
-        10^5-10^6 cells)."""
+        """A large table's repair: deviation LPs on the short primaries' neighbourhoods
+        while their time lasts (below ``pre_repair_min_cells``), then leaf cubes (no LP;
+        each a move of the whole table) for the primaries not reached, then deviation
+        LPs again for what the cubes cannot settle (a whole-table LP per shortfall does
+        not scale to 10^5-10^6 cells)."""
         s, n = self.settings, self.table.n_cells
+        table = self.protected_table
+        if n < s.pre_repair_min_cells and s.repair_lp_relative_seconds > 0:
+            table, short = self._deviations_first(result, short)
         new_status, rest, new_moves = cube_repair(
-            self.protected_table, self.cost, short, singleton=self.singleton,
+            table, self.cost, short, singleton=self.singleton,
             time_limit=self.left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
         self.moves.append(new_moves)
         self.stage(f"repair {self.rounds} cubes")
         if len(rest):
             new_status, lp_moves = greedy_repair(
-                self.protected_table.replace(status=new_status), self.cost, rest,
+                table.replace(status=new_status), self.cost, rest,
                 audit_result=result, time_limit=self.left(), return_moves=True,
                 block_sizes=s.repair_block_sizes if n >= s.pre_repair_min_cells else (),
                 workers=self.workers, options=s.repair_lps)
             self.moves.append(lp_moves)
             self.stage(f"repair {self.rounds} LPs")
         return np.isin(new_status, ("U", "M")) | suppressed
+
+    def _deviations_first(self, result: AuditResult, short: np.ndarray
+                          ) -> tuple[Table, np.ndarray]:
+        """The cheapest deviation of each short primary (:func:`greedy_repair`), batch
+        by batch in cell order (neighbours share suppressions) for at most
+        ``repair_lp_relative_seconds`` times the call's time so far (and half of what
+        is left of a budget).  Returns the table with the deviations' cells suppressed
+        and the primaries not reached (for the cubes)."""
+        s = self.settings
+        seconds = s.repair_lp_relative_seconds * self.budget.elapsed()
+        left = self.budget.remaining()
+        if left is not None:
+            seconds = min(seconds, 0.5 * left)
+        end = time.perf_counter() + seconds
+        table, order = self.protected_table, np.sort(short)
+        size = s.repair_lp_batch * max(1, self.workers)   # a batch per worker
+        done = 0
+        while done < len(order) and time.perf_counter() < end:
+            batch = order[done:done + size]
+            status, moves = greedy_repair(table, self.cost, batch, audit_result=result,
+                                          time_limit=self.left(), return_moves=True,
+                                          workers=self.workers, options=s.repair_lps)
+            self.moves.append(moves)
+            table = table.replace(status=status)
+            done += len(batch)
+        if done:
+            self.notes.append(f"repair round {self.rounds}: deviation LPs for {done} of "
+                              f"{len(order)} short primaries"
+                              + (", leaf cubes for the rest" if done < len(order) else ""))
+            self.stage(f"repair {self.rounds} deviation LPs")
+        return table, order[done:]
 
     def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool,
                      short: np.ndarray) -> np.ndarray:

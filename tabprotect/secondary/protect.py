@@ -40,6 +40,12 @@ from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
 from tabprotect.secondary.repair import Requirements
 
+#: methods whose patterns mostly need a repair round on the small-table path (modular:
+#: carried levels can leave a few interior primaries short in the whole table): their
+#: first audit decides only the verdict, all the repair needs, and a pattern that passes
+#: it gets the interval audit after it
+VERDICT_FIRST_METHODS = ("modular",)
+
 #: protect()'s own settings (every other keyword is an option of the method)
 PROTECT_SETTINGS = ("cost", "time_limit", "options", "progress", "singleton", "repair",
                     "cost_column", "empty", "audit_mode", "audit_workers", "settings",
@@ -204,7 +210,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                        cand=cand, settings=settings, budget=budget, singleton=singleton,
                        mode=mode, large=large, repair=repair, workers=audit_workers,
                        progress=progress, notes=notes, stage=clock,
-                       coalition=coalition or 0)
+                       coalition=coalition or 0,
+                       verdict_first=method in VERDICT_FIRST_METHODS)
     loop.pre_audit(method, run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta

@@ -16,8 +16,7 @@ import time
 import numpy as np
 from scipy import sparse
 
-from solvers import LinearProgram
-from solvers import solve as solve_lp
+from solvers import HighsModel, LinearProgram
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
 from tabprotect.secondary.candidates import candidate_cells
@@ -90,6 +89,10 @@ class _Builder:
         self.by_cell: dict[int, list[int]] = {}
         #: (primary, sign) -> index of the move that proves it (first pass)
         self.proofs: dict[tuple[int, int], int] = {}
+        #: one LP over every cell of the sub-table, built at the first move: the LPs of
+        #: a sub-table differ only in bounds and costs, so each re-solve starts from the
+        #: previous basis (cells outside the move's reach are fixed at 0)
+        self.model: HighsModel | None = None
 
     def forget_moves(self) -> None:
         """Drop the moves found so far (their cells may not come back)."""
@@ -136,50 +139,50 @@ class _Builder:
         free_to_move = self.z | allowed
         if not free_to_move[s]:
             return None
-        cells = np.flatnonzero(free_to_move)  # the others stay at 0: not in the LP
-        m = len(cells)
-        k = int(np.searchsorted(cells, s))
-        hi_up, hi_dn = req.up[cells], req.down[cells]
-        if (hi_up if sign > 0 else hi_dn)[k] < need - 1e-12 * max(1.0, need):
+        if (req.up if sign > 0 else req.down)[s] < need - 1e-12 * max(1.0, need):
             return None
-        lo = np.zeros(2 * m)
+        n = self.sub.n_cells
+        hi_up = np.where(free_to_move, req.up, 0.0)
+        hi_dn = np.where(free_to_move, req.down, 0.0)
+        lo = np.zeros(2 * n)
         hi = np.concatenate([hi_up, hi_dn])
         if sign > 0:
-            lo[k], hi[m + k] = need, 0.0
+            lo[s], hi[n + s] = need, 0.0
         else:
-            lo[m + k], hi[k] = need, 0.0
-        lp = LinearProgram(c=self._weights(cells, need, hi_up, hi_dn),
-                           **self._relations(cells), col_lower=lo, col_upper=hi)
-        res = solve_lp(lp, threads=1)
+            lo[n + s], hi[s] = need, 0.0
+        c = self._weights(need, req.up, req.down)
+        if self.model is None:
+            self.model = HighsModel(LinearProgram(c=c, col_lower=lo, col_upper=hi,
+                                                  **self._relations()), threads=1)
+        else:
+            self.model.set_col_bounds(np.arange(2 * n), lo, hi)
+            self.model.set_objective(c)
+        res = self.model.solve()
         self.n_lp += 1
         if res.status == "infeasible":
             return None
         if res.status != "optimal":
             raise RuntimeError(f"certified pattern LP ended with status {res.status}")
-        y = np.zeros(self.sub.n_cells)
-        y[cells] = res.x[:m] - res.x[m:]
+        y = res.x[:n] - res.x[n:]
+        y[~free_to_move] = 0.0
         return y
 
-    def _weights(self, cells: np.ndarray, need: float, hi_up: np.ndarray,
-                 hi_dn: np.ndarray) -> np.ndarray:
+    def _weights(self, need: float, hi_up: np.ndarray, hi_dn: np.ndarray) -> np.ndarray:
         """Cost of moving a cell by the requirement: its cost (more when its range is
         smaller than the requirement); a suppressed cell moves (almost) for free."""
-        c_cells = self.cost[cells]
+        c_cells = self.cost
         with np.errstate(divide="ignore", invalid="ignore"):
             w_up = np.where(hi_up > 0, c_cells * np.maximum(1.0, need / hi_up), 0.0)
             w_dn = np.where(hi_dn > 0, c_cells * np.maximum(1.0, need / hi_dn), 0.0)
-        zc = self.z[cells]
-        return np.concatenate([np.where(zc, self.free_cost, w_up),
-                               np.where(zc, self.free_cost, w_dn)])
+        z = self.z
+        return np.concatenate([np.where(z, self.free_cost, w_up),
+                               np.where(z, self.free_cost, w_dn)])
 
-    def _relations(self, cells: np.ndarray) -> dict:
-        """``A y = 0`` over ``cells`` (split into up and down columns): every relation
-        touching them."""
-        Ac = self.A[:, cells]
-        rows = np.flatnonzero(np.diff(Ac.indptr) > 0)
-        Ac = Ac[rows]
-        zero = np.zeros(len(rows))
-        return dict(A=sparse.hstack([Ac, -Ac]).tocsr(), row_lower=zero, row_upper=zero)
+    def _relations(self) -> dict:
+        """``A y = 0`` over the sub-table (split into up and down columns)."""
+        A = self.A[np.flatnonzero(np.diff(self.A.indptr) > 0)]
+        zero = np.zeros(A.shape[0])
+        return dict(A=sparse.hstack([A, -A]).tocsr(), row_lower=zero, row_upper=zero)
 
 
 def certified_pattern(sub: Table, req, cost: np.ndarray, *,

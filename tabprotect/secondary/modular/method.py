@@ -71,11 +71,12 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     except ValueError as exc:
         raise InputError(f"modular: {exc}") from None
     start = time.perf_counter()
+    split = Split(table)
     solve = opts.solver or optimal_subtable_solver(
         singleton=singleton, mip_gap=opts.mip_gap, seed=opts.cube_start,
-        heuristic_size=opts.heuristic_size, min_primaries=opts.heuristic_min_primaries)
+        heuristic_size=opts.heuristic_size, min_primaries=opts.heuristic_min_primaries,
+        milp=opts.subtable_milp or len(split) == 1)
     workers = _workers(opts.workers, table.n_cells, solve)
-    split = Split(table)
     state = Coordinator(table, cost, split, opts, singleton)
     plan = TimePlan(split, time_limit, opts, workers, start)
     stats = ModularStats(subtables=len(split), workers=workers,

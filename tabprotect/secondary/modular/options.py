@@ -30,10 +30,14 @@ class ModularOptions:
     #: start each sub-table's optimal solve from a cube pattern, so a stopped solve
     #: never overruns (off: the repair's start is cheaper)
     cube_start: bool = False
+    #: sub-tables that are no network (3-D and more) get the optimal method, started
+    #: from the certified pattern, below heuristic_size (off: the certified heuristic
+    #: alone, in a fraction of the time; a table of one sub-table always gets the MILP)
+    subtable_milp: bool = False
     #: primaries x cells from which a sub-table gets the certified heuristic instead of
-    #: the optimal method (None: never; 0: every sub-table): the 4-D sub-tables of 1,000
-    #: cells with 150 primaries get no pattern of their own from the optimal method in
-    #: seconds
+    #: the network search or the optimal method (None: never; 0: every sub-table; those
+    #: that are no network get it anyway unless subtable_milp): the 4-D sub-tables of
+    #: 1,000 cells with 150 primaries get no pattern of their own from the MILP in seconds
     heuristic_size: int | None = 20_000
     #: ... and at least this many primaries: on a large flat table with a handful of
     #: primaries the optimal method is quick and the heuristic far from optimal

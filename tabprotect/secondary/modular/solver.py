@@ -52,6 +52,9 @@ class OptimalSubtableSolver:
         the sub-table gets :func:`certified_pattern` and no MILP (:func:`uses_heuristic`)
     network : a sub-table whose relations form a network (1-D, 2-D) gets its exact
         pattern from the cut search (:func:`network_pattern`) instead of the MILP
+    milp : a sub-table that is no network (3-D and more) gets the optimal method,
+        started from the certified pattern and never costlier than it; off: the
+        certified pattern alone (:func:`certified_pattern`, no MILP)
     """
 
     singleton: bool = True
@@ -60,6 +63,7 @@ class OptimalSubtableSolver:
     heuristic_size: int | None = 20_000
     min_primaries: int = 20
     network: bool = True
+    milp: bool = True
 
     def __call__(self, sub: Table, cost: np.ndarray, time_limit: float | None, *,
                  short: np.ndarray | None = None, deadline: float | None = None,
@@ -89,6 +93,8 @@ class OptimalSubtableSolver:
                 status = sub.status.copy()
                 status[z & ~np.isin(status, ("U", "M"))] = "M"
                 return status
+        if not self.milp:
+            return self._heuristic(sub, req, cost, todo, time_limit, deadline, prune=True)
         movable = np.isin(sub.status, ("S", "U", "M")) & (sub.ub > sub.lb)
         # a movable cube proves a primary protectable without any LP
         todo = todo[~cube_protected(sub, req, movable, todo)]
@@ -97,10 +103,22 @@ class OptimalSubtableSolver:
                                                  first_only=True)
             if not chk.ok:
                 raise InfeasibleRulesError("sub-table cannot be protected with its margins")
-        start = cube_pattern(sub, req, cost) if self.seed else None
-        out = optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
-                      mip_gap=self.mip_gap, start=start)
-        return np.asarray(out.status)
+        start = self._start(sub, req, cost, deadline)
+        out = np.asarray(optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
+                                 mip_gap=self.mip_gap, start=start).status)
+        return _cheaper(sub, cost, out, start)
+
+    def _start(self, sub: Table, req: Requirements, cost: np.ndarray,
+               deadline: float | None) -> np.ndarray | None:
+        """The optimal method's first incumbent: the certified pattern (outside
+        attacker only: its moves prove nothing about single contributors), else with
+        ``seed`` a cube pattern, else None."""
+        if not req.singleton.any():
+            try:
+                return certified_pattern(sub, req, cost, deadline=deadline)[0]
+            except (Unreachable, TimeoutError):
+                pass
+        return cube_pattern(sub, req, cost) if self.seed else None
 
     def _heuristic(self, sub: Table, req: Requirements, cost: np.ndarray,
                    todo: np.ndarray, time_limit: float | None, deadline: float | None,
@@ -132,12 +150,28 @@ class OptimalSubtableSolver:
 
 def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None,
                             seed: bool = False, heuristic_size: int | None = 20_000,
-                            min_primaries: int = 20) -> OptimalSubtableSolver:
+                            min_primaries: int = 20, milp: bool = True
+                            ) -> OptimalSubtableSolver:
     """The default sub-table solver: :func:`tabprotect.secondary.optimal.optimal`
     (``seed``: started from :func:`cube_pattern` when there is one); from
     ``heuristic_size`` primaries x cells :func:`certified_pattern` instead."""
     return OptimalSubtableSolver(singleton=singleton, mip_gap=mip_gap, seed=seed,
-                                 heuristic_size=heuristic_size, min_primaries=min_primaries)
+                                 heuristic_size=heuristic_size, min_primaries=min_primaries,
+                                 milp=milp)
+
+
+def _cheaper(sub: Table, cost: np.ndarray, status: np.ndarray,
+             start: np.ndarray | None) -> np.ndarray:
+    """``status``, or the ``start`` pattern where its new suppressions cost less (the
+    optimal method's own incumbent may replace the start when its time runs out)."""
+    if start is None:
+        return status
+    hidden = np.isin(sub.status, ("U", "M"))
+    cost = np.asarray(cost, dtype=float)
+    if cost[start & ~hidden].sum() < cost[(status == "M") & ~hidden].sum():
+        status = sub.status.copy()
+        status[start & ~hidden] = "M"
+    return status
 
 
 def _restricted(req: Requirements, keep: np.ndarray) -> Requirements:
