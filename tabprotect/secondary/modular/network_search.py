@@ -256,15 +256,16 @@ class _Search:
         idx = np.flatnonzero(avail)
         need = slack[short]
         Kc = np.minimum(self.K[np.ix_(short, idx)], need[:, None])
-        if (Kc.sum(axis=1) < need - self.tol[short]).any():
-            return None
         c = self.c[idx]
-        bound = _cover_bounds(Kc, need, c)
+        pos = Kc > 0
+        bound, reach = _cover_bounds(Kc, need, c, pos)
+        if (reach < need - self.tol[short]).any():
+            return None
         if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
             return None
-        support = (Kc > 0).sum(axis=1)
+        support = pos.sum(axis=1)
         r = int(np.lexsort((-bound, support))[0])
-        on = Kc[r] > 0
+        on = pos[r]
         ratio = c[on] / Kc[r][on]
         return idx[on][np.lexsort((idx[on], ratio))]
 
@@ -306,17 +307,20 @@ class _Search:
         return None
 
 
-def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Per row, the cost of its cheapest fractional cover (a lower bound): the
-    candidates by cost per unit covered, each taking what the row still lacks."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(Kc > 0, c[None, :] / Kc, np.inf)
+def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
+                  pos: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the cost of its cheapest fractional cover (a lower bound: the
+    candidates by cost per unit covered, each taking what the row still lacks) and how
+    much all the candidates together cover (``pos``: ``Kc > 0`` when known)."""
+    pos = Kc > 0 if pos is None else pos
+    ratio = np.divide(c[None, :], Kc, out=np.full(Kc.shape, np.inf), where=pos)
     order = np.argsort(ratio, axis=1, kind="stable")
     rows = np.arange(Kc.shape[0])[:, None]
     k = Kc[rows, order]
-    before = np.cumsum(k, axis=1) - k
-    covered = np.clip(need[:, None] - before, 0.0, k)
-    return (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
+    cum = np.cumsum(k, axis=1)
+    covered = np.clip(need[:, None] - (cum - k), 0.0, k)
+    cost = (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
+    return cost, cum[:, -1] if cum.shape[1] else np.zeros(len(need))
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
