@@ -116,15 +116,22 @@ def cut_row(prob: _Problem, side: np.ndarray, s: int, j: int, need: float
     return rows, deficit
 
 
-def _rows(prob: _Problem, side: np.ndarray, edges: np.ndarray, need: float
+def _crossing(prob: _Problem, side: np.ndarray, edges: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``edges`` leave the source sides ``side`` (cuts x nodes) tail first
+    (forwards) and head first (backwards)."""
+    t, h = prob.net.tail[edges], prob.net.head[edges]
+    return side[:, t] & ~side[:, h], side[:, h] & ~side[:, t]
+
+
+def _rows(prob: _Problem, side: np.ndarray | None, edges: np.ndarray, need: float,
+          crossing: tuple[np.ndarray, np.ndarray] | None = None
           ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the cuts ``side`` (cuts x nodes, source sides) over ``edges``: the
-    coefficients of the candidates capped at each cut's deficit, and the deficits."""
-    net = prob.net
+    """Rows of the cuts ``side`` (cuts x nodes, source sides; or their ``crossing``
+    edges) over ``edges``: the coefficients of the candidates capped at each cut's
+    deficit, and the deficits."""
     tol = REL_TOL * max(1.0, need)
-    t, h = net.tail[edges], net.head[edges]
-    fwd = side[:, t] & ~side[:, h]
-    bwd = side[:, h] & ~side[:, t]
+    fwd, bwd = _crossing(prob, side, edges) if crossing is None else crossing
     coef = np.where(fwd, prob.up[edges], 0.0) + np.where(bwd, prob.down[edges], 0.0)
     is_fixed = prob.fixed[edges]
     deficit = need - coef[:, is_fixed].sum(axis=1)
@@ -172,6 +179,36 @@ def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
     side[:, src] = True
     side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
     return _rows(prob, side, edges, need)
+
+
+def cut_rows_both(prob: _Problem, s: int, up: float, down: float, limits: SearchLimits
+                  ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """:func:`cut_rows` of ``s`` moving up by ``up`` and down by ``down`` (the outside
+    intruder), from one listing: the down cuts are the up cuts' complements (source and
+    sink swap), so a cell crossing an up cut forwards crosses its complement backwards.
+    The rows of each positive need, or None when there are too many cuts."""
+    kinds = [(kind, need) for kind, need in (("up", up), ("down", down)) if need > 0]
+    for kind, need in kinds:
+        own_range_check(prob, s, kind, need)
+    if not kinds:
+        return []
+    net = prob.net
+    src, snk = prob.ends(s, "up")
+    edges = np.flatnonzero(prob.available)
+    edges = edges[edges != s]
+    touched = np.zeros(net.n_nodes, bool)
+    touched[net.tail[edges]] = touched[net.head[edges]] = True
+    touched[[src, snk]] = False
+    free = np.flatnonzero(touched)
+    if len(free) > limits.max_free_nodes:
+        return None
+    masks = np.arange(2 ** len(free))
+    side = np.zeros((len(masks), net.n_nodes), bool)
+    side[:, src] = True
+    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    fwd, bwd = _crossing(prob, side, edges)
+    return [_rows(prob, None, edges, need, (fwd, bwd) if kind == "up" else (bwd, fwd))
+            for kind, need in kinds]
 
 
 class _Search:
@@ -357,17 +394,11 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
         nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
         width = float(req.need_width[slot])
         binding = width if width > (nu + nd) * (1 + REL_TOL) else 0.0
-        listed = True
-        for kind, need in (("up", nu), ("down", nd)):
-            if need <= 0:
-                continue
-            got = cut_rows(prob, s, kind, need, -1, limits)
-            if got is None:     # too many cuts to list: minimum cuts as they are met
-                own_range_check(prob, s, kind, need)
-                listed = False
-                continue
-            rows.append(got[0])
-            deficits.append(got[1])
+        got = cut_rows_both(prob, s, nu, nd, limits)
+        listed = got is not None
+        for part in got or ():  # None: too many cuts to list, minimum cuts as they are met
+            rows.append(part[0])
+            deficits.append(part[1])
         if binding > 0 or not listed:
             lazy.append((slot, s, -1, binding, listed))
         if req.singleton.any():
