@@ -57,13 +57,17 @@ class WidthStep:
     """The protection LPs of one table (see the module docstring).
 
     ``hops``: the neighbourhood's radius in relations (the whole component when the LP
-    over it has no solution)."""
+    over it has no solution); ``lp_seconds``: most seconds of one LP (a condition whose
+    LP runs out goes without a witness to the audit and repair, so that one hard LP
+    does not take the step's whole time)."""
 
-    def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3):
+    def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3,
+                 lp_seconds: float = 2.0):
         self.table = table
         self.cost = np.asarray(cost, float)
         self.req = Requirements.from_table(table, singleton=singleton)
         self.hops = hops
+        self.lp_seconds = lp_seconds
         A = table.relations.tocsr()
         self.A = A
         pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
@@ -219,7 +223,8 @@ class WidthStep:
         lp = LinearProgram(c=np.concatenate([wu, wd]), A=sp.hstack([sub, -sub]).tocsr(),
                            row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
                            col_lower=lo, col_upper=hi, sense="min")
-        left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+        left = self.lp_seconds if deadline is None else \
+            min(self.lp_seconds, max(0.01, deadline - time.perf_counter()))
         res = HighsModel(lp).solve(time_limit=left)
         if res.status != "optimal":
             return None

@@ -47,8 +47,10 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     try:
+        # unpruned: the pruning pass would take the time the check and repair need
+        # (the search removes what the start does not need)
         out = gauss(table, np.asarray(cost, dtype=float), time_limit=time_limit,
-                    singleton=singleton, widths_share=widths_share)
+                    singleton=singleton, widths_share=widths_share, prune="never")
     except (InfeasibleRulesError, InputError):
         return None   # the search itself reports what cannot be protected
     pattern = np.isin(np.asarray(out.status), ("U", "M"))
