@@ -57,6 +57,9 @@ def child(args) -> None:
     if args.variant == "cubes":
         settings = ProtectSettings(milp_repair=settings.milp_repair,
                                    repair_lp_relative_seconds=0.0)
+    if args.large_table is not None:
+        import dataclasses
+        settings = dataclasses.replace(settings, large_table=args.large_table)
     kind, name, *rest = args.case.split(":")
     singleton = "s" in rest
     if kind == "counts":
@@ -109,6 +112,9 @@ def main(argv=None) -> None:
     ap.add_argument("--variants", nargs="*", default=["lp", "milp"],
                     choices=["lp", "milp", "cubes", "default"],
                     help="this checkout's variants (see the module docstring)")
+    ap.add_argument("--large-table", type=int, default=None,
+                    help="ProtectSettings.large_table (e.g. below the table's cells: the "
+                         "large-table path, screening audits and local repair)")
     ap.add_argument("--timeout", type=float, default=3600.0)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -126,6 +132,8 @@ def main(argv=None) -> None:
                    "--code", code, "--method", args.method, "x"]
             if args.time_limit is not None:
                 cmd += ["--time-limit", str(args.time_limit)]
+            if args.large_table is not None:
+                cmd += ["--large-table", str(args.large_table)]
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True,
                                      timeout=args.timeout)

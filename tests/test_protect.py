@@ -279,6 +279,19 @@ def test_large_path_deviation_lps_before_cubes_add_fewer_cells():
     assert out[1.0].cost < out[0.0].cost
 
 
+def test_large_path_deviation_lps_with_single_contributor_attackers():
+    # the deviation LPs do not model the single-contributor attackers: a primary they
+    # took that the next audit finds short again goes to the cubes (the same LP would
+    # add nothing); the pattern must pass the independent audit with the attackers
+    t = synthetic.count_table([(2, 4)] * 3, seed=1)
+    settings = ProtectSettings(large_table=10, feasibility_check_max_work=0,
+                               milp_repair=MilpRepairSettings(enabled=False))
+    res = protect(t, method="gauss", cost="value", singleton=True, settings=settings)
+    assert any("deviation LPs for" in n for n in res.notes)
+    assert len(res.repaired) > 0
+    assert res.passed and audit(res.confidential_table, singleton=True).passed
+
+
 def test_audit_mode_is_validated_and_intervals_can_be_forced():
     t = synthetic.preset("2d-small", seed=1)
     with pytest.raises(InputError, match="audit_mode"):

@@ -94,6 +94,7 @@ class AuditRepair:
         self.rounds = 0
         self.milp_tried = np.zeros(0, np.int64)     # primaries the MILP repair took
         self.integer_tried = np.zeros(0, np.int64)  # ... with integral witnesses
+        self.lp_tried = np.zeros(0, np.int64)       # primaries a round's deviation LPs took
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
         self.milp = settings.milp_repair.applies(table)   # rounds start with MILPs
@@ -371,7 +372,10 @@ class AuditRepair:
         """The cheapest deviation of each short primary (:func:`greedy_repair`), batch
         by batch in cell order (neighbours share suppressions) for at most
         ``repair_lp_relative_seconds`` times the call's time so far (and half of what
-        is left of a budget).  Returns the table with the deviations' cells suppressed
+        is left of a budget).  A primary an earlier round's deviation LPs took goes
+        to the cubes: it is short again where the deviation does not reach (e.g. a
+        single-contributor attacker, whom the deviation LPs do not model), and the same
+        LP would add nothing.  Returns the table with the deviations' cells suppressed
         and the primaries not reached (for the cubes)."""
         s = self.settings
         seconds = s.repair_lp_relative_seconds * self.budget.elapsed()
@@ -379,7 +383,9 @@ class AuditRepair:
         if left is not None:
             seconds = min(seconds, 0.5 * left)
         end = time.perf_counter() + seconds
-        table, order = self.protected_table, np.sort(short)
+        short = np.sort(short)
+        again = np.isin(short, self.lp_tried)
+        table, order = self.protected_table, short[~again]
         size = s.repair_lp_batch * max(1, self.workers)   # a batch per worker
         done = 0
         while done < len(order) and time.perf_counter() < end:
@@ -390,12 +396,13 @@ class AuditRepair:
             self.moves.append(moves)
             table = table.replace(status=status)
             done += len(batch)
+        self.lp_tried = np.union1d(self.lp_tried, order[:done])
         if done:
             self.notes.append(f"repair round {self.rounds}: deviation LPs for {done} of "
-                              f"{len(order)} short primaries"
-                              + (", leaf cubes for the rest" if done < len(order) else ""))
+                              f"{len(short)} short primaries"
+                              + (", leaf cubes for the rest" if done < len(short) else ""))
             self.stage(f"repair {self.rounds} deviation LPs")
-        return table, order[done:]
+        return table, np.union1d(order[done:], short[again])
 
     def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool,
                      short: np.ndarray) -> np.ndarray:
