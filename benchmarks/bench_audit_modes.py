@@ -77,15 +77,26 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
     n_sec = int((pattern.status == "M").sum())
     rows = []
     modes = [m for m in audit_modes if m != "intervals" or t.n_cells <= intervals_max]
-    for mode in modes:
-        for integer in integers:
+    # the exact audit first: every other mode's shortfalls are compared with its cells
+    modes = sorted(modes, key=lambda m: m != "intervals")
+    for integer in integers:
+        exact = None
+        for mode in modes:
             res = audit(pattern, singleton=singleton, integer=integer, mode=mode,
                         time_limit=time_limit)
+            short = set(np.asarray(res.shortfalls).tolist())
+            if exact is None and res.complete:
+                exact, agree = (mode, short), "reference"
+            elif exact is None:
+                agree = ""
+            else:
+                differ = len(short ^ exact[1])
+                agree = f"= {exact[0]}" if differ == 0 else f"{differ} cells differ"
             rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
                          "what": f"audit {mode}{' integer' if integer else ''}",
                          "short": len(res.shortfalls), "complete": res.complete,
                          "seconds": round(res.runtime, 1), "secondaries": n_sec,
-                         "added": "", "cost": ""})
+                         "added": "", "cost": "", "agree": agree})
     for mode in protect_modes:
         if mode == "intervals" and t.n_cells > intervals_max:
             continue
@@ -99,6 +110,7 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
                      "secondaries": n_sec, "added": len(res.repaired),
                      "cost": f"{float(cost[pattern.status == 'M'].sum()):.0f} -> "
                              f"{res.cost:.0f}",
+                     "agree": "",
                      "stages": ", ".join(f"{k} {v:.1f}"
                                          for k, v in res.stage_seconds.items()),
                      "method_seconds": round(method_s, 1), "mode": mode})
@@ -112,7 +124,7 @@ def main(argv=None) -> None:
     ap.add_argument("--singleton", choices=["on", "off", "both"], default="both")
     ap.add_argument("--intervals-max", type=int, default=3000)
     ap.add_argument("--time-limit", type=float, default=600.0)
-    ap.add_argument("--protect-modes", nargs="+", default=["auto"],
+    ap.add_argument("--protect-modes", nargs="*", default=["auto"],
                     choices=["auto", "verdict", "intervals"])
     ap.add_argument("--audit-modes", nargs="*", default=["verdict", "screen", "intervals"],
                     choices=["verdict", "screen", "intervals"])
@@ -128,9 +140,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     flags = {"on": [True], "off": [False], "both": [True, False]}[args.singleton]
-    head = ("| cells | method | singleton | run | short | complete | s | secondaries | "
-            "repair added | cost method -> final |")
-    lines = [head, "|" + "---|" * 10]
+    head = ("| cells | method | singleton | run | short | same cells | complete | s | "
+            "secondaries | repair added | cost method -> final |")
+    lines = [head, "|" + "---|" * 11]
     notes = []
     for side in [*args.peer_cases, *args.sides]:
         for method in args.methods:
@@ -140,7 +152,7 @@ def main(argv=None) -> None:
                              {"on": [True], "off": [False], "both": [False, True]}[
                                  args.integer], args.data):
                     line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
-                            f"{r['what']} | {r['short']} | {r['complete']} | "
+                            f"{r['what']} | {r['short']} | {r['agree']} | {r['complete']} | "
                             f"{r['seconds']} | {r['secondaries']} | {r['added']} | "
                             f"{r['cost']} |")
                     print(line, flush=True)
@@ -158,7 +170,8 @@ def main(argv=None) -> None:
             "# Audit modes on method patterns of generated count tables\n\n"
             f"Made by `{cmd}` (single process).\n\n"
             "`short`: primaries the audit finds short on the method's pattern (every mode "
-            "must agree); protect() rows: the final audit, the cells its repair added and "
+            "must agree); `same cells`: whether they are the cells the first complete audit "
+            "of the row group (intervals when run: the exact audit) finds; protect() rows: the final audit, the cells its repair added and "
             "the cost of the method's pattern against the final one.\n\n"
             + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n")
 

@@ -23,7 +23,9 @@ method, audit + repair, information loss, writing) from the warm call and the co
 start-up. A peer that is not installed gives a row saying so (``--peer-figures`` then
 quotes the README's figures, labelled as such). ``--base`` runs a second tabprotect code
 tree (e.g. an older commit's ``git worktree``) in the same run, for before/after ratios.
-``--complete-peer`` makes a peer pattern that fails the audit safe with tabprotect (its
+``--warm-repeat N`` and ``--peer-repeat N`` (like ``--cold-repeat N``) take the median of N
+warm calls in one process and of N peer runs: on a loaded machine one run's wall time is
+noise. ``--complete-peer`` makes a peer pattern that fails the audit safe with tabprotect (its
 cells kept, the case's method, audit and repair on top) and reports that pattern's cost.
 The table is written to ``--out`` (Markdown) with the command that made it.
 """
@@ -34,6 +36,7 @@ import json
 import os
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -210,11 +213,14 @@ def child_tabprotect(args) -> None:
         captured["audit_seconds"] = res.audit_seconds
         return res
     secondary.protect = recording
-    cpu0 = time.process_time()
-    ts = time.perf_counter()
-    result = pipeline.run(job)
-    call = time.perf_counter() - ts
-    call_cpu = time.process_time() - cpu0
+    calls, cpus = [], []
+    for _ in range(max(1, args.warm_repeat)):   # the median of the calls (a loaded machine)
+        cpu0 = time.process_time()
+        ts = time.perf_counter()
+        result = pipeline.run(job)
+        calls.append(time.perf_counter() - ts)
+        cpus.append(time.process_time() - cpu0)
+    call, call_cpu = statistics.median(calls), statistics.median(cpus)
     tw = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         write_outputs(result, out)
@@ -239,7 +245,8 @@ def child_tabprotect(args) -> None:
                              "passed": res.passed}
     status = result.status
     json.dump({"import": t_import, "warm_up": warm_up, "call": call, "writing": writing,
-               "cpu": call_cpu, "timings": result.timings,
+               "cpu": call_cpu, "call_runs": [round(c, 3) for c in calls],
+               "cpu_runs": [round(c, 3) for c in cpus], "timings": result.timings,
                "stages": captured.get("stages", {}),
                "method_seconds": captured.get("method_seconds"),
                "audit_seconds": captured.get("audit_seconds"),
@@ -300,9 +307,9 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
 
 
 def median_run(runs: list[dict]) -> dict:
-    """One row for repeated cold runs: the median wall and CPU seconds (each run's CPU
-    seconds kept as ``cpu_runs``); the first failed run when any failed."""
-    import statistics
+    """One row for repeated cold runs (or peer runs): the median wall, CPU (and a peer's
+    call) seconds (each run's CPU seconds kept as ``cpu_runs``); the first failed run
+    when any failed."""
     failed = [r for r in runs if "error" in r or "wall" not in r]
     if failed or len(runs) == 1:
         return (failed or runs)[0]
@@ -310,6 +317,8 @@ def median_run(runs: list[dict]) -> dict:
     row.update(wall=statistics.median(r["wall"] for r in runs),
                cpu=statistics.median(r["cpu"] for r in runs),
                cpu_runs=[round(r["cpu"], 3) for r in runs])
+    if all(r.get("call") is not None for r in runs):   # a peer's call after its import
+        row["call"] = statistics.median(r["call"] for r in runs)
     return row
 
 
@@ -322,11 +331,11 @@ def run_startup(code: str) -> float:
 
 
 def run_warm(code: str, job: Path, work: Path, timeout: float,
-             all_methods: bool = False) -> dict:
+             all_methods: bool = False, repeat: int = 1) -> dict:
     result = work / f"warm-{abs(hash(code)) % 10**6}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code,
-           "--job", str(job), "--result", str(result)] + (["--all-methods"] if all_methods
-                                                           else [])
+           "--job", str(job), "--result", str(result), "--warm-repeat", str(repeat)] + (
+        ["--all-methods"] if all_methods else [])
     try:
         p = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=code), cwd=code,
                            capture_output=True, text=True, timeout=timeout)
@@ -558,6 +567,15 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
     if repeats:
         out += [f"The CLI job cold: the median of {'/'.join(map(str, sorted(repeats)))} "
                 f"runs per code tree (`--cold-repeat`).", ""]
+    warm_repeats = {len(t.get("warm", {}).get("call_runs", [])) for r in rows
+                    for t in r["tab"].values()} - {0, 1}
+    if warm_repeats:
+        out += [f"The warm call: the median of {'/'.join(map(str, sorted(warm_repeats)))} "
+                f"calls in its process (`--warm-repeat`).", ""]
+    peer_repeats = {len(r.get("peer", {}).get("cpu_runs", [])) for r in rows} - {0}
+    if peer_repeats:
+        out += [f"The peer: the median of {'/'.join(map(str, sorted(peer_repeats)))} runs "
+                f"(`--peer-repeat`).", ""]
     head = ("| case | code | tabprotect cold s (CPU) | warm call s (CPU) | secondaries | cost "
             "| audit | peer | peer s (CPU) [call] | peer secondaries | peer cost | peer audit "
             "| ratio cold | ratio warm/call |")
@@ -676,6 +694,12 @@ def main(argv=None) -> int:
                     help="a peer pattern that fails the audit is also completed by "
                          "tabprotect (its cells kept; the case's method, audit and repair "
                          "on top) and judged: the cost of making it safe")
+    ap.add_argument("--warm-repeat", type=int, default=1, metavar="N",
+                    help="the warm call N times in its process: the median wall and CPU "
+                         "seconds")
+    ap.add_argument("--peer-repeat", type=int, default=1, metavar="N",
+                    help="run the peer N times per case: the median wall, CPU and call "
+                         "seconds (its pattern from the last run)")
     ap.add_argument("--cold-repeat", type=int, default=1, metavar="N",
                     help="run the CLI job cold N times per code tree and report the median "
                          "wall and CPU seconds (a loaded machine's noise)")
@@ -734,7 +758,8 @@ def main(argv=None) -> int:
         table = pipeline.run(load_job(job), task="primary").table \
             if case.kind == "enterprise" else build_table(load_job(job))
         levels = tau_levels(case, data, table) if case.kind == "enterprise" else None
-        peer_row = {"peer": run_peer(case, data, cw, args)}
+        peer_row = {"peer": median_run([run_peer(case, data, cw, args)
+                                        for _ in range(args.peer_repeat)])}
         peer_row["peer_name"] = "tau-Argus " + case.peer.split("(")[0] \
             if case.kind == "enterprise" else "GaussSuppression"
         if "error" in peer_row["peer"] and args.peer_figures:
@@ -778,7 +803,8 @@ def _run_tabprotect(case: Case, data: Path, cw: Path, table, levels, peer_row: d
             tab["cli"] = median_run([run_cli(code, job, out, args.timeout)
                                      for _ in range(args.cold_repeat)])
         if "warm" in args.modes:
-            tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods)
+            tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods,
+                                   args.warm_repeat)
         st = None
         if "status" in tab["warm"] and tab["warm"]["n_cells"] == table.n_cells:
             st = np.array(list(tab["warm"].pop("status")))

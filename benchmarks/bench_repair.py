@@ -2,13 +2,17 @@
 
 Per case: the method's pattern (no time limit, so the same in every variant), then
 protect()'s audit-and-repair loop (``AuditRepair``, as protect() runs it) on that pattern
-within ``--time-limit`` seconds, twice, each in its own process, back to back: ``lp`` with ``ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))``
-(the LP repair alone: whole-table attacker LPs on small tables, leaf cubes and local
-deviation LPs on large ones) and ``milp`` with the defaults (the MILP repair first, the
-LP repair for what it leaves).  Columns: the method's cells and cost (the pattern
-before repair, the same in both), the cells and cost the repair added, the final
-verdict and short primaries, and the loop's seconds (audits and repair).  ``--code`` runs another checkout (e.g. a
-baseline worktree) as a third variant ``base`` with its own defaults.
+within ``--time-limit`` seconds, once per variant, each in its own process, back to
+back (``--variants``): ``lp`` with ``MilpRepairSettings(enabled=False)`` (the LP repair
+alone: whole-table attacker LPs on small tables; deviation LPs, then leaf cubes for the
+primaries they do not reach in time, on large ones), ``milp`` with ``enabled=True`` (the
+MILP repair first, the LP repair for what it leaves), ``cubes`` as ``lp`` with
+``repair_lp_relative_seconds=0`` (a large table's rounds start with leaf cubes), and
+``default`` with the defaults (the MILP repair on frequency tables).  Columns: the
+method's cells and cost (the pattern before repair, the same in every variant), the
+cells and cost the repair added, the final verdict and short primaries, and the loop's
+seconds (audits and repair).  ``--code NAME=PATH`` runs another checkout (e.g. a
+baseline worktree) as a further variant with its own defaults.
 
 Cases: ``counts:GxL[:s]`` is ``synthetic.count_table([(G, L)] * 3, seed=1)`` with gauss
 (``:s`` = single-contributor attack on); ``castro:NAME`` a Castro table
@@ -17,7 +21,7 @@ Cases: ``counts:GxL[:s]`` is ``synthetic.count_table([(G, L)] * 3, seed=1)`` wit
 Usage::
 
     python benchmarks/bench_repair.py counts:3x4:s counts:4x5 castro:HIER13 \\
-        --time-limit 60 --code base=../wt-base --out benchmarks/results/repair.md
+        --variants lp milp default --time-limit 60 --code base=../wt-base
 """
 from __future__ import annotations
 
@@ -46,9 +50,16 @@ def child(args) -> None:
     from tabprotect.secondary.candidates import candidate_cells
     from tabprotect.secondary.repair import Requirements
     settings = ProtectSettings()
-    if args.variant == "lp":
+    if args.variant in ("lp", "milp", "cubes"):
         from tabprotect.secondary.milp_repair import MilpRepairSettings
-        settings = ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))
+        settings = ProtectSettings(milp_repair=MilpRepairSettings(
+            enabled=args.variant == "milp"))
+    if args.variant == "cubes":
+        settings = ProtectSettings(milp_repair=settings.milp_repair,
+                                   repair_lp_relative_seconds=0.0)
+    if args.large_table is not None:
+        import dataclasses
+        settings = dataclasses.replace(settings, large_table=args.large_table)
     kind, name, *rest = args.case.split(":")
     singleton = "s" in rest
     if kind == "counts":
@@ -98,6 +109,12 @@ def main(argv=None) -> None:
                     help="seconds for the audit-and-repair loop (default: none)")
     ap.add_argument("--code", action="append", default=[],
                     help="NAME=PATH: another checkout, run with its defaults")
+    ap.add_argument("--variants", nargs="*", default=["lp", "milp"],
+                    choices=["lp", "milp", "cubes", "default"],
+                    help="this checkout's variants (see the module docstring)")
+    ap.add_argument("--large-table", type=int, default=None,
+                    help="ProtectSettings.large_table (e.g. below the table's cells: the "
+                         "large-table path, screening audits and local repair)")
     ap.add_argument("--timeout", type=float, default=3600.0)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -110,11 +127,13 @@ def main(argv=None) -> None:
     variants = [(c.split("=", 1)[0], c.split("=", 1)[1]) for c in args.code]
     rows = []
     for case in args.cases:
-        for name, code in [("lp", str(ROOT)), ("milp", str(ROOT))] + variants:
+        for name, code in [(v, str(ROOT)) for v in args.variants] + variants:
             cmd = [sys.executable, __file__, "--child", "--case", case, "--variant", name,
                    "--code", code, "--method", args.method, "x"]
             if args.time_limit is not None:
                 cmd += ["--time-limit", str(args.time_limit)]
+            if args.large_table is not None:
+                cmd += ["--large-table", str(args.large_table)]
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True,
                                      timeout=args.timeout)

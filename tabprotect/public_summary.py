@@ -32,6 +32,7 @@ Examples
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Mapping
 
@@ -72,7 +73,7 @@ def standard_figures(table: Table, status=None) -> dict[str, float]:
 
 def public_summary(table: Table, status=None, figures: Mapping[str, float] | None = None, *,
                    forms: Mapping[str, np.ndarray] | None = None, integer: bool | None = None,
-                   time_limit: float | None = 60.0, tol: float = 1e-6) -> dict:
+                   time_limit: float | None = 60.0, tol: float = 1e-6, joint: int = 3) -> dict:
     """Counts of the pattern and the figures that disclose nothing more than the table.
 
     Parameters
@@ -86,6 +87,11 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
     integer : integer intervals (default: frequency tables)
     time_limit : seconds for all checks; a figure not checked in time is withheld
     tol : relative tolerance when comparing interval ends
+    joint : integer tables: a primary's end is first sought within its component (the
+        figures' parts there at their true values), then with this many of the largest
+        other components beside it, then in the whole system (each a certificate: the
+        other components stay at the true table); changes only the time, never the
+        figures released
 
     Returns
     -------
@@ -105,7 +111,7 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
     if integer is None:
         integer = table.kind == "frequency"
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    checker = _Checker(table, status, bool(integer), tol, deadline)
+    checker = _Checker(table, status, bool(integer), tol, deadline, joint)
     withheld: dict[str, str] = {}
     for name, value in figures.items():
         form = _form(name, float(value), table, status, forms.get(name))
@@ -147,7 +153,8 @@ class _Checker:
     """The intruder's system over the unpublished cells, the primaries' intervals in it,
     and the figures released so far as extra rows."""
 
-    def __init__(self, table: Table, status, integer: bool, tol: float, deadline):
+    def __init__(self, table: Table, status, integer: bool, tol: float, deadline,
+                 joint: int = 3):
         self.tol, self.deadline, self.integer = tol, deadline, integer
         sup = is_suppressed(status)
         self.cells = np.flatnonzero(sup)
@@ -174,6 +181,19 @@ class _Checker:
             self.comp[local[c]] = k
         self.primary = np.flatnonzero(status[self.cells] == "U")
         self.n_comp = len(comps)
+        # each component's columns and rows (every row lies in one component)
+        order = np.argsort(self.comp, kind="stable")
+        self.comp_cols = np.split(order, np.cumsum(np.bincount(self.comp,
+                                                               minlength=self.n_comp))[:-1])
+        A_lp = self.lp.A.tocsr()
+        row_comp = self.comp[A_lp.indices[A_lp.indptr[:-1]]] if A_lp.shape[0] else \
+            np.zeros(0, np.int64)
+        self.comp_rows = [np.flatnonzero(row_comp == k) for k in range(self.n_comp)]
+        self.A_csr = A_lp
+        # components by size, largest first (the likeliest to make up a change of a
+        # component's part of the figures)
+        self.by_size = np.argsort([-len(c) for c in self.comp_cols], kind="stable")
+        self.joint = joint
         # per released figure: its part's (min, max) per component
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
         # per released figure: its coefficients over the unpublished cells
@@ -206,7 +226,7 @@ class _Checker:
             return None
         row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
         new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
-        reason = self._holds(targets)
+        reason = self._holds(targets, self.released + [free])
         if reason is None:
             self._keep(ranges, free)
         else:
@@ -297,7 +317,8 @@ class _Checker:
         elif status not in ("unbounded", "infeasible"):
             return False
         for j in single:
-            val, xj = self.base.bound(int(j), sense)
+            val, xj = self._local(int(j), sense, []) if self.integer else \
+                self.base.bound(int(j), sense)
             if val is None or val == "infeasible":
                 return False
             known[j] = val
@@ -319,11 +340,12 @@ class _Checker:
                      <= 1e-9 * np.maximum(1.0, np.abs(bound[pending]))]
         known[at] = bound[at]
 
-    def _holds(self, targets: np.ndarray) -> str | None:
+    def _holds(self, targets: np.ndarray, rows: list[np.ndarray]) -> str | None:
         """Every target's interval with the extra rows equals its interval without. The
         base intervals come first, so that every solution of the extended system is a
         witness: a target it shows at an end of its base interval keeps that end (in an
-        integer table only an integer solution is a witness)."""
+        integer table only an integer solution is a witness).  ``rows``: the extra
+        rows' coefficients over the unpublished cells."""
         if not self._base(targets):
             return "time"
         lo, hi = self.base_lo[targets], self.base_hi[targets]
@@ -356,13 +378,97 @@ class _Checker:
 
         if self.integer:
             # an LP optimum is rarely an integer witness: each target in turn, whose
-            # integer solutions (MIPs where the LP's is fractional) show the others
+            # integer solutions show the others.  First within its component, the
+            # figures' parts there held at their true values (a small MIP); then with
+            # the largest other components beside it (they may make up a change of
+            # the parts); the whole system where neither reaches the end
+            if not self._component_rounds(targets, rows, pending, witness):
+                return "time"
             for k in range(len(targets)):
                 for sense in ("min", "max"):
+                    if not pending[sense][k]:
+                        continue
+                    end = (lo if sense == "min" else hi)[k]
+                    for more in sorted({0, min(1, self.joint), self.joint}):
+                        val, x = self._local(int(targets[k]), sense, rows, more)
+                        if val is None:
+                            return "time"
+                        if val != "infeasible" and abs(val - end) <= slack[k]:
+                            pending[sense][k] = False
+                            witness(x)
+                            break
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
             return None
         return self._holds_batched(targets, pending, witness, keeps)
+
+    def _local(self, j: int, sense: str, rows: list[np.ndarray], more: int = 0,
+               objective: np.ndarray | None = None):
+        """The integer ``sense`` end of unpublished cell ``j`` within its component and
+        the ``more`` largest other components, with the part of each of ``rows``
+        (coefficients over the unpublished cells) on those components held at its true
+        value and every other component at the true table: ``(value, point)``, the
+        point a solution of the whole system (integral); ``("infeasible", None)``;
+        ``(None, None)`` out of time.  The value is the cell's end in the whole system
+        when ``rows`` is empty (the components are independent), and an end the whole
+        system with ``rows`` reaches otherwise.  ``objective``: cells of ``j``'s
+        component whose sum is optimized instead (a point for many targets at once)."""
+        objective = np.atleast_1d(j if objective is None else objective)
+        k = int(self.comp[j])
+        comps = [k] + [int(d) for d in self.by_size if d != k][:more]
+        cols = np.sort(np.concatenate([self.comp_cols[d] for d in comps]))
+        rws = np.concatenate([self.comp_rows[d] for d in comps])
+        truth = self.value[self.cells]
+        A = self.A_csr[rws][:, cols]
+        row_lo, row_hi = self.lp.row_lower[rws], self.lp.row_upper[rws]
+        parts = [r[cols] for r in rows if np.any(r[cols])]
+        if parts:
+            E = np.array(parts)
+            fixed = E @ truth[cols]
+            band = 1e-9 * np.maximum(1.0, np.abs(E) @ np.abs(truth[cols]))
+            A = sp.vstack([A, sp.csr_matrix(E)]).tocsr()
+            row_lo = np.concatenate([row_lo, fixed - band])
+            row_hi = np.concatenate([row_hi, fixed + band])
+        c = np.zeros(len(cols))
+        c[np.searchsorted(cols, objective)] = 1.0
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return None, None
+        lp = LinearProgram(c=c, A=A, row_lower=row_lo, row_upper=row_hi,
+                           col_lower=self.lp.col_lower[cols],
+                           col_upper=self.lp.col_upper[cols], sense=sense)
+        res = solve(lp, time_limit=left)
+        # an integral LP optimum is the integer one; the MILP only where it is not
+        if res.status == "optimal" and np.abs(res.x - np.round(res.x)).max() > 1e-6:
+            res = solve(dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                        time_limit=left)
+        if res.status == "infeasible":
+            return "infeasible", None
+        if res.status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None
+        if res.status != "optimal":
+            return None, None
+        x = truth.copy()
+        x[cols] = np.round(res.x)
+        return float(x[j]), x
+
+    def _component_rounds(self, targets, rows, pending, witness) -> bool:
+        """One solve per component and sense over the sum of its pending targets, the
+        figures' parts held at their true values: a point that shows several targets at
+        their ends at once (integer tables).  False when out of time."""
+        comp = self.comp[targets]
+        for sense in ("min", "max"):
+            for k in np.unique(comp[pending[sense]]):
+                open_ = np.flatnonzero(pending[sense] & (comp == k))
+                if len(open_) < 2:
+                    continue
+                val, x = self._local(int(targets[open_[0]]), sense, rows,
+                                     objective=targets[open_])
+                if val is None:
+                    return False
+                if x is not None:
+                    witness(x)
+        return True
 
     def _holds_batched(self, targets, pending, witness, keeps) -> str | None:
         """Each round optimizes one pending target of every component at once: the

@@ -6,13 +6,17 @@ compares the two checks the audit against a plain reading of the definition:
 
 * the intruder knows the published cells, the relations ``A x = 0`` and ``lb <= x <= ub``;
 * with ``singleton``, the contributor of each unpublished cell with ``freq == 1`` also
-  knows that cell's value (one attacker per such cell);
+  knows that cell's value (one attacker per such cell), and the values of the cells that
+  hold the same record (a relation's total with ``freq == 1`` and the one cell of its
+  sum with ``freq == 1``, every other cell of it ``freq == 0``; transitively): one
+  attacker per such class, who attacks no cell of it;
 * with ``coalition=n``, every group of at most ``n`` contributors (any multiset of
   unpublished cells with ``freq >= 1``, a cell taken at most ``freq`` times) also knows,
   for each cell it holds ``m`` of the ``freq`` contributors of: the value when
   ``m == freq``, else that the value is at least the ``m`` largest contributions (``m``
-  for a count table; no bound where ``lb < 0``); it attacks the primaries it holds no
-  contributor of;
+  for a count table; no bound where ``lb < 0``), and the cells holding the same record as
+  a single-contributor cell it holds; it attacks the primaries it holds no contributor
+  of (nor the same record as);
 * a primary cell is protected when, against the outside intruder and against each of
   those attackers (other than its own contributor), its interval ``[lo, hi]`` has
   ``hi >= min(ub, x + UPL)``, ``lo <= max(lb, x - LPL)``, ``hi - lo >= SPL`` and
@@ -99,6 +103,36 @@ def coalition_knowledge(table, cells) -> dict:
     return known
 
 
+def record_classes(table) -> list[set]:
+    """The classes of single-contributor cells holding the same record (see the module
+    docstring), each a set of cells; a plain loop over the relations' rows."""
+    parent = {int(c): int(c) for c in np.flatnonzero(table.freq == 1)}
+
+    def root(c):
+        while parent[c] != c:
+            c = parent[c]
+        return c
+    A = sp.csr_matrix(table.relations)
+    for r in range(A.shape[0]):
+        cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
+        coef = A.data[A.indptr[r]:A.indptr[r + 1]]
+        f = table.freq[cols]
+        if not all(v in (0, 1) for v in f):
+            continue
+        ones = [(int(c), a) for c, a, v in zip(cols, coef, f) if v == 1]
+        if len(ones) == 2 and np.sign(ones[0][1]) != np.sign(ones[1][1]):
+            parent[root(ones[0][0])] = root(ones[1][0])
+    classes: dict[int, set] = {}
+    for c in parent:
+        classes.setdefault(root(c), set()).add(c)
+    return list(classes.values())
+
+
+def _partners(classes, cells) -> set:
+    """Every cell holding the same record as one of ``cells``."""
+    return set().union(*[k for k in classes if k & set(cells)]) if classes else set()
+
+
 def _coalitions(table, unpublished, size):
     holders = [int(c) for c in np.flatnonzero(unpublished & np.isfinite(table.freq)
                                               & (table.freq >= 1))]
@@ -121,11 +155,12 @@ def protected(table, unpublished=None, singleton=False, integer=False,
     if not targets:
         return out
     attackers = [()]
+    classes = record_classes(table) if (singleton or coalition) else []
     if singleton:
-        attackers += [(int(s),) for s in
-                      np.flatnonzero(unpublished & (table.freq == 1))]
+        attackers += [tuple(sorted(c for c in k if unpublished[c])) for k in classes]
     for fixed in attackers:
-        cells = [c for c in targets if c not in fixed and out[c]]
+        cells = [c for c in targets if c not in _partners(classes, fixed) | set(fixed)
+                 and out[c]]
         if not cells:
             continue
         for cell, (lo, hi) in intervals(table, unpublished, fixed, integer,
@@ -133,10 +168,15 @@ def protected(table, unpublished=None, singleton=False, integer=False,
             if not _meets(table, cell, lo, hi):
                 out[cell] = False
     for group in (_coalitions(table, unpublished, coalition) if coalition else ()):
-        cells = [c for c in targets if c not in group and out[c]]
+        own = set(group) | {c for c in _partners(classes, [c for c in group
+                                                         if table.freq[c] == 1])}
+        cells = [c for c in targets if c not in own and out[c]]
         if not cells:
             continue
         known = coalition_knowledge(table, group)
+        for c in own - set(group):
+            if unpublished[c]:
+                known[c] = (table.value[c], table.value[c])
         for cell, (lo, hi) in intervals(table, unpublished, (), integer, cells,
                                         known).items():
             if not _meets(table, cell, lo, hi):

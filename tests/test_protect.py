@@ -258,6 +258,40 @@ def test_large_table_path_verdict_audit_and_local_repair(local_lps):
     assert audit(res.confidential_table).passed  # intervals mode, independent of the verdict path
 
 
+def test_large_path_deviation_lps_before_cubes_add_fewer_cells():
+    # the large-table path forced on a 1,331-cell count table (gauss leaves 21 primaries
+    # short): the round's deviation LPs come before the leaf cubes (their time cap: the
+    # call's time so far) and settle every shortfall with fewer, cheaper cells than
+    # cubes first; both patterns pass the independent interval audit
+    t = synthetic.count_table([(2, 4)] * 3, seed=1)
+    out = {}
+    for rel in (1.0, 0.0):
+        settings = ProtectSettings(large_table=10, repair_lp_relative_seconds=rel,
+                                   milp_repair=MilpRepairSettings(enabled=False))
+        res = protect(t, method="gauss", cost="value", singleton=False, settings=settings)
+        assert res.passed and audit(res.confidential_table).passed
+        assert res.params["settings"]["repair_lp_relative_seconds"] == rel
+        out[rel] = res
+    assert any("deviation LPs for" in n for n in out[1.0].notes)
+    assert "repair 1 deviation LPs" in out[1.0].stage_seconds
+    assert not any("deviation LPs for" in n for n in out[0.0].notes)
+    assert 0 < len(out[1.0].repaired) < len(out[0.0].repaired)
+    assert out[1.0].cost < out[0.0].cost
+
+
+def test_large_path_deviation_lps_with_single_contributor_attackers():
+    # the deviation LPs do not model the single-contributor attackers: a primary they
+    # took that the next audit finds short again goes to the cubes (the same LP would
+    # add nothing); the pattern must pass the independent audit with the attackers
+    t = synthetic.count_table([(2, 4)] * 3, seed=1)
+    settings = ProtectSettings(large_table=10, feasibility_check_max_work=0,
+                               milp_repair=MilpRepairSettings(enabled=False))
+    res = protect(t, method="gauss", cost="value", singleton=True, settings=settings)
+    assert any("deviation LPs for" in n for n in res.notes)
+    assert len(res.repaired) > 0
+    assert res.passed and audit(res.confidential_table, singleton=True).passed
+
+
 def test_audit_mode_is_validated_and_intervals_can_be_forced():
     t = synthetic.preset("2d-small", seed=1)
     with pytest.raises(InputError, match="audit_mode"):

@@ -205,3 +205,23 @@ def test_a_spent_milp_round_leaves_its_primaries_to_the_lp_repair():
     assert len(runs["spent"].repaired) > 0
     assert (runs["spent"].table.status == runs["lp"].table.status).all()
     assert lp_oracle.protected(runs["spent"].confidential_table, singleton=True).all()
+
+
+def test_enabled_auto_takes_the_milp_repair_on_count_tables_only():
+    # the default ("auto"): count tables' repair rounds start with MILPs, magnitude
+    # tables' with the LP repair; the count table's pattern (gauss leaves primaries
+    # short) holds against the integer oracle
+    assert MilpRepairSettings().enabled == "auto"
+    with pytest.raises(ValueError, match="enabled"):
+        MilpRepairSettings(enabled="yes")
+    assert not MilpRepairSettings().applies(synthetic.preset("2d-small", seed=7))
+    assert MilpRepairSettings(enabled=True).applies(synthetic.preset("2d-small", seed=7))
+    counts = synthetic.count_table([(2, 3)] * 3, seed=2)
+    assert MilpRepairSettings().applies(counts)
+    assert not MilpRepairSettings(enabled=False).applies(counts)
+    res = protect(counts, method="gauss", cost="value", singleton=False,
+                  settings=ProtectSettings(feasibility_check_max_work=0))
+    assert res.params["settings"]["milp_repair"]["enabled"] == "auto"
+    assert len(res.repaired) > 0 and any("MILP" in n for n in res.notes)
+    assert res.passed
+    assert lp_oracle.protected(res.confidential_table, integer=True).all()

@@ -11,7 +11,9 @@ contributors in the coalition, the coalition knows
   no such bound).
 
 A single contributor (``singleton=True``) is the coalition of one member in a cell with
-``freq == 1``. Knowing more only narrows the attacker's polytope, so it suffices to
+``freq == 1``; where cells hold the same single record (a total with one contributor
+and the one cell of its sum that has it, :mod:`tabprotect.records`), that contributor
+is one attacker who knows all of them, and none of them is a target of theirs. Knowing more only narrows the attacker's polytope, so it suffices to
 judge the *maximal* coalitions: ``n`` members spread over the component's suppressed
 cells (all of them when fewer contributors are there). A primary is judged against
 every coalition with no member in it (members of the primary itself are the concern of
@@ -55,6 +57,8 @@ class Contributions:
     top: np.ndarray | None      # largest contributions, descending (magnitude tables)
     counts: bool                # a frequency table: every contribution is one record
     names: Sequence[str]        # cell names by local index, for errors
+    record: np.ndarray | None = None   # class of the single record a cell holds (-1:
+    #                                    none; None: each freq-1 cell its own record)
 
     def partial_sum(self, c: int, m: int) -> float | None:
         """The most ``m`` of cell ``c``'s contributors can hold together (``m <
@@ -72,9 +76,20 @@ class Contributions:
 
 
 def single_contributors(contrib: Contributions) -> list[Attacker]:
-    """The contributor of each cell with ``freq == 1``, who knows that cell."""
-    return [Attacker(Knowledge.exact(s, contrib.value[s]), np.array([s]))
-            for s in np.flatnonzero(contrib.freq == 1)]
+    """The contributor of each cell with ``freq == 1``, who knows that cell and every
+    cell holding the same record (``contrib.record``; all of them are their members)."""
+    single = np.flatnonzero(contrib.freq == 1)
+    if contrib.record is None:
+        return [Attacker(Knowledge.exact(s, contrib.value[s]), np.array([s]))
+                for s in single]
+    labels = contrib.record[single]
+    out = []
+    for label in np.unique(labels):
+        cells = single[labels == label] if label >= 0 else None
+        for group in ([cells] if cells is not None else
+                      [np.array([s]) for s in single[labels < 0]]):
+            out.append(Attacker(Knowledge.exact(group, contrib.value[group]), group))
+    return out
 
 
 def coalitions(contrib: Contributions, size: int, primary: np.ndarray,
@@ -136,9 +151,28 @@ def _attacker(contrib: Contributions, cells: np.ndarray, spread: np.ndarray) -> 
         s = contrib.partial_sum(c, m)
         if s is not None:
             index.append(c), lower.append(s), upper.append(contrib.ub[c])
-    knowledge = Knowledge(np.array(index, dtype=np.int64), np.array(lower, dtype=float),
-                          np.array(upper, dtype=float))
-    return Attacker(knowledge, cells[held])
+    members = cells[held]
+    partners = _record_partners(contrib, members)
+    for c in partners:      # a member's own record in other cells: known exactly
+        index.append(c), lower.append(contrib.value[c]), upper.append(contrib.value[c])
+    order = np.argsort(np.array(index, dtype=np.int64), kind="stable")
+    knowledge = Knowledge(np.array(index, dtype=np.int64)[order],
+                          np.array(lower, dtype=float)[order],
+                          np.array(upper, dtype=float)[order])
+    return Attacker(knowledge, np.union1d(members, partners).astype(np.int64))
+
+
+def _record_partners(contrib: Contributions, members: np.ndarray) -> np.ndarray:
+    """The cells outside ``members`` holding the same single record as a member's
+    single-contributor cell (none without ``contrib.record``)."""
+    if contrib.record is None:
+        return np.zeros(0, np.int64)
+    labels = contrib.record[members]
+    labels = labels[labels >= 0]
+    if len(labels) == 0:
+        return np.zeros(0, np.int64)
+    same = np.flatnonzero(np.isin(contrib.record, labels))
+    return np.setdiff1d(same, members).astype(np.int64)
 
 
 def attacked_primaries(task: "ComponentTask", counters: dict) -> np.ndarray:

@@ -23,6 +23,7 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+from tabprotect.records import same_record
 from tabprotect.requirements import attacker_name, protection_requirements
 
 #: the audit modes (see :func:`audit`)
@@ -162,6 +163,7 @@ class _AuditRun:
         self.determined = determined_cells(table.relations, unpublished)
         self.free = unpublished & ~self.determined
         self.comps = linked_components(table.relations, self.free)
+        self.records = same_record(table) if (singleton or coalition) else None
 
     def tasks(self, settled: np.ndarray, move_parts) -> list[ComponentTask]:
         table, (req_lo, req_hi, req_w) = self.table, self.req
@@ -185,7 +187,8 @@ class _AuditRun:
         contrib = Contributions(
             freq=t.freq[cells], value=t.value[cells].astype(float), lb=t.lb[cells],
             ub=t.ub[cells], top=None if t.top is None else t.top[cells],
-            counts=t.kind == "frequency", names=_CellNames(t, cells))
+            counts=t.kind == "frequency", names=_CellNames(t, cells),
+            record=self.records[cells])
         if self.coalition:
             return coalitions(contrib, self.coalition, primary,
                               self.settings.max_coalitions)

@@ -94,8 +94,10 @@ class AuditRepair:
         self.rounds = 0
         self.milp_tried = np.zeros(0, np.int64)     # primaries the MILP repair took
         self.integer_tried = np.zeros(0, np.int64)  # ... with integral witnesses
+        self.lp_tried = np.zeros(0, np.int64)       # primaries a round's deviation LPs took
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
+        self.milp = settings.milp_repair.applies(table)   # rounds start with MILPs
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
@@ -125,8 +127,7 @@ class AuditRepair:
                                   "the final audit gives bounds, not intervals")
                 self._verdict_noted = True
         limit = self.left()
-        if previous is None and self.repair and limit is not None and \
-                self.settings.milp_repair.enabled:
+        if previous is None and self.repair and limit is not None and self.milp:
             # the first audit leaves time for the repair and a re-audit: what it does
             # not decide in time the repair's witnesses settle
             limit = max(self.settings.audit_floor_seconds,
@@ -274,7 +275,7 @@ class AuditRepair:
         MILP repair also the primaries the audit did not decide in time (their free
         witnesses, one LP each on a small region, settle most without a cell)."""
         short = np.asarray(result.shortfalls, dtype=np.int64)
-        if result.incomplete is None or not self.settings.milp_repair.enabled:
+        if result.incomplete is None or not self.milp:
             return short
         open_ = np.flatnonzero(result.incomplete & (self.table.status == "U"))
         return np.union1d(short, open_)
@@ -293,7 +294,7 @@ class AuditRepair:
         witness in reach or out of time), and whether the MILP found witnesses that
         added no cell (the next audit takes them as moves)."""
         s = self.settings.milp_repair
-        if not s.enabled:
+        if not self.milp:
             return np.asarray(result.shortfalls, dtype=np.int64), False
         short = self._targets(result)
         if len(short) == 0 or len(short) > s.max_primaries:
@@ -342,25 +343,66 @@ class AuditRepair:
 
     def _local_round(self, result: AuditResult, suppressed: np.ndarray,
                      short: np.ndarray) -> np.ndarray:
-        """A large table's repair: leaf cubes first (no LP; each a move of the whole
-        table), then local deviation LPs on the short primaries' neighbourhoods for what
-        the cubes cannot settle (a whole-table LP per shortfall does not scale to
-        10^5-10^6 cells)."""
+        """A large table's repair: deviation LPs on the short primaries' neighbourhoods
+        while their time lasts (below ``pre_repair_min_cells``), then leaf cubes (no LP;
+        each a move of the whole table) for the primaries not reached, then deviation
+        LPs again for what the cubes cannot settle (a whole-table LP per shortfall does
+        not scale to 10^5-10^6 cells)."""
         s, n = self.settings, self.table.n_cells
+        table = self.protected_table
+        if n < s.pre_repair_min_cells and s.repair_lp_relative_seconds > 0:
+            table, short = self._deviations_first(result, short)
         new_status, rest, new_moves = cube_repair(
-            self.protected_table, self.cost, short, singleton=self.singleton,
+            table, self.cost, short, singleton=self.singleton,
             time_limit=self.left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
         self.moves.append(new_moves)
         self.stage(f"repair {self.rounds} cubes")
         if len(rest):
             new_status, lp_moves = greedy_repair(
-                self.protected_table.replace(status=new_status), self.cost, rest,
+                table.replace(status=new_status), self.cost, rest,
                 audit_result=result, time_limit=self.left(), return_moves=True,
                 block_sizes=s.repair_block_sizes if n >= s.pre_repair_min_cells else (),
                 workers=self.workers, options=s.repair_lps)
             self.moves.append(lp_moves)
             self.stage(f"repair {self.rounds} LPs")
         return np.isin(new_status, ("U", "M")) | suppressed
+
+    def _deviations_first(self, result: AuditResult, short: np.ndarray
+                          ) -> tuple[Table, np.ndarray]:
+        """The cheapest deviation of each short primary (:func:`greedy_repair`), batch
+        by batch in cell order (neighbours share suppressions) for at most
+        ``repair_lp_relative_seconds`` times the call's time so far (and half of what
+        is left of a budget).  A primary an earlier round's deviation LPs took goes
+        to the cubes: it is short again where the deviation does not reach (e.g. a
+        single-contributor attacker, whom the deviation LPs do not model), and the same
+        LP would add nothing.  Returns the table with the deviations' cells suppressed
+        and the primaries not reached (for the cubes)."""
+        s = self.settings
+        seconds = s.repair_lp_relative_seconds * self.budget.elapsed()
+        left = self.budget.remaining()
+        if left is not None:
+            seconds = min(seconds, 0.5 * left)
+        end = time.perf_counter() + seconds
+        short = np.sort(short)
+        again = np.isin(short, self.lp_tried)
+        table, order = self.protected_table, short[~again]
+        size = s.repair_lp_batch * max(1, self.workers)   # a batch per worker
+        done = 0
+        while done < len(order) and time.perf_counter() < end:
+            batch = order[done:done + size]
+            status, moves = greedy_repair(table, self.cost, batch, audit_result=result,
+                                          time_limit=self.left(), return_moves=True,
+                                          workers=self.workers, options=s.repair_lps)
+            self.moves.append(moves)
+            table = table.replace(status=status)
+            done += len(batch)
+        self.lp_tried = np.union1d(self.lp_tried, order[:done])
+        if done:
+            self.notes.append(f"repair round {self.rounds}: deviation LPs for {done} of "
+                              f"{len(short)} short primaries"
+                              + (", leaf cubes for the rest" if done < len(short) else ""))
+            self.stage(f"repair {self.rounds} deviation LPs")
+        return table, np.union1d(order[done:], short[again])
 
     def _whole_round(self, result: AuditResult, suppressed: np.ndarray, integer: bool,
                      short: np.ndarray) -> np.ndarray:

@@ -49,11 +49,12 @@ class MilpRepairSettings:
     """How the MILP repair spends its time (none of these changes what is safe: every
     answer is a witness)."""
 
-    #: protect()'s repair rounds start with the MILP repair (False: the LP repair only).
-    #: Off by default: its per-primary optima, taken one primary after another, can cost
-    #: more in all than the LP repair's cheapest deviations (the demo table: +9.4M against
-    #: +5.7M), while on count tables it often adds far fewer cells
-    enabled: bool = False
+    #: protect()'s repair rounds start with the MILP repair: True, False (the LP repair
+    #: only) or "auto" (frequency tables: on count tables it settles the shortfalls
+    #: with far fewer cells than the LP repair, while on magnitude tables its
+    #: per-primary optima, taken one primary after another, can cost more in all than
+    #: the LP repair's cheapest deviations)
+    enabled: bool | str = "auto"
     #: a round takes the MILP repair while it has at most this many primaries to repair
     #: (more: the LP repair, whose leaf cubes and single LPs cost a fraction of the time
     #: per primary, at more cells)
@@ -90,6 +91,15 @@ class MilpRepairSettings:
     #: regions larger than this many cells are not tried (the caller's fallback takes
     #: the primary)
     max_region_cells: int = 6_000
+
+    def __post_init__(self):
+        if self.enabled not in (True, False, "auto"):
+            raise ValueError(f"MilpRepairSettings.enabled must be True, False or 'auto', "
+                             f"not {self.enabled!r}")
+
+    def applies(self, table) -> bool:
+        """Whether protect()'s repair of ``table`` starts with the MILP repair."""
+        return table.kind == "frequency" if self.enabled == "auto" else bool(self.enabled)
 
 
 @dataclass

@@ -84,6 +84,14 @@ class ProtectSettings:
     repair_block_sizes: tuple[int, ...] = (2_000, 5_000, 10_000)
     #: the large-table repair's deviation LPs (presolve, suppressed cells first, workers)
     repair_lps: GreedyOptions = field(default_factory=GreedyOptions)
+    #: below pre_repair_min_cells a large-table round gives its short primaries
+    #: deviation LPs first (a fraction of the leaf cubes' cells and cost, each LP slower
+    #: than a cube search) for at most this many times the call's time so far; the
+    #: primaries they do not reach get leaf cubes (0: cubes first)
+    repair_lp_relative_seconds: float = 1.0
+    #: ... in batches of this many primaries per worker (the time is checked between
+    #: batches: a batch is not cut short by it, each primary gets a deviation or a cube)
+    repair_lp_batch: int = 64
     #: the MILP repair that starts each round (the cheapest cells giving each short
     #: primary its witnesses; what it leaves goes to the LP repair)
     milp_repair: MilpRepairSettings = field(default_factory=MilpRepairSettings)
@@ -107,7 +115,8 @@ _SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
                "feasibility_singleton_max_work")
 _REPAIR = ("max_repair_rounds", "first_audit_share")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
-                 "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes")
+                 "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes",
+                 "repair_lp_relative_seconds", "repair_lp_batch")
 _REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
                      "parallel_min_primaries")
 

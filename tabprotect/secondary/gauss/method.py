@@ -17,6 +17,7 @@ from tabprotect.secondary.gauss.elimination import Elimination, kernel_module
 from tabprotect.secondary.gauss.singletons import watched_roles
 from tabprotect.secondary.gauss.vectors import cell_vectors
 from tabprotect.secondary.gauss.widths import WidthStep
+from tabprotect.secondary.prune import prune as prune_pattern
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,14 @@ class GaussOptions:
     widths_seconds: float = field(default=120.0, metadata={
         "why": "most seconds of the width step when the call has no time limit (its LPs "
                "grow with the table's linkage: the audit and repair finish what is left)"})
+    prune: Literal["general", "always", "never"] = field(default="general", metadata={
+        "why": "the pruning pass after the elimination (:mod:`tabprotect.secondary.prune`: "
+               "secondaries no primary needs are published again, dearest first): on "
+               "general tables, whose width step adds cells one condition at a time"})
+    prune_seconds: float = field(default=60.0, metadata={
+        "why": "most seconds of the pruning pass when the call has no time limit (with "
+               "one it runs until the call's limit; what it has not tried stays "
+               "suppressed, which is safe)"})
 
 
 #: seconds of offers between two deadline checks (a check costs one clock read)
@@ -142,7 +151,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
           dependent: str = "largest", kernel: str = "compiled",
           python_warning_cells: int = 50_000, widths: str = "general",
-          widths_share: float = 0.5, widths_seconds: float = 120.0) -> MethodOutcome:
+          widths_share: float = 0.5, widths_seconds: float = 120.0,
+          prune: str = "general", prune_seconds: float = 60.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
     Parameters
@@ -157,6 +167,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     widths, widths_share, widths_seconds : the width step before the elimination (see
         :class:`GaussOptions` and :mod:`.widths`): on general tables by default, so that
         the pattern meets the protection levels too, not only no exact disclosure
+    prune, prune_seconds : the pruning pass after the elimination (see
+        :class:`GaussOptions`); it runs until the time limit
     dependent, kernel, python_warning_cells : see :class:`GaussOptions`
 
     Examples
@@ -181,16 +193,22 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     primary = table.status == "U"
     details: dict = {}
     status = table.status.copy()
+    width_witnesses: dict = {}
     if widths == "always" or (widths == "general" and not table.dimensions):
         step = _width_step(table, cost, singleton, start, time_limit, widths_share,
                            widths_seconds, details)
         status[step.suppressed & ~np.isin(status, ("U", "M"))] = "M"
+        width_witnesses = step.witnesses
         if progress is not None:
             progress("gauss: widths", 0.5)
     run_on = table if not details else table.replace(status=status)
     vectors = cell_vectors(run_on, dependent, compiled)
     run = run_elimination(run_on, cost, vectors, primary, singleton, deadline, module)
     status[run.secondary] = "M"
+    if prune == "always" or (prune == "general" and not table.dimensions):
+        status = _prune_step(table, status, cost, singleton, width_witnesses,
+                             start + (prune_seconds if time_limit is None else time_limit),
+                             details)
     if progress is not None:
         progress("gauss", 1.0)
     details.update({"forced_disclosures": run.disclosed, "offers": run.offers,
@@ -213,3 +231,19 @@ def _width_step(table: Table, cost: np.ndarray, singleton: bool, start: float,
                     "widths_unmet": step.unmet, "widths_timed_out": step.timed_out,
                     "widths_seconds": round(time.perf_counter() - start, 3)})
     return step
+
+
+def _prune_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,
+                witnesses: dict, deadline: float, details: dict) -> np.ndarray:
+    """The pruning pass on the pattern (it proves every condition on it first, and
+    prunes nothing when one has no witness); record what it did."""
+    if time.perf_counter() > deadline:
+        details["prune_skipped"] = "deadline"
+        return status
+    out = prune_pattern(table, status, cost, singleton=singleton, deadline=deadline,
+                        witnesses=witnesses)
+    details.update({"pruned": out.pruned, "prune_tried": out.tried, "prune_lps": out.lps,
+                    "prune_timed_out": out.timed_out})
+    if out.skipped:
+        details["prune_skipped"] = out.skipped
+    return out.status

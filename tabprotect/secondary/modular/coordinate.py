@@ -97,6 +97,8 @@ class Coordinator:
         #: the sub-tables of the wave being solved, by key
         self.built: dict[tuple, SubTable] = {}
         self.work = WorkList(split)
+        #: cells that lie in more than one sub-table: only they carry levels elsewhere
+        self.shared = np.diff(split.membership().indptr) > 1
         for p in np.flatnonzero(self.status == "U"):
             for key in split.subtables_of_cell(int(p)):
                 self.work.push(key)
@@ -137,7 +139,7 @@ class Coordinator:
                    np.where(sub.margin, opts.margin_penalty * self.cost[cells],
                             self.cost[cells]),
                    limit, plan.deadline, self.singleton, plan.fast_after,
-                   proof=opts.carried_level == "proof",
+                   proof=opts.carried_level == "proof", shared=self.shared[cells],
                    proof_max_work=opts.proof_level_max_work,
                    proof_by_flows=opts.proof_by_flows,
                    min_seconds=opts.min_subtable_seconds)

@@ -35,6 +35,9 @@ class Job:
     fast_after: float | None = None
     #: compute :func:`proof_levels` of the solved sub-table (``carried_level="proof"``)
     proof: bool = False
+    #: the sub-table's cells that lie in other sub-tables too (None: all): levels are
+    #: computed only when the solve adds one of them (no other cell carries a level)
+    shared: np.ndarray | None = None
     #: ... while its suppressed cells x cells stay within this (ModularOptions)
     proof_max_work: int = 2_000
     #: ... from least-movement flows on network sub-tables (ModularOptions.proof_by_flows)
@@ -89,11 +92,13 @@ class _Run:
     def solved(self, status: np.ndarray, **kw) -> JobResult:
         job = self.job
         levels = None
-        if not (np.isin(status, ("U", "M")) & ~np.isin(job.loose.status, ("U", "M"))).any():
+        added = np.isin(status, ("U", "M")) & ~np.isin(job.loose.status, ("U", "M"))
+        if not added.any():
             # nothing added (a network sub-table found protected): no levels to carry
             return self.done(status=None, skipped=True)
+        carried = added if job.shared is None else added & job.shared
         n_hidden = int(np.isin(job.loose.status, ("U", "M")).sum())
-        if job.proof and n_hidden * len(status) <= job.proof_max_work:
+        if job.proof and carried.any() and n_hidden * len(status) <= job.proof_max_work:
             # the loose sub-table: its ranges do not depend on which margins were open
             levels = proof_levels(job.loose, np.isin(status, ("U", "M")), job.singleton,
                                   flows=job.proof_by_flows)

@@ -116,15 +116,22 @@ def cut_row(prob: _Problem, side: np.ndarray, s: int, j: int, need: float
     return rows, deficit
 
 
-def _rows(prob: _Problem, side: np.ndarray, edges: np.ndarray, need: float
+def _crossing(prob: _Problem, side: np.ndarray, edges: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``edges`` leave the source sides ``side`` (cuts x nodes) tail first
+    (forwards) and head first (backwards)."""
+    t, h = prob.net.tail[edges], prob.net.head[edges]
+    return side[:, t] & ~side[:, h], side[:, h] & ~side[:, t]
+
+
+def _rows(prob: _Problem, side: np.ndarray | None, edges: np.ndarray, need: float,
+          crossing: tuple[np.ndarray, np.ndarray] | None = None
           ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the cuts ``side`` (cuts x nodes, source sides) over ``edges``: the
-    coefficients of the candidates capped at each cut's deficit, and the deficits."""
-    net = prob.net
+    """Rows of the cuts ``side`` (cuts x nodes, source sides; or their ``crossing``
+    edges) over ``edges``: the coefficients of the candidates capped at each cut's
+    deficit, and the deficits."""
     tol = REL_TOL * max(1.0, need)
-    t, h = net.tail[edges], net.head[edges]
-    fwd = side[:, t] & ~side[:, h]
-    bwd = side[:, h] & ~side[:, t]
+    fwd, bwd = _crossing(prob, side, edges) if crossing is None else crossing
     coef = np.where(fwd, prob.up[edges], 0.0) + np.where(bwd, prob.down[edges], 0.0)
     is_fixed = prob.fixed[edges]
     deficit = need - coef[:, is_fixed].sum(axis=1)
@@ -172,6 +179,36 @@ def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
     side[:, src] = True
     side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
     return _rows(prob, side, edges, need)
+
+
+def cut_rows_both(prob: _Problem, s: int, up: float, down: float, limits: SearchLimits
+                  ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """:func:`cut_rows` of ``s`` moving up by ``up`` and down by ``down`` (the outside
+    intruder), from one listing: the down cuts are the up cuts' complements (source and
+    sink swap), so a cell crossing an up cut forwards crosses its complement backwards.
+    The rows of each positive need, or None when there are too many cuts."""
+    kinds = [(kind, need) for kind, need in (("up", up), ("down", down)) if need > 0]
+    for kind, need in kinds:
+        own_range_check(prob, s, kind, need)
+    if not kinds:
+        return []
+    net = prob.net
+    src, snk = prob.ends(s, "up")
+    edges = np.flatnonzero(prob.available)
+    edges = edges[edges != s]
+    touched = np.zeros(net.n_nodes, bool)
+    touched[net.tail[edges]] = touched[net.head[edges]] = True
+    touched[[src, snk]] = False
+    free = np.flatnonzero(touched)
+    if len(free) > limits.max_free_nodes:
+        return None
+    masks = np.arange(2 ** len(free))
+    side = np.zeros((len(masks), net.n_nodes), bool)
+    side[:, src] = True
+    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    fwd, bwd = _crossing(prob, side, edges)
+    return [_rows(prob, None, edges, need, (fwd, bwd) if kind == "up" else (bwd, fwd))
+            for kind, need in kinds]
 
 
 class _Search:
@@ -256,15 +293,16 @@ class _Search:
         idx = np.flatnonzero(avail)
         need = slack[short]
         Kc = np.minimum(self.K[np.ix_(short, idx)], need[:, None])
-        if (Kc.sum(axis=1) < need - self.tol[short]).any():
-            return None
         c = self.c[idx]
-        bound = _cover_bounds(Kc, need, c)
+        pos = Kc > 0
+        bound, reach = _cover_bounds(Kc, need, c, pos)
+        if (reach < need - self.tol[short]).any():
+            return None
         if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
             return None
-        support = (Kc > 0).sum(axis=1)
+        support = pos.sum(axis=1)
         r = int(np.lexsort((-bound, support))[0])
-        on = Kc[r] > 0
+        on = pos[r]
         ratio = c[on] / Kc[r][on]
         return idx[on][np.lexsort((idx[on], ratio))]
 
@@ -306,17 +344,20 @@ class _Search:
         return None
 
 
-def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Per row, the cost of its cheapest fractional cover (a lower bound): the
-    candidates by cost per unit covered, each taking what the row still lacks."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(Kc > 0, c[None, :] / Kc, np.inf)
+def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
+                  pos: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the cost of its cheapest fractional cover (a lower bound: the
+    candidates by cost per unit covered, each taking what the row still lacks) and how
+    much all the candidates together cover (``pos``: ``Kc > 0`` when known)."""
+    pos = Kc > 0 if pos is None else pos
+    ratio = np.divide(c[None, :], Kc, out=np.full(Kc.shape, np.inf), where=pos)
     order = np.argsort(ratio, axis=1, kind="stable")
     rows = np.arange(Kc.shape[0])[:, None]
     k = Kc[rows, order]
-    before = np.cumsum(k, axis=1) - k
-    covered = np.clip(need[:, None] - before, 0.0, k)
-    return (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
+    cum = np.cumsum(k, axis=1)
+    covered = np.clip(need[:, None] - (cum - k), 0.0, k)
+    cost = (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
+    return cost, cum[:, -1] if cum.shape[1] else np.zeros(len(need))
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
@@ -353,17 +394,11 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
         nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
         width = float(req.need_width[slot])
         binding = width if width > (nu + nd) * (1 + REL_TOL) else 0.0
-        listed = True
-        for kind, need in (("up", nu), ("down", nd)):
-            if need <= 0:
-                continue
-            got = cut_rows(prob, s, kind, need, -1, limits)
-            if got is None:     # too many cuts to list: minimum cuts as they are met
-                own_range_check(prob, s, kind, need)
-                listed = False
-                continue
-            rows.append(got[0])
-            deficits.append(got[1])
+        got = cut_rows_both(prob, s, nu, nd, limits)
+        listed = got is not None
+        for part in got or ():  # None: too many cuts to list, minimum cuts as they are met
+            rows.append(part[0])
+            deficits.append(part[1])
         if binding > 0 or not listed:
             lazy.append((slot, s, -1, binding, listed))
         if req.singleton.any():

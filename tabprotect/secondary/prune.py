@@ -1,0 +1,203 @@
+"""Pruning a protected pattern: publish again the secondaries it does not need.
+
+A heuristic's pattern often carries suppressions that no primary relies on (the
+elimination and the width step add cells one condition at a time, and a later cell can
+make an earlier one redundant).  The pruning pass tries the secondaries dearest first:
+one is published again when every primary stays protected without it.
+
+Each protection condition (a primary, a direction, the deviation it must reach; see
+:func:`conditions`) keeps a witness: a deviation ``y`` of the suppressed cells with
+``A y = 0``, each cell within its deviation range, every single-contributor cell but the
+primary fixed (so the witness holds against each single-contributor attacker too), and
+``y_s`` at least the need.  A witness is a feasible table of the pattern, so it proves
+the condition.  Publishing a cell the witness does not move keeps it valid; for the
+conditions whose witness moves the cell, a new witness is solved with the cell fixed
+(the protection LP over the suppressed cells only).  The cell is published when every
+such LP has a solution; otherwise it stays.  Witnesses avoid dear cells (each cell's
+movement is weighted by its cost), so the dear cells tried first are moved by few.
+
+The LP witness is a real-valued table: it proves protection against the audit's
+real-valued intruder (magnitude tables), not against the integer intruder of a
+frequency table, where :func:`prune` leaves the pattern as it is.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram
+from tabprotect.model.table import Table
+from tabprotect.secondary.repair import Requirements
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One protection condition of a primary."""
+
+    cell: int       # the primary
+    sign: float     # +1: upwards, -1: downwards
+    need: float     # the deviation a witness must reach
+
+
+def conditions(table: Table, req: Requirements) -> list[Condition]:
+    """Per primary its upward and downward conditions (a sliding level asks at least
+    half of it each way), with a small margin over the level, never beyond the cell's
+    range; the largest primaries first (upwards before downwards)."""
+    out = []
+    for k, s in enumerate(req.primary):
+        half = 0.5 * req.need_width[k]
+        for sign, need, rng in ((1.0, req.need_up[k], req.up[s]),
+                                (-1.0, req.need_down[k], req.down[s])):
+            need = max(float(need), float(half))
+            if need <= 0:
+                continue
+            need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
+            out.append(Condition(int(s), sign, need))
+    size = np.abs(table.value)
+    out.sort(key=lambda c: (-size[c.cell], -c.sign))
+    return out
+
+
+@dataclass
+class PruneOutcome:
+    """What the pruning pass did."""
+
+    status: np.ndarray   # the pattern (status per cell) with the pruned cells published
+    pruned: int          # secondaries published again
+    tried: int           # secondaries tried
+    lps: int             # protection LPs solved
+    timed_out: bool      # the deadline stopped it before every secondary was tried
+    skipped: str = ""    # why nothing was tried ("" when it ran)
+
+
+def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool = True,
+          deadline: float | None = None, lp_seconds: float = 10.0,
+          witnesses: dict | None = None) -> PruneOutcome:
+    """Publish again the secondaries of ``status`` (cells ``M`` that are not ``M`` in
+    ``table``) that no primary needs, dearest first, within ``deadline``
+    (``time.perf_counter()`` seconds).  ``lp_seconds``: most seconds of one LP (a cell
+    whose LP runs out stays suppressed).  Nothing is pruned when some condition has no
+    witness in the given pattern (the pattern is then not proven protected, and no
+    removal can be judged), or on a frequency table (see the module docstring).
+    ``witnesses``: per condition ``(primary, sign)`` the cells a known witness moves (as
+    the width step gives them; such a witness is valid while its cells are suppressed,
+    and spares that condition's first LP)."""
+    status = np.asarray(status).copy()
+    if table.kind == "frequency":
+        return PruneOutcome(status, 0, 0, 0, False, "frequency table")
+    model = _WitnessModel(table, status, cost, singleton, lp_seconds)
+    known = witnesses or {}
+    hidden = np.isin(status, ("U", "M"))
+    witnesses = {}
+    for q, cond in enumerate(model.conds):
+        if _past(deadline):
+            return PruneOutcome(status, 0, 0, model.lps, True, "deadline")
+        moved = known.get((cond.cell, cond.sign))
+        if moved is None or not hidden[moved].all():
+            moved = model.witness(cond, deadline)
+        if moved is None:
+            if _past(deadline):
+                return PruneOutcome(status, 0, 0, model.lps, True, "deadline")
+            return PruneOutcome(status, 0, 0, model.lps, False,
+                                "a condition has no witness in the given pattern")
+        witnesses[q] = moved
+    users: dict[int, set[int]] = {}
+    for q, moved in witnesses.items():
+        for c in moved.tolist():
+            users.setdefault(c, set()).add(q)
+    removable = np.flatnonzero((status == "M") & (table.status != "M"))
+    order = removable[np.lexsort((removable, -np.asarray(cost, float)[removable]))]
+    pruned = tried = 0
+    timed_out = False
+    for x in order.tolist():
+        if _past(deadline):
+            timed_out = True
+            break
+        tried += 1
+        model.fix(x, True)
+        new: dict[int, np.ndarray] = {}
+        for q in sorted(users.get(x, ())):
+            moved = model.witness(model.conds[q], deadline)
+            if moved is None:
+                break
+            new[q] = moved
+        else:
+            status[x] = table.status[x]
+            pruned += 1
+            for q, moved in new.items():
+                for c in witnesses[q].tolist():
+                    users[c].discard(q)
+                witnesses[q] = moved
+                for c in moved.tolist():
+                    users.setdefault(c, set()).add(q)
+            users.pop(x, None)
+            continue
+        model.fix(x, False)
+    return PruneOutcome(status, pruned, tried, model.lps, timed_out)
+
+
+class _WitnessModel:
+    """The protection LP over the suppressed cells of a pattern, one model re-solved per
+    condition (columns ``y+`` and ``y-`` per suppressed cell, rows the relations among
+    them: the published cells keep their values)."""
+
+    def __init__(self, table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,
+                 lp_seconds: float):
+        self.req = req = Requirements.from_table(table, singleton=singleton)
+        self.conds = conditions(table, req)
+        self.cells = np.flatnonzero(np.isin(status, ("U", "M")))
+        self.col = np.full(table.n_cells, -1)
+        self.col[self.cells] = np.arange(len(self.cells))
+        k = len(self.cells)
+        sub = table.relations.tocsr()[:, self.cells].tocsr()
+        sub = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
+        cost = np.asarray(cost, float)[self.cells]
+        positive = cost[cost > 0]
+        weight = cost / (float(np.median(positive)) if len(positive) else 1.0)
+        weight[np.isin(table.status[self.cells], ("U", "M"))] = 0.0  # never pruned
+        self.up = np.where(req.singleton[self.cells], 0.0, req.up[self.cells])
+        self.down = np.where(req.singleton[self.cells], 0.0, req.down[self.cells])
+        self.lp_seconds = lp_seconds
+        self.lps = 0
+        lp = LinearProgram(c=np.concatenate([weight, weight]),
+                           A=sp.hstack([sub, -sub]).tocsr(),
+                           row_lower=np.zeros(sub.shape[0]), row_upper=np.zeros(sub.shape[0]),
+                           col_lower=np.zeros(2 * k), col_upper=np.concatenate([self.up,
+                                                                                self.down]),
+                           sense="min")
+        self.k = k
+        self.model = HighsModel(lp)
+
+    def fix(self, cell: int, fixed: bool) -> None:
+        """Publish ``cell`` (its deviation fixed at 0) or suppress it again."""
+        j = int(self.col[cell])
+        hi = [0.0, 0.0] if fixed else [self.up[j], self.down[j]]
+        self.model.set_col_bounds([j, self.k + j], [0.0, 0.0], hi)
+        if fixed:
+            self.up[j] = self.down[j] = 0.0
+
+    def witness(self, cond: Condition, deadline: float | None) -> np.ndarray | None:
+        """The cells a witness of ``cond`` moves (table indices), or None when the LP
+        has no solution within its time."""
+        req, j, k = self.req, int(self.col[cond.cell]), self.k
+        up, down = float(req.up[cond.cell]), float(req.down[cond.cell])
+        lo = [cond.need, 0.0] if cond.sign > 0 else [0.0, cond.need]
+        hi = [up, 0.0] if cond.sign > 0 else [0.0, down]
+        self.model.set_col_bounds([j, k + j], lo, hi)
+        left = self.lp_seconds if deadline is None else \
+            min(self.lp_seconds, max(0.01, deadline - time.perf_counter()))
+        self.model.highs.clearSolver()   # a cold solve: warm re-solves can stall here
+        res = self.model.solve(time_limit=left)
+        self.lps += 1
+        self.model.set_col_bounds([j, k + j], [0.0, 0.0], [self.up[j], self.down[j]])
+        if res.status != "optimal":
+            return None
+        y = res.x[:k] - res.x[k:]
+        return self.cells[np.abs(y) > 1e-9 * max(1.0, cond.need)]
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
