@@ -30,6 +30,7 @@ from tabprotect.secondary.optimal.lp_phase import lp_phase
 from tabprotect.secondary.optimal.search import Search
 from tabprotect.secondary.optimal.start import gauss_start
 from tabprotect.secondary.optimal.support import SupportSeparator
+from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.repair import (AttackerOracle, GreedyRepair, Requirements,
                                         derived_upper_bounds)
 
@@ -1024,3 +1025,29 @@ def test_incremental_repair_makes_the_full_repairs_pattern(seed, freq_one):
     assert not unmet and not plain_unmet
     assert np.array_equal(ours, plain)
     assert audit(table, unpublished=ours, singleton=True).passed
+
+
+@pytest.mark.parametrize("seed", [1, 4, 7, 11])
+def test_witness_pass_settles_only_protected_primaries(seed):
+    # the witness pass (forced on for every check) certifies primaries without their own
+    # LPs: each primary it settles passes the independent audit, and the check finds
+    # the same shortfalls as the plain per-primary attacker LPs
+    table = hier_table(seed, n_primary=4)
+    req = Requirements.from_table(table, singleton=False)
+    rng = np.random.default_rng(seed)
+    opts = OptimalOptions(witness_check_min_targets=1)
+    settled = 0
+    for _ in range(6):
+        pattern = (table.status == "U") | ((table.status == "S")
+                                           & (rng.random(table.n_cells) < 0.6))
+        done, _ = witness_certified(table.relations.tocsr(), req,
+                                    AttackerOracle(table, req).slot,
+                                    pattern.astype(float), req.primary, rounds=3)
+        res = audit(table, unpublished=pattern, singleton=False)
+        assert res.protected[req.primary[done]].all()
+        settled += int(done.sum())
+        ours = HybridOracle(table, req, racing=False, options=opts).check(pattern, cuts=False)
+        plain = AttackerOracle(table, req).check(pattern, cuts=False)
+        assert sorted(ours.violated) == sorted(plain.violated)
+        assert ours.ok == res.passed
+    assert settled > 0   # the pass did settle primaries here

@@ -74,23 +74,33 @@ class PruneOutcome:
 
 
 def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool = True,
-          deadline: float | None = None, lp_seconds: float = 2.0) -> PruneOutcome:
+          deadline: float | None = None, lp_seconds: float = 10.0,
+          witnesses: dict | None = None) -> PruneOutcome:
     """Publish again the secondaries of ``status`` (cells ``M`` that are not ``M`` in
     ``table``) that no primary needs, dearest first, within ``deadline``
     (``time.perf_counter()`` seconds).  ``lp_seconds``: most seconds of one LP (a cell
     whose LP runs out stays suppressed).  Nothing is pruned when some condition has no
     witness in the given pattern (the pattern is then not proven protected, and no
-    removal can be judged), or on a frequency table (see the module docstring)."""
+    removal can be judged), or on a frequency table (see the module docstring).
+    ``witnesses``: per condition ``(primary, sign)`` the cells a known witness moves (as
+    the width step gives them; such a witness is valid while its cells are suppressed,
+    and spares that condition's first LP)."""
     status = np.asarray(status).copy()
     if table.kind == "frequency":
         return PruneOutcome(status, 0, 0, 0, False, "frequency table")
     model = _WitnessModel(table, status, cost, singleton, lp_seconds)
-    witnesses: dict[int, np.ndarray] = {}
+    known = witnesses or {}
+    hidden = np.isin(status, ("U", "M"))
+    witnesses = {}
     for q, cond in enumerate(model.conds):
         if _past(deadline):
             return PruneOutcome(status, 0, 0, model.lps, True, "deadline")
-        moved = model.witness(cond, deadline)
+        moved = known.get((cond.cell, cond.sign))
+        if moved is None or not hidden[moved].all():
+            moved = model.witness(cond, deadline)
         if moved is None:
+            if _past(deadline):
+                return PruneOutcome(status, 0, 0, model.lps, True, "deadline")
             return PruneOutcome(status, 0, 0, model.lps, False,
                                 "a condition has no witness in the given pattern")
         witnesses[q] = moved

@@ -193,10 +193,12 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     primary = table.status == "U"
     details: dict = {}
     status = table.status.copy()
+    width_witnesses: dict = {}
     if widths == "always" or (widths == "general" and not table.dimensions):
         step = _width_step(table, cost, singleton, start, time_limit, widths_share,
                            widths_seconds, details)
         status[step.suppressed & ~np.isin(status, ("U", "M"))] = "M"
+        width_witnesses = step.witnesses
         if progress is not None:
             progress("gauss: widths", 0.5)
     run_on = table if not details else table.replace(status=status)
@@ -204,7 +206,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     run = run_elimination(run_on, cost, vectors, primary, singleton, deadline, module)
     status[run.secondary] = "M"
     if prune == "always" or (prune == "general" and not table.dimensions):
-        status = _prune_step(table, status, cost, singleton, run.timed_out,
+        status = _prune_step(table, status, cost, singleton, width_witnesses,
                              start + (prune_seconds if time_limit is None else time_limit),
                              details)
     if progress is not None:
@@ -232,13 +234,14 @@ def _width_step(table: Table, cost: np.ndarray, singleton: bool, start: float,
 
 
 def _prune_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,
-                timed_out: bool, deadline: float, details: dict) -> np.ndarray:
-    """The pruning pass on the finished pattern (not after a timed-out elimination,
-    whose unexamined cells the audit and repair judge); record what it did."""
-    if timed_out or details.get("widths_unmet", 0):
-        details["prune_skipped"] = "the pattern is not complete"
+                witnesses: dict, deadline: float, details: dict) -> np.ndarray:
+    """The pruning pass on the pattern (it proves every condition on it first, and
+    prunes nothing when one has no witness); record what it did."""
+    if time.perf_counter() > deadline:
+        details["prune_skipped"] = "deadline"
         return status
-    out = prune_pattern(table, status, cost, singleton=singleton, deadline=deadline)
+    out = prune_pattern(table, status, cost, singleton=singleton, deadline=deadline,
+                        witnesses=witnesses)
     details.update({"pruned": out.pruned, "prune_tried": out.tried, "prune_lps": out.lps,
                     "prune_timed_out": out.timed_out})
     if out.skipped:

@@ -24,7 +24,7 @@ attacker at once.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,6 +43,9 @@ class WidthOutcome:
     lps: int                # protection LPs solved
     unmet: int              # conditions without a witness (no LP solution, or deadline)
     timed_out: bool         # the deadline stopped it
+    #: per condition ``(primary, sign)`` the cells its witness moves: the witness stays
+    #: valid while they stay suppressed (the pruning pass starts from these)
+    witnesses: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class WidthStep:
     does not take the step's whole time)."""
 
     def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3,
-                 lp_seconds: float = 2.0):
+                 lp_seconds: float = 10.0):
         self.table = table
         self.cost = np.asarray(cost, float)
         self.req = Requirements.from_table(table, singleton=singleton)
@@ -109,6 +112,7 @@ class WidthStep:
         done = np.zeros(len(conds), bool)
         index = {(c.cell, c.sign): q for q, c in enumerate(conds)}
         timed_out = False
+        witnesses: dict = {}
         for q, cond in enumerate(conds):
             if done[q]:
                 continue
@@ -123,11 +127,12 @@ class WidthStep:
                 continue
             cells, dev = y
             z[cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]] = True
-            self._settle(cells, dev, conds, index, done)
+            self._settle(cells, dev, conds, index, done, witnesses, z)
             done[q] = True
-        return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out)
+            witnesses[(cond.cell, cond.sign)] = cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]
+        return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out, witnesses)
 
-    def _settle(self, cells, dev, conds, index, done) -> None:
+    def _settle(self, cells, dev, conds, index, done, witnesses, z) -> None:
         """Mark every condition the witness ``dev`` (on ``cells``) meets, scaled as far
         as the deviation ranges allow, and its mirror ``-dev`` meets likewise."""
         req = self.req
@@ -145,6 +150,8 @@ class WidthStep:
                 q = index.get((int(c), 1.0 if d > 0 else -1.0))
                 if q is not None and not done[q] and abs(d) >= conds[q].need:
                     done[q] = True
+                    # the cells it suppressed (the others move by rounding noise only)
+                    witnesses[(conds[q].cell, conds[q].sign)] = cells[z[cells]]
 
     def _neighbourhood(self, cell: int, hops: int, movable: np.ndarray
                        ) -> tuple[np.ndarray, bool]:

@@ -21,7 +21,8 @@ def initial_incumbent(s: Search, start: np.ndarray | None,
     caller's check found ("protected": not checked again; "unchecked": its check ran out
     of time already, so it is kept unchecked).  The repair can be slow on
     big tables: it gets ``first_repair_share`` of the time, and when unfinished it is
-    kept to be continued after the LP phase."""
+    kept to be continued after the LP phase.  From a seed (an unfinished start) it gets
+    ``seed_repair_share`` instead: a protected pattern is what the seed is for."""
     opt = s.options
     th = time.perf_counter()
     if start is not None and state in (PROTECTED, UNCHECKED):
@@ -39,7 +40,8 @@ def initial_incumbent(s: Search, start: np.ndarray | None,
             if not chk.ok:
                 s.unchecked = s.best   # no proof rests on it while it is the incumbent
     if s.best is None:
-        repair_by = None if s.time_limit is None else s.t0 + opt.first_repair_share * s.time_limit
+        share = opt.first_repair_share if seed is None else opt.seed_repair_share
+        repair_by = None if s.time_limit is None else s.t0 + share * s.time_limit
         first = s.fixed if seed is None else np.asarray(seed, bool) | s.fixed
         pattern, unmet = s.repair.run(first, deadline=repair_by)
         s.keep_partial(pattern, unmet)

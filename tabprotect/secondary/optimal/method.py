@@ -106,7 +106,7 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
         found = gauss_start(table, cost, req, cand, singleton=singleton,
                             time_limit=None if time_limit is None
                             else opt.gauss_start_share * time_limit,
-                            widths_share=opt.gauss_start_widths_share)
+                            widths_share=opt.gauss_start_widths_share, options=opt)
         started = time.perf_counter() - t0
         if found is not None:
             # a finished start is the first incumbent (checked or not); an unfinished

@@ -88,6 +88,9 @@ class OptimalOptions:
     #: share of the time limit for the first repair from the primaries alone (big tables:
     #: the LP phase's points then seed the first incumbent instead)
     first_repair_share: float = 0.1
+    #: ... and for the first repair from a seed (an unfinished gauss start): the repair
+    #: is the route to a protected pattern there, the LP phase only gives a bound
+    seed_repair_share: float = 0.8
     #: share of the time limit a prune of a repaired pattern may use
     prune_share: float = 0.1
     #: a repaired pattern is pruned only when it costs less than this multiple of the
@@ -171,9 +174,10 @@ class OptimalOptions:
     cover_min_violation: float = 1e-3
     #: rounds of Gomory mixed-integer cuts at the root after the capacity separation
     #: converges (None = auto: gomory_auto_rounds when the costs differ, none with equal
-    #: costs, where they gave no bound)
+    #: costs, where they gave no bound); each round's cuts are dense rows that make
+    #: every later master LP and strong-branching LP dearer
     gomory_rounds: int | None = None
-    gomory_auto_rounds: int = 3
+    gomory_auto_rounds: int = 1
     #: Gomory cuts per round at most
     gomory_per_round: int = 40
     #: smallest fractionality of a basic column used as a Gomory source row
@@ -212,6 +216,12 @@ class OptimalOptions:
     #: race_min_seconds) and finished by the faster simplex
     race_lp_cap: float = 20.0
     race_min_seconds: float = 2e-3
+    #: checks of this many primaries or more (no single-contributor attackers) start
+    #: with a witness pass: a few aggregate LPs settle most primaries, the per-primary
+    #: LPs run for the rest (None: never)
+    witness_check_min_targets: int | None = 20
+    #: rounds of aggregate LPs per direction in that pass (each on the open primaries)
+    witness_check_rounds: int = 3
     #: attacker LPs with at least this many columns merge their two-cell rows first
     #: (smaller LPs, same optimum; None: never); below it merging does not pay
     merge_pairs_min_cols: int | None = 700

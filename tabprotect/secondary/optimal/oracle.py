@@ -16,6 +16,7 @@ import numpy as np
 from solvers import HighsModel
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
+from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair
 
 #: HiGHS' simplex_strategy values of the dual and the primal simplex
@@ -144,13 +145,37 @@ class HybridOracle(AttackerOracle):
         super().__init__(*args, **kwargs)
         self.racing = racing   # False: the dual simplex only, like AttackerOracle
         self.merged_lps = 0    # attacker LPs solved with two-cell rows merged away
+        self.witness_certified = 0   # primaries the witness pass settled in checks
         # seconds per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)
         self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
         self._call: list = [None]
 
     def check(self, z, **kw) -> Check:
-        return self._raced("check", super().check, z, **kw)
+        return self._raced("check", self._witnessed_check, z, **kw)
+
+    def _witnessed_check(self, z, *, primaries=None, **kw) -> Check:
+        """The check, after a witness pass (:mod:`.witness_check`) on patterns with at
+        least ``witness_check_min_targets`` primaries to check and no single-contributor
+        attackers: the per-primary LPs run for what the witnesses leave open only."""
+        opt = self.options
+        zf = np.asarray(z, dtype=float)
+        targets = np.asarray(self.req.primary if primaries is None else primaries,
+                             dtype=np.int64)
+        if (opt.witness_check_min_targets is None
+                or len(targets) < opt.witness_check_min_targets
+                or self.req.singleton.any()
+                or not np.all((zf <= 1e-9) | (zf >= 1.0 - 1e-9))):
+            return AttackerOracle.check(self, z, primaries=primaries, **kw)
+        done, n_lp = witness_certified(self.A, self.req, self.slot, zf, targets,
+                                       rounds=opt.witness_check_rounds)
+        self.witness_certified += int(done.sum())
+        if done.all():
+            out = Check()
+        else:
+            out = AttackerOracle.check(self, z, primaries=targets[~done], **kw)
+        out.n_lp += n_lp
+        return out
 
     def _new_model(self, lp):
         threshold = self.options.merge_pairs_min_cols

@@ -12,8 +12,9 @@ import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.secondary.gauss import gauss
-from tabprotect.secondary.optimal.oracle import DeadlineRepair
-from tabprotect.secondary.repair import AttackerOracle, Requirements
+from tabprotect.secondary.optimal.options import OptimalOptions
+from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, DeadlineRepair, HybridOracle
+from tabprotect.secondary.repair import Requirements
 
 #: what the start's oracle check and repair established
 PROTECTED, UNCHECKED, UNFINISHED = "protected", "unchecked", "unfinished"
@@ -35,10 +36,12 @@ class Start:
 
 def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 singleton: bool, time_limit: float | None,
-                widths_share: float = 0.5) -> Start | None:
+                widths_share: float = 0.5,
+                options: OptimalOptions | None = None) -> Start | None:
     """The gauss pattern with what it leaves unprotected repaired, within ``time_limit``
     seconds in all (``widths_share`` of them for gauss's width step); None when gauss
-    gives no pattern.
+    gives no pattern.  The check and the repair use the search's oracle with
+    ``options`` (its witness pass among them; default settings when None).
 
     One oracle check finds the primaries the gauss pattern leaves short; the repair then
     works on those only (a repair only adds suppressions, so the others stay protected).
@@ -54,7 +57,8 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     except (InfeasibleRulesError, InputError):
         return None   # the search itself reports what cannot be protected
     pattern = np.isin(np.asarray(out.status), ("U", "M"))
-    oracle = AttackerOracle(table, req)
+    oracle = HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX, racing=False,
+                          options=options)
     chk = oracle.check(pattern, cuts=False, deadline=deadline)
     if chk.ok:
         return Start(pattern, PROTECTED)
