@@ -26,6 +26,8 @@ Usage::
         --tau-mod --optimum castro:TARGUS castro:TABLE8
     python benchmarks/bench_scale.py --tables 100k-4d --methods modular --audit-workers 1 \
         --independent-verdict --time-limit 600 --audit-limit 300
+    python benchmarks/bench_scale.py --tables 1k-3d 10k-3d --methods modular --base BASE \
+        --option subtable_milp=true   # before/after in one run, with a method option
 """
 from __future__ import annotations
 
@@ -40,7 +42,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+#: the code tree measured: this one, or in a child process of ``--base`` the base tree
+CODE = Path(os.environ.get("BENCH_SCALE_CODE") or HERE.parent)
+sys.path.insert(0, str(CODE))
 sys.path.insert(0, str(HERE))
 
 GENERATED = ["10k-3d", "10k-4d", "100k-3d", "100k-4d", "1m-3d", "1m-4d"]
@@ -59,11 +63,12 @@ def load(name: str):
 
 def run_one(method: str, name: str, time_limit: float, audit_max: int,
             audit_limit: float, cost_name: str = "value", audit_workers: int = 1,
-            independent_verdict: bool = False) -> dict:
+            independent_verdict: bool = False, options: dict | None = None) -> dict:
     """One measurement in this process (called in a child process).
 
     ``independent_verdict``: the final pattern judged again by a separate
-    ``audit(..., mode="verdict")`` call (``verdict_again``, its seconds)."""
+    ``audit(..., mode="verdict")`` call (``verdict_again``, its seconds).
+    ``options``: the method's options, as keywords of protect()."""
     import numpy as np
     from tabprotect.audit import audit
     from tabprotect.secondary import METHODS as REG, protect
@@ -85,7 +90,7 @@ def run_one(method: str, name: str, time_limit: float, audit_max: int,
         # budget of the whole call; protect() gives the method its share)
         res = protect(table, method=method, cost=cost_name,
                       time_limit=time_limit + (audit_budget or 0.0),
-                      singleton=False, audit_workers=audit_workers)
+                      singleton=False, audit_workers=audit_workers, **(options or {}))
         status = res.status
         finished = res.audit.complete
         row.update(total_s=round(res.seconds, 2), method_s=round(res.method_seconds, 2),
@@ -393,27 +398,51 @@ def child(args) -> None:
     else:
         out = run_one(args.one[0], args.one[1], args.time_limit, args.audit_max,
                       args.audit_limit, args.cost, args.audit_workers,
-                      args.independent_verdict)
+                      args.independent_verdict, options(args.option))
     print("RESULT " + json.dumps(out))
 
 
-def measure(method: str, name: str, args) -> dict:
+def options(pairs: list[str] | None) -> dict:
+    """``KEY=VALUE`` pairs (values read as JSON, else kept as strings) as a dict."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def measure(method: str, name: str, args, code: str | None = None) -> dict:
+    """One (method, table) in a child process; ``code``: the code tree it imports
+    (default this one)."""
     cmd = [sys.executable, __file__, "--one", method, name, "--time-limit",
            str(args.time_limit), "--audit-max", str(args.audit_max), "--audit-limit",
            str(args.audit_limit), "--tau-minutes", str(args.tau_minutes), "--cost", args.cost,
            "--audit-workers", str(args.audit_workers)]
     if args.independent_verdict:
         cmd.append("--independent-verdict")
+    for pair in (args.base_option if code else args.option) or []:
+        cmd += ["--option", pair]
+    env = dict(os.environ, BENCH_SCALE_CODE=str(code or HERE.parent))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
+                              env=env)
     except subprocess.TimeoutExpired:
         return {"table": name, "method": method, "error": f"killed after {args.timeout}s"}
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             row = json.loads(line[7:])
             row["wall_s"] = round(wall, 1)
+            row["cpu_s"] = round((after.ru_utime + after.ru_stime)
+                                 - (before.ru_utime + before.ru_stime), 1)
             return row
     if proc.returncode < 0:  # e.g. tau-Argus' native code crashing (SIGSEGV)
         return {"table": name, "method": method,
@@ -440,10 +469,10 @@ def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
              "totals equal to one single-contributor cell, which no pattern protects "
              "against that contributor); generated tables: seed 2024, rules p% (p=15) and "
              "minimum frequency 3 (benchmarks/gen_tables.py)", "",
-             "| table | cells | primaries | method | total s | method s | audit+repair s | "
-             "peak MB | secondaries | cost | cost / optimum | verdict | independent verdict "
-             "audit | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| table | cells | primaries | method | total s | process CPU s | method s | "
+             "audit+repair s | peak MB | secondaries | cost | cost / optimum | verdict | "
+             "independent verdict audit | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         opt = optimum.get(r["table"])
         ratio = ""
@@ -466,7 +495,8 @@ def to_markdown(rows: list[dict], optimum: dict, command: str) -> str:
             note = (note + " SECOND AUDIT FAILED").strip()
         lines.append(
             f"| {r['table']} | {fmt(r.get('cells'))} | {fmt(r.get('primaries'))} | "
-            f"{r['method']} | {fmt(r.get('total_s'), 1)} | {fmt(r.get('method_s'), 1)} | "
+            f"{r['method']} | {fmt(r.get('total_s'), 1)} | {fmt(r.get('cpu_s'), 1)} | "
+            f"{fmt(r.get('method_s'), 1)} | "
             f"{fmt(r.get('audit_s'), 1)} | {fmt(r.get('peak_mb'))} | "
             f"{fmt(r.get('secondaries'))} | {fmt(r.get('cost'))} | {ratio} | "
             f"{r.get('verdict', '')} | {again} | {note} |")
@@ -501,6 +531,14 @@ def main(argv=None) -> None:
                          "each table (a 'not available' row when it cannot run)")
     ap.add_argument("--tau-minutes", type=int, default=1,
                     help="MOD's time limit per sub-table, minutes")
+    ap.add_argument("--base", default=None, metavar="BASE",
+                    help="a second code tree: every method also runs with it, same tables, "
+                         "same run (rows marked 'base')")
+    ap.add_argument("--option", action="append", default=None, metavar="KEY=VALUE",
+                    help="a method option passed to protect() (value read as JSON); "
+                         "repeatable; every method of this code tree")
+    ap.add_argument("--base-option", action="append", default=None, metavar="KEY=VALUE",
+                    help="the same for the --base tree")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.one:
@@ -518,9 +556,13 @@ def main(argv=None) -> None:
         print(json.dumps(r), flush=True)
     for name in tables:
         for m in args.methods:
-            r = measure(m, name, args)
-            rows.append(r)
-            print(json.dumps(r), flush=True)
+            for code, label in ((None, ""), (args.base, " (base)")):
+                if label and not code:
+                    continue
+                r = measure(m, name, args, code)
+                r["method"] = r["method"] + label
+                rows.append(r)
+                print(json.dumps(r), flush=True)
         if args.tau_mod:
             r = measure(TAU_MOD, name, args)
             r["method"] = "tau-Argus MOD (pytauargus)"

@@ -127,12 +127,12 @@ class WidthStep:
                 continue
             cells, dev = y
             z[cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]] = True
-            self._settle(cells, dev, conds, index, done, witnesses)
+            self._settle(cells, dev, conds, index, done, witnesses, z)
             done[q] = True
             witnesses[(cond.cell, cond.sign)] = cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]
         return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out, witnesses)
 
-    def _settle(self, cells, dev, conds, index, done, witnesses) -> None:
+    def _settle(self, cells, dev, conds, index, done, witnesses, z) -> None:
         """Mark every condition the witness ``dev`` (on ``cells``) meets, scaled as far
         as the deviation ranges allow, and its mirror ``-dev`` meets likewise."""
         req = self.req
@@ -150,7 +150,8 @@ class WidthStep:
                 q = index.get((int(c), 1.0 if d > 0 else -1.0))
                 if q is not None and not done[q] and abs(d) >= conds[q].need:
                     done[q] = True
-                    witnesses[(conds[q].cell, conds[q].sign)] = cells
+                    # the cells it suppressed (the others move by rounding noise only)
+                    witnesses[(conds[q].cell, conds[q].sign)] = cells[z[cells]]
 
     def _neighbourhood(self, cell: int, hops: int, movable: np.ndarray
                        ) -> tuple[np.ndarray, bool]:
