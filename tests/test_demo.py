@@ -46,10 +46,11 @@ def check_full_demo(out_dir, printed):
     primary = apply_rules(build_table(job), rules_from_job(job)).table
     cells = pd.read_csv(out_dir / "cells.csv", dtype=str)
     status = cells["status"].to_numpy()
-    # every primary cell of the rules is suppressed, and the pattern passes the audit
+    # every primary cell of the rules is suppressed, and the pattern passes the audit, single
+    # contributors included (the job's attacker model)
     assert (status[primary.status == "U"] == "U").all()
     assert (status == "M").any()
-    assert audit(primary.replace(status=status)).passed
+    assert audit(primary.replace(status=status), singleton=True).passed
     assert json.loads((out_dir / "trail.json").read_text())["summary"]["verdict"] == "PASSED"
 
 
@@ -77,19 +78,45 @@ def _copy_demo(folder):
     return folder / "job.toml"
 
 
-# slow: the table is refused only after the method and its repair rounds have failed (a
-# protectable table never pays for the single-contributor feasibility check)
-@pytest.mark.slow
-def test_demo_job_states_its_attacker_model_and_the_error_names_the_option(tmp_path, capsys):
-    job = _copy_demo(tmp_path / "job")
-    text = job.read_text()
-    assert "\nsingleton = false" in text and "\nmethod = " in text
-    # without a time limit the up-front check decides every primary (with one, a loaded
-    # machine may stop it early and leave the verdict to the final audit)
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("time_limit"))
-    job.write_text(text.replace("\nsingleton = false", "\nsingleton = true"))
-    assert main(["protect", str(job), "-o", str(tmp_path / "out"), "--quiet"]) == 2
+def test_demo_job_states_its_attacker_model():
+    from importlib import resources
+    text = (resources.files("tabprotect") / "data" / "demo" / "job.toml").read_text()
+    assert "\nsingleton = true" in text and "\nmethod = " in text
+
+
+UNPROTECTABLE = """
+[input]
+cells = "cells.csv"
+dimensions = ["x"]
+status = "status"
+
+[hierarchies.x]
+codes = ["a", "b"]
+total = "T"
+
+[rules.frequency]
+n = 3
+safety_range = 10
+
+[protect]
+method = "gauss"
+singleton = true
+"""
+
+
+@pytest.mark.parametrize("singleton", [True, False])
+def test_unprotectable_single_contributor_error_names_the_option(tmp_path, capsys, singleton):
+    # T = a + b is published (P): b's only contributor subtracts b from T and learns a, so
+    # no pattern protects against single contributors; outside intruders are held off
+    (tmp_path / "cells.csv").write_text("x,value,freq,status\na,6,1,\nb,4,1,\nT,10,2,P\n")
+    job = tmp_path / "job.toml"
+    job.write_text(UNPROTECTABLE.replace("singleton = true", f"singleton = {str(singleton).lower()}"))
+    code = main(["protect", str(job), "-o", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
+    if not singleton:
+        assert code == 0, err
+        return
+    assert code == 2
     assert "single-contributor attackers included" in err
     assert "set singleton = false in [protect]" in err and len(err.splitlines()) == 1
 

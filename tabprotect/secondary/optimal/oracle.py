@@ -168,7 +168,8 @@ class HybridOracle(AttackerOracle):
                 or not np.all((zf <= 1e-9) | (zf >= 1.0 - 1e-9))):
             return AttackerOracle.check(self, z, primaries=primaries, **kw)
         done, n_lp = witness_certified(self.A, self.req, self.slot, zf, targets,
-                                       rounds=opt.witness_check_rounds)
+                                       rounds=opt.witness_check_rounds,
+                                       deadline=kw.get("deadline"))
         self.witness_certified += int(done.sum())
         if done.all():
             out = Check()

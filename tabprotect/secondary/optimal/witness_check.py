@@ -9,6 +9,8 @@ their own cell fixed, which the aggregate LPs do not give.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from solvers import HighsModel, LinearProgram
@@ -18,15 +20,16 @@ MARGIN = 1e-6
 
 
 def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarray, *,
-                      rounds: int, model_options: dict | None = None
-                      ) -> tuple[np.ndarray, int]:
+                      rounds: int, model_options: dict | None = None,
+                      deadline: float | None = None) -> tuple[np.ndarray, int]:
     """The primaries among ``targets`` whose every needed direction some witness meets
     (bool mask over ``targets``), and the number of LPs solved.
 
     Per direction, each round maximises (minimises) the sum of the open primaries'
     deviations, each scaled by its level and capped just above it; a round that
     certifies nothing ends the direction.  Primaries with a width requirement are left
-    open (their condition couples both directions)."""
+    open (their condition couples both directions).  Each LP stops at ``deadline``; a
+    stopped LP ends the pass (the per-primary LPs decide what is left open)."""
     targets = np.asarray(targets, dtype=np.int64)
     p = slot[targets]
     need = {1.0: req.need_up[p], -1.0: req.need_down[p]}
@@ -69,7 +72,10 @@ def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarr
             else:
                 model.set_col_bounds(np.arange(len(active)), lo, hi)
                 model.set_objective(c, sense="max")
-            res = model.solve()
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                break
+            res = model.solve(time_limit=left)
             n_lp += 1
             if res.status != "optimal" or res.x is None:
                 break
