@@ -172,8 +172,9 @@ def main(argv=None) -> None:
             f"Made by `{cmd}` (single process).\n\n"
             "`short`: primaries the audit finds short on the method's pattern (every mode "
             "must agree); `same cells`: whether they are the cells the first complete exact "
-            "audit of the row group (intervals, else verdict) finds; protect() rows: the final audit, the cells its repair added and "
-            "the cost of the method's pattern against the final one.\n\n"
+            "audit of the row group (intervals, else verdict) finds; protect() rows: the "
+            "final audit, the cells its repair added and the cost of the method's pattern "
+            "against the final one.\n\n"
             + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n")
 
 
