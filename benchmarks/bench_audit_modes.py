@@ -8,7 +8,8 @@ protection level of 1 (the interval must reach count + 1) and a sliding width of
 For each table and method: the method's pattern (``METHODS[method]``) is audited in every
 mode (``intervals`` only up to ``--intervals-max`` cells: one LP pair per suppressed cell
 and attacker), then ``protect()`` runs end to end with each ``--protect-modes`` audit mode
-(the verdict, the time, the cells its repair added); printed and written as a Markdown
+(the verdict, the time, the cells its repair added; ``--pre-repair off`` without the cube
+pass before the first audit); printed and written as a Markdown
 table. ``--code DIR`` imports tabprotect from another checkout (e.g. a ``git worktree``
 of an older commit), for a before/after run on the same machine.
 
@@ -33,6 +34,7 @@ from tabprotect.audit import audit  # noqa: E402
 from tabprotect.model import Hierarchy, Table, aggregate_leaves  # noqa: E402
 from tabprotect.secondary import protect  # noqa: E402
 from tabprotect.secondary.base import METHODS, cost_vector  # noqa: E402
+from tabprotect.secondary.protect_settings import ProtectSettings  # noqa: E402
 
 
 def count_table(side: int, seed: int = 0, mean: float = 4.0) -> Table:
@@ -65,7 +67,8 @@ def peer_table(name: str, data: Path) -> Table:
 def run(side: int | str, method: str, singleton: bool, intervals_max: int,
         time_limit: float, protect_modes=("auto",), audit_modes=("verdict", "screen",
                                                                  "intervals"),
-        integers=(False, True), data: Path | None = None) -> list[dict]:
+        integers=(False, True), data: Path | None = None,
+        pre_repair: str = "auto") -> list[dict]:
     t = peer_table(side, data) if isinstance(side, str) else count_table(side)
     cost = cost_vector(t, "value")
     t0 = time.perf_counter()
@@ -103,9 +106,12 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
             continue
         t0 = time.perf_counter()
         res = protect(t, method=method, cost="value", singleton=singleton,
-                      time_limit=time_limit, audit_mode=mode)
+                      time_limit=time_limit, audit_mode=mode,
+                      settings=ProtectSettings(pre_repair=pre_repair))
         rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
-                     "what": f"protect(audit_mode={mode!r}): {res.audit.mode} audit",
+                     "what": f"protect(audit_mode={mode!r}"
+                             + (f", pre_repair={pre_repair!r}" if pre_repair != "auto"
+                                else "") + f"): {res.audit.mode} audit",
                      "short": len(res.audit.shortfalls), "complete": res.audit.complete,
                      "seconds": round(time.perf_counter() - t0, 1),
                      "secondaries": n_sec, "added": len(res.repaired),
@@ -129,6 +135,9 @@ def main(argv=None) -> None:
                     choices=["auto", "verdict", "intervals"])
     ap.add_argument("--audit-modes", nargs="*", default=["verdict", "screen", "intervals"],
                     choices=["verdict", "screen", "intervals"])
+    ap.add_argument("--pre-repair", choices=["auto", "off"], default="auto",
+                    help="ProtectSettings.pre_repair of the protect() rows ('off': no cube "
+                         "pass before the first audit)")
     ap.add_argument("--integer", choices=["on", "off", "both"], default="both",
                     help="the audits of the method's pattern: integer, LP or both")
     ap.add_argument("--peer-cases", nargs="*", default=[],
@@ -151,7 +160,7 @@ def main(argv=None) -> None:
                 for r in run(side, method, singleton, args.intervals_max, args.time_limit,
                              args.protect_modes, args.audit_modes,
                              {"on": [True], "off": [False], "both": [False, True]}[
-                                 args.integer], args.data):
+                                 args.integer], args.data, args.pre_repair):
                     line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
                             f"{r['what']} | {r['short']} | {r['agree']} | {r['complete']} | "
                             f"{r['seconds']} | {r['secondaries']} | {r['added']} | "
