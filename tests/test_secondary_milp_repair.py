@@ -209,7 +209,8 @@ def test_a_spent_milp_round_leaves_its_primaries_to_the_lp_repair():
 
 def test_enabled_auto_takes_the_milp_repair_on_count_tables_without_the_attack():
     # "auto" (the default): count tables' repair rounds start with MILPs unless the
-    # single-contributor attack is on; magnitude tables' with the LP repair.  The count
+    # single-contributor attack is on or the table takes the large-table path;
+    # magnitude tables' with the LP repair.  The count
     # pattern (gauss leaves primaries short) holds against the integer oracle
     with pytest.raises(ValueError, match="enabled"):
         MilpRepairSettings(enabled="yes")
@@ -219,6 +220,7 @@ def test_enabled_auto_takes_the_milp_repair_on_count_tables_without_the_attack()
     counts = synthetic.count_table([(2, 3)] * 3, seed=2)
     assert MilpRepairSettings(enabled="auto").applies(counts)
     assert not MilpRepairSettings(enabled="auto").applies(counts, singleton=True)
+    assert not MilpRepairSettings(enabled="auto").applies(counts, large=True)
     assert not MilpRepairSettings(enabled=False).applies(counts)
     settings = ProtectSettings(feasibility_check_max_work=0)
     res = protect(counts, method="gauss", cost="value", singleton=False, settings=settings)
