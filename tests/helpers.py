@@ -19,6 +19,20 @@ def two_by_two(primary_level: float = 1.0) -> Table:
     return t.replace(status=st, upl=lvl, lpl=lvl)
 
 
+def unprotectable_two_by_two(published_above: bool = True) -> Table:
+    """The same 3 x 3 table, cell 4 (1, a) primary with upper level 1 and everything
+    published (P) but the cells of row 2 / column b that could hide it: with
+    ``published_above`` those are P too and no pattern protects (1, a); without, the
+    cells 5, 7 and 8 are free and a pattern exists."""
+    r = Hierarchy.flat(["1", "2"], total="T")
+    c = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
+    st = np.array(["P", "P", "P", "P", "U", "P", "P", "S", "S"])
+    if not published_above:
+        st[[5, 7, 8]] = "S"
+    return t.replace(status=st, upl=np.where(st == "U", 1.0, 0.0))
+
+
 def gauss_pattern(name: str, seed: int):
     """A generated table, its value costs, its gauss pattern (interval shortfalls left
     for the repair) and its primary cells."""

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.cli import main
+from helpers import unprotectable_two_by_two
 from tabprotect.errors import InputError
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
@@ -524,17 +525,12 @@ def test_modular_refuses_an_unprotectable_primary_after_its_failed_audit(singlet
     # modular meets an unprotectable primary without spending its budget (the sub-table
     # is left unsolved): the check runs after the final audit failed, same error
     from tabprotect.errors import InfeasibleRulesError
-    rows = Hierarchy.flat(["1", "2"], total="T")
-    cols = Hierarchy.flat(["a", "b"], total="T")
-    t = Table.from_arrays({"r": rows, "c": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
-    st_ = np.array(["P", "P", "P", "P", "U", "P", "P", "S", "S"])
-    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
     with pytest.raises(InfeasibleRulesError, match=r"r=1, c=a.*up protection"):
-        protect(t, method="modular", cost="unity", singleton=singleton)
+        protect(unprotectable_two_by_two(), method="modular", cost="unity",
+                singleton=singleton)
     # a protectable one: no check at all, the final audit judges the pattern
-    st_[[5, 7, 8]] = "S"
-    res = protect(t.replace(status=st_), method="modular", cost="unity",
-                  singleton=singleton)
+    res = protect(unprotectable_two_by_two(published_above=False), method="modular",
+                  cost="unity", singleton=singleton)
     assert res.passed and audit(res.confidential_table, singleton=singleton).passed
     assert not any(k.startswith("feasibility check") for k in res.stage_seconds)
 
@@ -542,16 +538,11 @@ def test_modular_refuses_an_unprotectable_primary_after_its_failed_audit(singlet
 @pytest.mark.parametrize("method", ["gauss", "hypercube"])
 def test_unprotectable_primary_is_refused_before_any_method(method):
     from tabprotect.errors import InfeasibleRulesError
-    rows = Hierarchy.flat(["1", "2"], total="T")
-    cols = Hierarchy.flat(["a", "b"], total="T")
-    t = Table.from_arrays({"r": rows, "c": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2])
-    st_ = np.array(["P", "P", "P", "P", "U", "P", "P", "S", "S"])
-    t = t.replace(status=st_, upl=np.where(st_ == "U", 1.0, 0.0))
     with pytest.raises(InfeasibleRulesError, match=r"r=1, c=a.*up protection"):
-        protect(t, method=method, cost="unity", singleton=False)
+        protect(unprotectable_two_by_two(), method=method, cost="unity", singleton=False)
     # a protectable one passes the same check
-    st_[[5, 7, 8]] = "S"
-    res = protect(t.replace(status=st_), method=method, cost="unity", singleton=False)
+    res = protect(unprotectable_two_by_two(published_above=False), method=method,
+                  cost="unity", singleton=False)
     assert res.passed and audit(res.confidential_table).passed
 
 

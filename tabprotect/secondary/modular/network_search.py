@@ -163,11 +163,19 @@ def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
     suppressed cells already meet left out; None when there are too many cuts.
 
     Raises InfeasibleRulesError when some cut cannot be met by all candidates."""
-    net = prob.net
     own_range_check(prob, s, kind, need)
-    src, snk = prob.ends(s, kind)
     edges = np.flatnonzero(prob.available)
     edges = edges[(edges != s) & (edges != j)]
+    side = _cut_sides(prob, s, kind, edges, limits)
+    return None if side is None else _rows(prob, side, edges, need)
+
+
+def _cut_sides(prob: _Problem, s: int, kind: str, edges: np.ndarray, limits: SearchLimits
+               ) -> np.ndarray | None:
+    """Every source side of a cut separating ``s``'s ends over ``edges`` (cuts x nodes),
+    or None when the free nodes are too many to list."""
+    net = prob.net
+    src, snk = prob.ends(s, kind)
     touched = np.zeros(net.n_nodes, bool)
     touched[net.tail[edges]] = touched[net.head[edges]] = True
     touched[[src, snk]] = False
@@ -178,7 +186,7 @@ def cut_rows(prob: _Problem, s: int, kind: str, need: float, j: int,
     side = np.zeros((len(masks), net.n_nodes), bool)
     side[:, src] = True
     side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
-    return _rows(prob, side, edges, need)
+    return side
 
 
 def cut_rows_both(prob: _Problem, s: int, up: float, down: float, limits: SearchLimits
@@ -192,20 +200,11 @@ def cut_rows_both(prob: _Problem, s: int, up: float, down: float, limits: Search
         own_range_check(prob, s, kind, need)
     if not kinds:
         return []
-    net = prob.net
-    src, snk = prob.ends(s, "up")
     edges = np.flatnonzero(prob.available)
     edges = edges[edges != s]
-    touched = np.zeros(net.n_nodes, bool)
-    touched[net.tail[edges]] = touched[net.head[edges]] = True
-    touched[[src, snk]] = False
-    free = np.flatnonzero(touched)
-    if len(free) > limits.max_free_nodes:
+    side = _cut_sides(prob, s, "up", edges, limits)
+    if side is None:
         return None
-    masks = np.arange(2 ** len(free))
-    side = np.zeros((len(masks), net.n_nodes), bool)
-    side[:, src] = True
-    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
     fwd, bwd = _crossing(prob, side, edges)
     return [_rows(prob, None, edges, need, (fwd, bwd) if kind == "up" else (bwd, fwd))
             for kind, need in kinds]
