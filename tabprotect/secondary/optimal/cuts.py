@@ -104,7 +104,13 @@ def cover_cuts(R: sp.csr_matrix, x: np.ndarray, *, max_cuts: int = 50,
     [(0, [0, 3])]
     """
     out, viol = [], []
-    for r in range(R.shape[0]):
+    # T holds only cells with a_i < 1, so x over the other cells bounds the cut's left
+    # side from below: rows where that already reaches 1 - min_violation give no cut
+    small = (R.data < 1.0 - 1e-9).astype(float)
+    S = sp.csr_matrix((small, R.indices, R.indptr), shape=R.shape)
+    L = sp.csr_matrix((1.0 - small, R.indices, R.indptr), shape=R.shape)
+    maybe = (S @ np.ones(R.shape[1]) > 0) & (L @ x < 1.0 - min_violation)
+    for r in np.flatnonzero(maybe).tolist():
         lo, hi = R.indptr[r], R.indptr[r + 1]
         idx, a = R.indices[lo:hi], R.data[lo:hi]
         xi = x[idx]
