@@ -9,6 +9,13 @@ table, in one process per code tree:
     python benchmarks/bench_protect_warm.py --code . --code /path/to/old/checkout \\
         --methods gauss hypercube
     python benchmarks/bench_protect_warm.py --code . --case ent-2d-p-mod --methods modular
+    python benchmarks/bench_protect_warm.py --code . --case cnt-3d --methods gauss \\
+        --milp-repair auto on off
+
+``--milp-repair`` runs each method once per value of ``MilpRepairSettings.enabled``
+(``auto``, ``on``, ``off``; ``default`` leaves the tree's default), back to back, each in
+its own process (each pays the same first-call costs), and adds the cells the
+audit-and-repair loop added and the pattern's cost.
 """
 from __future__ import annotations
 
@@ -24,7 +31,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def child(code: str, case_name: str, data: Path, methods: list[str]) -> None:
+#: --milp-repair values: MilpRepairSettings.enabled (None: the tree's default)
+MILP_REPAIR = {"default": None, "auto": "auto", "on": True, "off": False}
+
+
+def child(code: str, case_name: str, data: Path, methods: list[str],
+          milp: list[str]) -> None:
     """(child process) The warm calls with ``code`` on the path; one JSON line each."""
     sys.path.insert(0, code)
     sys.path.insert(0, str(HERE))
@@ -42,12 +54,21 @@ def child(code: str, case_name: str, data: Path, methods: list[str]) -> None:
     small = preset("2d-small", seed=1)
     for method in methods:
         protect(small, method=method, singleton=False, time_limit=60)
-        c0, t0 = time.process_time(), time.perf_counter()
-        res = protect(t, method=method, cost=cost, singleton=singleton,
-                      time_limit=case.time_limit)
-        print(json.dumps({"method": method, "wall": time.perf_counter() - t0,
-                          "cpu": time.process_time() - c0, "secondary": res.n_secondary,
-                          "passed": res.passed, "stages": res.stage_seconds}))
+        for name in milp:
+            settings = None
+            if MILP_REPAIR[name] is not None:
+                from tabprotect.secondary import ProtectSettings
+                from tabprotect.secondary.milp_repair import MilpRepairSettings
+                settings = ProtectSettings(
+                    milp_repair=MilpRepairSettings(enabled=MILP_REPAIR[name]))
+            c0, t0 = time.process_time(), time.perf_counter()
+            res = protect(t, method=method, cost=cost, singleton=singleton,
+                          time_limit=case.time_limit, settings=settings)
+            print(json.dumps({"method": method, "milp_repair": name,
+                              "wall": time.perf_counter() - t0,
+                              "cpu": time.process_time() - c0, "secondary": res.n_secondary,
+                              "repaired": int(len(res.repaired)), "cost": res.cost,
+                              "passed": res.passed, "stages": res.stage_seconds}))
 
 
 def main(argv=None) -> int:
@@ -57,19 +78,23 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(HERE.parent.parent / "shared" / "benchmarks" /
                                           "peers"))
     ap.add_argument("--methods", nargs="+", default=["gauss", "hypercube"])
+    ap.add_argument("--milp-repair", nargs="+", choices=sorted(MILP_REPAIR),
+                    default=["default"], help="MilpRepairSettings.enabled values to run")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        child(args.child, args.case, Path(args.data), args.methods)
+        child(args.child, args.case, Path(args.data), args.methods, args.milp_repair)
         return 0
     if not args.code:
         ap.error("give at least one --code")
-    print("| code | method | wall s | CPU s | secondaries | protect()'s audit | stages (s) |")
-    print("|---|---|---|---|---|---|---|")
-    for code in args.code:
+    print("| code | method | MILP repair | wall s | CPU s | secondaries | added by repair "
+          "| cost | protect()'s audit | stages (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for code, milp in [(c, m) for c in args.code for m in args.milp_repair]:
         code = str(Path(code).resolve())
         p = subprocess.run([sys.executable, __file__, "--child", code, "--case", args.case,
-                            "--data", args.data, "--methods", *args.methods],
+                            "--data", args.data, "--methods", *args.methods,
+                            "--milp-repair", milp],
                            env=dict(os.environ, PYTHONPATH=code), cwd=code,
                            capture_output=True, text=True, check=True)
         label = subprocess.run(["git", "-C", code, "rev-parse", "--short", "HEAD"],
@@ -77,8 +102,9 @@ def main(argv=None) -> int:
         for line in p.stdout.splitlines():
             r = json.loads(line)
             stages = ", ".join(f"{k} {v:.2f}" for k, v in r["stages"].items())
-            print(f"| {label} | {r['method']} | {r['wall']:.2f} | {r['cpu']:.2f} | "
-                  f"{r['secondary']} | {'PASSED' if r['passed'] else 'FAILED'} | {stages} |")
+            print(f"| {label} | {r['method']} | {r['milp_repair']} | {r['wall']:.2f} | "
+                  f"{r['cpu']:.2f} | {r['secondary']} | {r['repaired']} | {r['cost']:,.0f} | "
+                  f"{'PASSED' if r['passed'] else 'FAILED'} | {stages} |", flush=True)
     return 0
 
 

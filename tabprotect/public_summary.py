@@ -200,6 +200,8 @@ class _Checker:
         self.released: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
+        # solutions of the system without the figures, for _spanned (LP tables only)
+        self.points = _Points(len(self.cells)) if not integer else None
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -259,6 +261,7 @@ class _Checker:
                 return np.full(self.n_comp, -np.inf), np.full(self.n_comp, np.inf)
             if status != "optimal":
                 return None
+            self._bank(x)
             out.append(np.bincount(self.comp[nz], weights=free[nz] * x[nz],
                                    minlength=self.n_comp))
         return out[0], out[1]
@@ -312,6 +315,7 @@ class _Checker:
                 whole[self.comp[np.abs(x - np.round(x)) > 1e-6]] = False
             ok = whole[self.comp[picks]]
             known[picks[ok]] = x[picks[ok]]
+            self._bank(x)
             self._witness(x, pending[whole[self.comp[pending]]])
             single = picks[~ok]
         elif status not in ("unbounded", "infeasible"):
@@ -323,6 +327,7 @@ class _Checker:
                 return False
             known[j] = val
             if xj is not None:
+                self._bank(xj)
                 self._witness(xj, pending)
         return True
 
@@ -339,6 +344,40 @@ class _Checker:
         at = pending[np.abs(x[pending] - bound[pending])
                      <= 1e-9 * np.maximum(1.0, np.abs(bound[pending]))]
         known[at] = bound[at]
+
+    def _bank(self, x) -> None:
+        if self.points is not None and x is not None:
+            self.points.keep(x)
+
+    def _spanned(self, targets, rows, lo, hi, slack, pending) -> None:
+        """Target ends that kept solutions of the system without the figures show kept
+        (LP tables): the solutions with a target at an end of its base interval form a
+        convex set. Where every row but one is at its true value at each kept solution
+        at that end, and that row's least value there is at most its true value and its
+        largest at least, a convex combination of two of them meets every row and keeps
+        the end: a solution of the extended system at the end, found without an LP."""
+        if self.points is None or not self.points.rows:
+            return
+        P = self.points.matrix()
+        R = np.array(rows)
+        truth = self.value[self.cells]
+        F = P @ R.T - R @ truth                      # solutions x rows: off the truth
+        tol = (1e-9 * np.maximum(1.0, np.abs(R) @ np.abs(truth)))[:, None]
+        X = P[:, targets]
+        for sense, end in (("min", lo), ("max", hi)):
+            open_ = np.flatnonzero(pending[sense])
+            if len(open_) == 0:
+                continue
+            with np.errstate(invalid="ignore"):
+                at = np.abs(X[:, open_] - end[open_]) <= slack[open_]
+            least = np.array([np.where(at, F[:, [i]], np.inf).min(axis=0)
+                              for i in range(len(rows))])
+            most = np.array([np.where(at, F[:, [i]], -np.inf).max(axis=0)
+                             for i in range(len(rows))])
+            held = (least >= -tol) & (most <= tol)
+            spans = (least <= tol) & (most >= -tol)
+            ok = at.any(axis=0) & spans.all(axis=0) & ((~held).sum(axis=0) <= 1)
+            pending[sense][open_[ok]] = False
 
     def _holds(self, targets: np.ndarray, rows: list[np.ndarray]) -> str | None:
         """Every target's interval with the extra rows equals its interval without. The
@@ -357,6 +396,7 @@ class _Checker:
         def witness(x):
             if x is None or (self.integer and np.abs(x - np.round(x)).max() > 1e-6):
                 return
+            self._bank(x)
             xt = x[targets]
             with np.errstate(invalid="ignore"):
                 pending["min"] &= ~(np.abs(xt - lo) <= slack)
@@ -376,6 +416,7 @@ class _Checker:
             witness(x)
             return None
 
+        self._spanned(targets, rows, lo, hi, slack, pending)
         if self.integer:
             # an LP optimum is rarely an integer witness: each target in turn, whose
             # integer solutions show the others.  First within its component, the
@@ -491,6 +532,22 @@ class _Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+class _Points:
+    """Solutions of the system without the figures (a solution of the extended system
+    is one too), kept while they take at most ``max_floats`` numbers in all."""
+
+    def __init__(self, k: int, max_floats: int = 4_000_000):
+        self.room = max_floats // max(1, k)
+        self.rows: list[np.ndarray] = []
+
+    def keep(self, x: np.ndarray) -> None:
+        if len(self.rows) < self.room:
+            self.rows.append(np.array(x, dtype=float))
+
+    def matrix(self) -> np.ndarray:
+        return np.array(self.rows)
 
 
 class _Bounds:

@@ -321,3 +321,24 @@ def test_count_table_certificates_by_component_and_joint():
     for name in outs[0]["withheld"]:
         more = _intervals(t, st, [forms[k] for k in released] + [forms[name]], True)
         assert more != base
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_many_primaries_in_one_3d_component(seed):
+    # one linked component with many primaries: some ends are shown kept by solutions
+    # of the system without the figures (their convex combinations), the rest by LPs
+    hs = {d: Hierarchy.flat(["1", "2", "3"], total="T") for d in "abc"}
+    rng = np.random.default_rng(seed)
+    inner = rng.integers(1, 60, (3, 3, 3)).astype(float)
+    t = Table.from_frame(
+        __import__("pandas").DataFrame(
+            [{"a": str(i + 1), "b": str(j + 1), "c": str(k + 1), "v": inner[i, j, k]}
+             for i in range(3) for j in range(3) for k in range(3)]),
+        hs, value="v", compute_totals=True)
+    inner_cells = np.flatnonzero(t.is_inner)
+    st = t.status.copy()
+    st[inner_cells] = "M"
+    prim = rng.choice(inner_cells, size=8, replace=False)
+    t = _with_primaries(t, prim, level=0.1)
+    st[prim] = "U"
+    _check(t, st)

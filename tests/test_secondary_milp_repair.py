@@ -207,21 +207,35 @@ def test_a_spent_milp_round_leaves_its_primaries_to_the_lp_repair():
     assert lp_oracle.protected(runs["spent"].confidential_table, singleton=True).all()
 
 
-def test_enabled_auto_takes_the_milp_repair_on_count_tables_only():
-    # the default ("auto"): count tables' repair rounds start with MILPs, magnitude
-    # tables' with the LP repair; the count table's pattern (gauss leaves primaries
-    # short) holds against the integer oracle
-    assert MilpRepairSettings().enabled == "auto"
+def test_enabled_auto_takes_the_milp_repair_on_count_tables_without_the_attack():
+    # "auto" (the default): count tables' repair rounds start with MILPs unless the
+    # single-contributor attack is on or the table takes the large-table path;
+    # magnitude tables' with the LP repair.  The count
+    # pattern (gauss leaves primaries short) holds against the integer oracle
     with pytest.raises(ValueError, match="enabled"):
         MilpRepairSettings(enabled="yes")
-    assert not MilpRepairSettings().applies(synthetic.preset("2d-small", seed=7))
-    assert MilpRepairSettings(enabled=True).applies(synthetic.preset("2d-small", seed=7))
+    magnitude = synthetic.preset("2d-small", seed=7)
+    assert not MilpRepairSettings(enabled="auto").applies(magnitude)
+    assert MilpRepairSettings(enabled=True).applies(magnitude, singleton=True)
     counts = synthetic.count_table([(2, 3)] * 3, seed=2)
-    assert MilpRepairSettings().applies(counts)
+    assert MilpRepairSettings(enabled="auto").applies(counts)
+    assert not MilpRepairSettings(enabled="auto").applies(counts, singleton=True)
+    assert not MilpRepairSettings(enabled="auto").applies(counts, large=True)
     assert not MilpRepairSettings(enabled=False).applies(counts)
-    res = protect(counts, method="gauss", cost="value", singleton=False,
-                  settings=ProtectSettings(feasibility_check_max_work=0))
+    settings = ProtectSettings(feasibility_check_max_work=0)
+    res = protect(counts, method="gauss", cost="value", singleton=False, settings=settings)
     assert res.params["settings"]["milp_repair"]["enabled"] == "auto"
     assert len(res.repaired) > 0 and any("MILP" in n for n in res.notes)
     assert res.passed
     assert lp_oracle.protected(res.confidential_table, integer=True).all()
+
+
+def test_enabled_auto_repairs_count_tables_under_the_attack_with_lps():
+    # with the single-contributor attack the default repair is the LP repair, and its
+    # pattern holds against the integer oracle with that attack
+    attacked = synthetic.count_table([(1, 5)] * 3, seed=9)
+    res = protect(attacked, method="gauss", cost="value", singleton=True,
+                  settings=ProtectSettings(feasibility_check_max_work=0))
+    assert len(res.repaired) > 0 and not any("MILP" in n for n in res.notes)
+    assert res.passed
+    assert lp_oracle.protected(res.confidential_table, singleton=True, integer=True).all()

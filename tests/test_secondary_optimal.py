@@ -286,6 +286,25 @@ def test_both_searches_equal_brute_force(seed, cost_name, search):
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
 
 
+@pytest.mark.parametrize("seed,cost_name", [(5, "value"), (8, "unity")])
+@pytest.mark.parametrize("lazy", [True, False])
+def test_lazy_static_rows_keep_the_brute_force_optimum(seed, cost_name, lazy):
+    # bridgeless rows held back until a master point violates them: the same optimum,
+    # and the lazy master holds only some of them
+    rows = Hierarchy.flat([f"r{i}" for i in range(3)], total="T")
+    cols = Hierarchy.flat([f"c{i}" for i in range(3)], total="T")
+    table = hier_table(seed, n_primary=3, rows=rows, cols=cols)
+    cost = cost_vector(table, cost_name)
+    req = Requirements.from_table(table, singleton=True)
+    out = benders(table, cost, req, candidate_cells(table),
+                  options=OptimalOptions(lazy_static=lazy))
+    assert out.proven_optimal
+    held, total = out.details["static_rows_held"], out.details["static_rows"]
+    assert total > 0 and (held < total if lazy else held == total)
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost), rel=1e-6)
+
+
 def _capacity_cut(units, need, point):
     """Coefficients a_i = min(range_i, need) / need of a capacity cut a z >= 1, and a
     fractional point x of the same length."""

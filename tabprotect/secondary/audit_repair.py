@@ -97,7 +97,7 @@ class AuditRepair:
         self.lp_tried = np.zeros(0, np.int64)       # primaries a round's deviation LPs took
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
-        self.milp = settings.milp_repair.applies(table)   # rounds start with MILPs
+        self.milp = settings.milp_repair.applies(table, singleton, large)  # MILPs first
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)

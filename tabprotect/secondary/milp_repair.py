@@ -50,10 +50,14 @@ class MilpRepairSettings:
     answer is a witness)."""
 
     #: protect()'s repair rounds start with the MILP repair: True, False (the LP repair
-    #: only) or "auto" (frequency tables: on count tables it settles the shortfalls
-    #: with far fewer cells than the LP repair, while on magnitude tables its
-    #: per-primary optima, taken one primary after another, can cost more in all than
-    #: the LP repair's cheapest deviations)
+    #: only) or "auto": frequency tables below ``large_table`` cells without the
+    #: single-contributor attack, where it settles the shortfalls with fewer, cheaper
+    #: cells than the LP repair within its time cap; not with that attack (each
+    #: attacker's witness pair makes its MILPs several times slower and the LP repair
+    #: reaches the same cost), not on the large-table path (its local deviation LPs
+    #: settle the shortfalls as cheaply in a fraction of the time) and not on magnitude
+    #: tables (its per-primary optima, taken one primary after another, can cost more
+    #: in all than the LP repair's cheapest deviations)
     enabled: bool | str = "auto"
     #: a round takes the MILP repair while it has at most this many primaries to repair
     #: (more: the LP repair, whose leaf cubes and single LPs cost a fraction of the time
@@ -97,9 +101,13 @@ class MilpRepairSettings:
             raise ValueError(f"MilpRepairSettings.enabled must be True, False or 'auto', "
                              f"not {self.enabled!r}")
 
-    def applies(self, table) -> bool:
-        """Whether protect()'s repair of ``table`` starts with the MILP repair."""
-        return table.kind == "frequency" if self.enabled == "auto" else bool(self.enabled)
+    def applies(self, table, singleton: bool = False, large: bool = False) -> bool:
+        """Whether protect()'s repair of ``table`` (``singleton``: against the
+        single-contributor attack too; ``large``: on the large-table path) starts with
+        the MILP repair."""
+        if self.enabled == "auto":
+            return table.kind == "frequency" and not singleton and not large
+        return bool(self.enabled)
 
 
 @dataclass

@@ -285,6 +285,7 @@ class BranchAndCut:
                 # purged cuts the point violates: back into the LP, no oracle needed
                 master.activate(back)
                 s.stats["pool_reactivated"] += len(back)
+            if master.activate_static(zc, tol=1e-6) or len(back):
                 continue
             if bool(np.all((zc < 1e-6) | (zc > 1 - 1e-6))):
                 got = self._integral_point(zc)

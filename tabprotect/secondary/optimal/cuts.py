@@ -104,7 +104,13 @@ def cover_cuts(R: sp.csr_matrix, x: np.ndarray, *, max_cuts: int = 50,
     [(0, [0, 3])]
     """
     out, viol = [], []
-    for r in range(R.shape[0]):
+    # T holds only cells with a_i < 1, so x over the other cells bounds the cut's left
+    # side from below: rows where that already reaches 1 - min_violation give no cut
+    small = (R.data < 1.0 - 1e-9).astype(float)
+    S = sp.csr_matrix((small, R.indices, R.indptr), shape=R.shape)
+    L = sp.csr_matrix((1.0 - small, R.indices, R.indptr), shape=R.shape)
+    maybe = (S @ np.ones(R.shape[1]) > 0) & (L @ x < 1.0 - min_violation)
+    for r in np.flatnonzero(maybe).tolist():
         lo, hi = R.indptr[r], R.indptr[r + 1]
         idx, a = R.indices[lo:hi], R.data[lo:hi]
         xi = x[idx]
@@ -167,22 +173,32 @@ def bridgeless_rows(table, col: np.ndarray, fixed: np.ndarray, live: np.ndarray)
     cell to its master column, -1 for none): a suppressed cell alone in one of its
     relations is pinned there, so dropping it keeps every attacker problem unchanged
     and saves its (positive) cost; every optimal pattern meets these rows.  Relations
-    holding a fixed (always unpublished) movable cell besides ``i`` are met anyway."""
+    holding a fixed (always unpublished) movable cell besides ``i`` are met anyway.
+    One row per (candidate, relation) pair, ordered by candidate, then relation."""
     A = table.relations.tocsr()
+    k = int((col >= 0).sum())
+    # the relations' live cells (candidates that can move), and their fixed movable cells
+    A_live = A.multiply(live[None, :].astype(float)).tocsr()
+    A_live.eliminate_zeros()
+    A_live.sort_indices()
+    n_fixed = np.asarray((A != 0).multiply(fixed[None, :].astype(float)).sum(axis=1)).ravel()
     AT = A.T.tocsr()
-    rows, cols, vals = [], [], []
-    r_out = 0
-    for i in np.flatnonzero(col >= 0):
-        for r in AT.indices[AT.indptr[i]:AT.indptr[i + 1]]:
-            cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
-            others = cells[(cells != i) & (live[cells] | fixed[cells])]
-            if fixed[others].any():
-                continue
-            rows.append(np.full(len(others) + 1, r_out))
-            cols.append(np.concatenate([col[others], [col[i]]]))
-            vals.append(np.concatenate([np.ones(len(others)), [-1.0]]))
-            r_out += 1
-    if r_out == 0:
-        return sp.csr_matrix((0, int((col >= 0).sum())))
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(r_out, int((col >= 0).sum())))
+    AT.sort_indices()
+    pi = np.repeat(np.arange(AT.shape[0]), np.diff(AT.indptr))  # cell of each pair
+    pr = AT.indices                                               # relation of each pair
+    # a candidate is never fixed, so any fixed movable cell of r meets the row
+    use = (col[pi] >= 0) & (n_fixed[pr] < 0.5)
+    pi, pr = pi[use], pr[use]
+    n_pairs = len(pi)
+    if n_pairs == 0:
+        return sp.csr_matrix((0, k))
+    size = np.diff(A_live.indptr)[pr]
+    row = np.repeat(np.arange(n_pairs), size)
+    starts = np.repeat(A_live.indptr[pr], size)
+    offset = np.arange(len(row)) - np.repeat(np.cumsum(size) - size, size)
+    cell = A_live.indices[starts + offset]
+    other = cell != pi[row]
+    rows = np.concatenate([row[other], np.arange(n_pairs)])
+    cols = np.concatenate([col[cell[other]], col[pi]])
+    vals = np.concatenate([np.ones(int(other.sum())), -np.ones(n_pairs)])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n_pairs, k))

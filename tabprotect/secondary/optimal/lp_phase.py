@@ -89,6 +89,8 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
                               round_bound(float(res.objective), s.integral_costs))
         s.stats["rounds_lp"] += 1
         zc = np.clip(res.x, 0.0, 1.0)
+        if master.activate_static(zc):
+            continue  # violated lazy static rows joined the model: solve again
         n_new, n_swept = _separate(s, zc, chunks, lp_deadline, fractional_check)
         swept += n_swept
         n_new += s.add_support(zc, opt.support_max_lps)

@@ -2,7 +2,8 @@
 
 Every cut found is kept in a pool (scaled to right-hand side 1); only some pool cuts are
 rows of the HiGHS model at a time -- slack rows make every master solve slower, and a
-pool cut comes back when a master point violates it.
+pool cut comes back when a master point violates it.  The static (bridgeless) rows can
+be lazy the same way: a static row enters the model when a master point violates it.
 """
 from __future__ import annotations
 
@@ -41,10 +42,10 @@ class Master:
 
     def __init__(self, cost_c: np.ndarray, n_cells: int, cand_idx: np.ndarray,
                  fixed: np.ndarray, mip_gap: float | None, options: OptimalOptions,
-                 static: sp.csr_matrix | None = None):
+                 static: sp.csr_matrix | None = None, lazy_static: bool = False):
         self.options = options
         self.cand = cand_idx
-        # rows ``static @ z >= 0`` kept in every model (bridgeless inequalities)
+        # rows ``static @ z >= 0`` (bridgeless inequalities), in every model unless lazy
         self.static = static if static is not None else sp.csr_matrix((0, len(cand_idx)))
         self.col = np.full(n_cells, -1, dtype=np.int64)
         self.col[cand_idx] = np.arange(len(cand_idx))
@@ -55,6 +56,9 @@ class Master:
                            integrality=np.ones(k, bool))
         self.k = k
         self.n_static = self.static.shape[0]
+        # static rows held by the model (all unless lazy: then those a point violated);
+        # HiGHS' re-solve cost grows with the rows, and most static rows never bind
+        self.static_in = np.full(self.n_static, not lazy_static)
         self.n_cuts = 0
         self.cost = cost_c
         self.mip_gap = mip_gap
@@ -85,10 +89,11 @@ class Master:
                                             float(perturbation))
         # pool index of every model row, -1 for rows outside the pool (bridgeless,
         # support and Gomory rows): what a purge may delete
-        self.row_pool: list[int] = [-1] * self.static.shape[0]
-        if self.static.shape[0]:
-            self.model.add_rows(self.static, np.zeros(self.static.shape[0]),
-                                np.full(self.static.shape[0], np.inf))
+        held = np.flatnonzero(self.static_in)
+        self.row_pool: list[int] = [-1] * len(held)
+        if len(held):
+            self.model.add_rows(self.static[held], np.zeros(len(held)),
+                                np.full(len(held), np.inf))
         # keep the improving solutions of each MIP run: each is a pattern to check
         try:
             self.model.highs.setOptionValue("mip_improving_solution_save", True)
@@ -222,6 +227,20 @@ class Master:
         lhs = self.pool_matrix @ zc
         return np.flatnonzero((lhs < 1.0 - tol) & ~self.in_model)
 
+    def activate_static(self, zc: np.ndarray, tol: float = 1e-6) -> int:
+        """Static rows outside the model that ``zc`` violates join it (appended, so a
+        saved basis stays valid); returns how many."""
+        if self.static_in.all():
+            return 0
+        # one product over all rows: cheaper than selecting the held-back rows first
+        viol = np.flatnonzero(~self.static_in & (self.static @ zc < -tol))
+        if len(viol):
+            self.model.add_rows(self.static[viol], np.zeros(len(viol)),
+                                np.full(len(viol), np.inf))
+            self.row_pool.extend([-1] * len(viol))
+            self.static_in[viol] = True
+        return len(viol)
+
     def activate(self, pool_idx: np.ndarray) -> None:
         if len(pool_idx):
             self._add_to_model(self.pool_matrix[pool_idx], pool_idx)
@@ -259,6 +278,7 @@ class Master:
         self.model.add_rows(R, np.full(R.shape[0], -1e-9), np.full(R.shape[0], np.inf))
         self.row_pool.extend([-1] * R.shape[0])
         self.static = sp.vstack([self.static, R]).tocsr()
+        self.static_in = np.concatenate([self.static_in, np.ones(R.shape[0], bool)])
         self.n_support += R.shape[0]
         return R.shape[0]
 

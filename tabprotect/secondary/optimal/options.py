@@ -35,6 +35,9 @@ class OptimalOptions:
     reduce: bool = True
     #: bridgeless rows and Chvatal-Gomory roundings of the cuts: a tighter master
     strong: bool = True
+    #: branch-and-cut: a bridgeless row enters the master when a master point violates
+    #: it, not up front (each model row slows every re-solve; few of them ever bind)
+    lazy_static: bool = True
 
     # ---- large tables: start pattern
     #: from this many candidate cells (Benders, no start given) the search starts from

@@ -167,7 +167,8 @@ class Search:
         live = self.cand & ((self.req.up > 0) | (self.req.down > 0))
         static = bridgeless_rows(table, col, self.fixed, live) if opt.strong else None
         self.master = Master(self.cost[self.cand_idx], table.n_cells, self.cand_idx,
-                             self.fixed, self.mip_gap, opt, static=static)
+                             self.fixed, self.mip_gap, opt, static=static,
+                             lazy_static=opt.lazy_static and opt.search == "bc")
         cols_l, coef_l, rhs_l, prim_l = initial_cover_rows(table, self.req, self.cand,
                                                            self.fixed)
         try:
