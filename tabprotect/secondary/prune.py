@@ -38,6 +38,7 @@ class Condition:
     """One protection condition of a primary."""
 
     cell: int       # the primary
+    slot: int       # its index in Requirements.primary
     sign: float     # +1: upwards, -1: downwards
     need: float     # the deviation a witness must reach
 
@@ -55,7 +56,7 @@ def conditions(table: Table, req: Requirements) -> list[Condition]:
             if need <= 0:
                 continue
             need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
-            out.append(Condition(int(s), sign, need))
+            out.append(Condition(int(s), k, sign, need))
     size = np.abs(table.value)
     out.sort(key=lambda c: (-size[c.cell], -c.sign))
     return out

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
+from tabprotect.secondary.prune import Condition, conditions
 from tabprotect.secondary.repair import Requirements
 
 
@@ -46,14 +47,6 @@ class WidthOutcome:
     #: per condition ``(primary, sign)`` the cells its witness moves: the witness stays
     #: valid while they stay suppressed (the pruning pass starts from these)
     witnesses: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Condition:
-    cell: int       # the primary
-    slot: int       # its index in Requirements.primary
-    sign: float     # +1: upwards, -1: downwards
-    need: float     # the deviation the witness must reach
 
 
 class WidthStep:
@@ -82,26 +75,11 @@ class WidthStep:
                           & ((self.req.up > 0) | (self.req.down > 0)))
         self.free_weight = 1e-6 * max(float(np.median(self.cost)), 1e-12)
 
-    def conditions(self) -> list[_Condition]:
-        """Per primary its upward and downward conditions (a sliding level asks at least
-        half of it each way), the largest primaries first."""
-        req = self.req
-        out = []
-        for k, s in enumerate(req.primary):
-            half = 0.5 * req.need_width[k]
-            for sign, need, rng in ((1.0, req.need_up[k], req.up[s]),
-                                    (-1.0, req.need_down[k], req.down[s])):
-                need = max(float(need), float(half))
-                if need <= 0:
-                    continue
-                # a small margin over the level, never beyond the cell's range
-                need = min(need * (1 + 1e-6) + req.tol[k], float(rng))
-                out.append(_Condition(int(s), k, sign, need))
-        # the largest primaries first (upwards before downwards): their witnesses move
-        # the most, and the smaller primaries' conditions then often cost nothing
-        size = np.abs(self.table.value)
-        out.sort(key=lambda c: (-size[c.cell], -c.sign))
-        return out
+    def conditions(self) -> list[Condition]:
+        """Per primary its upward and downward conditions, the largest primaries first:
+        their witnesses move the most, and the smaller primaries' conditions then often
+        cost nothing."""
+        return conditions(self.table, self.req)
 
     def run(self, suppressed: np.ndarray, deadline: float | None = None) -> WidthOutcome:
         """Extend the pattern ``suppressed`` until every condition has a witness."""
@@ -168,7 +146,7 @@ class WidthStep:
             mask = grown.astype(float)
         return np.flatnonzero(mask > 0), False
 
-    def _witness(self, cond: _Condition, z: np.ndarray, deadline: float | None):
+    def _witness(self, cond: Condition, z: np.ndarray, deadline: float | None):
         """The cheapest deviation proving ``cond`` on the pattern ``z``: ``(cells,
         deviations)``, or None when no neighbourhood (up to the whole table) has one;
         and the number of LPs solved."""
@@ -199,7 +177,7 @@ class WidthStep:
             # rarely slower than one over most of it, whose fixed border makes it hard)
             hops = self.table.n_cells
 
-    def _solve(self, cond: _Condition, cells: np.ndarray, z: np.ndarray,
+    def _solve(self, cond: Condition, cells: np.ndarray, z: np.ndarray,
                deadline: float | None):
         """The protection LP over ``cells`` (every other cell fixed at its value)."""
         req = self.req
