@@ -300,10 +300,13 @@ class _Checker:
         optimum of each (:meth:`_base_round`). A solution at a target's a-priori bound
         gives that end without an LP."""
         for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+            pace = _Pace(self.deadline, int(np.isnan(known[targets]).sum()))
             while True:
                 pending = targets[np.isnan(known[targets])]
                 if len(pending) == 0:
                     break
+                if pace.hopeless(len(pending)):
+                    return False
                 _, first = np.unique(self.comp[pending], return_index=True)
                 if not self._base_round(pending[first], pending, sense, known):
                     return False
@@ -681,8 +684,11 @@ class _Checker:
         one optimum shows them all there; a target it does not show gets its own solve."""
         comp = self.comp[targets]
         for sense in ("min", "max"):
+            pace = _Pace(self.deadline, int(pending[sense].sum()))
             while pending[sense].any():
                 open_ = np.flatnonzero(pending[sense])
+                if pace.hopeless(len(open_)):
+                    return "time"
                 _, first = np.unique(comp[open_], return_index=True)
                 picks = open_[first]
                 status, x = self.ext.optimum(targets[picks], np.ones(len(picks)), sense)
@@ -696,6 +702,33 @@ class _Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+class _Pace:
+    """Whether the ends still open can be found before the deadline at the recent pace:
+    a check that cannot finish in time is given up early (its figure is withheld, as it
+    would be at the deadline) instead of spending the rest of the time.  The pace is
+    taken over the last ``window`` share of the time left at the start (the first
+    solves show many ends at once, the later ones one each)."""
+
+    def __init__(self, deadline, open_ends: int, window: float = 0.1):
+        now = time.monotonic()
+        self.deadline = deadline
+        self.span = None if deadline is None else window * max(0.0, deadline - now)
+        self.seen: list[tuple[float, int]] = [(now, open_ends)]
+
+    def hopeless(self, open_ends: int) -> bool:
+        if self.deadline is None:
+            return False
+        now = time.monotonic()
+        self.seen.append((now, open_ends))
+        if now - self.seen[0][0] < self.span:
+            return False
+        then, before = next((t, n) for t, n in self.seen if t >= now - self.span)
+        if now - then < 0.5 * self.span:
+            then, before = self.seen[-2]
+        done = before - open_ends
+        return done <= 0 or now + (now - then) / done * open_ends > self.deadline
 
 
 class _Points:
