@@ -506,10 +506,19 @@ class _Checker:
                            col_lower=self.lp.col_lower[cols],
                            col_upper=self.lp.col_upper[cols], sense=sense)
         res = solve(lp, time_limit=left)
-        # an integral LP optimum is the integer one; the MILP only where it is not
-        if res.status == "optimal" and np.abs(res.x - np.round(res.x)).max() > 1e-6:
-            res = solve(dataclasses.replace(lp, integrality=np.full(len(cols), True)),
-                        time_limit=left)
+        # an integral LP optimum is the integer one; an integral vertex at the LP end
+        # rounded inward is too (a single cell: no integer point goes past it); the
+        # MILP only where neither is found
+        if res.status == "optimal" and not _integral(res.x):
+            jj = np.searchsorted(cols, objective)
+            point = None
+            if len(jj) == 1:
+                v = res.x[jj[0]]
+                end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
+                point = _integral_vertex(lp, jj[0], end, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
         if res.status == "infeasible":
             return "infeasible", None
         if res.status == "unbounded":
@@ -637,10 +646,12 @@ class _Checker:
         if left is not None and left <= 0:
             return False
         res = solve(lp, time_limit=left)
-        # an integral vertex of the LP is an answer; the MILP only where it is not
-        if res.status == "optimal" and np.abs(res.x - np.round(res.x)).max() > 1e-6:
-            res = solve(dataclasses.replace(lp, integrality=np.full(len(cols), True)),
-                        time_limit=left)
+        # an integral vertex of the LP is an answer; the MILP only where none is found
+        if res.status == "optimal" and not _integral(res.x):
+            point = _integral_vertex(lp, None, None, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
         if res.status == "infeasible":
             return None
         if res.status != "optimal":
@@ -702,6 +713,30 @@ class _Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+def _integral(x: np.ndarray) -> bool:
+    return bool(np.abs(x - np.round(x)).max() <= 1e-6) if len(x) else True
+
+
+def _integral_vertex(lp: LinearProgram, j, end, time_limit):
+    """An optimal result of ``lp`` whose point is integral, with column ``j`` fixed at
+    ``end`` when given, found by LP vertices of a few objectives (none, the columns' sum
+    down and up); None when none of them is integral."""
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if j is not None:
+        if not lo[j] <= end <= hi[j]:
+            return None
+        lo[j] = hi[j] = end
+    k = lp.n_cols
+    for c in (np.zeros(k), np.ones(k), -np.ones(k)):
+        res = solve(dataclasses.replace(lp, c=c, col_lower=lo, col_upper=hi, sense="min"),
+                    time_limit=time_limit)
+        if res.status != "optimal":
+            return None
+        if _integral(res.x):
+            return res
+    return None
 
 
 class _Pace:
