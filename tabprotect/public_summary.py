@@ -300,10 +300,13 @@ class _Checker:
         optimum of each (:meth:`_base_round`). A solution at a target's a-priori bound
         gives that end without an LP."""
         for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+            pace = _Pace(self.deadline, int(np.isnan(known[targets]).sum()))
             while True:
                 pending = targets[np.isnan(known[targets])]
                 if len(pending) == 0:
                     break
+                if pace.hopeless(len(pending)):
+                    return False
                 _, first = np.unique(self.comp[pending], return_index=True)
                 if not self._base_round(pending[first], pending, sense, known):
                     return False
@@ -503,10 +506,19 @@ class _Checker:
                            col_lower=self.lp.col_lower[cols],
                            col_upper=self.lp.col_upper[cols], sense=sense)
         res = solve(lp, time_limit=left)
-        # an integral LP optimum is the integer one; the MILP only where it is not
-        if res.status == "optimal" and np.abs(res.x - np.round(res.x)).max() > 1e-6:
-            res = solve(dataclasses.replace(lp, integrality=np.full(len(cols), True)),
-                        time_limit=left)
+        # an integral LP optimum is the integer one; an integral vertex at the LP end
+        # rounded inward is too (a single cell: no integer point goes past it); the
+        # MILP only where neither is found
+        if res.status == "optimal" and not _integral(res.x):
+            jj = np.searchsorted(cols, objective)
+            point = None
+            if len(jj) == 1:
+                v = res.x[jj[0]]
+                end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
+                point = _integral_vertex(lp, jj[0], end, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
         if res.status == "infeasible":
             return "infeasible", None
         if res.status == "unbounded":
@@ -634,10 +646,12 @@ class _Checker:
         if left is not None and left <= 0:
             return False
         res = solve(lp, time_limit=left)
-        # an integral vertex of the LP is an answer; the MILP only where it is not
-        if res.status == "optimal" and np.abs(res.x - np.round(res.x)).max() > 1e-6:
-            res = solve(dataclasses.replace(lp, integrality=np.full(len(cols), True)),
-                        time_limit=left)
+        # an integral vertex of the LP is an answer; the MILP only where none is found
+        if res.status == "optimal" and not _integral(res.x):
+            point = _integral_vertex(lp, None, None, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
         if res.status == "infeasible":
             return None
         if res.status != "optimal":
@@ -681,8 +695,11 @@ class _Checker:
         one optimum shows them all there; a target it does not show gets its own solve."""
         comp = self.comp[targets]
         for sense in ("min", "max"):
+            pace = _Pace(self.deadline, int(pending[sense].sum()))
             while pending[sense].any():
                 open_ = np.flatnonzero(pending[sense])
+                if pace.hopeless(len(open_)):
+                    return "time"
                 _, first = np.unique(comp[open_], return_index=True)
                 picks = open_[first]
                 status, x = self.ext.optimum(targets[picks], np.ones(len(picks)), sense)
@@ -696,6 +713,57 @@ class _Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+def _integral(x: np.ndarray) -> bool:
+    return bool(np.abs(x - np.round(x)).max() <= 1e-6) if len(x) else True
+
+
+def _integral_vertex(lp: LinearProgram, j, end, time_limit):
+    """An optimal result of ``lp`` whose point is integral, with column ``j`` fixed at
+    ``end`` when given, found by LP vertices of a few objectives (none, the columns' sum
+    down and up); None when none of them is integral."""
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if j is not None:
+        if not lo[j] <= end <= hi[j]:
+            return None
+        lo[j] = hi[j] = end
+    k = lp.n_cols
+    for c in (np.zeros(k), np.ones(k), -np.ones(k)):
+        res = solve(dataclasses.replace(lp, c=c, col_lower=lo, col_upper=hi, sense="min"),
+                    time_limit=time_limit)
+        if res.status != "optimal":
+            return None
+        if _integral(res.x):
+            return res
+    return None
+
+
+class _Pace:
+    """Whether the ends still open can be found before the deadline at the recent pace:
+    a check that cannot finish in time is given up early (its figure is withheld, as it
+    would be at the deadline) instead of spending the rest of the time.  The pace is
+    taken over the last ``window`` share of the time left at the start (the first
+    solves show many ends at once, the later ones one each)."""
+
+    def __init__(self, deadline, open_ends: int, window: float = 0.1):
+        now = time.monotonic()
+        self.deadline = deadline
+        self.span = None if deadline is None else window * max(0.0, deadline - now)
+        self.seen: list[tuple[float, int]] = [(now, open_ends)]
+
+    def hopeless(self, open_ends: int) -> bool:
+        if self.deadline is None:
+            return False
+        now = time.monotonic()
+        self.seen.append((now, open_ends))
+        if now - self.seen[0][0] < self.span:
+            return False
+        then, before = next((t, n) for t, n in self.seen if t >= now - self.span)
+        if now - then < 0.5 * self.span:
+            then, before = self.seen[-2]
+        done = before - open_ends
+        return done <= 0 or now + (now - then) / done * open_ends > self.deadline
 
 
 class _Points:
