@@ -68,6 +68,10 @@ class AuditSettings:
     #: verdict modes: most aggregate LP rounds over a whole component (up, down, then
     #: random mixed directions), stopped early when two rounds gain next to nothing
     aggregate_rounds: int = 8
+    #: integer verdict modes: most open primaries per component and attacker-free pass
+    #: that get integral least moves (:mod:`tabprotect.audit.least_moves`; 0: none)
+    #: before the per-cell bounds, or before a screen counts them short
+    least_move_primaries: int = 20_000
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
