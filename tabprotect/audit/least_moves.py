@@ -146,13 +146,13 @@ def integral_move(system: ReducedSystem, j: int, sense: str, goal: float,
 
 def least_move_pass(state, max_primaries: int) -> None:
     """Integral witnesses by least moves for the open primaries of an integer verdict
-    search (at most ``max_primaries`` of them; see the module docstring)."""
-    if not state.integer or max_primaries == 0:
+    search without an attacker's knowledge, when at most ``max_primaries`` are open (see
+    the module docstring)."""
+    open_ = np.flatnonzero(state.open())
+    if not state.integer or state.fixed is not None or not 0 < len(open_) <= max_primaries:
         return
     system, task = state.system, state.task
-    if state.fixed is not None:
-        return   # the attackers' passes keep the model free of their knowledge
-    for j in np.flatnonzero(state.open())[:max_primaries]:
+    for j in open_:
         j = int(j)
         for sense, needs in (("max", state.needs_hi), ("min", state.needs_lo)):
             if not needs(j):
