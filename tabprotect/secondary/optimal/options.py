@@ -48,7 +48,7 @@ class OptimalOptions:
     #: share of the time limit the gauss start may use (it ends early when gauss does):
     #: a start that finishes is the pattern the result never costs more than, and on
     #: tables where gauss needs most of the limit the search cannot improve on it anyway
-    gauss_start_share: float = 0.75
+    gauss_start_share: float = 0.9
     #: share of the start's time for gauss's width step (the LPs that give each primary
     #: its range); the elimination after it takes a small part, the pruning pass the rest
     gauss_start_widths_share: float = 0.8
