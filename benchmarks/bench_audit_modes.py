@@ -64,12 +64,21 @@ def peer_table(name: str, data: Path) -> Table:
     return bench_peers.count_table(case, data).replace(name=name)
 
 
+def hier_table(case: str) -> Table:
+    """``hier:GxL``: ``synthetic.count_table([(G, L)] * 3, seed=1)``, the hierarchical count
+    table of ``benchmarks/bench_repair.py`` (``counts:GxL``)."""
+    from tabprotect.model.synthetic import count_table as hierarchical_counts
+    g, leaves = (int(x) for x in case.split(":")[1].split("x"))
+    return hierarchical_counts([(g, leaves)] * 3, seed=1)
+
+
 def run(side: int | str, method: str, singleton: bool, intervals_max: int,
         time_limit: float, protect_modes=("auto",), audit_modes=("verdict", "screen",
                                                                  "intervals"),
         integers=(False, True), data: Path | None = None,
         pre_repair: str = "auto") -> list[dict]:
-    t = peer_table(side, data) if isinstance(side, str) else count_table(side)
+    t = (peer_table(side, data) if isinstance(side, str) and not side.startswith("hier:")
+         else hier_table(side) if isinstance(side, str) else count_table(side))
     cost = cost_vector(t, "value")
     t0 = time.perf_counter()
     spec = METHODS[method]
@@ -142,6 +151,9 @@ def main(argv=None) -> None:
                     help="the audits of the method's pattern: integer, LP or both")
     ap.add_argument("--peer-cases", nargs="*", default=[],
                     help="count tables of bench_peers.py (cnt-2d, cnt-3d) before the sides")
+    ap.add_argument("--hier", nargs="*", default=[],
+                    help="hierarchical count tables hier:GxL (bench_repair.py's counts:GxL; "
+                         "hier:5x8 has 97,336 cells) before the sides")
     ap.add_argument("--data", type=Path,
                     default=Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
                     / "peers", help="the peers' tables (for --peer-cases)")
@@ -154,7 +166,7 @@ def main(argv=None) -> None:
             "secondaries | repair added | cost method -> final |")
     lines = [head, "|" + "---|" * 11]
     notes = []
-    for side in [*args.peer_cases, *args.sides]:
+    for side in [*args.peer_cases, *args.hier, *args.sides]:
         for method in args.methods:
             for singleton in flags:
                 for r in run(side, method, singleton, args.intervals_max, args.time_limit,

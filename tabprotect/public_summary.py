@@ -202,6 +202,12 @@ class _Checker:
         self.base_hi = np.full(len(self.cells), np.nan)
         # solutions of the system without the figures, for _spanned (LP tables only)
         self.points = _Points(len(self.cells)) if not integer else None
+        # integer tables: per sense, primary -> its component's part of an integral
+        # solution without the figures at that end (for _shifted)
+        self.ends: dict[str, dict[int, np.ndarray]] = {"min": {}, "max": {}}
+        # integer tables: (component, shift of the figures' parts) -> that component's
+        # integral solution with its parts moved so, or None where none exists
+        self.shifts: dict[tuple, np.ndarray | None] = {}
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -228,6 +234,7 @@ class _Checker:
             return None
         row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
         new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
+        self.spans = self.rows + [ranges]
         reason = self._holds(targets, self.released + [free])
         if reason is None:
             self._keep(ranges, free)
@@ -293,10 +300,13 @@ class _Checker:
         optimum of each (:meth:`_base_round`). A solution at a target's a-priori bound
         gives that end without an LP."""
         for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+            pace = _Pace(self.deadline, int(np.isnan(known[targets]).sum()))
             while True:
                 pending = targets[np.isnan(known[targets])]
                 if len(pending) == 0:
                     break
+                if pace.hopeless(len(pending)):
+                    return False
                 _, first = np.unique(self.comp[pending], return_index=True)
                 if not self._base_round(pending[first], pending, sense, known):
                     return False
@@ -315,6 +325,7 @@ class _Checker:
                 whole[self.comp[np.abs(x - np.round(x)) > 1e-6]] = False
             ok = whole[self.comp[picks]]
             known[picks[ok]] = x[picks[ok]]
+            self._end_points(sense, picks[ok], x)
             self._bank(x)
             self._witness(x, pending[whole[self.comp[pending]]])
             single = picks[~ok]
@@ -327,6 +338,7 @@ class _Checker:
                 return False
             known[j] = val
             if xj is not None:
+                self._end_points(sense, [j], xj)
                 self._bank(xj)
                 self._witness(xj, pending)
         return True
@@ -334,16 +346,27 @@ class _Checker:
     def _witness(self, x: np.ndarray, targets: np.ndarray) -> None:
         """Targets whose end ``x`` (a solution of the system without the figures, integer
         on these targets' components in an integer table) shows at an a-priori bound."""
-        self._at_bounds(x, targets, self.base.col_lower, self.base_lo)
-        self._at_bounds(x, targets, self.base.col_upper, self.base_hi)
+        self._end_points("min", self._at_bounds(x, targets, self.base.col_lower,
+                                                 self.base_lo), x)
+        self._end_points("max", self._at_bounds(x, targets, self.base.col_upper,
+                                                 self.base_hi), x)
 
     @staticmethod
-    def _at_bounds(x, targets, bound, known) -> None:
-        """Targets not yet known that ``x`` shows at their (finite) a-priori ``bound``."""
+    def _at_bounds(x, targets, bound, known) -> np.ndarray:
+        """Targets not yet known that ``x`` shows at their (finite) a-priori ``bound``
+        (their end set to it; returned)."""
         pending = targets[np.isnan(known[targets]) & np.isfinite(bound[targets])]
         at = pending[np.abs(x[pending] - bound[pending])
                      <= 1e-9 * np.maximum(1.0, np.abs(bound[pending]))]
         known[at] = bound[at]
+        return at
+
+    def _end_points(self, sense: str, targets, x: np.ndarray) -> None:
+        """Integer tables: keep each target's component part of ``x`` (a solution without
+        the figures, integral there, at the target's ``sense`` end)."""
+        if self.integer:
+            for j in targets:
+                self.ends[sense][int(j)] = np.round(x[self.comp_cols[self.comp[j]]])
 
     def _bank(self, x) -> None:
         if self.points is not None and x is not None:
@@ -423,6 +446,10 @@ class _Checker:
             # figures' parts there held at their true values (a small MIP); then with
             # the largest other components beside it (they may make up a change of
             # the parts); the whole system where neither reaches the end
+            if not self._shifted(targets, rows, pending, witness, False):
+                return "time"
+            if not self._shifted(targets, rows, pending, witness, True):
+                return "time"
             if not self._component_rounds(targets, rows, pending, witness):
                 return "time"
             for k in range(len(targets)):
@@ -479,10 +506,19 @@ class _Checker:
                            col_lower=self.lp.col_lower[cols],
                            col_upper=self.lp.col_upper[cols], sense=sense)
         res = solve(lp, time_limit=left)
-        # an integral LP optimum is the integer one; the MILP only where it is not
-        if res.status == "optimal" and np.abs(res.x - np.round(res.x)).max() > 1e-6:
-            res = solve(dataclasses.replace(lp, integrality=np.full(len(cols), True)),
-                        time_limit=left)
+        # an integral LP optimum is the integer one; an integral vertex at the LP end
+        # rounded inward is too (a single cell: no integer point goes past it); the
+        # MILP only where neither is found
+        if res.status == "optimal" and not _integral(res.x):
+            jj = np.searchsorted(cols, objective)
+            point = None
+            if len(jj) == 1:
+                v = res.x[jj[0]]
+                end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
+                point = _integral_vertex(lp, jj[0], end, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
         if res.status == "infeasible":
             return "infeasible", None
         if res.status == "unbounded":
@@ -492,6 +528,148 @@ class _Checker:
         x = truth.copy()
         x[cols] = np.round(res.x)
         return float(x[j]), x
+
+    def _shifted(self, targets, rows, pending, witness, compensate: bool) -> bool:
+        """Integer tables: a target's end point without the figures (its component's part,
+        :attr:`ends`) is a witness with the figures when another component can move its
+        parts of the figures by what the end point moves them the other way (an integral
+        solution of that component with its parts so moved, :meth:`_shift`, cached; only
+        when ``compensate``, else only end points that keep the parts); the point (both
+        components changed, the others at the true table) is checked against the whole
+        system before it counts.  False when out of time."""
+        R = np.array(rows)
+        truth = self.value[self.cells]
+        scale = np.maximum(1.0, np.abs(R) @ np.abs(truth))
+        for sense in ("min", "max"):
+            for k in np.flatnonzero(pending[sense]):
+                if not pending[sense][k]:
+                    continue
+                j = int(targets[k])
+                y = self.ends[sense].get(j)
+                if y is None:
+                    continue
+                c = int(self.comp[j])
+                cols = self.comp_cols[c]
+                delta = R[:, cols] @ truth[cols] - R[:, cols] @ y
+                x = truth.copy()
+                x[cols] = y
+                if np.abs(delta).max() > 1e-9 * scale.max():
+                    if not compensate:
+                        continue
+                    moves = self._compensate(c, R, delta)
+                    if moves is False:
+                        return False
+                    if moves is None:
+                        continue
+                    for d, z in moves:
+                        x[self.comp_cols[d]] = z
+                if self._solves(x, R, scale):
+                    witness(x)
+        return True
+
+    def _compensate(self, c: int, R: np.ndarray, delta: np.ndarray):
+        """Other components than ``c`` whose integral solutions together move their parts
+        of ``R`` by ``delta``: a list of ``(component, its part)``; None when none is
+        found (one component taking all of it, else the largest ones in turn taking what
+        their parts' ranges allow); False out of time."""
+        found = self._moved(c, R, delta)
+        if found is not None:
+            return found
+        left, out = delta.copy(), []
+        for d in self.by_size:
+            if np.abs(left).max() <= 1e-9:
+                return out
+            step = self._room(int(d), c, R, left, clip=True)
+            if step is None or np.abs(step).max() <= 1e-9:
+                continue
+            z = self._cached_shift(int(d), R, step)
+            if z is False:
+                return False
+            if z is not None:
+                out.append((int(d), z))
+                left = left - step
+        return out if np.abs(left).max() <= 1e-9 else None
+
+    def _moved(self, c: int, R: np.ndarray, delta: np.ndarray):
+        """One other component than ``c`` that moves its parts by all of ``delta``:
+        ``[(component, part)]``, None, or False out of time."""
+        for d in self.by_size:
+            if self._room(int(d), c, R, delta, clip=False) is None:
+                continue
+            z = self._cached_shift(int(d), R, delta)
+            if z is False:
+                return False
+            if z is not None:
+                return [(int(d), z)]
+        return None
+
+    def _room(self, d: int, c: int, R: np.ndarray, delta: np.ndarray, clip: bool):
+        """The move of component ``d``'s parts toward ``delta`` that their LP ranges
+        (``spans``, which hold every integral move) allow: all of it or None, or with
+        ``clip`` as much of each row as the range holds (whole units)."""
+        cols = self.comp_cols[d]
+        if d == c or not np.any(R[:, cols]):
+            return None
+        now = R[:, cols] @ self.value[self.cells][cols]
+        lo = np.array([s_lo[d] for s_lo, _ in self.spans]) - now
+        hi = np.array([s_hi[d] for _, s_hi in self.spans]) - now
+        tol = 1e-9 * np.maximum(1.0, np.abs(now))
+        if not clip:
+            ok = np.all(delta >= lo - tol) and np.all(delta <= hi + tol)
+            return delta if ok else None
+        return np.clip(delta, np.ceil(lo - tol), np.floor(hi + tol))
+
+    def _cached_shift(self, d: int, R: np.ndarray, delta: np.ndarray):
+        key = (d,) + tuple(np.round(delta, 9))
+        if key not in self.shifts:
+            z = self._shift(d, R, delta)
+            if z is False:
+                return False
+            self.shifts[key] = z
+        return self.shifts[key]
+
+    def _shift(self, d: int, R: np.ndarray, delta: np.ndarray):
+        """An integral solution of component ``d`` with its parts of ``R`` at their true
+        values plus ``delta``; None when there is none, False out of time."""
+        cols, rws = self.comp_cols[d], self.comp_rows[d]
+        truth = self.value[self.cells][cols]
+        E = R[:, cols]
+        want = E @ truth + delta
+        band = 1e-9 * np.maximum(1.0, np.abs(E) @ np.abs(truth))
+        lp = LinearProgram(c=np.zeros(len(cols)),
+                           A=sp.vstack([self.A_csr[rws][:, cols], sp.csr_matrix(E)]).tocsr(),
+                           row_lower=np.concatenate([self.lp.row_lower[rws], want - band]),
+                           row_upper=np.concatenate([self.lp.row_upper[rws], want + band]),
+                           col_lower=self.lp.col_lower[cols],
+                           col_upper=self.lp.col_upper[cols])
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        res = solve(lp, time_limit=left)
+        # an integral vertex of the LP is an answer; the MILP only where none is found
+        if res.status == "optimal" and not _integral(res.x):
+            point = _integral_vertex(lp, None, None, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
+        if res.status == "infeasible":
+            return None
+        if res.status != "optimal":
+            return False
+        return np.round(res.x)
+
+    def _solves(self, x: np.ndarray, R: np.ndarray, scale: np.ndarray) -> bool:
+        """``x`` is an integral solution of the whole system with the figures' rows ``R``
+        at their true values."""
+        truth = self.value[self.cells]
+        Ax = self.A_csr @ x
+        tol = 1e-9 * np.maximum(1.0, np.abs(self.lp.row_lower) + np.abs(self.lp.row_upper))
+        tol = np.where(np.isfinite(tol), tol, 1e-9)
+        return bool(np.all(np.abs(x - np.round(x)) <= 1e-9)
+                    and np.all(Ax >= self.lp.row_lower - tol)
+                    and np.all(Ax <= self.lp.row_upper + tol)
+                    and np.all(x >= self.lp.col_lower) and np.all(x <= self.lp.col_upper)
+                    and np.all(np.abs(R @ x - R @ truth) <= 1e-9 * scale))
 
     def _component_rounds(self, targets, rows, pending, witness) -> bool:
         """One solve per component and sense over the sum of its pending targets, the
@@ -517,8 +695,11 @@ class _Checker:
         one optimum shows them all there; a target it does not show gets its own solve."""
         comp = self.comp[targets]
         for sense in ("min", "max"):
+            pace = _Pace(self.deadline, int(pending[sense].sum()))
             while pending[sense].any():
                 open_ = np.flatnonzero(pending[sense])
+                if pace.hopeless(len(open_)):
+                    return "time"
                 _, first = np.unique(comp[open_], return_index=True)
                 picks = open_[first]
                 status, x = self.ext.optimum(targets[picks], np.ones(len(picks)), sense)
@@ -532,6 +713,60 @@ class _Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+def _integral(x: np.ndarray) -> bool:
+    return bool(np.abs(x - np.round(x)).max() <= 1e-6) if len(x) else True
+
+
+def _integral_vertex(lp: LinearProgram, j, end, time_limit):
+    """An optimal result of ``lp`` whose point is integral, with column ``j`` fixed at
+    ``end`` when given, found by LP vertices of a few objectives (none, the columns' sum
+    down and up); None when none of them is integral."""
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if j is not None:
+        if not lo[j] <= end <= hi[j]:
+            return None
+        lo[j] = hi[j] = end
+    k = lp.n_cols
+    for c in (np.zeros(k), np.ones(k), -np.ones(k)):
+        res = solve(dataclasses.replace(lp, c=c, col_lower=lo, col_upper=hi, sense="min"),
+                    time_limit=time_limit)
+        if res.status != "optimal":
+            return None
+        if _integral(res.x):
+            return res
+    return None
+
+
+class _Pace:
+    """Whether the ends still open can be found before the deadline at the recent pace:
+    a check that cannot finish in time is given up early (its figure is withheld, as it
+    would be at the deadline) instead of spending the rest of the time.  The pace is
+    taken over the last ``window`` share of the time left at the start (the first
+    solves show many ends at once, the later ones one each)."""
+
+    def __init__(self, deadline, open_ends: int, window: float = 0.1):
+        now = time.monotonic()
+        self.deadline = deadline
+        self.span = None if deadline is None else window * max(0.0, deadline - now)
+        self.seen: list[tuple[float, int]] = [(now, open_ends)]
+        self.first = 0          # the first entry of ``seen`` inside the window
+
+    def hopeless(self, open_ends: int) -> bool:
+        if self.deadline is None:
+            return False
+        now = time.monotonic()
+        self.seen.append((now, open_ends))
+        if now - self.seen[0][0] < self.span:
+            return False
+        while self.seen[self.first][0] < now - self.span:
+            self.first += 1
+        then, before = self.seen[self.first]
+        if now - then < 0.5 * self.span:
+            then, before = self.seen[-2]
+        done = before - open_ends
+        return done <= 0 or now + (now - then) / done * open_ends > self.deadline
 
 
 class _Points:

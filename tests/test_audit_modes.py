@@ -186,3 +186,46 @@ def test_verdict_audit_of_large_values_is_rescaled_with_its_bounds():
         assert full.lower[4] <= fast.min_at_most[4] <= 2e11
         assert 4e11 <= fast.max_at_least[4] <= full.upper[4]
         assert audit(t, mode=mode, previous=fast).passed
+
+
+def _gauss_count_pattern(seed: int, leaves: tuple[int, ...]) -> Table:
+    """gauss's pattern (no single-contributor attack) of a random flat count table with
+    frequency 1-2 primaries, upper level 1 and sliding width 2."""
+    from tabprotect.secondary.gauss import gauss
+    rng = np.random.default_rng(seed)
+    t = _flat_table(rng, leaves, "frequency")
+    prim = (t.value >= 1) & (t.value <= 2)
+    st_ = np.where(t.value == 0, "Z", "S").astype("<U1")
+    st_[prim] = "U"
+    t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0))
+    return t.replace(status=gauss(t, t.value.copy(), singleton=False).status)
+
+
+@pytest.mark.parametrize("seed,leaves", [(0, (3, 3, 2)), (3, (4, 3, 3)), (5, (3, 3, 3))])
+def test_integer_least_moves_alone_certify_what_the_integer_oracle_protects(seed, leaves):
+    # a screen that treats every component as large and has no aggregate or local LPs:
+    # only the true table and the integral least moves can certify a primary, and
+    # whatever they leave counts as short; on these small tables they find a witness
+    # for every primary the independent integer audit calls protected
+    t = _gauss_count_pattern(seed, leaves)
+    truth = oracle_protected(t, integer=True)
+    prim = t.status == "U"
+    assert truth[prim].sum() > 0
+    bare = dict(local_min_vars=0, local_hops=(), aggregate_rounds=0)
+    moves = audit(t, integer=True, mode="screen", settings=AuditSettings(**bare))
+    np.testing.assert_array_equal(moves.protected[prim], truth[prim])
+    without = audit(t, integer=True, mode="screen",
+                    settings=AuditSettings(**bare, least_move_primaries=0))
+    assert not without.protected[prim & truth].any()
+    # and the verdict with the usual passes still agrees with the oracle
+    np.testing.assert_array_equal(audit(t, integer=True, mode="verdict").protected, truth)
+
+
+def test_least_move_goals_give_the_width_alone_first():
+    from tabprotect.audit.least_moves import goals
+    # a count of 1 with upper level 1 and sliding width 2: up to 3 (the width alone),
+    # else 2; down to 0
+    assert goals(1.0, 1.0, 2.0, 2.0, True) == {"max": [3.0, 2.0], "min": [0.0]}
+    # no requirement on a side: that side's goal only from the width
+    assert goals(5.0, np.inf, -np.inf, 1.5, True) == {"max": [7.0], "min": [3.0]}
+    assert goals(5.0, np.inf, -np.inf, 1.5, False) == {"max": [6.5], "min": [3.5]}

@@ -297,3 +297,22 @@ def test_audit_with_rules_judges_the_given_pattern(tmp_path):
     assert result.kind == "audit"
     assert result.passed == audit(table).passed
     assert result.passed is False      # S1,a alone in its row: its value follows
+
+
+def test_summary_figures_not_checked_within_the_budget_are_withheld(tmp_path):
+    """The public summary's checks get a time budget tied to the run: a figure whose
+    check has no time is withheld (with its reason), never released unchecked."""
+    from tabprotect import pipeline
+    from tabprotect.io.results import SummaryBudget, run_summary
+    from tabprotect.public_summary import REASONS
+    result = pipeline.run(write_job(tmp_path / "job", "status+rules"))
+    checked = run_summary(result)["figures"]
+    hurried = run_summary(result, SummaryBudget(share=0.0, least=0.0, most=0.0))["figures"]
+    assert set(checked["withheld"].values()) <= {REASONS["narrows"]}
+    assert "value_secondary" in checked or "value_secondary" in checked["withheld"]
+    assert hurried["withheld"].get("value_secondary") == REASONS["time"]
+    for name in hurried:
+        if name != "withheld":
+            assert hurried[name] == checked[name]
+    budget = SummaryBudget(share=0.5, least=2.0, most=60.0)
+    assert [budget.seconds(s) for s in (1.0, 30.0, 500.0)] == [2.0, 15.0, 60.0]

@@ -18,6 +18,7 @@ from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import cost_vector, protect
 from solvers import HighsModel, LinearProgram
+from test_gauss_widths import linked
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, benders, optimal
 from tabprotect.secondary.optimal.cuts import cover_cuts, reduce_candidates, rounded_cut
@@ -28,7 +29,7 @@ from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
 from tabprotect.secondary.optimal.lp_phase import lp_phase
 from tabprotect.secondary.optimal.search import Search
-from tabprotect.secondary.optimal.start import gauss_start
+from tabprotect.secondary.optimal.start import PROTECTED, gauss_start
 from tabprotect.secondary.optimal.support import SupportSeparator
 from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.repair import (AttackerOracle, GreedyRepair, Requirements,
@@ -525,6 +526,50 @@ def test_gauss_start_pattern_passes_the_audit(seed, freq_one):
                         time_limit=None)
     assert found is not None and found.protected
     assert audit(table, unpublished=found.pattern, singleton=True).passed
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_gauss_start_on_a_general_table_is_proven_by_gauss_witnesses(seed):
+    # on a general table gauss runs its width step and pruning pass, whose witnesses
+    # prove the start without an oracle check; the independent audit agrees
+    table = linked(((2, 2), (3,), (3,), (2,)), seed=seed)
+    cost = cost_vector(table, "value")
+    req = Requirements.from_table(table, singleton=True)
+    found = gauss_start(table, cost, req, candidate_cells(table), singleton=True,
+                        time_limit=None)
+    assert found is not None and found.state == PROTECTED
+    assert audit(table, unpublished=found.pattern, singleton=True).passed
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_binding_time_limit_on_a_general_table_keeps_the_start(seed):
+    # a general table, the gauss start forced on, a limit that stops the search: the
+    # call ends near the limit (generous bound), and its pattern passes the independent
+    # audit and costs no more than the start
+    table = linked(((2, 3), (3,), (4,), (3,)), seed=seed)
+    cost = cost_vector(table, "value")
+    options = OptimalOptions(gauss_start_min_primaries=0)
+    t0 = time.perf_counter()
+    out = optimal(table, cost, time_limit=0.2, options=options)
+    assert time.perf_counter() - t0 < 0.2 + 10.0
+    assert out.details["gauss_start_state"] == PROTECTED
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) <= out.details["start_cost"] + 1e-9
+
+
+def test_oracle_deadline_stops_its_lps_too():
+    # a deadline already past: no attacker LP runs, the check is incomplete (never
+    # "protected") and the separation returns no cut; without it the same pattern is
+    # judged short
+    table, req = _six_primary_singleton_table(3)
+    oracle = HybridOracle(table, req, simplex_strategy=1)
+    pattern = table.status == "U"
+    past = time.perf_counter() - 1.0
+    chk = oracle.check(pattern, deadline=past)
+    assert not chk.complete and not chk.ok and chk.n_lp == 0
+    sep = oracle.separate(pattern.astype(float), deadline=past)
+    assert not sep.complete and not sep.cuts
+    assert oracle.check(pattern).violated
 
 
 @pytest.mark.parametrize("seed,cost_name", [(5, "unity"), (6, "value")])

@@ -68,6 +68,11 @@ class AuditSettings:
     #: verdict modes: most aggregate LP rounds over a whole component (up, down, then
     #: random mixed directions), stopped early when two rounds gain next to nothing
     aggregate_rounds: int = 8
+    #: integer verdict modes: the open primaries of a component get integral least
+    #: moves (:mod:`tabprotect.audit.least_moves`) before the per-cell bounds, or before
+    #: a screen counts them short, while there are at most this many (0: never; a
+    #: pattern that far from safe is the repair's, and two LPs each would cost minutes)
+    least_move_primaries: int = 2_000
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

@@ -3,7 +3,8 @@ intruder's interval reaches the required one, with as few LPs as possible.
 
 Witnesses come first -- checked candidate moves, then aggregate LPs over the whole
 component (or block LPs on huge components), then local LPs around what is still open
-(large components) -- and per-cell LPs on the warm model settle the rest. A primary ends
+(large components), then for an integer intruder integral least moves
+(:mod:`~tabprotect.audit.least_moves`) -- and per-cell LPs on the warm model settle the rest. A primary ends
 either certified by witnesses or with the exact (or outer) bound that decides it. A
 screen never solves the per-cell LPs of a large component: what its witnesses leave
 uncertified counts as short, unproven.
@@ -14,6 +15,7 @@ import numpy as np
 
 from tabprotect.audit.aggregate import aggregate_rounds
 from tabprotect.audit.blocks import block_passes
+from tabprotect.audit.least_moves import least_move_pass
 from tabprotect.audit.local import local_pass
 from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.settings import AuditSettings
@@ -58,14 +60,14 @@ def _witness_passes(state: VerdictState, settings: AuditSettings) -> None:
         block_passes(state, settings)
     else:
         aggregate_rounds(state, settings.aggregate_rounds)
-    if k < settings.local_min_vars:
-        return
-    if not (blocks and mode == "screen"):
+    if k >= settings.local_min_vars and not (blocks and mode == "screen"):
         # growing neighbourhoods around what the aggregate witnesses left open (after
         # block LPs only to prove shortfalls, which a screen does not)
         for hops in settings.local_hops:
             local_pass(state, hops, settings, after_blocks=blocks)
-    if mode == "screen":
+    # an integer intruder: integral witnesses where the LPs' vertices were fractional
+    least_move_pass(state, settings.least_move_primaries)
+    if k >= settings.local_min_vars and mode == "screen":
         # left uncertified: counts as short, unproven (no whole-component LPs)
         state.decided |= state.want & ~state.satisfied()
 

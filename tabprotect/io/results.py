@@ -10,6 +10,7 @@ one holds no finished run.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import hashlib
@@ -66,8 +67,7 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
               "perturbed_matrices.csv", "perturbed_summary.json")
 
 __all__ = ["OUTPUT_FILES", "write_outputs", "write_files", "trail_record", "run_summary",
-           "audit_trail", "sha256_file",
-           "versions", "published_frame"]
+           "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -126,11 +126,28 @@ def verdict(run) -> str:
     return run_verdict(run)
 
 
-def run_summary(run) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class SummaryBudget:
+    """Wall seconds the public summary's checks may take, tied to the run's own time: a
+    figure whose check does not finish in them is withheld (never released unchecked)."""
+
+    #: of the run's seconds: writing the summary costs at most about half the run again
+    share: float = 0.5
+    #: at least this: the checks of an everyday table finish well within it
+    least: float = 2.0
+    #: at most this, however long the run
+    most: float = 60.0
+
+    def seconds(self, run_seconds: float) -> float:
+        return min(self.most, max(self.least, self.share * run_seconds))
+
+
+def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     """What a run may tell outside the confidential report: counts, the verdict, the
     method, the attacker model, times and, under ``figures``, the value figures of the
     pattern that :func:`tabprotect.public_summary.public_summary` releases (each checked
-    by the LP audit as one more published equation; the others are listed as withheld)."""
+    by the LP audit as one more published equation; the others are listed as withheld,
+    among them any whose check does not finish within ``budget``)."""
     status = run.status
     out: dict[str, Any] = {
         "kind": run.kind, "method": run.method, "attacker": run.attacker,
@@ -156,7 +173,8 @@ def run_summary(run) -> dict[str, Any]:
         out["cellkey"] = run.results.get("cellkey")
     if run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary
-        figures = public_summary(run.published, status)
+        limit = budget.seconds(sum(run.timings.values()))
+        figures = public_summary(run.published, status, time_limit=limit)
         out["figures"] = {k: v for k, v in figures.items()
                           if k not in ("cells", "primary", "secondary", "suppressed")}
     out["seconds"] = round(sum(run.timings.values()), 3)

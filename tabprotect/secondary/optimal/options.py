@@ -45,11 +45,12 @@ class OptimalOptions:
     gauss_start_min_candidates: int = 10_000
     #: ... and from this many primaries (the repair's work grows with each primary)
     gauss_start_min_primaries: int = 100
-    #: share of the time limit the gauss start may use: a start that finishes is the
-    #: pattern the result never costs more than
-    gauss_start_share: float = 0.6
+    #: share of the time limit the gauss start may use (it ends early when gauss does):
+    #: a start that finishes is the pattern the result never costs more than, and on
+    #: tables where gauss needs most of the limit the search cannot improve on it anyway
+    gauss_start_share: float = 0.9
     #: share of the start's time for gauss's width step (the LPs that give each primary
-    #: its range); the elimination after it takes a small part where widths run
+    #: its range); the elimination after it takes a small part, the pruning pass the rest
     gauss_start_widths_share: float = 0.8
 
     # ---- LP phase (fractional separation on the master's LP relaxation)

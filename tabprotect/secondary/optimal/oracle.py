@@ -13,7 +13,7 @@ import time
 import highspy
 import numpy as np
 
-from solvers import HighsModel
+from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.witness_check import witness_certified
@@ -122,6 +122,10 @@ class SafeOracle:
             return Check(complete=False)
 
 
+class DeadlineReached(Exception):
+    """An attacker LP was stopped by the call's deadline (the check ends incomplete)."""
+
+
 class HybridOracle(AttackerOracle):
     """:class:`AttackerOracle` whose calls race the primal and the dual simplex; the
     answers are the same LPs' optima either way.
@@ -137,6 +141,11 @@ class HybridOracle(AttackerOracle):
     trials come twice as rarely each time (up to every ``race_every_max`` calls).
     Attacker LPs of at least ``merge_pairs_min_cols`` columns are solved as
     :class:`PairMergedModel`.
+
+    A call's ``deadline`` stops its LPs as well, not only the loop between them: one
+    attacker LP over a whole general table can take seconds.  A check stopped so is
+    incomplete (what it found violated so far is kept); a separation stopped so returns
+    no cuts.
     """
 
     def __init__(self, *args, racing: bool = True, options: OptimalOptions | None = None,
@@ -150,9 +159,61 @@ class HybridOracle(AttackerOracle):
         # schedule, by context; shared with copies of the oracle (views)
         self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
         self._call: list = [None]
+        self._deadline: float | None = None   # of the call under way
 
     def check(self, z, **kw) -> Check:
         return self._raced("check", self._witnessed_check, z, **kw)
+
+    def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
+        try:
+            if self.req.singleton[comp].any():
+                targets = self._singletons_fixed(comp, targets, z, out)
+                if len(targets) == 0:
+                    return
+            super()._check_component(comp, targets, z, out, cuts, deadline, first_only)
+        except DeadlineReached:
+            out.complete = False
+
+    def _singletons_fixed(self, comp, targets, z, out) -> np.ndarray:
+        """The targets not settled by one attacker LP per direction with every
+        single-contributor cell but the primary kept at its value.  That LP restricts
+        each single-contributor attacker's LP (and the plain attacker's), so a primary
+        whose levels it meets meets them against all of them; the rest go through the
+        per-attacker LPs.  Two LPs per primary instead of two per primary and attacker."""
+        req = self.req
+        sub = self.A[:, comp].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        single = req.singleton[comp]
+        lo = np.where(single, 0.0, -req.down[comp] * z[comp])
+        hi = np.where(single, 0.0, req.up[comp] * z[comp])
+        model = self._new_model(LinearProgram(
+            c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
+            row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi))
+        local = {int(c): k for k, c in enumerate(comp)}
+        open_ = []
+        for s in targets:
+            k, p = local[int(s)], self.slot[s]
+            if single[k]:
+                model.set_col_bounds([k], -req.down[s] * z[s], req.up[s] * z[s])
+            vu, _ = self._solve(model, k, 1.0)
+            vd, _ = self._solve(model, k, -1.0)
+            out.n_lp += 2
+            if single[k]:
+                model.set_col_bounds([k], 0.0, 0.0)
+            tol = req.tol[p]
+            if not (vu >= req.need_up[p] - tol and vd >= req.need_down[p] - tol
+                    and vu + vd >= req.need_width[p] - tol):
+                open_.append(int(s))
+        return np.asarray(open_, dtype=np.int64)
+
+    def _time_left(self) -> float | None:
+        """Seconds to the call's deadline (None: none); DeadlineReached once past it."""
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.perf_counter()
+        if left <= 0:
+            raise DeadlineReached
+        return left
 
     def _witnessed_check(self, z, *, primaries=None, **kw) -> Check:
         """The check, after a witness pass (:mod:`.witness_check`) on patterns with at
@@ -187,14 +248,23 @@ class HybridOracle(AttackerOracle):
         return super()._new_model(lp)
 
     def separate(self, z, **kw) -> Check:
-        return self._raced("sep", super().separate, z, **kw)
+        return self._raced("sep", self._timed_separate, z, **kw)
+
+    def _timed_separate(self, z, **kw) -> Check:
+        try:
+            return AttackerOracle.separate(self, z, **kw)
+        except DeadlineReached:
+            return Check(complete=False)
 
     def _raced(self, context: str, call, z, **kw) -> Check:
-        """``call(z, **kw)`` as one raced oracle call of ``context``."""
+        """``call(z, **kw)`` as one raced oracle call of ``context``, its LPs stopped at
+        the call's ``deadline``."""
         self._begin(context)
+        outer, self._deadline = self._deadline, kw.get("deadline")
         try:
             return call(z, **kw)
         finally:
+            self._deadline = outer
             self._end()
 
     def _begin(self, context: str) -> None:
@@ -232,25 +302,46 @@ class HybridOracle(AttackerOracle):
         per_lp = call["secs"] / call["lps"]
         race[strategy] = per_lp if strategy not in race else 0.5 * (race[strategy] + per_lp)
 
+    def _plain_solve(self, model, k, sign):
+        """One attacker LP as :class:`AttackerOracle` solves it, within the deadline."""
+        left = self._time_left()
+        model.set_objective(indices=[k], values=[float(sign)], sense="max")
+        res = model.solve(time_limit=left)
+        if res.status in ("time_limit", "time_limit_no_solution"):
+            raise DeadlineReached
+        if res.status == "unbounded":
+            return np.inf, None
+        if res.status != "optimal":
+            raise RuntimeError(f"attacker LP ended with status {res.status}")
+        return float(res.objective), res.duals
+
+    def _run_until(self, h, limit: float | None):
+        """``h.run()`` stopped after ``limit`` seconds (None: none); its model status.
+        HiGHS' time limit counts the object's whole run time, not this run's."""
+        h.setOptionValue("time_limit", np.inf if limit is None else h.getRunTime() + limit)
+        try:
+            h.run()
+            return h.getModelStatus()
+        finally:
+            h.setOptionValue("time_limit", np.inf)
+
     def _solve(self, model, k, sign):
         call = self._call[0]
         if not self.racing or call is None:
-            return super()._solve(model, k, sign)
+            return self._plain_solve(model, k, sign)
         h = model.highs
         opt = self.options
         race, strategy, fast = call["race"], call["strategy"], call["fast"]
         model.set_objective(indices=[k], values=[float(sign)], sense="max")
         S = highspy.HighsModelStatus
+        left = self._time_left()
         t = time.perf_counter()
         self._set_strategy(model, strategy)
-        if fast is not None:
-            # HiGHS' time limit counts the object's whole run time, not this run's
-            h.setOptionValue("time_limit", h.getRunTime() + max(
-                opt.race_min_seconds, opt.race_lp_cap * race[fast]))
-        h.run()
-        ms = h.getModelStatus()
-        if fast is not None:
-            h.setOptionValue("time_limit", np.inf)
+        cap = (None if fast is None
+               else max(opt.race_min_seconds, opt.race_lp_cap * race[fast]))
+        ms = self._run_until(h, cap if left is None else min(left, cap or left))
+        if ms == S.kTimeLimit and left is not None and (cap is None or left <= cap):
+            raise DeadlineReached
         took = time.perf_counter() - t
         call["lps"] += 1
         call["secs"] += took
@@ -265,9 +356,11 @@ class HybridOracle(AttackerOracle):
             h.clearSolver()
             self._set_strategy(model, fast)
             if ms == S.kTimeLimit:
+                left = self._time_left()
                 t = time.perf_counter()
-                h.run()
-                ms = h.getModelStatus()
+                ms = self._run_until(h, left)
+                if ms == S.kTimeLimit:
+                    raise DeadlineReached
                 call["lps"] += 1
                 call["secs"] += time.perf_counter() - t
         if ms == S.kUnbounded:
@@ -277,7 +370,7 @@ class HybridOracle(AttackerOracle):
             # anything unusual: the plain path from scratch (HighsModel's own checks)
             h.clearSolver()
             self._set_strategy(model, DUAL_SIMPLEX)
-            return super()._solve(model, k, sign)
+            return self._plain_solve(model, k, sign)
         duals = np.array(sol.row_dual, float)
         if isinstance(model, PairMergedModel):
             duals = model.full_duals(duals)

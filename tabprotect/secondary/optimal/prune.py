@@ -48,7 +48,7 @@ def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: 
         if deadline is not None and time.perf_counter() >= deadline:
             break
         pattern[i] = False
-        if not oracle.check(pattern, cuts=False, first_only=True).ok:
+        if not oracle.check(pattern, cuts=False, first_only=True, deadline=deadline).ok:
             pattern[i] = True
     return pattern
 

@@ -1,8 +1,11 @@
-"""A start pattern: the gauss method's pattern, completed by the greedy repair on the
-attacker LPs.  A start the oracle confirms (or the repair completes) is the search's
-first protected incumbent; one whose check the deadline stopped is kept as an unchecked
-incumbent (gauss finished, so it is a whole pattern; protect()'s audit judges it); an
-unfinished one (gauss or the repair stopped by the deadline) seeds the first repair."""
+"""A start pattern: the gauss method's pattern (with its pruning pass), completed by the
+greedy repair on the attacker LPs where gauss leaves it short.  A start that gauss's own
+witnesses prove (its width step met every condition, or its pruning pass found a witness
+for each), that the oracle confirms, or that the repair completes is the search's first
+protected incumbent, and the result never costs more; one whose check the deadline
+stopped is kept as an unchecked incumbent (gauss finished, so it is a whole pattern;
+protect()'s audit judges it); an unfinished one (gauss or the repair stopped by the
+deadline) seeds the first repair."""
 from __future__ import annotations
 
 import time
@@ -43,20 +46,21 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     gives no pattern.  The check and the repair use the search's oracle with
     ``options`` (its witness pass among them; default settings when None).
 
-    One oracle check finds the primaries the gauss pattern leaves short; the repair then
+    A pattern gauss's witnesses prove is protected as it is (no check).  Otherwise one
+    oracle check finds the primaries the gauss pattern leaves short; the repair then
     works on those only (a repair only adds suppressions, so the others stay protected).
-    The check stops at the deadline between its LPs, the repair within its LPs as well.
+    The check and the repair stop at the deadline, within their LPs as well.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     try:
-        # unpruned: the pruning pass would take the time the check and repair need
-        # (the search removes what the start does not need)
         out = gauss(table, np.asarray(cost, dtype=float), time_limit=time_limit,
-                    singleton=singleton, widths_share=widths_share, prune="never")
+                    singleton=singleton, widths_share=widths_share)
     except (InfeasibleRulesError, InputError):
         return None   # the search itself reports what cannot be protected
     pattern = np.isin(np.asarray(out.status), ("U", "M"))
+    if witnessed(out):
+        return Start(pattern, PROTECTED)
     oracle = HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX, racing=False,
                           options=options)
     chk = oracle.check(pattern, cuts=False, deadline=deadline)
@@ -73,3 +77,14 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     repair = DeadlineRepair(table, req, cost, cand & ~pattern, oracle)
     pattern, unmet = repair.run(pattern, deadline=deadline, primaries=short)
     return Start(pattern, UNFINISHED if unmet else PROTECTED)
+
+
+def witnessed(out) -> bool:
+    """Whether gauss's own witnesses prove its pattern: its pruning pass ran (it finds a
+    witness for every condition before it removes anything), or its width step met every
+    condition in time (the elimination only adds suppressions, which keep every
+    witness, and one the time limit stopped keeps every cell it did not examine)."""
+    d = out.details
+    if "pruned" in d and not d.get("prune_skipped"):
+        return True
+    return d.get("widths_unmet") == 0 and not d.get("widths_timed_out", True)
