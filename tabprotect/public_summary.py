@@ -572,7 +572,7 @@ class _Checker:
         of ``R`` by ``delta``: a list of ``(component, its part)``; None when none is
         found (one component taking all of it, else the largest ones in turn taking what
         their parts' ranges allow); False out of time."""
-        found = self._moved(c, R, delta, whole=True)
+        found = self._moved(c, R, delta)
         if found is not None:
             return found
         left, out = delta.copy(), []
@@ -590,7 +590,7 @@ class _Checker:
                 left = left - step
         return out if np.abs(left).max() <= 1e-9 else None
 
-    def _moved(self, c: int, R: np.ndarray, delta: np.ndarray, whole: bool):
+    def _moved(self, c: int, R: np.ndarray, delta: np.ndarray):
         """One other component than ``c`` that moves its parts by all of ``delta``:
         ``[(component, part)]``, None, or False out of time."""
         for d in self.by_size:
@@ -751,6 +751,7 @@ class _Pace:
         self.deadline = deadline
         self.span = None if deadline is None else window * max(0.0, deadline - now)
         self.seen: list[tuple[float, int]] = [(now, open_ends)]
+        self.first = 0          # the first entry of ``seen`` inside the window
 
     def hopeless(self, open_ends: int) -> bool:
         if self.deadline is None:
@@ -759,7 +760,9 @@ class _Pace:
         self.seen.append((now, open_ends))
         if now - self.seen[0][0] < self.span:
             return False
-        then, before = next((t, n) for t, n in self.seen if t >= now - self.span)
+        while self.seen[self.first][0] < now - self.span:
+            self.first += 1
+        then, before = self.seen[self.first]
         if now - then < 0.5 * self.span:
             then, before = self.seen[-2]
         done = before - open_ends
