@@ -205,8 +205,8 @@ class _Checker:
         # integer tables: per sense, primary -> its component's part of an integral
         # solution without the figures at that end (for _shifted)
         self.ends: dict[str, dict[int, np.ndarray]] = {"min": {}, "max": {}}
-        # integer tables: (component, shift of the figures' parts) -> that component's
-        # integral solution with its parts moved so, or None where none exists
+        # integer tables: (component, shift of the parts of the figures in play) -> that
+        # component's integral solution with its parts moved so, or None where none exists
         self.shifts: dict[tuple, np.ndarray | None] = {}
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
@@ -235,6 +235,7 @@ class _Checker:
         row = sp.csr_matrix((free[nz], (np.zeros(len(nz), int), nz)), shape=(1, len(free)))
         new_row = self.ext.add_row(row, rhs - const - band, rhs - const + band)
         self.spans = self.rows + [ranges]
+        self.shifts = {}         # the moves are of these rows' parts
         reason = self._holds(targets, self.released + [free])
         if reason is None:
             self._keep(ranges, free)
@@ -572,7 +573,9 @@ class _Checker:
         of ``R`` by ``delta``: a list of ``(component, its part)``; None when none is
         found (one component taking all of it, else the largest ones in turn taking what
         their parts' ranges allow); False out of time."""
-        found = self._moved(c, R, delta, whole=True)
+        found = self._from_cache(c, delta)
+        if found is None:
+            found = self._moved(c, R, delta)
         if found is not None:
             return found
         left, out = delta.copy(), []
@@ -590,7 +593,20 @@ class _Checker:
                 left = left - step
         return out if np.abs(left).max() <= 1e-9 else None
 
-    def _moved(self, c: int, R: np.ndarray, delta: np.ndarray, whole: bool):
+    def _from_cache(self, c: int, delta: np.ndarray):
+        """One or two moves found already (of components other than ``c`` and each
+        other) that add up to ``delta``: a list of ``(component, part)`` or None."""
+        found = [(k[0], np.array(k[1:]), z) for k, z in self.shifts.items()
+                 if z is not None and k[0] != c]
+        for i, (d, step, z) in enumerate(found):
+            if np.abs(step - delta).max() <= 1e-9:
+                return [(d, z)]
+            for d2, step2, z2 in found[i + 1:]:
+                if d2 != d and np.abs(step + step2 - delta).max() <= 1e-9:
+                    return [(d, z), (d2, z2)]
+        return None
+
+    def _moved(self, c: int, R: np.ndarray, delta: np.ndarray):
         """One other component than ``c`` that moves its parts by all of ``delta``:
         ``[(component, part)]``, None, or False out of time."""
         for d in self.by_size:
@@ -751,6 +767,7 @@ class _Pace:
         self.deadline = deadline
         self.span = None if deadline is None else window * max(0.0, deadline - now)
         self.seen: list[tuple[float, int]] = [(now, open_ends)]
+        self.first = 0          # the first entry of ``seen`` inside the window
 
     def hopeless(self, open_ends: int) -> bool:
         if self.deadline is None:
@@ -759,7 +776,9 @@ class _Pace:
         self.seen.append((now, open_ends))
         if now - self.seen[0][0] < self.span:
             return False
-        then, before = next((t, n) for t, n in self.seen if t >= now - self.span)
+        while self.seen[self.first][0] < now - self.span:
+            self.first += 1
+        then, before = self.seen[self.first]
         if now - then < 0.5 * self.span:
             then, before = self.seen[-2]
         done = before - open_ends

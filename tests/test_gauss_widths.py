@@ -7,12 +7,16 @@ import time
 import numpy as np
 import pytest
 
+from helpers import unprotectable_two_by_two
 from lp_oracle import protected as oracle_protected
+from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model import Table
 from tabprotect.model.linked import TOTAL, link_tables
 from tabprotect.model.synthetic import DIMENSION_NAMES, generate
 from tabprotect.secondary.gauss import gauss
+from tabprotect.secondary import protect
 from tabprotect.secondary.gauss.widths import WidthStep
+from tabprotect.secondary.prune import FREE_LOG_WEIGHT, log_weights
 
 #: the three 3-D faces of a 4-D table: linked tables sharing their 2-D margins
 FACES = ((0, 1, 2), (0, 1, 3), (0, 2, 3))
@@ -87,3 +91,41 @@ def test_width_step_is_off_on_product_tables_by_default():
     assert (full.status == "U").any()
     assert "widths_lps" not in gauss(full, full.value.copy()).details
     assert "widths_lps" in gauss(full, full.value.copy(), widths="always").details
+
+
+def test_width_step_with_log_weights_gives_every_condition_a_witness():
+    """With every LP on the log-scaled weights (as after stalls of the exact ones) the
+    witnesses still prove every condition."""
+    t = linked(SMALL, seed=3)
+    step = WidthStep(t, t.value.copy(), singleton=True, exact_stalls=0)
+    out = step.run(t.status == "U")
+    assert out.unmet == 0 and not out.timed_out and out.added > 0
+    status = np.where(out.suppressed & (t.status != "U"), "M", t.status)
+    assert _short(t, status) == 0
+
+
+def test_log_weights_order_the_published_cells_as_their_cost():
+    w = np.array([1e-5, 3e-5, 1.0, 8e3, 2.0])
+    free = np.array([False, False, False, False, True])
+    out = log_weights(w, free)
+    assert out[4] == FREE_LOG_WEIGHT and out[0] == 1.0
+    assert (np.diff(out[:4]) > 0).all() and out[3] < 25   # 1 + ln(8e8)
+
+
+def _as_general(t: Table) -> Table:
+    return Table.from_relations(t.value, t.relations, t.relation_total, freq=t.freq,
+                                status=t.status, upl=t.upl, lpl=t.lpl, spl=t.spl)
+
+
+def test_gauss_on_a_general_table_checks_feasibility_only_after_a_failed_audit():
+    # the width step meets an unprotectable primary at the cost of one LP: protect()
+    # checks feasibility after the final audit, with the same error naming the cell
+    with pytest.raises(InfeasibleRulesError, match="cannot be protected.*up protection"):
+        protect(_as_general(unprotectable_two_by_two()), method="gauss", cost="unity",
+                singleton=False)
+    t = linked(SMALL, seed=2)
+    res = protect(t, method="gauss", cost="value")
+    assert res.passed and _short(t, res.status) == 0
+    assert not any(k.startswith("feasibility check") for k in res.stage_seconds)
+    # every condition has a witness: the elimination is not needed
+    assert res.solver["elimination_skipped"]

@@ -426,3 +426,12 @@ def test_integral_vertex_fixes_the_cell_and_is_integral():
     assert np.allclose(res.x, np.round(res.x)) and A @ res.x == pytest.approx([3, 2, 2, 2])
     assert _integral_vertex(lp, 0, 6.0, None) is None
     assert _integral_vertex(lp, 0, 3.0, None) is None
+
+
+def test_pace_gives_up_only_past_or_hopeless_deadlines():
+    import time
+
+    from tabprotect.public_summary import _Pace
+    assert not _Pace(None, 10).hopeless(9)                      # no deadline
+    assert not _Pace(time.monotonic() + 3600, 10).hopeless(9)   # pace not measured yet
+    assert _Pace(time.monotonic() - 1, 10).hopeless(10)         # no time and no progress

@@ -4,8 +4,9 @@ an unprotectable primary is an :class:`InfeasibleRulesError` naming it.  The out
 intruder is checked up front; the single-contributor attackers only after a final audit
 that failed (the check's purpose is the clear error, and a passing pattern needs none).
 A method that meets an unprotectable primary without spending its budget on it
-(``CHECK_AFTER_METHODS``: modular leaves such a sub-table to the audit and repair) gets
-both checks only after a final audit that failed."""
+(``CHECK_AFTER_METHODS``: modular leaves such a sub-table to the audit and repair; gauss
+on a general table finds that its protection LP has no solution and goes on, see
+:func:`check_after`) gets both checks only after a final audit that failed."""
 from __future__ import annotations
 
 import time
@@ -23,6 +24,19 @@ from tabprotect.secondary.protect_settings import ProtectSettings
 #: unprotectable primary costs them no budget (modular leaves its sub-table unsolved,
 #: the audit and repair take it), and a passing pattern needs no check
 CHECK_AFTER_METHODS = ("modular",)
+
+#: methods whose check is deferred on general tables (no dimensions) only: gauss's width
+#: step solves every primary's protection LP there, so an unprotectable primary costs it
+#: one LP without a solution, and the up-front check (which on a linked table of a few
+#: thousand cells runs out its share without deciding) would take a fifth of the budget
+CHECK_AFTER_ON_GENERAL = ("gauss",)
+
+
+def check_after(method: str, table: Table) -> bool:
+    """Whether ``method``'s feasibility check on ``table`` runs only after a failed
+    final audit (:func:`deferred_stage`) instead of up front (:func:`feasibility_stage`)."""
+    return method in CHECK_AFTER_METHODS or (
+        method in CHECK_AFTER_ON_GENERAL and not table.dimensions)
 
 
 def feasibility_stage(table: Table, cand: np.ndarray, budget: Budget,

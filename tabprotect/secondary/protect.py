@@ -34,7 +34,7 @@ from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, M
                                        applied_options, cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.coalition_repair import check_coalition
-from tabprotect.secondary.feasibility import (CHECK_AFTER_METHODS, deferred_stage,
+from tabprotect.secondary.feasibility import (check_after, deferred_stage,
                                               feasibility_stage, singleton_stage)
 from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
@@ -180,7 +180,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
     stages: dict[str, float] = {}
-    deferred = method in CHECK_AFTER_METHODS
+    deferred = check_after(method, table)
     checked = None if deferred else feasibility_stage(table, cand, budget, settings, large,
                                                       notes)
     if checked is not None:

@@ -39,9 +39,10 @@ class GaussOptions:
                "levels, :mod:`.widths`) before the elimination: on general tables, where "
                "the elimination alone leaves many primaries short of their levels; on "
                "product tables the audit and repair do that"})
-    widths_share: float = field(default=0.5, metadata={
-        "why": "share of the time limit the width step may take (the elimination gets "
-               "the rest; conditions left without a witness go to the audit and repair)"})
+    widths_share: float = field(default=0.7, metadata={
+        "why": "share of the time limit the width step may take (the elimination, not "
+               "needed when every condition has a witness, and the pruning pass get the "
+               "rest; conditions left without a witness go to the audit and repair)"})
     widths_seconds: float = field(default=120.0, metadata={
         "why": "most seconds of the width step when the call has no time limit (its LPs "
                "grow with the table's linkage: the audit and repair finish what is left)"})
@@ -151,7 +152,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
           dependent: str = "largest", kernel: str = "compiled",
           python_warning_cells: int = 50_000, widths: str = "general",
-          widths_share: float = 0.5, widths_seconds: float = 120.0,
+          widths_share: float = 0.7, widths_seconds: float = 120.0,
           prune: str = "general", prune_seconds: float = 60.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
@@ -201,9 +202,15 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         width_witnesses = step.witnesses
         if progress is not None:
             progress("gauss: widths", 0.5)
-    run_on = table if not details else table.replace(status=status)
-    vectors = cell_vectors(run_on, dependent, compiled)
-    run = run_elimination(run_on, cost, vectors, primary, singleton, deadline, module)
+    if _widths_proven(table, details):
+        # every condition has a witness that holds against every single-contributor
+        # attacker: no primary is in the published span, the elimination adds nothing
+        run = EliminationRun(np.zeros(table.n_cells, bool), 0, False, 0, 0, 0)
+        details["elimination_skipped"] = "every condition has a witness"
+    else:
+        run_on = table if not details else table.replace(status=status)
+        vectors = cell_vectors(run_on, dependent, compiled)
+        run = run_elimination(run_on, cost, vectors, primary, singleton, deadline, module)
     status[run.secondary] = "M"
     if prune == "always" or (prune == "general" and not table.dimensions):
         status = _prune_step(table, status, cost, singleton, width_witnesses,
@@ -229,8 +236,17 @@ def _width_step(table: Table, cost: np.ndarray, singleton: bool, start: float,
         np.isin(table.status, ("U", "M")), deadline=start + seconds)
     details.update({"widths_added": step.added, "widths_lps": step.lps,
                     "widths_unmet": step.unmet, "widths_timed_out": step.timed_out,
+                    "widths_stalls": step.stalls,
                     "widths_seconds": round(time.perf_counter() - start, 3)})
     return step
+
+
+def _widths_proven(table: Table, details: dict) -> bool:
+    """The width step ran and gave every condition a witness, on a magnitude table (a
+    witness is a real-valued table: the integer intruder of a frequency table is not
+    answered by it, and there the elimination runs as well)."""
+    return ("widths_unmet" in details and details["widths_unmet"] == 0
+            and not details["widths_timed_out"] and table.kind != "frequency")
 
 
 def _prune_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,

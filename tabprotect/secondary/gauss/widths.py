@@ -17,9 +17,11 @@ already; then every cell a few relations away; every other cell keeps its value,
 is a restriction, so a solution is still a witness), or over its whole component when
 that has none; and a witness
 also settles the conditions of every other primary it moves far enough, which are then
-not solved again.  With the single-contributor attack every single-contributor cell but
-the primary keeps its value in the LP, so each witness holds against every such
-attacker at once.
+not solved again.  An LP whose exact cost weights stall the simplex is solved with
+log-scaled weights instead (:func:`log_weights`), and after a few such stalls every LP
+of the step is (:attr:`WidthStep.fast`).  With the single-contributor attack every
+single-contributor cell but the primary keeps its value in the LP, so each witness
+holds against every such attacker at once.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
-from tabprotect.secondary.prune import Condition, conditions
+from tabprotect.secondary.prune import Condition, conditions, log_weights
 from tabprotect.secondary.repair import Requirements
 
 
@@ -47,6 +49,7 @@ class WidthOutcome:
     #: per condition ``(primary, sign)`` the cells its witness moves: the witness stays
     #: valid while they stay suppressed (the pruning pass starts from these)
     witnesses: dict = field(default_factory=dict)
+    stalls: int = 0         # exact-cost LPs solved again with the log weights
 
 
 class WidthStep:
@@ -55,15 +58,22 @@ class WidthStep:
     ``hops``: the neighbourhood's radius in relations (the whole component when the LP
     over it has no solution); ``lp_seconds``: most seconds of one LP (a condition whose
     LP runs out goes without a witness to the audit and repair, so that one hard LP
-    does not take the step's whole time)."""
+    does not take the step's whole time); ``exact_lp_seconds``: most seconds of an LP
+    with the exact cost weights, past which it is solved again with
+    :func:`log_weights`; after ``exact_stalls`` such stalls every further LP of the step
+    is a fast one (:attr:`fast`)."""
 
     def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3,
-                 lp_seconds: float = 10.0):
+                 lp_seconds: float = 10.0, exact_lp_seconds: float = 1.0,
+                 exact_stalls: int = 3):
         self.table = table
         self.cost = np.asarray(cost, float)
         self.req = Requirements.from_table(table, singleton=singleton)
         self.hops = hops
         self.lp_seconds = lp_seconds
+        self.exact_lp_seconds = exact_lp_seconds
+        self.exact_stalls = exact_stalls
+        self.stalls = 0  # exact-cost LPs that ran out of their time
         A = table.relations.tocsr()
         self.A = A
         pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
@@ -108,7 +118,8 @@ class WidthStep:
             self._settle(cells, dev, conds, index, done, witnesses, z)
             done[q] = True
             witnesses[(cond.cell, cond.sign)] = cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]
-        return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out, witnesses)
+        return WidthOutcome(z, int(z.sum() - start), lps, unmet, timed_out, witnesses,
+                            self.stalls)
 
     def _settle(self, cells, dev, conds, index, done, witnesses, z) -> None:
         """Mark every condition the witness ``dev`` (on ``cells``) meets, scaled as far
@@ -155,18 +166,22 @@ class WidthStep:
         if req.singleton.any():
             movable = movable & ~req.singleton
             movable[cond.cell] = True
+        # the fast LPs look one relation further (on a linked table of a few thousand
+        # cells, where the exact ones stall, a primary's witness is rarely within
+        # ``hops`` relations; one further it often is, at a third of the whole table)
+        radius = self.hops + int(self.fast)
         lps = 0
         if z.sum() > 1:
             # first the suppressed cells alone (a small LP): the condition often holds
             # already, and then nothing is added
             hidden = z & movable
             hidden[cond.cell] = True
-            cells, _ = self._neighbourhood(cond.cell, self.hops, hidden)
+            cells, _ = self._neighbourhood(cond.cell, radius, hidden)
             y = self._solve(cond, cells, z, deadline) if len(cells) > 1 else None
             lps += len(cells) > 1
             if y is not None or _past(deadline):
                 return ((cells, y) if y is not None else None), lps
-        hops = self.hops
+        hops = radius
         while True:
             cells, whole = self._neighbourhood(cond.cell, hops, movable)
             y = self._solve(cond, cells, z, deadline)
@@ -195,8 +210,8 @@ class WidthStep:
             wu = np.where(scale_up > 0, cost / scale_up, 0.0)
             wd = np.where(scale_dn > 0, cost / scale_dn, 0.0)
         zs = z[cells]
-        wu = np.where(zs, self.free_weight / need, wu)
-        wd = np.where(zs, self.free_weight / need, wd)
+        exact = np.concatenate([np.where(zs, self.free_weight / need, wu),
+                                np.where(zs, self.free_weight / need, wd)])
         lo = np.zeros(2 * len(cells))
         hi = np.concatenate([up, dn])
         if cond.sign > 0:
@@ -205,15 +220,37 @@ class WidthStep:
             lo[len(cells) + k], hi[k] = need, 0.0
         if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
             return None
-        lp = LinearProgram(c=np.concatenate([wu, wd]), A=sp.hstack([sub, -sub]).tocsr(),
-                           row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
-                           col_lower=lo, col_upper=hi, sense="min")
-        left = self.lp_seconds if deadline is None else \
-            min(self.lp_seconds, max(0.01, deadline - time.perf_counter()))
-        res = HighsModel(lp).solve(time_limit=left)
+        A = sp.hstack([sub, -sub]).tocsr()
+        if not self.fast:
+            res = self._run_lp(exact, A, lo, hi, deadline, self.exact_lp_seconds)
+            if res.status != "time_limit_no_solution" and res.status != "time_limit":
+                return None if res.status != "optimal" else \
+                    res.x[:len(cells)] - res.x[len(cells):]
+            self.stalls += 1
+        res = self._run_lp(log_weights(exact, np.concatenate([zs, zs])), A, lo, hi,
+                           deadline, self.lp_seconds, presolve=False)
         if res.status != "optimal":
             return None
         return res.x[:len(cells)] - res.x[len(cells):]
+
+    @property
+    def fast(self) -> bool:
+        """The exact-cost LPs stalled ``exact_stalls`` times: every further LP is a fast
+        one (log weights, no presolve, one relation more around the primary)."""
+        return self.stalls >= self.exact_stalls
+
+    def _run_lp(self, weights, A, lo, hi, deadline, seconds, presolve: bool = True):
+        """One protection LP within ``seconds`` (and the deadline); ``presolve=False``
+        for the fast LPs (on them HiGHS' presolve takes most of the time: a third to a
+        fifth of it without; on the exact ones it changes which optimal vertex, and so
+        which witness, is found)."""
+        lp = LinearProgram(c=weights, A=A, row_lower=np.zeros(A.shape[0]),
+                           row_upper=np.zeros(A.shape[0]), col_lower=lo, col_upper=hi,
+                           sense="min")
+        left = seconds if deadline is None else \
+            min(seconds, max(0.01, deadline - time.perf_counter()))
+        options = {} if presolve else {"presolve": "off"}
+        return HighsModel(lp, **options).solve(time_limit=left)
 
 
 def _past(deadline: float | None) -> bool:

@@ -94,7 +94,9 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     ``gauss_start_share`` of the limit; the search has what the start leaves.
 
     ``time_limit`` bounds the whole call: the search's limit is the time left after the
-    start, and with none left a start is the result.  The result is never costlier than
+    start, and with less than ``min_search_share`` of it left a start is the result
+    (setting up the search on a table where gauss took most of the limit costs seconds
+    and finds nothing better in them).  The result is never costlier than
     a start the oracle does not find unprotected (see
     :func:`~tabprotect.secondary.optimal.heuristics.initial_incumbent`).
     """
@@ -115,7 +117,7 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
                            else (found.pattern, None))
             state = found.state
     left = None if end is None else max(0.0, end - time.perf_counter())
-    if start is not None and left == 0.0:
+    if start is not None and left is not None and left <= opt.min_search_share * time_limit:
         out = _start_outcome(table, start)
     else:
         # the start, unless the oracle finds it unprotected, is the first incumbent and
@@ -139,10 +141,10 @@ def _secondary_cost(table, cost: np.ndarray, pattern: np.ndarray) -> float:
 
 
 def _start_outcome(table, start: np.ndarray) -> MethodOutcome:
-    """The start as the result when no time is left for the search: unproven, no bound
-    (gap 1), time ran out."""
+    """The start as the result when too little time is left for the search: unproven,
+    no bound (gap 1), time ran out."""
     status = table.status.copy()
     status[np.asarray(start, bool) & ~np.isin(status, ("U", "M"))] = "M"
     return MethodOutcome(status=status, proven_optimal=False, solver_status="time_limit",
-                         mip_gap=1.0, details={"search": "none: no time left after the start",
+                         mip_gap=1.0, details={"search": "none: too little time left after the start",
                                                "lower_bound": 0.0})

@@ -52,6 +52,10 @@ class OptimalOptions:
     #: share of the start's time for gauss's width step (the LPs that give each primary
     #: its range); the elimination after it takes a small part, the pruning pass the rest
     gauss_start_widths_share: float = 0.8
+    #: with a finished start and at most this share of the limit left, the start is the
+    #: result: setting up the search costs seconds on the tables where gauss took most
+    #: of the limit, and it finds nothing better in the rest
+    min_search_share: float = 0.1
 
     # ---- LP phase (fractional separation on the master's LP relaxation)
     #: the LP phase stops after lp_stall_rounds sweeps improving the bound by less than
