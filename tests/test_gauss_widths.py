@@ -15,7 +15,8 @@ from tabprotect.model.linked import TOTAL, link_tables
 from tabprotect.model.synthetic import DIMENSION_NAMES, generate
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary import protect
-from tabprotect.secondary.gauss.widths import FREE_LOG_WEIGHT, WidthStep, log_weights
+from tabprotect.secondary.gauss.widths import WidthStep
+from tabprotect.secondary.prune import FREE_LOG_WEIGHT, log_weights
 
 #: the three 3-D faces of a 4-D table: linked tables sharing their 2-D margins
 FACES = ((0, 1, 2), (0, 1, 3), (0, 2, 3))

@@ -163,7 +163,12 @@ class _WitnessModel:
         self.down = np.where(req.singleton[self.cells], 0.0, req.down[self.cells])
         self.lp_seconds = lp_seconds
         self.lps = 0
-        lp = LinearProgram(c=np.concatenate([weight, weight]),
+        self.stalls = 0  # exact-weight solves that ran out of EXACT_LP_SECONDS
+        free = weight == 0
+        self.fast_weights = log_weights(np.concatenate([weight, weight]),
+                                        np.concatenate([free, free]))
+        self.exact_weights = np.concatenate([weight, weight])
+        lp = LinearProgram(c=self.exact_weights,
                            A=sp.hstack([sub, -sub]).tocsr(),
                            row_lower=np.zeros(sub.shape[0]), row_upper=np.zeros(sub.shape[0]),
                            col_lower=np.zeros(2 * k), col_upper=np.concatenate([self.up,
@@ -188,16 +193,64 @@ class _WitnessModel:
         lo = [cond.need, 0.0] if cond.sign > 0 else [0.0, cond.need]
         hi = [up, 0.0] if cond.sign > 0 else [0.0, down]
         self.model.set_col_bounds([j, k + j], lo, hi)
-        left = self.lp_seconds if deadline is None else \
-            min(self.lp_seconds, max(0.01, deadline - time.perf_counter()))
-        self.model.highs.clearSolver()   # a cold solve: warm re-solves can stall here
-        res = self.model.solve(time_limit=left)
+        res = self._solve(deadline)
         self.lps += 1
         self.model.set_col_bounds([j, k + j], [0.0, 0.0], [self.up[j], self.down[j]])
         if res.status != "optimal":
             return None
         y = res.x[:k] - res.x[k:]
         return self.cells[np.abs(y) > 1e-9 * max(1.0, cond.need)]
+
+    def _solve(self, deadline: float | None):
+        """A cold solve (warm re-solves can stall here) with the exact weights within
+        ``EXACT_LP_SECONDS``, solved again with :func:`log_weights` and no presolve when
+        it stalls; after ``EXACT_STALLS`` such stalls with those at once."""
+        def left(seconds):
+            return seconds if deadline is None else \
+                min(seconds, max(0.01, deadline - time.perf_counter()))
+        self.model.highs.clearSolver()
+        if self.stalls < EXACT_STALLS:
+            res = self.model.solve(time_limit=left(min(self.lp_seconds, EXACT_LP_SECONDS)))
+            if res.status not in ("time_limit", "time_limit_no_solution"):
+                return res
+            self.stalls += 1
+            self._weights(fast=True)
+            self.model.highs.clearSolver()
+        res = self.model.solve(time_limit=left(self.lp_seconds))
+        if self.stalls < EXACT_STALLS:
+            self._weights(fast=False)
+        return res
+
+    def _weights(self, fast: bool) -> None:
+        """The fast LP (log weights, no presolve) or the exact one."""
+        self.model.set_objective(self.fast_weights if fast else self.exact_weights)
+        self.model.highs.setOptionValue("presolve", "off" if fast else "choose")
+
+
+def log_weights(weight: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The protection LP's weights for its numerics: ``1 + log(w / w_min)`` per published
+    cell's column (``w_min`` its least positive weight), ``FREE_LOG_WEIGHT`` per
+    suppressed cell's.  The exact weights (spread over eight orders of magnitude, with
+    the suppressed cells' a millionth of the median) can stall HiGHS' simplex for many
+    seconds on a linked table of a few thousand cells, where these solve in a fraction of
+    a second; their witnesses may move dearer cells, which the pruning pass (exact
+    costs) publishes again where it can."""
+    pos = weight[(weight > 0) & ~free]
+    ref = float(pos.min()) if len(pos) else 1.0
+    out = 1.0 + np.log(np.maximum(weight, ref) / ref)
+    return np.where(free, FREE_LOG_WEIGHT, out)
+
+
+#: weight of moving a suppressed cell in :func:`log_weights` (a published cell's is 1 or
+#: more): small, so that the witness moves the suppressed cells first
+FREE_LOG_WEIGHT = 0.01
+
+
+#: most seconds of a pruning LP with the exact weights before it is solved again with
+#: :func:`log_weights` (they solve in a fraction of a second where the exact ones stall)
+EXACT_LP_SECONDS = 1.0
+#: stalls of the exact weights after which every further LP takes the log weights
+EXACT_STALLS = 3
 
 
 def _past(deadline: float | None) -> bool:

@@ -39,9 +39,10 @@ class GaussOptions:
                "levels, :mod:`.widths`) before the elimination: on general tables, where "
                "the elimination alone leaves many primaries short of their levels; on "
                "product tables the audit and repair do that"})
-    widths_share: float = field(default=0.5, metadata={
-        "why": "share of the time limit the width step may take (the elimination gets "
-               "the rest; conditions left without a witness go to the audit and repair)"})
+    widths_share: float = field(default=0.7, metadata={
+        "why": "share of the time limit the width step may take (the elimination, not "
+               "needed when every condition has a witness, and the pruning pass get the "
+               "rest; conditions left without a witness go to the audit and repair)"})
     widths_seconds: float = field(default=120.0, metadata={
         "why": "most seconds of the width step when the call has no time limit (its LPs "
                "grow with the table's linkage: the audit and repair finish what is left)"})
@@ -151,7 +152,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
           dependent: str = "largest", kernel: str = "compiled",
           python_warning_cells: int = 50_000, widths: str = "general",
-          widths_share: float = 0.5, widths_seconds: float = 120.0,
+          widths_share: float = 0.7, widths_seconds: float = 120.0,
           prune: str = "general", prune_seconds: float = 60.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
-from tabprotect.secondary.prune import Condition, conditions
+from tabprotect.secondary.prune import Condition, conditions, log_weights
 from tabprotect.secondary.repair import Requirements
 
 
@@ -166,18 +166,22 @@ class WidthStep:
         if req.singleton.any():
             movable = movable & ~req.singleton
             movable[cond.cell] = True
+        # the fast LPs look one relation further (on a linked table of a few thousand
+        # cells, where the exact ones stall, a primary's witness is rarely within
+        # ``hops`` relations; one further it often is, at a third of the whole table)
+        radius = self.hops + int(self.fast)
         lps = 0
         if z.sum() > 1:
             # first the suppressed cells alone (a small LP): the condition often holds
             # already, and then nothing is added
             hidden = z & movable
             hidden[cond.cell] = True
-            cells, _ = self._neighbourhood(cond.cell, self.hops, hidden)
+            cells, _ = self._neighbourhood(cond.cell, radius, hidden)
             y = self._solve(cond, cells, z, deadline) if len(cells) > 1 else None
             lps += len(cells) > 1
             if y is not None or _past(deadline):
                 return ((cells, y) if y is not None else None), lps
-        hops = self.hops
+        hops = radius
         while True:
             cells, whole = self._neighbourhood(cond.cell, hops, movable)
             y = self._solve(cond, cells, z, deadline)
@@ -185,10 +189,8 @@ class WidthStep:
             if y is not None or whole or _past(deadline):
                 return ((cells, y) if y is not None else None), lps
             # no solution near the primary: its whole component (an LP over it is
-            # rarely slower than one over most of it, whose fixed border makes it
-            # hard); with the fast LPs first one relation further (on a linked table of
-            # a few thousand cells a third of it, solved in a third of the time)
-            hops = hops + 1 if hops == self.hops and self.fast else self.table.n_cells
+            # rarely slower than one over most of it, whose fixed border makes it hard)
+            hops = self.table.n_cells
 
     def _solve(self, cond: Condition, cells: np.ndarray, z: np.ndarray,
                deadline: float | None):
@@ -234,7 +236,7 @@ class WidthStep:
     @property
     def fast(self) -> bool:
         """The exact-cost LPs stalled ``exact_stalls`` times: every further LP is a fast
-        one (log weights, no presolve, one more radius before the whole component)."""
+        one (log weights, no presolve, one relation more around the primary)."""
         return self.stalls >= self.exact_stalls
 
     def _run_lp(self, weights, A, lo, hi, deadline, seconds, presolve: bool = True):
@@ -249,25 +251,6 @@ class WidthStep:
             min(seconds, max(0.01, deadline - time.perf_counter()))
         options = {} if presolve else {"presolve": "off"}
         return HighsModel(lp, **options).solve(time_limit=left)
-
-
-def log_weights(weight: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """The protection LP's weights for its numerics: ``1 + log(w / w_min)`` per published
-    cell's column (``w_min`` its least positive weight), ``FREE_LOG_WEIGHT`` per
-    suppressed cell's.  The exact weights (spread over eight orders of magnitude, with
-    the suppressed cells' a millionth of the median) can stall HiGHS' simplex for many
-    seconds on a linked table of a few thousand cells, where these solve in a fraction of
-    a second; their witnesses may move dearer cells, which the pruning pass (exact
-    costs) publishes again where it can."""
-    pos = weight[(weight > 0) & ~free]
-    ref = float(pos.min()) if len(pos) else 1.0
-    out = 1.0 + np.log(np.maximum(weight, ref) / ref)
-    return np.where(free, FREE_LOG_WEIGHT, out)
-
-
-#: weight of moving a suppressed cell in :func:`log_weights` (a published cell's is 1 or
-#: more): small, so that the witness moves the suppressed cells first
-FREE_LOG_WEIGHT = 0.01
 
 
 def _past(deadline: float | None) -> bool:
