@@ -154,14 +154,7 @@ def test_verdict_modes_judge_each_attacker_on_its_own(seed):
     (0, (3, 3, 2)), (1, (3, 3, 2)),
     *[pytest.param(seed, (4, 4, 3), marks=pytest.mark.slow) for seed in range(3)]])
 def test_count_table_patterns_every_mode_agrees_with_the_lp_audit(seed, leaves):
-    from tabprotect.secondary.gauss import gauss
-    rng = np.random.default_rng(seed)
-    t = _flat_table(rng, leaves, "frequency")
-    prim = (t.value >= 1) & (t.value <= 2)
-    st_ = np.where(t.value == 0, "Z", "S").astype("<U1")
-    st_[prim] = "U"
-    t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0))
-    t = t.replace(status=gauss(t, t.value.copy(), singleton=True).status)
+    t = _gauss_count_pattern(seed, leaves, singleton=True)
     for integer in (False, True):
         truth = oracle_protected(t, singleton=True, integer=integer)
         for mode in ("intervals", "verdict", "screen"):
@@ -188,9 +181,9 @@ def test_verdict_audit_of_large_values_is_rescaled_with_its_bounds():
         assert audit(t, mode=mode, previous=fast).passed
 
 
-def _gauss_count_pattern(seed: int, leaves: tuple[int, ...]) -> Table:
-    """gauss's pattern (no single-contributor attack) of a random flat count table with
-    frequency 1-2 primaries, upper level 1 and sliding width 2."""
+def _gauss_count_pattern(seed: int, leaves: tuple[int, ...], singleton: bool = False) -> Table:
+    """gauss's pattern (against the single-contributor attack when ``singleton``) of a
+    random flat count table with frequency 1-2 primaries, upper level 1 and sliding width 2."""
     from tabprotect.secondary.gauss import gauss
     rng = np.random.default_rng(seed)
     t = _flat_table(rng, leaves, "frequency")
@@ -198,7 +191,7 @@ def _gauss_count_pattern(seed: int, leaves: tuple[int, ...]) -> Table:
     st_ = np.where(t.value == 0, "Z", "S").astype("<U1")
     st_[prim] = "U"
     t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0))
-    return t.replace(status=gauss(t, t.value.copy(), singleton=False).status)
+    return t.replace(status=gauss(t, t.value.copy(), singleton=singleton).status)
 
 
 @pytest.mark.parametrize("seed,leaves", [(0, (3, 3, 2)), (3, (4, 3, 3)), (5, (3, 3, 3))])
@@ -212,13 +205,16 @@ def test_integer_least_moves_alone_certify_what_the_integer_oracle_protects(seed
     prim = t.status == "U"
     assert truth[prim].sum() > 0
     bare = dict(local_min_vars=0, local_hops=(), aggregate_rounds=0)
-    moves = audit(t, integer=True, mode="screen", settings=AuditSettings(**bare))
+    moves = audit(t, integer=True, mode="screen",
+                  settings=AuditSettings(**bare, least_move_primaries=2000))
     np.testing.assert_array_equal(moves.protected[prim], truth[prim])
     without = audit(t, integer=True, mode="screen",
                     settings=AuditSettings(**bare, least_move_primaries=0))
     assert not without.protected[prim & truth].any()
-    # and the verdict with the usual passes still agrees with the oracle
-    np.testing.assert_array_equal(audit(t, integer=True, mode="verdict").protected, truth)
+    # and the verdict with the usual passes and least moves still agrees with the oracle
+    verdict = audit(t, integer=True, mode="verdict",
+                    settings=AuditSettings(least_move_primaries=2000))
+    np.testing.assert_array_equal(verdict.protected, truth)
 
 
 def test_least_move_goals_give_the_width_alone_first():
