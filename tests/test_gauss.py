@@ -23,6 +23,7 @@ from hypothesis import given, settings, strategies as st
 
 from tabprotect.model import synthetic
 from tabprotect.secondary.gauss import cell_vectors, gauss
+from tabprotect.secondary.gauss.compile import NUMBA
 from tabprotect.secondary.gauss.elimination import Elimination
 from tabprotect.secondary.gauss.kernel import P, modinv, table_insert, table_remove
 from tabprotect.secondary.gauss.method import run_elimination
@@ -201,11 +202,50 @@ CASES = [("2d-small", 3), ("3d-small", 7), ("1k-3d", 2)]
 def test_plain_python_kernel_gives_the_same_patterns():
     # the same kernel source uncompiled must make the same decisions as the compiled one
     pure = patterns(CASES, kernel="python")
-    assert pure == patterns(CASES)
+    assert pure == patterns(CASES, kernel="compiled")
     assert all(pure)  # the cases do have secondaries
     # with the single-contributor attack (the pair test of the kernel)
     pure = patterns(CASES, singleton=True, kernel="python")
-    assert pure == patterns(CASES, singleton=True)
+    assert pure == patterns(CASES, singleton=True, kernel="compiled")
+
+
+def test_auto_kernel_runs_small_tables_as_plain_python_with_the_same_pattern():
+    # below python_below_cells (numba not loaded yet) auto picks the plain kernel, above
+    # it the compiled one; the pattern is the same either way (checked in a new process,
+    # where numba is not loaded until a compiled kernel runs)
+    root = Path(__file__).resolve().parents[1]
+    code = ("import json, sys; sys.path.insert(0, 'tests'); import test_gauss as t; "
+            "from tabprotect.model import synthetic; "
+            "from tabprotect.secondary.gauss import gauss; "
+            "out = {}\n"
+            "for below in (10**9, 0):\n"
+            "    for name, seed in t.CASES:\n"
+            "        tb = synthetic.preset(name, seed=seed)\n"
+            "        r = gauss(tb, tb.value.copy(), singleton=True, python_below_cells=below)\n"
+            "        out.setdefault(str(below), []).append([r.details['kernel'], "
+            "'numba' in sys.modules, t.np.flatnonzero(r.status == 'M').tolist()])\n"
+            "print(json.dumps(out))")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    plain, compiled = out[str(10**9)], out["0"]
+    assert [k for k, _, _ in plain] == ["python"] * len(CASES)
+    assert not any(loaded for _, loaded, _ in plain)  # numba never imported
+    assert [k for k, _, _ in compiled] == ["compiled"] * len(CASES)
+    assert [p for _, _, p in plain] == [p for _, _, p in compiled]
+    assert [p for _, _, p in plain] == patterns(CASES, singleton=True, kernel="compiled")
+    assert all(p for _, _, p in plain)
+
+
+def test_auto_kernel_stays_compiled_once_numba_is_loaded():
+    t = synthetic.preset("2d-small", seed=1)
+    gauss(t, t.value.copy(), singleton=False, kernel="compiled")  # loads numba
+    out = gauss(t, t.value.copy(), singleton=False, python_below_cells=10**9)
+    assert out.details["kernel"] == ("compiled" if NUMBA else "python")
+    out = gauss(t, t.value.copy(), singleton=False, kernel="python")
+    assert out.details["kernel"] == "python"
 
 
 def test_without_numba_the_kernel_runs_as_plain_python():
@@ -276,7 +316,8 @@ def test_warns_on_large_tables_with_the_plain_python_kernel():
         warnings.simplefilter("error")
         gauss(t, t.value.copy(), singleton=False, kernel="python",
               python_warning_cells=t.n_cells + 1)
-        gauss(t, t.value.copy(), singleton=False, python_warning_cells=1)
+        gauss(t, t.value.copy(), singleton=False, kernel="compiled",
+              python_warning_cells=1)
 
 
 def test_no_pair_of_count_one_cells_on_a_hierarchical_count_table():

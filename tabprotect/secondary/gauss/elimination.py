@@ -8,11 +8,25 @@ from types import ModuleType
 import numpy as np
 
 from tabprotect.secondary.gauss import kernel as compiled_kernel
-from tabprotect.secondary.gauss.compile import NUMBA, plain_kernel
+from tabprotect.secondary.gauss.compile import NUMBA, numba_loaded, plain_kernel
 from tabprotect.secondary.gauss.state import (M_DISCLOSED, M_FREE, M_NEED, M_NODE_TOP,
                                               M_PAIRS, M_STATUS, M_TOP, P, Q,
                                               ROLE_ATTACKER, ROLE_CHECKED,
                                               STATUS_NEED_POOL, State)
+
+
+def choose_kernel(name: str, n_cells: int, python_below_cells: int) -> str:
+    """``"compiled"`` or ``"python"`` for the kernel setting ``name``: ``"auto"`` is
+    the plain-Python kernel on tables of fewer than ``python_below_cells`` cells while
+    numba is not loaded in this process (importing it and loading the cached kernels
+    costs more than the plain elimination there), the compiled one otherwise."""
+    if name not in ("auto", "compiled", "python"):
+        raise ValueError(f"gauss kernel must be 'auto', 'compiled' or 'python', "
+                         f"not {name!r}")
+    if name != "auto":
+        return name
+    small = n_cells < python_below_cells and not numba_loaded()
+    return "python" if small or not NUMBA else "compiled"
 
 
 def kernel_module(name: str = "compiled") -> ModuleType:

@@ -13,7 +13,8 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.gauss import kernel as compiled_kernel
 from tabprotect.secondary.gauss.compile import NUMBA
-from tabprotect.secondary.gauss.elimination import Elimination, kernel_module
+from tabprotect.secondary.gauss.elimination import (Elimination, choose_kernel,
+                                                    kernel_module)
 from tabprotect.secondary.gauss.singletons import watched_roles
 from tabprotect.secondary.gauss.vectors import cell_vectors
 from tabprotect.secondary.gauss.widths import WidthStep
@@ -27,10 +28,14 @@ class GaussOptions:
     dependent: Literal["largest", "last"] = field(default="largest", metadata={
         "why": "the dependent child of each group in the cell vectors; the result does "
                "not depend on it (kept to check exactly that)"})
-    kernel: Literal["compiled", "python"] = field(default="compiled", metadata={
+    kernel: Literal["auto", "compiled", "python"] = field(default="auto", metadata={
         "why": "the elimination compiled by numba (plain Python where numba cannot be "
-               "imported), or the same source uncompiled: same pattern, to check the "
-               "compiled one"})
+               "imported), or the same source uncompiled (same pattern); auto: plain "
+               "below python_below_cells until numba is loaded, else compiled"})
+    python_below_cells: int = field(default=1_000, metadata={
+        "why": "auto runs smaller tables as plain Python: numba's import and cached "
+               "kernels cost a new process 0.4 s CPU, more than the plain elimination "
+               "below about 1,000 cells (benchmarks/bench_gauss_kernel.py)"})
     python_warning_cells: int = field(default=50_000, metadata={
         "why": "the plain-Python kernel warns from this many cells on: it runs many "
                "times slower than the compiled one (about a second per 10,000 cells)"})
@@ -150,9 +155,9 @@ def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
                  handles_singletons=True, proves_optimality=False)
 def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
-          dependent: str = "largest", kernel: str = "compiled",
-          python_warning_cells: int = 50_000, widths: str = "general",
-          widths_share: float = 0.7, widths_seconds: float = 120.0,
+          dependent: str = "largest", kernel: str = "auto",
+          python_below_cells: int = 1_000, python_warning_cells: int = 50_000,
+          widths: str = "general", widths_share: float = 0.7, widths_seconds: float = 120.0,
           prune: str = "general", prune_seconds: float = 60.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
@@ -170,7 +175,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         the pattern meets the protection levels too, not only no exact disclosure
     prune, prune_seconds : the pruning pass after the elimination (see
         :class:`GaussOptions`); it runs until the time limit
-    dependent, kernel, python_warning_cells : see :class:`GaussOptions`
+    dependent, kernel, python_below_cells, python_warning_cells : see
+        :class:`GaussOptions`; ``details["kernel"]`` says which kernel ran
 
     Examples
     --------
@@ -184,6 +190,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
+    kernel = choose_kernel(kernel, table.n_cells, python_below_cells)
     module = kernel_module(kernel)
     compiled = kernel == "compiled" and NUMBA
     if not compiled and table.n_cells >= python_warning_cells:
@@ -218,7 +225,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
                              details)
     if progress is not None:
         progress("gauss", 1.0)
-    details.update({"forced_disclosures": run.disclosed, "offers": run.offers,
+    details.update({"kernel": "compiled" if compiled else "python",
+                    "forced_disclosures": run.disclosed, "offers": run.offers,
                     "relations_offered": run.relations_offered, "relations": run.relations,
                     "secondaries": int((status == "M").sum() - (table.status == "M").sum()),
                     "seconds": round(time.perf_counter() - start, 3)})
