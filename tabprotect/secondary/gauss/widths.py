@@ -58,22 +58,24 @@ class WidthStep:
     ``hops``: the neighbourhood's radius in relations (the whole component when the LP
     over it has no solution); ``lp_seconds``: most seconds of one LP (a condition whose
     LP runs out goes without a witness to the audit and repair, so that one hard LP
-    does not take the step's whole time); ``exact_lp_seconds``: most seconds of an LP
-    with the exact cost weights, past which it is solved again with
-    :func:`log_weights`; after ``exact_stalls`` such stalls every further LP of the step
+    does not take the step's whole time); ``exact_iterations``: most simplex iterations
+    of an LP with the exact cost weights, per row and column (a count, unlike seconds,
+    that a loaded machine does not change; the exact LPs of HIER13, HIER133D and TABLE3
+    take at most 0.6, NINENEW's stall past 0.6 where the solved ones took 0.2), past which
+    it is solved again with :func:`log_weights`; after ``exact_stalls`` such stalls every further LP of the step
     is a fast one (:attr:`fast`)."""
 
     def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3,
-                 lp_seconds: float = 10.0, exact_lp_seconds: float = 1.0,
-                 exact_stalls: int = 3):
+                 lp_seconds: float = 10.0, exact_iterations: float = 0.75,
+                 exact_stalls: int = 1):
         self.table = table
         self.cost = np.asarray(cost, float)
         self.req = Requirements.from_table(table, singleton=singleton)
         self.hops = hops
         self.lp_seconds = lp_seconds
-        self.exact_lp_seconds = exact_lp_seconds
+        self.exact_iterations = exact_iterations
         self.exact_stalls = exact_stalls
-        self.stalls = 0  # exact-cost LPs that ran out of their time
+        self.stalls = 0  # exact-cost LPs that ran out of their iterations (or time)
         A = table.relations.tocsr()
         self.A = A
         pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
@@ -222,13 +224,16 @@ class WidthStep:
             return None
         A = sp.hstack([sub, -sub]).tocsr()
         if not self.fast:
-            res = self._run_lp(exact, A, lo, hi, deadline, self.exact_lp_seconds)
-            if res.status != "time_limit_no_solution" and res.status != "time_limit":
+            limit = int(self.exact_iterations * sum(A.shape)) + 1
+            res, iterations = self._run_lp(exact, A, lo, hi, deadline, self.lp_seconds,
+                                           iteration_limit=limit)
+            if res.status not in ("time_limit_no_solution", "time_limit") \
+                    and iterations < limit:
                 return None if res.status != "optimal" else \
                     res.x[:len(cells)] - res.x[len(cells):]
             self.stalls += 1
-        res = self._run_lp(log_weights(exact, np.concatenate([zs, zs])), A, lo, hi,
-                           deadline, self.lp_seconds, presolve=False)
+        res, _ = self._run_lp(log_weights(exact, np.concatenate([zs, zs])), A, lo, hi,
+                              deadline, self.lp_seconds, presolve=False)
         if res.status != "optimal":
             return None
         return res.x[:len(cells)] - res.x[len(cells):]
@@ -239,8 +244,10 @@ class WidthStep:
         one (log weights, no presolve, one relation more around the primary)."""
         return self.stalls >= self.exact_stalls
 
-    def _run_lp(self, weights, A, lo, hi, deadline, seconds, presolve: bool = True):
-        """One protection LP within ``seconds`` (and the deadline); ``presolve=False``
+    def _run_lp(self, weights, A, lo, hi, deadline, seconds, presolve: bool = True,
+                iteration_limit: int | None = None):
+        """One protection LP within ``seconds`` (and the deadline) and
+        ``iteration_limit``: its result and simplex iterations; ``presolve=False``
         for the fast LPs (on them HiGHS' presolve takes most of the time: a third to a
         fifth of it without; on the exact ones it changes which optimal vertex, and so
         which witness, is found)."""
@@ -250,7 +257,11 @@ class WidthStep:
         left = seconds if deadline is None else \
             min(seconds, max(0.01, deadline - time.perf_counter()))
         options = {} if presolve else {"presolve": "off"}
-        return HighsModel(lp, **options).solve(time_limit=left)
+        if iteration_limit is not None:
+            options["simplex_iteration_limit"] = iteration_limit
+        model = HighsModel(lp, **options)
+        res = model.solve(time_limit=left)
+        return res, int(model.highs.getInfo().simplex_iteration_count)
 
 
 def _past(deadline: float | None) -> bool:
