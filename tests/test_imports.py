@@ -140,8 +140,9 @@ def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
     # packages (plots, the PuLP backend, the service, Dask) are imported on first use, and
     # scipy.linalg (which scipy's graph module would import) not at all by such a run:
     # importing tabprotect, its methods and the CLI, and protecting with a method that
-    # calls no kernel, loads none of them; the first gauss call loads numba (four threads
-    # calling it at once compile the kernels once).
+    # calls no kernel, or with gauss on a table below its python_below_cells (the plain
+    # kernel), loads none of them; the first compiled gauss call loads numba (four
+    # threads calling it at once compile the kernels once).
     code = (
         "import sys\n"
         "import tabprotect, tabprotect.secondary, tabprotect.pipeline, tabprotect.cli\n"
@@ -153,11 +154,15 @@ def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
         "r = tabprotect.secondary.protect(t, method='hypercube', singleton=False)\n"
         "assert r.passed\n"
         "assert not [m for m in heavy if m in sys.modules], 'hypercube'\n"
+        "r = tabprotect.secondary.protect(t, method='gauss', singleton=False)\n"
+        "assert r.passed\n"
+        "assert not [m for m in heavy if m in sys.modules], 'small gauss'\n"
         "import threading\n"
         "go, out = threading.Barrier(4), []\n"
         "def first_gauss():\n"
         "    go.wait()\n"
-        "    out.append(tabprotect.secondary.protect(t, method='gauss', singleton=False))\n"
+        "    out.append(tabprotect.secondary.protect(t, method='gauss', singleton=False,\n"
+        "                                            kernel='compiled'))\n"
         "threads = [threading.Thread(target=first_gauss) for _ in range(4)]\n"
         "[th.start() for th in threads]; [th.join() for th in threads]\n"
         "assert len(out) == 4 and all(r.passed for r in out), 'gauss in threads'\n"
