@@ -232,8 +232,8 @@ def test_several_primaries_in_each_of_several_components(integer):
 
 def _check_base_intervals(t: Table, st, integer: bool) -> None:
     """The checker's intervals without figures equal the independent ones."""
-    from tabprotect.public_summary import _Checker
-    checker = _Checker(t, st, integer, 1e-6, None)
+    from tabprotect.public_summary.checker import Checker
+    checker = Checker(t, st, integer, 1e-6, None)
     assert checker._base(checker.primary)
     mine = {int(checker.cells[j]): (checker.base_lo[j], checker.base_hi[j])
             for j in checker.primary}
@@ -368,14 +368,14 @@ def test_count_ends_shown_by_other_components_moving_back(seed):
     # integer tables: an end point of one block keeps the figures once other blocks move
     # their parts back (integral moves found per block and cached); the released and
     # withheld figures are checked by the independent MILPs
-    from tabprotect.public_summary import _Checker
+    from tabprotect.public_summary.checker import Checker
     t, st = _blocks_count_table(seed)
     _check(t, st, integer=True)
-    checker = _Checker(t, st, True, 1e-6, None)
+    checker = Checker(t, st, True, 1e-6, None)
     for name, value in standard_figures(t, st).items():
         from tabprotect.public_summary import _form
         checker.try_release(*_form(name, value, t, st, None))
-    assert any(z is not None for z in checker.shifts.values())   # the moves were used
+    assert any(z is not None for z in checker.moves.shifts.values())   # the moves were used
 
 
 def _random_3d_count_table(seed: int):
@@ -415,23 +415,23 @@ def test_integral_vertex_fixes_the_cell_and_is_integral():
     import scipy.sparse as sp
 
     from solvers import LinearProgram
-    from tabprotect.public_summary import _integral_vertex
+    from tabprotect.public_summary.systems import integral_vertex
     # x0 + x1 + x2 = 3 with each pair summing to at most 2: fixing x0 = 1 leaves the
     # integral vertex (1, 1, 1); x0 = 3 leaves no solution, x0 = 6 is past its bound
     A = sp.csr_matrix([[1, 1, 1], [1, 1, 0], [0, 1, 1], [1, 0, 1]], dtype=float)
     lp = LinearProgram(c=np.zeros(3), A=A, row_lower=[3, 0, 0, 0], row_upper=[3, 2, 2, 2],
                        col_lower=np.zeros(3), col_upper=np.full(3, 5.0))
-    res = _integral_vertex(lp, 0, 1.0, None)
+    res = integral_vertex(lp, 0, 1.0, None)
     assert res is not None and res.x[0] == pytest.approx(1.0)
     assert np.allclose(res.x, np.round(res.x)) and A @ res.x == pytest.approx([3, 2, 2, 2])
-    assert _integral_vertex(lp, 0, 6.0, None) is None
-    assert _integral_vertex(lp, 0, 3.0, None) is None
+    assert integral_vertex(lp, 0, 6.0, None) is None
+    assert integral_vertex(lp, 0, 3.0, None) is None
 
 
 def test_pace_gives_up_only_past_or_hopeless_deadlines():
     import time
 
-    from tabprotect.public_summary import _Pace
-    assert not _Pace(None, 10).hopeless(9)                      # no deadline
-    assert not _Pace(time.monotonic() + 3600, 10).hopeless(9)   # pace not measured yet
-    assert _Pace(time.monotonic() - 1, 10).hopeless(10)         # no time and no progress
+    from tabprotect.public_summary.systems import Pace
+    assert not Pace(None, 10).hopeless(9)                      # no deadline
+    assert not Pace(time.monotonic() + 3600, 10).hopeless(9)   # pace not measured yet
+    assert Pace(time.monotonic() - 1, 10).hopeless(10)         # no time and no progress

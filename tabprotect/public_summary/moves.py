@@ -1,0 +1,138 @@
+"""Integral moves of whole components for the public summary's checks on integer tables.
+
+An integral end point of one component (its part of a solution without the figures) moves
+the released figures' parts; it stays a witness with the figures when other components
+move their parts back by as much. A move is an integral solution of one component with its
+parts of the figures shifted by a given amount; moves are found per component and shift
+and reused for the figure under check."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import LinearProgram, solve
+from tabprotect.public_summary.systems import integral, integral_vertex
+
+__all__ = ["ComponentMoves"]
+
+
+class ComponentMoves:
+    """The moves of the components of ``system`` (a :class:`~.checker.Checker`) for one
+    figure under check: ``spans`` holds, per figure in play, each component's (min, max)
+    of its part, which bound every integral move."""
+
+    def __init__(self, system, spans: list[tuple[np.ndarray, np.ndarray]]):
+        self.system = system
+        self.spans = spans
+        # (component, shift of the parts of the figures in play) -> that component's
+        # integral solution with its parts moved so, or None where none exists
+        self.shifts: dict[tuple, np.ndarray | None] = {}
+
+    def compensate(self, c: int, R: np.ndarray, delta: np.ndarray):
+        """Other components than ``c`` whose integral solutions together move their parts
+        of ``R`` by ``delta``: a list of ``(component, its part)``; None when none is
+        found (one component taking all of it, else the largest ones in turn taking what
+        their parts' ranges allow); False out of time."""
+        found = self._from_cache(c, delta)
+        if found is None:
+            found = self._moved(c, R, delta)
+        if found is not None:
+            return found
+        left, out = delta.copy(), []
+        for d in self.system.by_size:
+            if np.abs(left).max() <= 1e-9:
+                return out
+            step = self._room(int(d), c, R, left, clip=True)
+            if step is None or np.abs(step).max() <= 1e-9:
+                continue
+            z = self._cached_shift(int(d), R, step)
+            if z is False:
+                return False
+            if z is not None:
+                out.append((int(d), z))
+                left = left - step
+        return out if np.abs(left).max() <= 1e-9 else None
+
+    def _from_cache(self, c: int, delta: np.ndarray):
+        """One or two moves found already (of components other than ``c`` and each
+        other) that add up to ``delta``: a list of ``(component, part)`` or None."""
+        found = [(k[0], np.array(k[1:]), z) for k, z in self.shifts.items()
+                 if z is not None and k[0] != c]
+        for i, (d, step, z) in enumerate(found):
+            if np.abs(step - delta).max() <= 1e-9:
+                return [(d, z)]
+            for d2, step2, z2 in found[i + 1:]:
+                if d2 != d and np.abs(step + step2 - delta).max() <= 1e-9:
+                    return [(d, z), (d2, z2)]
+        return None
+
+    def _moved(self, c: int, R: np.ndarray, delta: np.ndarray):
+        """One other component than ``c`` that moves its parts by all of ``delta``:
+        ``[(component, part)]``, None, or False out of time."""
+        for d in self.system.by_size:
+            if self._room(int(d), c, R, delta, clip=False) is None:
+                continue
+            z = self._cached_shift(int(d), R, delta)
+            if z is False:
+                return False
+            if z is not None:
+                return [(int(d), z)]
+        return None
+
+    def _room(self, d: int, c: int, R: np.ndarray, delta: np.ndarray, clip: bool):
+        """The move of component ``d``'s parts toward ``delta`` that their LP ranges
+        (``spans``, which hold every integral move) allow: all of it or None, or with
+        ``clip`` as much of each row as the range holds (whole units)."""
+        cols = self.system.comp_cols[d]
+        if d == c or not np.any(R[:, cols]):
+            return None
+        now = R[:, cols] @ self.system.value[self.system.cells][cols]
+        lo = np.array([s_lo[d] for s_lo, _ in self.spans]) - now
+        hi = np.array([s_hi[d] for _, s_hi in self.spans]) - now
+        tol = 1e-9 * np.maximum(1.0, np.abs(now))
+        if not clip:
+            ok = np.all(delta >= lo - tol) and np.all(delta <= hi + tol)
+            return delta if ok else None
+        return np.clip(delta, np.ceil(lo - tol), np.floor(hi + tol))
+
+    def _cached_shift(self, d: int, R: np.ndarray, delta: np.ndarray):
+        key = (d,) + tuple(np.round(delta, 9))
+        if key not in self.shifts:
+            z = self._shift(d, R, delta)
+            if z is False:
+                return False
+            self.shifts[key] = z
+        return self.shifts[key]
+
+    def _shift(self, d: int, R: np.ndarray, delta: np.ndarray):
+        """An integral solution of component ``d`` with its parts of ``R`` at their true
+        values plus ``delta``; None when there is none, False out of time."""
+        cols, rws = self.system.comp_cols[d], self.system.comp_rows[d]
+        truth = self.system.value[self.system.cells][cols]
+        E = R[:, cols]
+        want = E @ truth + delta
+        band = 1e-9 * np.maximum(1.0, np.abs(E) @ np.abs(truth))
+        lp = LinearProgram(c=np.zeros(len(cols)),
+                           A=sp.vstack([self.system.A_csr[rws][:, cols], sp.csr_matrix(E)]).tocsr(),
+                           row_lower=np.concatenate([self.system.lp.row_lower[rws], want - band]),
+                           row_upper=np.concatenate([self.system.lp.row_upper[rws], want + band]),
+                           col_lower=self.system.lp.col_lower[cols],
+                           col_upper=self.system.lp.col_upper[cols])
+        left = None if self.system.deadline is None else self.system.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        res = solve(lp, time_limit=left)
+        # an integral vertex of the LP is an answer; the MILP only where none is found
+        if res.status == "optimal" and not integral(res.x):
+            point = integral_vertex(lp, None, None, left)
+            res = point if point is not None else solve(
+                dataclasses.replace(lp, integrality=np.full(len(cols), True)),
+                time_limit=left)
+        if res.status == "infeasible":
+            return None
+        if res.status != "optimal":
+            return False
+        return np.round(res.x)

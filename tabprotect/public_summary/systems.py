@@ -1,0 +1,147 @@
+"""The solves behind the public summary's checks: bounds of single cells over one system
+(warm LPs, MILPs for fractional ends of integer tables), integral LP vertices, the solutions
+kept for later proofs, and the pace that gives a hopeless check up early."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram, solve
+
+__all__ = ["integral", "integral_vertex", "Pace", "Points", "Bounds"]
+
+
+def integral(x: np.ndarray) -> bool:
+    return bool(np.abs(x - np.round(x)).max() <= 1e-6) if len(x) else True
+
+
+def integral_vertex(lp: LinearProgram, j, end, time_limit):
+    """An optimal result of ``lp`` whose point is integral, with column ``j`` fixed at
+    ``end`` when given, found by LP vertices of a few objectives (none, the columns' sum
+    down and up); None when none of them is integral."""
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if j is not None:
+        if not lo[j] <= end <= hi[j]:
+            return None
+        lo[j] = hi[j] = end
+    k = lp.n_cols
+    for c in (np.zeros(k), np.ones(k), -np.ones(k)):
+        res = solve(dataclasses.replace(lp, c=c, col_lower=lo, col_upper=hi, sense="min"),
+                    time_limit=time_limit)
+        if res.status != "optimal":
+            return None
+        if integral(res.x):
+            return res
+    return None
+
+
+class Pace:
+    """Whether the ends still open can be found before the deadline at the recent pace:
+    a check that cannot finish in time is given up early (its figure is withheld, as it
+    would be at the deadline) instead of spending the rest of the time.  The pace is
+    taken over the last ``window`` share of the time left at the start (the first
+    solves show many ends at once, the later ones one each)."""
+
+    def __init__(self, deadline, open_ends: int, window: float = 0.1):
+        now = time.monotonic()
+        self.deadline = deadline
+        self.span = None if deadline is None else window * max(0.0, deadline - now)
+        self.seen: list[tuple[float, int]] = [(now, open_ends)]
+        self.first = 0          # the first entry of ``seen`` inside the window
+
+    def hopeless(self, open_ends: int) -> bool:
+        if self.deadline is None:
+            return False
+        now = time.monotonic()
+        self.seen.append((now, open_ends))
+        if now - self.seen[0][0] < self.span:
+            return False
+        while self.seen[self.first][0] < now - self.span:
+            self.first += 1
+        then, before = self.seen[self.first]
+        if now - then < 0.5 * self.span:
+            then, before = self.seen[-2]
+        done = before - open_ends
+        return done <= 0 or now + (now - then) / done * open_ends > self.deadline
+
+
+class Points:
+    """Solutions of the system without the figures (a solution of the extended system
+    is one too), kept while they take at most ``max_floats`` numbers in all."""
+
+    def __init__(self, k: int, max_floats: int = 4_000_000):
+        self.room = max_floats // max(1, k)
+        self.rows: list[np.ndarray] = []
+
+    def keep(self, x: np.ndarray) -> None:
+        if len(self.rows) < self.room:
+            self.rows.append(np.array(x, dtype=float))
+
+    def matrix(self) -> np.ndarray:
+        return np.array(self.rows)
+
+
+class Bounds:
+    """Min and max of single cells over one system (warm LPs, MIPs for fractional ends)."""
+
+    def __init__(self, lp: LinearProgram, integer: bool, deadline):
+        self.integer, self.deadline = integer, deadline
+        self.A = lp.A.tocsr()
+        self.row_lower, self.row_upper = lp.row_lower.copy(), lp.row_upper.copy()
+        self.col_lower, self.col_upper = lp.col_lower, lp.col_upper
+        self.model = HighsModel(lp)
+
+    def add_row(self, row: sp.csr_matrix, lower: float, upper: float) -> int:
+        self.model.add_rows(row, [lower], [upper])
+        self.A = sp.vstack([self.A, row]).tocsr()
+        self.row_lower = np.append(self.row_lower, lower)
+        self.row_upper = np.append(self.row_upper, upper)
+        return self.A.shape[0] - 1
+
+    def delete_row(self, i: int) -> None:
+        self.model.delete_rows([i])
+        keep = np.arange(self.A.shape[0]) != i
+        self.A, self.row_lower, self.row_upper = \
+            self.A[keep], self.row_lower[keep], self.row_upper[keep]
+
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def optimum(self, idx, vals, sense: str):
+        """``(status, point)`` of the LP with objective ``sum vals * x[idx]``."""
+        left = self._remaining()
+        if left is not None and left <= 0:
+            return "time", None
+        self.model.set_objective(indices=idx, values=vals, sense=sense)
+        res = self.model.solve()
+        return res.status, res.x
+
+    def bound(self, j: int, sense: str):
+        """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""
+        status, x = self.optimum([j], [1.0], sense)
+        if status == "infeasible":
+            return "infeasible", None
+        if status == "unbounded":
+            return (-np.inf if sense == "min" else np.inf), None
+        if status != "optimal":
+            return None, None
+        if self.integer and np.abs(x - np.round(x)).max() > 1e-6:
+            return self._integer(j, sense)
+        return float(x[j]), x
+
+    def _integer(self, j: int, sense: str):
+        k = self.A.shape[1]
+        c = np.zeros(k)
+        c[j] = 1.0
+        lp = LinearProgram(c=c, A=self.A, row_lower=self.row_lower, row_upper=self.row_upper,
+                           col_lower=self.col_lower, col_upper=self.col_upper,
+                           integrality=np.full(k, True), sense=sense)
+        res = solve(lp, time_limit=self._remaining())
+        if res.status == "infeasible":
+            return "infeasible", None
+        if res.status != "optimal":
+            return None, None
+        return float(res.x[j]), res.x
