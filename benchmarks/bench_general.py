@@ -193,7 +193,8 @@ def warm_up() -> None:
     cold compile takes minutes on a loaded machine and would count against the first
     table's time limit."""
     table = linked_table("1k")
-    gauss(table, cost_vector(table, "value"), widths="never", prune="never")
+    gauss(table, cost_vector(table, "value"), widths="never", prune="never",
+          kernel="compiled")
 
 
 PROTECT_COLUMNS = ["table", "cells", "primaries", "method", "protect", "verdict",
