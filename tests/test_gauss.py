@@ -221,7 +221,8 @@ def test_auto_kernel_runs_small_tables_as_plain_python_with_the_same_pattern():
             "for below in (10**9, 0):\n"
             "    for name, seed in t.CASES:\n"
             "        tb = synthetic.preset(name, seed=seed)\n"
-            "        r = gauss(tb, tb.value.copy(), singleton=True, python_below_cells=below)\n"
+            "        r = gauss(tb, tb.value.copy(), singleton=True, python_below_cells=below,\n"
+            "                  python_seconds=1e9)\n"
             "        out.setdefault(str(below), []).append([r.details['kernel'], "
             "'numba' in sys.modules, t.np.flatnonzero(r.status == 'M').tolist()])\n"
             "print(json.dumps(out))")
@@ -237,6 +238,29 @@ def test_auto_kernel_runs_small_tables_as_plain_python_with_the_same_pattern():
     assert [p for _, _, p in plain] == [p for _, _, p in compiled]
     assert [p for _, _, p in plain] == patterns(CASES, singleton=True, kernel="compiled")
     assert all(p for _, _, p in plain)
+
+
+def test_auto_kernel_turns_compiled_once_plain_runs_took_python_seconds():
+    # a long-lived process: once its plain eliminations took python_seconds in all,
+    # auto loads numba for good (checked in a new process, numba not loaded before)
+    root = Path(__file__).resolve().parents[1]
+    code = ("import json, sys\n"
+            "from tabprotect.model import synthetic\n"
+            "from tabprotect.secondary.gauss import gauss\n"
+            "t = synthetic.preset('2d-small', seed=1)\n"
+            "kernels = []\n"
+            "for seconds in (1e9, 1e9, 1e-9, 1e9):\n"
+            "    r = gauss(t, t.value.copy(), singleton=False, python_seconds=seconds)\n"
+            "    kernels.append(r.details['kernel'])\n"
+            "print(json.dumps(kernels))")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the last call: numba is loaded, whatever python_seconds says
+    expected = ["python", "python", "compiled", "compiled"] if NUMBA else ["python"] * 4
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
 
 
 def test_auto_kernel_stays_compiled_once_numba_is_loaded():

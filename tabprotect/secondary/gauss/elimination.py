@@ -15,18 +15,32 @@ from tabprotect.secondary.gauss.state import (M_DISCLOSED, M_FREE, M_NEED, M_NOD
                                               STATUS_NEED_POOL, State)
 
 
-def choose_kernel(name: str, n_cells: int, python_below_cells: int) -> str:
+#: seconds this process has spent in plain-Python eliminations (read by ``"auto"``)
+_PLAIN_SECONDS = [0.0]
+
+
+def choose_kernel(name: str, n_cells: int, python_below_cells: int,
+                  python_seconds: float = float("inf")) -> str:
     """``"compiled"`` or ``"python"`` for the kernel setting ``name``: ``"auto"`` is
     the plain-Python kernel on tables of fewer than ``python_below_cells`` cells while
     numba is not loaded in this process (importing it and loading the cached kernels
-    costs more than the plain elimination there), the compiled one otherwise."""
+    costs more than the plain elimination there) and the process's plain eliminations
+    have taken less than ``python_seconds`` in all (a long-lived process then loads
+    numba once instead of paying the plain kernel on every call), the compiled one
+    otherwise."""
     if name not in ("auto", "compiled", "python"):
         raise ValueError(f"gauss kernel must be 'auto', 'compiled' or 'python', "
                          f"not {name!r}")
     if name != "auto":
         return name
-    small = n_cells < python_below_cells and not numba_loaded()
+    small = (n_cells < python_below_cells and not numba_loaded()
+             and _PLAIN_SECONDS[0] < python_seconds)
     return "python" if small or not NUMBA else "compiled"
+
+
+def add_plain_seconds(seconds: float) -> None:
+    """Count ``seconds`` of a plain-Python elimination against ``python_seconds``."""
+    _PLAIN_SECONDS[0] += seconds
 
 
 def kernel_module(name: str = "compiled") -> ModuleType:

@@ -13,8 +13,8 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.gauss import kernel as compiled_kernel
 from tabprotect.secondary.gauss.compile import NUMBA
-from tabprotect.secondary.gauss.elimination import (Elimination, choose_kernel,
-                                                    kernel_module)
+from tabprotect.secondary.gauss.elimination import (Elimination, add_plain_seconds,
+                                                    choose_kernel, kernel_module)
 from tabprotect.secondary.gauss.singletons import watched_roles
 from tabprotect.secondary.gauss.vectors import cell_vectors
 from tabprotect.secondary.gauss.widths import WidthStep
@@ -36,6 +36,9 @@ class GaussOptions:
         "why": "auto runs smaller tables as plain Python: numba's import and cached "
                "kernels cost a new process 0.4 s CPU, more than the plain elimination "
                "below about 1,000 cells (benchmarks/bench_gauss_kernel.py)"})
+    python_seconds: float = field(default=0.4, metadata={
+        "why": "auto stops choosing plain Python once the process's plain eliminations "
+               "took this long in all (numba's load): a long-lived process loads it once"})
     python_warning_cells: int = field(default=50_000, metadata={
         "why": "the plain-Python kernel warns from this many cells on: it runs many "
                "times slower than the compiled one (about a second per 10,000 cells)"})
@@ -156,7 +159,8 @@ def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
 def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
           dependent: str = "largest", kernel: str = "auto",
-          python_below_cells: int = 1_000, python_warning_cells: int = 50_000,
+          python_below_cells: int = 1_000, python_seconds: float = 0.4,
+          python_warning_cells: int = 50_000,
           widths: str = "general", widths_share: float = 0.7, widths_seconds: float = 120.0,
           prune: str = "general", prune_seconds: float = 60.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
@@ -175,7 +179,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         the pattern meets the protection levels too, not only no exact disclosure
     prune, prune_seconds : the pruning pass after the elimination (see
         :class:`GaussOptions`); it runs until the time limit
-    dependent, kernel, python_below_cells, python_warning_cells : see
+    dependent, kernel, python_below_cells, python_seconds, python_warning_cells : see
         :class:`GaussOptions`; ``details["kernel"]`` says which kernel ran
 
     Examples
@@ -190,7 +194,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
-    kernel = choose_kernel(kernel, table.n_cells, python_below_cells)
+    kernel = choose_kernel(kernel, table.n_cells, python_below_cells, python_seconds)
     module = kernel_module(kernel)
     compiled = kernel == "compiled" and NUMBA
     if not compiled and table.n_cells >= python_warning_cells:
@@ -216,8 +220,11 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         details["elimination_skipped"] = "every condition has a witness"
     else:
         run_on = table if not details else table.replace(status=status)
+        t_run = time.perf_counter()
         vectors = cell_vectors(run_on, dependent, compiled)
         run = run_elimination(run_on, cost, vectors, primary, singleton, deadline, module)
+        if not compiled:
+            add_plain_seconds(time.perf_counter() - t_run)
     status[run.secondary] = "M"
     if prune == "always" or (prune == "general" and not table.dimensions):
         status = _prune_step(table, status, cost, singleton, width_witnesses,
