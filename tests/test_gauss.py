@@ -209,6 +209,17 @@ def test_plain_python_kernel_gives_the_same_patterns():
     assert pure == patterns(CASES, singleton=True, kernel="compiled")
 
 
+def _json_of_new_process(code: str, root: Path):
+    """What ``code`` prints last, as JSON, run in a new Python process (numba not loaded,
+    not switched off)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def test_auto_kernel_runs_small_tables_as_plain_python_with_the_same_pattern():
     # below python_below_cells (numba not loaded yet) auto picks the plain kernel, above
     # it the compiled one; the pattern is the same either way (checked in a new process,
@@ -226,11 +237,7 @@ def test_auto_kernel_runs_small_tables_as_plain_python_with_the_same_pattern():
             "        out.setdefault(str(below), []).append([r.details['kernel'], "
             "'numba' in sys.modules, t.np.flatnonzero(r.status == 'M').tolist()])\n"
             "print(json.dumps(out))")
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _json_of_new_process(code, root)
     plain, compiled = out[str(10**9)], out["0"]
     assert [k for k, _, _ in plain] == ["python"] * len(CASES)
     assert not any(loaded for _, loaded, _ in plain)  # numba never imported
@@ -253,14 +260,9 @@ def test_auto_kernel_turns_compiled_once_plain_runs_took_python_seconds():
             "    r = gauss(t, t.value.copy(), singleton=False, python_seconds=seconds)\n"
             "    kernels.append(r.details['kernel'])\n"
             "print(json.dumps(kernels))")
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    env.pop("TABPROTECT_NO_NUMBA", None)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
     # the last call: numba is loaded, whatever python_seconds says
     expected = ["python", "python", "compiled", "compiled"] if NUMBA else ["python"] * 4
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
+    assert _json_of_new_process(code, root) == expected
 
 
 def test_auto_kernel_stays_compiled_once_numba_is_loaded():
