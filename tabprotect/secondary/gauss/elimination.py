@@ -15,8 +15,13 @@ from tabprotect.secondary.gauss.state import (M_DISCLOSED, M_FREE, M_NEED, M_NOD
                                               STATUS_NEED_POOL, State)
 
 
-#: seconds this process has spent in plain-Python eliminations (read by ``"auto"``)
-_PLAIN_SECONDS = [0.0]
+class _PlainTime:
+    """Seconds this process has spent in plain-Python eliminations (read by ``"auto"``)."""
+
+    seconds: float = 0.0
+
+
+_PLAIN = _PlainTime()
 
 
 def choose_kernel(name: str, n_cells: int, python_below_cells: int,
@@ -34,13 +39,13 @@ def choose_kernel(name: str, n_cells: int, python_below_cells: int,
     if name != "auto":
         return name
     small = (n_cells < python_below_cells and not numba_loaded()
-             and _PLAIN_SECONDS[0] < python_seconds)
+             and _PLAIN.seconds < python_seconds)
     return "python" if small or not NUMBA else "compiled"
 
 
 def add_plain_seconds(seconds: float) -> None:
     """Count ``seconds`` of a plain-Python elimination against ``python_seconds``."""
-    _PLAIN_SECONDS[0] += seconds
+    _PLAIN.seconds += seconds
 
 
 def kernel_module(name: str = "compiled") -> ModuleType:
