@@ -26,6 +26,7 @@ too many search nodes; the caller then solves the compact MILP.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -298,14 +299,14 @@ class _Search:
         fractional covers."""
         idx = np.flatnonzero(avail)
         need = slack[short]
-        Kc = np.minimum(self.K[np.ix_(short, idx)], need[:, None])
+        Kc = np.minimum(self.K[short[:, None], idx], need[:, None])
         c = self.c[idx]
         pos = Kc > 0
         if (Kc.sum(axis=1) < need - self.tol[short]).any():
             return None
         support = pos.sum(axis=1)
         few = np.flatnonzero(support == support.min())
-        if np.isfinite(self.best_cost):
+        if math.isfinite(self.best_cost):
             bound = _cover_bounds(Kc, need, c, pos)[0]
             if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 return None
@@ -367,7 +368,7 @@ def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
     rows = np.arange(Kc.shape[0])[:, None]
     k = Kc[rows, order]
     cum = np.cumsum(k, axis=1)
-    covered = np.clip(need[:, None] - (cum - k), 0.0, k)
+    covered = np.minimum(np.maximum(need[:, None] - (cum - k), 0.0), k)   # clip to [0, k]
     cost = (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
     return cost, cum[:, -1] if cum.shape[1] else np.zeros(len(need))
 
