@@ -53,7 +53,8 @@ def test_primaries_that_protect_each_other_need_no_secondary():
     st[t.is_inner] = "U"
     t = t.replace(status=st, upl=np.where(st == "U", 2.0, 0.0),
                   lpl=np.where(st == "U", 2.0, 0.0))
-    out = optimal(t, cost_vector(t, "value"))
+    out = optimal(t, cost_vector(t, "value"),
+                  options=OptimalOptions(settle_min_primaries=0))
     assert out.proven_optimal and out.details["settled_primaries"] == 4
     assert not (out.status == "M").any()
     assert audit(t.replace(status=out.status), singleton=True).passed
@@ -65,7 +66,8 @@ def test_primaries_that_protect_each_other_need_no_secondary():
 def test_settling_keeps_the_brute_force_optimum(seed, cost_name, engine):
     table = hier_table(seed, n_primary=5, finite_ub=engine == "compact")
     cost = cost_vector(table, cost_name)
-    out = optimal(table, cost, options=OptimalOptions(engine=engine))
+    out = optimal(table, cost,
+                  options=OptimalOptions(engine=engine, settle_min_primaries=0))
     assert out.proven_optimal and out.details["settled_primaries"] > 0
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost),
@@ -89,7 +91,8 @@ def test_optimal_on_a_general_table_passes_the_audit(seed, time_limit):
     assert not table.dimensions
     cost = cost_vector(table, "value")
     t0 = time.perf_counter()
-    out = optimal(table, cost, time_limit=time_limit)
+    out = optimal(table, cost, time_limit=time_limit,
+                  options=OptimalOptions(settle_min_primaries=0))
     assert time.perf_counter() - t0 < 60.0
     if time_limit is None:
         assert out.proven_optimal

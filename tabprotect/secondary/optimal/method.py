@@ -72,7 +72,7 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
     req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
     settled = None
-    if opt.settle:
+    if opt.settle and len(req.primary) >= opt.settle_min_primaries:
         settled = settle(table, req, np.isin(table.status, ("U", "M")),
                          deadline=None if time_limit is None
                          else t0 + opt.settle_share * time_limit, options=opt)

@@ -44,6 +44,9 @@ class OptimalOptions:
     #: are protected by every pattern, and their attacker LPs are most of the work on
     #: tables whose primaries protect each other
     settle: bool = True
+    #: ... from this many primaries: with fewer the search's own attacker LPs cost less
+    #: than the pass, and few primaries seldom protect each other
+    settle_min_primaries: int = 20
     #: share of the time limit for that pass (an unfinished check settles only what the
     #: witness LPs proved)
     settle_share: float = 0.2
