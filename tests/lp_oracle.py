@@ -182,3 +182,21 @@ def protected(table, unpublished=None, singleton=False, integer=False,
             if not _meets(table, cell, lo, hi):
                 out[cell] = False
     return out
+
+
+def attacked(table, integer=False) -> np.ndarray:
+    """Per cell: True for an unpublished primary cell that some single-contributor
+    attacker (one per class of cells holding the same record, never attacking its own
+    class) narrows too far, whatever the outside intruder gets."""
+    unpublished = np.isin(table.status, ("U", "M"))
+    primary = (table.status == "U") & unpublished
+    out = np.zeros(table.n_cells, bool)
+    for k in record_classes(table):
+        fixed = tuple(sorted(c for c in k if unpublished[c]))
+        cells = [int(c) for c in np.flatnonzero(primary) if c not in k]
+        if not fixed or not cells:
+            continue
+        for cell, (lo, hi) in intervals(table, unpublished, fixed, integer,
+                                        cells).items():
+            out[cell] |= not _meets(table, cell, lo, hi)
+    return out

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog
 
-from lp_oracle import protected as oracle_protected
+from lp_oracle import attacked as oracle_attacked, protected as oracle_protected
 from tabprotect.audit import AuditSettings, IntervalAudit, VerdictAudit, audit
 from tabprotect.model import Hierarchy, Table, aggregate_leaves
 
@@ -145,6 +145,28 @@ def test_verdict_modes_judge_each_attacker_on_its_own(seed):
                 res = audit(t, singleton=True, integer=integer, mode=mode)
                 np.testing.assert_array_equal(res.protected, truth,
                                               err_msg=f"{leaves} {integer} {mode}")
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_every_mode_flags_the_primaries_each_attacker_breaks(seed):
+    # `attacked` against an independent LP per (primary, attacker)
+    rng = np.random.default_rng(seed)
+    for leaves in ((4, 5), (3, 3, 2)):
+        for kind in ("frequency", "magnitude"):
+            t = _pattern(rng, _flat_table(rng, leaves, kind), kind)
+            for integer in (False, True):
+                # against the oracle where the outside intruder leaves the requirement
+                # (elsewhere an attacker of another component breaks nothing of its
+                # own); the modes agree on every cell
+                safe = (t.status == "U") & audit(t, integer=integer).protected
+                truth = oracle_attacked(t, integer=integer)[safe]
+                first = None
+                for mode in ("intervals", "verdict", "screen"):
+                    res = audit(t, singleton=True, integer=integer, mode=mode)
+                    msg = f"{leaves} {kind} {integer} {mode}"
+                    np.testing.assert_array_equal(res.attacked[safe], truth, err_msg=msg)
+                    first = res.attacked if first is None else first
+                    np.testing.assert_array_equal(res.attacked, first, err_msg=msg)
 
 
 # the 3-D count tables where the verdict audit reported protected primaries short

@@ -14,7 +14,9 @@ from tabprotect.model import synthetic
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
-from tabprotect.secondary.modular.network_search import (_Problem, network_pattern,
+from tabprotect.secondary.modular.network_search import (SearchLimits, _cover_bounds,
+                                                        _Problem, _Search, _unique_rows,
+                                                        cut_rows_both, network_pattern,
                                                         network_unprotected)
 from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.repair import Requirements
@@ -185,3 +187,69 @@ def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(flows):
     res = protect(t, method="modular", cost="value", singleton=False,
                   options=ModularOptions(proof_by_flows=flows))
     assert protected(res.confidential_table, singleton=False).all()
+
+
+def test_unique_rows_are_numpys_unique_rows():
+    rng = np.random.default_rng(7)
+    values = np.array([0.0, -0.0, 1e-300, 0.1, 5.5, 7.25, 120.0, 3e6])
+    for n, m in [(1, 1), (9, 3), (300, 12), (1024, 30)]:
+        both = values[rng.integers(0, len(values), size=(n, m))]
+        both[: n // 2] = both[n - n // 2:][: n // 2]        # duplicated rows
+        ref = np.unique(both, axis=0)
+        ours = _unique_rows(both)
+        assert ours.shape == ref.shape and (ours == ref).all()
+    negative = np.array([[1.0, -2.0], [1.0, -2.0], [0.5, 3.0]])
+    assert (_unique_rows(negative) == np.unique(negative, axis=0)).all()
+
+
+def _reference_branch(search, slack, short, avail, cost):
+    """The row choice by its definition: the fractional cover of every short row, the
+    node dropped when a row cannot be met or a cover reaches the best pattern, else the
+    first of the rows with the fewest candidates whose cover costs most."""
+    idx = np.flatnonzero(avail)
+    need = slack[short]
+    Kc = np.minimum(search.K[np.ix_(short, idx)], need[:, None])
+    c = search.c[idx]
+    pos = Kc > 0
+    bound, reach = _cover_bounds(Kc, need, c, pos)
+    if (reach < need - search.tol[short]).any():
+        return None
+    if cost + bound.max() >= search.best_cost - 1e-9 * max(1.0, search.best_cost):
+        return None
+    r = int(np.lexsort((-bound, pos.sum(axis=1)))[0])
+    on = pos[r]
+    return idx[on][np.lexsort((idx[on], c[on] / Kc[r][on]))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_branch_follows_its_definition(seed):
+    rng = np.random.default_rng(seed)
+    t = _subtable((3, 4), seed, published=0.1)
+    req = Requirements.from_table(t, singleton=False)
+    c = cost_vector(t, "value")
+    prob = _Problem(Network.of(t.relations), req, c, candidate_cells(t),
+                    np.isin(t.status, ("U", "M")))
+    parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
+             for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]
+    K, d = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    search = _Search(prob, K, d, [], SearchLimits(), None)
+    n = len(prob.cand_idx)
+    checked = 0
+    for _ in range(60):
+        chosen = rng.random(n) < 0.2
+        excluded = ~chosen & (rng.random(n) < 0.2)
+        slack = d - K[:, chosen].sum(axis=1)
+        short = np.flatnonzero(slack > search.tol)
+        if not len(short):
+            continue
+        cost = float(prob.cost[chosen].sum())
+        for best in (np.inf, cost + rng.random() * prob.cost.sum()):
+            search.best_cost = best
+            avail = ~chosen & ~excluded
+            ours = search._row_branch(slack, short, avail, cost)
+            ref = _reference_branch(search, slack, short, avail, cost)
+            assert (ours is None) == (ref is None)
+            if ref is not None:
+                assert ours.tolist() == ref.tolist()
+            checked += 1
+    assert checked > 20

@@ -63,7 +63,9 @@ def solve_component(task: ComponentTask) -> ComponentOutcome:
                                      task.deadline)
             ex_lo = ex_hi = np.ones(k, dtype=bool)
             out_lo, out_hi = np.full(k, -np.inf), np.full(k, np.inf)
-        attacked = attacked_primaries(task, counters)
+        # the limits the outside intruder's interval ends cannot pass
+        outside = (np.where(ex_lo, lo, out_lo), np.where(ex_hi, hi, out_hi))
+        attacked = attacked_primaries(task, counters, outside)
     except InfeasibleSystem as exc:
         empty = np.zeros(k)
         none = np.zeros(k, dtype=bool)

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 
 from tabprotect.audit_result import meets_requirement
-from tabprotect.audit.intervals import exact_intervals
 from tabprotect.audit.system import Knowledge
 from tabprotect.audit.verdict import verdict_bounds
 from tabprotect.errors import InputError
@@ -175,29 +174,46 @@ def _record_partners(contrib: Contributions, members: np.ndarray) -> np.ndarray:
     return np.setdiff1d(same, members).astype(np.int64)
 
 
-def attacked_primaries(task: "ComponentTask", counters: dict) -> np.ndarray:
+def attacked_primaries(task: "ComponentTask", counters: dict,
+                       outside: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Mask of the component's primaries that some attacker among the contributors
-    narrows below their requirement (all False without such attackers)."""
+    narrows below their requirement (all False without such attackers).
+
+    ``outside``: limits the outside intruder's interval ends cannot pass. An
+    attacker's interval lies inside the intruder's, so a primary those limits already
+    prove short is short against every attacker of it, without an LP."""
     system = task.system
     attacked = np.zeros(system.k, dtype=bool)
     targets_all = np.flatnonzero(task.primary)
+    if outside is not None:
+        proven = ~meets_requirement(outside[0][targets_all], outside[1][targets_all],
+                                    task.req_lo[targets_all], task.req_hi[targets_all],
+                                    task.req_w[targets_all], system.value[targets_all])
+    else:
+        proven = np.zeros(len(targets_all), dtype=bool)
+    # the outside intruder's unfinished cells stay unfinished, whatever an attacker's
+    # pass settles
+    unfinished = set(system.incomplete)
     for attacker in task.attackers or ():
-        targets = targets_all[~np.isin(targets_all, attacker.members)]
+        aimed = ~np.isin(targets_all, attacker.members)
+        attacked[targets_all[aimed & proven]] = True
+        targets = targets_all[aimed & ~proven]
         if len(targets) == 0:
             continue
         lo, hi = _attacker_interval(task, targets, counters, attacker.knowledge)
-        # this attacker's own verdict (verdict modes: its witnesses certify, or its
-        # exact / outer bounds prove the shortfall)
+        # this attacker's own verdict (its witnesses certify, or its exact / outer
+        # bounds prove the shortfall)
         attacked[targets] |= ~meets_requirement(
             lo, hi, task.req_lo[targets], task.req_hi[targets], task.req_w[targets],
             system.value[targets])
+    system.incomplete |= unfinished
     return attacked
 
 
 def _attacker_interval(task: "ComponentTask", targets, counters, knowledge):
-    """The attacker's interval of each target (witness bounds in the verdict modes)."""
-    if task.mode in ("verdict", "screen"):
-        state = verdict_bounds(task.system, task, targets, counters, knowledge)
-        return state.lo[targets], state.hi[targets]
-    return exact_intervals(task.system, targets, task.integer, counters, task.deadline,
-                           knowledge)
+    """Witness bounds of the attacker's interval of each target, exact where they
+    decide: the verdict search (:func:`~tabprotect.audit.verdict.verdict_bounds`) in
+    every mode, since an attacker is only judged (its intervals are never reported),
+    and witnesses of the passes before it spare most of its LPs."""
+    state = verdict_bounds(task.system, task, targets, counters, knowledge)
+    return state.lo[targets], state.hi[targets]

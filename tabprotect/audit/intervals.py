@@ -38,6 +38,9 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
                         system.incomplete.add(int(j))
                         continue
                     if x is not None:
+                        if fixed is None:
+                            # a feasible table: a witness for the attackers' passes after
+                            system.bank.keep(x - system.value)
                         # a finite bound attained by a feasible table is that bound's optimum
                         hit_lb, hit_ub = system.at_bounds(x, lb, ub)
                         at_lb |= hit_lb

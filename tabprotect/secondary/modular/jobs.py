@@ -81,12 +81,13 @@ class _Run:
         left = max(job.min_seconds, job.deadline - time.time())
         return left if self.share is None else min(self.share, left)
 
-    def call(self, sub: Table, cost: np.ndarray, short: np.ndarray) -> np.ndarray:
+    def call(self, sub: Table, cost: np.ndarray, short: np.ndarray,
+             net: Network | None = None) -> np.ndarray:
         if isinstance(self.solve, OptimalSubtableSolver):
             # the feasibility check (and the heuristic) needs only the short primaries;
             # the heuristic stops at the global deadline
             return self.solve(sub, cost, self.limit(), short=short,
-                              deadline=self.local_deadline, fast=self.fast)
+                              deadline=self.local_deadline, fast=self.fast, net=net)
         return self.solve(sub, cost, self.limit())
 
     def solved(self, status: np.ndarray, **kw) -> JobResult:
@@ -116,7 +117,8 @@ def run_job(job: Job, solve: SubtableSolver, time_limit: float | None = None) ->
     # (a few LPs for the few short primaries of a re-solve)
     run.fast = isinstance(solve, OptimalSubtableSolver) and job.fast_after is not None \
         and time.time() >= job.fast_after
-    if not run.fast and _searched_as_network(job, solve):
+    net = None if run.fast else _searched_as_network(job, solve)
+    if net is not None:
         # the cut search is exact and adds nothing to a protected sub-table: its rows
         # are the check (the check's maximum flows would repeat them)
         short = None
@@ -128,29 +130,30 @@ def run_job(job: Job, solve: SubtableSolver, time_limit: float | None = None) ->
         if len(short) == 0:
             return run.done(status=None, skipped=True)
     try:
-        return run.solved(run.call(job.strict, job.cost, short))
+        # the strict and the loose sub-table share their relations, so their network
+        return run.solved(run.call(job.strict, job.cost, short, net))
     except InfeasibleRulesError:
         pass
     except TimeoutError:  # the heuristic reached the global deadline
         return run.done(status=None, late=True)
     try:
-        return run.solved(run.call(job.loose, job.loose_cost, short), retried=True)
+        return run.solved(run.call(job.loose, job.loose_cost, short, net), retried=True)
     except InfeasibleRulesError:
         return run.done(status=None, retried=True)
     except TimeoutError:
         return run.done(status=None, retried=True, late=True)
 
 
-def _searched_as_network(job: Job, solve: SubtableSolver) -> bool:
-    """Whether the default solver takes ``job``'s strict sub-table to the exact cut
-    search (a network sub-table below the heuristic's size)."""
+def _searched_as_network(job: Job, solve: SubtableSolver) -> Network | None:
+    """The network of ``job``'s strict sub-table when the default solver takes it to the
+    exact cut search (a network sub-table below the heuristic's size), else None."""
     if not (isinstance(solve, OptimalSubtableSolver) and solve.network):
-        return False
+        return None
     sub = job.strict
     n_primary = int((sub.status == "U").sum())
     if uses_heuristic(n_primary, sub.n_cells, solve.heuristic_size, solve.min_primaries):
-        return False
-    return Network.of(sub.relations) is not None
+        return None
+    return Network.of(sub.relations)
 
 
 def run_bin(args: tuple) -> list[JobResult]:

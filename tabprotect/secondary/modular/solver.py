@@ -14,9 +14,9 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.certified import Unreachable, certified_pattern
+from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_search import network_pattern, network_unprotected
 from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
-from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
 
 #: a sub-table solver: (flat sub-table, cost, time limit) -> its new status array
@@ -67,14 +67,15 @@ class OptimalSubtableSolver:
 
     def __call__(self, sub: Table, cost: np.ndarray, time_limit: float | None, *,
                  short: np.ndarray | None = None, deadline: float | None = None,
-                 fast: bool = False) -> np.ndarray:
+                 fast: bool = False, net: Network | None = None) -> np.ndarray:
         """The new status of ``sub``.
 
         ``short``: the primaries the current pattern leaves unprotected, when known;
         only they need the feasibility check (more suppression never unprotects a
         primary).  ``deadline``: ``time.perf_counter()`` value the heuristic must not
         pass.  ``fast``: the certified heuristic's first pass on any sub-table (no MILP,
-        no reverse pass).
+        no reverse pass).  ``net``: the sub-table's network when the caller has it
+        (:meth:`Network.of` of its relations).
 
         Raises :class:`~tabprotect.errors.InfeasibleRulesError` when the sub-table's
         primaries cannot be protected with its ``P`` cells published.
@@ -88,7 +89,7 @@ class OptimalSubtableSolver:
         if self.network:
             z = network_pattern(sub, req, cost, candidate_cells(sub),
                                 deadline=None if time_limit is None
-                                else time.perf_counter() + time_limit)
+                                else time.perf_counter() + time_limit, net=net)
             if z is not None:   # exact, without a MILP (a network sub-table)
                 status = sub.status.copy()
                 status[z & ~np.isin(status, ("U", "M"))] = "M"
@@ -103,6 +104,8 @@ class OptimalSubtableSolver:
                                                  first_only=True)
             if not chk.ok:
                 raise InfeasibleRulesError("sub-table cannot be protected with its margins")
+        # the MILP (imported here: network sub-tables, 1-D and 2-D, never need it)
+        from tabprotect.secondary.optimal import optimal
         start = self._start(sub, req, cost, deadline)
         out = np.asarray(optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
                                  mip_gap=self.mip_gap, start=start).status)
