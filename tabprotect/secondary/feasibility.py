@@ -28,8 +28,10 @@ CHECK_AFTER_METHODS = ("modular",)
 #: methods whose check is deferred on general tables (no dimensions) only: gauss's width
 #: step solves every primary's protection LP there, so an unprotectable primary costs it
 #: one LP without a solution, and the up-front check (which on a linked table of a few
-#: thousand cells runs out its share without deciding) would take a fifth of the budget
-CHECK_AFTER_ON_GENERAL = ("gauss",)
+#: thousand cells runs out its share without deciding) would take a fifth of the budget;
+#: optimal's search raises the error itself for a primary no candidate can protect, and
+#: on a general table starts from gauss (CBS-sized tables: a fifth of the budget as well)
+CHECK_AFTER_ON_GENERAL = ("gauss", "optimal")
 
 
 def check_after(method: str, table: Table) -> bool:
