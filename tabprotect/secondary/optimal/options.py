@@ -52,6 +52,10 @@ class OptimalOptions:
     settle_share: float = 0.2
     #: rounds per direction of the witness LPs that settle many primaries at once
     settle_witness_rounds: int = 5
+    #: the attacker LPs check the primaries the witnesses leave only when the witnesses
+    #: settled this share of them: the primaries then protect each other and the few
+    #: left are worth an LP each; otherwise most are short (the search finds that)
+    settle_check_min_share: float = 0.5
 
     # ---- large tables: start pattern
     #: from this many candidate cells (Benders, no start given) the search starts from

@@ -48,25 +48,27 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
     """The primaries the ``fixed`` (unpublished) cells alone leave short, or that the
     pass did not reach by ``deadline``.
 
-    Without single-contributor attackers a witness pass first settles most primaries
-    with a few aggregate LPs; the attacker LPs then check the rest.  A check the
-    deadline stops settles only what the witnesses proved (a primary is never dropped
-    on an unfinished check).
+    A witness pass settles most primaries that protect each other with a few aggregate
+    LPs.  Only when it settles at least ``settle_check_min_share`` of them do the
+    attacker LPs check the rest (then few, and worth an LP each; otherwise most are
+    short, and the search's own LPs find that).  A check the deadline stops settles
+    only what the witnesses proved (a primary is never dropped on an unfinished
+    check).  Without the witness pass (single-contributor attackers) nothing is settled
+    and the pass costs nothing.
     """
     t0 = time.perf_counter()
     n = len(req.primary)
-    done = np.zeros(n, bool)
-    n_lp = 0
+    if req.singleton.any() or n == 0:
+        return Settled(req=req, settled=0, complete=False, lps=0, seconds=0.0)
     z = fixed.astype(float)
     oracle = HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX, racing=False,
                           options=options)
-    if not req.singleton.any() and n:
-        done, n_lp = witness_certified(oracle.A, req, oracle.slot, z, req.primary,
-                                       rounds=options.settle_witness_rounds,
-                                       deadline=deadline)
-    complete = True
+    done, n_lp = witness_certified(oracle.A, req, oracle.slot, z, req.primary,
+                                   rounds=options.settle_witness_rounds, deadline=deadline)
+    complete = bool(done.all())
     rest = req.primary[~done]
-    if len(rest) and (deadline is None or time.perf_counter() < deadline):
+    if (len(rest) and done.mean() >= options.settle_check_min_share
+            and (deadline is None or time.perf_counter() < deadline)):
         chk = oracle.check(fixed, cuts=False, primaries=rest, deadline=deadline)
         n_lp += chk.n_lp
         complete = chk.complete
@@ -74,7 +76,5 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
             short = np.zeros(table.n_cells, bool)
             short[[s for s, _, _ in chk.violated]] = True
             done = ~short[req.primary]
-    elif len(rest):
-        complete = False
     return Settled(req=restrict(req, ~done), settled=int(done.sum()), complete=complete,
                    lps=n_lp, seconds=time.perf_counter() - t0)
