@@ -74,6 +74,10 @@ class AuditSettings:
     #: default: on a 22^3 count table they certify a third of what the screen leaves
     #: (repair adds 441 cells instead of 667) at 10-15 times the screen's time
     least_move_primaries: int = 0
+    #: attacker audits: 1 runs aggregate witness passes against groups of attackers at
+    #: once (:mod:`tabprotect.audit.attack_groups`) before each attacker's own pass;
+    #: 0 runs the per-attacker passes alone
+    attacker_groups: int = 1
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
