@@ -168,9 +168,10 @@ def test_every_mode_flags_the_primaries_each_attacker_breaks():
             truth = oracle_attacked(t, integer=integer)[safe]
             first = None
             for mode in ("intervals", "verdict", "screen"):
-                for groups in (0, 1):
+                for groups in (0, 2):
                     res = audit(t, singleton=True, integer=integer, mode=mode,
-                                settings=AuditSettings(attacker_groups=groups))
+                                settings=AuditSettings(attacker_group_min=groups,
+                                                              attacker_group_cell_lps=2))
                     msg = f"{t.n_cells} cells, {integer} {mode} groups {groups}"
                     np.testing.assert_array_equal(res.attacked[safe], truth, err_msg=msg)
                     first = res.attacked if first is None else first

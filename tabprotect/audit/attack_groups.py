@@ -47,22 +47,25 @@ def group_passes(task: "ComponentTask", attackers: list["Attacker"],
         targets = np.flatnonzero(aimed)
         if len(targets) == 0:
             continue
-        ok = _certified(task, targets, fixed, counters)
+        per_cell = len(group) >= task.settings.attacker_group_cell_lps
+        ok = _certified(task, targets, fixed, counters, per_cell)
         counters["attacker_groups"] += 1
         pending[np.ix_(group, targets[ok])] = False
     return [np.flatnonzero(row) for row in pending]
 
 
 def _certified(task: "ComponentTask", targets: np.ndarray, fixed: Knowledge,
-               counters: dict) -> np.ndarray:
+               counters: dict, per_cell: bool) -> np.ndarray:
     """Which of ``targets`` the aggregate witnesses of the attackers who know ``fixed``
-    together (and the kept witnesses that respect it) certify."""
+    together (and the kept witnesses that respect it) certify, followed by per-cell LPs
+    with ``per_cell``."""
     system = task.system
     state = VerdictState(system, task, targets, counters, fixed)
     for x in system.bank.usable(system.value, fixed):
         state.absorb(x, keep=False)
     aggregate_rounds(state, task.settings.aggregate_rounds)
-    if not (task.mode == "screen" and system.k >= task.settings.local_min_vars):
+    if per_cell and not (task.mode == "screen"
+                         and system.k >= task.settings.local_min_vars):
         # per-cell LPs for the rest (a screen skips them on large components): an
         # attained bound of the group is a value each member's polytope holds too.
         # What they leave open or unfinished is the members' own passes' business

@@ -201,7 +201,8 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
         aimed = ~np.isin(targets_all, attacker.members)
         attacked[targets_all[aimed & proven]] = True
         targets_of.append(targets_all[aimed & ~proven])
-    if task.settings.attacker_groups and len(attackers) > 1:
+    least = task.settings.attacker_group_min
+    if least and len(attackers) >= max(2, least):
         targets_of = group_passes(task, attackers, targets_of, counters)
     for attacker, targets in zip(attackers, targets_of):
         if len(targets) == 0:
