@@ -11,6 +11,7 @@ from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal.benders import benders
 from tabprotect.secondary.optimal.compact import compact
 from tabprotect.secondary.optimal.options import OptimalOptions
+from tabprotect.secondary.optimal.settle import settle
 from tabprotect.secondary.optimal.start import UNFINISHED, gauss_start
 from tabprotect.secondary.repair import Requirements
 
@@ -67,8 +68,32 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
                                ("support_cuts", support_cuts)) if v is not None}
     if given:
         opt = opt.replace(**given)
+    t0 = time.perf_counter()
     req = Requirements.from_table(table, singleton=singleton)
     cand = candidate_cells(table, empty)
+    settled = None
+    if opt.settle and len(req.primary) >= opt.settle_min_primaries:
+        settled = settle(table, req, np.isin(table.status, ("U", "M")),
+                         deadline=None if time_limit is None
+                         else t0 + opt.settle_share * time_limit, options=opt)
+        req = settled.req
+        if time_limit is not None:
+            time_limit = max(0.0, time_limit - (time.perf_counter() - t0))
+    if len(req.primary) == 0:
+        out = _nothing_to_do(table)
+    else:
+        out = _run_engine(table, cost, req, cand, opt, singleton=singleton,
+                          time_limit=time_limit, mip_gap=mip_gap, progress=progress,
+                          start=start)
+    if settled is not None:
+        out.details.update(settled.as_details())
+    out.details["options"] = opt.as_dict()
+    return out
+
+
+def _run_engine(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,
+                time_limit, mip_gap, progress, start) -> MethodOutcome:
+    """The search by the engine "auto" picks (or the one asked for)."""
     engine_used = _engine(table, req, cand, opt)
     if engine_used == "compact":
         out = compact(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
@@ -77,8 +102,16 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
         out = _benders_with_start(table, cost, req, cand, opt, singleton=singleton,
                                   time_limit=time_limit, mip_gap=mip_gap,
                                   progress=progress, start=start)
-    out.details["options"] = opt.as_dict()
     return out
+
+
+def _nothing_to_do(table) -> MethodOutcome:
+    """Every primary is protected by the unpublished cells alone: no secondary is the
+    optimum (cost 0, proven)."""
+    return MethodOutcome(status=table.status.copy(), proven_optimal=True,
+                         solver_status="optimal", mip_gap=0.0,
+                         details={"search": "none: the unpublished cells protect every "
+                                            "primary", "lower_bound": 0.0, "cost": 0.0})
 
 
 def _uses_gauss_start(req: Requirements, cand: np.ndarray, opt: OptimalOptions) -> bool:

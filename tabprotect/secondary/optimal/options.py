@@ -39,6 +39,20 @@ class OptimalOptions:
     #: it, not up front (each model row slows every re-solve; few of them ever bind)
     lazy_static: bool = True
 
+    # ---- primaries the unpublished cells protect already (settle.py)
+    #: leave out of the search the primaries the unpublished cells alone protect: they
+    #: are protected by every pattern, and their attacker LPs are most of the work on
+    #: tables whose primaries protect each other
+    settle: bool = True
+    #: ... from this many primaries: with fewer the search's own attacker LPs cost less
+    #: than the pass, and few primaries seldom protect each other
+    settle_min_primaries: int = 20
+    #: share of the time limit for that pass (an unfinished check settles only what the
+    #: witness LPs proved)
+    settle_share: float = 0.2
+    #: rounds per direction of the witness LPs that settle many primaries at once
+    settle_witness_rounds: int = 5
+
     # ---- large tables: start pattern
     #: from this many candidate cells (Benders, no start given) the search starts from
     #: the gauss method's repaired pattern: the repair heuristic alone is weak there
