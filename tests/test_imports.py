@@ -173,3 +173,36 @@ def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_modular_cli_job_imports_no_other_method(tmp_path):
+    # the registry imports a method's package when the method is looked up: a modular
+    # job on a 2-D table (network sub-tables, no MILP) loads neither the optimal, gauss
+    # nor cta packages, and the CLI's parser loads no method at all
+    rows = [("1", "a", 10), ("1", "b", 1), ("1", "c", 7), ("2", "a", 8), ("2", "b", 9),
+            ("2", "c", 6), ("3", "a", 5), ("3", "b", 12), ("3", "c", 2)]
+    (tmp_path / "cells.csv").write_text(
+        "r,c,v\n" + "".join(f"{r},{c},{v}\n" for r, c, v in rows))
+    job = tmp_path / "job.toml"
+    job.write_text(f'[input]\ncells = "{tmp_path / "cells.csv"}"\ndimensions = ["r", "c"]\n'
+                   'value = "v"\nfreq = "v"\ncompute_totals = true\n'
+                   '[hierarchies.r]\nflat = true\n[hierarchies.c]\nflat = true\n'
+                   '[rules.frequency]\nn = 3\n[protect]\nmethod = "modular"\n'
+                   'singleton = false\n')
+    code = (
+        "import sys\n"
+        "import tabprotect.cli as cli\n"
+        "cli.build_parser()\n"
+        "others = ('tabprotect.secondary.optimal', 'tabprotect.secondary.gauss',\n"
+        "          'tabprotect.adjust', 'tabprotect.secondary.modular')\n"
+        "loaded = lambda: [m for m in others if m in sys.modules]\n"
+        "assert not loaded(), ('parser', loaded())\n"
+        "from tabprotect.secondary import METHODS\n"
+        "assert {'optimal', 'gauss', 'cta', 'modular'} <= set(METHODS), list(METHODS)\n"
+        "assert not loaded(), ('secondary', loaded())\n"
+        "assert cli.main(['protect', sys.argv[1], '-o', sys.argv[2], '--quiet']) == 0\n"
+        "assert loaded() == ['tabprotect.secondary.modular'], loaded()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code, str(job), str(tmp_path / "out")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -142,3 +142,26 @@ def test_a_job_records_only_the_options_its_method_applied(tmp_path, capsys, ext
     assert code == 0, err
     trail = (tmp_path / "out" / "trail.json").read_text()
     assert "backend" not in trail and "threads" not in trail
+
+
+def test_a_declared_method_is_loaded_on_first_lookup():
+    from tabprotect.secondary.base import MethodTable, MethodSpec
+    calls = []
+    table = MethodTable()
+
+    def load():
+        calls.append("load")
+        table["late"] = dataclasses.replace(METHODS["greedy"], name="late")
+    table.declare("late", load)
+    table["early"] = METHODS["greedy"]
+    assert "late" in table and list(table) == ["late", "early"] and len(table) == 2
+    assert calls == []                      # listing and membership load nothing
+    assert isinstance(table["late"], MethodSpec) and table["late"].name == "late"
+    assert calls == ["load"]                # loaded once
+    assert table.get("nothing") is None and "nothing" not in table
+    del table["late"]
+    assert list(table) == ["early"]
+    # the options classes are the registered methods' own
+    import tabprotect.secondary as secondary
+    assert secondary.GaussOptions is METHODS["gauss"].options
+    assert secondary.ModularOptions is METHODS["modular"].options

@@ -84,3 +84,22 @@ def test_frequency_tables_are_not_pruned():
     t = t.replace(kind="frequency")
     out = prune(t, _all_candidates(t), t.value.copy())
     assert out.skipped == "frequency table" and out.pruned == 0
+
+
+def _no_single_contributors(t):
+    """The table with every cell of at least two contributors: a witness then proves
+    exactly what the oracle checks, and a cell the pass keeps must be needed."""
+    return t.replace(freq=np.maximum(t.freq, 2))
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_every_secondary_left_after_pruning_is_needed(seed):
+    # a cell whose removal failed stays suppressed: later witnesses may move it, so
+    # every cell the pass keeps is one the oracle finds needed on the final pattern
+    t = _no_single_contributors(linked(SMALL, seed=seed))
+    out = prune(t, _all_candidates(t), t.value.copy())
+    assert not out.timed_out and _short(t, out.status) == 0
+    for x in np.flatnonzero((out.status == "M") & (t.status != "M")):
+        alone = out.status.copy()
+        alone[x] = t.status[x]
+        assert _short(t, alone) > 0, f"secondary {x} is not needed"

@@ -23,6 +23,7 @@ from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hype
                                          product_view)
 from tabprotect.secondary.protect_settings import ProtectSettings
 from tabprotect.secondary.repair import GreedyRepair, Requirements
+from tabprotect.secondary.witness_search import integral_witnesses
 
 
 class StageClock:
@@ -97,10 +98,65 @@ class AuditRepair:
         self.lp_tried = np.zeros(0, np.int64)       # primaries a round's deviation LPs took
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
+        self.reserve = 0.0      # seconds kept back for the final audit (see repair_left)
         self.milp = settings.milp_repair.applies(table, singleton, large)  # MILPs first
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
+
+    def repair_left(self) -> float | None:
+        """What a repair stage may spend: what is left less the final audit's reserve."""
+        left = self.budget.remaining()
+        if left is None:
+            return None
+        return max(self.settings.audit_floor_seconds, left - self.reserve)
+
+    def _keep_reserve(self, audit_seconds: float) -> None:
+        """Keep back for the final audit about what the first audit took (at most
+        ``final_audit_reserve`` of what is left): the repair's stages end earlier, so
+        that the call's last audit still finishes within the budget."""
+        left = self.budget.remaining()
+        if left is not None:
+            self.reserve = min(audit_seconds, self.settings.final_audit_reserve * left)
+
+    def open_primaries(self, result: AuditResult) -> np.ndarray:
+        """The primaries ``result`` leaves open rather than proven short: a screen's
+        uncertified primaries, a verdict's undecided ones."""
+        if result.mode == "screen":
+            return np.asarray(result.shortfalls, dtype=np.int64)
+        if result.incomplete is None:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(result.incomplete & (self.table.status == "U"))
+
+    def witness_pass(self, result: AuditResult, screen: bool = False) -> AuditResult:
+        """Integral witnesses inside the pattern for the primaries an integer audit
+        leaves open (:mod:`~tabprotect.secondary.witness_search`), before any cell is
+        added: the moves go to the audit, which re-judges the pattern from ``result``.
+        Product tables without attackers (an attacker knows cells the moves use)."""
+        ws = self.settings.witness_search
+        if (not result.integer or result.passed or not self.repair or self.singleton
+                or self.coalition or not self.table.dimensions or ws.passes <= 0):
+            return result
+        left = self.repair_left()
+        deadline = None if left is None else time.perf_counter() + ws.share * left
+        tried = np.zeros(0, np.int64)
+        for _ in range(ws.passes):
+            open_ = self.open_primaries(result)
+            if len(open_) == 0 or (deadline is not None and time.perf_counter() >= deadline):
+                break
+            out = integral_witnesses(self.protected_table, open_, deadline,
+                                     singleton=self.singleton, settings=ws)
+            tried = np.union1d(tried, open_)
+            if out.moves.shape[0] == 0:
+                break
+            self.moves.append(out.moves)
+            before = len(open_)
+            result = self.judge(previous=result, screen=screen or result.mode == "screen")
+            self.notes.append(f"integral witnesses: {out.moves.shape[0]} move(s) inside the "
+                              f"pattern ({out.milps} MILPs); {len(self.open_primaries(result))}"
+                              f" of {before} open primaries left open")
+        self.stage("integral witnesses")
+        return result
 
     def _suppress(self, cells: np.ndarray) -> None:
         """Add ``cells`` to the pattern (as repaired cells)."""
@@ -185,6 +241,7 @@ class AuditRepair:
             return np.zeros(0, dtype=np.int64)
         self.screened = self.judge(screen=True)
         self.stage("screen")
+        self.screened = self.witness_pass(self.screened, screen=True)
         short = self.screened.shortfalls
         return short[np.isin(short, np.concatenate(large))]
 
@@ -232,8 +289,11 @@ class AuditRepair:
     def run(self) -> AuditResult:
         """Audit, repair and audit again; returns the last audit."""
         first = self.verdict_first and self.mode == "intervals" and self.screened is None
+        t1 = time.perf_counter()
         result = self.judge(previous=self.screened, verdict=first)
         self.stage("audit 1")
+        self._keep_reserve(time.perf_counter() - t1)
+        result = self.witness_pass(result)
         if first and result.passed:
             # the pattern passes as it is: the intervals the audit mode asks for
             result = self.judge()
@@ -354,13 +414,13 @@ class AuditRepair:
             table, short = self._deviations_first(result, short)
         new_status, rest, new_moves = cube_repair(
             table, self.cost, short, singleton=self.singleton,
-            time_limit=self.left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
+            time_limit=self.repair_left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
         self.moves.append(new_moves)
         self.stage(f"repair {self.rounds} cubes")
         if len(rest):
             new_status, lp_moves = greedy_repair(
                 table.replace(status=new_status), self.cost, rest,
-                audit_result=result, time_limit=self.left(), return_moves=True,
+                audit_result=result, time_limit=self.repair_left(), return_moves=True,
                 block_sizes=s.repair_block_sizes if n >= s.pre_repair_min_cells else (),
                 workers=self.workers, options=s.repair_lps)
             self.moves.append(lp_moves)
@@ -379,7 +439,7 @@ class AuditRepair:
         and the primaries not reached (for the cubes)."""
         s = self.settings
         seconds = s.repair_lp_relative_seconds * self.budget.elapsed()
-        left = self.budget.remaining()
+        left = self.repair_left()
         if left is not None:
             seconds = min(seconds, 0.5 * left)
         end = time.perf_counter() + seconds
@@ -391,7 +451,8 @@ class AuditRepair:
         while done < len(order) and time.perf_counter() < end:
             batch = order[done:done + size]
             status, moves = greedy_repair(table, self.cost, batch, audit_result=result,
-                                          time_limit=self.left(), return_moves=True,
+                                          time_limit=max(0.0, end - time.perf_counter()),
+                                          return_moves=True,
                                           workers=self.workers, options=s.repair_lps)
             self.moves.append(moves)
             table = table.replace(status=status)
@@ -413,7 +474,8 @@ class AuditRepair:
         rq = _with_margin(self.req, margin, self.table.value)
         rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)
         new_mask, _ = rep.run(suppressed, primaries=short,
-                              deadline=self.budget.deadline)
+                              deadline=None if self.budget.deadline is None else
+                              self.budget.deadline - self.reserve)
         self.stage(f"repair {self.rounds}")
         return new_mask
 

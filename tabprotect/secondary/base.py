@@ -31,6 +31,7 @@ import dataclasses
 import inspect
 import types
 import typing
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -123,7 +124,49 @@ class MethodSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-METHODS: dict[str, MethodSpec] = {}
+class MethodTable(MutableMapping):
+    """Method name -> :class:`MethodSpec`.  A method declared with a loader
+    (:meth:`declare`) is imported on first use: ``name in METHODS`` and the names
+    listed cost nothing, ``METHODS[name]`` (and ``items()``, ``values()``) import and
+    register the method, so a run imports the one method it uses."""
+
+    def __init__(self):
+        self._specs: dict[str, MethodSpec] = {}
+        self._loaders: dict[str, Callable[[], None]] = {}
+        self._names: dict[str, None] = {}    # every name, in the order first seen
+
+    def declare(self, name: str, load: Callable[[], None]) -> None:
+        """Make ``name`` known; ``load()`` registers it (imports its module)."""
+        self._loaders[name] = load
+        self._names[name] = None
+
+    def __getitem__(self, name: str) -> MethodSpec:
+        load = self._loaders.get(name)
+        if load is not None:
+            load()
+            del self._loaders[name]
+        return self._specs[name]
+
+    def __setitem__(self, name: str, spec: MethodSpec) -> None:
+        self._specs[name] = spec
+        self._names[name] = None
+
+    def __delitem__(self, name: str) -> None:
+        self._loaders.pop(name, None)
+        del self._specs[name]
+        del self._names[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._names
+
+    def __iter__(self):
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+METHODS = MethodTable()
 
 
 def register_method(name: str, *, options: type | None = None, extra: tuple[str, ...] = (),

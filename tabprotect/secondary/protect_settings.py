@@ -10,6 +10,7 @@ from typing import Any, Literal
 from tabprotect.audit import AuditSettings
 from tabprotect.secondary.greedy import GreedyOptions
 from tabprotect.secondary.milp_repair import MilpRepairSettings
+from tabprotect.secondary.witness_search import WitnessSearchSettings
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,18 @@ class ProtectSettings:
     #: the MILP repair that starts each round (the cheapest cells giving each short
     #: primary its witnesses; what it leaves goes to the LP repair)
     milp_repair: MilpRepairSettings = field(default_factory=MilpRepairSettings)
+    #: integral witnesses inside the pattern for the primaries an integer audit leaves
+    #: open, searched before any cell is added (product tables, no attackers)
+    witness_search: WitnessSearchSettings = field(default_factory=WitnessSearchSettings)
+    #: share of what is left after the first audit kept back for the final audit (at
+    #: most the first audit's own seconds): the repair stages end that much earlier
+    final_audit_reserve: float = 0.5
     #: the audits' settings (None: the audit's defaults)
     audit: AuditSettings | None = None
 
     def __post_init__(self):
         for name in ("feasibility_share", "method_share", "method_share_large",
-                     "first_audit_share"):
+                     "first_audit_share", "final_audit_reserve"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"ProtectSettings.{name} must lie between 0 and 1")
         if self.pre_repair not in ("auto", "off"):
@@ -113,7 +120,7 @@ _ALWAYS = ("large_table", "audit_floor_seconds", "audit")
 _SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
                "feasibility_check_max_work",
                "feasibility_singleton_max_work")
-_REPAIR = ("max_repair_rounds", "first_audit_share")
+_REPAIR = ("max_repair_rounds", "first_audit_share", "final_audit_reserve")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
                  "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes",
                  "repair_lp_relative_seconds", "repair_lp_batch")
@@ -143,6 +150,7 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
         out[name] = value.as_dict() if isinstance(value, AuditSettings) else value
     if repair:
         out["milp_repair"] = asdict(settings.milp_repair)
+        out["witness_search"] = asdict(settings.witness_search)
     if repair and large:
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out

@@ -23,7 +23,7 @@ frequency table, where :func:`prune` leaves the pattern as it is.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,6 +72,9 @@ class PruneOutcome:
     lps: int             # protection LPs solved
     timed_out: bool      # the deadline stopped it before every secondary was tried
     skipped: str = ""    # why nothing was tried ("" when it ran)
+    #: per condition ``(primary, sign)`` the cells its witness moves on the returned
+    #: pattern (empty when nothing was tried): the swap pass starts from these
+    witnesses: dict = field(default_factory=dict)
 
 
 def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool = True,
@@ -113,6 +116,7 @@ def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool
     order = removable[np.lexsort((removable, -np.asarray(cost, float)[removable]))]
     pruned = tried = 0
     timed_out = False
+    fails = np.zeros(len(model.conds), int)
     for x in order.tolist():
         if _past(deadline):
             timed_out = True
@@ -120,9 +124,12 @@ def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool
         tried += 1
         model.fix(x, True)
         new: dict[int, np.ndarray] = {}
-        for q in sorted(users.get(x, ())):
+        # the conditions that failed most often first: a cell that must stay is
+        # usually found so with one LP
+        for q in sorted(users.get(x, ()), key=lambda q: (-fails[q], q)):
             moved = model.witness(model.conds[q], deadline)
             if moved is None:
+                fails[q] += 1
                 break
             new[q] = moved
         else:
@@ -137,7 +144,9 @@ def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool
             users.pop(x, None)
             continue
         model.fix(x, False)
-    return PruneOutcome(status, pruned, tried, model.lps, timed_out)
+    found = {(model.conds[q].cell, model.conds[q].sign): moved
+             for q, moved in witnesses.items()}
+    return PruneOutcome(status, pruned, tried, model.lps, timed_out, witnesses=found)
 
 
 class _WitnessModel:
@@ -182,8 +191,6 @@ class _WitnessModel:
         j = int(self.col[cell])
         hi = [0.0, 0.0] if fixed else [self.up[j], self.down[j]]
         self.model.set_col_bounds([j, self.k + j], [0.0, 0.0], hi)
-        if fixed:
-            self.up[j] = self.down[j] = 0.0
 
     def witness(self, cond: Condition, deadline: float | None) -> np.ndarray | None:
         """The cells a witness of ``cond`` moves (table indices), or None when the LP
@@ -202,12 +209,19 @@ class _WitnessModel:
         return self.cells[np.abs(y) > 1e-9 * max(1.0, cond.need)]
 
     def _solve(self, deadline: float | None):
-        """A cold solve (warm re-solves can stall here) with the exact weights within
-        ``EXACT_LP_SECONDS``, solved again with :func:`log_weights` and no presolve when
-        it stalls; after ``EXACT_STALLS`` such stalls with those at once."""
+        """A warm solve with the exact weights within ``WARM_LP_SECONDS`` (from the
+        previous witness' basis: a third of a cold solve's time on small tables); when
+        that stalls, a cold one within ``EXACT_LP_SECONDS``, solved again with
+        :func:`log_weights` and no presolve when it stalls too; after ``EXACT_STALLS``
+        such stalls with those at once."""
         def left(seconds):
             return seconds if deadline is None else \
                 min(seconds, max(0.01, deadline - time.perf_counter()))
+        if self.stalls < EXACT_STALLS:
+            # an "infeasible" answer of a warm solve is confirmed cold by the model
+            res = self.model.solve(time_limit=left(min(self.lp_seconds, WARM_LP_SECONDS)))
+            if res.status in ("optimal", "infeasible"):
+                return res
         self.model.highs.clearSolver()
         if self.stalls < EXACT_STALLS:
             res = self.model.solve(time_limit=left(min(self.lp_seconds, EXACT_LP_SECONDS)))
@@ -249,6 +263,9 @@ FREE_LOG_WEIGHT = 0.01
 #: most seconds of a pruning LP with the exact weights before it is solved again with
 #: :func:`log_weights` (they solve in a fraction of a second where the exact ones stall)
 EXACT_LP_SECONDS = 1.0
+#: most seconds of a warm pruning LP before it is solved again cold (warm re-solves
+#: can stall on linked tables of a few thousand cells)
+WARM_LP_SECONDS = 0.2
 #: stalls of the exact weights after which every further LP takes the log weights
 EXACT_STALLS = 3
 

@@ -110,7 +110,7 @@ class WidthStep:
                 timed_out = True
                 unmet += int((~done[q:]).sum())
                 break
-            y, n_lp = self._witness(cond, z, deadline)
+            y, n_lp = self.witness(cond, z, deadline)
             lps += n_lp
             if y is None:
                 unmet += 1
@@ -159,12 +159,17 @@ class WidthStep:
             mask = grown.astype(float)
         return np.flatnonzero(mask > 0), False
 
-    def _witness(self, cond: Condition, z: np.ndarray, deadline: float | None):
+    def witness(self, cond: Condition, z: np.ndarray, deadline: float | None,
+                banned: int | None = None):
         """The cheapest deviation proving ``cond`` on the pattern ``z``: ``(cells,
         deviations)``, or None when no neighbourhood (up to the whole table) has one;
-        and the number of LPs solved."""
+        and the number of LPs solved.  ``banned``: a cell that keeps its value (the
+        swap pass's published cell); its LPs skip the one over the suppressed cells
+        alone (the pruning pass has solved that)."""
         req = self.req
         movable = (z | self.candidate)
+        if banned is not None:
+            movable[banned] = False
         if req.singleton.any():
             movable = movable & ~req.singleton
             movable[cond.cell] = True
@@ -173,7 +178,7 @@ class WidthStep:
         # ``hops`` relations; one further it often is, at a third of the whole table)
         radius = self.hops + int(self.fast)
         lps = 0
-        if z.sum() > 1:
+        if z.sum() > 1 and banned is None:
             # first the suppressed cells alone (a small LP): the condition often holds
             # already, and then nothing is added
             hidden = z & movable

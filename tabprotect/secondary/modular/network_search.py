@@ -219,9 +219,11 @@ class _Search:
                  lazy: list, limits: SearchLimits, deadline: float | None):
         self.prob, self.limits, self.deadline = prob, limits, deadline
         self.K, self.d = rows, deficit
+        self.KT = np.ascontiguousarray(rows.T)   # K's columns as rows (one per candidate)
         self.tol = REL_TOL * np.maximum(1.0, deficit)
         self.lazy = lazy          # [(s, j, width)] checked by maximum flows
         self.c = prob.cost
+        self.c_list = prob.cost.tolist()          # the costs as Python floats (scalar use)
         self.best_cost = np.inf
         self.best: np.ndarray | None = None
         self.nodes = 0
@@ -229,6 +231,7 @@ class _Search:
 
     def add_rows(self, rows: np.ndarray, deficit: np.ndarray) -> None:
         self.K = np.vstack([self.K, rows])
+        self.KT = np.ascontiguousarray(self.K.T)
         self.d = np.concatenate([self.d, deficit])
         self.tol = REL_TOL * np.maximum(1.0, self.d)
 
@@ -269,8 +272,9 @@ class _Search:
             return
         excluded = excluded.copy()
         n_rows = len(self.d)
-        for e in branch:
-            if cost + self.c[e] >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
+        for e in branch.tolist():
+            ce = self.c_list[e]
+            if cost + ce >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 excluded[e] = True
                 continue
             chosen[e] = True
@@ -279,7 +283,7 @@ class _Search:
                                         self.K[n_rows:, chosen & (np.arange(len(chosen))
                                                                   != e)].sum(axis=1)])
                 n_rows = len(self.d)
-            self._node(chosen, excluded, cost + self.c[e], slack - self.K[:, e])
+            self._node(chosen, excluded, cost + ce, slack - self.KT[e])
             chosen[e] = False
             excluded[e] = True
             if self.gave_up:

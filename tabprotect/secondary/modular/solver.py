@@ -17,7 +17,6 @@ from tabprotect.secondary.modular.certified import Unreachable, certified_patter
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_search import network_pattern, network_unprotected
 from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
-from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
 
 #: a sub-table solver: (flat sub-table, cost, time limit) -> its new status array
@@ -105,6 +104,8 @@ class OptimalSubtableSolver:
                                                  first_only=True)
             if not chk.ok:
                 raise InfeasibleRulesError("sub-table cannot be protected with its margins")
+        # the MILP (imported here: network sub-tables, 1-D and 2-D, never need it)
+        from tabprotect.secondary.optimal import optimal
         start = self._start(sub, req, cost, deadline)
         out = np.asarray(optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
                                  mip_gap=self.mip_gap, start=start).status)
