@@ -12,7 +12,7 @@ from tabprotect.audit import audit
 from tabprotect.model import Hierarchy, Table
 from tabprotect.secondary import cost_vector
 from tabprotect.secondary.optimal import OptimalOptions, optimal
-from tabprotect.secondary.optimal.settle import settle
+from tabprotect.secondary.optimal.settle import settle, single_witnesses
 from tabprotect.secondary.repair import Requirements
 from test_gauss_widths import linked
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
@@ -143,3 +143,18 @@ def test_a_primary_no_candidate_can_protect_enough_is_refused_by_name():
     t2 = t.replace(status=np.array(["P", "U", "S", "S"]))
     res = protect(t2, method="optimal", cost="unity", singleton=False)
     assert res.passed and audit(res.confidential_table, singleton=False).passed
+
+
+@pytest.mark.parametrize("seed", [1, 4, 6, 9])
+def test_single_witnesses_settle_only_primaries_the_audit_passes(seed):
+    # one LP per open primary and direction, each solution settling every primary it
+    # moves far enough: whatever it settles passes the independent audit with the
+    # unpublished cells alone (here at least one on each table)
+    table = hier_table(seed, n_primary=6)
+    req = Requirements.from_table(table, singleton=False)
+    z = _unpublished(table).astype(float)
+    done, n_lp = single_witnesses(table.relations.tocsr(), req, z,
+                                  np.ones(len(req.primary), bool), deadline=None)
+    res = audit(table, unpublished=_unpublished(table), singleton=False)
+    assert res.protected[req.primary[done]].all()
+    assert n_lp <= 2 * len(req.primary) and done.any()
