@@ -44,7 +44,7 @@ def verdict_bounds(system: ReducedSystem, task, targets, counters,
     try:
         _witness_passes(state, settings)
         counters["certified"] += int((state.satisfied() & ~state.decided).sum())
-        _per_cell_pass(state)
+        per_cell_pass(state)
         # an unfinished cell must not be counted as certified above
         system.incomplete -= set(np.flatnonzero(state.satisfied() & state.want).tolist())
     finally:
@@ -72,7 +72,7 @@ def _witness_passes(state: VerdictState, settings: AuditSettings) -> None:
         state.decided |= state.want & ~state.satisfied()
 
 
-def _per_cell_pass(state: VerdictState) -> None:
+def per_cell_pass(state: VerdictState) -> None:
     """Exact LP bounds for the ends the witnesses did not settle; each solution is a new
     witness for the cells still open."""
     system, integer = state.system, state.integer
