@@ -281,10 +281,12 @@ def _prune_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: b
     if time.perf_counter() > deadline:
         details["prune_skipped"] = "deadline"
         return status, {}
+    t0 = time.perf_counter()
     out = prune_pattern(table, status, cost, singleton=singleton, deadline=deadline,
                         witnesses=witnesses)
     details.update({"pruned": out.pruned, "prune_tried": out.tried, "prune_lps": out.lps,
-                    "prune_timed_out": out.timed_out})
+                    "prune_timed_out": out.timed_out,
+                    "prune_seconds": round(time.perf_counter() - t0, 3)})
     if out.skipped:
         details["prune_skipped"] = out.skipped
     return out.status, out.witnesses
@@ -296,8 +298,10 @@ def _swap_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bo
     record what it did."""
     if time.perf_counter() > deadline:
         return status
+    t0 = time.perf_counter()
     out = swap(table, status, cost, witnesses, singleton=singleton, deadline=deadline)
     details.update({"swapped": out.swapped, "swap_added": out.added,
                     "swap_tried": out.tried, "swap_lps": out.lps,
-                    "swap_timed_out": out.timed_out})
+                    "swap_timed_out": out.timed_out,
+                    "swap_seconds": round(time.perf_counter() - t0, 3)})
     return out.status

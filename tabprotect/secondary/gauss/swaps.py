@@ -103,13 +103,19 @@ def _try(step: WidthStep, conds: dict, keys: set, hidden: np.ndarray, x: int,
     new = {}
     lps = 0
     spent = 0.0
+    found: list = []  # this try's witnesses: (cells, deviations)
     for key in sorted(keys, key=lambda k: (-fails.get(k, 0), k)):
         cond = conds[key]
+        moved = _reuse(step, cond, found)
+        if moved is not None:
+            new[key] = moved
+            continue
         y, n_lp = step.witness(cond, trial, deadline, banned=x)
         lps += n_lp
         if y is None:
             fails[key] = fails.get(key, 0) + 1
             return None, {}, lps
+        found.append(y)
         cells, dev = y
         moved = cells[np.abs(dev) > 1e-9 * max(1.0, cond.need)]
         fresh = moved[~trial[moved]]
@@ -120,6 +126,29 @@ def _try(step: WidthStep, conds: dict, keys: set, hidden: np.ndarray, x: int,
         trial[fresh] = True
         new[key] = moved
     return trial, new, lps
+
+
+def _reuse(step: WidthStep, cond, found: list) -> np.ndarray | None:
+    """The cells moved by a witness of ``cond`` among this try's witnesses ``found``
+    or their mirrors, or None: a deviation is one when it moves the primary at least
+    the need its way, every cell within its range, and no single-contributor cell but
+    that primary (its cells are suppressed already; the published cell is not among
+    them)."""
+    req = step.req
+    for cells, dev in found:
+        k = int(np.searchsorted(cells, cond.cell))
+        if k == len(cells) or cells[k] != cond.cell:
+            continue
+        tol = 1e-9 * max(1.0, float(np.abs(dev).max(initial=0.0)))
+        up, down = req.up[cells] + tol, req.down[cells] + tol
+        for v in (dev, -dev):
+            moved = np.abs(v) > 1e-9 * max(1.0, cond.need)
+            single = req.singleton[cells] & moved
+            single[k] = False
+            if (cond.sign * v[k] >= cond.need and (v <= up).all() and (-v <= down).all()
+                    and not single.any()):
+                return cells[moved]
+    return None
 
 
 def _past(deadline: float | None) -> bool:
