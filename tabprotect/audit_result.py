@@ -101,6 +101,7 @@ class AuditResult:
     n_block_passes_skipped: int = 0  # screen: larger block passes left out (low yield)
     n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
     n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
+    n_attacker_groups: int = 0  # witness passes against groups of attackers at once
     table: Table | None = field(default=None, repr=False)
     settings: "AuditSettings | None" = field(default=None, repr=False)  # tuning applied
     coalition: int = 0   # size of the coalitions of contributors audited against (0: none)
@@ -167,6 +168,7 @@ class AuditResult:
             "block_passes_skipped": self.n_block_passes_skipped,
             "moves_used": self.n_moves_used,
             "moves_rejected": self.n_moves_rejected,
+            "attacker_group_passes": self.n_attacker_groups,
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,

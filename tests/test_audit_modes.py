@@ -147,26 +147,37 @@ def test_verdict_modes_judge_each_attacker_on_its_own(seed):
                                               err_msg=f"{leaves} {integer} {mode}")
 
 
-@pytest.mark.parametrize("seed", [3, 11])
-def test_every_mode_flags_the_primaries_each_attacker_breaks(seed):
-    # `attacked` against an independent LP per (primary, attacker)
-    rng = np.random.default_rng(seed)
-    for leaves in ((4, 5), (3, 3, 2)):
-        for kind in ("frequency", "magnitude"):
-            t = _pattern(rng, _flat_table(rng, leaves, kind), kind)
-            for integer in (False, True):
-                # against the oracle where the outside intruder leaves the requirement
-                # (elsewhere an attacker of another component breaks nothing of its
-                # own); the modes agree on every cell
-                safe = (t.status == "U") & audit(t, integer=integer).protected
-                truth = oracle_attacked(t, integer=integer)[safe]
-                first = None
-                for mode in ("intervals", "verdict", "screen"):
-                    res = audit(t, singleton=True, integer=integer, mode=mode)
-                    msg = f"{leaves} {kind} {integer} {mode}"
+def test_every_mode_flags_the_primaries_each_attacker_breaks():
+    # `attacked` against an independent LP per (primary, attacker), with and without
+    # the passes against groups of attackers: random count and magnitude patterns and a
+    # gauss count pattern
+    group_passes = 0
+    tables = []
+    for seed, leaves, kind in ((2, (4, 4, 2), "frequency"), (3, (5, 6), "frequency"),
+                               (5, (3, 3, 3), "frequency"), (3, (4, 5), "magnitude"),
+                               (3, (3, 3, 2), "magnitude")):
+        rng = np.random.default_rng(seed)
+        tables.append(_pattern(rng, _flat_table(rng, leaves, kind), kind))
+    tables.append(_gauss_count_pattern(0, (3, 3, 3), singleton=True))
+    for t in tables:
+        for integer in (False, True):
+            # against the oracle where the outside intruder leaves the requirement
+            # (elsewhere an attacker of another component breaks nothing of its own);
+            # the modes agree on every cell
+            safe = (t.status == "U") & audit(t, integer=integer).protected
+            truth = oracle_attacked(t, integer=integer)[safe]
+            first = None
+            for mode in ("intervals", "verdict", "screen"):
+                for groups in (0, 2):
+                    res = audit(t, singleton=True, integer=integer, mode=mode,
+                                settings=AuditSettings(attacker_group_min=groups,
+                                                              attacker_group_cell_lps=2))
+                    msg = f"{t.n_cells} cells, {integer} {mode} groups {groups}"
                     np.testing.assert_array_equal(res.attacked[safe], truth, err_msg=msg)
                     first = res.attacked if first is None else first
                     np.testing.assert_array_equal(res.attacked, first, err_msg=msg)
+                    group_passes += res.n_attacker_groups
+    assert group_passes > 0
 
 
 # the 3-D count tables where the verdict audit reported protected primaries short

@@ -253,3 +253,25 @@ def test_row_branch_follows_its_definition(seed):
                 assert ours.tolist() == ref.tolist()
             checked += 1
     assert checked > 20
+
+
+def test_cover_bounds_are_the_greedy_fractional_covers():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n_rows, n = int(rng.integers(1, 8)), int(rng.integers(0, 7))
+        need = rng.choice([1.0, 7.25, 100.0], size=n_rows)
+        Kc = np.where(rng.random((n_rows, n)) < 0.4, 0.0,
+                      rng.choice([0.5, 3.0, 7.25, 120.0], size=(n_rows, n)))
+        Kc = np.minimum(Kc, need[:, None])
+        c = rng.choice([0.0, 1.0, 5.5, 40.0], size=n)
+        bound, reach = _cover_bounds(Kc, need, c)
+        for r in range(n_rows):
+            # the cheapest per unit first, each taking what the row still lacks
+            left, cost = need[r], 0.0
+            for e in sorted((e for e in range(n) if Kc[r, e] > 0),
+                            key=lambda e: c[e] / Kc[r, e]):
+                take = min(left, Kc[r, e])
+                cost += take * c[e] / Kc[r, e]
+                left -= take
+            assert np.isclose(bound[r], cost, rtol=1e-12, atol=1e-12)
+            assert np.isclose(reach[r], Kc[r].sum(), rtol=1e-12)

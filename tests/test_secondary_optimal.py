@@ -550,8 +550,8 @@ def test_binding_time_limit_on_a_general_table_keeps_the_start(seed):
     cost = cost_vector(table, "value")
     options = OptimalOptions(gauss_start_min_primaries=0)
     t0 = time.perf_counter()
-    out = optimal(table, cost, time_limit=0.2, options=options)
-    assert time.perf_counter() - t0 < 0.2 + 10.0
+    out = optimal(table, cost, time_limit=0.5, options=options)
+    assert time.perf_counter() - t0 < 0.5 + 10.0
     assert out.details["gauss_start_state"] == PROTECTED
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) <= out.details["start_cost"] + 1e-9

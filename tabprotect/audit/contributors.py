@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 
 from tabprotect.audit_result import meets_requirement
+from tabprotect.audit.attack_groups import group_passes
 from tabprotect.audit.system import Knowledge
 from tabprotect.audit.verdict import verdict_bounds
 from tabprotect.errors import InputError
@@ -194,10 +195,16 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
     # the outside intruder's unfinished cells stay unfinished, whatever an attacker's
     # pass settles
     unfinished = set(system.incomplete)
-    for attacker in task.attackers or ():
+    attackers = task.attackers or []
+    targets_of = []
+    for attacker in attackers:
         aimed = ~np.isin(targets_all, attacker.members)
         attacked[targets_all[aimed & proven]] = True
-        targets = targets_all[aimed & ~proven]
+        targets_of.append(targets_all[aimed & ~proven])
+    least = task.settings.attacker_group_min
+    if least and len(attackers) >= max(2, least):
+        targets_of = group_passes(task, attackers, targets_of, counters)
+    for attacker, targets in zip(attackers, targets_of):
         if len(targets) == 0:
             continue
         lo, hi = _attacker_interval(task, targets, counters, attacker.knowledge)

@@ -2,8 +2,9 @@
 :func:`tabprotect.audit.audit` and recorded in the result's ``params``.
 
 None of them changes a verdict: they choose how the verdict modes look for witnesses
-and where work goes to worker processes (an interval audit uses only
-``parallel_min_cells`` and ``dual_min_vars``).
+and where work goes to worker processes (an interval audit uses them for its
+attackers among the contributors, and otherwise only ``parallel_min_cells`` and
+``dual_min_vars``).
 """
 from __future__ import annotations
 
@@ -74,6 +75,15 @@ class AuditSettings:
     #: default: on a 22^3 count table they certify a third of what the screen leaves
     #: (repair adds 441 cells instead of 667) at 10-15 times the screen's time
     least_move_primaries: int = 0
+    #: attacker audits: components with at least this many attackers get aggregate
+    #: witness passes against groups of them at once (:mod:`tabprotect.audit.
+    #: attack_groups`) before each attacker's own pass (with fewer, the group passes
+    #: cost more than they spare); 0: per-attacker passes alone
+    attacker_group_min: int = 6
+    #: a group pass of at least this many attackers ends with per-cell LPs against the
+    #: whole group (one LP pair stands for that many); a smaller group leaves them to
+    #: the members' own passes, which its witnesses already spare most LPs
+    attacker_group_cell_lps: int = 8
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

@@ -100,7 +100,7 @@ class WitnessBank:
 def new_counters() -> dict[str, int]:
     """The audit's work counters (summed over components into the result)."""
     return {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
-            "block_passes_skipped": 0}
+            "block_passes_skipped": 0, "attacker_groups": 0}
 
 
 def out_of_time(deadline: float | None) -> bool:

@@ -4,7 +4,8 @@ an unprotectable primary is an :class:`InfeasibleRulesError` naming it.  The out
 intruder is checked up front; the single-contributor attackers only after a final audit
 that failed (the check's purpose is the clear error, and a passing pattern needs none).
 A method that meets an unprotectable primary without spending its budget on it
-(``CHECK_AFTER_METHODS``: modular leaves such a sub-table to the audit and repair; gauss
+(``CHECK_AFTER_METHODS``: modular leaves such a sub-table to the audit and repair,
+optimal raises the error from its first cut for it; gauss
 on a general table finds that its protection LP has no solution and goes on, see
 :func:`check_after`) gets both checks only after a final audit that failed."""
 from __future__ import annotations
@@ -22,8 +23,9 @@ from tabprotect.secondary.protect_settings import ProtectSettings
 
 #: methods whose feasibility check runs only after a failed final audit: an
 #: unprotectable primary costs them no budget (modular leaves its sub-table unsolved,
-#: the audit and repair take it), and a passing pattern needs no check
-CHECK_AFTER_METHODS = ("modular",)
+#: the audit and repair take it; optimal's search meets it as a cut no candidate can
+#: meet and raises the error), and a passing pattern needs no check
+CHECK_AFTER_METHODS = ("modular", "optimal")
 
 #: methods whose check is deferred on general tables (no dimensions) only: gauss's width
 #: step solves every primary's protection LP there, so an unprotectable primary costs it

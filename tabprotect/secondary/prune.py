@@ -124,13 +124,18 @@ def prune(table: Table, status: np.ndarray, cost: np.ndarray, *, singleton: bool
         tried += 1
         model.fix(x, True)
         new: dict[int, np.ndarray] = {}
+        found: list[np.ndarray] = []  # this try's witnesses (deviations per column)
         # the conditions that failed most often first: a cell that must stay is
         # usually found so with one LP
         for q in sorted(users.get(x, ()), key=lambda q: (-fails[q], q)):
-            moved = model.witness(model.conds[q], deadline)
+            moved = model.reuse(model.conds[q], found)
             if moved is None:
-                fails[q] += 1
-                break
+                got = model.witness(model.conds[q], deadline, deviation=True)
+                if got is None:
+                    fails[q] += 1
+                    break
+                moved, y = got
+                found.append(y)
             new[q] = moved
         else:
             status[x] = table.status[x]
@@ -192,9 +197,26 @@ class _WitnessModel:
         hi = [0.0, 0.0] if fixed else [self.up[j], self.down[j]]
         self.model.set_col_bounds([j, self.k + j], [0.0, 0.0], hi)
 
-    def witness(self, cond: Condition, deadline: float | None) -> np.ndarray | None:
+    def reuse(self, cond: Condition, found: list[np.ndarray]) -> np.ndarray | None:
+        """The cells moved by a witness of ``cond`` among the deviations ``found`` on
+        the current model (each solved for another condition) or their mirrors, or
+        None: a deviation is a witness of ``cond`` when it moves the primary at least
+        the need its way and keeps every other cell within its range of this model."""
+        j = int(self.col[cond.cell])
+        up, down = self.up.copy(), self.down.copy()
+        up[j], down[j] = self.req.up[cond.cell], self.req.down[cond.cell]
+        for y in found:
+            tol = 1e-9 * max(1.0, float(np.abs(y).max(initial=0.0)))
+            for v in (y, -y):
+                if (cond.sign * v[j] >= cond.need and (v <= up + tol).all()
+                        and (-v <= down + tol).all()):
+                    return self.cells[np.abs(v) > 1e-9 * max(1.0, cond.need)]
+        return None
+
+    def witness(self, cond: Condition, deadline: float | None, deviation: bool = False):
         """The cells a witness of ``cond`` moves (table indices), or None when the LP
-        has no solution within its time."""
+        has no solution within its time; with ``deviation``, those cells and the
+        witness' deviation per column."""
         req, j, k = self.req, int(self.col[cond.cell]), self.k
         up, down = float(req.up[cond.cell]), float(req.down[cond.cell])
         lo = [cond.need, 0.0] if cond.sign > 0 else [0.0, cond.need]
@@ -206,7 +228,8 @@ class _WitnessModel:
         if res.status != "optimal":
             return None
         y = res.x[:k] - res.x[k:]
-        return self.cells[np.abs(y) > 1e-9 * max(1.0, cond.need)]
+        moved = self.cells[np.abs(y) > 1e-9 * max(1.0, cond.need)]
+        return (moved, y) if deviation else moved
 
     def _solve(self, deadline: float | None):
         """A warm solve with the exact weights within ``WARM_LP_SECONDS`` (from the

@@ -16,6 +16,7 @@ from tabprotect.secondary.gauss.compile import NUMBA
 from tabprotect.secondary.gauss.elimination import (Elimination, add_plain_seconds,
                                                     choose_kernel, kernel_module)
 from tabprotect.secondary.gauss.singletons import watched_roles
+from tabprotect.secondary.gauss.swaps import swap
 from tabprotect.secondary.gauss.vectors import cell_vectors
 from tabprotect.secondary.gauss.widths import WidthStep
 from tabprotect.secondary.prune import prune as prune_pattern
@@ -58,6 +59,10 @@ class GaussOptions:
         "why": "the pruning pass after the elimination (:mod:`tabprotect.secondary.prune`: "
                "secondaries no primary needs are published again, dearest first): on "
                "general tables, whose width step adds cells one condition at a time"})
+    swaps: bool = field(default=True, metadata={
+        "why": "the swap pass after the pruning pass (:mod:`.swaps`: a dear secondary "
+               "is published again for cheaper cells, each swap proven by witnesses), "
+               "wherever the pruning pass runs; within the same time"})
     prune_seconds: float = field(default=60.0, metadata={
         "why": "most seconds of the pruning pass when the call has no time limit (with "
                "one it runs until the call's limit; what it has not tried stays "
@@ -162,7 +167,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           python_below_cells: int = 1_000, python_seconds: float = 0.4,
           python_warning_cells: int = 50_000,
           widths: str = "general", widths_share: float = 0.7, widths_seconds: float = 120.0,
-          prune: str = "general", prune_seconds: float = 60.0) -> MethodOutcome:
+          prune: str = "general", swaps: bool = True,
+          prune_seconds: float = 60.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
     Parameters
@@ -177,8 +183,8 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     widths, widths_share, widths_seconds : the width step before the elimination (see
         :class:`GaussOptions` and :mod:`.widths`): on general tables by default, so that
         the pattern meets the protection levels too, not only no exact disclosure
-    prune, prune_seconds : the pruning pass after the elimination (see
-        :class:`GaussOptions`); it runs until the time limit
+    prune, swaps, prune_seconds : the pruning pass after the elimination and the swap
+        pass after it (see :class:`GaussOptions`); they run until the time limit
     dependent, kernel, python_below_cells, python_seconds, python_warning_cells : see
         :class:`GaussOptions`; ``details["kernel"]`` says which kernel ran
 
@@ -227,9 +233,11 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             add_plain_seconds(time.perf_counter() - t_run)
     status[run.secondary] = "M"
     if prune == "always" or (prune == "general" and not table.dimensions):
-        status = _prune_step(table, status, cost, singleton, width_witnesses,
-                             start + (prune_seconds if time_limit is None else time_limit),
-                             details)
+        end = start + (prune_seconds if time_limit is None else time_limit)
+        status, proofs = _prune_step(table, status, cost, singleton, width_witnesses, end,
+                                     details)
+        if swaps and proofs:
+            status = _swap_step(table, status, cost, singleton, proofs, end, details)
     if progress is not None:
         progress("gauss", 1.0)
     details.update({"kernel": "compiled" if compiled else "python",
@@ -265,16 +273,35 @@ def _widths_proven(table: Table, details: dict) -> bool:
 
 
 def _prune_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,
-                witnesses: dict, deadline: float, details: dict) -> np.ndarray:
+                witnesses: dict, deadline: float, details: dict
+                ) -> tuple[np.ndarray, dict]:
     """The pruning pass on the pattern (it proves every condition on it first, and
-    prunes nothing when one has no witness); record what it did."""
+    prunes nothing when one has no witness); record what it did.  Returns the pattern
+    and its witnesses (empty when it proved nothing)."""
     if time.perf_counter() > deadline:
         details["prune_skipped"] = "deadline"
-        return status
+        return status, {}
+    t0 = time.perf_counter()
     out = prune_pattern(table, status, cost, singleton=singleton, deadline=deadline,
                         witnesses=witnesses)
     details.update({"pruned": out.pruned, "prune_tried": out.tried, "prune_lps": out.lps,
-                    "prune_timed_out": out.timed_out})
+                    "prune_timed_out": out.timed_out,
+                    "prune_seconds": round(time.perf_counter() - t0, 3)})
     if out.skipped:
         details["prune_skipped"] = out.skipped
+    return out.status, out.witnesses
+
+
+def _swap_step(table: Table, status: np.ndarray, cost: np.ndarray, singleton: bool,
+               witnesses: dict, deadline: float, details: dict) -> np.ndarray:
+    """The swap pass on the pruned pattern, whose ``witnesses`` prove every condition;
+    record what it did."""
+    if time.perf_counter() > deadline:
+        return status
+    t0 = time.perf_counter()
+    out = swap(table, status, cost, witnesses, singleton=singleton, deadline=deadline)
+    details.update({"swapped": out.swapped, "swap_added": out.added,
+                    "swap_tried": out.tried, "swap_lps": out.lps,
+                    "swap_timed_out": out.timed_out,
+                    "swap_seconds": round(time.perf_counter() - t0, 3)})
     return out.status

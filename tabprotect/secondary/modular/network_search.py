@@ -367,14 +367,18 @@ def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
     candidates by cost per unit covered, each taking what the row still lacks) and how
     much all the candidates together cover (``pos``: ``Kc > 0`` when known)."""
     pos = Kc > 0 if pos is None else pos
-    ratio = np.divide(c[None, :], Kc, out=np.full(Kc.shape, np.inf), where=pos)
-    order = np.argsort(ratio, axis=1, kind="stable")
-    rows = np.arange(Kc.shape[0])[:, None]
-    k = Kc[rows, order]
+    n_rows, n = Kc.shape
+    ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
+    # each row's candidates by ratio, as flat indices (one gather per array)
+    flat = np.argsort(ratio, axis=1, kind="stable")
+    flat += np.arange(n_rows)[:, None] * n
+    k = Kc.ravel()[flat]
     cum = np.cumsum(k, axis=1)
     covered = np.minimum(np.maximum(need[:, None] - (cum - k), 0.0), k)   # clip to [0, k]
-    cost = (covered * np.where(k > 0, ratio[rows, order], 0.0)).sum(axis=1)
-    return cost, cum[:, -1] if cum.shape[1] else np.zeros(len(need))
+    sorted_ratio = ratio.ravel()[flat]
+    sorted_ratio[k <= 0] = 0.0          # (covers nothing: its infinite ratio counts 0)
+    cost = (covered * sorted_ratio).sum(axis=1)
+    return cost, cum[:, -1] if n else np.zeros(len(need))
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,

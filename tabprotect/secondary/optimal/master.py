@@ -148,7 +148,8 @@ class Master:
             rhs = rhs - fixed_part
             c = self.col[cols_c]
             keep = c >= 0
-            if not keep.any():
+            # a valid cut that every candidate suppressed cannot meet: no pattern does
+            if not keep.any() or np.minimum(coef_c[keep], rhs).sum() < rhs * (1 - 1e-6):
                 raise Unprotectable(cols_c, int(s))
             variants = [np.minimum(coef_c[keep], rhs) / rhs]
             if point is not None:

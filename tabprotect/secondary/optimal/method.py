@@ -127,9 +127,10 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     ``gauss_start_share`` of the limit; the search has what the start leaves.
 
     ``time_limit`` bounds the whole call: the search's limit is the time left after the
-    start, and with less than ``min_search_share`` of it left a start is the result
-    (setting up the search on a table where gauss took most of the limit costs seconds
-    and finds nothing better in them).  The result is never costlier than
+    start, and with less than ``min_search_share`` of it left the start is the result,
+    finished or not (setting up the search on a table where gauss took most of the
+    limit costs seconds and finds nothing better in them; an unfinished start is then
+    the pattern gauss alone would return).  The result is never costlier than
     a start the oracle does not find unprotected (see
     :func:`~tabprotect.secondary.optimal.heuristics.initial_incumbent`).
     """
@@ -150,8 +151,12 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
                            else (found.pattern, None))
             state = found.state
     left = None if end is None else max(0.0, end - time.perf_counter())
-    if start is not None and left is not None and left <= opt.min_search_share * time_limit:
-        out = _start_outcome(table, start)
+    kept = start if start is not None else seed
+    if kept is not None and left is not None and left <= opt.min_search_share * time_limit:
+        # a finished start, or gauss's unfinished pattern (what gauss alone would give:
+        # cells it did not examine stay suppressed; protect()'s audit and repair
+        # complete it), is the result
+        out = _start_outcome(table, kept)
     else:
         # the start, unless the oracle finds it unprotected, is the first incumbent and
         # only a cheaper protected pattern replaces it
@@ -179,5 +184,6 @@ def _start_outcome(table, start: np.ndarray) -> MethodOutcome:
     status = table.status.copy()
     status[np.asarray(start, bool) & ~np.isin(status, ("U", "M"))] = "M"
     return MethodOutcome(status=status, proven_optimal=False, solver_status="time_limit",
-                         mip_gap=1.0, details={"search": "none: too little time left after the start",
-                                               "lower_bound": 0.0})
+                         mip_gap=1.0,
+                         details={"search": "none: too little time left after the start",
+                                  "lower_bound": 0.0})

@@ -52,6 +52,10 @@ class OptimalOptions:
     settle_share: float = 0.2
     #: rounds per direction of the witness LPs that settle many primaries at once
     settle_witness_rounds: int = 5
+    #: the attacker LPs check the primaries the witnesses leave only when the witnesses
+    #: settled this share of them: the primaries then protect each other and the few
+    #: left are worth an LP each; otherwise most are short (the search finds that)
+    settle_check_min_share: float = 0.5
 
     # ---- large tables: start pattern
     #: from this many candidate cells (Benders, no start given) the search starts from
@@ -60,15 +64,17 @@ class OptimalOptions:
     #: ... and from this many primaries (the repair's work grows with each primary)
     gauss_start_min_primaries: int = 100
     #: share of the time limit the gauss start may use (it ends early when gauss does):
-    #: a start that finishes is the pattern the result never costs more than, and on
-    #: tables where gauss needs most of the limit the search cannot improve on it anyway
-    gauss_start_share: float = 0.9
+    #: all of it, as gauss alone gets: a start that finishes is the pattern the result
+    #: never costs more than, and on tables where gauss needs the whole limit a start cut
+    #: short is a worse pattern than gauss's own, which the search cannot improve on in
+    #: the time left anyway
+    gauss_start_share: float = 1.0
     #: share of the start's time for gauss's width step (the LPs that give each primary
-    #: its range); the elimination after it takes a small part, the pruning pass the rest
-    gauss_start_widths_share: float = 0.8
-    #: with a finished start and at most this share of the limit left, the start is the
-    #: result: setting up the search costs seconds on the tables where gauss took most
-    #: of the limit, and it finds nothing better in the rest
+    #: its range), gauss's own default: the start is the pattern gauss alone gives
+    gauss_start_widths_share: float = 0.7
+    #: with a finished start, or an unfinished one, and at most this share of the limit
+    #: left, the start is the result: setting up the search costs seconds on the tables
+    #: where gauss took most of the limit, and it finds nothing better in the rest
     min_search_share: float = 0.1
 
     # ---- LP phase (fractional separation on the master's LP relaxation)

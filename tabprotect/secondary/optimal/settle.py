@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, HybridOracle
 from tabprotect.secondary.optimal.witness_check import witness_certified
@@ -48,25 +49,32 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
     """The primaries the ``fixed`` (unpublished) cells alone leave short, or that the
     pass did not reach by ``deadline``.
 
-    Without single-contributor attackers a witness pass first settles most primaries
-    with a few aggregate LPs; the attacker LPs then check the rest.  A check the
-    deadline stops settles only what the witnesses proved (a primary is never dropped
-    on an unfinished check).
+    A witness pass settles most primaries that protect each other with a few aggregate
+    LPs.  Only when it settles at least ``settle_check_min_share`` of them are the rest
+    (then few, and worth an LP each; otherwise most are short, and the search's own LPs
+    find that) pushed one at a time (:func:`single_witnesses`, each solution settling
+    every primary it moves far enough), and the attacker LPs check what is left.  A check the deadline stops settles
+    only what the witnesses proved (a primary is never dropped on an unfinished
+    check).  Without the witness pass (single-contributor attackers) nothing is settled
+    and the pass costs nothing.
     """
     t0 = time.perf_counter()
     n = len(req.primary)
-    done = np.zeros(n, bool)
-    n_lp = 0
+    if req.singleton.any() or n == 0:
+        return Settled(req=req, settled=0, complete=False, lps=0, seconds=0.0)
     z = fixed.astype(float)
     oracle = HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX, racing=False,
                           options=options)
-    if not req.singleton.any() and n:
-        done, n_lp = witness_certified(oracle.A, req, oracle.slot, z, req.primary,
-                                       rounds=options.settle_witness_rounds,
-                                       deadline=deadline)
-    complete = True
+    done, n_lp = witness_certified(oracle.A, req, oracle.slot, z, req.primary,
+                                   rounds=options.settle_witness_rounds, deadline=deadline)
+    complete = bool(done.all())
+    if len(done) and not complete and done.mean() >= options.settle_check_min_share:
+        more, n_more = single_witnesses(oracle.A, req, z, ~done, deadline=deadline)
+        done |= more
+        n_lp += n_more
     rest = req.primary[~done]
-    if len(rest) and (deadline is None or time.perf_counter() < deadline):
+    if (len(rest) and done.mean() >= options.settle_check_min_share
+            and (deadline is None or time.perf_counter() < deadline)):
         chk = oracle.check(fixed, cuts=False, primaries=rest, deadline=deadline)
         n_lp += chk.n_lp
         complete = chk.complete
@@ -74,7 +82,63 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
             short = np.zeros(table.n_cells, bool)
             short[[s for s, _, _ in chk.violated]] = True
             done = ~short[req.primary]
-    elif len(rest):
-        complete = False
     return Settled(req=restrict(req, ~done), settled=int(done.sum()), complete=complete,
                    lps=n_lp, seconds=time.perf_counter() - t0)
+
+
+def single_witnesses(A, req: Requirements, z: np.ndarray, open_: np.ndarray, *,
+                     deadline: float | None) -> tuple[np.ndarray, int]:
+    """The primaries among ``open_`` (bool mask over the primaries) that a witness of
+    one LP per open primary and direction settles, and the LPs solved.
+
+    Each LP pushes one primary alone (over every unpublished cell, within its range);
+    its solution is a deviation the intruder cannot rule out, so it settles each open
+    primary it moves by the level in that direction, and those need no LP of their own
+    there.  Primaries with a width requirement stay open (both directions at once).
+    Ends at ``deadline`` (what it settled so far holds)."""
+    slots = np.flatnonzero(open_ & (req.need_width <= 0))
+    done = np.zeros(len(req.primary), bool)
+    if len(slots) == 0:
+        return done, 0
+    active = np.flatnonzero(z > 0.5)
+    col = np.full(len(z), -1, np.int64)
+    col[active] = np.arange(len(active))
+    sub = A[:, active].tocsr()
+    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+    tcol = col[req.primary[slots]]
+    need = {1.0: req.need_up[slots], -1.0: req.need_down[slots]}
+    # ranges capped well above every level: the LP stays bounded, and a deviation
+    # within smaller ranges is still one the intruder cannot rule out
+    cap = 2.0 * max(float(need[1.0].max()), float(need[-1.0].max()), 0.5)
+    model = HighsModel(LinearProgram(
+        c=np.zeros(len(active)), A=sub[rows], row_lower=np.zeros(len(rows)),
+        row_upper=np.zeros(len(rows)), col_lower=-np.minimum(req.down[active], cap),
+        col_upper=np.minimum(req.up[active], cap), sense="max"),
+        simplex_strategy=DUAL_SIMPLEX)
+    met = {d: need[d] <= 0 for d in need}
+    tol = req.tol[slots]
+    n_lp = 0
+    for k in range(len(slots)):
+        for sign in (1.0, -1.0):
+            if met[sign][k]:
+                continue
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                return _settled(done, slots, met), n_lp
+            model.set_objective(indices=[int(tcol[k])], values=[sign], sense="max")
+            res = model.solve(time_limit=left)
+            n_lp += 1
+            if res.status != "optimal" or res.x is None:
+                continue
+            y = np.asarray(res.x, dtype=float)
+            if np.abs(sub[rows] @ y).max(initial=0.0) > 1e-7 * max(1.0, np.abs(y).max()):
+                continue   # not a deviation within tolerance: no certificate from it
+            for d in (1.0, -1.0):
+                # the attacker LPs' own test (a level equal to the range is met)
+                met[d] |= d * y[tcol] >= need[d] - tol
+    return _settled(done, slots, met), n_lp
+
+
+def _settled(done: np.ndarray, slots: np.ndarray, met: dict) -> np.ndarray:
+    done[slots[met[1.0] & met[-1.0]]] = True
+    return done
