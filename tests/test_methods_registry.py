@@ -165,3 +165,25 @@ def test_a_declared_method_is_loaded_on_first_lookup():
     import tabprotect.secondary as secondary
     assert secondary.GaussOptions is METHODS["gauss"].options
     assert secondary.ModularOptions is METHODS["modular"].options
+
+
+def test_a_method_looked_up_by_threads_at_once_loads_once():
+    import threading
+    from tabprotect.secondary.base import MethodTable
+    table, calls = MethodTable(), []
+    go = threading.Barrier(4)
+
+    def load():
+        calls.append(1)
+        table["late"] = METHODS["greedy"]
+    table.declare("late", load)
+    found = []
+
+    def look():
+        go.wait()
+        found.append(table["late"])
+    threads = [threading.Thread(target=look) for _ in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(found) == 4 and all(f is METHODS["greedy"] for f in found)
+    assert 1 <= len(calls) <= 4 and "late" in table

@@ -22,7 +22,8 @@ import numpy as np
 from tabprotect.audit_result import meets_requirement
 from tabprotect.audit.aggregate import aggregate_rounds
 from tabprotect.audit.system import Knowledge, ReducedSystem, out_of_time
-from tabprotect.audit.verdict import per_cell_pass
+from tabprotect.audit.integer import INTEGRAL, branch_and_bound
+from tabprotect.audit.verdict import goal_of
 from tabprotect.audit.witness import VerdictState
 
 if TYPE_CHECKING:
@@ -66,19 +67,40 @@ def _certified(task: "ComponentTask", targets: np.ndarray, fixed: Knowledge,
     aggregate_rounds(state, task.settings.aggregate_rounds)
     if per_cell and not (task.mode == "screen"
                          and system.k >= task.settings.local_min_vars):
-        # per-cell LPs for the rest (a screen skips them on large components): an
-        # attained bound of the group is a value each member's polytope holds too.
-        # What they leave open or unfinished is the members' own passes' business
-        unfinished = set(system.incomplete)
+        # per-cell LPs for the rest (a screen skips them on large components); what
+        # they leave open is the members' own passes' business
         system.fix(fixed)
         try:
-            per_cell_pass(state)
+            _cell_witnesses(state)
         finally:
             system.unfix(fixed)
-            system.incomplete = unfinished
     return meets_requirement(state.lo[targets], state.hi[targets], task.req_lo[targets],
                              task.req_hi[targets], task.req_w[targets],
                              system.value[targets])
+
+
+def _cell_witnesses(state: VerdictState) -> None:
+    """Per-cell LPs towards each target's requirement against the group; each solution
+    (for an integer intruder: an integral table reaching the goal, by branch and bound
+    on the warm model only) is a witness. No exact bound: a group's bound proves
+    nothing about its members."""
+    system, task = state.system, state.task
+    for sense in ("max", "min"):
+        for j in np.flatnonzero(state.want & ~state.satisfied()):
+            if out_of_time(task.deadline):
+                return
+            if not (state.needs_hi(j) if sense == "max" else state.needs_lo(j)):
+                continue
+            status, x = system.solve([j], [1.0], sense, state.fixed, state.counters)
+            if status != "optimal" or x is None:
+                continue
+            if task.integer and np.abs(x - np.round(x)).max() > INTEGRAL:
+                found, x = branch_and_bound(system, int(j), sense, state.fixed,
+                                            state.counters, system.integer_nodes,
+                                            goal=goal_of(state, int(j), sense))
+                if found != "found":
+                    continue
+            state.absorb(x)
 
 
 def colour_groups(system: ReducedSystem, attackers: list["Attacker"]

@@ -44,7 +44,7 @@ def verdict_bounds(system: ReducedSystem, task, targets, counters,
     try:
         _witness_passes(state, settings)
         counters["certified"] += int((state.satisfied() & ~state.decided).sum())
-        per_cell_pass(state)
+        _per_cell_pass(state)
         # an unfinished cell must not be counted as certified above
         system.incomplete -= set(np.flatnonzero(state.satisfied() & state.want).tolist())
     finally:
@@ -72,7 +72,7 @@ def _witness_passes(state: VerdictState, settings: AuditSettings) -> None:
         state.decided |= state.want & ~state.satisfied()
 
 
-def per_cell_pass(state: VerdictState) -> None:
+def _per_cell_pass(state: VerdictState) -> None:
     """Exact LP bounds for the ends the witnesses did not settle; each solution is a new
     witness for the cells still open."""
     system, integer = state.system, state.integer
@@ -89,7 +89,7 @@ def per_cell_pass(state: VerdictState) -> None:
                 continue
             if integer:
                 val, x, exact = system.integer_bound_or_witness(
-                    j, sense, _goal(state, j, sense), state.fixed, state.counters)
+                    j, sense, goal_of(state, j, sense), state.fixed, state.counters)
             else:
                 (val, x), exact = system.bound(j, sense, False, state.fixed,
                                                state.counters), True
@@ -107,7 +107,7 @@ def per_cell_pass(state: VerdictState) -> None:
                 state.ex_lo[j] = True
 
 
-def _goal(state: VerdictState, j: int, sense: str) -> float:
+def goal_of(state: VerdictState, j: int, sense: str) -> float:
     """The integer value primary ``j`` must reach upwards (``"max"``) or downwards
     (``"min"``) for its requirement, given the other end as far as it is known (and
     beyond the current end when the interval is still a point)."""

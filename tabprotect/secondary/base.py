@@ -143,8 +143,8 @@ class MethodTable(MutableMapping):
     def __getitem__(self, name: str) -> MethodSpec:
         load = self._loaders.get(name)
         if load is not None:
-            load()
-            del self._loaders[name]
+            load()        # (threads loading at once: the import lock orders them)
+            self._loaders.pop(name, None)
         return self._specs[name]
 
     def __setitem__(self, name: str, spec: MethodSpec) -> None:
