@@ -49,7 +49,7 @@ def swap(table: Table, status: np.ndarray, cost: np.ndarray, witnesses: dict, *,
     condition must have one."""
     status = np.asarray(status).copy()
     cost = np.asarray(cost, float)
-    step = WidthStep(table, cost, singleton)
+    step = WidthStep(table, cost, singleton, presolve=False)
     conds = {(c.cell, c.sign): c for c in step.conditions()}
     witnesses = dict(witnesses)
     users: dict[int, set] = {}

@@ -63,12 +63,15 @@ class WidthStep:
     that a loaded machine does not change; the exact LPs of HIER13, HIER133D and TABLE3
     take at most 0.6, NINENEW's stall past 0.6 where the solved ones took 0.2), past which
     it is solved again with :func:`log_weights`; after ``exact_stalls`` such stalls every further LP of the step
-    is a fast one (:attr:`fast`)."""
+    is a fast one (:attr:`fast`); ``presolve``: HiGHS' presolve on the exact-cost LPs
+    (the swap pass turns it off: its LPs take half the time, with the same swaps on
+    TABLE7, HIE1372D and linked-1k/10k)."""
 
     def __init__(self, table: Table, cost: np.ndarray, singleton: bool, hops: int = 3,
                  lp_seconds: float = 10.0, exact_iterations: float = 0.75,
-                 exact_stalls: int = 1):
+                 exact_stalls: int = 1, presolve: bool = True):
         self.table = table
+        self.presolve = presolve
         self.cost = np.asarray(cost, float)
         self.req = Requirements.from_table(table, singleton=singleton)
         self.hops = hops
@@ -231,7 +234,7 @@ class WidthStep:
         if not self.fast:
             limit = int(self.exact_iterations * sum(A.shape)) + 1
             res, iterations = self._run_lp(exact, A, lo, hi, deadline, self.lp_seconds,
-                                           iteration_limit=limit)
+                                           presolve=self.presolve, iteration_limit=limit)
             if res.status not in ("time_limit_no_solution", "time_limit") \
                     and iterations < limit:
                 return None if res.status != "optimal" else \
