@@ -86,7 +86,7 @@ def test_protect_passes_with_the_witnesses_where_the_pattern_is_integer_safe():
                  settings=ProtectSettings(**base))
     off = protect(t, method="gauss", cost="value", singleton=False,
                   settings=ProtectSettings(**base, witness_search=WitnessSearchSettings(
-                      passes=0)))
+                      share=0.0)))
     for res in (on, off):
         assert res.audit.passed
         assert oracle_protected(res.confidential_table, integer=True)[

@@ -128,34 +128,39 @@ class AuditRepair:
             return np.zeros(0, np.int64)
         return np.flatnonzero(result.incomplete & (self.table.status == "U"))
 
-    def witness_pass(self, result: AuditResult, screen: bool = False) -> AuditResult:
-        """Integral witnesses inside the pattern for the primaries an integer audit
-        leaves open (:mod:`~tabprotect.secondary.witness_search`), before any cell is
-        added: the moves go to the audit, which re-judges the pattern from ``result``.
-        Product tables without attackers (an attacker knows cells the moves use)."""
+    def search_witnesses(self, open_: np.ndarray, integer: bool) -> np.ndarray:
+        """Integral witnesses inside the pattern for the ``open_`` primaries of an
+        integer audit (:mod:`~tabprotect.secondary.witness_search`), before any cell is
+        added, within ``witness_search.share`` of what the repair may spend: the moves go
+        to the next audit, which checks each.  Product tables without attackers (an
+        attacker knows cells the moves use).  Returns the primaries the moves reach by
+        the search's own count (what the audit is expected to certify)."""
         ws = self.settings.witness_search
-        if (not result.integer or result.passed or not self.repair or self.singleton
-                or self.coalition or not self.table.dimensions or ws.passes <= 0):
-            return result
+        if (not integer or not self.repair or self.singleton or self.coalition
+                or not self.table.dimensions or ws.share <= 0 or len(open_) == 0):
+            return np.zeros(0, np.int64)
         left = self.repair_left()
         deadline = None if left is None else time.perf_counter() + ws.share * left
-        tried = np.zeros(0, np.int64)
-        for _ in range(ws.passes):
-            open_ = self.open_primaries(result)
-            if len(open_) == 0 or (deadline is not None and time.perf_counter() >= deadline):
-                break
-            out = integral_witnesses(self.protected_table, open_, deadline,
-                                     singleton=self.singleton, settings=ws)
-            tried = np.union1d(tried, open_)
-            if out.moves.shape[0] == 0:
-                break
-            self.moves.append(out.moves)
-            before = len(open_)
-            result = self.judge(previous=result, screen=screen or result.mode == "screen")
-            self.notes.append(f"integral witnesses: {out.moves.shape[0]} move(s) inside the "
-                              f"pattern ({out.milps} MILPs); {len(self.open_primaries(result))}"
-                              f" of {before} open primaries left open")
+        out = integral_witnesses(self.protected_table, open_, deadline,
+                                 singleton=self.singleton, settings=ws)
+        self.moves.append(out.moves)
+        self.notes.append(f"integral witnesses: {out.moves.shape[0]} move(s) inside the "
+                          f"pattern ({out.milps} MILPs) reach {len(out.reached)} of "
+                          f"{len(open_)} open primaries")
         self.stage("integral witnesses")
+        return out.reached
+
+    def witness_pass(self, result: AuditResult) -> AuditResult:
+        """The integral witnesses for the primaries ``result`` leaves open, then the
+        re-audit of those primaries (within what the repair may spend: the final
+        audit's reserve stays)."""
+        if result.passed:
+            return result
+        reached = self.search_witnesses(self.open_primaries(result), result.integer)
+        if len(reached) == 0:
+            return result
+        result = self.judge(previous=result, limit=self.repair_left())
+        self.stage("audit 1 (witnesses)")
         return result
 
     def _suppress(self, cells: np.ndarray) -> None:
@@ -166,11 +171,12 @@ class AuditRepair:
         self.protected_table = self.table.replace(status=self.status)
 
     def judge(self, final: bool = False, previous: AuditResult | None = None,
-              screen: bool = False, verdict: bool = False) -> AuditResult:
+              screen: bool = False, verdict: bool = False,
+              limit: float | None = None) -> AuditResult:
         """Audit the current pattern.  Repair only adds suppressions, so what a previous
         round's audit found protected stays protected: that audit is passed on and those
         primaries cost no LP (verdict and screen modes).  ``verdict``: the verdict only,
-        whatever the mode."""
+        whatever the mode.  ``limit``: seconds (default: what is left of the budget)."""
         screen = screen or (self.screening and not final)
         mode = "screen" if screen else "verdict" if verdict else self.mode
         if mode == "intervals" and previous is not None and self.budget.total is not None:
@@ -182,7 +188,7 @@ class AuditRepair:
                 self.notes.append("re-audits after repair in verdict mode (time limit): "
                                   "the final audit gives bounds, not intervals")
                 self._verdict_noted = True
-        limit = self.left()
+        limit = self.left() if limit is None else limit
         if previous is None and self.repair and limit is not None and self.milp:
             # the first audit leaves time for the repair and a re-audit: what it does
             # not decide in time the repair's witnesses settle
@@ -241,9 +247,11 @@ class AuditRepair:
             return np.zeros(0, dtype=np.int64)
         self.screened = self.judge(screen=True)
         self.stage("screen")
-        self.screened = self.witness_pass(self.screened, screen=True)
         short = self.screened.shortfalls
-        return short[np.isin(short, np.concatenate(large))]
+        unproven = short[np.isin(short, np.concatenate(large))]
+        # the witnesses' moves go to the first audit, which judges them: no re-screen
+        reached = self.search_witnesses(unproven, self.screened.integer)
+        return np.setdiff1d(unproven, reached)
 
     def _hypercube_pass(self) -> None:
         """Cubes in every sub-table with carried requirements: the pattern then reads

@@ -38,12 +38,9 @@ class WitnessSearchSettings:
     #: codes per dimension of a box (12 on 3-D count tables: a few hundred suppressed
     #: cells, MILPs of a tenth of a second; 16 makes them time out, 8 finds few moves)
     codes_per_dim: int = 12
-    #: share of what is left of protect()'s budget for the search (the rest is the
-    #: repair's and the final audit's)
+    #: share of what the repair may spend of protect()'s budget for the search (the rest
+    #: is the repair's; 0: no search)
     share: float = 0.5
-    #: passes of search and re-audit (a second pass takes the primaries the audit still
-    #: leaves open, e.g. those only other moves' mirror images seemed to reach)
-    passes: int = 2
 
 
 @dataclass
