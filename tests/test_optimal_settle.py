@@ -158,3 +158,19 @@ def test_single_witnesses_settle_only_primaries_the_audit_passes(seed):
     res = audit(table, unpublished=_unpublished(table), singleton=False)
     assert res.protected[req.primary[done]].all()
     assert n_lp <= 2 * len(req.primary) and done.any()
+
+
+@pytest.mark.parametrize("engine", ["compact", "benders"])
+def test_a_table_with_a_primary_short_of_its_own_level_is_refused(engine):
+    # a P cell leaves a primary no pattern protects (brute force finds none): both
+    # engines refuse it (protect()'s check runs only after optimal's search), as
+    # protect() does, without a raw solver error
+    from tabprotect.errors import InfeasibleRulesError
+    from tabprotect.secondary import protect
+    table = hier_table(11, n_primary=3, finite_ub=True, p_cells=1)
+    cost = cost_vector(table, "value")
+    assert not np.isfinite(brute_force(table, cost))
+    with pytest.raises(InfeasibleRulesError):
+        optimal(table, cost, options=OptimalOptions(engine=engine))
+    with pytest.raises(InfeasibleRulesError):
+        protect(table, method="optimal", cost="value")

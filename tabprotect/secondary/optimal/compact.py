@@ -124,6 +124,9 @@ def _compact_lp(A, movable, mloc, zcol, cand_idx, cost, req, conditions, fixed):
             lo[ls] = max(lo[ls], req.need_up[p] if req.need_up[p] > 0 else lo[ls])
         else:
             hi[ls] = min(hi[ls], -req.need_down[p] if req.need_down[p] > 0 else hi[ls])
+        if lo[ls] > hi[ls]:
+            # the primary's own range is short of its level: no pattern protects it
+            raise InfeasibleRulesError("the protection levels cannot be met by any pattern")
         if j >= 0 and j in mloc:
             lo[mloc[j]] = hi[mloc[j]] = 0.0
         col_lo.append(lo)
