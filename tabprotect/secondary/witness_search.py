@@ -180,8 +180,10 @@ def integral_witnesses(table: Table, primaries: np.ndarray, deadline: float | No
                              else reach.lo[p] <= goal + 1e-9):
                 continue
             need = goal - v if sense == "max" else v - goal
+            seconds = s.milp_seconds if deadline is None else \
+                min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
             d = _move(table, cells, p, need if sense == "max" else 0.0,
-                      need if sense == "min" else 0.0, both, s.milp_seconds)
+                      need if sense == "min" else 0.0, both, seconds)
             milps += 1
             if d is None:
                 continue
