@@ -38,6 +38,11 @@ class WitnessSearchSettings:
     #: codes per dimension of a box (12 on 3-D count tables: a few hundred suppressed
     #: cells, MILPs of a tenth of a second; 16 makes them time out, 8 finds few moves)
     codes_per_dim: int = 12
+    #: the search stops once this many primaries have been searched and fewer than
+    #: ``min_hit_rate`` of them got a move (a pattern short even for the LP intruder has
+    #: no witnesses to find: the time is the repair's)
+    probe: int = 100
+    min_hit_rate: float = 0.1
     #: share of what the repair may spend of protect()'s budget for the search (the rest
     #: is the repair's; 0: no search)
     share: float = 0.5
@@ -154,7 +159,7 @@ def integral_witnesses(table: Table, primaries: np.ndarray, deadline: float | No
     s = settings or WitnessSearchSettings()
     n = table.n_cells
     rows: list[tuple[np.ndarray, np.ndarray]] = []
-    milps = 0
+    milps = searched = hits = 0
     if not table.dimensions or len(primaries) == 0:
         return WitnessOutcome(sp.csr_matrix((0, n)), np.zeros(0, np.int64), 0)
     suppressed = table.suppressed
@@ -166,9 +171,13 @@ def integral_witnesses(table: Table, primaries: np.ndarray, deadline: float | No
             continue
         if deadline is not None and time.perf_counter() >= deadline:
             break
+        if searched >= s.probe and hits < s.min_hit_rate * searched:
+            break
         cells = box_cells(table, suppressed, p, s.codes_per_dim)
         if len(cells) > s.max_cells:
             continue
+        searched += 1
+        found = len(rows)
         v = table.value[p]
         g = goals(v, reach.req_lo[p], reach.req_hi[p], req[2][p], True)
         tries = [(True, sense, goal) for sense in ("max", "min") for goal in g[sense][:1]]
@@ -190,6 +199,7 @@ def integral_witnesses(table: Table, primaries: np.ndarray, deadline: float | No
             moved = np.flatnonzero(d)
             rows.append((cells[moved], d[moved]))
             reach.add(cells[moved], d[moved])
+        hits += len(rows) > found
     reached = np.array([p for p in np.asarray(primaries, dtype=np.int64)
                         if reach.done(int(p))], dtype=np.int64)
     return WitnessOutcome(_matrix(rows, n), reached, milps)
