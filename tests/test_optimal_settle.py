@@ -174,3 +174,16 @@ def test_a_table_with_a_primary_short_of_its_own_level_is_refused(engine):
         optimal(table, cost, options=OptimalOptions(engine=engine))
     with pytest.raises(InfeasibleRulesError):
         protect(table, method="optimal", cost="value")
+
+
+def test_is_deviation_accepts_only_solutions_of_the_relations():
+    # a certificate must keep every relation at zero, within a tolerance relative to its size
+    from scipy import sparse
+
+    from tabprotect.secondary.optimal.witness_check import is_deviation
+
+    rows = sparse.csr_matrix(np.array([[1.0, 1.0, -1.0], [0.0, 1.0, -1.0]]))
+    y = np.array([0.0, 2e6, 2e6])
+    assert is_deviation(rows, y)
+    assert not is_deviation(rows, y + np.array([1.0, 0.0, 0.0]))
+    assert is_deviation(rows, y + np.array([1e-3, 0.0, 0.0]))   # 1e-3 <= 1e-7 * 2e6

@@ -18,7 +18,7 @@ import numpy as np
 from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, HybridOracle
-from tabprotect.secondary.optimal.witness_check import witness_certified
+from tabprotect.secondary.optimal.witness_check import is_deviation, witness_certified
 from tabprotect.secondary.repair import Requirements
 
 
@@ -131,8 +131,8 @@ def single_witnesses(A, req: Requirements, z: np.ndarray, open_: np.ndarray, *,
             if res.status != "optimal" or res.x is None:
                 continue
             y = np.asarray(res.x, dtype=float)
-            if np.abs(sub[rows] @ y).max(initial=0.0) > 1e-7 * max(1.0, np.abs(y).max()):
-                continue   # not a deviation within tolerance: no certificate from it
+            if not is_deviation(sub[rows], y):
+                continue   # no certificate from it
             for d in (1.0, -1.0):
                 # the attacker LPs' own test (a level equal to the range is met)
                 met[d] |= d * y[tcol] >= need[d] - tol

@@ -80,11 +80,18 @@ def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarr
             if res.status != "optimal" or res.x is None:
                 break
             y = np.asarray(res.x, dtype=float)
-            if np.abs(sub[rows] @ y).max(initial=0.0) > 1e-7 * max(1.0, np.abs(y).max()):
-                break   # not a deviation within tolerance: no certificate from it
+            if not is_deviation(sub[rows], y):
+                break   # no certificate from it
             moved = sign * y[tcol] >= need[sign] * (1.0 + MARGIN)
             new = want & moved
             if not new.any():
                 break
             done[sign] |= new
     return usable & done[1.0] & done[-1.0], n_lp
+
+
+def is_deviation(rows, y: np.ndarray) -> bool:
+    """Whether ``y`` keeps the given relation rows at zero within a tolerance relative to
+    its own size: only such a solution is a certificate (a solver's near-feasible point
+    is not)."""
+    return bool(np.abs(rows @ y).max(initial=0.0) <= 1e-7 * max(1.0, np.abs(y).max()))
