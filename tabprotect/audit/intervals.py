@@ -32,7 +32,7 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
                     counters["skipped"] += 1
                     val = lb[j] if sense == "min" else ub[j]
                 else:
-                    val, x = system.bound(j, sense, integer, fixed, counters)
+                    val, x = system.bound(j, sense, integer, fixed, counters, deadline)
                     if val is None:
                         # no answer from the solver: never counted as a safe interval
                         system.incomplete.add(int(j))
