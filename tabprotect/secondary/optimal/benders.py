@@ -64,7 +64,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     gap = 0.0 if proven else ((best_cost - lower_bound) / best_cost if best_cost > 0 else 0.0)
     s.stats.update(engine="benders", lower_bound=lower_bound, cost=best_cost,
                    master_cuts=s.master.n_cuts,
-                   static_rows_held=int(s.master.static_in.sum()), seconds=time.perf_counter() - s.t0)
+                   static_rows_held=int(s.master.static_in.sum()),
+                   sep_witness_skipped=int(getattr(s.oracle.witnesses, "skipped", 0)),
+                   seconds=time.perf_counter() - s.t0)
     s.report("done", 1.0)
     stopped = "node_limit" if s.stats.get("node_limit") else "time_limit"
     return MethodOutcome(status=status, proven_optimal=proven,

@@ -253,6 +253,9 @@ class OptimalOptions:
     #: attacker LPs with at least this many columns merge their two-cell rows first
     #: (smaller LPs, same optimum; None: never); below it merging does not pay
     merge_pairs_min_cols: int | None = 700
+    #: attacker optima kept per primary and direction: a separation LP is skipped when
+    #: one of them, scaled into the LP's bounds, already meets the level (0: none)
+    separation_witnesses: int = 3
 
     def replace(self, **changes) -> "OptimalOptions":
         """A copy with ``changes`` (unknown names are an error)."""
