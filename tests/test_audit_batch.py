@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from lp_oracle import intervals as oracle_intervals, protected as oracle_protected
 from tabprotect.audit import AuditSettings, audit
@@ -180,3 +181,37 @@ def test_stacked_3d_blocks_match_brute_force():
     assert ip.n_components == 2
     for cell, (lo, hi) in _brute_force(t, unpublished, [1] * 16).items():
         assert (ip.lower[cell], ip.upper[cell]) == (lo, hi), t.cell_name(cell)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_outer_bounds_contain_every_lp_interval(seed):
+    # random systems A x = b with a known feasible point and random (some infinite)
+    # bounds: propagation never cuts into the LP's interval of any variable
+    from scipy.optimize import linprog
+    from tabprotect.audit.propagate import outer_bounds
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(2, 6)), int(rng.integers(3, 9))
+    A = rng.integers(-1, 2, (m, n)).astype(float)
+    x0 = rng.integers(0, 10, n).astype(float)
+    lb = np.where(rng.random(n) < 0.2, -np.inf, x0 - rng.integers(0, 5, n))
+    ub = np.where(rng.random(n) < 0.4, np.inf, x0 + rng.integers(0, 5, n))
+    olb, oub = outer_bounds(sp.csr_matrix(A), A @ x0, lb, ub)
+    assert np.all(olb >= lb) and np.all(oub <= ub) and np.all(olb <= x0) and np.all(oub >= x0)
+    for j in range(n):
+        for sign in (1.0, -1.0):
+            c = np.zeros(n)
+            c[j] = sign
+            res = linprog(c, A_eq=A, b_eq=A @ x0, bounds=list(zip(
+                np.where(np.isfinite(lb), lb, None), np.where(np.isfinite(ub), ub, None))),
+                method="highs")
+            if res.status == 0:
+                assert olb[j] <= res.x[j] + 1e-7 and oub[j] >= res.x[j] - 1e-7
+
+
+def test_outer_bounds_of_a_row_bound_its_cells():
+    from tabprotect.audit.propagate import outer_bounds
+    # x0 + x1 + x2 = 7 with x >= 0 and x2 >= 3: x0, x1 <= 4; x2 <= 7
+    A = sp.csr_matrix(np.ones((1, 3)))
+    lb, ub = outer_bounds(A, np.array([7.0]), np.array([0.0, 0.0, 3.0]), np.full(3, np.inf))
+    np.testing.assert_array_equal(ub, [4.0, 4.0, 7.0])
+    np.testing.assert_array_equal(lb, [0.0, 0.0, 3.0])

@@ -9,7 +9,8 @@ of a few cells each, the per-solve set-up of the solver (not the simplex) is wha
 LP per component and bound costs; the stacked LP pays it once per round.
 
 The bounds are those of :func:`~tabprotect.audit.intervals.exact_intervals`, target by
-target: the same skip of ends a feasible table already sits at, the same integer bound
+target: the same skip of ends a feasible table attains at their outer bounds
+(:mod:`~tabprotect.audit.propagate`), the same integer bound
 (branch and bound on the component's own model) where a block's vertex is fractional.
 Anything but an optimal stacked solve (a component infeasible, a bound unbounded, no
 answer) sends the work left to the components' own models, where those cases are
@@ -23,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
+from tabprotect.audit.propagate import outer_bounds
 from tabprotect.audit.system import (InfeasibleSystem, ReducedSystem, new_counters,
                                      out_of_time)
 
@@ -44,7 +46,9 @@ class _Block:
     def __init__(self, system: ReducedSystem, offset: int):
         self.system, self.offset, self.counters = system, offset, new_counters()
         self.k = system.k
-        self.lb, self.ub = system.bounds(None)
+        # an end a feasible table attains at these outer bounds is exact, no LP of its
+        # own (the exact relations' bounds: dropped if the system turns out infeasible)
+        self.lb, self.ub = outer_bounds(system.A, system.rhs, *system.bounds(None))
         self.bounds = {"min": np.full(self.k, -np.inf), "max": np.full(self.k, np.inf)}
         self.at = {"min": np.zeros(self.k, dtype=bool), "max": np.zeros(self.k, dtype=bool)}
         self.queue: list[int] = []
@@ -75,6 +79,8 @@ class _Block:
             except InfeasibleSystem as exc:
                 self.infeasible, self.queue = exc.local_cell, []
                 return
+            if system.relaxed:     # the relations hold within rounding error only
+                self.lb, self.ub = system.bounds(None)
             if val is None:
                 system.incomplete.add(int(j))
                 return
