@@ -204,7 +204,9 @@ class _AuditRun:
         if moves is not None and verdict_mode:
             move_parts, used, rejected = split_moves(table, moves, self.free, self.comps)
         outcomes = solve_components(self.tasks(settled, move_parts), workers,
-                                    self.settings.parallel_min_cells, progress)
+                                    self.settings.parallel_min_cells, progress,
+                                    (self.settings.stack_max_vars,
+                                     self.settings.stack_max_total))
         fig = Figures(table, self.unpublished, self.determined)
         for cells, out in zip(self.comps, outcomes):
             fig.collect(table, cells, out)

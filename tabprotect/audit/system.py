@@ -198,6 +198,8 @@ class ReducedSystem:
                              integrality=np.full(self.k, True) if integer else None)
 
     def model(self, fixed: Knowledge | None = None) -> HighsModel:
+        """The warm model, built on first use with the bounds of the attacker who knows
+        ``fixed`` (the one in play: :meth:`fix` puts each attacker's knowledge in)."""
         if self._model is None:
             self._model = HighsModel(self.lp(False, fixed), **self.warm_options)
         return self._model
@@ -334,11 +336,13 @@ class ReducedSystem:
         return at_lb, at_ub
 
     def fix(self, fixed: Knowledge | None):
-        """Put an attacker's knowledge into the warm model."""
-        if fixed is not None:
+        """Put an attacker's knowledge into the warm model (a model not built yet is
+        built with it on first use, :meth:`model`: a pass that needs no per-cell LP
+        builds none)."""
+        if fixed is not None and self._model is not None:
             lb, ub = fixed.bounds(self.lb, self.ub)
             idx = fixed.index
-            self.model(fixed).set_col_bounds(idx, lb[idx], ub[idx])
+            self._model.set_col_bounds(idx, lb[idx], ub[idx])
 
     def unfix(self, fixed: Knowledge | None):
         if fixed is not None and self._model is not None:
