@@ -37,8 +37,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     opt = options if options is not None else OptimalOptions()
     s = Search(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
                progress=progress, options=opt)
-    heuristics.initial_incumbent(s, start, seed, start_state)
-    s.report("incumbent", 0.05)
+    lp_first = (opt.lp_before_repair_min_cells is not None and start is None
+                and seed is None and table.n_cells >= opt.lp_before_repair_min_cells)
+    if not lp_first:
+        heuristics.initial_incumbent(s, start, seed, start_state)
+        s.report("incumbent", 0.05)
     s.fractional_check = (opt.fractional_check if opt.fractional_check is not None
                           else s.equal_costs)
     s.stats["fractional_check"] = s.fractional_check
@@ -46,6 +49,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     lp = lp_phase(s, s.fractional_check)
     if lp.zlp is not None:
         heuristics.lp_point_incumbents(s, lp.zlp)
+    if lp_first and s.best is None:
+        # the LP point gave no protected pattern: the repair from the primaries
+        heuristics.initial_incumbent(s, None)
+    s.stats["lp_before_repair"] = lp_first
     heuristics.finish_primary_repair(s)
     heuristics.local_search(s)
     if opt.search == "bc":
