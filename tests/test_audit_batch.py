@@ -215,3 +215,18 @@ def test_outer_bounds_of_a_row_bound_its_cells():
     lb, ub = outer_bounds(A, np.array([7.0]), np.array([0.0, 0.0, 3.0]), np.full(3, np.inf))
     np.testing.assert_array_equal(ub, [4.0, 4.0, 7.0])
     np.testing.assert_array_equal(lb, [0.0, 0.0, 3.0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sibling_cubes_for_the_attackers_keep_their_verdict(seed):
+    # intervals mode: the pattern's sibling cubes go to the single-contributor attackers'
+    # passes as candidate witnesses; the verdict is the LP audit's with and without them
+    rng = np.random.default_rng(300 + seed)
+    t = _blocks(rng, _table(rng, (10, 10), lam=1.2), 3)
+    truth = oracle_protected(t, singleton=True, integer=True)
+    plain = audit(t, singleton=True, settings=AuditSettings(attacker_sibling_cubes=0))
+    cubes = audit(t, singleton=True)
+    for res in (plain, cubes):
+        np.testing.assert_array_equal(res.protected, truth)
+    np.testing.assert_array_equal(plain.attacked, cubes.attacked)
+    assert cubes.n_lp <= plain.n_lp

@@ -11,7 +11,8 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.audit import audit
 from tabprotect.model import synthetic
 from tabprotect.secondary.candidates import candidate_cells
-from tabprotect.secondary.feasibility import check_feasible, sibling_cubes
+from tabprotect.audit.sibling import sibling_cubes
+from tabprotect.secondary.feasibility import check_feasible
 from tabprotect.secondary.protect_settings import ProtectSettings
 
 TABLES = [((2, 3), (4,)), ((2, 2), (2, 2)), ((3,), (2, 2), (2,)), ((2, 4), (3, 2))]

@@ -36,7 +36,7 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
                     counters["skipped"] += 1
                     val = lb[j] if sense == "min" else ub[j]
                 else:
-                    val, x = system.bound(j, sense, integer, fixed, counters)
+                    val, x = system.bound(j, sense, integer, fixed, counters, deadline)
                     if system.relaxed:   # the relations hold within rounding error only
                         lb, ub = system.bounds(fixed)
                     if val is None:

@@ -55,9 +55,10 @@ class ProtectSettings:
     #: the least time limit an audit gets once the budget is spent: the overrun the
     #: call allows (an audit stopped by its limit fails)
     audit_floor_seconds: float = 0.25
-    #: share of what is left for the first audit when the call repairs (with the MILP
-    #: repair): the primaries it does not decide in time go to the repair, whose
-    #: witnesses the re-audit takes as moves
+    #: share of what is left for the first audit (with the screen before it) when the
+    #: call repairs within a time limit: a first audit slower than expected still leaves
+    #: the repair and the final audit their time; the primaries it does not decide go
+    #: to the repair, whose witnesses the later audits take as moves
     first_audit_share: float = 0.5
 
     # ---- passes before the first audit (large tables)
