@@ -72,6 +72,16 @@ def hier_table(case: str) -> Table:
     return hierarchical_counts([(g, leaves)] * 3, seed=1)
 
 
+def finished(res, seconds: float, time_limit: float) -> str:
+    """The ``complete`` column: ``yes`` only for an audit that decided every primary
+    before the time limit.  An audit stopped by the limit can count primaries it did not
+    decide as short, so a run that reached the limit is ``no (time limit)`` whatever the
+    audit's flags say."""
+    if seconds >= 0.98 * time_limit:
+        return "no (time limit)"
+    return "yes" if res.complete else "no"
+
+
 def run(side: int | str, method: str, singleton: bool, intervals_max: int,
         time_limit: float, protect_modes=("auto",), audit_modes=("verdict", "screen",
                                                                  "intervals"),
@@ -107,7 +117,8 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
                 agree = f"= {exact[0]}" if differ == 0 else f"{differ} cells differ"
             rows.append({"cells": t.n_cells, "method": method, "singleton": singleton,
                          "what": f"audit {mode}{' integer' if integer else ''}",
-                         "short": len(res.shortfalls), "complete": res.complete,
+                         "short": len(res.shortfalls),
+                         "complete": finished(res, res.runtime, time_limit),
                          "seconds": round(res.runtime, 1), "secondaries": n_sec,
                          "added": "", "cost": "", "agree": agree})
     for mode in protect_modes:
@@ -121,7 +132,8 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
                      "what": f"protect(audit_mode={mode!r}"
                              + (f", pre_repair={pre_repair!r}" if pre_repair != "auto"
                                 else "") + f"): {res.audit.mode} audit",
-                     "short": len(res.audit.shortfalls), "complete": res.audit.complete,
+                     "short": len(res.audit.shortfalls),
+                     "complete": finished(res.audit, time.perf_counter() - t0, time_limit),
                      "seconds": round(time.perf_counter() - t0, 1),
                      "secondaries": n_sec, "added": len(res.repaired),
                      "cost": f"{float(cost[pattern.status == 'M'].sum()):.0f} -> "

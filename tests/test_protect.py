@@ -348,7 +348,7 @@ def test_feasibility_check_is_timed_as_a_stage():
     t = synthetic.preset("3d-small", seed=3)
     res = protect(t, method="gauss", cost="value", singleton=False)
     stages = list(res.stage_seconds)
-    assert stages[:2] == ["feasibility check", "method"]
+    assert stages[:3] == ["setup", "feasibility check", "method"]
     # (each stage rounded to ms)
     assert sum(res.stage_seconds.values()) <= res.seconds + 0.001 * len(stages)
     assert res.passed == audit(res.confidential_table).passed
@@ -374,8 +374,8 @@ def test_large_path_leaf_cube_pass_before_the_audit(pre_repair):
     assert res.passed
     assert audit(res.confidential_table).passed
     stages = res.stage_seconds
-    assert list(stages)[:2] == (["method", "cube pass"] if pre_repair == "auto"
-                                else ["method", "audit 1"])
+    assert list(stages)[:3] == (["setup", "method", "cube pass"] if pre_repair == "auto"
+                                else ["setup", "method", "audit 1"])
     assert sum(stages.values()) <= res.seconds + 0.001 * len(stages)  # rounded to ms
     if pre_repair == "off":
         assert "repair 1 LPs" in stages
@@ -412,7 +412,7 @@ def test_large_path_hypercube_pass_on_four_dimensions(workers):
     res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
                   audit_workers=workers, settings=settings)
     stages = list(res.stage_seconds)
-    assert stages[:3] == ["method", "hypercube pass", "certify pass"]
+    assert stages[:4] == ["setup", "method", "hypercube pass", "certify pass"]
     assert any("hypercube pass before the audit added" in n for n in res.notes)
     assert res.passed
     assert audit(res.confidential_table).passed

@@ -435,3 +435,20 @@ def test_pace_gives_up_only_past_or_hopeless_deadlines():
     assert not Pace(None, 10).hopeless(9)                      # no deadline
     assert not Pace(time.monotonic() + 3600, 10).hopeless(9)   # pace not measured yet
     assert Pace(time.monotonic() - 1, 10).hopeless(10)         # no time and no progress
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_end_points_of_other_components_are_the_moves_looked_up_first(seed):
+    # the components' integral end points without the figures are moves already: they
+    # are among the moves of the figure under check (no solve of their own), and the
+    # figures released with them pass the independent MILPs (_check)
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    t, st = _blocks_count_table(seed)
+    _check(t, st, integer=True)
+    checker = Checker(t, st, True, 1e-6, None)
+    for name, value in standard_figures(t, st).items():
+        checker.try_release(*_form(name, value, t, st, None))
+    ends = [y for per_sense in checker.ends.values() for y in per_sense.values()]
+    moves = [z for z in checker.moves.shifts.values() if z is not None]
+    assert moves and any(any(z is y for y in ends) for z in moves)

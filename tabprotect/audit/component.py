@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from tabprotect.audit.batch import BatchedIntervals
 from tabprotect.audit.contributors import Attacker, attacked_primaries
 from tabprotect.audit.intervals import exact_intervals
 from tabprotect.audit.settings import AuditSettings
@@ -29,6 +30,7 @@ class ComponentTask:
     deadline: float | None   # wall-clock (epoch seconds): valid on any machine
     settings: AuditSettings
     moves: sp.csr_matrix | None = None   # checked candidate moves, local columns
+    intervals: BatchedIntervals | None = None   # intervals mode: already solved, stacked
 
 
 @dataclass
@@ -51,10 +53,16 @@ def solve_component(task: ComponentTask) -> ComponentOutcome:
     """Intervals (or the verdict) of one component, plus the attacks of its contributors."""
     system = task.system
     k = system.k
-    counters = new_counters()
+    counters = new_counters() if task.intervals is None else task.intervals.counters
     everything = np.arange(k)
     try:
-        if task.mode in ("verdict", "screen"):
+        if task.intervals is not None:
+            if task.intervals.infeasible_cell is not None:
+                raise InfeasibleSystem(task.intervals.infeasible_cell)
+            lo, hi = task.intervals.lo, task.intervals.hi
+            ex_lo = ex_hi = np.ones(k, dtype=bool)
+            out_lo, out_hi = np.full(k, -np.inf), np.full(k, np.inf)
+        elif task.mode in ("verdict", "screen"):
             state = verdict_bounds(system, task, everything, counters)
             lo, hi, ex_lo, ex_hi = state.lo, state.hi, state.ex_lo, state.ex_hi
             out_lo, out_hi = state.outer_lo, state.outer_hi

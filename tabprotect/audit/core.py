@@ -17,6 +17,7 @@ from tabprotect.audit.contributors import (Attacker, Contributions, coalitions,
 from tabprotect.audit.dispatch import solve_components
 from tabprotect.audit.moves import split_moves
 from tabprotect.audit.settings import AuditSettings
+from tabprotect.audit.sibling import sibling_cubes
 from tabprotect.audit.system import SystemBuilder
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
@@ -203,8 +204,12 @@ class _AuditRun:
         move_parts, used, rejected = None, 0, 0
         if moves is not None and verdict_mode:
             move_parts, used, rejected = split_moves(table, moves, self.free, self.comps)
+        elif not verdict_mode:
+            move_parts = self.attacker_moves()
         outcomes = solve_components(self.tasks(settled, move_parts), workers,
-                                    self.settings.parallel_min_cells, progress)
+                                    self.settings.parallel_min_cells, progress,
+                                    (self.settings.stack_max_vars,
+                                     self.settings.stack_max_total))
         fig = Figures(table, self.unpublished, self.determined)
         for cells, out in zip(self.comps, outcomes):
             fig.collect(table, cells, out)
@@ -213,6 +218,18 @@ class _AuditRun:
             return interval_result(fig, common, self.unpublished, table, self.req)
         return verdict_result(fig, common, self.unpublished, table, self.req, previous,
                               settled, used, rejected)
+
+    def attacker_moves(self) -> list | None:
+        """Intervals mode: sibling cubes of the pattern (product tables), checked and cut
+        per component, as candidate witnesses for the attackers' passes (the outside
+        intruder's intervals are exact LP bounds, which take none)."""
+        per_primary = self.settings.attacker_sibling_cubes
+        if not ((self.singleton or self.coalition) and per_primary and self.table.dimensions):
+            return None
+        cubes = sibling_cubes(self.table, self.free, per_primary)
+        if cubes.shape[0] == 0:
+            return None
+        return split_moves(self.table, cubes, self.free, self.comps)[0]
 
     def common(self, fig: Figures) -> dict:
         """The fields both result types share, but the verdict and the work counters."""

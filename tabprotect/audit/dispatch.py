@@ -1,9 +1,12 @@
 """Parallel dispatch: the components of a pattern are independent LPs, solved in this
-process or, for large patterns, by worker processes."""
+process or, for large patterns, by worker processes. In this process an interval
+audit's small components are first bounded together, stacked
+(:mod:`~tabprotect.audit.batch`)."""
 from __future__ import annotations
 
 from typing import Callable
 
+from tabprotect.audit.batch import batched_intervals
 from tabprotect.audit.component import ComponentOutcome, ComponentTask, solve_component
 from tabprotect.parallel import process_map
 
@@ -21,18 +24,40 @@ class _ProgressRelay:
 
 
 def solve_components(tasks: list[ComponentTask], workers: int, min_cells: int,
-                     progress: Callable[[int, int], None] | None = None
-                     ) -> list[ComponentOutcome]:
+                     progress: Callable[[int, int], None] | None = None,
+                     stack: tuple[int, int] = (0, 0)) -> list[ComponentOutcome]:
     """The outcome of every task, in task order; worker processes when ``workers > 1``,
     there are several tasks and at least ``min_cells`` variables in all (below that a
-    process pool costs more than it saves)."""
+    process pool costs more than it saves). ``stack``: ``(max_vars, max_total)``, in this
+    process an interval audit's components of at most ``max_vars`` variables are bounded
+    in stacked LPs of at most ``max_total`` variables (see :func:`stack_intervals`)."""
     relay = _ProgressRelay(progress, len(tasks))
     sizes = [task.system.k for task in tasks]
     if workers > 1 and len(tasks) > 1 and sum(sizes) >= min_cells:
         return process_map(solve_component, tasks, workers, weights=sizes,
                            on_result=relay)
+    stack_intervals(tasks, *stack)
     outcomes = []
     for k, task in enumerate(tasks):
         outcomes.append(solve_component(task))
         relay(k, outcomes[-1])
     return outcomes
+
+
+def stack_intervals(tasks: list[ComponentTask], max_vars: int, max_total: int) -> None:
+    """Intervals mode: the exact intervals of the components of at most ``max_vars``
+    variables, from stacked LPs (components of similar sizes together, at most
+    ``max_total`` variables per stack), put into their tasks."""
+    small = sorted((t for t in tasks if t.mode == "intervals" and 0 < t.system.k <= max_vars),
+                   key=lambda t: t.system.k)
+    group: list[ComponentTask] = []
+    for task in small + [None]:
+        if task is None or (group and sum(t.system.k for t in group) + task.system.k
+                            > max_total):
+            if len(group) >= 2:
+                for t, out in zip(group, batched_intervals(
+                        [t.system for t in group], group[0].integer, group[0].deadline)):
+                    t.intervals = out
+            group = []
+        if task is not None:
+            group.append(task)

@@ -12,6 +12,7 @@ within every bound, "none" only when it has closed the whole tree, and gives up
 """
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,14 +26,16 @@ INTEGRAL = 1e-6
 
 def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
                      fixed: "Knowledge | None", counters: dict, max_nodes: int,
-                     goal: float | None = None) -> tuple[str, np.ndarray | None]:
+                     goal: float | None = None, deadline: float | None = None
+                     ) -> tuple[str, np.ndarray | None]:
     """Search integral tables for the attacker who knows ``fixed``.
 
     With ``goal``: the first integral table with ``x_j >= goal`` (``sense="max"``) or
     ``x_j <= goal`` (``"min"``). Without: an integral table attaining the integer
     maximum (minimum) of ``x_j``. Returns ``("found", x)``, ``("none", None)`` when no
-    such table exists, or ``("unknown", None)`` after ``max_nodes`` LPs or an LP
-    without an answer (unbounded included). The warm model keeps the attacker's bounds
+    such table exists, or ``("unknown", None)`` after ``max_nodes`` LPs, at the
+    wall-clock ``deadline`` (epoch seconds) or after an LP without an answer (unbounded
+    included). The warm model keeps the attacker's bounds
     afterwards."""
     model = system.model(fixed)
     lb0, ub0 = system.bounds(fixed)
@@ -51,7 +54,7 @@ def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
     best, best_x, ceiling, nodes = -np.inf, None, np.inf, 0
     try:
         while stack:
-            if nodes >= max_nodes:
+            if nodes >= max_nodes or (deadline is not None and time.time() > deadline):
                 return "unknown", None
             branch = stack.pop()
             bounds.apply(root_lb, root_ub, branch)

@@ -1,13 +1,15 @@
 """Intervals mode over one component: the exact min and max of each target variable.
 
 All minima first, then all maxima: consecutive LPs of one sense have nearby optimal
-bases, so each warm re-solve is short. A finite bound attained by some earlier solution
-is known without its own LP.
+bases, so each warm re-solve is short. A finite outer bound (the a-priori bounds
+tightened by propagation over the relations, :mod:`~tabprotect.audit.propagate`)
+attained by some earlier solution is known without its own LP.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from tabprotect.audit.propagate import outer_bounds
 from tabprotect.audit.system import ReducedSystem, out_of_time
 
 
@@ -19,6 +21,8 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
     at_lb = np.zeros(k, dtype=bool)
     at_ub = np.zeros(k, dtype=bool)
     lb, ub = system.bounds(fixed)
+    if not system.relaxed:
+        lb, ub = outer_bounds(system.A, system.rhs, lb, ub)
     system.fix(fixed)
     try:
         for sense in ("min", "max"):
@@ -32,7 +36,9 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
                     counters["skipped"] += 1
                     val = lb[j] if sense == "min" else ub[j]
                 else:
-                    val, x = system.bound(j, sense, integer, fixed, counters)
+                    val, x = system.bound(j, sense, integer, fixed, counters, deadline)
+                    if system.relaxed:   # the relations hold within rounding error only
+                        lb, ub = system.bounds(fixed)
                     if val is None:
                         # no answer from the solver: never counted as a safe interval
                         system.incomplete.add(int(j))

@@ -3,8 +3,8 @@
 
 None of them changes a verdict: they choose how the verdict modes look for witnesses
 and where work goes to worker processes (an interval audit uses them for its
-attackers among the contributors, and otherwise only ``parallel_min_cells`` and
-``dual_min_vars``).
+attackers among the contributors, and otherwise only ``parallel_min_cells``,
+``dual_min_vars``, the ``stack_`` sizes and ``attacker_sibling_cubes``).
 """
 from __future__ import annotations
 
@@ -24,6 +24,14 @@ class AuditSettings:
 
     #: below this many unpublished cells a process pool costs more than it saves
     parallel_min_cells: int = 5000
+    #: intervals mode in this process: components up to this size are bounded together
+    #: in stacked LPs (a small component's LPs cost the solver's set-up, not pivots)
+    stack_max_vars: int = 200
+    #: variables of one stacked LP (past this a stack's solves cost more than set-ups)
+    stack_max_total: int = 2000
+    #: intervals mode on product tables: sibling cubes per primary offered to the
+    #: attackers' passes as witnesses (each may spare an attacker its LPs; 0: none)
+    attacker_sibling_cubes: int = 4
     #: verdict modes: components from this size try local LPs around each open primary
     #: before its whole-component LP (local witnesses and outer bounds are cheap there)
     local_min_vars: int = 2000

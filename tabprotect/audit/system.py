@@ -103,6 +103,12 @@ def new_counters() -> dict[str, int]:
             "block_passes_skipped": 0, "attacker_groups": 0}
 
 
+def seconds_until(deadline: float | None) -> float | None:
+    """A solver's time limit that ends at the wall-clock ``deadline`` (None: none; at
+    least a hundredth of a second, so that a solver asked late still answers "no")."""
+    return None if deadline is None else max(0.01, deadline - time.time())
+
+
 def out_of_time(deadline: float | None) -> bool:
     """Whether the wall-clock (epoch, ``time.time()``) ``deadline`` has passed: a task
     may run on another machine, whose monotonic clock has another origin."""
@@ -192,6 +198,8 @@ class ReducedSystem:
                              integrality=np.full(self.k, True) if integer else None)
 
     def model(self, fixed: Knowledge | None = None) -> HighsModel:
+        """The warm model, built on first use with the bounds of the attacker who knows
+        ``fixed`` (the one in play: :meth:`fix` puts each attacker's knowledge in)."""
         if self._model is None:
             self._model = HighsModel(self.lp(False, fixed), **self.warm_options)
         return self._model
@@ -217,8 +225,9 @@ class ReducedSystem:
             counters["lp"] += 1
         return res.status, res.x
 
-    def bound(self, j, sense, integer, fixed, counters):
-        """Exact min or max of ``x_j``: ``(value, solution or None)``."""
+    def bound(self, j, sense, integer, fixed, counters, deadline=None):
+        """Exact min or max of ``x_j``: ``(value, solution or None)``; ``(None, None)``
+        when an integer program found no answer by ``deadline`` (epoch seconds)."""
         status, x = self.solve([j], [1.0], sense, fixed, counters)
         if status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None
@@ -228,14 +237,15 @@ class ReducedSystem:
             return None, None
         val = float(x[j])
         if integer and np.abs(x - np.round(x)).max() > 1e-6:
-            val, x = self._integer_bound(j, sense, fixed, counters)
+            val, x = self._integer_bound(j, sense, fixed, counters, deadline)
         return val, x
 
-    def integer_bound_or_witness(self, j, sense, goal, fixed, counters):
+    def integer_bound_or_witness(self, j, sense, goal, fixed, counters, deadline=None):
         """For an integer intruder: ``(value, x, exact)``. The LP first; when its optimum
         is fractional, an integral table reaching ``goal`` (``exact`` False: ``value``
         is that table's ``x_j``, attained but maybe not the bound), and only when there
-        is none the integer program for the exact bound."""
+        is none the integer program for the exact bound (``value`` None: no answer by
+        ``deadline``, epoch seconds)."""
         status, x = self.solve([j], [1.0], sense, fixed, counters)
         if status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None, True
@@ -245,36 +255,40 @@ class ReducedSystem:
             return None, None, True
         if np.abs(x - np.round(x)).max() <= 1e-6:
             return float(x[j]), x, True
-        found, w = self.integer_witness(j, sense, goal, fixed, counters)
+        found, w = self.integer_witness(j, sense, goal, fixed, counters, deadline)
         if found == "found":
             return float(w[j]), w, False
-        val, w = self._integer_bound(j, sense, fixed, counters)
+        val, w = self._integer_bound(j, sense, fixed, counters, deadline)
         return val, w, True
 
-    def _integer_bound(self, j, sense, fixed, counters):
+    def _integer_bound(self, j, sense, fixed, counters, deadline=None):
         """The LP optimum was fractional: the integer bound, by branch and bound on the
         warm model (:mod:`tabprotect.audit.integer`), else by the MILP solver.
         Returns ``(bound, solution or None)``; the solution is an integral feasible
-        table, a witness for the other cells too."""
-        found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes)
+        table, a witness for the other cells too; ``(None, None)`` when the MILP solver
+        stopped at ``deadline`` without the bound."""
+        found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes,
+                                    deadline=deadline)
         if found == "found":
             return float(x[j]), x
         model = HighsModel(self.lp(True, fixed))
         model.set_objective(indices=[j], values=[1.0], sense=sense)
-        res = model.solve()
+        res = model.solve(time_limit=seconds_until(deadline))
         counters["lp"] += 1
+        if res.status in ("time_limit", "time_limit_no_solution"):
+            return None, None
         if res.status != "optimal" or res.x is None:
             return (-np.inf if sense == "min" else np.inf), None
         return float(round(res.x[j])), np.round(res.x)
 
-    def integer_witness(self, j, sense, goal, fixed, counters):
+    def integer_witness(self, j, sense, goal, fixed, counters, deadline=None):
         """An integral feasible table with ``x_j >= goal`` (``sense="max"``) or ``x_j <=
         goal`` (``"min"``): branch and bound on the warm model, else a feasibility MILP
         (both stop at their first such table, where the bound itself would need a proof
         of optimality). Returns ``(status, x)``: ``"found"`` with the table, ``"none"``
         when no such table exists, ``"unknown"`` when the solver gave no answer."""
         found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes,
-                                    goal=goal)
+                                    goal=goal, deadline=deadline)
         if found != "unknown":
             return found, x
         lb, ub = self.bounds(fixed)
@@ -284,7 +298,8 @@ class ReducedSystem:
             ub[j] = min(ub[j], goal)
         if lb[j] > ub[j]:
             return "none", None
-        res = HighsModel(self.lp(True, bounds=(lb, ub))).solve()
+        res = HighsModel(self.lp(True, bounds=(lb, ub))).solve(
+            time_limit=seconds_until(deadline))
         counters["lp"] += 1
         if res.status == "infeasible":
             return "none", None
@@ -321,11 +336,13 @@ class ReducedSystem:
         return at_lb, at_ub
 
     def fix(self, fixed: Knowledge | None):
-        """Put an attacker's knowledge into the warm model."""
-        if fixed is not None:
+        """Put an attacker's knowledge into the warm model (a model not built yet is
+        built with it on first use, :meth:`model`: a pass that needs no per-cell LP
+        builds none)."""
+        if fixed is not None and self._model is not None:
             lb, ub = fixed.bounds(self.lb, self.ub)
             idx = fixed.index
-            self.model(fixed).set_col_bounds(idx, lb[idx], ub[idx])
+            self._model.set_col_bounds(idx, lb[idx], ub[idx])
 
     def unfix(self, fixed: Knowledge | None):
         if fixed is not None and self._model is not None:

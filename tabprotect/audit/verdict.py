@@ -89,7 +89,8 @@ def _per_cell_pass(state: VerdictState) -> None:
                 continue
             if integer:
                 val, x, exact = system.integer_bound_or_witness(
-                    j, sense, goal_of(state, j, sense), state.fixed, state.counters)
+                    j, sense, goal_of(state, j, sense), state.fixed, state.counters,
+                    state.task.deadline)
             else:
                 (val, x), exact = system.bound(j, sense, False, state.fixed,
                                                state.counters), True

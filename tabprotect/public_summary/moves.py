@@ -4,7 +4,9 @@ An integral end point of one component (its part of a solution without the figur
 the released figures' parts; it stays a witness with the figures when other components
 move their parts back by as much. A move is an integral solution of one component with its
 parts of the figures shifted by a given amount; moves are found per component and shift
-and reused for the figure under check."""
+and reused for the figure under check. The components' integral end points without the
+figures (kept by the checker's interval step) are moves already: each shifts its
+component's parts by what it does, so they are looked up before any solve."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,12 +32,29 @@ class ComponentMoves:
         # (component, shift of the parts of the figures in play) -> that component's
         # integral solution with its parts moved so, or None where none exists
         self.shifts: dict[tuple, np.ndarray | None] = {}
+        self._seeded = False
+
+    def _seed(self, R: np.ndarray) -> None:
+        """The end points the checker kept, as the moves they are (their shifts of the
+        parts of ``R``; the ones that shift nothing move nothing and are left out)."""
+        self._seeded = True
+        system = self.system
+        truth = system.value[system.cells]
+        for ends in system.ends.values():
+            for j, y in ends.items():
+                d = int(system.comp[j])
+                cols = system.comp_cols[d]
+                step = R[:, cols] @ y - R[:, cols] @ truth[cols]
+                if np.abs(step).max() > 1e-9:
+                    self.shifts.setdefault((d,) + tuple(np.round(step, 9)), y)
 
     def compensate(self, c: int, R: np.ndarray, delta: np.ndarray):
         """Other components than ``c`` whose integral solutions together move their parts
         of ``R`` by ``delta``: a list of ``(component, its part)``; None when none is
         found (one component taking all of it, else the largest ones in turn taking what
         their parts' ranges allow); False out of time."""
+        if not self._seeded:
+            self._seed(R)
         found = self._from_cache(c, delta)
         if found is None:
             found = self._moved(c, R, delta)
@@ -59,14 +78,23 @@ class ComponentMoves:
     def _from_cache(self, c: int, delta: np.ndarray):
         """One or two moves found already (of components other than ``c`` and each
         other) that add up to ``delta``: a list of ``(component, part)`` or None."""
-        found = [(k[0], np.array(k[1:]), z) for k, z in self.shifts.items()
-                 if z is not None and k[0] != c]
-        for i, (d, step, z) in enumerate(found):
-            if np.abs(step - delta).max() <= 1e-9:
-                return [(d, z)]
-            for d2, step2, z2 in found[i + 1:]:
-                if d2 != d and np.abs(step + step2 - delta).max() <= 1e-9:
-                    return [(d, z), (d2, z2)]
+        found = [(k, z) for k, z in self.shifts.items() if z is not None and k[0] != c]
+        if not found:
+            return None
+        steps = np.array([k[1:] for k, _ in found])
+        comps = np.array([k[0] for k, _ in found])
+        one = np.flatnonzero(np.abs(steps - delta).max(axis=1) <= 1e-9)
+        if len(one):
+            return [(int(comps[one[0]]), found[one[0]][1])]
+        # two moves: the rest of delta after the first, looked up by its rounded shift
+        by_step: dict[tuple, list[int]] = {}
+        for i, k in enumerate(found):
+            by_step.setdefault(k[0][1:], []).append(i)
+        rests = np.round(delta - steps, 9)
+        for i in range(len(found)):
+            for i2 in by_step.get(tuple(rests[i]), ()):
+                if comps[i2] != comps[i]:
+                    return [(int(comps[i]), found[i][1]), (int(comps[i2]), found[i2][1])]
         return None
 
     def _moved(self, c: int, R: np.ndarray, delta: np.ndarray):

@@ -99,10 +99,23 @@ class AuditRepair:
         self._verdict_noted = False
         self.screened: AuditResult | None = None   # the screen before a cube pass
         self.reserve = 0.0      # seconds kept back for the final audit (see repair_left)
+        self._first: Budget | None = None   # the first audit's share (first_limit)
         self.milp = settings.milp_repair.applies(table, singleton, large)  # MILPs first
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
+
+    def first_limit(self) -> float | None:
+        """The first audit's time limit (with the screen before it, if any, one share):
+        ``first_audit_share`` of what is left when the call repairs within a budget, so
+        that a first audit slower than expected (a loaded machine) still leaves the
+        witness search, the repair and the final audit their time; what it does not
+        decide in time the repair takes as short and the later audits judge."""
+        if not self.repair or self.budget.total is None:
+            return self.left()
+        if self._first is None:
+            self._first = self.budget.share(self.settings.first_audit_share)
+        return self._first.limit(self.settings.audit_floor_seconds)
 
     def repair_left(self) -> float | None:
         """What a repair stage may spend: what is left less the final audit's reserve."""
@@ -189,11 +202,6 @@ class AuditRepair:
                                   "the final audit gives bounds, not intervals")
                 self._verdict_noted = True
         limit = self.left() if limit is None else limit
-        if previous is None and self.repair and limit is not None and self.milp:
-            # the first audit leaves time for the repair and a re-audit: what it does
-            # not decide in time the repair's witnesses settle
-            limit = max(self.settings.audit_floor_seconds,
-                        self.settings.first_audit_share * limit)
         return audit(self.protected_table, singleton=self.singleton, time_limit=limit,
                      mode=mode, workers=self.workers,
                      previous=previous if mode != "intervals" else None,
@@ -245,7 +253,7 @@ class AuditRepair:
                  if len(c) >= local_min]
         if not large:
             return np.zeros(0, dtype=np.int64)
-        self.screened = self.judge(screen=True)
+        self.screened = self.judge(screen=True, limit=self.first_limit())
         self.stage("screen")
         short = self.screened.shortfalls
         unproven = short[np.isin(short, np.concatenate(large))]
@@ -298,7 +306,7 @@ class AuditRepair:
         """Audit, repair and audit again; returns the last audit."""
         first = self.verdict_first and self.mode == "intervals" and self.screened is None
         t1 = time.perf_counter()
-        result = self.judge(previous=self.screened, verdict=first)
+        result = self.judge(previous=self.screened, verdict=first, limit=self.first_limit())
         self.stage("audit 1")
         self._keep_reserve(time.perf_counter() - t1)
         result = self.witness_pass(result)
@@ -331,7 +339,9 @@ class AuditRepair:
             elif not (witnessed or (suppressed & ~before).any()):
                 self.notes.append(f"repair round {self.rounds}: no cell could be added")
                 break
-            result = self.judge(previous=result)
+            # a screen's re-audit leaves the final audit its reserve
+            result = self.judge(previous=result,
+                                limit=self.repair_left() if self.screening else None)
             self.stage(f"audit {self.rounds + 1}")
         if self.screening and not result.passed:
             result = self.judge(final=True, previous=result)
@@ -374,7 +384,7 @@ class AuditRepair:
                     (True, short[again & ~np.isin(short, self.integer_tried)])]
         else:
             rest, runs = short[again], [(False, short[~again])]
-        left = self.budget.remaining()
+        left = self.repair_left()
         seconds = min(s.round_seconds,
                       max(s.min_seconds, s.relative_seconds * self.budget.elapsed()))
         # a tight time limit: quick answers give every primary witnesses in time;
@@ -497,7 +507,8 @@ class AuditRepair:
         limit = (self.settings.audit or AuditSettings()).max_coalitions
         new_mask = coalition_round(self.table.replace(status=np.where(
             mask & (self.status != "U"), "M", self.status)), rq, self.cost, self.cand,
-            mask, result.shortfalls, self.coalition, limit, self.budget.deadline)
+            mask, result.shortfalls, self.coalition, limit,
+            None if self.budget.deadline is None else self.budget.deadline - self.reserve)
         self.stage(f"repair {self.rounds} coalitions")
         return new_mask
 

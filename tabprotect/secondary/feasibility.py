@@ -13,8 +13,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from tabprotect.audit import AuditSettings, audit
+from tabprotect.audit.sibling import sibling_cubes
 from tabprotect.budget import Budget
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
@@ -142,7 +144,7 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
     everything = cand | table.suppressed
     res = audit(table, unpublished=everything, singleton=singleton, time_limit=time_limit,
                 mode="verdict", settings=None if settings is None else settings.audit,
-                moves=_cube_moves(table, everything, settings))
+                moves=_check_moves(table, everything, settings))
     if res.passed:
         return True
     # a cell not decided in time is not proven unprotectable: only complete shortfalls
@@ -165,6 +167,18 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
         f"suppressed ({'/'.join(sorted(why))} protection level"
         f"{'; single-contributor attackers included' if singleton else ''}; P cells, "
         f"empty cells and cells with lb == ub are never suppressed)")
+
+
+def _check_moves(table: Table, everything: np.ndarray,
+                 settings: ProtectSettings | None = None) -> sp.csr_matrix | None:
+    """Candidate witnesses for the check's audit (which checks every row before it uses
+    it): the leaf cubes of the cube search on large count tables (:func:`_cube_moves`),
+    else sibling cubes on product tables (:func:`sibling_cubes`)."""
+    moves = _cube_moves(table, everything, settings)
+    per_primary = (settings or ProtectSettings()).feasibility_sibling_cubes
+    if moves is None and table.dimensions and per_primary:
+        moves = sibling_cubes(table, everything, per_primary)
+    return moves
 
 
 def _cube_moves(table: Table, everything: np.ndarray,

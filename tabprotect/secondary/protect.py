@@ -72,7 +72,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     time_limit : wall-clock seconds for the whole call (:class:`~tabprotect.budget.Budget`):
         the feasibility check gets ``settings.feasibility_share`` of it, the method
         ``settings.method_share`` of what is left (``method_share_large`` from
-        ``settings.large_table`` cells), the audit and repair the rest; the call ends within
+        ``settings.large_table`` cells), the first audit ``settings.first_audit_share``
+        of the rest (what it does not decide in time the repair takes as short), the
+        repair what is left less the final audit's reserve
+        (``settings.final_audit_reserve``), the final audit that; the call ends within
         about ``time_limit`` plus a second or two.  An audit stopped by the budget fails
         (the pattern is never reported safe unchecked).  None: no limit
     options : the method's settings: an instance of its options class
@@ -179,7 +182,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     if large:
         notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
                      f"final audit judges); local repair; audit mode '{mode}'")
-    stages: dict[str, float] = {}
+    # every stage's wall-clock seconds, in order (validation, costs and candidates first)
+    stages: dict[str, float] = {"setup": time.perf_counter() - t0}
     deferred = check_after(method, table)
     checked = None if deferred else feasibility_stage(table, cand, budget, settings, large,
                                                       notes)
@@ -229,7 +233,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         notes.append(f"audit-and-repair added {len(rep_cells)} cell(s) in {loop.rounds} "
                      f"round(s)")
     if not result.passed:
-        notes.append("the final pattern did NOT pass the audit: do not publish it")
+        notes.append(f"the final pattern did NOT pass the audit: do not publish it "
+                     f"({_failure_counts(result)})")
     proven = bool(outcome.proven_optimal and len(rep_cells) == 0 and result.passed)
     return ProtectResult(confidential_table=loop.protected_table, method=method,
                          params=params, cost=float(c[loop.status == "M"].sum()),
@@ -240,6 +245,17 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                          method_seconds=stages["method"], audit_seconds=audit_seconds,
                          notes=notes,
                          stage_seconds={k: round(v, 3) for k, v in stages.items()})
+
+
+def _failure_counts(result) -> str:
+    """How many primaries a failed audit left short, and how many of them it did not
+    decide (stopped by its time limit, or a screen's uncertified ones)."""
+    short = len(result.shortfalls)
+    open_ = 0 if result.incomplete is None else \
+        int((result.incomplete & result.primary).sum())
+    if result.mode == "screen":
+        open_ = short
+    return f"{short} primar{'y' if short == 1 else 'ies'} short, {open_} of them undecided"
 
 
 def _checked(table: Table, method: str, options: Any, empty: str,
@@ -292,7 +308,8 @@ def _nothing_to_protect(table: Table, method: str, params: dict, c: np.ndarray,
                          mip_gap=0.0, solver_status="nothing to do", solver={},
                          repaired=np.zeros(0, np.int64), audit=res,
                          seconds=time.perf_counter() - t0, audit_seconds=res.runtime,
-                         notes=["no primary cells: nothing to protect"])
+                         notes=["no primary cells: nothing to protect"],
+                         stage_seconds={"audit": round(res.runtime, 3)})
 
 
 def _run_table(table: Table, spec: MethodSpec, notes: list[str]

@@ -37,9 +37,10 @@ class ProtectResult:
     repaired : cells the audit-and-repair loop added after the method
     audit : the final :class:`~tabprotect.audit.AuditResult` (the judge)
     seconds : wall-clock time of the whole call
-    stage_seconds : wall-clock seconds per stage, in order (``feasibility check`` when
-        the up-front check ran, ``method``, ``cube pass``, ``audit 1``, ``repair 1
-        cubes``, ``repair 1 LPs``, ``audit 2``, ..., ``final audit``)
+    stage_seconds : wall-clock seconds per stage, in order, every stage the call ran
+        (``setup``, ``feasibility check`` when the up-front check ran, ``method``,
+        ``cube pass``, ``audit 1``, ``integral witnesses``, ``repair 1 cubes``,
+        ``repair 1 LPs``, ``audit 2``, ..., ``final audit``); together about ``seconds``
     """
 
     confidential_table: Table

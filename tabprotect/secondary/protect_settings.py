@@ -38,6 +38,9 @@ class ProtectSettings:
     #: audit) while attackers x cells stays below this (each attacker costs a verdict
     #: pass over the all-suppressed pattern)
     feasibility_singleton_max_work: int = 200_000
+    #: product tables below the audit's local-LP size: sibling cubes per primary handed
+    #: to the check's audit as candidate witnesses (each spares it LPs; 0: none)
+    feasibility_sibling_cubes: int = 2
     #: seconds for the check when the call has no time limit
     feasibility_check_seconds: float = 120.0
 
@@ -52,9 +55,10 @@ class ProtectSettings:
     #: the least time limit an audit gets once the budget is spent: the overrun the
     #: call allows (an audit stopped by its limit fails)
     audit_floor_seconds: float = 0.25
-    #: share of what is left for the first audit when the call repairs (with the MILP
-    #: repair): the primaries it does not decide in time go to the repair, whose
-    #: witnesses the re-audit takes as moves
+    #: share of what is left for the first audit (with the screen before it) when the
+    #: call repairs within a time limit: a first audit slower than expected still leaves
+    #: the repair and the final audit their time; the primaries it does not decide go
+    #: to the repair, whose witnesses the later audits take as moves
     first_audit_share: float = 0.5
 
     # ---- passes before the first audit (large tables)
@@ -119,7 +123,7 @@ class ProtectSettings:
 _ALWAYS = ("large_table", "audit_floor_seconds", "audit")
 _SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
                "feasibility_check_max_work",
-               "feasibility_singleton_max_work")
+               "feasibility_singleton_max_work", "feasibility_sibling_cubes")
 _REPAIR = ("max_repair_rounds", "first_audit_share", "final_audit_reserve")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
                  "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes",

@@ -37,8 +37,11 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     opt = options if options is not None else OptimalOptions()
     s = Search(table, cost, req, cand, time_limit=time_limit, mip_gap=mip_gap,
                progress=progress, options=opt)
-    heuristics.initial_incumbent(s, start, seed, start_state)
-    s.report("incumbent", 0.05)
+    lp_first = (opt.lp_before_repair_min_cells is not None and start is None
+                and seed is None and table.n_cells >= opt.lp_before_repair_min_cells)
+    if not lp_first:
+        heuristics.initial_incumbent(s, start, seed, start_state)
+        s.report("incumbent", 0.05)
     s.fractional_check = (opt.fractional_check if opt.fractional_check is not None
                           else s.equal_costs)
     s.stats["fractional_check"] = s.fractional_check
@@ -46,6 +49,10 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     lp = lp_phase(s, s.fractional_check)
     if lp.zlp is not None:
         heuristics.lp_point_incumbents(s, lp.zlp)
+    if lp_first and s.best is None:
+        # the LP point gave no protected pattern: the repair from the primaries
+        heuristics.initial_incumbent(s, None)
+    s.stats["lp_before_repair"] = lp_first
     heuristics.finish_primary_repair(s)
     heuristics.local_search(s)
     if opt.search == "bc":
@@ -64,7 +71,9 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     gap = 0.0 if proven else ((best_cost - lower_bound) / best_cost if best_cost > 0 else 0.0)
     s.stats.update(engine="benders", lower_bound=lower_bound, cost=best_cost,
                    master_cuts=s.master.n_cuts,
-                   static_rows_held=int(s.master.static_in.sum()), seconds=time.perf_counter() - s.t0)
+                   static_rows_held=int(s.master.static_in.sum()),
+                   sep_witness_skipped=int(getattr(s.oracle.witnesses, "skipped", 0)),
+                   seconds=time.perf_counter() - s.t0)
     s.report("done", 1.0)
     stopped = "node_limit" if s.stats.get("node_limit") else "time_limit"
     return MethodOutcome(status=status, proven_optimal=proven,

@@ -116,6 +116,13 @@ class OptimalOptions:
     #: share of the time limit for the first repair from the primaries alone (big tables:
     #: the LP phase's points then seed the first incumbent instead)
     first_repair_share: float = 0.1
+    #: without a start, on tables of at least this many cells the LP phase runs before
+    #: any repair and its point seeds the first incumbent (the repair from the primaries
+    #: alone only when that fails): each repair LP spans the whole table, and from the
+    #: LP's support few conditions are left to repair (None: never; on small tables the
+    #: repair from the primaries is cheap and its pruned pattern the better first
+    #: incumbent)
+    lp_before_repair_min_cells: int | None = 5_000
     #: ... and for the first repair from a seed (an unfinished gauss start): the repair
     #: is the route to a protected pattern there, the LP phase only gives a bound
     seed_repair_share: float = 0.8
@@ -253,6 +260,9 @@ class OptimalOptions:
     #: attacker LPs with at least this many columns merge their two-cell rows first
     #: (smaller LPs, same optimum; None: never); below it merging does not pay
     merge_pairs_min_cols: int | None = 700
+    #: attacker optima kept per primary and direction: a separation LP is skipped when
+    #: one of them, scaled into the LP's bounds, already meets the level (0: none)
+    separation_witnesses: int = 3
 
     def replace(self, **changes) -> "OptimalOptions":
         """A copy with ``changes`` (unknown names are an error)."""

@@ -17,6 +17,8 @@ from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.witness_check import witness_certified
+from tabprotect.secondary.optimal.witness_separation import WitnessStore
+from tabprotect.secondary.optimal.witness_separation import separate as witness_separate
 from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair
 
 #: HiGHS' simplex_strategy values of the dual and the primal simplex
@@ -155,6 +157,9 @@ class HybridOracle(AttackerOracle):
         self.racing = racing   # False: the dual simplex only, like AttackerOracle
         self.merged_lps = 0    # attacker LPs solved with two-cell rows merged away
         self.witness_certified = 0   # primaries the witness pass settled in checks
+        # earlier separation optima, to skip the LPs they show met (shared with views)
+        self.witnesses = WitnessStore(self.options.separation_witnesses)
+        self.last_x = None     # the primal optimum of the latest attacker LP
         # seconds per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)
         self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
@@ -252,6 +257,8 @@ class HybridOracle(AttackerOracle):
 
     def _timed_separate(self, z, **kw) -> Check:
         try:
+            if self.witnesses.keep > 0:
+                return witness_separate(self, z, **kw)
             return AttackerOracle.separate(self, z, **kw)
         except DeadlineReached:
             return Check(complete=False)
@@ -313,6 +320,7 @@ class HybridOracle(AttackerOracle):
             return np.inf, None
         if res.status != "optimal":
             raise RuntimeError(f"attacker LP ended with status {res.status}")
+        self.last_x = res.x
         return float(res.objective), res.duals
 
     def _run_until(self, h, limit: float | None):
@@ -372,8 +380,11 @@ class HybridOracle(AttackerOracle):
             self._set_strategy(model, DUAL_SIMPLEX)
             return self._plain_solve(model, k, sign)
         duals = np.array(sol.row_dual, float)
+        x = np.array(sol.col_value, float)
         if isinstance(model, PairMergedModel):
             duals = model.full_duals(duals)
+            x = model.sgn * x[model.cls]
+        self.last_x = x
         return float(h.getInfo().objective_function_value), duals
 
     @staticmethod

@@ -251,10 +251,12 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
         return None  # the witness map would not fit: the caller prunes check by check
     uses = np.zeros((len(lps), len(sup)), bool)  # LPs x suppressed cells (small)
     moves = np.zeros((len(groups), 2))           # best move up, down per group
+    plain = _plain_rows(groups, lps)
     for r, (g, sign) in enumerate(lps):
         if deadline is not None and time.perf_counter() >= deadline:
             return None  # no time for the witnesses: the caller keeps the pattern
-        moves[g, int(sign < 0)], uses[r] = wit.solve(*groups[g], sign)
+        moves[g, int(sign < 0)], uses[r] = _solve_row(wit, groups, lps, plain, r, {},
+                                                      moves, uses)
     if not all(wit.met(p, *moves[g]) for g, (p, _) in enumerate(groups)):
         return None
     out = pattern.copy()
@@ -269,7 +271,7 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
             break
         wit.publish([k])
         # only the LPs whose witness moves k: the others keep their optimum
-        new = _resolve(wit, groups, lps, np.flatnonzero(uses[:, k]), moves)
+        new = _resolve(wit, groups, lps, np.flatnonzero(uses[:, k]), moves, uses, plain)
         if new is None:
             wit.restore(k)
             continue
@@ -281,19 +283,40 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     return out
 
 
+def _plain_rows(groups: list, lps: list) -> dict:
+    """{(slot p, sign): LP row of the outside intruder's condition}."""
+    return {(groups[g][0], sign): r for r, (g, sign) in enumerate(lps) if groups[g][1] < 0}
+
+
+def _solve_row(wit: _Witnesses, groups: list, lps: list, plain: dict, r: int, new: dict,
+               moves: np.ndarray, uses: np.ndarray) -> tuple[float, np.ndarray]:
+    """LP row ``r``'s (move, witness support) in the current state.  A single-contributor
+    attacker ``j``'s LP is the outside intruder's with ``y_j = 0``: when the intruder's
+    current witness (``new``, else the stored one; it always comes first) leaves ``j`` at
+    0 it is feasible there, so optimal, and no LP is solved."""
+    g, sign = lps[r]
+    p, j = groups[g]
+    rp = plain.get((p, sign))
+    if j >= 0 and rp is not None:
+        move, used = new[rp] if rp in new else (moves[lps[rp][0], int(sign < 0)], uses[rp])
+        if not used[wit.local[j]]:
+            return move, used.copy()
+    return wit.solve(p, j, sign)
+
+
 def _resolve(wit: _Witnesses, groups: list, lps: list, rows: np.ndarray,
-             moves: np.ndarray) -> dict | None:
-    """Re-solve the attacker LPs ``rows`` (by group); None as soon as a group's
-    conditions fail, else {row: (move, witness support)}."""
+             moves: np.ndarray, uses: np.ndarray, plain: dict) -> dict | None:
+    """Re-solve the attacker LPs ``rows`` (by group, the outside intruder's first); None
+    as soon as a group's conditions fail, else {row: (move, witness support)}."""
     new: dict = {}
     by_group: dict = {}
-    for r in rows:
+    for r in np.sort(rows):
         by_group.setdefault(lps[r][0], []).append(int(r))
     for g, rs in by_group.items():
         m = moves[g].copy()
         for r in rs:
             sign = lps[r][1]
-            new[r] = wit.solve(*groups[g], sign)
+            new[r] = _solve_row(wit, groups, lps, plain, r, new, moves, uses)
             m[int(sign < 0)] = new[r][0]
         if not wit.met(groups[g][0], *m):
             return None

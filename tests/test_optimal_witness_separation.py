@@ -1,0 +1,110 @@
+"""Witnesses that save attacker LPs: the separation's skip
+(tabprotect/secondary/optimal/witness_separation.py), its bounds judged by an independent
+LP (scipy's linprog) and the searches with and without it against brute force; and the
+prune's reuse of the outside intruder's witness for single contributors
+(tabprotect/secondary/optimal/prune.py) against the check-by-check prune and the audit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from tabprotect.audit import audit
+from tabprotect.secondary import cost_vector
+from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.optimal import OptimalOptions, optimal
+from tabprotect.secondary.optimal.oracle import HybridOracle
+from tabprotect.secondary.optimal.prune import prune, witness_prune
+from tabprotect.secondary.repair import AttackerOracle, Requirements
+from test_secondary_optimal import brute_force, hier_table, secondary_cost
+
+
+def _lp_max(table, req, z, s, sign, rhs, j) -> float:
+    """max sign * y_s over A y = 0 with the separation's capped bounds (y_j = 0)."""
+    hi = np.minimum(req.up, rhs) * z
+    lo = -np.minimum(req.down, rhs) * z
+    if j >= 0:
+        lo[j] = hi[j] = 0.0
+    c = np.zeros(table.n_cells)
+    c[s] = -sign
+    A = table.relations.toarray()
+    res = linprog(c, A_eq=A, b_eq=np.zeros(A.shape[0]), bounds=list(zip(lo, hi)),
+                  method="highs")
+    assert res.status == 0
+    return -res.fun
+
+
+def _points(table, req, seed, down=-0.15):
+    """Two nearby fractional points (the primaries at 1); ``down=0``: the second one
+    nowhere below the first."""
+    rng = np.random.default_rng(seed)
+    z1 = rng.uniform(0.2, 1.0, table.n_cells)
+    z1[req.primary] = 1.0
+    z2 = np.clip(z1 + rng.uniform(down, 0.15, table.n_cells), 0.0, 1.0)
+    z2[req.primary] = 1.0
+    return z1, z2
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_witness_bounds_never_exceed_the_lp_optimum(seed):
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    oracle = HybridOracle(table, req, options=OptimalOptions())
+    z1, z2 = _points(table, req, seed)
+    oracle.separate(z1)
+    positive = 0
+    for p, s in enumerate(req.primary):
+        for sign, rhs in ((1.0, req.need_up[p]), (-1.0, req.need_down[p])):
+            for j in [-1] + [int(j) for j in np.flatnonzero(req.singleton) if j != s]:
+                b = oracle.witnesses.bound(p, sign, int(s), j, req.up, req.down, z2, rhs)
+                assert b <= _lp_max(table, req, z2, int(s), sign, rhs, j) + 1e-7 * rhs
+                positive += b > 0
+    assert positive > 0   # the bounds are not all trivial
+
+
+@pytest.mark.parametrize("seed", [1, 4, 8])
+def test_skipped_conditions_are_met_and_violated_ones_are_found(seed):
+    # at a second point nowhere below the first every condition met at the first is
+    # skipped, and every condition whose LP optimum falls short is among the violated
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    oracle = HybridOracle(table, req, options=OptimalOptions())
+    z1, z2 = _points(table, req, seed, down=0.0)
+    oracle.separate(z1)
+    before = oracle.witnesses.skipped
+    got = oracle.separate(z2)
+    assert oracle.witnesses.skipped > before
+    found = set(got.violated)
+    for p, s in enumerate(req.primary):
+        for kind, sign, rhs in (("up", 1.0, req.need_up[p]), ("down", -1.0, req.need_down[p])):
+            for j in [-1] + [int(j) for j in np.flatnonzero(req.singleton) if j != s]:
+                if _lp_max(table, req, z2, int(s), sign, rhs, j) < rhs * (1 - 1e-4):
+                    assert (int(s), kind, j) in found
+
+
+@pytest.mark.parametrize("seed", [2, 6, 11])
+def test_the_search_with_and_without_the_skip_reaches_the_brute_force_optimum(seed):
+    table = hier_table(seed, n_primary=2, freq_one=True)
+    cost = cost_vector(table, "value")
+    best = brute_force(table, cost, singleton=True)
+    for keep in (0, 3):
+        out = optimal(table, cost, singleton=True,
+                      options=OptimalOptions(separation_witnesses=keep, engine="benders"))
+        assert out.proven_optimal
+        assert secondary_cost(out.status, cost) == pytest.approx(best, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [3, 5, 9, 12])
+def test_witness_prune_with_borrowed_intruder_witnesses_decides_as_the_check(seed):
+    # a single contributor's condition reuses the outside intruder's witness when it
+    # leaves that cell at 0: the prune still takes exactly the check-by-check decisions
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    oracle = AttackerOracle(table, req)
+    full = fixed | candidate_cells(table)
+    plain = prune(oracle, full, fixed, cost, None, options=OptimalOptions(witness_prune=False))
+    out = witness_prune(oracle, full, fixed, cost, None)
+    assert out is not None and (out == plain).all()
+    assert audit(table, unpublished=out, singleton=True).passed
