@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
 import resource
 import shlex
@@ -775,7 +776,8 @@ def main(argv=None) -> int:
                     help="run the CLI job cold N times per code tree and report the median "
                          "wall and CPU seconds (a loaded machine's noise)")
     ap.add_argument("--time-limit", type=float, default=None,
-                    help="[protect] time_limit of every case (default: the case's)")
+                    help="[protect] time_limit of every case (default: the case's); "
+                         "tau-Argus OPT's limit too, in minutes rounded up")
     ap.add_argument("--timeout", type=float, default=1800.0,
                     help="seconds before a tabprotect process is stopped")
     ap.add_argument("--peer-timeout", type=float, default=1800.0)
@@ -826,6 +828,9 @@ def main(argv=None) -> int:
     for case in chosen:
         if args.time_limit is not None:
             case = dataclasses.replace(case, time_limit=args.time_limit)
+            if case.peer.startswith("OPT("):  # tau-Argus' limit in whole minutes, the same
+                minutes = max(1, math.ceil(args.time_limit / 60))
+                case = dataclasses.replace(case, peer=f"OPT(1,{minutes})")
         cw = work / case.name.replace("^", "")
         data = Path(case.data) if case.data else shared
         job = write_inputs(case, data, cw)

@@ -163,7 +163,9 @@ def count_shape(seed: int, dims: int, tiny: bool = False) -> CountShape:
     for _ in range(dims):
         length = max(4, int(round(target ** (1 / dims) * rng.lognormal(0.0, 0.15))))
         g = int(np.clip(round(np.sqrt(length) / 1.5), 2, 8))
-        leaves = max(g, length - g - 1)
+        # at least one group of two leaves: a grouping of single leaves repeats the
+        # dimension (GaussSuppression stops on such a table)
+        leaves = max(2 * g, length - g - 1)
         # uneven groups of at least one leaf summing to ``leaves``
         split = 1 + rng.multinomial(leaves - g, rng.dirichlet(np.full(g, 2.0)))
         groups.append(tuple(int(k) for k in split))
