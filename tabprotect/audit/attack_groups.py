@@ -7,6 +7,15 @@ attackers at once -- all their bounds in the component's aggregate model -- cert
 each primary it pushes far enough against every member of the group, where the
 per-attacker passes pay those LPs once per attacker.
 
+The same holds for an integer intruder: what a group knows is only more bounds on the
+same variables, so every integral table within the group's bounds is an integral table
+within each member's, and a group's integral witness certifies a primary against every
+member. A group's *bounds* are not its members' in general -- two attackers may pin
+together a primary that either leaves free alone (``tests/test_audit_attack_groups.py``
+shows one, by enumeration of the integral tables) -- so a group pass never proves a
+shortfall: what it leaves open, each member's own pass decides, and the verdict is the
+one separate passes give.
+
 Attackers that share a relation are put in different groups (a greedy colouring of the
 attackers by shared relations): two attackers next to each other may block a primary's
 moves together that each leaves open alone, while far apart they seldom do. The
