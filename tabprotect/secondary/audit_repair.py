@@ -498,9 +498,12 @@ class AuditRepair:
         margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
         rq = _with_margin(self.req, margin, self.table.value)
         rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)
-        new_mask, _ = rep.run(suppressed, primaries=short,
-                              deadline=None if self.budget.deadline is None else
-                              self.budget.deadline - self.reserve)
+        deadline = None if self.budget.deadline is None else \
+            self.budget.deadline - self.reserve
+        new_mask, unmet = rep.run(suppressed, primaries=short, deadline=deadline)
+        if unmet and deadline is not None and time.perf_counter() > deadline:
+            self.notes.append(f"repair round {self.rounds}: stopped at its share of the "
+                              f"time limit")
         self.stage(f"repair {self.rounds}")
         return new_mask
 
