@@ -660,6 +660,9 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                          if "wall" in peer else peer.get("error", ""))
             mine_v = verdict(mine) + (f" / {verdict(tab.get('judge_tau'))}"
                                       if tab.get("judge_tau") else "")
+            if cli.get("verdict") not in (None, "PASSED"):   # the pattern judged is that
+                # of the run's cells.csv, which the run itself withholds
+                mine_v += f" (the run's own verdict {cli['verdict']}: not for publication)"
             peer_v = verdict(pj) + (f" / {verdict(r.get('peer_judge_tau'))}"
                                     if r.get("peer_judge_tau") else "")
             out.append(

@@ -69,13 +69,15 @@ class _Block:
             return j
         return None
 
-    def take(self, j: int, sense: str, x: np.ndarray | None, integer: bool) -> None:
+    def take(self, j: int, sense: str, x: np.ndarray | None, integer: bool,
+             deadline: float | None) -> None:
         """Record the bound of ``x_j`` from the block ``x`` of an optimal stacked
-        solution (or, with ``x`` None, from the component's own model)."""
+        solution (or, with ``x`` None, from the component's own model); an integer
+        program without an answer by ``deadline`` leaves it undecided (incomplete)."""
         system = self.system
         if x is None:
             try:
-                val, x = system.bound(j, sense, integer, None, self.counters)
+                val, x = system.bound(j, sense, integer, None, self.counters, deadline)
             except InfeasibleSystem as exc:
                 self.infeasible, self.queue = exc.local_cell, []
                 return
@@ -87,7 +89,10 @@ class _Block:
         else:
             val = float(x[j])
             if integer and np.abs(x - np.round(x)).max() > 1e-6:
-                val, x = system._integer_bound(j, sense, None, self.counters)
+                val, x = system._integer_bound(j, sense, None, self.counters, deadline)
+                if val is None:      # never counted as a safe interval
+                    system.incomplete.add(int(j))
+                    return
         if x is not None:
             system.bank.keep(x - system.value)
             hit_lb, hit_ub = system.at_bounds(x, self.lb, self.ub)
@@ -146,5 +151,6 @@ def batched_intervals(systems: list[ReducedSystem], integer: bool,
                 stacked = res.status == "optimal" and res.x is not None
                 x = res.x if stacked else None
             for b, j in chosen:
-                b.take(j, sense, None if x is None else x[b.offset:b.offset + b.k], integer)
+                b.take(j, sense, None if x is None else x[b.offset:b.offset + b.k], integer,
+                       deadline)
     return [b.outcome(integer) for b in blocks]

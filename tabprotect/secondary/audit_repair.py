@@ -124,6 +124,13 @@ class AuditRepair:
             return None
         return max(self.settings.audit_floor_seconds, left - self.reserve)
 
+    def _repair_spent(self) -> bool:
+        """Only the final audit's reserve is left: a further repair round (a repair at
+        its floor, a re-audit that decides little) would take the final audit's time."""
+        left = self.budget.remaining()
+        return left is not None and self.rounds > 0 and \
+            left - self.reserve <= self.settings.audit_floor_seconds
+
     def _keep_reserve(self, audit_seconds: float) -> None:
         """Keep back for the final audit about what the first audit took (at most
         ``final_audit_reserve`` of what is left): the repair's stages end earlier, so
@@ -317,7 +324,7 @@ class AuditRepair:
         integer = result.integer
         while not result.passed and self.repair and \
                 self.rounds < self.settings.max_repair_rounds:
-            if self.budget.expired():
+            if self.budget.expired() or self._repair_spent():
                 self.notes.append("time limit reached: repair stopped")
                 break
             if not result.complete and len(self._targets(result)) == 0:
@@ -491,9 +498,12 @@ class AuditRepair:
         margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
         rq = _with_margin(self.req, margin, self.table.value)
         rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)
-        new_mask, _ = rep.run(suppressed, primaries=short,
-                              deadline=None if self.budget.deadline is None else
-                              self.budget.deadline - self.reserve)
+        deadline = None if self.budget.deadline is None else \
+            self.budget.deadline - self.reserve
+        new_mask, unmet = rep.run(suppressed, primaries=short, deadline=deadline)
+        if unmet and deadline is not None and time.perf_counter() > deadline:
+            self.notes.append(f"repair round {self.rounds}: stopped at its share of the "
+                              f"time limit")
         self.stage(f"repair {self.rounds}")
         return new_mask
 
