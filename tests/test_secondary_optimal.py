@@ -18,6 +18,7 @@ from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.secondary import cost_vector, protect
 from solvers import HighsModel, LinearProgram
+import lp_oracle
 from test_gauss_widths import linked
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, benders, optimal
@@ -29,7 +30,7 @@ from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
 from tabprotect.secondary.optimal.lp_phase import lp_phase
 from tabprotect.secondary.optimal.search import Search
-from tabprotect.secondary.optimal.start import PROTECTED, gauss_start
+from tabprotect.secondary.optimal.start import PROTECTED, UNFINISHED, gauss_start
 from tabprotect.secondary.optimal.support import SupportSeparator
 from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.repair import (AttackerOracle, GreedyRepair, Requirements,
@@ -1115,3 +1116,21 @@ def test_witness_pass_settles_only_protected_primaries(seed):
         assert sorted(ours.violated) == sorted(plain.violated)
         assert ours.ok == res.passed
     assert settled > 0   # the pass did settle primaries here
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_unfinished_start_without_time_gives_the_repaired_pattern(seed):
+    # the gauss start forced on and a limit gauss cannot meet: its pattern is unfinished
+    # (cells it did not examine stay suppressed) and no time is left for the search; the
+    # repair from the primaries gives the result instead, which passes the independent
+    # audit and suppresses fewer cells than every candidate
+    table = hier_table(seed, n_primary=3, rows=Hierarchy.from_pairs(
+        [("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"), ("B", "B1"), ("B", "B2")]),
+        cols=Hierarchy.flat(["a", "b", "c"], total="T"))
+    cost = cost_vector(table, "value")
+    options = OptimalOptions(engine="benders", gauss_start_min_primaries=0)
+    out = optimal(table, cost, time_limit=1e-6, options=options, singleton=False)
+    assert out.details["gauss_start_state"] == UNFINISHED
+    assert out.details["search"].startswith("the repair from the primaries")
+    assert lp_oracle.protected(table.replace(status=out.status)).all()
+    assert (out.status == "M").sum() < candidate_cells(table).sum()

@@ -127,11 +127,11 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     ``gauss_start_share`` of the limit; the search has what the start leaves.
 
     ``time_limit`` bounds the whole call: the search's limit is the time left after the
-    start, and with less than ``min_search_share`` of it left the start is the result,
-    finished or not (setting up the search on a table where gauss took most of the
-    limit costs seconds and finds nothing better in them; an unfinished start is then
-    the pattern gauss alone would return).  The result is never costlier than
-    a start the oracle does not find unprotected (see
+    start, and with less than ``min_search_share`` of it left a finished start is the
+    result (setting up the search on a table where gauss took most of the limit costs
+    seconds and finds nothing better in them); an unfinished one is, unless the repair
+    from the primaries finds a protected pattern (:func:`_repair_or_seed`).  The result
+    is never costlier than a start the oracle does not find unprotected (see
     :func:`~tabprotect.secondary.optimal.heuristics.initial_incumbent`).
     """
     t0 = time.perf_counter()
@@ -153,10 +153,13 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     left = None if end is None else max(0.0, end - time.perf_counter())
     kept = start if start is not None else seed
     if kept is not None and left is not None and left <= opt.min_search_share * time_limit:
-        # a finished start, or gauss's unfinished pattern (what gauss alone would give:
-        # cells it did not examine stay suppressed; protect()'s audit and repair
-        # complete it), is the result
+        # a finished start is the result; an unfinished one (cells gauss did not
+        # examine stay suppressed; protect()'s audit and repair complete it) unless
+        # the repair from the primaries finds a protected pattern
         out = _start_outcome(table, kept)
+        if state == UNFINISHED:
+            out = _repair_or_seed(table, cost, req, cand, opt, out, left=left,
+                                  mip_gap=mip_gap, progress=progress)
     else:
         # the start, unless the oracle finds it unprotected, is the first incumbent and
         # only a cheaper protected pattern replaces it
@@ -171,6 +174,24 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     if start is not None:
         out.details["start_cost"] = _secondary_cost(table, cost, np.asarray(start, bool))
     return out
+
+
+def _repair_or_seed(table, cost, req, cand, opt: OptimalOptions, seeded: MethodOutcome,
+                    *, left: float, mip_gap, progress) -> MethodOutcome:
+    """An unfinished start with no time left: the repair from the primaries alone gets
+    at least ``fallback_min_seconds``, and its pattern replaces the seed when the
+    repair met every condition.  A seed cut short keeps every cell gauss did not
+    examine suppressed (all of them when gauss stopped before its first offer): on a
+    loaded machine that is the whole table, a pattern far dearer than the repair's and
+    one whose audit does not finish in the time protect() keeps for it."""
+    repaired = benders(table, cost, req, cand, mip_gap=mip_gap, progress=progress,
+                       time_limit=max(left, opt.fallback_min_seconds), options=opt)
+    if repaired.details.get("fallback_unmet", 0):
+        seeded.details["primaries_repair_unmet"] = repaired.details["fallback_unmet"]
+        return seeded
+    repaired.details["search"] = ("the repair from the primaries: gauss's start was "
+                                  "unfinished and too little time was left")
+    return repaired
 
 
 def _secondary_cost(table, cost: np.ndarray, pattern: np.ndarray) -> float:

@@ -72,9 +72,11 @@ class OptimalOptions:
     #: share of the start's time for gauss's width step (the LPs that give each primary
     #: its range), gauss's own default: the start is the pattern gauss alone gives
     gauss_start_widths_share: float = 0.7
-    #: with a finished start, or an unfinished one, and at most this share of the limit
-    #: left, the start is the result: setting up the search costs seconds on the tables
-    #: where gauss took most of the limit, and it finds nothing better in the rest
+    #: with a finished start and at most this share of the limit left, the start is the
+    #: result: setting up the search costs seconds on the tables where gauss took most
+    #: of the limit, and it finds nothing better in the rest (an unfinished start: the
+    #: repair from the primaries for fallback_min_seconds, kept when it meets every
+    #: condition)
     min_search_share: float = 0.1
 
     # ---- LP phase (fractional separation on the master's LP relaxation)
