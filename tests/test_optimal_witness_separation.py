@@ -45,11 +45,13 @@ def _points(table, req, seed, down=-0.15):
     return z1, z2
 
 
-@pytest.mark.parametrize("seed", [0, 3, 7])
-def test_witness_bounds_never_exceed_the_lp_optimum(seed):
+@pytest.mark.parametrize("seed,share", [(0, True), (3, True), (7, True), (3, False)])
+def test_witness_bounds_never_exceed_the_lp_optimum(seed, share):
+    # share: the optima of other primaries' LPs count too
     table = hier_table(seed, n_primary=3, freq_one=True)
     req = Requirements.from_table(table, singleton=True)
-    oracle = HybridOracle(table, req, options=OptimalOptions())
+    oracle = HybridOracle(table, req,
+                          options=OptimalOptions(share_separation_witnesses=share))
     z1, z2 = _points(table, req, seed)
     oracle.separate(z1)
     positive = 0
@@ -87,9 +89,9 @@ def test_the_search_with_and_without_the_skip_reaches_the_brute_force_optimum(se
     table = hier_table(seed, n_primary=2, freq_one=True)
     cost = cost_vector(table, "value")
     best = brute_force(table, cost, singleton=True)
-    for keep in (0, 3):
-        out = optimal(table, cost, singleton=True,
-                      options=OptimalOptions(separation_witnesses=keep, engine="benders"))
+    for keep, share in ((0, False), (3, False), (3, True)):
+        out = optimal(table, cost, singleton=True, options=OptimalOptions(
+            separation_witnesses=keep, share_separation_witnesses=share, engine="benders"))
         assert out.proven_optimal
         assert secondary_cost(out.status, cost) == pytest.approx(best, rel=1e-9)
 

@@ -263,6 +263,9 @@ class OptimalOptions:
     #: attacker optima kept per primary and direction: a separation LP is skipped when
     #: one of them, scaled into the LP's bounds, already meets the level (0: none)
     separation_witnesses: int = 3
+    #: an optimum also serves the other primaries it moves (as many again per primary
+    #: and direction): a cycle through several primaries proves each of them
+    share_separation_witnesses: bool = True
 
     def replace(self, **changes) -> "OptimalOptions":
         """A copy with ``changes`` (unknown names are an error)."""

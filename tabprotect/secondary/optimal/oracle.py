@@ -158,7 +158,9 @@ class HybridOracle(AttackerOracle):
         self.merged_lps = 0    # attacker LPs solved with two-cell rows merged away
         self.witness_certified = 0   # primaries the witness pass settled in checks
         # earlier separation optima, to skip the LPs they show met (shared with views)
-        self.witnesses = WitnessStore(self.options.separation_witnesses)
+        self.witnesses = WitnessStore(self.options.separation_witnesses,
+                                      self.slot if self.options.share_separation_witnesses
+                                      else None)
         self.last_x = None     # the primal optimum of the latest attacker LP
         # seconds per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)

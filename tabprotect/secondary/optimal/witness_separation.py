@@ -29,26 +29,39 @@ class WitnessStore:
     """The latest attacker optima per (primary slot, direction sign), ``keep`` at most
     each, as (global cell indices, values) over the cells where they are nonzero."""
 
-    def __init__(self, keep: int):
+    def __init__(self, keep: int, slot: np.ndarray | None = None):
         self.keep = keep
+        self.slot = slot
+        # a primary's own optima, and those of other primaries' LPs that move it
         self._by: dict[tuple[int, float], list] = {}
+        self._shared: dict[tuple[int, float], list] = {}
         self.skipped = 0
 
     def add(self, p: int, sign: float, cols: np.ndarray, y: np.ndarray) -> None:
+        """Keep an optimum of primary slot ``p``'s LP in direction ``sign``; with
+        ``slot`` (cell -> primary slot, -1 for none) it also serves every other primary
+        it moves, in the direction it moves it."""
         if self.keep <= 0:
             return
         nz = np.abs(y) > ZERO * max(1.0, float(np.abs(y).max(initial=0.0)))
         entry = (cols[nz], y[nz])
-        lst = self._by.setdefault((p, sign), [])
-        lst.insert(0, entry)
-        del lst[self.keep:]
+        keys = [((p, sign), self._by)]
+        if self.slot is not None:
+            others = self.slot[entry[0]]
+            hit = np.flatnonzero((others >= 0) & (others != p))
+            keys += [((int(others[k]), 1.0 if entry[1][k] > 0 else -1.0), self._shared)
+                     for k in hit]
+        for key, book in keys:
+            lst = book.setdefault(key, [])
+            lst.insert(0, entry)
+            del lst[self.keep:]
 
     def bound(self, p: int, sign: float, s: int, j: int, up: np.ndarray,
               down: np.ndarray, z: np.ndarray, rhs: float) -> float:
         """The best lower bound on ``max sign * y_s`` over the LP with bounds
         ``-min(down, rhs) z <= y <= min(up, rhs) z`` (and ``y_j = 0`` for ``j >= 0``)."""
         best = 0.0
-        for cols, y in self._by.get((p, sign), ()):
+        for cols, y in self._by.get((p, sign), []) + self._shared.get((p, sign), []):
             at = np.flatnonzero(cols == s)
             if len(at) == 0:
                 continue
