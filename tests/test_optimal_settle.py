@@ -119,8 +119,8 @@ def test_an_unfinished_start_with_no_time_left_gives_an_audited_pattern(seed, si
     out = optimal(table, cost, time_limit=0.0, singleton=singleton,
                   options=OptimalOptions(gauss_start_min_primaries=0))
     assert out.details["gauss_start_state"] == "unfinished"
-    assert out.details["search"].startswith(("none", "the repair from the primaries"))
-    if out.details["search"].startswith("none"):
+    if "short_search" not in out.details:
+        assert out.details["search"].startswith("none")
         assert out.solver_status == "time_limit" and not out.proven_optimal
     assert (out.status[table.status == "U"] == "U").all()
     assert audit(table.replace(status=out.status), singleton=singleton).passed

@@ -1131,6 +1131,6 @@ def test_unfinished_start_without_time_gives_the_repaired_pattern(seed):
     options = OptimalOptions(engine="benders", gauss_start_min_primaries=0)
     out = optimal(table, cost, time_limit=1e-6, options=options, singleton=False)
     assert out.details["gauss_start_state"] == UNFINISHED
-    assert out.details["search"].startswith("the repair from the primaries")
+    assert "short_search" in out.details
     assert lp_oracle.protected(table.replace(status=out.status)).all()
     assert (out.status == "M").sum() < candidate_cells(table).sum()

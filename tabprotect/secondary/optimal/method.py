@@ -12,7 +12,7 @@ from tabprotect.secondary.optimal.benders import benders
 from tabprotect.secondary.optimal.compact import compact
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.settle import settle
-from tabprotect.secondary.optimal.start import UNFINISHED, gauss_start
+from tabprotect.secondary.optimal.start import UNCHECKED, UNFINISHED, gauss_start
 from tabprotect.secondary.repair import Requirements
 
 #: keyword arguments that stand for the OptimalOptions field of the same name
@@ -127,10 +127,10 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     ``gauss_start_share`` of the limit; the search has what the start leaves.
 
     ``time_limit`` bounds the whole call: the search's limit is the time left after the
-    start, and with less than ``min_search_share`` of it left a finished start is the
-    result (setting up the search on a table where gauss took most of the limit costs
-    seconds and finds nothing better in them); an unfinished one is, unless the repair
-    from the primaries finds a protected pattern (:func:`_repair_or_seed`).  The result
+    start, and with less than ``min_search_share`` of it left the start is the result
+    (setting up the search on a table where gauss took most of the limit costs seconds
+    and finds nothing better in them), unless it is not known to be protected and a
+    short search finds a protected pattern (:func:`_short_search`).  The result
     is never costlier than a start the oracle does not find unprotected (see
     :func:`~tabprotect.secondary.optimal.heuristics.initial_incumbent`).
     """
@@ -153,13 +153,14 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     left = None if end is None else max(0.0, end - time.perf_counter())
     kept = start if start is not None else seed
     if kept is not None and left is not None and left <= opt.min_search_share * time_limit:
-        # a finished start is the result; an unfinished one (cells gauss did not
-        # examine stay suppressed; protect()'s audit and repair complete it) unless
-        # the repair from the primaries finds a protected pattern
+        # a protected start is the result; on a table below the large-table size an
+        # unfinished or unchecked one only when the short search below finds no
+        # protected pattern (protect()'s audit and repair then complete it)
         out = _start_outcome(table, kept)
-        if state == UNFINISHED:
-            out = _repair_or_seed(table, cost, req, cand, opt, out, left=left,
-                                  mip_gap=mip_gap, progress=progress)
+        if state in (UNFINISHED, UNCHECKED) and \
+                int(cand.sum()) < opt.gauss_start_min_candidates:
+            out = _short_search(table, cost, req, cand, opt, out, kept=kept, state=state,
+                                left=left, mip_gap=mip_gap, progress=progress)
     else:
         # the start, unless the oracle finds it unprotected, is the first incumbent and
         # only a cheaper protected pattern replaces it
@@ -176,22 +177,30 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     return out
 
 
-def _repair_or_seed(table, cost, req, cand, opt: OptimalOptions, seeded: MethodOutcome,
-                    *, left: float, mip_gap, progress) -> MethodOutcome:
-    """An unfinished start with no time left: the repair from the primaries alone gets
-    at least ``fallback_min_seconds``, and its pattern replaces the seed when the
-    repair met every condition.  A seed cut short keeps every cell gauss did not
-    examine suppressed (all of them when gauss stopped before its first offer): on a
-    loaded machine that is the whole table, a pattern far dearer than the repair's and
-    one whose audit does not finish in the time protect() keeps for it."""
-    repaired = benders(table, cost, req, cand, mip_gap=mip_gap, progress=progress,
-                       time_limit=max(left, opt.fallback_min_seconds), options=opt)
-    if repaired.details.get("fallback_unmet", 0):
-        seeded.details["primaries_repair_unmet"] = repaired.details["fallback_unmet"]
-        return seeded
-    repaired.details["search"] = ("the repair from the primaries: gauss's start was "
-                                  "unfinished and too little time was left")
-    return repaired
+def _short_search(table, cost, req, cand, opt: OptimalOptions, kept_outcome: MethodOutcome,
+                  *, kept: np.ndarray, state: str, left: float, mip_gap, progress
+                  ) -> MethodOutcome:
+    """A start not known to be protected and no time left: a search of at least
+    ``fallback_min_seconds`` whose pattern replaces the start when it is protected.
+
+    An unfinished start keeps every cell gauss did not examine suppressed (all of them
+    when gauss stopped before its first offer: on a loaded machine the whole table, far
+    dearer than a repaired pattern, and too large for the audit's share of the time);
+    the search repairs from the primaries alone.  An unchecked start (gauss finished,
+    its check did not) may leave primaries short; the search checks it first and keeps
+    it unless the check finds it short.  Kept when the search's last repair leaves
+    conditions unmet.  Only below ``gauss_start_min_candidates`` cells, where the
+    search's setup and repair take a fraction of a second."""
+    searched = benders(table, cost, req, cand, mip_gap=mip_gap, progress=progress,
+                       time_limit=max(left, opt.fallback_min_seconds), options=opt,
+                       start=kept if state == UNCHECKED else None)
+    if searched.details.get("fallback_unmet", 0):
+        kept_outcome.details["short_search_unmet"] = searched.details["fallback_unmet"]
+        return kept_outcome
+    searched.details["short_search"] = (f"the start was {state} and too little time was "
+                                        f"left: a search of at least "
+                                        f"{opt.fallback_min_seconds:g} s")
+    return searched
 
 
 def _secondary_cost(table, cost: np.ndarray, pattern: np.ndarray) -> float:

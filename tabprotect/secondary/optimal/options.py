@@ -72,11 +72,10 @@ class OptimalOptions:
     #: share of the start's time for gauss's width step (the LPs that give each primary
     #: its range), gauss's own default: the start is the pattern gauss alone gives
     gauss_start_widths_share: float = 0.7
-    #: with a finished start and at most this share of the limit left, the start is the
+    #: with a start (finished or not) and at most this share of the limit left, it is the
     #: result: setting up the search costs seconds on the tables where gauss took most
-    #: of the limit, and it finds nothing better in the rest (an unfinished start: the
-    #: repair from the primaries for fallback_min_seconds, kept when it meets every
-    #: condition)
+    #: of the limit, and it finds nothing better in the rest (on smaller tables a start
+    #: not known to be protected first gets a search of fallback_min_seconds)
     min_search_share: float = 0.1
 
     # ---- LP phase (fractional separation on the master's LP relaxation)
@@ -152,7 +151,8 @@ class OptimalOptions:
     #: while no protected pattern is known the search ends this share of the time limit
     #: early, leaving it to the fallback repair, which ends by the deadline ...
     fallback_reserve_share: float = 0.05
-    #: ... or this many seconds after a search that ended late
+    #: ... or this many seconds after a search that ended late (also the least time of
+    #: the short search after a start not known to be protected)
     fallback_min_seconds: float = 1.0
 
     # ---- branch-and-cut
