@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tabprotect.model import Hierarchy, Table, synthetic
+from tabprotect.model import Hierarchy, Table, aggregate_leaves, synthetic
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.gauss import gauss
 
@@ -40,3 +40,23 @@ def gauss_pattern(name: str, seed: int):
     cost = cost_vector(t, "value")
     base = t.replace(status=gauss(t, cost, singleton=False).status)
     return t, cost, base, np.flatnonzero(t.status == "U")
+
+
+def flat_count_table(leaves: tuple[int, ...], seed: int, mean: float = 2.0) -> Table:
+    """A random flat count table (Poisson leaves): primaries the counts 1-2, upper
+    level 1, sliding width 2, zeros published (the table of bench_audit_modes, smaller)."""
+    rng = np.random.default_rng(seed)
+    hs = [Hierarchy.flat([f"{d}{i}" for i in range(k)], total="T")
+          for d, k in zip("abcd", leaves)]
+    inner = np.ones(1, bool)
+    for h in hs:
+        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
+    v = np.zeros(len(inner))
+    v[inner] = rng.poisson(mean, int(inner.sum()))
+    v = aggregate_leaves(v, hs)
+    prim = (v >= 1) & (v <= 2)
+    status = np.where(v == 0, "Z", "S").astype("<U1")
+    status[prim] = "U"
+    return Table.from_arrays(dict(zip("abcd", hs)), v, v.copy(), status=status,
+                             upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0),
+                             kind="frequency")

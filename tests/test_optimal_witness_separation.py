@@ -1,21 +1,18 @@
 """Witnesses that save attacker LPs: the separation's skip
 (tabprotect/secondary/optimal/witness_separation.py), its bounds judged by an independent
-LP (scipy's linprog) and the searches with and without it against brute force; and the
-prune's reuse of the outside intruder's witness for single contributors
-(tabprotect/secondary/optimal/prune.py) against the check-by-check prune and the audit."""
+LP (scipy's linprog) and the searches with and without it against brute force. The
+prune's reuse of the outside intruder's witness is tested with the check-by-check prune
+in test_secondary_optimal.py."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from tabprotect.audit import audit
 from tabprotect.secondary import cost_vector
-from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, optimal
 from tabprotect.secondary.optimal.oracle import HybridOracle
-from tabprotect.secondary.optimal.prune import prune, witness_prune
-from tabprotect.secondary.repair import AttackerOracle, Requirements
+from tabprotect.secondary.repair import Requirements
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
 
 
@@ -94,19 +91,3 @@ def test_the_search_with_and_without_the_skip_reaches_the_brute_force_optimum(se
             separation_witnesses=keep, share_separation_witnesses=share, engine="benders"))
         assert out.proven_optimal
         assert secondary_cost(out.status, cost) == pytest.approx(best, rel=1e-9)
-
-
-@pytest.mark.parametrize("seed", [3, 5, 9, 12])
-def test_witness_prune_with_borrowed_intruder_witnesses_decides_as_the_check(seed):
-    # a single contributor's condition reuses the outside intruder's witness when it
-    # leaves that cell at 0: the prune still takes exactly the check-by-check decisions
-    table = hier_table(seed, n_primary=3, freq_one=True)
-    req = Requirements.from_table(table, singleton=True)
-    cost = cost_vector(table, "value")
-    fixed = table.status == "U"
-    oracle = AttackerOracle(table, req)
-    full = fixed | candidate_cells(table)
-    plain = prune(oracle, full, fixed, cost, None, options=OptimalOptions(witness_prune=False))
-    out = witness_prune(oracle, full, fixed, cost, None)
-    assert out is not None and (out == plain).all()
-    assert audit(table, unpublished=out, singleton=True).passed

@@ -9,31 +9,13 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from helpers import flat_count_table
 from lp_oracle import intervals as oracle_intervals
 from lp_oracle import protected as oracle_protected
-from tabprotect.model import Hierarchy, Table, aggregate_leaves
+from tabprotect.model import Table
 from tabprotect.secondary import protect
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.protect_settings import ProtectSettings
-
-
-def count_table(leaves: tuple[int, ...], seed: int, mean: float = 2.0) -> Table:
-    """A flat count table: primaries the counts 1-2, upper level 1, sliding width 2."""
-    rng = np.random.default_rng(seed)
-    hs = [Hierarchy.flat([f"{d}{i}" for i in range(k)], total="T")
-          for d, k in zip("abc", leaves)]
-    inner = np.ones(1, bool)
-    for h in hs:
-        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
-    v = np.zeros(len(inner))
-    v[inner] = rng.poisson(mean, int(inner.sum()))
-    v = aggregate_leaves(v, hs)
-    prim = (v >= 1) & (v <= 2)
-    status = np.where(v == 0, "Z", "S").astype("<U1")
-    status[prim] = "U"
-    return Table.from_arrays(dict(zip("abc", hs)), v, v.copy(), status=status,
-                             upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0),
-                             kind="frequency")
 
 
 def brute_force_protected(table: Table) -> np.ndarray:
@@ -106,7 +88,7 @@ def _check_stages(res, limit: float | None) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_tiny_tables_against_brute_force_whatever_the_budget(seed):
     # finite a-priori upper bounds keep the enumeration box finite
-    t = count_table((3, 3), seed, mean=1.5)
+    t = flat_count_table((3, 3), seed, mean=1.5)
     t = t.replace(ub=t.value + 3.0)
     assert (t.status == "U").any()
     for method, limit in itertools.product(("gauss", "greedy"), (None, 0.0, 1.0)):
@@ -121,7 +103,7 @@ def test_a_budget_that_binds_never_passes_an_unsafe_pattern(limit, large_table):
     # the small-table path and the large one (screening audits, local repair), every
     # stage at a floor of 0.01 s: the stages are cut short (the audit of this table
     # alone takes longer), and the verdict must be honest whatever they decided
-    t = count_table((6, 6, 5), 1)
+    t = flat_count_table((6, 6, 5), 1)
     res = protect(t, method="gauss", cost="value", time_limit=limit, singleton=False,
                   settings=ProtectSettings(large_table=large_table,
                                            audit_floor_seconds=0.01))
@@ -136,7 +118,7 @@ def test_the_first_audit_keeps_to_its_share():
     # a 14^3 count table on the large path: its screen alone takes minutes, so within
     # 20 s the first audit stops at its share and leaves the witness search, the repair
     # and the final audit theirs
-    t = count_table((13, 13, 13), 1)
+    t = flat_count_table((13, 13, 13), 1)
     gauss(t, t.value.copy(), time_limit=1.0)    # compiled before the timed call
     limit = 20.0
     s = ProtectSettings(large_table=1)

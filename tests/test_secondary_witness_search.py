@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers import flat_count_table
 from lp_oracle import protected as oracle_protected
 from tabprotect.audit import AuditSettings, audit
-from tabprotect.model import Hierarchy, Table, aggregate_leaves
+from tabprotect.model import Table
 from tabprotect.secondary import protect
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.protect_settings import ProtectSettings
@@ -16,23 +17,8 @@ from tabprotect.secondary.witness_search import (WitnessSearchSettings, box_cell
 
 
 def _count_pattern(seed: int, leaves: tuple[int, ...], mean: float = 2.0) -> Table:
-    """gauss's pattern of a random flat count table: primaries the counts 1-2, upper
-    level 1, sliding width 2 (the table of benchmarks/bench_audit_modes.py, smaller)."""
-    rng = np.random.default_rng(seed)
-    hs = [Hierarchy.flat([f"{d}{i}" for i in range(k)], total="T")
-          for d, k in zip("abc", leaves)]
-    inner = np.ones(1, bool)
-    for h in hs:
-        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
-    v = np.zeros(len(inner))
-    v[inner] = rng.poisson(mean, int(inner.sum()))
-    v = aggregate_leaves(v, hs)
-    prim = (v >= 1) & (v <= 2)
-    status = np.where(v == 0, "Z", "S").astype("<U1")
-    status[prim] = "U"
-    t = Table.from_arrays(dict(zip("abc", hs)), v, v.copy(), status=status,
-                          upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0),
-                          kind="frequency")
+    """gauss's pattern of a random flat count table (helpers.flat_count_table)."""
+    t = flat_count_table(leaves, seed, mean)
     return t.replace(status=gauss(t, t.value.copy(), singleton=False).status)
 
 
