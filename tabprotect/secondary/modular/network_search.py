@@ -235,8 +235,10 @@ class _Search:
         self.best: np.ndarray | None = None
         self.nodes = 0
         self.gave_up = False
-        #: per candidate of the branch just chosen, whether an earlier one dominates it
-        self.dominated: np.ndarray | None = None
+        self.first_only = False
+        #: the node's short rows' coefficients, costs and the branch's columns, for
+        #: :func:`_dominated_by_earlier` once a second child is searched
+        self.dominated: tuple | None = None
 
     def add_rows(self, rows: np.ndarray, deficit: np.ndarray) -> None:
         self.K = np.vstack([self.K, rows])
@@ -252,29 +254,35 @@ class _Search:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
-        return None if self.gave_up else self.best
+        return self.best if self.first_only or not self.gave_up else None
 
     def _row_rounds(self) -> np.ndarray | None:
         """The optimum found by row generation, or None (the full search then runs,
-        with the rows found): the search over the known rows alone gives the cheapest
-        pattern meeting them, a lower bound; the lazy conditions it violates add their
-        cut rows, and the rounds repeat until it meets every condition -- then it is
-        optimal.  None when a width condition fails (no rows to add) or the rounds
-        reach the node limit.  The rows known from the start make the full search's
-        bounds stronger than rows met one by one deep in the tree."""
+        with the rows found).  First the search's first pattern over the known rows
+        alone, as long as it violates lazy levels: their cut rows are added (cheap
+        rounds, the rows near good patterns).  Then the search's optimum over the
+        known rows, a lower bound: the levels it violates add their rows and the
+        rounds repeat until it meets every condition -- then it is optimal.  None when
+        a width condition fails (no rows to add) or the rounds reach the node limit.
+        The rows known from the start make the full search's bounds stronger than rows
+        met one by one deep in the tree."""
         nodes = 0
-        while nodes <= self.limits.max_nodes:
-            inner = _Search(self.prob, self.K, self.d, [], dataclasses.replace(
-                self.limits, max_nodes=self.limits.max_nodes - nodes), self.deadline)
-            pick = inner.run()
-            nodes += inner.nodes
-            if pick is None:            # gave up, or the rows alone are infeasible
-                return None
-            branch = self._lazy_branch(pick, np.zeros(len(pick), bool), every=True)
-            if branch is None:
-                return pick
-            if not (len(branch) and branch[0] == -1):
-                return None             # a width condition fails: branched on below
+        for first_only in (True, False):
+            while nodes <= self.limits.max_nodes:
+                inner = _Search(self.prob, self.K, self.d, [], dataclasses.replace(
+                    self.limits, max_nodes=self.limits.max_nodes - nodes), self.deadline)
+                inner.first_only = first_only
+                pick = inner.run()
+                nodes += inner.nodes
+                if pick is None:        # gave up, or the rows alone are infeasible
+                    return None
+                branch = self._lazy_branch(pick, np.zeros(len(pick), bool), every=True)
+                if branch is None:
+                    if not first_only:
+                        return pick
+                    break
+                if not (len(branch) and branch[0] == -1):
+                    return None         # a width condition fails: branched on below
         return None
 
     def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float,
@@ -299,6 +307,8 @@ class _Search:
             if branch is None:      # every condition holds: a pattern
                 if cost < self.best_cost:
                     self.best_cost, self.best = cost, chosen.copy()
+                    if self.first_only:
+                        self.gave_up = True
                 return
             if len(branch) and branch[0] == -1:   # rows added: look again
                 slack = np.concatenate([slack, self.d[n_rows:] -
@@ -311,9 +321,13 @@ class _Search:
         n_rows = len(self.d)
         dominated, self.dominated = self.dominated, None
         for k, e in enumerate(branch.tolist()):
-            if dominated is not None and dominated[k]:
-                excluded[e] = True      # an earlier sibling does better: no optimum here
-                continue
+            if k and dominated is not None and self.c_list[e] + cost < self.best_cost:
+                if isinstance(dominated, tuple):
+                    Kc, c, cols = dominated
+                    dominated = _dominated_by_earlier(Kc[:, cols], c[cols])
+                if dominated[k]:
+                    excluded[e] = True  # an earlier sibling does better: no optimum here
+                    continue
             ce = self.c_list[e]
             if cost + ce >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 excluded[e] = True
@@ -363,8 +377,8 @@ class _Search:
         on = pos[r]
         ratio = c[on] / Kc[r][on]
         order = np.lexsort((idx[on], ratio))
-        if not self.lazy and self.limits.dominance:
-            self.dominated = _dominated_by_earlier(Kc[:, on][:, order], c[on][order])
+        if not self.lazy and self.limits.dominance and on.sum() > 1:
+            self.dominated = (Kc, c, np.flatnonzero(on)[order])   # judged when needed
         return idx[on][order]
 
     def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray, every: bool = False):
@@ -416,9 +430,16 @@ def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
     branch order), whether an earlier column costs strictly less and covers at least
     as much of every row.  Its child (it taken, the earlier ones left out) holds no
     optimum: swapping it for the earlier one gives a cheaper pattern of the node."""
-    covers = (Kc[:, :, None] >= Kc[:, None, :]).all(axis=0)    # [a, b]: a covers b
-    better = covers & (c[:, None] < c[None, :])
-    return np.triu(better, 1).any(axis=0)
+    n = len(c)
+    out = np.zeros(n, bool)
+    a, b = np.nonzero(c[:, None] < c[None, :])         # the cheaper ones ...
+    keep = a < b                                        # ... that come first
+    if not keep.any():
+        return out
+    a, b = a[keep], b[keep]
+    covers = (Kc[:, a] >= Kc[:, b]).all(axis=0)
+    out[b[covers]] = True
+    return out
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
