@@ -15,6 +15,7 @@ from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_search import (SearchLimits, _cover_bounds,
+                                                        _dominated_by_earlier,
                                                         _Problem, _Search, _unique_rows,
                                                         cut_rows_both, network_pattern,
                                                         network_unprotected)
@@ -119,6 +120,45 @@ def test_search_matches_the_compact_milp(seed, singleton, spl):
     theirs = c[ref.status == "M"].sum()
     assert ours <= theirs * (1 + 1e-9)
     assert ours >= theirs * (1 - 1e-6)     # both are optimal
+
+
+PLAIN = SearchLimits(row_rounds=False, dominance=False)
+
+
+@pytest.mark.parametrize("seed,shape,singleton,spl", [
+    (21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
+    (24, (5, 6), True, 0.0), (25, (3, 7), False, 0.0), (26, (6, 5), True, 0.2),
+    (27, (2, 3), False, 0.0), (28, (3, 3), True, 0.0)])
+def test_row_rounds_and_dominance_keep_the_plain_searchs_pattern(seed, shape, singleton,
+                                                                 spl):
+    """The rows found in rounds and the dominated children left out change the work,
+    not the optimum: the pattern is the plain search's, and scipy's LPs judge it."""
+    t = _subtable(shape, seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    cand = candidate_cells(t)
+    try:
+        plain = network_pattern(t, req, c, cand, limits=PLAIN)
+    except InfeasibleRulesError:
+        with pytest.raises(InfeasibleRulesError):
+            network_pattern(t, req, c, cand)
+        return
+    z = network_pattern(t, req, c, cand)
+    assert plain is not None and z is not None
+    assert protected(t, z, singleton=singleton).all()
+    assert np.isclose(c[z].sum(), c[plain].sum(), rtol=1e-9)
+    assert (z == plain).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dominated_columns_follow_their_definition(seed):
+    rng = np.random.default_rng(seed)
+    Kc = rng.integers(0, 3, size=(3, 7)).astype(float)
+    c = rng.integers(1, 4, size=7).astype(float)
+    got = _dominated_by_earlier(Kc, c)
+    for b in range(7):
+        want = any(c[a] < c[b] and (Kc[:, a] >= Kc[:, b]).all() for a in range(b))
+        assert got[b] == want
 
 
 def test_unprotected_primaries_match_the_lp_oracle():

@@ -26,6 +26,7 @@ too many search nodes; the caller then solves the compact MILP.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -49,6 +50,12 @@ class SearchLimits:
     max_rows: int = 20_000
     #: most branch-and-bound nodes
     max_nodes: int = 20_000
+    #: drop a child whose candidate an earlier sibling dominates, when every condition
+    #: is a cut row (off: every child is searched)
+    dominance: bool = True
+    #: find the lazy conditions' cut rows by rounds of the search over the known rows
+    #: before the full search (off: the rows are met one by one inside it)
+    row_rounds: bool = True
 
 
 class _Problem:
@@ -228,6 +235,8 @@ class _Search:
         self.best: np.ndarray | None = None
         self.nodes = 0
         self.gave_up = False
+        #: per candidate of the branch just chosen, whether an earlier one dominates it
+        self.dominated: np.ndarray | None = None
 
     def add_rows(self, rows: np.ndarray, deficit: np.ndarray) -> None:
         self.K = np.vstack([self.K, rows])
@@ -237,8 +246,36 @@ class _Search:
 
     def run(self) -> np.ndarray | None:
         n = len(self.c)
+        if self.lazy and self.limits.row_rounds:
+            pick = self._row_rounds()
+            if pick is not None:
+                self.best_cost, self.best = float(self.c[pick].sum()), pick
+                return pick
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
         return None if self.gave_up else self.best
+
+    def _row_rounds(self) -> np.ndarray | None:
+        """The optimum found by row generation, or None (the full search then runs,
+        with the rows found): the search over the known rows alone gives the cheapest
+        pattern meeting them, a lower bound; the lazy conditions it violates add their
+        cut rows, and the rounds repeat until it meets every condition -- then it is
+        optimal.  None when a width condition fails (no rows to add) or the rounds
+        reach the node limit.  The rows known from the start make the full search's
+        bounds stronger than rows met one by one deep in the tree."""
+        nodes = 0
+        while nodes <= self.limits.max_nodes:
+            inner = _Search(self.prob, self.K, self.d, [], dataclasses.replace(
+                self.limits, max_nodes=self.limits.max_nodes - nodes), self.deadline)
+            pick = inner.run()
+            nodes += inner.nodes
+            if pick is None:            # gave up, or the rows alone are infeasible
+                return None
+            branch = self._lazy_branch(pick, np.zeros(len(pick), bool), every=True)
+            if branch is None:
+                return pick
+            if not (len(branch) and branch[0] == -1):
+                return None             # a width condition fails: branched on below
+        return None
 
     def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float,
               slack: np.ndarray) -> None:
@@ -272,7 +309,11 @@ class _Search:
             return
         excluded = excluded.copy()
         n_rows = len(self.d)
-        for e in branch.tolist():
+        dominated, self.dominated = self.dominated, None
+        for k, e in enumerate(branch.tolist()):
+            if dominated is not None and dominated[k]:
+                excluded[e] = True      # an earlier sibling does better: no optimum here
+                continue
             ce = self.c_list[e]
             if cost + ce >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 excluded[e] = True
@@ -321,14 +362,19 @@ class _Search:
             r = int(few[0])
         on = pos[r]
         ratio = c[on] / Kc[r][on]
-        return idx[on][np.lexsort((idx[on], ratio))]
+        order = np.lexsort((idx[on], ratio))
+        if not self.lazy and self.limits.dominance:
+            self.dominated = _dominated_by_earlier(Kc[:, on][:, order], c[on][order])
+        return idx[on][order]
 
-    def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray):
+    def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray, every: bool = False):
         """None when every lazy condition holds; ``[-1]`` after adding cut rows of a
         violated level (all its cuts when they can be listed, else the minimum cut);
         else the candidates crossing the cuts of a violated width (empty: the node is
-        dropped)."""
+        dropped).  ``every``: add the rows of every violated level, not just the
+        first's."""
         prob = self.prob
+        added_any, width_branch = False, None
         z = prob.pattern(chosen)
         req = prob.req
         for k, (slot, s, j, width, listed) in enumerate(self.lazy):
@@ -350,15 +396,29 @@ class _Search:
                 if len(rows[1]):
                     self.add_rows(*rows)
                     added = True
-            if added:
+            if added and not every:
                 return np.array([-1])
-            if width > 0 and up + down < width - tol:
+            added_any |= added
+            if not added and width > 0 and up + down < width - tol:
                 skip = (s,) if j < 0 else (s, j)
                 mask = prob.crossing(sides[0], 1, skip) | prob.crossing(sides[1], 1, skip)
                 on = mask & avail
                 idx = np.flatnonzero(on)
-                return idx[np.lexsort((idx, self.c[on]))]
-        return None
+                if not every:
+                    return idx[np.lexsort((idx, self.c[on]))]
+                if width_branch is None:
+                    width_branch = idx[np.lexsort((idx, self.c[on]))]
+        return np.array([-1]) if added_any else width_branch
+
+
+def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per column of ``Kc`` (the node's short rows over the branch's candidates, in
+    branch order), whether an earlier column costs strictly less and covers at least
+    as much of every row.  Its child (it taken, the earlier ones left out) holds no
+    optimum: swapping it for the earlier one gives a cheaper pattern of the node."""
+    covers = (Kc[:, :, None] >= Kc[:, None, :]).all(axis=0)    # [a, b]: a covers b
+    better = covers & (c[:, None] < c[None, :])
+    return np.triu(better, 1).any(axis=0)
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
