@@ -83,6 +83,19 @@ class Requirements:
                    need_down=req.need_down, need_width=req.binding_width,
                    singleton=np.asarray(single, bool), tol=tol)
 
+    def levels(self, p: int) -> list[tuple[str, float, float]]:
+        """The conditions primary slot ``p`` must meet, as ``(kind, sign, level)``: the
+        upper level (an intruder's maximum, sign +1), the lower level (minimum, sign -1)
+        and the width (sign 0); a condition with level 0 asks nothing and is left out."""
+        out = []
+        if self.need_up[p] > 0:
+            out.append(("up", 1.0, self.need_up[p]))
+        if self.need_down[p] > 0:
+            out.append(("down", -1.0, self.need_down[p]))
+        if self.need_width[p] > 0:
+            out.append(("width", 0.0, self.need_width[p]))
+        return out
+
 
 def derived_upper_bounds(table) -> np.ndarray:
     """Upper bounds implied by the relations for every pattern (no big-M).
@@ -262,14 +275,7 @@ class AttackerOracle:
                     if s == j:
                         continue
                     p = self.slot[s]
-                    levels = []
-                    if req.need_up[p] > 0:
-                        levels.append(("up", 1.0, req.need_up[p]))
-                    if req.need_down[p] > 0:
-                        levels.append(("down", -1.0, req.need_down[p]))
-                    if req.need_width[p] > 0:
-                        levels.append(("width", 0.0, req.need_width[p]))
-                    for kind, sign, rhs in levels:
+                    for kind, sign, rhs in req.levels(p):
                         hi = np.minimum(req.up[comp], rhs) * z[comp]
                         lo = -np.minimum(req.down[comp], rhs) * z[comp]
                         if j >= 0:

@@ -82,17 +82,6 @@ class WitnessStore:
         return best
 
 
-def _levels(req, p) -> list:
-    out = []
-    if req.need_up[p] > 0:
-        out.append(("up", 1.0, req.need_up[p]))
-    if req.need_down[p] > 0:
-        out.append(("down", -1.0, req.need_down[p]))
-    if req.need_width[p] > 0:
-        out.append(("width", 0.0, req.need_width[p]))
-    return out
-
-
 def separate(oracle, z: np.ndarray, *, deadline: float | None = None,
              min_violation: float = 1e-6) -> Check:
     """:meth:`AttackerOracle.separate <tabprotect.secondary.repair.AttackerOracle.separate>`
@@ -156,7 +145,7 @@ def _component(oracle, store, comp, targets, z, out, deadline, min_violation) ->
             if s == j:
                 continue
             s, p = int(s), oracle.slot[s]
-            for kind, sign, rhs in _levels(req, p):
+            for kind, sign, rhs in req.levels(p):
                 if kind == "width":
                     if met(s, p, 1.0, rhs, j) + met(s, p, -1.0, rhs, j) >= rhs * floor:
                         store.skipped += 2
