@@ -53,6 +53,9 @@ class SearchLimits:
     #: drop a child whose candidate an earlier sibling dominates, when every condition
     #: is a cut row (off: every child is searched)
     dominance: bool = True
+    #: nodes searched before dominance is tested (small searches end before its
+    #: tests pay)
+    dominance_after: int = 200
     #: find the lazy conditions' cut rows by rounds of the search over the known rows
     #: before the full search (off: the rows are met one by one inside it)
     row_rounds: bool = True
@@ -377,7 +380,7 @@ class _Search:
         on = pos[r]
         ratio = c[on] / Kc[r][on]
         order = np.lexsort((idx[on], ratio))
-        if not self.lazy and self.limits.dominance and on.sum() > 1:
+        if not self.lazy and self.limits.dominance and self.nodes > self.limits.dominance_after:
             self.dominated = (Kc, c, np.flatnonzero(on)[order])   # judged when needed
         return idx[on][order]
 
