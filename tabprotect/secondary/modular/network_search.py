@@ -21,6 +21,15 @@ crossing the cuts of its flows).  Every pattern returned is checked again by max
 flows, condition by condition, unless every condition was a listed cut row (then
 meeting the rows is the proof).
 
+Two devices cut the nodes without changing the optimum found.  Row rounds: before the
+full search, searches over the known rows alone (first their first patterns, then their
+optima) add the cut rows of the levels their patterns violate, so the full search starts
+with the rows it would otherwise meet one by one deep in the tree, and a rows-only
+optimum meeting every condition is the answer.  Dominance (when every condition is a
+cut row): a child taking a candidate that an earlier sibling -- left out there -- beats
+(strictly cheaper, covering at least as much of every short row) holds no optimum, since
+the swap gives a cheaper pattern of the parent.
+
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
 """
