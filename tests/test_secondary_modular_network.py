@@ -14,10 +14,10 @@ from tabprotect.model import synthetic
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
-from tabprotect.secondary.modular.network_search import (SearchLimits, _cover_bounds,
-                                                        _dominated_by_earlier,
-                                                        _Problem, _Search, _unique_rows,
-                                                        cut_rows_both, network_pattern,
+from tabprotect.secondary.modular.network_cuts import Problem, SearchLimits, cut_rows_both
+from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
+                                                        _Search, _unique_rows,
+                                                        network_pattern,
                                                         network_unprotected)
 from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.repair import Requirements
@@ -56,7 +56,7 @@ def test_maximum_flows_are_the_intruders_intervals(seed):
     t = _subtable((3, 4) if seed % 2 else (6,), seed)
     req = Requirements.from_table(t, singleton=False)
     hidden = (t.status == "U") | (rng.random(t.n_cells) < 0.5)
-    prob = _Problem(Network.of(t.relations), req, np.zeros(t.n_cells),
+    prob = Problem(Network.of(t.relations), req, np.zeros(t.n_cells),
                     np.zeros(t.n_cells, bool), hidden)
     # the intruder's interval of every hidden cell (scipy LPs on the whole table)
     ranges = t.replace(ub=t.value + req.up, lb=t.value - req.down)
@@ -270,7 +270,7 @@ def test_row_branch_follows_its_definition(seed):
     t = _subtable((3, 4), seed, published=0.1)
     req = Requirements.from_table(t, singleton=False)
     c = cost_vector(t, "value")
-    prob = _Problem(Network.of(t.relations), req, c, candidate_cells(t),
+    prob = Problem(Network.of(t.relations), req, c, candidate_cells(t),
                     np.isin(t.status, ("U", "M")))
     parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
              for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]

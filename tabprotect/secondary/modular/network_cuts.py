@@ -1,0 +1,203 @@
+"""Cut rows of a small network sub-table's protection conditions (max-flow min-cut).
+
+A pattern protects primary ``s`` of a network sub-table (:mod:`.network`) upwards exactly
+when every cut separating its head from its tail carries the upper level in the flow's
+direction, downwards likewise.  With few free nodes every such cut is listed; each cut
+becomes one covering row ``sum_e min(k_re, d_r) z_e >= d_r`` over the candidate cells.
+:class:`Problem` holds the sub-table's network, ranges and candidates; the functions
+below list the rows of one condition.  The search over these rows is
+:mod:`.network_search`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tabprotect.errors import InfeasibleRulesError
+from tabprotect.secondary.modular.network import Network
+
+#: relative tolerance of "a cut meets its requirement" (float sums of ranges)
+REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """How far the exact search goes before the caller's MILP takes over."""
+
+    #: most free nodes of a cut listing (2^n cuts per condition)
+    max_free_nodes: int = 12
+    #: most cut rows (after removing duplicates)
+    max_rows: int = 20_000
+    #: most branch-and-bound nodes
+    max_nodes: int = 20_000
+    #: drop a child whose candidate an earlier sibling dominates, when every condition
+    #: is a cut row (off: every child is searched)
+    dominance: bool = True
+    #: nodes searched before dominance is tested (small searches end before its
+    #: tests pay)
+    dominance_after: int = 200
+    #: find the lazy conditions' cut rows by rounds of the search over the known rows
+    #: before the full search (off: the rows are met one by one inside it)
+    row_rounds: bool = True
+
+
+class Problem:
+    """The sub-table's network, ranges, requirements and candidate cells."""
+
+    def __init__(self, net: Network, req, cost: np.ndarray, cand: np.ndarray,
+                 fixed: np.ndarray):
+        self.net, self.req = net, req
+        self.up = np.asarray(req.up, dtype=float)
+        self.down = np.asarray(req.down, dtype=float)
+        usable = (self.up > 0) | (self.down > 0)
+        self.fixed = fixed & usable
+        self.cand_idx = np.flatnonzero(cand & usable & ~fixed)
+        self.cost = np.asarray(cost, dtype=float)[self.cand_idx]
+        self.available = self.fixed.copy()
+        self.available[self.cand_idx] = True
+        #: per cell, its candidate column (-1: no candidate)
+        self.column = np.full(len(self.available), -1)
+        self.column[self.cand_idx] = np.arange(len(self.cand_idx))
+
+    def pattern(self, pick: np.ndarray) -> np.ndarray:
+        """The cells suppressed when the candidates in ``pick`` (bool) are added."""
+        z = self.fixed.copy()
+        z[self.cand_idx[pick]] = True
+        return z
+
+    def ends(self, s: int, kind: str) -> tuple[int, int]:
+        """Source and sink of the flow that moves ``s`` up (head to tail) or down."""
+        t, h = int(self.net.tail[s]), int(self.net.head[s])
+        return (h, t) if kind == "up" else (t, h)
+
+    def moves(self, z: np.ndarray, s: int, j: int = -1) -> tuple[float, float, tuple]:
+        """How far ``s`` moves up and down under pattern ``z`` (attacker ``j`` knows
+        its own cell), and the source sides of the two minimum cuts."""
+        fwd = np.where(z, self.up, 0.0)
+        bwd = np.where(z, self.down, 0.0)
+        skip = (s,) if j < 0 else (s, j)
+        sides = []
+        out = []
+        for kind, own in (("up", self.up[s]), ("down", self.down[s])):
+            src, snk = self.ends(s, kind)
+            f, side = self.net.flow(fwd, bwd, src, snk, skip)
+            out.append(min(own, f))
+            sides.append(side)
+        return out[0], out[1], tuple(sides)
+
+    def crossing(self, side: np.ndarray, kind_sign: int, skip: tuple) -> np.ndarray:
+        """Mask over the candidates: those crossing a cut from ``side`` outwards with
+        room in that direction (``kind_sign`` is +1 for every cut here: flows leave
+        the source side)."""
+        t = self.net.tail[self.cand_idx]
+        h = self.net.head[self.cand_idx]
+        out_fwd = side[t] & ~side[h] & (self.up[self.cand_idx] > 0)
+        out_bwd = side[h] & ~side[t] & (self.down[self.cand_idx] > 0)
+        mask = out_fwd | out_bwd
+        for e in skip:
+            mask &= self.cand_idx != e
+        return mask
+
+
+def cut_row(prob: Problem, side: np.ndarray, s: int, j: int, need: float
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The row of one cut (``side``: its source side) of a condition of ``s`` against
+    attacker ``j``; no row when the suppressed cells meet it.  Raises
+    InfeasibleRulesError when all candidates cannot meet it."""
+    edges = np.flatnonzero(prob.available)
+    edges = edges[(edges != s) & (edges != j)]
+    rows, deficit = _rows(prob, side[None, :], edges, need)
+    return rows, deficit
+
+
+def _crossing(prob: Problem, side: np.ndarray, edges: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``edges`` leave the source sides ``side`` (cuts x nodes) tail first
+    (forwards) and head first (backwards)."""
+    t, h = prob.net.tail[edges], prob.net.head[edges]
+    return side[:, t] & ~side[:, h], side[:, h] & ~side[:, t]
+
+
+def _rows(prob: Problem, side: np.ndarray | None, edges: np.ndarray, need: float,
+          crossing: tuple[np.ndarray, np.ndarray] | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the cuts ``side`` (cuts x nodes, source sides; or their ``crossing``
+    edges) over ``edges``: the coefficients of the candidates capped at each cut's
+    deficit, and the deficits."""
+    tol = REL_TOL * max(1.0, need)
+    fwd, bwd = _crossing(prob, side, edges) if crossing is None else crossing
+    coef = np.where(fwd, prob.up[edges], 0.0) + np.where(bwd, prob.down[edges], 0.0)
+    is_fixed = prob.fixed[edges]
+    deficit = need - coef[:, is_fixed].sum(axis=1)
+    short = deficit > tol
+    deficit = deficit[short]
+    rows = np.zeros((len(deficit), len(prob.cand_idx)))
+    cand_edges = ~is_fixed
+    rows[:, prob.column[edges[cand_edges]]] = coef[short][:, cand_edges]
+    rows = np.minimum(rows, deficit[:, None])
+    if (rows.sum(axis=1) < deficit - tol).any():
+        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
+                                   "its candidate cells")
+    return rows, deficit
+
+
+def own_range_check(prob: Problem, s: int, kind: str, need: float) -> None:
+    """Raise InfeasibleRulesError when the primary itself cannot move by ``need``."""
+    own = prob.up[s] if kind == "up" else prob.down[s]
+    if own < need - REL_TOL * max(1.0, need):
+        raise InfeasibleRulesError("a primary's range is smaller than its requirement")
+
+
+def cut_rows(prob: Problem, s: int, kind: str, need: float, j: int,
+             limits: SearchLimits) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every cut row of condition (``s`` moves ``kind`` by ``need``; attacker ``j``):
+    (rows x candidates coefficients capped at the deficit, deficits), rows the
+    suppressed cells already meet left out; None when there are too many cuts.
+
+    Raises InfeasibleRulesError when some cut cannot be met by all candidates."""
+    own_range_check(prob, s, kind, need)
+    edges = np.flatnonzero(prob.available)
+    edges = edges[(edges != s) & (edges != j)]
+    side = _cut_sides(prob, s, kind, edges, limits)
+    return None if side is None else _rows(prob, side, edges, need)
+
+
+def _cut_sides(prob: Problem, s: int, kind: str, edges: np.ndarray, limits: SearchLimits
+               ) -> np.ndarray | None:
+    """Every source side of a cut separating ``s``'s ends over ``edges`` (cuts x nodes),
+    or None when the free nodes are too many to list."""
+    net = prob.net
+    src, snk = prob.ends(s, kind)
+    touched = np.zeros(net.n_nodes, bool)
+    touched[net.tail[edges]] = touched[net.head[edges]] = True
+    touched[[src, snk]] = False
+    free = np.flatnonzero(touched)
+    if len(free) > limits.max_free_nodes:
+        return None
+    masks = np.arange(2 ** len(free))
+    side = np.zeros((len(masks), net.n_nodes), bool)
+    side[:, src] = True
+    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    return side
+
+
+def cut_rows_both(prob: Problem, s: int, up: float, down: float, limits: SearchLimits
+                  ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """:func:`cut_rows` of ``s`` moving up by ``up`` and down by ``down`` (the outside
+    intruder), from one listing: the down cuts are the up cuts' complements (source and
+    sink swap), so a cell crossing an up cut forwards crosses its complement backwards.
+    The rows of each positive need, or None when there are too many cuts."""
+    kinds = [(kind, need) for kind, need in (("up", up), ("down", down)) if need > 0]
+    for kind, need in kinds:
+        own_range_check(prob, s, kind, need)
+    if not kinds:
+        return []
+    edges = np.flatnonzero(prob.available)
+    edges = edges[edges != s]
+    side = _cut_sides(prob, s, "up", edges, limits)
+    if side is None:
+        return None
+    fwd, bwd = _crossing(prob, side, edges)
+    return [_rows(prob, None, edges, need, (fwd, bwd) if kind == "up" else (bwd, fwd))
+            for kind, need in kinds]
