@@ -24,7 +24,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
-from tabprotect.audit.propagate import outer_bounds
 from tabprotect.audit.system import (InfeasibleSystem, ReducedSystem, new_counters,
                                      out_of_time)
 
@@ -48,13 +47,14 @@ class _Block:
         self.k = system.k
         # an end a feasible table attains at these outer bounds is exact, no LP of its
         # own (the exact relations' bounds: dropped if the system turns out infeasible)
-        self.lb, self.ub = outer_bounds(system.A, system.rhs, *system.bounds(None))
+        self.lb, self.ub = system.outer_bounds(None)
         self.bounds = {"min": np.full(self.k, -np.inf), "max": np.full(self.k, np.inf)}
         self.at = {"min": np.zeros(self.k, dtype=bool), "max": np.zeros(self.k, dtype=bool)}
         self.queue: list[int] = []
         self.infeasible: int | None = None
 
-    def start(self, sense: str) -> None:
+    def start(self) -> None:
+        """Every variable again in the queue (a new sense), unless infeasible."""
         self.queue = list(range(self.k)) if self.infeasible is None else []
 
     def next_target(self, sense: str) -> int | None:
@@ -89,7 +89,7 @@ class _Block:
         else:
             val = float(x[j])
             if integer and np.abs(x - np.round(x)).max() > 1e-6:
-                val, x = system._integer_bound(j, sense, None, self.counters, deadline)
+                val, x = system.integer_bound(j, sense, None, self.counters, deadline)
                 if val is None:      # never counted as a safe interval
                     system.incomplete.add(int(j))
                     return
@@ -131,7 +131,7 @@ def batched_intervals(systems: list[ReducedSystem], integer: bool,
     stacked = True      # until a stacked solve is not optimal
     for sense in ("min", "max"):
         for b in blocks:
-            b.start(sense)
+            b.start()
         while True:
             chosen = [(b, j) for b in blocks for j in [b.next_target(sense)] if j is not None]
             if not chosen:

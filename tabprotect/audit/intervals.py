@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tabprotect.audit.propagate import outer_bounds
 from tabprotect.audit.system import ReducedSystem, out_of_time
 
 
@@ -20,9 +19,7 @@ def exact_intervals(system: ReducedSystem, targets, integer, counters, deadline,
     bounds = {"min": np.full(k, -np.inf), "max": np.full(k, np.inf)}
     at_lb = np.zeros(k, dtype=bool)
     at_ub = np.zeros(k, dtype=bool)
-    lb, ub = system.bounds(fixed)
-    if not system.relaxed:
-        lb, ub = outer_bounds(system.A, system.rhs, lb, ub)
+    lb, ub = system.outer_bounds(fixed)
     system.fix(fixed)
     try:
         for sense in ("min", "max"):

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.audit.integer import branch_and_bound
+from tabprotect.audit.propagate import outer_bounds
 from tabprotect.csr import row_indices
 from tabprotect.model.table import Table
 
@@ -187,6 +188,17 @@ class ReducedSystem:
             return self.lb.copy(), self.ub.copy()
         return fixed.bounds(self.lb, self.ub)
 
+    def outer_bounds(self, fixed: Knowledge | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`bounds` tightened by propagation over the exact relations
+        (:mod:`~tabprotect.audit.propagate`): every feasible table lies within them, so
+        a table that attains one shows it an exact interval end. Once the relations are
+        relaxed to rounding error, the plain bounds (the exact ones may cut feasible
+        tables off)."""
+        lb, ub = self.bounds(fixed)
+        if self.relaxed:
+            return lb, ub
+        return outer_bounds(self.A, self.rhs, lb, ub)
+
     def lp(self, integer: bool, fixed: Knowledge | None = None, bounds=None
            ) -> LinearProgram:
         """The component's program for the attacker who knows ``fixed`` (or with the
@@ -237,7 +249,7 @@ class ReducedSystem:
             return None, None
         val = float(x[j])
         if integer and np.abs(x - np.round(x)).max() > 1e-6:
-            val, x = self._integer_bound(j, sense, fixed, counters, deadline)
+            val, x = self.integer_bound(j, sense, fixed, counters, deadline)
         return val, x
 
     def integer_bound_or_witness(self, j, sense, goal, fixed, counters, deadline=None):
@@ -258,10 +270,10 @@ class ReducedSystem:
         found, w = self.integer_witness(j, sense, goal, fixed, counters, deadline)
         if found == "found":
             return float(w[j]), w, False
-        val, w = self._integer_bound(j, sense, fixed, counters, deadline)
+        val, w = self.integer_bound(j, sense, fixed, counters, deadline)
         return val, w, True
 
-    def _integer_bound(self, j, sense, fixed, counters, deadline=None):
+    def integer_bound(self, j, sense, fixed, counters, deadline=None):
         """The LP optimum was fractional: the integer bound, by branch and bound on the
         warm model (:mod:`tabprotect.audit.integer`), else by the MILP solver.
         Returns ``(bound, solution or None)``; the solution is an integral feasible
