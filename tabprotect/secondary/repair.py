@@ -245,74 +245,57 @@ class AttackerOracle:
         violated.  Here the attacker LP bounds each cell by ``min(up_i, level) z_i``
         instead; its duals are only used as multipliers ``lam`` of a capacity cut,
         which is valid for any ``lam`` (weak duality), and the cut is kept when the
-        point violates it by more than ``min_violation`` (relative).
+        point violates it by more than ``min_violation`` (relative).  A condition
+        :meth:`_separation_met` shows met needs no LP.
         """
         t0 = time.perf_counter()
         req = self.req
         z = np.asarray(z, dtype=float)
         out = Check()
-        active = np.flatnonzero(z > 1e-9)
         want = np.zeros(self.table.n_cells, bool)
         want[req.primary] = True
-        for comp in components(self.A, active):
+        for comp in components(self.A, np.flatnonzero(z > 1e-9)):
             targets = comp[want[comp]]
             if len(targets) == 0:
                 continue
-            sub = self.A[:, comp].tocsr()
-            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-            lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows],
-                               row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),
-                               col_lower=-req.down[comp] * z[comp],
-                               col_upper=req.up[comp] * z[comp])
-            model = self._new_model(lp)
-            local = {int(c): k for k, c in enumerate(comp)}
-            attackers = [-1]
-            if req.singleton.any():
-                attackers += [int(j) for j in comp[req.singleton[comp]]]
-            all_cols = np.arange(len(comp))
-            for j in attackers:
-                for s in targets:
-                    if s == j:
-                        continue
-                    p = self.slot[s]
-                    for kind, sign, rhs in req.levels(p):
-                        hi = np.minimum(req.up[comp], rhs) * z[comp]
-                        lo = -np.minimum(req.down[comp], rhs) * z[comp]
-                        if j >= 0:
-                            lo[local[j]] = hi[local[j]] = 0.0
-                        model.set_col_bounds(all_cols, lo, hi)
-                        if kind == "width":
-                            vu, du = self._solve(model, local[s], 1.0)
-                            vd, dd = self._solve(model, local[s], -1.0)
-                            out.n_lp += 2
-                            if du is None or dd is None:
-                                continue
-                            cu = self._cut(int(s), 1.0, du, rows, rhs, "up", j)
-                            cd = self._cut(int(s), -1.0, dd, rows, rhs, "down", j)
-                            cols = np.concatenate([cu.cols, cd.cols])
-                            coef = np.concatenate([cu.coef, cd.coef])
-                            merged = sp.csr_matrix(
-                                (coef, (np.zeros(len(cols), int), cols)),
-                                shape=(1, self.table.n_cells))
-                            merged.sum_duplicates()
-                            cut = Cut(merged.indices.astype(np.int64),
-                                      np.minimum(merged.data, rhs), rhs, int(s), "width", j)
-                        else:
-                            val, duals = self._solve(model, local[s], sign)
-                            out.n_lp += 1
-                            if duals is None:
-                                continue
-                            cut = self._cut(int(s), sign, duals, rows, rhs, kind, j)
-                        lhs = float(np.minimum(cut.coef, rhs) @ z[cut.cols])
-                        if lhs < rhs * (1.0 - min_violation):
-                            out.violated.append((int(s), kind, j))
-                            out.cuts.append(cut)
-                    if deadline is not None and time.perf_counter() > deadline:
-                        out.complete = False
-                        out.runtime = time.perf_counter() - t0
-                        return out
+            if self._separate_component(comp, targets, z, out, deadline, min_violation):
+                out.complete = False
+                break
         out.runtime = time.perf_counter() - t0
         return out
+
+    def _separate_component(self, comp, targets, z, out: Check, deadline, min_violation
+                            ) -> bool:
+        """Separation over one component; True when the deadline stopped it."""
+        req = self.req
+        lp = _SeparationLP(self, comp, z)
+        attackers = [-1] + ([int(j) for j in comp[req.singleton[comp]]]
+                            if req.singleton.any() else [])
+        for j in attackers:
+            for s in targets:
+                if s == j:
+                    continue
+                s, p = int(s), self.slot[s]
+                for kind, sign, rhs in req.levels(p):
+                    if self._separation_met(p, kind, sign, s, j, z, rhs, min_violation):
+                        continue
+                    cut = lp.cut(s, p, kind, sign, rhs, j, out)
+                    if cut is None:
+                        continue
+                    lhs = float(np.minimum(cut.coef, rhs) @ z[cut.cols])
+                    if lhs < rhs * (1.0 - min_violation):
+                        out.violated.append((s, kind, j))
+                        out.cuts.append(cut)
+                if deadline is not None and time.perf_counter() > deadline:
+                    return True
+        return False
+
+    def _separation_met(self, p, kind, sign, s, j, z, rhs, min_violation) -> bool:
+        """Whether a condition is known met at ``z`` without its LP (a hook: none here)."""
+        return False
+
+    def _separation_solved(self, p: int, sign: float, comp: np.ndarray) -> None:
+        """Called after each separation LP with an optimum (a hook: nothing here)."""
 
     # ------------------------------------------------------------ internals
     def _new_model(self, lp: LinearProgram):
@@ -536,3 +519,59 @@ class GreedyRepair:
             suppressed = suppressed.copy()
             suppressed[moved] = True
         return np.concatenate(added_all) if added_all else np.zeros(0, np.int64)
+
+
+class _SeparationLP:
+    """One component's capped attacker LP of :meth:`AttackerOracle.separate`, its model
+    built on the first solve (a component whose conditions are all met needs none)."""
+
+    def __init__(self, oracle: AttackerOracle, comp: np.ndarray, z: np.ndarray):
+        self.oracle, self.comp, self.z = oracle, comp, z
+        sub = oracle.A[:, comp].tocsr()
+        self.rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        self.sub = sub[self.rows]
+        self.local = {int(c): k for k, c in enumerate(comp)}
+        self.model = None
+
+    def solve(self, s: int, p: int, sign: float, rhs: float, j: int, out: Check):
+        """``(value, duals)`` of moving ``s`` by ``sign`` within the capped bounds
+        (attacker ``j`` knows its own cell)."""
+        oracle, comp, z, req = self.oracle, self.comp, self.z, self.oracle.req
+        if self.model is None:
+            self.model = oracle._new_model(LinearProgram(
+                c=np.zeros(len(comp)), A=self.sub, row_lower=np.zeros(len(self.rows)),
+                row_upper=np.zeros(len(self.rows)), col_lower=-req.down[comp] * z[comp],
+                col_upper=req.up[comp] * z[comp]))
+        hi = np.minimum(req.up[comp], rhs) * z[comp]
+        lo = -np.minimum(req.down[comp], rhs) * z[comp]
+        if j >= 0:
+            lo[self.local[j]] = hi[self.local[j]] = 0.0
+        self.model.set_col_bounds(np.arange(len(comp)), lo, hi)
+        val, duals = oracle._solve(self.model, self.local[s], sign)
+        out.n_lp += 1
+        if duals is not None:
+            oracle._separation_solved(p, sign, comp)
+        return val, duals
+
+    def cut(self, s: int, p: int, kind: str, sign: float, rhs: float, j: int, out: Check
+            ) -> Cut | None:
+        """The capacity cut of one condition from its LP's duals (the width: the up and
+        down cuts summed); None when an LP has no duals."""
+        oracle = self.oracle
+        if kind != "width":
+            _, duals = self.solve(s, p, sign, rhs, j, out)
+            return None if duals is None else \
+                oracle._cut(s, sign, duals, self.rows, rhs, kind, j)
+        _, du = self.solve(s, p, 1.0, rhs, j, out)
+        _, dd = self.solve(s, p, -1.0, rhs, j, out)
+        if du is None or dd is None:
+            return None
+        cu = oracle._cut(s, 1.0, du, self.rows, rhs, "up", j)
+        cd = oracle._cut(s, -1.0, dd, self.rows, rhs, "down", j)
+        merged = sp.csr_matrix(
+            (np.concatenate([cu.coef, cd.coef]),
+             (np.zeros(len(cu.cols) + len(cd.cols), int), np.concatenate([cu.cols, cd.cols]))),
+            shape=(1, oracle.table.n_cells))
+        merged.sum_duplicates()
+        return Cut(merged.indices.astype(np.int64), np.minimum(merged.data, rhs), rhs, s,
+                   "width", j)

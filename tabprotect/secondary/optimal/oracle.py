@@ -18,7 +18,6 @@ from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.optimal.witness_separation import WitnessStore
-from tabprotect.secondary.optimal.witness_separation import separate as witness_separate
 from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair
 
 #: HiGHS' simplex_strategy values of the dual and the primal simplex
@@ -259,11 +258,31 @@ class HybridOracle(AttackerOracle):
 
     def _timed_separate(self, z, **kw) -> Check:
         try:
-            if self.witnesses.keep > 0:
-                return witness_separate(self, z, **kw)
             return AttackerOracle.separate(self, z, **kw)
         except DeadlineReached:
             return Check(complete=False)
+
+    def _separation_met(self, p, kind, sign, s, j, z, rhs, min_violation) -> bool:
+        """A condition an earlier separation optimum, scaled into the current bounds,
+        shows met (:mod:`.witness_separation`): its LP would give no violated cut."""
+        store = self.witnesses
+        if store.keep <= 0:
+            return False
+        floor = rhs * (1.0 - min_violation)
+        req = self.req
+        if kind == "width":
+            met = store.bound(p, 1.0, s, j, req.up, req.down, z, rhs) + \
+                store.bound(p, -1.0, s, j, req.up, req.down, z, rhs) >= floor
+        else:
+            met = store.bound(p, sign, s, j, req.up, req.down, z, rhs) >= floor
+        if met:
+            store.skipped += 2 if kind == "width" else 1
+        return met
+
+    def _separation_solved(self, p: int, sign: float, comp: np.ndarray) -> None:
+        """Keep the LP's optimum (``last_x``, local to ``comp``) for later rounds."""
+        if self.witnesses.keep > 0 and self.last_x is not None:
+            self.witnesses.add(p, sign, comp, np.asarray(self.last_x, float))
 
     def _raced(self, context: str, call, z, **kw) -> Check:
         """``call(z, **kw)`` as one raced oracle call of ``context``, its LPs stopped at
