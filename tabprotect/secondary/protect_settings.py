@@ -83,6 +83,12 @@ class ProtectSettings:
     # ---- audit and repair
     #: rounds of audit and repair before giving up (each round suppresses more)
     max_repair_rounds: int = 6
+    #: below large_table a round repairs with attacker LPs on the whole table while its
+    #: short primaries times the table's cells stay below this; past it (a product
+    #: table) the round is the large path's: deviation LPs on each primary's sub-tables,
+    #: leaf cubes for those not reached (46,656 cells, 3,600 short: the whole-table LPs
+    #: added 53 cells in 30 s and left 1,827 short)
+    whole_repair_max_work: int = 5_000_000
     #: from pre_repair_min_cells cells, the repair's deviation LPs first try regions of
     #: about this many suppressed cells around the primary (far cheaper there than the
     #: sub-table neighbourhoods, which must grow until the deviation fits)
@@ -128,6 +134,8 @@ _REPAIR = ("max_repair_rounds", "first_audit_share", "final_audit_reserve")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
                  "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes",
                  "repair_lp_relative_seconds", "repair_lp_batch")
+#: a small table's repair round when it takes the large path's deviation LPs and cubes
+_LOCAL_ROUND = ("whole_repair_max_work", "repair_lp_relative_seconds", "repair_lp_batch")
 _REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
                      "parallel_min_primaries")
 
@@ -148,6 +156,8 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
         names += _REPAIR
         if large:
             names += _LARGE_REPAIR
+        else:
+            names += _LOCAL_ROUND
     out: dict[str, Any] = {}
     for name in names:
         value = getattr(settings, name)
@@ -155,6 +165,6 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
     if repair:
         out["milp_repair"] = asdict(settings.milp_repair)
         out["witness_search"] = asdict(settings.witness_search)
-    if repair and large:
+    if repair:
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out
