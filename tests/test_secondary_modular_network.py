@@ -2,6 +2,7 @@
 scipy's LPs (tests/lp_oracle.py), brute force and the compact MILP."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -15,6 +16,7 @@ from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import Problem, SearchLimits, cut_rows_both
+from tabprotect.secondary.modular.network_kernel import KernelState, search_slice
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
                                                         _Search, _unique_rows,
                                                         network_pattern,
@@ -87,17 +89,23 @@ def _brute_force(t, cost, singleton):
     return None
 
 
-@pytest.mark.parametrize("seed,singleton", [(1, False), (2, False), (4, True), (5, False)])
-def test_search_finds_the_brute_force_optimum(seed, singleton):
+#: every search over cut rows by the compiled kernel from its first node
+COMPILED = SearchLimits(compiled_after=0, load_after=0)
+
+
+@pytest.mark.parametrize("limits", [SearchLimits(), COMPILED], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("seed,singleton", [(1, False), (2, False), (4, True), (5, False),
+                                            (6, False), (7, False)])
+def test_search_finds_the_brute_force_optimum(seed, singleton, limits):
     t = _subtable((2, 3), seed, published=0.15)
     c = cost_vector(t, "value")
     req = Requirements.from_table(t, singleton=singleton)
     best = _brute_force(t, c, singleton)
     if best is None:
         with pytest.raises(InfeasibleRulesError):
-            network_pattern(t, req, c, candidate_cells(t))
+            network_pattern(t, req, c, candidate_cells(t), limits=limits)
         return
-    z = network_pattern(t, req, c, candidate_cells(t))
+    z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
     assert protected(t, z, singleton=singleton).all()
     assert np.isclose(c[z & (t.status == "S")].sum(), best)
 
@@ -318,3 +326,53 @@ def test_cover_bounds_are_the_greedy_fractional_covers():
                 left -= take
             assert np.isclose(bound[r], cost, rtol=1e-12, atol=1e-12)
             assert np.isclose(reach[r], Kc[r].sum(), rtol=1e-12)
+
+
+def _row_search(shape, seed, limits, first_only=False):
+    """A search over the listed cut rows of a random sub-table (every condition a row)."""
+    t = _subtable(shape, seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    prob = Problem(Network.of(t.relations), req, cost_vector(t, "value"), candidate_cells(t),
+                   np.isin(t.status, ("U", "M")))
+    parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
+             for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]
+    K, d = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    search = _Search(prob, K, d, [], limits, None)
+    search.first_only = first_only
+    return search
+
+
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
+                                        (75, (5, 6)), (71, (5, 6)), (45, (6, 6))])
+@pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit"])
+def test_compiled_search_is_the_numpy_search(seed, shape, variant):
+    """The kernel makes the numpy search's choices: the same pattern, cost and nodes
+    (first patterns, dominance from the first node, a node limit reached)."""
+    extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
+    base = dataclasses.replace(SearchLimits(), **extra.get(variant, {}))
+    runs = []
+    for limits in (dataclasses.replace(base, compiled=False),
+                   dataclasses.replace(base, compiled_after=0, load_after=0)):
+        search = _row_search(shape, seed, limits, first_only=variant == "first")
+        pick = search.run()
+        runs.append((None if pick is None else pick.tolist(), search.best_cost, search.nodes,
+                     search.gave_up))
+    assert runs[0] == runs[1]
+    if variant == "node limit":
+        assert runs[0][2] == 41 or not runs[0][3]
+
+
+def test_compiled_search_resumes_where_it_paused():
+    """Slices of a few nodes (the caller checks its deadline between them) end where one
+    call ends."""
+    search = _row_search((6, 6), 42, SearchLimits())
+    ends = []
+    for step in (10**9, 5):
+        st = KernelState(len(search.d), len(search.c), search.d)
+        pause, ended = 0, False
+        while not ended:
+            pause += step
+            ended = search_slice(search.K, search.KT, search.tol, search.c, 20_000, True,
+                                 0, False, pause, st)
+        ends.append((st.best.tolist(), float(st.floats[0]), st.ints.tolist()))
+    assert ends[0] == ends[1] and ends[0][2][2] > 50

@@ -40,6 +40,15 @@ class SearchLimits:
     #: find the lazy conditions' cut rows by rounds of the search over the known rows
     #: before the full search (off: the rows are met one by one inside it)
     row_rounds: bool = True
+    #: a search over cut rows alone runs compiled (numba, :mod:`.network_kernel`) once it
+    #: passes ``compiled_after`` nodes: the same search, a fraction of the cost per node
+    compiled: bool = True
+    #: numpy nodes before the loaded kernel takes over (a search this small ends before
+    #: the kernel's set-up pays)
+    compiled_after: int = 16
+    #: numpy nodes before a search loads the kernel (numba's import and the kernel's
+    #: cache, about a second, pay only on searches this large)
+    load_after: int = 1000
 
 
 class Problem:

@@ -30,6 +30,11 @@ cut row): a child taking a candidate that an earlier sibling -- left out there -
 (strictly cheaper, covering at least as much of every short row) holds no optimum, since
 the swap gives a cheaper pattern of the parent.
 
+A search over cut rows alone (no lazy conditions: the rounds' searches and every
+search whose conditions are all listed) that passes a few nodes goes on in a compiled
+kernel (:mod:`.network_kernel`): the same search, node for node, at a fraction of the
+cost per node.
+
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
 """
@@ -45,6 +50,9 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
+from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
+                                                        compiled_available, kernel_loaded,
+                                                        load_kernel, search_slice)
 
 
 class _Search:
@@ -62,6 +70,8 @@ class _Search:
         self.best_cost = np.inf
         self.best: np.ndarray | None = None
         self.nodes = 0
+        #: nodes before the search gives up (fewer when the compiled kernel takes over)
+        self.node_cap = limits.max_nodes
         self.gave_up = False
         self.first_only = False
         #: the node's short rows' coefficients, costs and the branch's columns, for
@@ -81,8 +91,40 @@ class _Search:
             if pick is not None:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
+        lim = self.limits
+        switch = lim.compiled_after if kernel_loaded() else lim.load_after
+        compiled = (not self.lazy and lim.compiled and switch < lim.max_nodes
+                    and compiled_available())
+        if compiled:
+            self.node_cap = switch
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        if compiled and self.gave_up and self.nodes > self.node_cap:
+            self._run_compiled()    # a large search: the kernel searches it again
         return self.best if self.first_only or not self.gave_up else None
+
+    def _run_compiled(self) -> None:
+        """The search over the rows by the compiled kernel, from the start (the same
+        nodes, bounds and pattern as :meth:`_node`), in slices of nodes between which
+        the deadline is checked."""
+        loading = load_kernel()     # (once per process: not the search's own time)
+        if self.deadline is not None:
+            self.deadline += loading
+        st = KernelState(len(self.d), len(self.c), self.d)
+        K, KT = np.ascontiguousarray(self.K), np.ascontiguousarray(self.KT)
+        lim = self.limits
+        pause_at, ended = 0, False
+        while not ended:
+            pause_at += SLICE_NODES
+            ended = search_slice(K, KT, np.ascontiguousarray(self.tol), self.c,
+                                 lim.max_nodes, lim.dominance, lim.dominance_after,
+                                 self.first_only, pause_at, st)
+            if not ended and self.deadline is not None \
+                    and time.perf_counter() > self.deadline:
+                break
+        self.nodes = int(st.ints[2])
+        self.gave_up = not ended or bool(st.ints[3])
+        self.best_cost = float(st.floats[0])
+        self.best = st.best.copy() if st.ints[4] else None
 
     def _row_rounds(self) -> np.ndarray | None:
         """The optimum found by row generation, or None (the full search then runs,
@@ -120,7 +162,7 @@ class _Search:
         if self.gave_up:
             return
         self.nodes += 1
-        if self.nodes > self.limits.max_nodes or (
+        if self.nodes > self.node_cap or (
                 self.deadline is not None and self.nodes % 64 == 0
                 and time.perf_counter() > self.deadline):
             self.gave_up = True
@@ -189,7 +231,7 @@ class _Search:
         Kc = np.minimum(self.K[short[:, None], idx], need[:, None])
         c = self.c[idx]
         pos = Kc > 0
-        if (Kc.sum(axis=1) < need - self.tol[short]).any():
+        if not len(idx) or (np.cumsum(Kc, axis=1)[:, -1] < need - self.tol[short]).any():
             return None
         support = pos.sum(axis=1)
         few = np.flatnonzero(support == support.min())
@@ -274,20 +316,27 @@ def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
                   pos: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the cost of its cheapest fractional cover (a lower bound: the
     candidates by cost per unit covered, each taking what the row still lacks) and how
-    much all the candidates together cover (``pos``: ``Kc > 0`` when known)."""
+    much all the candidates together cover (``pos``: ``Kc > 0`` when known).  Both are
+    summed in column order, one term after the other (``np.cumsum``), as the compiled
+    kernel (:mod:`.network_kernel`) sums them: the two searches compare the same
+    floats."""
     pos = Kc > 0 if pos is None else pos
     n_rows, n = Kc.shape
+    if n == 0:
+        return np.zeros(n_rows), np.zeros(n_rows)
     ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
     # each row's candidates by ratio, as flat indices (one gather per array)
     flat = np.argsort(ratio, axis=1, kind="stable")
     flat += np.arange(n_rows)[:, None] * n
     k = Kc.ravel()[flat]
     cum = np.cumsum(k, axis=1)
-    covered = np.minimum(np.maximum(need[:, None] - (cum - k), 0.0), k)   # clip to [0, k]
+    before = np.zeros_like(cum)         # what the cheaper candidates cover
+    before[:, 1:] = cum[:, :-1]
+    covered = np.minimum(np.maximum(need[:, None] - before, 0.0), k)   # clip to [0, k]
     sorted_ratio = ratio.ravel()[flat]
     sorted_ratio[k <= 0] = 0.0          # (covers nothing: its infinite ratio counts 0)
-    cost = (covered * sorted_ratio).sum(axis=1)
-    return cost, cum[:, -1] if n else np.zeros(len(need))
+    cost = np.cumsum(covered * sorted_ratio, axis=1)[:, -1]
+    return cost, np.cumsum(Kc, axis=1)[:, -1]
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
