@@ -47,9 +47,9 @@ class SearchLimits:
     #: numpy nodes before the loaded kernel takes over (a search this small ends before
     #: the kernel's set-up pays)
     compiled_after: int = 0
-    #: numpy nodes before a search loads the kernel (numba's import and the kernel's
-    #: cache, about a second, pay only on searches this large)
-    load_after: int = 1000
+    #: numpy nodes searched in the process before the kernel is loaded (numba's import
+    #: and the kernel's cache cost about as much CPU as this many numpy nodes)
+    load_after: int = 5000
 
 
 class Problem:

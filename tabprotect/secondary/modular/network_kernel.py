@@ -197,15 +197,14 @@ def _row_branch(K, tol, c, slack, excluded, chosen, cost, best_cost, out, work, 
         need = slack[r]
         if not need > tol[r]:
             continue
-        total = 0.0
         count = 0
         for q in range(na):
             k = min(K[r, avail[q]], need)
-            total += k
+            ratio[q] = k
             if k > 0:
                 count += 1
-        if na == 0 or total < need - tol[r]:
-            return 0                        # the row cannot be met
+        if na == 0 or _pairwise(ratio, 0, na) < need - tol[r]:
+            return 0                        # the row cannot be met (numpy's sum)
         short[n_short] = r
         support[n_short] = count
         n_short += 1
