@@ -264,12 +264,55 @@ def deviation_lp(table, status, cost, cell, amount, cells, time_limit,
         return None
     f = res.x[:k] - res.x[k:]
     scale = max(1.0, abs(amount))
-    if table.kind == "frequency" and amount == round(amount):
-        snapped = np.round(f)
-        if np.abs(f - snapped).max(initial=0.0) <= 1e-7:
-            # an integral vertex, up to the solver's tolerance: exactly integral, so
-            # that an integer audit takes it as a move (with integer coefficients the
-            # relations then hold exactly)
-            f = snapped
+    if amount == round(amount):
+        f = _snapped(table, f)
     moved = np.abs(f) > 1e-7 * scale
     return cells[moved & ~free], np.where(moved, f, 0.0)
+
+
+def free_reach(table: Table, status: np.ndarray, cell: int, cells: np.ndarray,
+               cap: tuple[float, float], time_limit: float | None = None
+               ) -> tuple[float, float, list[tuple[np.ndarray, np.ndarray]]]:
+    """How far ``cell`` moves up and down on the suppressed cells among ``cells`` alone
+    (the intruder's LP on that region, cells outside it held at 0): ``(up, down,
+    moves)``, each reach capped at ``cap`` (up, down) so that the LPs stay bounded, and
+    the two deviations that reach them as moves ``(cells, deviation)`` (integral on a
+    frequency table when the vertex is).  A region without a move gives zeros."""
+    free = np.isin(status[cells], ("U", "M"))
+    cells = cells[free]
+    k = len(cells)
+    loc = int(np.searchsorted(cells, cell))
+    if k == 0 or loc >= k or cells[loc] != cell:
+        return 0.0, 0.0, []
+    A, At = table.relations, _transpose(table)
+    sub = _restrict(A, _rows_of(At, cells), cells)
+    x = table.value[cells]
+    hi = np.maximum(table.ub[cells] - x, 0.0)
+    lo = -np.maximum(x - table.lb[cells], 0.0)
+    hi[loc], lo[loc] = min(hi[loc], cap[0]), max(lo[loc], -cap[1])
+    zero = np.zeros(sub.shape[0])
+    model = HighsModel(LinearProgram(c=np.zeros(k), A=sub, row_lower=zero, row_upper=zero,
+                                     col_lower=lo, col_upper=hi), **DEVIATION_LP_OPTIONS)
+    reach, moves = [], []
+    for sense in ("max", "min"):
+        model.set_objective(indices=[loc], values=[1.0], sense=sense)
+        res = model.solve(time_limit=time_limit)
+        if res.status != "optimal" or res.x is None:
+            reach.append(0.0)
+            continue
+        f = _snapped(table, res.x)
+        reach.append(abs(float(f[loc])))
+        moved = np.abs(f) > 1e-9 * max(1.0, abs(float(f[loc])))
+        if moved.any():
+            moves.append((cells[moved], f[moved]))
+    return reach[0], reach[1], moves
+
+
+def _snapped(table: Table, f: np.ndarray) -> np.ndarray:
+    """``f`` made exactly integral on a frequency table when it is so up to the solver's
+    tolerance, so that an integer audit takes it as a move (with integer coefficients
+    the relations then hold exactly); else ``f`` itself."""
+    if table.kind != "frequency":
+        return f
+    snapped = np.round(f)
+    return snapped if np.abs(f - snapped).max(initial=0.0) <= 1e-7 else f

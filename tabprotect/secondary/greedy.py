@@ -32,7 +32,7 @@ from tabprotect.requirements import cell_moves
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.secondary.deviation import (WarmModels, block_neighbourhood, deviation_lp,
-                                           neighbourhood)
+                                           free_reach, neighbourhood)
 from tabprotect.secondary.subtables import Split
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
@@ -77,12 +77,18 @@ class RepairStats:
     mirror_skips: int = 0
     #: directions served by a larger move found in the same direction (no LP)
     covered_skips: int = 0
+    #: LPs of primaries the audit left open, on their neighbourhood's suppressed cells
+    reach_lps: int = 0
+    #: ... of those primaries, protected by the pattern there (no cell added)
+    already_protected: int = 0
 
     def add(self, other: "RepairStats") -> None:
         self.lps += other.lps
         self.free_first_lps += other.free_first_lps
         self.mirror_skips += other.mirror_skips
         self.covered_skips += other.covered_skips
+        self.reach_lps += other.reach_lps
+        self.already_protected += other.already_protected
 
 
 def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
@@ -268,6 +274,8 @@ class _Repair:
         the neighbourhood that served the first: a larger neighbourhood never gives a
         dearer deviation (more freedom), and the smaller ones mostly fail again.
         ``unproven``: the audit did not prove ``p`` short (see :func:`_unproven`)."""
+        if unproven and self._protected_already(p):
+            return
         first, served = 0, None
         reach = {1.0: 0.0, -1.0: 0.0}          # how far this primary's moves go up, down
         by_mirror = {1.0: False, -1.0: False}  # ... by a move's mirror image
@@ -282,7 +290,7 @@ class _Repair:
                 self.stats.mirror_skips += by_mirror[sign]
                 self.stats.covered_skips += not by_mirror[sign]
                 continue
-            found, at, hood, used = self._search(p, amount, first, served, unproven)
+            found, at, hood, used = self._search(p, amount, first, served)
             if found is None:
                 continue
             if self.hoods[at][1] is not None:
@@ -293,8 +301,29 @@ class _Repair:
             if abs(mirror) > reach[-sign]:
                 reach[-sign], by_mirror[-sign] = abs(mirror), True
 
-    def _search(self, p: int, amount: float, first: int, served: np.ndarray | None,
-                unproven: bool = False):
+    def _protected_already(self, p: int) -> bool:
+        """Whether the suppressed cells of ``p``'s own neighbourhood already give it
+        its levels and width (the intruder's LPs there: how far ``p`` moves up and
+        down); then the two moves go to the audit and no cell is added.  (The
+        direction amounts of :func:`_levels` are one sufficient split of the width; this
+        check takes any.)"""
+        t = self.table
+        need_up = max(min(float(t.upl[p]), float(t.ub[p] - t.value[p])), 0.0)
+        need_down = max(min(float(t.lpl[p]), float(t.value[p] - t.lb[p])), 0.0)
+        up, down = _levels(t, p)
+        width = up + down          # at least the sliding level and never a point
+        self.stats.reach_lps += 2
+        reach_up, reach_down, moves = free_reach(
+            t, self.status, p, self._hood(p, 0), (max(up, width), max(down, width)),
+            self.left())
+        if reach_up < need_up - 1e-9 or reach_down < need_down - 1e-9 or \
+                reach_up + reach_down < width - 1e-9:
+            return False
+        self.found_moves.extend(moves)
+        self.stats.already_protected += 1
+        return True
+
+    def _search(self, p: int, amount: float, first: int, served: np.ndarray | None):
         """The cheapest deviation on the first neighbourhood (from ``first`` on) that
         has one: (found or None, its index in the list, the neighbourhood, the cells
         the LP used)."""
@@ -303,7 +332,7 @@ class _Repair:
             # the region that served the first direction is not grown again: it holds
             # the cells that direction suppressed (its support)
             hood = served if (served is not None and at == first) else self._hood(p, at)
-            found, used = self._deviation_on(p, amount, hood, unproven)
+            found, used = self._deviation_on(p, amount, hood)
             if found is not None or len(hood) == self.table.n_cells:
                 break
         return found, at, hood, used
@@ -316,18 +345,16 @@ class _Repair:
             return np.arange(self.table.n_cells)
         return neighbourhood(self.table, p, radius, self.split)
 
-    def _deviation_on(self, p: int, amount: float, hood: np.ndarray,
-                      unproven: bool = False):
-        """(deviation or None, cells it was sought on).  A large region, and the region
-        of a primary the audit did not prove short, first gets the deviation on its
-        suppressed cells alone (no cost, a third of the columns): a primary protected
-        by a move the audit did not find needs no new cell, and this LP shows it in a
-        fraction of the time."""
+    def _deviation_on(self, p: int, amount: float, hood: np.ndarray):
+        """(deviation or None, cells it was sought on).  A large region first gets the
+        deviation on its suppressed cells alone (no cost, a third of the columns): a
+        primary protected by a long move that the audit's blocks missed needs no new
+        cell, and this LP shows it in a fraction of the time."""
         opts = self.plan.options
         left = self.left()
         presolve = opts.deviation_lp_presolve_min_columns
         args = (self.table, self.status, self.cost, p, amount)
-        if unproven or len(hood) >= opts.free_first_min_cells:
+        if len(hood) >= opts.free_first_min_cells:
             used = hood[self.suppressed[hood]]
             self.stats.lps += 1
             self.stats.free_first_lps += 1
