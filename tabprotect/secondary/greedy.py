@@ -168,10 +168,12 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
 def _unproven(table: Table, audit_result: AuditResult | None) -> np.ndarray:
     """Per cell: whether the audit left the primary open rather than proved it short (a
     screen's uncertified primaries, those a verdict audit did not decide in time): the
-    pattern may already protect such a primary, which the deviation LP on the region's
-    suppressed cells alone (no cost, a third of the columns) then shows."""
+    pattern may already protect such a primary, which the intruder's LPs on its
+    neighbourhood's suppressed cells then show.  None against attackers among the
+    contributors (those LPs do not model what an attacker knows)."""
     out = np.zeros(table.n_cells, dtype=bool)
-    if audit_result is None:
+    if audit_result is None or audit_result.singleton or audit_result.coalition or (
+            audit_result.attacked is not None and audit_result.attacked.any()):
         return out
     if audit_result.mode == "screen":
         out[:] = True
