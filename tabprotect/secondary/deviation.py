@@ -199,10 +199,12 @@ class WarmModels:
         self.size = size
         self._models: dict[bytes, HighsModel] = {}
 
-    def model(self, cells: np.ndarray, build: Callable[[], LinearProgram]) -> HighsModel:
-        """The model of region ``cells``, built by ``build()`` when not kept (the least
-        recently used one is dropped past ``size``)."""
-        key = cells.tobytes()
+    def model(self, cells: np.ndarray, build: Callable[[], LinearProgram],
+              tag: bytes = b"") -> HighsModel:
+        """The model of region ``cells`` (and ``tag``: which LP of the region), built by
+        ``build()`` when not kept (the least recently used one is dropped past
+        ``size``)."""
+        key = tag + cells.tobytes()
         m = self._models.pop(key, None)
         if m is None:
             m = HighsModel(build(), **DEVIATION_LP_OPTIONS)
@@ -271,28 +273,35 @@ def deviation_lp(table, status, cost, cell, amount, cells, time_limit,
 
 
 def free_reach(table: Table, status: np.ndarray, cell: int, cells: np.ndarray,
-               cap: tuple[float, float], time_limit: float | None = None
+               cap: float, time_limit: float | None = None,
+               models: WarmModels | None = None
                ) -> tuple[float, float, list[tuple[np.ndarray, np.ndarray]]]:
     """How far ``cell`` moves up and down on the suppressed cells among ``cells`` alone
-    (the intruder's LP on that region, cells outside it held at 0): ``(up, down,
-    moves)``, each reach capped at ``cap`` (up, down) so that the LPs stay bounded, and
-    the two deviations that reach them as moves ``(cells, deviation)`` (integral on a
-    frequency table when the vertex is).  A region without a move gives zeros."""
+    (the intruder's LP on that region, cells outside it held at 0, every cell moving by
+    at most ``cap``: the LPs stay bounded, and a restriction only understates the
+    reach): ``(up, down, moves)``, with the two deviations that reach them as moves
+    ``(cells, deviation)`` (integral on a frequency table when the vertex is).  A
+    region without a move gives zeros.  With ``models`` the region's model is kept:
+    the primaries of one region then differ only in the objective (warm re-solves)."""
     free = np.isin(status[cells], ("U", "M"))
     cells = cells[free]
     k = len(cells)
     loc = int(np.searchsorted(cells, cell))
     if k == 0 or loc >= k or cells[loc] != cell:
         return 0.0, 0.0, []
-    A, At = table.relations, _transpose(table)
-    sub = _restrict(A, _rows_of(At, cells), cells)
-    x = table.value[cells]
-    hi = np.maximum(table.ub[cells] - x, 0.0)
-    lo = -np.maximum(x - table.lb[cells], 0.0)
-    hi[loc], lo[loc] = min(hi[loc], cap[0]), max(lo[loc], -cap[1])
-    zero = np.zeros(sub.shape[0])
-    model = HighsModel(LinearProgram(c=np.zeros(k), A=sub, row_lower=zero, row_upper=zero,
-                                     col_lower=lo, col_upper=hi), **DEVIATION_LP_OPTIONS)
+
+    def build() -> LinearProgram:
+        A, At = table.relations, _transpose(table)
+        sub = _restrict(A, _rows_of(At, cells), cells)
+        x = table.value[cells]
+        hi = np.minimum(np.maximum(table.ub[cells] - x, 0.0), cap)
+        lo = -np.minimum(np.maximum(x - table.lb[cells], 0.0), cap)
+        zero = np.zeros(sub.shape[0])
+        return LinearProgram(c=np.zeros(k), A=sub, row_lower=zero, row_upper=zero,
+                             col_lower=lo, col_upper=hi)
+
+    model = HighsModel(build(), **DEVIATION_LP_OPTIONS) if models is None else \
+        models.model(cells, build, tag=b"reach" + np.float64(cap).tobytes())
     reach, moves = [], []
     for sense in ("max", "min"):
         model.set_objective(indices=[loc], values=[1.0], sense=sense)

@@ -316,8 +316,8 @@ class _Repair:
         width = up + down          # at least the sliding level and never a point
         self.stats.reach_lps += 2
         reach_up, reach_down, moves = free_reach(
-            t, self.status, p, self._hood(p, 0), (max(up, width), max(down, width)),
-            self.left())
+            t, self.status, p, self._hood(p, 0), max(up, down, width), self.left(),
+            self.models)
         if reach_up < need_up - 1e-9 or reach_down < need_down - 1e-9 or \
                 reach_up + reach_down < width - 1e-9:
             return False
