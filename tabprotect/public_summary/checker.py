@@ -18,6 +18,10 @@ from tabprotect.public_summary.systems import Bounds, Pace, Points, integral, in
 
 __all__ = ["Checker"]
 
+#: entries (columns x rows) of a component's relations fitted densely to see whether the
+#: published cells determine a figure's part there (a 2,000 x 2,000 block: 32 MB)
+DENSE_DETERMINED = 4_000_000
+
 
 class Checker:
     """The intruder's system over the unpublished cells, the primaries' intervals in it,
@@ -68,6 +72,8 @@ class Checker:
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
         # per released figure: its coefficients over the unpublished cells
         self.released: list[np.ndarray] = []
+        # the same for released figures the published cells determine (no row added)
+        self.determined: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
         # solutions of the system without the figures, for _spanned (LP tables only)
@@ -92,6 +98,9 @@ class Checker:
             return None          # a function of published cells only
         if self._implied(free):
             return None          # the intruder computes it from the figures released
+        if self._determined(free):
+            self.determined.append(free)
+            return None          # the intruder computes it from the published cells
         band = abs(truth - rhs) + 1e-12 * scale
         ranges = self._ranges(free, nz)
         if ranges is None:
@@ -119,11 +128,30 @@ class Checker:
         """The row's part over the unpublished cells is a combination of the released
         figures' parts: the intruder who knows those figures (and the published cells)
         computes this one, so it tells nothing more (its value agrees with the table)."""
-        if not self.released:
+        if not self.released and not self.determined:
             return False
-        R = np.array(self.released).T
+        R = np.array(self.released + self.determined).T
         a = np.linalg.lstsq(R, free, rcond=None)[0]
         return bool(np.abs(R @ a - free).max() <= 1e-9 * np.abs(free).max())
+
+    def _determined(self, free: np.ndarray) -> bool:
+        """The row's part over the unpublished cells is a combination of the relations'
+        rows: the published cells fix its value (up to the relations' rounding bands), so
+        it tells the intruder nothing more and needs no LP.  Checked per component (every
+        relation lies in one), each by a dense least-squares fit up to
+        :data:`DENSE_DETERMINED` entries; a larger component counts as not determined
+        (the LPs then decide)."""
+        nz = np.flatnonzero(free)
+        for k in np.unique(self.comp[nz]):
+            cols, rows = self.comp_cols[k], self.comp_rows[k]
+            if len(rows) == 0 or len(cols) * len(rows) > DENSE_DETERMINED:
+                return False
+            f = free[cols]
+            B = self.A_csr[rows][:, cols].toarray()
+            lam = np.linalg.lstsq(B.T, f, rcond=None)[0]
+            if np.abs(B.T @ lam - f).max() > 1e-9 * np.abs(f).max():
+                return False
+        return True
 
     def _ranges(self, free: np.ndarray, nz: np.ndarray):
         """Per component, the least and largest value of the row's part over the intruder's
