@@ -14,7 +14,8 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.moves import ComponentMoves
-from tabprotect.public_summary.systems import Bounds, Pace, Points, integral, integral_vertex
+from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds, integral,
+                                                integral_vertex)
 
 __all__ = ["Checker"]
 
@@ -81,6 +82,8 @@ class Checker:
         self.ends: dict[str, dict[int, np.ndarray]] = {"min": {}, "max": {}}
         # integer tables: the components' integral moves for the figure under check
         self.moves: ComponentMoves | None = None
+        # integer tables: whether an integral LP vertex is still looked for before a MILP
+        self.odds = VertexOdds()
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -390,10 +393,11 @@ class Checker:
         if res.status == "optimal" and not integral(res.x):
             jj = np.searchsorted(cols, objective)
             point = None
-            if len(jj) == 1:
+            if len(jj) == 1 and self.odds.worth():
                 v = res.x[jj[0]]
                 end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
                 point = integral_vertex(lp, jj[0], end, left)
+                self.odds.record(point is not None)
             res = point if point is not None else solve(
                 dataclasses.replace(lp, integrality=np.full(len(cols), True)),
                 time_limit=left)
