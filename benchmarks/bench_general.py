@@ -51,6 +51,7 @@ from tabprotect.errors import InputError  # noqa: E402
 from tabprotect.io.jj import read_jj, write_jj  # noqa: E402
 from tabprotect.model.structure import product_structure  # noqa: E402
 from tabprotect.secondary import cost_vector, protect  # noqa: E402
+from tabprotect.secondary.base import METHODS  # noqa: E402
 from tabprotect.secondary.candidates import candidate_cells  # noqa: E402
 from tabprotect.secondary.feasibility import feasibility_stage  # noqa: E402
 from tabprotect.secondary.gauss import gauss  # noqa: E402
@@ -188,10 +189,15 @@ def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict
             "cost": float(c[sec].sum()), "seconds": wall}
 
 
-def warm_up() -> None:
+def warm_up(methods=()) -> None:
     """Compile (or load from numba's cache) gauss's kernel before any row is timed: a
     cold compile takes minutes on a loaded machine and would count against the first
-    table's time limit."""
+    table's time limit.  The methods' modules are imported too (a method's module is
+    imported at its first call; without cached bytecode, as on the benchmark machine,
+    that import compiles its sources and would count against the first table's row:
+    about 0.07 s for optimal)."""
+    for method in methods:
+        METHODS[method]
     table = linked_table("1k")
     gauss(table, cost_vector(table, "value"), widths="never", prune="never",
           kernel="compiled")
@@ -250,7 +256,7 @@ def main(argv=None) -> None:
         linked = args.linked if args.linked is not None else ["1k", "10k"]
         names = args.tables + [f"linked-{s}" for s in linked]
         rows = []
-        warm_up()
+        warm_up(args.methods)
         for name in names:
             table = integer_version(name, _source(name)[0])
             head = {"table": name, "cells": table.n_cells,
