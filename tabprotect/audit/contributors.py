@@ -208,6 +208,8 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
     if least and len(attackers) >= max(2, least):
         targets_of = group_passes(task, attackers, targets_of, counters)
     for attacker, targets in zip(attackers, targets_of):
+        # a primary one attacker narrows too far is attacked, whatever the others find
+        targets = targets[~attacked[targets]]
         if len(targets) == 0:
             continue
         lo, hi = _attacker_interval(task, targets, counters, attacker.knowledge)
