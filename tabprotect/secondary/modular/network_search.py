@@ -55,6 +55,11 @@ from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelStat
                                                         load_kernel, search_slice)
 
 
+#: the nodes this process has searched by numpy (the kernel is loaded once they cost
+#: about what loading it costs: a process with less search work never pays for it)
+_NUMPY_NODES = [0]
+
+
 class _Search:
     """Depth-first branch and bound over the cut rows (see the module docstring)."""
 
@@ -92,12 +97,14 @@ class _Search:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
         lim = self.limits
-        switch = lim.compiled_after if kernel_loaded() else lim.load_after
+        switch = lim.compiled_after if kernel_loaded() else \
+            max(0, lim.load_after - _NUMPY_NODES[0])
         compiled = (not self.lazy and lim.compiled and switch < lim.max_nodes
                     and compiled_available())
         if compiled:
             self.node_cap = switch
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        _NUMPY_NODES[0] += self.nodes
         if compiled and self.gave_up and self.nodes > self.node_cap:
             self._run_compiled()    # a large search: the kernel searches it again
         return self.best if self.first_only or not self.gave_up else None
@@ -231,17 +238,17 @@ class _Search:
         Kc = np.minimum(self.K[short[:, None], idx], need[:, None])
         c = self.c[idx]
         pos = Kc > 0
-        if not len(idx) or (np.cumsum(Kc, axis=1)[:, -1] < need - self.tol[short]).any():
+        if not len(idx) or (Kc.sum(axis=1) < need - self.tol[short]).any():
             return None
         support = pos.sum(axis=1)
         few = np.flatnonzero(support == support.min())
         if math.isfinite(self.best_cost):
-            bound = _cover_bounds(Kc, need, c, pos)[0]
+            bound = _cover_bounds(Kc, need, c, pos)
             if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 return None
             r = int(few[np.argmax(bound[few])])
         elif len(few) > 1:
-            r = int(few[np.argmax(_cover_bounds(Kc[few], need[few], c, pos[few])[0])])
+            r = int(few[np.argmax(_cover_bounds(Kc[few], need[few], c, pos[few]))])
         else:
             r = int(few[0])
         on = pos[r]
@@ -313,30 +320,27 @@ def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
-                  pos: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  pos: np.ndarray | None = None) -> np.ndarray:
     """Per row, the cost of its cheapest fractional cover (a lower bound: the
-    candidates by cost per unit covered, each taking what the row still lacks) and how
-    much all the candidates together cover (``pos``: ``Kc > 0`` when known).  Both are
-    summed in column order, one term after the other (``np.cumsum``), as the compiled
-    kernel (:mod:`.network_kernel`) sums them: the two searches compare the same
-    floats."""
+    candidates by cost per unit covered, each taking what the row still lacks; ``pos``:
+    ``Kc > 0`` when known), summed in that order one term after the other
+    (``np.cumsum``), as the compiled kernel (:mod:`.network_kernel`) sums it: the two
+    searches compare the same floats."""
     pos = Kc > 0 if pos is None else pos
     n_rows, n = Kc.shape
     if n == 0:
-        return np.zeros(n_rows), np.zeros(n_rows)
+        return np.zeros(n_rows)
     ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
     # each row's candidates by ratio, as flat indices (one gather per array)
     flat = np.argsort(ratio, axis=1, kind="stable")
     flat += np.arange(n_rows)[:, None] * n
     k = Kc.ravel()[flat]
-    cum = np.cumsum(k, axis=1)
-    before = np.zeros_like(cum)         # what the cheaper candidates cover
-    before[:, 1:] = cum[:, :-1]
+    before = np.zeros_like(k)           # what the cheaper candidates cover
+    np.cumsum(k[:, :-1], axis=1, out=before[:, 1:])
     covered = np.minimum(np.maximum(need[:, None] - before, 0.0), k)   # clip to [0, k]
     sorted_ratio = ratio.ravel()[flat]
     sorted_ratio[k <= 0] = 0.0          # (covers nothing: its infinite ratio counts 0)
-    cost = np.cumsum(covered * sorted_ratio, axis=1)[:, -1]
-    return cost, np.cumsum(Kc, axis=1)[:, -1]
+    return np.cumsum(covered * sorted_ratio, axis=1)[:, -1]
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
