@@ -470,8 +470,8 @@ class AuditRepair:
                           ) -> tuple[Table, np.ndarray]:
         """The cheapest deviation of each short primary (:func:`greedy_repair`), batch
         by batch in cell order (neighbours share suppressions) for at most
-        ``repair_lp_relative_seconds`` times the call's time so far (and half of what
-        is left of a budget).  A primary an earlier round's deviation LPs took goes
+        ``repair_lp_relative_seconds`` times the call's time so far (and
+        ``repair_lp_share`` of what the repair may spend of a budget).  A primary an earlier round's deviation LPs took goes
         to the cubes: it is short again where the deviation does not reach (e.g. a
         single-contributor attacker, whom the deviation LPs do not model), and the same
         LP would add nothing.  Returns the table with the deviations' cells suppressed
@@ -480,7 +480,7 @@ class AuditRepair:
         seconds = s.repair_lp_relative_seconds * self.budget.elapsed()
         left = self.repair_left()
         if left is not None:
-            seconds = min(seconds, 0.5 * left)
+            seconds = min(seconds, s.repair_lp_share * left)
         end = time.perf_counter() + seconds
         short = np.sort(short)
         again = np.isin(short, self.lp_tried)

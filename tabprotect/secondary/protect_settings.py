@@ -100,6 +100,9 @@ class ProtectSettings:
     #: than a cube search) for at most this many times the call's time so far; the
     #: primaries they do not reach get leaf cubes (0: cubes first)
     repair_lp_relative_seconds: float = 1.0
+    #: ... and at most this share of what the repair may spend of a budget (the rest:
+    #: the leaf cubes for the primaries not reached, a second round)
+    repair_lp_share: float = 0.75
     #: ... in batches of this many primaries per worker (the time is checked between
     #: batches: a batch is not cut short by it, each primary gets a deviation or a cube)
     repair_lp_batch: int = 64
@@ -117,7 +120,7 @@ class ProtectSettings:
 
     def __post_init__(self):
         for name in ("feasibility_share", "method_share", "method_share_large",
-                     "first_audit_share", "final_audit_reserve"):
+                     "first_audit_share", "final_audit_reserve", "repair_lp_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"ProtectSettings.{name} must lie between 0 and 1")
         if self.pre_repair not in ("auto", "off"):
@@ -133,9 +136,10 @@ _SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
 _REPAIR = ("max_repair_rounds", "first_audit_share", "final_audit_reserve")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
                  "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes",
-                 "repair_lp_relative_seconds", "repair_lp_batch")
+                 "repair_lp_relative_seconds", "repair_lp_share", "repair_lp_batch")
 #: a small table's repair round when it takes the large path's deviation LPs and cubes
-_LOCAL_ROUND = ("whole_repair_max_work", "repair_lp_relative_seconds", "repair_lp_batch")
+_LOCAL_ROUND = ("whole_repair_max_work", "repair_lp_relative_seconds", "repair_lp_share",
+                "repair_lp_batch")
 _REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
                      "parallel_min_primaries")
 

@@ -42,14 +42,18 @@ def kernel_loaded() -> bool:
 
 
 def load_kernel() -> float:
-    """Load the kernel by one search of a one-row problem; the seconds it took (0 once
-    loaded)."""
+    """Load the kernels (numba's import, each kernel compiled or read from its cache) by
+    one call of each on a tiny problem; the seconds it took (0 once loaded)."""
     if _loaded[0]:
         return 0.0
     start = time.perf_counter()
     one = np.ones((1, 1))
     search_slice(one, one, np.full(1, 1e-9), np.ones(1), 10, True, 0, False, 10,
                  KernelState(1, 1, np.ones(1)))
+    ends, cells = np.array([0], np.int64), np.array([1], np.int64)
+    _list_rows(ends, cells, np.ones(1), np.ones(1), ends, cells, np.ones(1), np.ones(1),
+               ends, 1, 1.0, 1.0, 1)
+    flow_compiled(ends, cells, np.ones(1), np.ones(1), ends[:0], 2, 0, 1, 1e-12)
     _loaded[0] = True
     return time.perf_counter() - start
 
@@ -451,3 +455,73 @@ def _block(a, lo, n):
         res += a[lo + i]
         i += 1
     return res
+
+
+@jit
+def flow_compiled(tail, head, forward, backward, skip, n_nodes, source, sink, eps_rel):
+    """``Network.flow`` compiled: the capacities added up cell by cell as
+    ``Network.capacities`` adds them (``np.add.at``: in cell order, forwards then
+    backwards; the ``skip`` cells carry none), then :func:`max_flow_compiled`."""
+    cap = np.zeros((n_nodes, n_nodes))
+    n = len(tail)
+    carried = np.ones(n, np.bool_)
+    for e in skip:
+        carried[e] = False
+    for e in range(n):
+        cap[tail[e], head[e]] += forward[e] if carried[e] else 0.0
+    for e in range(n):
+        cap[head[e], tail[e]] += backward[e] if carried[e] else 0.0
+    return max_flow_compiled(cap, source, sink, eps_rel)
+
+
+@jit
+def max_flow_compiled(cap, source, sink, eps_rel):
+    """``network.max_flow`` compiled: Edmonds-Karp on the dense capacity matrix ``cap``
+    (modified into the residual capacities), the same breadth-first order and pushes,
+    so the same flow value and minimum cut (source side, bool per node)."""
+    n = cap.shape[0]
+    top = 0.0
+    for u in range(n):
+        for v in range(n):
+            if cap[u, v] < math.inf and cap[u, v] > top:
+                top = cap[u, v]
+    eps = eps_rel * max(1.0, top)
+    near = np.zeros((n, n), np.bool_)
+    for u in range(n):
+        for v in range(n):
+            near[u, v] = cap[u, v] > 0 or cap[v, u] > 0
+    parent = np.empty(n, np.int64)
+    queue = np.empty(n, np.int64)
+    total = 0.0
+    while True:
+        parent[:] = -1
+        parent[source] = source
+        queue[0] = source
+        head, tail = 0, 1
+        while head < tail and parent[sink] < 0:
+            u = queue[head]
+            head += 1
+            for v in range(n):
+                if near[u, v] and parent[v] < 0 and cap[u, v] > eps:
+                    parent[v] = u
+                    queue[tail] = v
+                    tail += 1
+        if parent[sink] < 0:
+            break
+        push = math.inf
+        v = sink
+        while v != source:
+            u = parent[v]
+            push = min(push, cap[u, v])
+            v = u
+        if push == math.inf:        # a path of unbounded cells: no finite cut
+            total = math.inf
+            break
+        v = sink
+        while v != source:
+            u = parent[v]
+            cap[u, v] -= push
+            cap[v, u] += push
+            v = u
+        total += push
+    return total, parent >= 0
