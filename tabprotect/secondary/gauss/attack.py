@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
@@ -58,7 +59,9 @@ class AttackStep(WidthStep):
 
     def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
                  **kwargs):
+        kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
         super().__init__(table, cost, singleton=True, **kwargs)
+        self._labels: dict = {}
         label = same_record(table, zeros_known=np.isin(table.status, ("P", "Z")))
         cells = np.arange(table.n_cells)
         #: per cell the attacker it belongs to (-1: none); a class's smallest cell
@@ -152,35 +155,66 @@ class AttackStep(WidthStep):
     def _witness(self, cond, z: np.ndarray, fixed: set, deadline: float | None,
                  widen: bool):
         """A deviation proving ``cond`` with the attackers ``fixed`` at their values:
-        over the pattern, then (``widen``) with published cells too; ``(cells, dev)``
-        or None, and the LPs solved."""
-        keep = np.isin(self.attacker, list(fixed)) if fixed else \
-            np.zeros(self.table.n_cells, bool)
+        over the primary's component of the pattern, then (``widen``) of the pattern and
+        the published cells; ``(cells, dev)`` or None, and the LPs solved."""
         lps = 0
-        for movable in (z, z | self.candidate) if widen else (z,):
-            allowed = movable & ~keep
-            allowed[cond.cell] = True
-            cells, _ = self._neighbourhood(cond.cell, self.table.n_cells, allowed)
+        for movable in (False, True) if widen else (False,):
+            cells, sub = self._component(cond.cell, z, movable)
             if len(cells) < 2:
                 continue
+            keep = np.isin(self.attacker[cells], list(fixed)) if fixed else None
             lps += 1
-            y = self._solve_attack(cond, cells, z, deadline)
+            y = self._solve_attack(cond, cells, sub, z, keep, deadline)
             if y is not None:
                 return (cells, y), lps
             if deadline is not None and time.perf_counter() > deadline:
                 break
         return None, lps
 
-    def _solve_attack(self, cond, cells: np.ndarray, z: np.ndarray,
-                      deadline: float | None):
-        """The protection LP over ``cells`` (every other cell at its value): suppressed
-        cells nearly free, attackers' cells at ``attacker_weight``, published cells at
-        their cost per unit of range."""
+    def _component(self, cell: int, z: np.ndarray, widen: bool
+                   ) -> tuple[np.ndarray, sp.csr_matrix]:
+        """The cells linked to ``cell`` by relations through the pattern ``z`` (``widen``:
+        through the pattern and the candidates), and their relation rows; kept while the
+        pattern stays the same (most conditions share one component)."""
+        mask = z | self.candidate if widen else z.copy()
+        mask[cell] = True
+        key = (widen, int(z.sum()))
+        if self._labels.get("key") != key:
+            self._labels = {"key": key}
+        labels = self._labels.get(widen)
+        if labels is None or labels[cell] < 0:
+            labels = self._label(mask)
+            self._labels[widen] = labels
+        comp = self._labels.get((widen, labels[cell]))
+        if comp is None:
+            cells = np.flatnonzero(labels == labels[cell])
+            sub = self.A[:, cells].tocsr()
+            comp = (cells, sub[np.flatnonzero(np.diff(sub.indptr) > 0)])
+            self._labels[(widen, labels[cell])] = comp
+        return comp
+
+    def _label(self, mask: np.ndarray) -> np.ndarray:
+        """Per cell its component among the ``mask`` cells linked by relations (-1 off
+        the mask)."""
+        n_rel, n = self.incidence.shape
+        inc = self.incidence[:, np.flatnonzero(mask)].tocoo()
+        cols = np.flatnonzero(mask)[inc.col]
+        graph = sp.csr_matrix((np.ones(inc.nnz), (inc.row, n_rel + cols)),
+                              shape=(n_rel + n, n_rel + n))
+        _, lab = connected_components(graph, directed=False)
+        labels = np.where(mask, lab[n_rel:], -1)
+        return labels
+
+    def _solve_attack(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
+                      keep: np.ndarray | None, deadline: float | None):
+        """The protection LP over ``cells`` (relation rows ``sub``; every other cell, and
+        the ``keep`` ones, at its value): suppressed cells nearly free, attackers' cells
+        at ``attacker_weight``, published cells at their cost per unit of range."""
         req = self.req
-        sub = self.A[:, cells].tocsr()
-        sub = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
         k = int(np.searchsorted(cells, cond.cell))
         up, dn = req.up[cells].copy(), req.down[cells].copy()
+        if keep is not None:
+            up[keep] = dn[keep] = 0.0
         need = cond.need
         cost = self.cost[cells]
         with np.errstate(divide="ignore", invalid="ignore"):
