@@ -81,3 +81,15 @@ def test_no_step_without_the_attack_or_on_magnitude_tables():
     assert "attack_lps" not in gauss(t, cost, singleton=False).details
     magnitude = t.replace(kind="magnitude")
     assert "attack_lps" not in gauss(magnitude, cost, singleton=True, widths="never").details
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 12])
+def test_the_step_meets_the_levels_for_an_integer_intruder_too(seed):
+    # protect() audits a count table as an integer intruder: the step's real-valued
+    # witnesses on these tables are met by integral tables as well
+    t = count_table(seed, (3, 3, 3), 1.5)
+    out = gauss(t, cost_vector(t, "value"), singleton=True)
+    got = oracle_protected(t.replace(status=out.status), singleton=True, integer=True)
+    can = oracle_protected(t, unpublished=t.status != "Z", singleton=True, integer=True)
+    assert not (~got & can & (t.status == "U")).any()

@@ -49,19 +49,23 @@ class AttackOutcome:
     lps: int                # protection LPs solved
     unmet: int              # conditions left without witnesses (no LP solution, deadline)
     timed_out: bool         # the deadline stopped it
+    skipped: int = 0        # conditions left to the audit: their component is too large
 
 
 class AttackStep(WidthStep):
     """The attack step on one table (see the module docstring); the LPs and the
     neighbourhoods are the width step's, with the attackers' cells movable at a price
     (``attacker_weight``, a share of the median cost per unit: far dearer than a
-    suppressed cell, far cheaper than a new one)."""
+    suppressed cell, far cheaper than a new one).  ``max_component``: a condition whose
+    primary's component of the pattern has more cells is left to the audit (each of
+    its LPs spans the component)."""
 
     def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
-                 **kwargs):
+                 max_component: int | None = None, **kwargs):
         kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
         super().__init__(table, cost, singleton=True, **kwargs)
         self._labels: dict = {}
+        self.max_component = max_component
         label = same_record(table, zeros_known=np.isin(table.status, ("P", "Z")))
         cells = np.arange(table.n_cells)
         #: per cell the attacker it belongs to (-1: none); a class's smallest cell
@@ -91,10 +95,14 @@ class AttackStep(WidthStep):
         # per condition the attackers that every witness found so far moves (None: no
         # witness yet); settled when empty
         left: list[set | None] = [None] * len(conds)
-        lps = unmet = 0
+        lps = unmet = skipped = 0
         timed_out = False
         for q, cond in enumerate(conds):
             if left[q] is not None and not left[q]:
+                continue
+            if self.max_component is not None and \
+                    len(self._component(cond.cell, z, False)[0]) > self.max_component:
+                skipped += 1
                 continue
             if deadline is not None and time.perf_counter() > deadline:
                 timed_out = True
@@ -103,7 +111,7 @@ class AttackStep(WidthStep):
             n_lp, ok = self._settle(q, cond, z, conds, index, left, deadline)
             lps += n_lp
             unmet += not ok
-        return AttackOutcome(z, int(z.sum()) - start, lps, unmet, timed_out)
+        return AttackOutcome(z, int(z.sum()) - start, lps, unmet, timed_out, skipped)
 
     def _settle(self, q, cond, z, conds, index, left, deadline) -> tuple[int, bool]:
         """Witnesses for condition ``q`` until no attacker is left: the first with the

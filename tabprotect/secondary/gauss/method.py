@@ -69,11 +69,12 @@ class GaussOptions:
                "primary's levels against each single contributor, with singleton): on "
                "count tables without the width step, where the elimination's no-exact-"
                "disclosure leaves intervals 1.5 wide against one count-1 cell"})
-    attack_max_suppressed: int = field(default=1_000, metadata={
-        "why": "attack='counts' runs the step on patterns of at most this many suppressed "
-               "cells: its LPs span a 3-D pattern's one large component (a few ms each at "
-               "400 cells, about 0.1 s at 2,000 times thousands of conditions), and there "
-               "the elimination's pattern already meets the LP levels (sampled on 22^3)"})
+    attack_max_component: int = field(default=1_000, metadata={
+        "why": "the attack step leaves to the audit the primaries whose component of the "
+               "pattern has more cells: each of its LPs spans the component (a 10^4-cell "
+               "flat 3-D pattern is one of 2,116 cells, 0.5 s an LP, thousands of "
+               "conditions), and there the elimination's pattern already meets the LP "
+               "levels (sampled on 22^3)"})
     attack_share: float = field(default=0.5, metadata={
         "why": "share of the time limit the attack step may take (its LPs grow with the "
                "pattern's components; conditions it leaves go to the audit and repair)"})
@@ -187,7 +188,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           widths: str = "general", widths_share: float = 0.7, widths_seconds: float = 120.0,
           prune: str = "general", swaps: bool = True,
           prune_seconds: float = 60.0, attack: str = "counts",
-          attack_max_suppressed: int = 1_000, attack_share: float = 0.5,
+          attack_max_component: int = 1_000, attack_share: float = 0.5,
           attack_seconds: float = 30.0) -> MethodOutcome:
     """Suppress the cheapest cells that keep every primary out of the published span.
 
@@ -203,9 +204,10 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     widths, widths_share, widths_seconds : the width step before the elimination (see
         :class:`GaussOptions` and :mod:`.widths`): on general tables by default, so that
         the pattern meets the protection levels too, not only no exact disclosure
-    attack, attack_max_suppressed, attack_share, attack_seconds : the attack step after the elimination (see
-        :class:`GaussOptions` and :mod:`.attack`): with ``singleton`` on count tables by
-        default, so that the pattern meets the levels against each single contributor
+    attack, attack_max_component, attack_share, attack_seconds : the attack step after
+        the elimination (see :class:`GaussOptions` and :mod:`.attack`): with
+        ``singleton`` on count tables by default, so that the pattern meets the levels
+        against each single contributor
     prune, swaps, prune_seconds : the pruning pass after the elimination and the swap
         pass after it (see :class:`GaussOptions`); they run until the time limit
     dependent, kernel, python_below_cells, python_seconds, python_warning_cells : see
@@ -255,13 +257,12 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
         if not compiled:
             add_plain_seconds(time.perf_counter() - t_run)
     status[run.secondary] = "M"
-    if singleton and (attack == "always" or (
-            attack == "counts" and "widths_unmet" not in details
-            and table.kind == "frequency"
-            and np.isin(status, ("U", "M")).sum() <= attack_max_suppressed)):
+    if singleton and (attack == "always" or (attack == "counts" and "widths_unmet" not in
+                                             details and table.kind == "frequency")):
         left = attack_seconds if deadline is None else \
             attack_share * max(0.0, deadline - time.perf_counter())
-        status = _attack_step(table, status, cost, time.perf_counter() + left, details)
+        status = _attack_step(table, status, cost, time.perf_counter() + left,
+                              attack_max_component, details)
     if prune == "always" or (prune == "general" and not table.dimensions):
         end = start + (prune_seconds if time_limit is None else time_limit)
         status, proofs = _prune_step(table, status, cost, singleton, width_witnesses, end,
@@ -303,14 +304,16 @@ def _widths_proven(table: Table, details: dict) -> bool:
 
 
 def _attack_step(table: Table, status: np.ndarray, cost: np.ndarray, deadline: float,
-                 details: dict) -> np.ndarray:
+                 max_component: int, details: dict) -> np.ndarray:
     """The attack step on the pattern; record what it did."""
     t0 = time.perf_counter()
-    out = AttackStep(table, cost).run(np.isin(status, ("U", "M")), deadline=deadline)
+    out = AttackStep(table, cost, max_component=max_component).run(
+        np.isin(status, ("U", "M")), deadline=deadline)
     status = status.copy()
     status[out.suppressed & ~np.isin(status, ("U", "M"))] = "M"
     details.update({"attack_added": out.added, "attack_lps": out.lps,
                     "attack_unmet": out.unmet, "attack_timed_out": out.timed_out,
+                    "attack_skipped": out.skipped,
                     "attack_seconds": round(time.perf_counter() - t0, 3)})
     return status
 
