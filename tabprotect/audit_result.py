@@ -102,6 +102,7 @@ class AuditResult:
     n_moves_used: int = 0      # candidate moves (``moves``) that passed the check
     n_moves_rejected: int = 0  # candidate moves that failed it (ignored)
     n_attacker_groups: int = 0  # witness passes against groups of attackers at once
+    n_attacker_moves: int = 0   # least moves that certify primaries against attackers
     table: Table | None = field(default=None, repr=False)
     settings: "AuditSettings | None" = field(default=None, repr=False)  # tuning applied
     coalition: int = 0   # size of the coalitions of contributors audited against (0: none)
@@ -169,6 +170,7 @@ class AuditResult:
             "moves_used": self.n_moves_used,
             "moves_rejected": self.n_moves_rejected,
             "attacker_group_passes": self.n_attacker_groups,
+            "attacker_moves": self.n_attacker_moves,
             "complete": self.complete,
             "integer": self.integer,
             "singleton_attack": self.singleton,

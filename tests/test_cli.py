@@ -165,3 +165,19 @@ def test_every_job_command_takes_output_folder_and_quiet():
                  "compare", "demo", "risk", "perturb", "cellkey", "swap"):
         options = {o for a in sub.choices[name]._actions for o in a.option_strings}
         assert {"-o", "--output", "--quiet"} <= options, name
+
+
+def test_the_parser_and_help_load_no_numerical_package():
+    # the command line starts without pandas, the solvers or any method: a command's
+    # implementation (and what it needs) is imported when the command runs
+    code = ("import sys\n"
+            "import tabprotect, tabprotect.cli as cli\n"
+            "cli.build_parser()\n"
+            "heavy = ('numpy', 'pandas', 'scipy', 'highspy', 'numba', 'matplotlib',\n"
+            "         'fastapi', 'dask', 'tabprotect.pipeline', 'tabprotect.model')\n"
+            "print([m for m in heavy if m in sys.modules])\n"
+            "assert tabprotect.__version__\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"

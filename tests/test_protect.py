@@ -575,7 +575,8 @@ def test_settings_are_recorded_as_applied_and_checked():
     # the small-table path: the feasibility check and the interval audit's threshold
     assert applied["feasibility_check_max_work"] == ProtectSettings().feasibility_check_max_work
     assert "feasibility_check_seconds" in applied and "feasibility_share" not in applied
-    assert "pre_repair" not in applied and "repair_lps" not in applied
+    assert "pre_repair" not in applied and "repair_block_sizes" not in applied
+    assert applied["whole_repair_max_work"] == ProtectSettings().whole_repair_max_work
     large = protect(t, method="hypercube", cost="value", singleton=False, time_limit=60,
                     settings=ProtectSettings(large_table=10))
     applied = large.params["settings"]

@@ -12,9 +12,10 @@ import scipy.linalg
 from helpers import flat_count_table
 from lp_oracle import intervals as oracle_intervals
 from lp_oracle import protected as oracle_protected
-from tabprotect.model import Table
+from tabprotect.model import Table, synthetic
 from tabprotect.secondary import protect
 from tabprotect.secondary.gauss import gauss
+from tabprotect.secondary.milp_repair import MilpRepairSettings
 from tabprotect.secondary.protect_settings import ProtectSettings
 
 
@@ -128,3 +129,38 @@ def test_the_first_audit_keeps_to_its_share():
     names = list(res.stage_seconds)
     assert names.index("audit 1") < len(names) - 1 or res.passed
     _check_stages(res, limit)
+
+
+@pytest.mark.parametrize("limit", [None, 0.3])
+def test_small_path_round_with_many_shortfalls_takes_deviation_lps_and_cubes(limit):
+    # past whole_repair_max_work the small path's round is the large path's (deviation
+    # LPs on the primaries' sub-tables, leaf cubes for those not reached): a pass is a
+    # true pass and every primary truly short is reported short, with or without a
+    # budget that binds
+    # (gauss leaves 21 primaries of this 1,331-cell table short; the MILP repair, which
+    # would take them first, is off)
+    t = synthetic.count_table([(2, 4)] * 3, seed=1)
+    s = ProtectSettings(whole_repair_max_work=1, audit_floor_seconds=0.01,
+                        milp_repair=MilpRepairSettings(enabled=False))
+    res = protect(t, method="gauss", cost="value", time_limit=limit, singleton=False,
+                  settings=s)
+    _check_honest(t, res, oracle_protected(res.confidential_table, integer=True))
+    _check_stages(res, limit)
+    assert res.params["settings"]["whole_repair_max_work"] == 1
+    if limit is None:
+        assert res.passed and len(res.repaired) > 0
+        assert any("deviation LPs for" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("whole_max", [1, 10 ** 12])
+def test_a_protected_pattern_gets_no_cell_from_either_repair(whole_max):
+    # the pattern of a passed call handed back as the method's: nothing is short, so
+    # neither repair (whole-table LPs, deviation LPs and cubes) adds a cell
+    t = flat_count_table((6, 6, 5), 1)
+    s = ProtectSettings(whole_repair_max_work=whole_max)
+    first = protect(t, method="gauss", cost="value", singleton=False, settings=s)
+    assert first.passed
+    safe = t.replace(status=first.confidential_table.status)
+    again = protect(safe, method="gauss", cost="value", singleton=False, settings=s)
+    assert again.passed and len(again.repaired) == 0
+    assert (again.confidential_table.status == safe.status).all()

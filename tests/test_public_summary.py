@@ -452,3 +452,33 @@ def test_end_points_of_other_components_are_the_moves_looked_up_first(seed):
     ends = [y for per_sense in checker.ends.values() for y in per_sense.values()]
     moves = [z for z in checker.moves.shifts.values() if z is not None]
     assert moves and any(any(z is y for y in ends) for z in moves)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_figures_the_published_cells_determine(seed):
+    # a figure is released as one the published cells determine (no row of the later
+    # checks) exactly when its least and largest values over the intruder's system
+    # (independent LPs over every cell, published cells fixed) agree
+    from tabprotect.public_summary.checker import Checker
+    rng = np.random.default_rng(seed)
+    rows, cols = 4, 5
+    t = _grid(rng.integers(1, 40, rows * cols), rows, cols)
+    inner = [i for i in range(t.n_cells) if i // (cols + 1) > 0 and i % (cols + 1) > 0]
+    t = _with_primaries(t, rng.choice(inner, size=3, replace=False))
+    st = protect(t, method="hypercube", singleton=False).table.status
+    sup = np.isin(st, ("U", "M"))
+    lo = np.where(sup, t.lb, t.value)
+    hi = np.where(sup, t.ub, t.value)
+    A = t.relations.toarray()
+    seen = set()
+    half = sup & (rng.random(t.n_cells) < 0.5)
+    for w in (sup * 1.0, (st == "M") * 1.0, (st == "U") * 1.0, half * 1.0):
+        ends = [linprog(sign * w, A_eq=A, b_eq=np.zeros(A.shape[0]), bounds=list(zip(lo, hi)),
+                        method="highs").fun * sign for sign in (1.0, -1.0)]
+        fixed = abs(ends[1] - ends[0]) <= 1e-7 * max(1.0, abs(ends[0]))
+        checker = Checker(t, st, False, 1e-6, None)
+        reason = checker.try_release(w, float(w @ t.value))
+        assert (len(checker.determined) == 1) == fixed
+        assert not fixed or (reason is None and not checker.released)
+        seen.add(fixed)
+    assert seen == {True, False}

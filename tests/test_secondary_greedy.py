@@ -163,3 +163,45 @@ def test_greedy_method_takes_its_options_and_reports_its_lps():
     assert audit(res.confidential_table, singleton=False).passed
     with pytest.raises(TypeError):
         greedy(t, c, rounds=3)
+
+
+def _undecided(t: Table):
+    """A verdict audit stopped at once: every primary it looked at is left open."""
+    res = audit(t, singleton=False, mode="verdict", time_limit=0.0)
+    assert res.incomplete is not None and res.incomplete[res.shortfalls].all()
+    return res
+
+
+def test_repair_adds_no_cell_where_the_pattern_already_protects():
+    # a protected pattern whose audit decided nothing: the intruder's LPs on each
+    # primary's neighbourhood show the protection, so no cell is added (the direction
+    # amounts alone, an upward move of the whole width, would add some)
+    from lp_oracle import protected
+    t = synthetic.count_table([(2, 4)] * 3, seed=1)
+    done = protect(t, method="gauss", cost="value", singleton=False)
+    pt = t.replace(status=done.confidential_table.status)
+    assert protected(pt)[pt.status == "U"].all()
+    res = _undecided(pt)
+    stats = RepairStats()
+    new = greedy_repair(pt, cost_vector(t, "value"), res.shortfalls, audit_result=res,
+                        stats=stats)
+    assert (new == pt.status).all()
+    assert stats.already_protected == len(res.shortfalls) > 0
+
+
+def test_repair_of_undecided_primaries_protects_each_of_them():
+    # the gauss pattern (short primaries among them) with every primary left open: the
+    # LP oracle finds each repaired primary protected, whether the pattern already
+    # protected it (no cell) or a deviation added cells
+    from lp_oracle import protected
+    t = synthetic.count_table([(2, 4)] * 3, seed=1)
+    pt = t.replace(status=protect(t, method="gauss", cost="value", singleton=False,
+                                  repair=False).confidential_table.status)
+    res = _undecided(pt)
+    stats = RepairStats()
+    new = greedy_repair(pt, cost_vector(t, "value"), res.shortfalls, audit_result=res,
+                        stats=stats)
+    assert 0 < stats.already_protected < len(res.shortfalls)
+    assert (new != pt.status).any()
+    ok = protected(pt.replace(status=new))
+    assert ok[res.shortfalls].all()

@@ -2,6 +2,7 @@
 scipy's LPs (tests/lp_oracle.py), brute force and the compact MILP."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -15,6 +16,8 @@ from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import Problem, SearchLimits, cut_rows_both
+from tabprotect.secondary.modular.network_kernel import (KernelState, _pairwise, load_kernel,
+                                                        search_slice)
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
                                                         _Search, _unique_rows,
                                                         network_pattern,
@@ -87,17 +90,23 @@ def _brute_force(t, cost, singleton):
     return None
 
 
-@pytest.mark.parametrize("seed,singleton", [(1, False), (2, False), (4, True), (5, False)])
-def test_search_finds_the_brute_force_optimum(seed, singleton):
+#: every search over cut rows by the compiled kernel from its first node
+COMPILED = SearchLimits(compiled_after=0, load_after=0)
+
+
+@pytest.mark.parametrize("limits", [SearchLimits(), COMPILED], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("seed,singleton", [(1, False), (2, False), (4, True), (5, False),
+                                            (6, False), (7, False)])
+def test_search_finds_the_brute_force_optimum(seed, singleton, limits):
     t = _subtable((2, 3), seed, published=0.15)
     c = cost_vector(t, "value")
     req = Requirements.from_table(t, singleton=singleton)
     best = _brute_force(t, c, singleton)
     if best is None:
         with pytest.raises(InfeasibleRulesError):
-            network_pattern(t, req, c, candidate_cells(t))
+            network_pattern(t, req, c, candidate_cells(t), limits=limits)
         return
-    z = network_pattern(t, req, c, candidate_cells(t))
+    z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
     assert protected(t, z, singleton=singleton).all()
     assert np.isclose(c[z & (t.status == "S")].sum(), best)
 
@@ -254,8 +263,8 @@ def _reference_branch(search, slack, short, avail, cost):
     Kc = np.minimum(search.K[np.ix_(short, idx)], need[:, None])
     c = search.c[idx]
     pos = Kc > 0
-    bound, reach = _cover_bounds(Kc, need, c, pos)
-    if (reach < need - search.tol[short]).any():
+    bound = _cover_bounds(Kc, need, c, pos)
+    if (Kc.sum(axis=1) < need - search.tol[short]).any():
         return None
     if cost + bound.max() >= search.best_cost - 1e-9 * max(1.0, search.best_cost):
         return None
@@ -307,7 +316,7 @@ def test_cover_bounds_are_the_greedy_fractional_covers():
                       rng.choice([0.5, 3.0, 7.25, 120.0], size=(n_rows, n)))
         Kc = np.minimum(Kc, need[:, None])
         c = rng.choice([0.0, 1.0, 5.5, 40.0], size=n)
-        bound, reach = _cover_bounds(Kc, need, c)
+        bound = _cover_bounds(Kc, need, c)
         for r in range(n_rows):
             # the cheapest per unit first, each taking what the row still lacks
             left, cost = need[r], 0.0
@@ -317,4 +326,107 @@ def test_cover_bounds_are_the_greedy_fractional_covers():
                 cost += take * c[e] / Kc[r, e]
                 left -= take
             assert np.isclose(bound[r], cost, rtol=1e-12, atol=1e-12)
-            assert np.isclose(reach[r], Kc[r].sum(), rtol=1e-12)
+
+
+def _row_search(shape, seed, limits, first_only=False):
+    """A search over the listed cut rows of a random sub-table (every condition a row)."""
+    t = _subtable(shape, seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    prob = Problem(Network.of(t.relations), req, cost_vector(t, "value"), candidate_cells(t),
+                   np.isin(t.status, ("U", "M")))
+    parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
+             for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]
+    K, d = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    search = _Search(prob, K, d, [], limits, None)
+    search.first_only = first_only
+    return search
+
+
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
+                                        (75, (5, 6)), (71, (5, 6)), (45, (6, 6))])
+@pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit"])
+def test_compiled_search_is_the_numpy_search(seed, shape, variant):
+    """The kernel makes the numpy search's choices: the same pattern, cost and nodes
+    (first patterns, dominance from the first node, a node limit reached)."""
+    extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
+    base = dataclasses.replace(SearchLimits(), **extra.get(variant, {}))
+    runs = []
+    for limits in (dataclasses.replace(base, compiled=False),
+                   dataclasses.replace(base, compiled_after=0, load_after=0)):
+        search = _row_search(shape, seed, limits, first_only=variant == "first")
+        pick = search.run()
+        runs.append((None if pick is None else pick.tolist(), search.best_cost, search.nodes,
+                     search.gave_up))
+    assert runs[0] == runs[1]
+    if variant == "node limit":
+        assert runs[0][2] == 41 or not runs[0][3]
+
+
+def test_compiled_search_resumes_where_it_paused():
+    """Slices of a few nodes (the caller checks its deadline between them) end where one
+    call ends."""
+    search = _row_search((6, 6), 42, SearchLimits())
+    ends = []
+    for step in (10**9, 5):
+        st = KernelState(len(search.d), len(search.c), search.d)
+        pause, ended = 0, False
+        while not ended:
+            pause += step
+            ended = search_slice(search.K, search.KT, search.tol, search.c, 20_000, True,
+                                 0, False, pause, st)
+        ends.append((st.best.tolist(), float(st.floats[0]), st.ints.tolist()))
+    assert ends[0] == ends[1] and ends[0][2][2] > 50
+
+
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (3, (4, 7)), (9, (8,)),
+                                        (11, (3, 3))])
+def test_compiled_cut_listing_is_the_numpy_listing(seed, shape):
+    """The kernel lists the same rows, in the same order, with the same floats."""
+    load_kernel()
+    t = _subtable(shape, seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    fixed = np.isin(t.status, ("U", "M")) | (np.random.default_rng(seed).random(t.n_cells)
+                                             < 0.2)
+    prob = Problem(Network.of(t.relations), req, cost_vector(t, "value"), candidate_cells(t),
+                   fixed)
+    listed = 0
+    for s, nu, nd in zip(req.primary, req.need_up, req.need_down):
+        for up, down in ((float(nu), float(nd)), (float(nu), 0.0), (0.0, float(nd))):
+            ref = cut_rows_both(prob, int(s), up, down, SearchLimits(compiled=False))
+            got = cut_rows_both(prob, int(s), up, down, SearchLimits())
+            assert (ref is None) == (got is None)
+            if ref is None:
+                continue
+            assert len(ref) == len(got) == (up > 0) + (down > 0)
+            for (r_rows, r_def), (g_rows, g_def) in zip(ref, got):
+                assert r_rows.shape == g_rows.shape and (r_rows == g_rows).all()
+                assert (r_def == g_def).all()
+                listed += len(r_def)
+    assert listed > 0
+
+
+def test_kernel_sums_are_numpys_sums():
+    rng = np.random.default_rng(5)
+    for n in list(range(0, 20)) + [127, 128, 129, 136, 300, 1000, 4099]:
+        a = rng.random(n + 2) * 10.0 ** rng.integers(-3, 6, size=n + 2)
+        assert _pairwise(a, 1, n) == a[1:1 + n].sum()
+
+
+def test_compiled_max_flow_is_the_python_max_flow():
+    """The same augmenting paths: the same flow value and minimum cut, to the bit."""
+    from tabprotect.secondary.modular.network import EPS, max_flow
+    from tabprotect.secondary.modular.network_kernel import max_flow_compiled
+    rng = np.random.default_rng(8)
+    cut_sides = set()
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        cap = np.where(rng.random((n, n)) < 0.4, rng.choice([0.5, 3.0, 7.25, 1e6], (n, n)),
+                       0.0)
+        cap[rng.random((n, n)) < 0.03] = np.inf
+        np.fill_diagonal(cap, 0.0)
+        s, t = (int(x) for x in rng.choice(n, 2, replace=False))
+        ref = max_flow(cap.tolist(), s, t)
+        got = max_flow_compiled(cap.copy(), s, t, EPS)
+        assert float(got[0]) == ref[0] and (got[1] == ref[1]).all()
+        cut_sides.add(int(ref[1].sum()))
+    assert len(cut_sides) > 3

@@ -22,7 +22,8 @@ import lp_oracle
 from test_gauss_widths import linked
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, benders, optimal
-from tabprotect.secondary.optimal.cuts import cover_cuts, reduce_candidates, rounded_cut
+from tabprotect.secondary.optimal.cuts import (BridgelessRows, cover_cuts, reduce_candidates,
+                                               rounded_cut)
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.oracle import DeadlineRepair, HybridOracle
 from tabprotect.secondary.optimal.prune import prune, witness_prune
@@ -382,6 +383,43 @@ def test_reduced_candidates_never_move(seed):
         prim = table.status == "U"
         assert np.allclose(got.lower[prim], ref.lower[prim])
         assert np.allclose(got.upper[prim], ref.upper[prim])
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_bridgeless_rows_match_the_rows_written_out(seed):
+    # the implicit rows against a plain loop over (candidate, relation) pairs: the same
+    # rows in the same order, and the same left-hand sides at a random point
+    table = hier_table(seed, n_primary=2, p_cells=2)
+    req = Requirements.from_table(table, singleton=False)
+    fixed = table.status == "U"
+    cand = candidate_cells(table) & ~fixed
+    live = cand & ((req.up > 0) | (req.down > 0))
+    col = np.full(table.n_cells, -1)
+    col[cand] = np.arange(int(cand.sum()))
+    A = table.relations.tocsr()
+    want = []
+    for i in np.flatnonzero(cand):
+        for r in np.flatnonzero(A[:, i].toarray().ravel()):
+            cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
+            if (fixed[cells] & ((req.up[cells] > 0) | (req.down[cells] > 0))).any():
+                continue
+            row = np.zeros(int(cand.sum()))
+            row[col[cells[live[cells] & (cells != i)]]] = 1.0
+            row[col[i]] = -1.0
+            want.append(row)
+    rows = BridgelessRows(table, col, fixed & ((req.up > 0) | (req.down > 0)), live)
+    assert rows.shape[0] == len(want) > 0
+    got = rows[np.arange(rows.shape[0])].toarray()
+    assert np.array_equal(got, np.array(want))
+    zc = np.random.default_rng(seed).random(rows.shape[1])
+    assert np.allclose(rows @ zc, np.array(want) @ zc)
+    pick = np.array([len(want) - 1, 0])
+    assert np.array_equal(rows[pick].toarray(), np.array(want)[pick])
+    extra = sp.csr_matrix(np.ones((1, rows.shape[1])))
+    more = rows.stacked(extra)
+    assert np.allclose(more @ zc, np.append(np.array(want) @ zc, zc.sum()))
+    assert np.array_equal(more[np.array([len(want), 0])].toarray(),
+                          np.vstack([np.ones(rows.shape[1]), want[0]]))
 
 
 # ---------------------------------------------------------------- speed paths

@@ -149,3 +149,41 @@ def test_the_search_finds_the_cheapest_product_move(seed):
             assert ok[0] and moves[0][4] == pytest.approx(expected)
         else:
             assert not ok[0]
+
+
+def test_a_new_process_searches_in_plain_python_and_finds_the_compiled_moves(tmp_path):
+    # a process that has not loaded numba searches an everyday table's cells as plain
+    # Python (no numba import); one that has loaded it runs the compiled kernel: the
+    # same moves for every cell
+    import os
+    import pickle
+    import subprocess
+    import sys
+    t, rng = _random_table(4)
+    cells = np.flatnonzero(t.value > 0)[:20]
+    cost = np.where(t.value > 0, rng.integers(0, 5, t.n_cells).astype(float), np.inf)
+    cost[rng.random(t.n_cells) < 0.4] = 0.0
+    ones = np.ones(len(cells))
+    path = tmp_path / "args.pkl"
+    path.write_bytes(pickle.dumps((t, cells, cost, ones, ones, np.zeros(len(cells)))))
+    search = ("from tabprotect.secondary.product_moves import cheapest_product_moves\n"
+              f"args = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+              "result = cheapest_product_moves(*args)\n"
+              "sys.stdout.buffer.write(pickle.dumps((result, 'numba' in sys.modules)))\n")
+    load_numba = ("from tabprotect.model.synthetic import preset\n"
+                  "import tabprotect.secondary as s\n"
+                  "s.protect(preset('2d-small', seed=1), method='gauss', singleton=False,\n"
+                  "          options=s.GaussOptions(kernel='compiled'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
+    out = []
+    for first in ("", load_numba):
+        proc = subprocess.run([sys.executable, "-c", "import pickle, sys\n" + first + search],
+                              capture_output=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out.append(pickle.loads(proc.stdout))
+    (plain, plain_numba), (compiled, compiled_numba) = out
+    assert not plain_numba and compiled_numba
+    assert plain[0].tolist() == compiled[0].tolist() and plain[0].any()
+    for a, b in zip(plain[1], compiled[1]):
+        assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+        assert a[2:] == b[2:]

@@ -98,7 +98,8 @@ def interval_result(fig: Figures, common: dict, unpublished, table, req) -> Inte
     return IntervalAudit(lower=fig.lower, upper=fig.upper, protected=protected, exact=exact,
                          incomplete=fig.incomplete, attacked=fig.attacked,
                          n_lp=fig.counters["lp"], n_lp_skipped=fig.counters["skipped"],
-                         n_attacker_groups=fig.counters["attacker_groups"], **common)
+                         n_attacker_groups=fig.counters["attacker_groups"],
+                         n_attacker_moves=fig.counters["attacker_moves"], **common)
 
 
 def verdict_result(fig: Figures, common: dict, unpublished, table, req, previous,
@@ -117,5 +118,6 @@ def verdict_result(fig: Figures, common: dict, unpublished, table, req, previous
         n_certified=c["certified"], n_local_lp=c["local_lp"], n_block_lp=c["block_lp"],
         n_block_passes_skipped=c["block_passes_skipped"],
         n_moves_used=moves_used, n_moves_rejected=moves_rejected,
-        n_attacker_groups=c["attacker_groups"], min_at_most=fig.lower, min_at_least=min_at_least, max_at_least=fig.upper,
+        n_attacker_groups=c["attacker_groups"], n_attacker_moves=c["attacker_moves"],
+        min_at_most=fig.lower, min_at_least=min_at_least, max_at_least=fig.upper,
         max_at_most=max_at_most, **common)

@@ -71,8 +71,7 @@ def _certified(task: "ComponentTask", targets: np.ndarray, fixed: Knowledge,
     with ``per_cell``."""
     system = task.system
     state = VerdictState(system, task, targets, counters, fixed)
-    for x in system.bank.usable(system.value, fixed):
-        state.absorb(x, keep=False)
+    state.absorb_all(system.bank.usable(system.value, fixed))
     aggregate_rounds(state, task.settings.aggregate_rounds)
     if per_cell and not (task.mode == "screen"
                          and system.k >= task.settings.local_min_vars):

@@ -30,6 +30,7 @@ import numpy as np
 
 from tabprotect.audit_result import meets_requirement
 from tabprotect.audit.attack_groups import group_passes
+from tabprotect.audit.attack_moves import move_passes
 from tabprotect.audit.system import Knowledge
 from tabprotect.audit.verdict import verdict_bounds
 from tabprotect.errors import InputError
@@ -201,10 +202,14 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
         aimed = ~np.isin(targets_all, attacker.members)
         attacked[targets_all[aimed & proven]] = True
         targets_of.append(targets_all[aimed & ~proven])
+    if task.settings.attacker_move_lps and attackers:
+        targets_of = move_passes(task, attackers, targets_of, counters)
     least = task.settings.attacker_group_min
     if least and len(attackers) >= max(2, least):
         targets_of = group_passes(task, attackers, targets_of, counters)
     for attacker, targets in zip(attackers, targets_of):
+        # a primary one attacker narrows too far is attacked, whatever the others find
+        targets = targets[~attacked[targets]]
         if len(targets) == 0:
             continue
         lo, hi = _attacker_interval(task, targets, counters, attacker.knowledge)

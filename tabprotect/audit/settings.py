@@ -70,6 +70,11 @@ class AuditSettings:
     #: wanted integral table before the MILP solver takes over (a fresh MILP costs
     #: as much as tens of warm re-solves on a small component)
     integer_nodes: int = 200
+    #: integer verdict modes: where no integral table reaches a primary's goal, the
+    #: goals between it and the value a witness attains (at most this many) are tried
+    #: in turn for the exact bound, each a goal search that stops at its first table,
+    #: before the search for the optimum (which has to close the tree by its bound)
+    descent_goals: int = 2
     #: verdict modes: aggregate LPs over components from this size by interior point
     #: (faster on thousands of cells); below, by the simplex method, whose warm
     #: re-solves across the attackers of a small component win
@@ -92,6 +97,10 @@ class AuditSettings:
     #: whole group (one LP pair stands for that many); a smaller group leaves them to
     #: the members' own passes, which its witnesses already spare most LPs
     attacker_group_cell_lps: int = 8
+    #: attacker audits: least-move LPs per primary that look for small moves certifying
+    #: it against many attackers at once (:mod:`tabprotect.audit.attack_moves`) before
+    #: the group and own passes; 0: none
+    attacker_move_lps: int = 8
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

@@ -86,22 +86,22 @@ class WitnessBank:
             self._stacked = np.vstack([self._stacked, *self.rows[done:]])
         return self._stacked
 
-    def usable(self, value: np.ndarray, knowledge: "Knowledge") -> list[np.ndarray]:
-        """The kept tables that satisfy ``knowledge`` (as full tables)."""
+    def usable(self, value: np.ndarray, knowledge: "Knowledge") -> np.ndarray:
+        """The kept tables that satisfy ``knowledge``, one full table per row."""
         if not self.rows:
-            return []
+            return np.zeros((0, len(value)))
         D = self.matrix()
         idx = knowledge.index
         x = value[idx] + D[:, idx]
         tol = 1e-9 * np.maximum(1.0, np.abs(value[idx]))
         ok = np.all((x >= knowledge.lower - tol) & (x <= knowledge.upper + tol), axis=1)
-        return [value + D[r] for r in np.flatnonzero(ok)]
+        return value + D[ok]
 
 
 def new_counters() -> dict[str, int]:
     """The audit's work counters (summed over components into the result)."""
     return {"lp": 0, "skipped": 0, "certified": 0, "local_lp": 0, "block_lp": 0,
-            "block_passes_skipped": 0, "attacker_groups": 0}
+            "block_passes_skipped": 0, "attacker_groups": 0, "attacker_moves": 0}
 
 
 def seconds_until(deadline: float | None) -> float | None:
@@ -252,12 +252,15 @@ class ReducedSystem:
             val, x = self.integer_bound(j, sense, fixed, counters, deadline)
         return val, x
 
-    def integer_bound_or_witness(self, j, sense, goal, fixed, counters, deadline=None):
+    def integer_bound_or_witness(self, j, sense, goal, fixed, counters, deadline=None,
+                                 attained: float | None = None, descent: int = 0):
         """For an integer intruder: ``(value, x, exact)``. The LP first; when its optimum
         is fractional, an integral table reaching ``goal`` (``exact`` False: ``value``
         is that table's ``x_j``, attained but maybe not the bound), and only when there
-        is none the integer program for the exact bound (``value`` None: no answer by
-        ``deadline``, epoch seconds)."""
+        is none the exact bound (``value`` None: no answer by ``deadline``, epoch
+        seconds): by :meth:`descend` when some integral table is known to give ``x_j``
+        the value ``attained`` at most ``descent`` goals short of ``goal``, else the
+        integer program."""
         status, x = self.solve([j], [1.0], sense, fixed, counters)
         if status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None, True
@@ -270,8 +273,34 @@ class ReducedSystem:
         found, w = self.integer_witness(j, sense, goal, fixed, counters, deadline)
         if found == "found":
             return float(w[j]), w, False
+        if found == "none" and attained is not None:
+            val, w = self.descend(j, sense, goal, attained, descent, fixed, counters,
+                                  deadline)
+            if val is not None:
+                return val, w, True
         val, w = self.integer_bound(j, sense, fixed, counters, deadline)
         return val, w, True
+
+    def descend(self, j, sense, goal, attained, steps, fixed, counters, deadline=None):
+        """The integer bound of ``x_j`` when no integral table reaches ``goal`` and one
+        gives it ``attained``: the goals between them from the far end inwards, each by
+        :meth:`integer_witness`. The first goal some table reaches is the bound (the goal
+        beyond it has none); ``attained`` is the bound when none of them is reached.
+        Returns ``(bound, table or None)``, or ``(None, None)`` when a search gave no
+        answer or more than ``steps`` goals lie between."""
+        step = -1.0 if sense == "max" else 1.0
+        attained = float(np.round(attained))
+        g = float(goal) + step
+        if abs(g - attained) > steps:
+            return None, None
+        while (g > attained) if sense == "max" else (g < attained):
+            found, w = self.integer_witness(j, sense, g, fixed, counters, deadline)
+            if found == "found":
+                return float(np.round(w[j])), w
+            if found != "none":
+                return None, None
+            g += step
+        return attained, None
 
     def integer_bound(self, j, sense, fixed, counters, deadline=None):
         """The LP optimum was fractional: the integer bound, by branch and bound on the

@@ -38,8 +38,7 @@ def verdict_bounds(system: ReducedSystem, task, targets, counters,
                      task.integer, frozen)
     if fixed is not None:
         # the witnesses of the passes before this attacker's that it cannot rule out
-        for x in system.bank.usable(system.value, fixed):
-            state.absorb(x, keep=False)
+        state.absorb_all(system.bank.usable(system.value, fixed))
     system.fix(fixed)
     try:
         _witness_passes(state, settings)
@@ -90,7 +89,9 @@ def _per_cell_pass(state: VerdictState) -> None:
             if integer:
                 val, x, exact = system.integer_bound_or_witness(
                     j, sense, goal_of(state, j, sense), state.fixed, state.counters,
-                    state.task.deadline)
+                    state.task.deadline,
+                    attained=state.hi[j] if sense == "max" else state.lo[j],
+                    descent=state.task.settings.descent_goals)
             else:
                 (val, x), exact = system.bound(j, sense, False, state.fixed,
                                                state.counters), True

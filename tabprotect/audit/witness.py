@@ -130,6 +130,33 @@ class VerdictState:
             lo[moved] = np.minimum(lo[moved], mirrored)
             hi[moved] = np.maximum(hi[moved], mirrored)
 
+    def absorb_all(self, X: np.ndarray) -> None:
+        """:meth:`absorb` every row of ``X`` (feasible tables kept before, not kept
+        again), all rows at once: the same bounds as one row after another."""
+        if len(X) == 0:
+            return
+        value, lb, ub = self.system.value, self.lb, self.ub
+        if self.integer:
+            X = X[np.abs(X - np.round(X)).max(axis=1) <= 1e-6]
+            if len(X) == 0:
+                return
+        np.minimum(self.lo, X.min(axis=0), out=self.lo)
+        np.maximum(self.hi, X.max(axis=0), out=self.hi)
+        D = X - value
+        moved = np.abs(D) > 1e-9 * np.maximum(1.0, np.abs(value))
+        room = np.where(D > 0, value - lb, ub - value)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(moved, room / np.abs(D), np.inf)
+        t = np.minimum(1.0, ratio.min(axis=1))
+        keep = moved.any(axis=1) & (t > 1e-9)
+        if self.integer:
+            keep &= t >= 1.0   # a scaled point need not be integral
+        if not keep.any():
+            return
+        mirrored = np.where(moved[keep], value - t[keep, None] * D[keep], value)
+        np.minimum(self.lo, mirrored.min(axis=0), out=self.lo)
+        np.maximum(self.hi, mirrored.max(axis=0), out=self.hi)
+
     def reach(self) -> float:
         """How far from the true values an aggregate objective may push a variable whose
         a-priori bound is infinite: far beyond any protection level, yet finite."""

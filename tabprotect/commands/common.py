@@ -12,10 +12,11 @@ import argparse
 import re
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from tabprotect.io.job import Job, load_job
-from tabprotect.io.results import OUTPUT_FILES, verdict, write_outputs
-from tabprotect.pipeline import Run, run
+if TYPE_CHECKING:
+    from tabprotect.io.job import Job
+    from tabprotect.pipeline import Run
 
 #: seconds between two progress lines within a step when stderr is not a terminal
 LOG_INTERVAL = 5.0
@@ -70,7 +71,12 @@ class ProgressPrinter:
 
 def execute(args, command: str, *, task: str, overrides: dict | None = None,
             report: bool = False, job: Job | None = None, **write_options) -> tuple[Run, int]:
-    """Run the job of ``args`` and write its outputs; returns the run and the exit code."""
+    """Run the job of ``args`` and write its outputs; returns the run and the exit code.
+    The pipeline is imported here, not with the module: the command line's parser is
+    built without it."""
+    from tabprotect.io.job import load_job
+    from tabprotect.io.results import write_outputs
+    from tabprotect.pipeline import run
     job = job or load_job(args.job)
     printer = None if getattr(args, "quiet", False) else ProgressPrinter(command)
     try:
@@ -86,6 +92,7 @@ def execute(args, command: str, *, task: str, overrides: dict | None = None,
 
 def print_outputs(result: Run) -> None:
     """The verdict and the files written, on stdout."""
+    from tabprotect.io.results import OUTPUT_FILES, verdict
     print(f"audit: {verdict(result)}" + (f"   attacker model: {result.attacker}"
                                          if result.audit is not None else ""))
     if result.passed is False:

@@ -10,7 +10,7 @@ import argparse
 
 from tabprotect.commands.common import add_job_arguments, execute
 from tabprotect.errors import InputError
-from tabprotect.io.job import load_job
+
 
 EXAMPLES = """  tabprotect primary job.toml                   all cells -> out/primary.csv
   tabprotect primary job.toml -o results        another output folder
@@ -22,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from tabprotect.io.job import load_job
     job = load_job(args.job)
     if "rules" not in job.spec:
         raise InputError(f"{job.label}: no [rules] section (e.g. [rules.frequency] n = 3)")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 RISK_EXAMPLES = """  tabprotect risk job.toml                   per-record risk -> <output.dir>/risk.csv
   tabprotect risk job.toml -o results        another output folder
@@ -29,6 +30,7 @@ def _load(path: str | Path):
 
 
 def _read(path: Path) -> pd.DataFrame:
+    import pandas as pd
     InputError = _input_error()
     if not path.exists():
         raise InputError(f"{path}: microdata file not found")
@@ -70,6 +72,7 @@ def _microdata(job):
 
 
 def _sampling_fraction(md: dict, data: pd.DataFrame):
+    import pandas as pd
     pi = md.get("sampling_fraction")
     if pi is None and md.get("weight"):
         w = pd.to_numeric(data[md["weight"]], errors="coerce")
@@ -78,6 +81,7 @@ def _sampling_fraction(md: dict, data: pd.DataFrame):
 
 
 def _jsonable(d):
+    import numpy as np
     if isinstance(d, dict):
         return {str(k): _jsonable(v) for k, v in d.items()}
     if isinstance(d, (list, tuple)):
@@ -88,6 +92,8 @@ def _jsonable(d):
 
 
 def _risk_frame(data, md, keys, opts):
+    import numpy as np
+    import pandas as pd
     from tabprotect.microdata import individual_risk, key_frequencies, loglinear_risk
     summary: dict = {"n_records": len(data), "keys": keys}
     freq = key_frequencies(data, keys, weights=md.get("weight"),
@@ -150,6 +156,7 @@ def run_risk(args) -> int:
 
 
 def _perturb(data, md, keys, opts, seed):
+    import pandas as pd
     from tabprotect.microdata import individual_risk, invariant_pram, misclassification_risk, pram, swap
     InputError = _input_error()
     method = opts.get("method")

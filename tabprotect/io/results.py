@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -79,22 +80,34 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+#: the numerical packages whose versions a trail records, when the run loaded them
+NUMERICAL_PACKAGES = ("numpy", "pandas", "scipy", "highspy", "pulp", "matplotlib")
+
+
 def versions() -> dict[str, str]:
-    """Installed versions of tabprotect, Python and the numerical packages."""
-    return dict(_versions())
-
-
-@functools.lru_cache(maxsize=1)
-def _versions() -> dict[str, str]:
-    # read once per process: the package metadata scan costs more than a small run
+    """Versions of tabprotect, Python and the numerical packages this process has loaded
+    (a package the run did not load took no part in it): a module's ``__version__``
+    where it has one, else the package metadata (read once per package and process:
+    its scan costs more than a small run)."""
     from tabprotect import __version__
     out = {"tabprotect": __version__, "python": platform.python_version()}
-    for name in ("numpy", "pandas", "scipy", "highspy", "pulp", "matplotlib"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
+    for name in NUMERICAL_PACKAGES:
+        module = sys.modules.get(name)
+        if module is None:
             continue
+        version = getattr(module, "__version__", None)
+        version = version if isinstance(version, str) else _metadata_version(name)
+        if version is not None:
+            out[name] = version
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _metadata_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def jsonable(obj):

@@ -19,6 +19,7 @@ from tabprotect.public_summary.systems import Bounds, Pace, Points, integral, in
 __all__ = ["Checker"]
 
 
+
 class Checker:
     """The intruder's system over the unpublished cells, the primaries' intervals in it,
     and the figures released so far as extra rows."""
@@ -68,6 +69,9 @@ class Checker:
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
         # per released figure: its coefficients over the unpublished cells
         self.released: list[np.ndarray] = []
+        # the same for released figures the published cells determine (constant over the
+        # intruder's system: not a row of the later checks)
+        self.determined: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
         # solutions of the system without the figures, for _spanned (LP tables only)
@@ -96,6 +100,11 @@ class Checker:
         ranges = self._ranges(free, nz)
         if ranges is None:
             return "time"
+        if np.all(ranges[1] - ranges[0] <= 1e-9 * scale):
+            # constant over the intruder's system: the published cells determine it, so
+            # it adds nothing, and later figures are checked as if it were not there
+            self.determined.append(free)
+            return None
         active = self._active(ranges, scale, rhs - const, band)
         targets = self.primary[active[self.comp[self.primary]]]
         if len(targets) == 0:
@@ -119,9 +128,9 @@ class Checker:
         """The row's part over the unpublished cells is a combination of the released
         figures' parts: the intruder who knows those figures (and the published cells)
         computes this one, so it tells nothing more (its value agrees with the table)."""
-        if not self.released:
+        if not self.released and not self.determined:
             return False
-        R = np.array(self.released).T
+        R = np.array(self.released + self.determined).T
         a = np.linalg.lstsq(R, free, rcond=None)[0]
         return bool(np.abs(R @ a - free).max() <= 1e-9 * np.abs(free).max())
 

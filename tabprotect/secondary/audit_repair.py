@@ -336,7 +336,8 @@ class AuditRepair:
             suppressed = self.protected_table.suppressed
             new_mask = suppressed
             if len(short):
-                new_mask = self._local_round(result, suppressed, short) if self.large else \
+                new_mask = self._local_round(result, suppressed, short) \
+                    if self._local(short) else \
                     self._whole_round(result, suppressed, integer, short)
             if self.coalition:
                 new_mask = self._coalition_round(result, new_mask, integer)
@@ -354,6 +355,16 @@ class AuditRepair:
             result = self.judge(final=True, previous=result)
             self.stage("final audit")
         return result
+
+    def _local(self, short: np.ndarray) -> bool:
+        """Whether the round takes the large path's repair (deviation LPs on the
+        primaries' sub-tables, leaf cubes): on the large path, and on a small product
+        table whose short primaries times cells pass ``whole_repair_max_work`` (the
+        whole-table attacker LPs of :meth:`_whole_round` then settle few in the time)."""
+        if self.large:
+            return True
+        return bool(self.table.dimensions) and \
+            len(short) * self.table.n_cells > self.settings.whole_repair_max_work
 
     def _targets(self, result: AuditResult) -> np.ndarray:
         """The primaries a repair round takes: the audit's shortfalls, and with the
@@ -383,7 +394,9 @@ class AuditRepair:
             return np.asarray(result.shortfalls, dtype=np.int64), False
         short = self._targets(result)
         if len(short) == 0 or len(short) > s.max_primaries:
-            return np.asarray(result.shortfalls, dtype=np.int64), False
+            # the LP repair takes them all, the undecided ones too (a deviation LP or a
+            # cube gives each a witness the next audit checks)
+            return short, False
         again = np.isin(short, self.milp_tried)
         if result.integer:
             rest = short[again & np.isin(short, self.integer_tried)]
@@ -428,11 +441,12 @@ class AuditRepair:
 
     def _local_round(self, result: AuditResult, suppressed: np.ndarray,
                      short: np.ndarray) -> np.ndarray:
-        """A large table's repair: deviation LPs on the short primaries' neighbourhoods
-        while their time lasts (below ``pre_repair_min_cells``), then leaf cubes (no LP;
-        each a move of the whole table) for the primaries not reached, then deviation
-        LPs again for what the cubes cannot settle (a whole-table LP per shortfall does
-        not scale to 10^5-10^6 cells)."""
+        """The large path's repair (:meth:`_local`): deviation LPs on the short
+        primaries' neighbourhoods while their time lasts (below
+        ``pre_repair_min_cells``), then leaf cubes (no LP; each a move of the whole
+        table) for the primaries not reached, then deviation LPs again for what the
+        cubes cannot settle (a whole-table LP per shortfall does not scale to 10^5-10^6
+        cells)."""
         s, n = self.settings, self.table.n_cells
         table = self.protected_table
         if n < s.pre_repair_min_cells and s.repair_lp_relative_seconds > 0:
@@ -456,8 +470,8 @@ class AuditRepair:
                           ) -> tuple[Table, np.ndarray]:
         """The cheapest deviation of each short primary (:func:`greedy_repair`), batch
         by batch in cell order (neighbours share suppressions) for at most
-        ``repair_lp_relative_seconds`` times the call's time so far (and half of what
-        is left of a budget).  A primary an earlier round's deviation LPs took goes
+        ``repair_lp_relative_seconds`` times the call's time so far (and
+        ``repair_lp_share`` of what the repair may spend of a budget).  A primary an earlier round's deviation LPs took goes
         to the cubes: it is short again where the deviation does not reach (e.g. a
         single-contributor attacker, whom the deviation LPs do not model), and the same
         LP would add nothing.  Returns the table with the deviations' cells suppressed
@@ -466,7 +480,7 @@ class AuditRepair:
         seconds = s.repair_lp_relative_seconds * self.budget.elapsed()
         left = self.repair_left()
         if left is not None:
-            seconds = min(seconds, 0.5 * left)
+            seconds = min(seconds, s.repair_lp_share * left)
         end = time.perf_counter() + seconds
         short = np.sort(short)
         again = np.isin(short, self.lp_tried)

@@ -3,7 +3,7 @@
 The coalition attacker (:mod:`tabprotect.audit.contributors`) knows, for each cell it
 holds members of, the cell's value (all of its contributors) or a lower bound (the
 largest contributions its members can hold).  In the attacker LPs of
-:mod:`tabprotect.secondary.repair` a cell's deviation range is ``[-down, up]``; the
+:mod:`tabprotect.secondary.attacker_oracle` a cell's deviation range is ``[-down, up]``; the
 coalition's knowledge narrows it to ``[lower - a, upper - a]``.  For every short primary
 and every maximal coalition of its component of the pattern that holds none of its
 contributors, the greedy repair then adds the cells that let the primary move as far
@@ -23,7 +23,9 @@ from tabprotect.audit.contributors import Attacker, Contributions, coalitions
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
-from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.attacker_oracle import AttackerOracle
+from tabprotect.secondary.repair import GreedyRepair
 
 
 def check_coalition(table: Table, coalition, singleton: bool) -> int | None:

@@ -11,10 +11,12 @@ arrays kept between calls.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import HighsModel, LinearProgram, solve
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 
@@ -185,14 +187,40 @@ def deviation_support(table: Table, status: np.ndarray, cost: np.ndarray, cell: 
     return None if found is None else found[0]
 
 
+class WarmModels:
+    """The deviation LPs' models of the last few regions, kept for warm re-solves.
+
+    A region's LP has the same rows whatever the primary and the pattern: only the
+    bounds (the primary's move) and the costs (cells suppressed since) change.  Primaries
+    that share a region (the leaves of one sub-table) re-solve its model from the
+    previous optimal basis, a fraction of a cold solve (presolve off: small LPs)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._models: dict[bytes, HighsModel] = {}
+
+    def model(self, cells: np.ndarray, build: Callable[[], LinearProgram],
+              tag: bytes = b"") -> HighsModel:
+        """The model of region ``cells`` (and ``tag``: which LP of the region), built by
+        ``build()`` when not kept (the least recently used one is dropped past
+        ``size``)."""
+        key = tag + cells.tobytes()
+        m = self._models.pop(key, None)
+        if m is None:
+            m = HighsModel(build(), **DEVIATION_LP_OPTIONS)
+            if len(self._models) >= self.size:
+                self._models.pop(next(iter(self._models)))
+        self._models[key] = m
+        return m
+
+
 def deviation_lp(table, status, cost, cell, amount, cells, time_limit,
-               presolve_min_columns: int):
+               presolve_min_columns: int, models: WarmModels | None = None):
     """(support, deviation over ``cells``) of the cheapest deviation, or None.  LPs
-    from ``presolve_min_columns`` columns are presolved."""
+    from ``presolve_min_columns`` columns are presolved; below, with ``models``, the
+    region's model is re-solved warm."""
     A = table.relations
     At = _transpose(table)
-    rows = _rows_of(At, cells)
-    sub = _restrict(A, rows, cells)
     k = len(cells)
     x = table.value[cells]
     up = table.ub[cells] - x
@@ -217,16 +245,83 @@ def deviation_lp(table, status, cost, cell, amount, cells, time_limit,
         return None  # the required move leaves the a-priori bounds
     col_hi = np.maximum(col_hi, col_lo)
     c = np.concatenate([w, w])
-    M = sp.hstack([sub, -sub]).tocsr()
-    zero = np.zeros(M.shape[0])
-    lp = LinearProgram(c=c, A=M, row_lower=zero, row_upper=zero, col_lower=col_lo,
-                       col_upper=col_hi)
-    # no threads option: HiGHS errors when it differs from the running thread pool
-    options = DEVIATION_LP_OPTIONS if M.shape[1] < presolve_min_columns else {}
-    res = solve(lp, time_limit=time_limit, **options)
+
+    def build() -> LinearProgram:
+        sub = _restrict(A, _rows_of(At, cells), cells)
+        M = sp.hstack([sub, -sub]).tocsr()
+        zero = np.zeros(M.shape[0])
+        return LinearProgram(c=c, A=M, row_lower=zero, row_upper=zero, col_lower=col_lo,
+                             col_upper=col_hi)
+
+    if models is not None and 2 * k < presolve_min_columns:
+        m = models.model(cells, build)
+        m.set_col_bounds(np.arange(2 * k), col_lo, col_hi)
+        m.set_objective(c, sense="min")
+        res = m.solve(time_limit=time_limit)
+    else:
+        # no threads option: HiGHS errors when it differs from the running thread pool
+        options = DEVIATION_LP_OPTIONS if 2 * k < presolve_min_columns else {}
+        res = solve(build(), time_limit=time_limit, **options)
     if res.status != "optimal" or res.x is None:
         return None
     f = res.x[:k] - res.x[k:]
     scale = max(1.0, abs(amount))
+    if amount == round(amount):
+        f = _snapped(table, f)
     moved = np.abs(f) > 1e-7 * scale
     return cells[moved & ~free], np.where(moved, f, 0.0)
+
+
+def free_reach(table: Table, status: np.ndarray, cell: int, cells: np.ndarray,
+               cap: float, time_limit: float | None = None,
+               models: WarmModels | None = None
+               ) -> tuple[float, float, list[tuple[np.ndarray, np.ndarray]]]:
+    """How far ``cell`` moves up and down on the suppressed cells among ``cells`` alone
+    (the intruder's LP on that region, cells outside it held at 0, every cell moving by
+    at most ``cap``: the LPs stay bounded, and a restriction only understates the
+    reach): ``(up, down, moves)``, with the two deviations that reach them as moves
+    ``(cells, deviation)`` (integral on a frequency table when the vertex is).  A
+    region without a move gives zeros.  With ``models`` the region's model is kept:
+    the primaries of one region then differ only in the objective (warm re-solves)."""
+    free = np.isin(status[cells], ("U", "M"))
+    cells = cells[free]
+    k = len(cells)
+    loc = int(np.searchsorted(cells, cell))
+    if k == 0 or loc >= k or cells[loc] != cell:
+        return 0.0, 0.0, []
+
+    def build() -> LinearProgram:
+        A, At = table.relations, _transpose(table)
+        sub = _restrict(A, _rows_of(At, cells), cells)
+        x = table.value[cells]
+        hi = np.minimum(np.maximum(table.ub[cells] - x, 0.0), cap)
+        lo = -np.minimum(np.maximum(x - table.lb[cells], 0.0), cap)
+        zero = np.zeros(sub.shape[0])
+        return LinearProgram(c=np.zeros(k), A=sub, row_lower=zero, row_upper=zero,
+                             col_lower=lo, col_upper=hi)
+
+    model = HighsModel(build(), **DEVIATION_LP_OPTIONS) if models is None else \
+        models.model(cells, build, tag=b"reach" + np.float64(cap).tobytes())
+    reach, moves = [], []
+    for sense in ("max", "min"):
+        model.set_objective(indices=[loc], values=[1.0], sense=sense)
+        res = model.solve(time_limit=time_limit)
+        if res.status != "optimal" or res.x is None:
+            reach.append(0.0)
+            continue
+        f = _snapped(table, res.x)
+        reach.append(abs(float(f[loc])))
+        moved = np.abs(f) > 1e-9 * max(1.0, abs(float(f[loc])))
+        if moved.any():
+            moves.append((cells[moved], f[moved]))
+    return reach[0], reach[1], moves
+
+
+def _snapped(table: Table, f: np.ndarray) -> np.ndarray:
+    """``f`` made exactly integral on a frequency table when it is so up to the solver's
+    tolerance, so that an integer audit takes it as a move (with integer coefficients
+    the relations then hold exactly); else ``f`` itself."""
+    if table.kind != "frequency":
+        return f
+    snapped = np.round(f)
+    return snapped if np.abs(f - snapped).max(initial=0.0) <= 1e-7 else f

@@ -31,7 +31,8 @@ from tabprotect.parallel import map_runs
 from tabprotect.requirements import cell_moves
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
-from tabprotect.secondary.deviation import block_neighbourhood, deviation_lp, neighbourhood
+from tabprotect.secondary.deviation import (WarmModels, block_neighbourhood, deviation_lp,
+                                           free_reach, neighbourhood)
 from tabprotect.secondary.subtables import Split
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
@@ -59,6 +60,9 @@ class GreedyOptions:
     #: greedy_repair(..., workers=n) uses worker processes only from this many
     #: primaries (sending a large table to a worker and setting up there takes time)
     parallel_min_primaries: int = 64
+    #: the models of this many regions are kept for warm re-solves (primaries of one
+    #: sub-table share its region; 0: every deviation LP solved cold)
+    warm_regions: int = 16
 
 
 @dataclass
@@ -71,11 +75,20 @@ class RepairStats:
     free_first_lps: int = 0
     #: directions served by the mirror image of the other direction's move (no LP)
     mirror_skips: int = 0
+    #: directions served by a larger move found in the same direction (no LP)
+    covered_skips: int = 0
+    #: LPs of primaries the audit left open, on their neighbourhood's suppressed cells
+    reach_lps: int = 0
+    #: ... of those primaries, protected by the pattern there (no cell added)
+    already_protected: int = 0
 
     def add(self, other: "RepairStats") -> None:
         self.lps += other.lps
         self.free_first_lps += other.free_first_lps
         self.mirror_skips += other.mirror_skips
+        self.covered_skips += other.covered_skips
+        self.reach_lps += other.reach_lps
+        self.already_protected += other.already_protected
 
 
 def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
@@ -134,8 +147,9 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     """
     opts = options or GreedyOptions()
     cells = [int(c) for c in np.atleast_1d(np.asarray(unprotected_cells, dtype=np.int64))]
-    tasks = [(p, _directions(table, p, audit_result)) for p in cells]
-    tasks = [(p, d) for p, d in tasks if d]
+    unproven = _unproven(table, audit_result)
+    tasks = [(p, _directions(table, p, audit_result), bool(unproven[p])) for p in cells]
+    tasks = [task for task in tasks if task[1]]
     plan = _RepairPlan(time_limit, max_radius, tuple(block_sizes), opts)
     if workers > 1 and len(tasks) >= opts.parallel_min_primaries:
         status, found_moves, counts = _parallel_repair(table, cost, tasks, plan, workers,
@@ -149,6 +163,23 @@ def greedy_repair(table: Table, cost: np.ndarray, unprotected_cells, *,
     if return_moves:
         return status, _move_matrix(found_moves, table.n_cells)
     return status
+
+
+def _unproven(table: Table, audit_result: AuditResult | None) -> np.ndarray:
+    """Per cell: whether the audit left the primary open rather than proved it short (a
+    screen's uncertified primaries, those a verdict audit did not decide in time): the
+    pattern may already protect such a primary, which the intruder's LPs on its
+    neighbourhood's suppressed cells then show.  None against attackers among the
+    contributors (those LPs do not model what an attacker knows)."""
+    out = np.zeros(table.n_cells, dtype=bool)
+    if audit_result is None or audit_result.singleton or audit_result.coalition or (
+            audit_result.attacked is not None and audit_result.attacked.any()):
+        return out
+    if audit_result.mode == "screen":
+        out[:] = True
+    elif audit_result.incomplete is not None:
+        out |= np.asarray(audit_result.incomplete, dtype=bool)
+    return out
 
 
 def _directions(table: Table, p: int, audit_result: AuditResult | None) -> list[float]:
@@ -189,7 +220,8 @@ def _directions(table: Table, p: int, audit_result: AuditResult | None) -> list[
             if amount == 0:
                 continue
         out.append(float(amount))
-    return out
+    # the larger move first: its mirror image may serve the other direction (no LP)
+    return sorted(out, key=abs, reverse=True)
 
 
 @dataclass(frozen=True)
@@ -222,41 +254,76 @@ class _Repair:
         self.hoods = plan.hoods()
         self.found_moves: list[tuple[np.ndarray, np.ndarray]] = []
         self.stats = RepairStats()
+        warm = plan.options.warm_regions
+        self.models = WarmModels(warm) if warm > 0 else None
 
     def left(self) -> float | None:
         limit = self.plan.time_limit
         return None if limit is None else max(1.0, limit - (time.perf_counter() - self.start))
 
-    def run(self, tasks: list[tuple[int, list[float]]],
+    def run(self, tasks: list[tuple[int, list[float], bool]],
             progress: Callable[[str, float], None] | None) -> None:
         limit = self.plan.time_limit
-        for n_done, (p, directions) in enumerate(tasks):
+        for n_done, (p, directions, unproven) in enumerate(tasks):
             if limit is not None and time.perf_counter() - self.start > limit:
                 break
-            self._primary(p, directions)
+            self._primary(p, directions, unproven)
             if progress is not None:
                 progress("greedy repair", (n_done + 1) / max(1, len(tasks)))
 
-    def _primary(self, p: int, directions: list[float]) -> None:
+    def _primary(self, p: int, directions: list[float], unproven: bool = False) -> None:
         """Repair primary ``p`` in each direction.  The second direction starts from
         the neighbourhood that served the first: a larger neighbourhood never gives a
-        dearer deviation (more freedom), and the smaller ones mostly fail again."""
+        dearer deviation (more freedom), and the smaller ones mostly fail again.
+        ``unproven``: the audit did not prove ``p`` short (see :func:`_unproven`)."""
+        if unproven and self._protected_already(p):
+            return
         first, served = 0, None
-        mirror_reach = 0.0   # how far the mirror image of this primary's last move goes
+        reach = {1.0: 0.0, -1.0: 0.0}          # how far this primary's moves go up, down
+        by_mirror = {1.0: False, -1.0: False}  # ... by a move's mirror image
         for amount in directions:
-            if amount * mirror_reach > 0 and abs(mirror_reach) >= abs(amount) * (1 - 1e-9):
-                # the deviation of the other direction, run backwards, already moves the
-                # primary this far inside the bounds on suppressed cells only: a witness
-                # the audit takes too (it uses every move and its mirror image), so no
-                # second LP
-                self.stats.mirror_skips += 1
+            sign = float(np.sign(amount))
+            if reach[sign] >= abs(amount) * (1 - 1e-9):
+                # a move found for a larger amount (a zero level's small move after the
+                # other level's in the same direction), or the deviation of the other
+                # direction run backwards: it already moves the primary this far inside
+                # the bounds on suppressed cells only, a witness the audit takes too (it
+                # uses every move and its mirror image), so no second LP
+                self.stats.mirror_skips += by_mirror[sign]
+                self.stats.covered_skips += not by_mirror[sign]
                 continue
             found, at, hood, used = self._search(p, amount, first, served)
             if found is None:
                 continue
             if self.hoods[at][1] is not None:
                 first, served = at, hood
-            mirror_reach = self._take(p, amount, found, used)
+            mirror = self._take(p, amount, found, used)
+            if abs(amount) > reach[sign]:
+                reach[sign], by_mirror[sign] = abs(amount), False
+            if abs(mirror) > reach[-sign]:
+                reach[-sign], by_mirror[-sign] = abs(mirror), True
+
+    def _protected_already(self, p: int) -> bool:
+        """Whether the suppressed cells of ``p``'s own neighbourhood already give it
+        its levels and width (the intruder's LPs there: how far ``p`` moves up and
+        down); then the two moves go to the audit and no cell is added.  (The
+        direction amounts of :func:`_levels` are one sufficient split of the width; this
+        check takes any.)"""
+        t = self.table
+        need_up = max(min(float(t.upl[p]), float(t.ub[p] - t.value[p])), 0.0)
+        need_down = max(min(float(t.lpl[p]), float(t.value[p] - t.lb[p])), 0.0)
+        up, down = _levels(t, p)
+        width = up + down          # at least the sliding level and never a point
+        self.stats.reach_lps += 2
+        reach_up, reach_down, moves = free_reach(
+            t, self.status, p, self._hood(p, 0), max(up, down, width), self.left(),
+            self.models)
+        if reach_up < need_up - 1e-9 or reach_down < need_down - 1e-9 or \
+                reach_up + reach_down < width - 1e-9:
+            return False
+        self.found_moves.extend(moves)
+        self.stats.already_protected += 1
+        return True
 
     def _search(self, p: int, amount: float, first: int, served: np.ndarray | None):
         """The cheapest deviation on the first neighbourhood (from ``first`` on) that
@@ -293,16 +360,16 @@ class _Repair:
             used = hood[self.suppressed[hood]]
             self.stats.lps += 1
             self.stats.free_first_lps += 1
-            found = deviation_lp(*args, used, left, presolve)
+            found = deviation_lp(*args, used, left, presolve, self.models)
             if found is not None:
                 return found, used
         self.stats.lps += 1
-        return deviation_lp(*args, hood, left, presolve), hood
+        return deviation_lp(*args, hood, left, presolve, self.models), hood
 
     def _take(self, p: int, amount: float, found, used: np.ndarray) -> float:
         """Suppress the deviation's support and keep it as a move; returns how far its
-        mirror image moves ``p`` (0 on a frequency table: an integer intruder takes no
-        shrunken mirror image)."""
+        mirror image moves ``p`` (on a frequency table only an integral deviation whose
+        whole mirror image stays inside the bounds counts)."""
         support, deviation = found
         if len(support):
             self.status[support] = "M"
@@ -310,10 +377,12 @@ class _Repair:
         moved = np.flatnonzero(deviation)   # (over the cells the LP used)
         cells = used[moved]
         self.found_moves.append((cells, deviation[moved]))
-        if self.table.kind == "frequency":
-            return 0.0
-        return -amount * mirror_share(self.table.value[cells], self.table.lb[cells],
-                                      self.table.ub[cells], deviation[moved])
+        share = mirror_share(self.table.value[cells], self.table.lb[cells],
+                             self.table.ub[cells], deviation[moved])
+        if self.table.kind == "frequency" and (
+                share < 1.0 or (deviation[moved] != np.round(deviation[moved])).any()):
+            return 0.0   # an integer intruder takes only a whole, integral mirror image
+        return -amount * share
 
 
 def _repair_in_worker(job: tuple) -> tuple[np.ndarray, list, RepairStats]:

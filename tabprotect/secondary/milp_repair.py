@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
 from tabprotect.secondary.deviation import neighbourhood
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 @dataclass(frozen=True)

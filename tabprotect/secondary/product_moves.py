@@ -27,16 +27,34 @@ numba when it is installed.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.table import Table
+from tabprotect.secondary.gauss.compile import NUMBA, numba_loaded
 from tabprotect.secondary.gauss.compile import jit as _jit
 
 #: per primary, at most this many steps tried (the search is exhaustive below it)
 SEARCH_BUDGET = 20_000
 #: at most this many cells in a move (4-D tables of 3-level hierarchies: a few hundred)
 MAX_CORNERS = 4096
+#: seconds of plain-Python search per process before the compiled search is loaded:
+#: numba's import and cached kernels cost a new process about 0.4 s CPU, more than the
+#: plain search of an everyday table's primaries takes
+PLAIN_SECONDS = 0.4
+#: primaries searched per plain-Python batch (the clock is read between batches)
+PLAIN_BATCH = 8
+
+
+class _PlainTime:
+    """Seconds this process spent in plain-Python searches (see :data:`PLAIN_SECONDS`)."""
+
+    seconds: float = 0.0
+
+
+_PLAIN = _PlainTime()
 
 
 def dimension_steps(h: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -240,15 +258,42 @@ def cheapest_product_moves(table: Table, cells: np.ndarray, cell_cost: np.ndarra
     out_up = np.zeros(n)
     out_down = np.zeros(n)
     out_cost = np.zeros(n)
-    found = _search(cells, pos, strides, code_base, step_ptr, entry_start, entry_end,
-                    codes, signs, np.asarray(cell_cost, dtype=float),
-                    np.asarray(table.ub - table.value, dtype=float),
-                    np.asarray(table.value - table.lb, dtype=float),
-                    np.asarray(need_up, dtype=float), np.asarray(need_down, dtype=float),
-                    np.asarray(need_width, dtype=float), int(budget), max_corners,
-                    out_corners, out_signs, out_count, out_up, out_down, out_cost)
+    shared = (strides, code_base, step_ptr, entry_start, entry_end, codes, signs,
+              np.asarray(cell_cost, dtype=float), np.asarray(table.ub - table.value, dtype=float),
+              np.asarray(table.value - table.lb, dtype=float))
+    per_cell = (cells, pos, np.asarray(need_up, dtype=float),
+                np.asarray(need_down, dtype=float), np.asarray(need_width, dtype=float))
+    outs = (out_corners, out_signs, out_count, out_up, out_down, out_cost)
+    found = _run_search(per_cell, shared, outs, int(budget), max_corners)
     moves = [(out_corners[i, :out_count[i]].copy(),
               out_signs[i, :out_count[i]].astype(float), float(out_up[i]),
               float(out_down[i]), float(out_cost[i])) for i in np.flatnonzero(found)]
     return found, moves
 
+
+
+def _run_search(per_cell: tuple, shared: tuple, outs: tuple, budget: int,
+                max_corners: int) -> np.ndarray:
+    """:func:`_search` over the cells (``per_cell``: the arrays given per cell, ``outs``:
+    the output arrays, filled per cell): as plain Python batch by batch while numba is
+    not loaded and this process's plain searches took less than :data:`PLAIN_SECONDS`,
+    the compiled kernel for the cells left (the same search: the same moves)."""
+    n = len(per_cell[0])
+    found = np.zeros(n, dtype=bool)
+    i = 0
+    if NUMBA and not numba_loaded():
+        while i < n and _PLAIN.seconds < PLAIN_SECONDS:
+            j = min(n, i + PLAIN_BATCH)
+            start = time.perf_counter()
+            found[i:j] = _search.py_func(*(a[i:j] for a in per_cell[:2]), *shared,
+                                         *(a[i:j] for a in per_cell[2:]), budget,
+                                         max_corners, *(a[i:j] for a in outs))
+            _PLAIN.seconds += time.perf_counter() - start
+            i = j
+    if i < n:
+        rest = [np.ascontiguousarray(a[i:]) for a in per_cell]
+        out_rest = [np.ascontiguousarray(a[i:]) for a in outs]
+        found[i:] = _search(*rest[:2], *shared, *rest[2:], budget, max_corners, *out_rest)
+        for a, b in zip(outs, out_rest):
+            a[i:] = b
+    return found

@@ -38,7 +38,7 @@ from tabprotect.secondary.feasibility import (check_after, deferred_stage,
                                               feasibility_stage, singleton_stage)
 from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 #: methods whose patterns mostly need a repair round on the small-table path (modular:
 #: carried levels can leave a few interior primaries short in the whole table): their

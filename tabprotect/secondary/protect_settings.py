@@ -83,6 +83,12 @@ class ProtectSettings:
     # ---- audit and repair
     #: rounds of audit and repair before giving up (each round suppresses more)
     max_repair_rounds: int = 6
+    #: below large_table a round repairs with attacker LPs on the whole table while its
+    #: short primaries times the table's cells stay below this; past it (a product
+    #: table) the round is the large path's: deviation LPs on each primary's sub-tables,
+    #: leaf cubes for those not reached (46,656 cells, 3,600 short: the whole-table LPs
+    #: added 53 cells in 30 s and left 1,827 short)
+    whole_repair_max_work: int = 5_000_000
     #: from pre_repair_min_cells cells, the repair's deviation LPs first try regions of
     #: about this many suppressed cells around the primary (far cheaper there than the
     #: sub-table neighbourhoods, which must grow until the deviation fits)
@@ -94,6 +100,9 @@ class ProtectSettings:
     #: than a cube search) for at most this many times the call's time so far; the
     #: primaries they do not reach get leaf cubes (0: cubes first)
     repair_lp_relative_seconds: float = 1.0
+    #: ... and at most this share of what the repair may spend of a budget (the rest:
+    #: the leaf cubes for the primaries not reached, a second round)
+    repair_lp_share: float = 0.75
     #: ... in batches of this many primaries per worker (the time is checked between
     #: batches: a batch is not cut short by it, each primary gets a deviation or a cube)
     repair_lp_batch: int = 64
@@ -111,7 +120,7 @@ class ProtectSettings:
 
     def __post_init__(self):
         for name in ("feasibility_share", "method_share", "method_share_large",
-                     "first_audit_share", "final_audit_reserve"):
+                     "first_audit_share", "final_audit_reserve", "repair_lp_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"ProtectSettings.{name} must lie between 0 and 1")
         if self.pre_repair not in ("auto", "off"):
@@ -127,7 +136,10 @@ _SMALL_PATH = ("interval_audit_max_work", "interval_audit_integer_weight",
 _REPAIR = ("max_repair_rounds", "first_audit_share", "final_audit_reserve")
 _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims",
                  "cube_pass_parallel_min", "certify_pass_min_cells", "repair_block_sizes",
-                 "repair_lp_relative_seconds", "repair_lp_batch")
+                 "repair_lp_relative_seconds", "repair_lp_share", "repair_lp_batch")
+#: a small table's repair round when it takes the large path's deviation LPs and cubes
+_LOCAL_ROUND = ("whole_repair_max_work", "repair_lp_relative_seconds", "repair_lp_share",
+                "repair_lp_batch")
 _REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
                      "parallel_min_primaries")
 
@@ -148,6 +160,8 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
         names += _REPAIR
         if large:
             names += _LARGE_REPAIR
+        else:
+            names += _LOCAL_ROUND
     out: dict[str, Any] = {}
     for name in names:
         value = getattr(settings, name)
@@ -155,6 +169,6 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
     if repair:
         out["milp_repair"] = asdict(settings.milp_repair)
         out["witness_search"] = asdict(settings.witness_search)
-    if repair and large:
+    if repair:
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out

@@ -16,6 +16,7 @@ import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
+from tabprotect.secondary.modular.network_kernel import kernel_loaded, list_rows
 
 #: relative tolerance of "a cut meets its requirement" (float sums of ranges)
 REL_TOL = 1e-9
@@ -40,6 +41,15 @@ class SearchLimits:
     #: find the lazy conditions' cut rows by rounds of the search over the known rows
     #: before the full search (off: the rows are met one by one inside it)
     row_rounds: bool = True
+    #: a search over cut rows alone runs compiled (numba, :mod:`.network_kernel`) once it
+    #: passes ``compiled_after`` nodes: the same search, a fraction of the cost per node
+    compiled: bool = True
+    #: numpy nodes before the loaded kernel takes over (a search this small ends before
+    #: the kernel's set-up pays)
+    compiled_after: int = 0
+    #: numpy nodes searched in the process before the kernel is loaded (numba's import
+    #: and the kernel's cache cost about as much CPU as this many numpy nodes)
+    load_after: int = 5000
 
 
 class Problem:
@@ -195,9 +205,36 @@ def cut_rows_both(prob: Problem, s: int, up: float, down: float, limits: SearchL
         return []
     edges = np.flatnonzero(prob.available)
     edges = edges[edges != s]
+    if limits.compiled and kernel_loaded():
+        return _compiled_rows(prob, s, edges, limits, dict(kinds))
     side = _cut_sides(prob, s, "up", edges, limits)
     if side is None:
         return None
     fwd, bwd = _crossing(prob, side, edges)
     return [_rows(prob, None, edges, need, (fwd, bwd) if kind == "up" else (bwd, fwd))
             for kind, need in kinds]
+
+
+def _compiled_rows(prob: Problem, s: int, edges: np.ndarray, limits: SearchLimits,
+                   needs: dict) -> list | None:
+    """:func:`cut_rows_both`'s rows listed by the compiled kernel (the same floats), or
+    None when there are too many free nodes.  ``needs``: the positive needs by kind."""
+    src, snk = prob.ends(s, "up")
+    touched = np.zeros(prob.net.n_nodes, bool)
+    touched[prob.net.tail[edges]] = touched[prob.net.head[edges]] = True
+    touched[[src, snk]] = False
+    free = np.flatnonzero(touched)
+    if len(free) > limits.max_free_nodes:
+        return None
+    listed = list_rows(prob, s, edges, free, src,
+                       (needs.get("up", 0.0), needs.get("down", 0.0)))
+    out = []
+    for kind, (rows, deficit) in zip(("up", "down"), listed):
+        if kind not in needs:
+            continue
+        tol = REL_TOL * max(1.0, needs[kind])
+        if (rows.sum(axis=1) < deficit - tol).any():
+            raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
+                                       "its candidate cells")
+        out.append((rows, deficit))
+    return out

@@ -30,6 +30,11 @@ cut row): a child taking a candidate that an earlier sibling -- left out there -
 (strictly cheaper, covering at least as much of every short row) holds no optimum, since
 the swap gives a cheaper pattern of the parent.
 
+A search over cut rows alone (no lazy conditions: the rounds' searches and every
+search whose conditions are all listed) that passes a few nodes goes on in a compiled
+kernel (:mod:`.network_kernel`): the same search, node for node, at a fraction of the
+cost per node.
+
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
 """
@@ -45,6 +50,14 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
+from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
+                                                        compiled_available, kernel_loaded,
+                                                        load_kernel, search_slice)
+
+
+#: the nodes this process has searched by numpy (the kernel is loaded once they cost
+#: about what loading it costs: a process with less search work never pays for it)
+_NUMPY_NODES = [0]
 
 
 class _Search:
@@ -62,6 +75,8 @@ class _Search:
         self.best_cost = np.inf
         self.best: np.ndarray | None = None
         self.nodes = 0
+        #: nodes before the search gives up (fewer when the compiled kernel takes over)
+        self.node_cap = limits.max_nodes
         self.gave_up = False
         self.first_only = False
         #: the node's short rows' coefficients, costs and the branch's columns, for
@@ -81,8 +96,42 @@ class _Search:
             if pick is not None:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
+        lim = self.limits
+        switch = lim.compiled_after if kernel_loaded() else \
+            max(0, lim.load_after - _NUMPY_NODES[0])
+        compiled = (not self.lazy and lim.compiled and switch < lim.max_nodes
+                    and compiled_available())
+        if compiled:
+            self.node_cap = switch
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        _NUMPY_NODES[0] += self.nodes
+        if compiled and self.gave_up and self.nodes > self.node_cap:
+            self._run_compiled()    # a large search: the kernel searches it again
         return self.best if self.first_only or not self.gave_up else None
+
+    def _run_compiled(self) -> None:
+        """The search over the rows by the compiled kernel, from the start (the same
+        nodes, bounds and pattern as :meth:`_node`), in slices of nodes between which
+        the deadline is checked."""
+        loading = load_kernel()     # (once per process: not the search's own time)
+        if self.deadline is not None:
+            self.deadline += loading
+        st = KernelState(len(self.d), len(self.c), self.d)
+        K, KT = np.ascontiguousarray(self.K), np.ascontiguousarray(self.KT)
+        lim = self.limits
+        pause_at, ended = 0, False
+        while not ended:
+            pause_at += SLICE_NODES
+            ended = search_slice(K, KT, np.ascontiguousarray(self.tol), self.c,
+                                 lim.max_nodes, lim.dominance, lim.dominance_after,
+                                 self.first_only, pause_at, st)
+            if not ended and self.deadline is not None \
+                    and time.perf_counter() > self.deadline:
+                break
+        self.nodes = int(st.ints[2])
+        self.gave_up = not ended or bool(st.ints[3])
+        self.best_cost = float(st.floats[0])
+        self.best = st.best.copy() if st.ints[4] else None
 
     def _row_rounds(self) -> np.ndarray | None:
         """The optimum found by row generation, or None (the full search then runs,
@@ -120,7 +169,7 @@ class _Search:
         if self.gave_up:
             return
         self.nodes += 1
-        if self.nodes > self.limits.max_nodes or (
+        if self.nodes > self.node_cap or (
                 self.deadline is not None and self.nodes % 64 == 0
                 and time.perf_counter() > self.deadline):
             self.gave_up = True
@@ -189,17 +238,17 @@ class _Search:
         Kc = np.minimum(self.K[short[:, None], idx], need[:, None])
         c = self.c[idx]
         pos = Kc > 0
-        if (Kc.sum(axis=1) < need - self.tol[short]).any():
+        if not len(idx) or (Kc.sum(axis=1) < need - self.tol[short]).any():
             return None
         support = pos.sum(axis=1)
         few = np.flatnonzero(support == support.min())
         if math.isfinite(self.best_cost):
-            bound = _cover_bounds(Kc, need, c, pos)[0]
+            bound = _cover_bounds(Kc, need, c, pos)
             if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
                 return None
             r = int(few[np.argmax(bound[few])])
         elif len(few) > 1:
-            r = int(few[np.argmax(_cover_bounds(Kc[few], need[few], c, pos[few])[0])])
+            r = int(few[np.argmax(_cover_bounds(Kc[few], need[few], c, pos[few]))])
         else:
             r = int(few[0])
         on = pos[r]
@@ -271,23 +320,27 @@ def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
-                  pos: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  pos: np.ndarray | None = None) -> np.ndarray:
     """Per row, the cost of its cheapest fractional cover (a lower bound: the
-    candidates by cost per unit covered, each taking what the row still lacks) and how
-    much all the candidates together cover (``pos``: ``Kc > 0`` when known)."""
+    candidates by cost per unit covered, each taking what the row still lacks; ``pos``:
+    ``Kc > 0`` when known), summed in that order one term after the other
+    (``np.cumsum``), as the compiled kernel (:mod:`.network_kernel`) sums it: the two
+    searches compare the same floats."""
     pos = Kc > 0 if pos is None else pos
     n_rows, n = Kc.shape
+    if n == 0:
+        return np.zeros(n_rows)
     ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
     # each row's candidates by ratio, as flat indices (one gather per array)
     flat = np.argsort(ratio, axis=1, kind="stable")
     flat += np.arange(n_rows)[:, None] * n
     k = Kc.ravel()[flat]
-    cum = np.cumsum(k, axis=1)
-    covered = np.minimum(np.maximum(need[:, None] - (cum - k), 0.0), k)   # clip to [0, k]
+    before = np.zeros_like(k)           # what the cheaper candidates cover
+    np.cumsum(k[:, :-1], axis=1, out=before[:, 1:])
+    covered = np.minimum(np.maximum(need[:, None] - before, 0.0), k)   # clip to [0, k]
     sorted_ratio = ratio.ravel()[flat]
     sorted_ratio[k <= 0] = 0.0          # (covers nothing: its infinite ratio counts 0)
-    cost = (covered * sorted_ratio).sum(axis=1)
-    return cost, cum[:, -1] if n else np.zeros(len(need))
+    return np.cumsum(covered * sorted_ratio, axis=1)[:, -1]
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,

@@ -48,13 +48,13 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     s.build_master()
     lp = lp_phase(s, s.fractional_check)
     if lp.zlp is not None:
-        heuristics.lp_point_incumbents(s, lp.zlp)
+        heuristics.lp_point_incumbents(s, lp.zlp, lp.lower_bound)
     if lp_first and s.best is None:
         # the LP point gave no protected pattern: the repair from the primaries
         heuristics.initial_incumbent(s, None)
     s.stats["lp_before_repair"] = lp_first
-    heuristics.finish_primary_repair(s)
-    heuristics.local_search(s)
+    heuristics.finish_primary_repair(s, lp.lower_bound)
+    heuristics.local_search(s, lp.lower_bound)
     if opt.search == "bc":
         s.stats["search"] = "branch-and-cut"
         proven, lower_bound = BranchAndCut(s, lp.lower_bound, lp.zlp).run()

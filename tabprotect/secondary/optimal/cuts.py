@@ -3,6 +3,8 @@ attacker LPs' duals): the initial cover rows, bridgeless rows, Chvatal-Gomory ro
 and cover cuts of capacity cuts, and the candidate reduction they rely on."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -168,37 +170,98 @@ def reduce_candidates(table, req: Requirements, cand: np.ndarray,
     return out
 
 
-def bridgeless_rows(table, col: np.ndarray, fixed: np.ndarray, live: np.ndarray) -> sp.csr_matrix:
+class BridgelessRows:
     """Rows ``sum_{j in r, j != i} z_j - z_i >= 0`` over the candidates (``col`` maps a
     cell to its master column, -1 for none): a suppressed cell alone in one of its
     relations is pinned there, so dropping it keeps every attacker problem unchanged
     and saves its (positive) cost; every optimal pattern meets these rows.  Relations
     holding a fixed (always unpublished) movable cell besides ``i`` are met anyway.
-    One row per (candidate, relation) pair, ordered by candidate, then relation."""
-    A = table.relations.tocsr()
-    k = int((col >= 0).sum())
-    # the relations' live cells (candidates that can move), and their fixed movable cells
-    A_live = A.multiply(live[None, :].astype(float)).tocsr()
-    A_live.eliminate_zeros()
-    A_live.sort_indices()
-    n_fixed = np.asarray((A != 0).multiply(fixed[None, :].astype(float)).sum(axis=1)).ravel()
-    AT = A.T.tocsr()
-    AT.sort_indices()
-    pi = np.repeat(np.arange(AT.shape[0]), np.diff(AT.indptr))  # cell of each pair
-    pr = AT.indices                                               # relation of each pair
-    # a candidate is never fixed, so any fixed movable cell of r meets the row
-    use = (col[pi] >= 0) & (n_fixed[pr] < 0.5)
-    pi, pr = pi[use], pr[use]
-    n_pairs = len(pi)
-    if n_pairs == 0:
-        return sp.csr_matrix((0, k))
-    size = np.diff(A_live.indptr)[pr]
-    row = np.repeat(np.arange(n_pairs), size)
-    starts = np.repeat(A_live.indptr[pr], size)
-    offset = np.arange(len(row)) - np.repeat(np.cumsum(size) - size, size)
-    cell = A_live.indices[starts + offset]
-    other = cell != pi[row]
-    rows = np.concatenate([row[other], np.arange(n_pairs)])
-    cols = np.concatenate([col[cell[other]], col[pi]])
-    vals = np.concatenate([np.ones(int(other.sum())), -np.ones(n_pairs)])
-    return sp.csr_matrix((vals, (rows, cols)), shape=(n_pairs, k))
+    One row per (candidate, relation) pair, ordered by candidate, then relation.
+
+    The rows stay implicit: a row holds every live cell of its relation, so on tables
+    with long relations the explicit matrix has (pairs x relation length) entries while
+    the master holds only the few rows a point violates.  ``rows @ zc`` evaluates every
+    row from one product with the relation-by-candidate pattern; ``rows[idx]`` builds
+    the rows asked for.  Rows appended by :meth:`stacked` (support cuts) are explicit.
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> t = Table.from_arrays({"x": Hierarchy.flat(["a", "b", "c"], total="T")},
+    ...                       [6, 1, 2, 3])
+    >>> col = np.array([-1, 0, 1, 2]); live = np.array([False, True, True, True])
+    >>> rows = BridgelessRows(t, col, np.zeros(4, bool), live)
+    >>> rows[np.arange(rows.shape[0])].toarray().tolist()
+    [[-1.0, 1.0, 1.0], [1.0, -1.0, 1.0], [1.0, 1.0, -1.0]]
+    >>> (rows @ np.array([1.0, 0.0, 0.0])).tolist()
+    [-1.0, 1.0, 1.0]
+    """
+
+    def __init__(self, table, col: np.ndarray, fixed: np.ndarray, live: np.ndarray):
+        A = table.relations.tocsr().copy()
+        A.eliminate_zeros()
+        k = int((col >= 0).sum())
+        pattern = (A != 0).astype(float).tocsr()
+        n_fixed = pattern @ fixed.astype(float)
+        AT = A.T.tocsr()
+        AT.sort_indices()
+        pi = np.repeat(np.arange(AT.shape[0]), np.diff(AT.indptr))  # cell of each pair
+        pr = AT.indices                                               # relation of each pair
+        # a candidate is never fixed, so any fixed movable cell of r meets the row
+        use = (col[pi] >= 0) & (n_fixed[pr] < 0.5)
+        self.pi, self.pr = pi[use], pr[use]
+        self.col = col
+        # the relations' live cells (candidates that can move) by master column
+        live_pat = pattern.multiply(live[None, :].astype(float)).tocsr()
+        live_pat.eliminate_zeros()
+        live_pat.sort_indices()
+        self.live_cells = live_pat
+        self.by_column = sp.csr_matrix(
+            (live_pat.data, col[live_pat.indices], live_pat.indptr), shape=(A.shape[0], k))
+        # z_i itself is one of its relation's live cells when i is live
+        self.own = 1.0 + live[self.pi].astype(float)
+        self.extra = sp.csr_matrix((0, k))
+        self.n_implicit = len(self.pi)
+        self.shape = (self.n_implicit, k)
+
+    def stacked(self, R: sp.csr_matrix) -> "BridgelessRows":
+        """These rows with the explicit rows ``R`` appended (a shallow copy)."""
+        out = copy.copy(self)
+        out.extra = sp.vstack([self.extra, R]).tocsr()
+        out.shape = (self.n_implicit + out.extra.shape[0], self.shape[1])
+        return out
+
+    def __matmul__(self, zc: np.ndarray) -> np.ndarray:
+        zc = np.asarray(zc, dtype=float)
+        lhs = (self.by_column @ zc)[self.pr] - self.own * zc[self.col[self.pi]]
+        if self.extra.shape[0]:
+            lhs = np.concatenate([lhs, self.extra @ zc])
+        return lhs
+
+    def __getitem__(self, idx) -> sp.csr_matrix:
+        idx = np.asarray(idx, dtype=np.int64)
+        inner = idx < self.n_implicit
+        if inner.all():
+            return self._rows(idx)
+        out = sp.vstack([self._rows(idx[inner]),
+                         self.extra[idx[~inner] - self.n_implicit]]).tocsr()
+        # back into the order asked for
+        where = np.concatenate([np.flatnonzero(inner), np.flatnonzero(~inner)])
+        return out[np.argsort(where, kind="stable")]
+
+    def _rows(self, idx: np.ndarray) -> sp.csr_matrix:
+        k = self.shape[1]
+        if len(idx) == 0:
+            return sp.csr_matrix((0, k))
+        pi, pr, L = self.pi[idx], self.pr[idx], self.live_cells
+        size = np.diff(L.indptr)[pr]
+        row = np.repeat(np.arange(len(idx)), size)
+        starts = np.repeat(L.indptr[pr], size)
+        offset = np.arange(len(row)) - np.repeat(np.cumsum(size) - size, size)
+        cell = L.indices[starts + offset]
+        other = cell != pi[row]
+        rows = np.concatenate([row[other], np.arange(len(idx))])
+        cols = np.concatenate([self.col[cell[other]], self.col[pi]])
+        vals = np.concatenate([np.ones(int(other.sum())), -np.ones(len(idx))])
+        return sp.csr_matrix((vals, (rows, cols)), shape=(len(idx), k))
+

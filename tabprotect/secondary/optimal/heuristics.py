@@ -74,21 +74,25 @@ def improve(s: Search, seed: np.ndarray) -> None:
     s.stats["heuristic_seconds"] += time.perf_counter() - th
 
 
-def lp_point_incumbents(s: Search, zlp: np.ndarray) -> None:
-    """Round the LP point at a few thresholds and repair each.  Without an incumbent
-    the LP's whole support comes first: the repair then has the fewest conditions left
-    to fix."""
+def lp_point_incumbents(s: Search, zlp: np.ndarray, bound: float = 0.0) -> None:
+    """Round the LP point at a few thresholds and repair each, until an incumbent meets
+    the LP's lower ``bound``.  Without an incumbent the LP's whole support comes first:
+    the repair then has the fewest conditions left to fix."""
     thetas = (0.5, 0.2, 1e-3) if s.best is not None else (1e-3, 0.2, 0.5)
     for theta in thetas:
+        if s.closed(bound):
+            return
         seed = s.fixed.copy()
         seed[s.cand_idx[zlp >= theta]] = True
         improve(s, seed)
 
 
-def finish_primary_repair(s: Search) -> None:
+def finish_primary_repair(s: Search, bound: float = 0.0) -> None:
     """Continue the unfinished repair from the primaries for ``primary_repair_share`` of
-    the limit; the cheaper of it and the incumbent is kept."""
-    if s.from_primaries is None or (s.deadline is not None and s.search_left() <= 0):
+    the limit; the cheaper of it and the incumbent is kept.  Nothing to do once the
+    incumbent meets the lower ``bound``."""
+    if s.from_primaries is None or (s.deadline is not None and s.search_left() <= 0) \
+            or s.closed(bound):
         return
     opt = s.options
     th = time.perf_counter()
@@ -135,12 +139,13 @@ def _swap_once(s: Search, i: int, ban: np.ndarray, allowed: np.ndarray) -> bool:
     return False
 
 
-def local_search(s: Search) -> None:
+def local_search(s: Search, bound: float = 0.0) -> None:
     """Swap search around the incumbent: publish one secondary again (dearest first),
     forbid it, repair what that breaks with the other cells and drop what the result
     does not need; a cheaper protected pattern becomes the incumbent and is searched in
-    turn.  Bounded like every heuristic by its share of the time."""
-    if not s.options.local_search or s.best is None:
+    turn.  Bounded like every heuristic by its share of the time; none once the
+    incumbent meets the lower ``bound``."""
+    if not s.options.local_search or s.best is None or s.closed(bound):
         return
     th = time.perf_counter()
     ban = np.zeros(s.table.n_cells, bool)

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
-from tabprotect.secondary.optimal.cuts import rounded_cut
+from tabprotect.secondary.optimal.cuts import BridgelessRows, rounded_cut
 from tabprotect.secondary.optimal.options import OptimalOptions
 
 #: HiGHS basis status by its integer value (kLower, kBasic, kUpper, kZero, kNonbasic)
@@ -42,7 +42,8 @@ class Master:
 
     def __init__(self, cost_c: np.ndarray, n_cells: int, cand_idx: np.ndarray,
                  fixed: np.ndarray, mip_gap: float | None, options: OptimalOptions,
-                 static: sp.csr_matrix | None = None, lazy_static: bool = False):
+                 static: BridgelessRows | sp.csr_matrix | None = None,
+                 lazy_static: bool = False):
         self.options = options
         self.cand = cand_idx
         # rows ``static @ z >= 0`` (bridgeless inequalities), in every model unless lazy
@@ -278,7 +279,8 @@ class Master:
             return 0
         self.model.add_rows(R, np.full(R.shape[0], -1e-9), np.full(R.shape[0], np.inf))
         self.row_pool.extend([-1] * R.shape[0])
-        self.static = sp.vstack([self.static, R]).tocsr()
+        self.static = (self.static.stacked(R) if isinstance(self.static, BridgelessRows)
+                       else sp.vstack([self.static, R]).tocsr())
         self.static_in = np.concatenate([self.static_in, np.ones(R.shape[0], bool)])
         self.n_support += R.shape[0]
         return R.shape[0]

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError
-from tabprotect.secondary.optimal.cuts import (bridgeless_rows, initial_cover_rows,
+from tabprotect.secondary.optimal.cuts import (BridgelessRows, initial_cover_rows,
                                                reduce_candidates)
 from tabprotect.secondary.optimal.master import (Master, Unprotectable,
                                                  unprotectable_message)
@@ -153,6 +153,13 @@ class Search:
             return True
         return False
 
+    def closed(self, bound: float) -> bool:
+        """The incumbent meets the lower ``bound`` within the target gap: no heuristic
+        can find a cheaper pattern worth having (an unchecked start never counts)."""
+        return (self.best is not None and self.best is not self.unchecked
+                and round_bound(bound, self.integral_costs)
+                >= self.best_cost * (1 - self.target) - 1e-9)
+
     def keep_partial(self, pattern: np.ndarray, unmet) -> None:
         if unmet:
             self.partial = pattern.copy()
@@ -165,7 +172,7 @@ class Search:
         col = np.full(table.n_cells, -1, dtype=np.int64)
         col[self.cand_idx] = np.arange(len(self.cand_idx))
         live = self.cand & ((self.req.up > 0) | (self.req.down > 0))
-        static = bridgeless_rows(table, col, self.fixed, live) if opt.strong else None
+        static = BridgelessRows(table, col, self.fixed, live) if opt.strong else None
         self.master = Master(self.cost[self.cand_idx], table.n_cells, self.cand_idx,
                              self.fixed, self.mip_gap, opt, static=static,
                              lazy_static=opt.lazy_static and opt.search == "bc")

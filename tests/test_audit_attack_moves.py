@@ -1,0 +1,110 @@
+"""Least moves against many attackers at once (tabprotect.audit.attack_moves): the same
+verdict cell by cell as separate attacker passes, and as brute force on tiny count
+tables; a move counts only against the attackers whose knowledge it keeps."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from test_audit_attack_groups import _brute_attacked, _tiny_pattern
+from test_audit_modes import _flat_table, _pattern
+from tabprotect.audit import AuditSettings, audit
+from tabprotect.audit.attack_moves import _MoveBook
+from tabprotect.audit.system import Knowledge, ReducedSystem
+
+#: separate passes only: no least moves, no group passes
+SEPARATE = AuditSettings(attacker_move_lps=0, attacker_group_min=0)
+MOVES = AuditSettings(attacker_move_lps=8, attacker_group_min=0)
+
+
+@pytest.mark.parametrize("seed,leaves", [(6, (3, 3)), (8, (4, 3)), (15, (4, 3)),
+                                         (6, (3, 2, 2)), (15, (3, 2, 2))])
+def test_least_moves_match_brute_force(seed, leaves):
+    # every integral table enumerated: the attackers' verdict with least moves first is
+    # the definition's, for single contributors and coalitions of two
+    t = _tiny_pattern(seed, leaves)
+    safe = (t.status == "U") & audit(t, integer=True).protected
+    assert safe.any()
+    for singleton, coalition in ((True, None), (False, 2)):
+        truth = _brute_attacked(t, singleton, coalition or 0)[safe]
+        for mode in ("intervals", "verdict"):
+            res = audit(t, singleton=singleton, coalition=coalition, integer=True,
+                        mode=mode, settings=MOVES)
+            np.testing.assert_array_equal(res.attacked[safe], truth,
+                                          err_msg=f"{mode}, coalition {coalition}")
+
+
+def _count_pattern(seed: int):
+    rng = np.random.default_rng(seed)
+    nd = 2 + seed % 2
+    leaves = tuple(int(k) for k in rng.integers(3, 6 if nd == 2 else 4, nd))
+    return _pattern(rng, _flat_table(rng, leaves, "frequency"), "frequency")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_least_moves_same_verdict_as_separate_passes(seed):
+    # random 2-D and 3-D count tables, single contributors: cell by cell the same
+    # verdict as each attacker's own pass alone, in both modes
+    t = _count_pattern(seed)
+    for mode in ("verdict", "intervals"):
+        alone = audit(t, singleton=True, mode=mode, settings=SEPARATE)
+        moved = audit(t, singleton=True, mode=mode, settings=MOVES)
+        np.testing.assert_array_equal(moved.attacked, alone.attacked, err_msg=mode)
+        np.testing.assert_array_equal(moved.protected, alone.protected, err_msg=mode)
+
+
+def test_least_moves_certify_and_spare_lps():
+    # on larger patterns (81 and 180 cells) the moves certify pairs the separate passes
+    # solve LPs for
+    used = spared = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        leaves = (5, 5, 4) if seed % 2 else (8, 8)
+        t = _pattern(rng, _flat_table(rng, leaves, "frequency"), "frequency")
+        alone = audit(t, singleton=True, mode="verdict", settings=SEPARATE)
+        moved = audit(t, singleton=True, mode="verdict", settings=MOVES)
+        np.testing.assert_array_equal(moved.attacked, alone.attacked)
+        used += moved.n_attacker_moves
+        spared += alone.n_lp - moved.n_lp
+        assert alone.n_attacker_moves == 0
+    assert used > 0 and spared > 0
+
+
+def _square_system() -> ReducedSystem:
+    # a 2x2 block of counts with every margin published: x0 + x1 = 3, x2 + x3 = 3,
+    # x0 + x2 = 3, x1 + x3 = 3; the one move is +1 -1 -1 +1
+    A = sp.csr_matrix(np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1]],
+                               float))
+    value = np.array([1.0, 2.0, 2.0, 1.0])
+    return ReducedSystem(A, A @ value, np.zeros(4), np.zeros(4), np.full(4, np.inf), value)
+
+
+def test_a_move_counts_only_against_attackers_it_keeps():
+    system = _square_system()
+    knows_0 = Knowledge.exact([0], [1.0])
+    knows_3_at_least = Knowledge(np.array([3]), np.array([1.0]), np.array([np.inf]))
+    knows_1_at_least = Knowledge(np.array([1]), np.array([2.0]), np.array([np.inf]))
+    book = _MoveBook(system, [knows_0, knows_3_at_least, knows_1_at_least], integer=True)
+    book.add(np.array([1.0, -1.0, -1.0, 1.0]))
+    lo, hi = book.reach(0, np.arange(3))
+    # attacker 0 knows x0: no move of it; attacker 1 knows x3 >= 1: the move (x3 = 2)
+    # holds, its mirror (x3 = 0) does not; attacker 2 knows x1 >= 2: the move (x1 = 1)
+    # does not hold, its mirror (x1 = 3) does
+    assert lo.tolist() == [1.0, 1.0, 0.0] and hi.tolist() == [1.0, 2.0, 1.0]
+
+
+def test_least_move_keeps_the_attackers_knowledge():
+    system = _square_system()
+    book = _MoveBook(system, [Knowledge.exact([1], [2.0]), Knowledge.exact([3], [1.0])],
+                     integer=True)
+    counters = {"lp": 0}
+    # every move of x0 moves x1 and x3: none within what either attacker knows
+    assert book.least_move(0, "max", 2.0, 0, counters) is None
+    assert book.least_move(0, "max", 2.0, 1, counters) is None
+    free = _MoveBook(system, [Knowledge.exact([2], [2.0])], integer=True)
+    assert free.least_move(0, "max", 2.0, 0, counters) is None
+    none_known = _MoveBook(system, [Knowledge(np.zeros(0, np.int64), np.zeros(0),
+                                              np.zeros(0))], integer=True)
+    d = none_known.least_move(0, "max", 2.0, 0, counters)
+    assert d.tolist() == [1.0, -1.0, -1.0, 1.0]
