@@ -18,9 +18,6 @@ from tabprotect.public_summary.systems import Bounds, Pace, Points, integral, in
 
 __all__ = ["Checker"]
 
-#: entries (columns x rows) of a component's relations fitted densely to see whether the
-#: published cells determine a figure's part there (a 2,000 x 2,000 block: 32 MB)
-DENSE_DETERMINED = 4_000_000
 
 
 class Checker:
@@ -72,7 +69,8 @@ class Checker:
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
         # per released figure: its coefficients over the unpublished cells
         self.released: list[np.ndarray] = []
-        # the same for released figures the published cells determine (no row added)
+        # the same for released figures the published cells determine (constant over the
+        # intruder's system: not a row of the later checks)
         self.determined: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
@@ -98,13 +96,15 @@ class Checker:
             return None          # a function of published cells only
         if self._implied(free):
             return None          # the intruder computes it from the figures released
-        if self._determined(free):
-            self.determined.append(free)
-            return None          # the intruder computes it from the published cells
         band = abs(truth - rhs) + 1e-12 * scale
         ranges = self._ranges(free, nz)
         if ranges is None:
             return "time"
+        if np.all(ranges[1] - ranges[0] <= 1e-9 * scale):
+            # constant over the intruder's system: the published cells determine it, so
+            # it adds nothing, and later figures are checked as if it were not there
+            self.determined.append(free)
+            return None
         active = self._active(ranges, scale, rhs - const, band)
         targets = self.primary[active[self.comp[self.primary]]]
         if len(targets) == 0:
@@ -133,25 +133,6 @@ class Checker:
         R = np.array(self.released + self.determined).T
         a = np.linalg.lstsq(R, free, rcond=None)[0]
         return bool(np.abs(R @ a - free).max() <= 1e-9 * np.abs(free).max())
-
-    def _determined(self, free: np.ndarray) -> bool:
-        """The row's part over the unpublished cells is a combination of the relations'
-        rows: the published cells fix its value (up to the relations' rounding bands), so
-        it tells the intruder nothing more and needs no LP.  Checked per component (every
-        relation lies in one), each by a dense least-squares fit up to
-        :data:`DENSE_DETERMINED` entries; a larger component counts as not determined
-        (the LPs then decide)."""
-        nz = np.flatnonzero(free)
-        for k in np.unique(self.comp[nz]):
-            cols, rows = self.comp_cols[k], self.comp_rows[k]
-            if len(rows) == 0 or len(cols) * len(rows) > DENSE_DETERMINED:
-                return False
-            f = free[cols]
-            B = self.A_csr[rows][:, cols].toarray()
-            lam = np.linalg.lstsq(B.T, f, rcond=None)[0]
-            if np.abs(B.T @ lam - f).max() > 1e-9 * np.abs(f).max():
-                return False
-        return True
 
     def _ranges(self, free: np.ndarray, nz: np.ndarray):
         """Per component, the least and largest value of the row's part over the intruder's
