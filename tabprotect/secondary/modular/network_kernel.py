@@ -13,12 +13,12 @@ its deadline between slices (a compiled function does not read the clock).
 """
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import time
 
 import numpy as np
-
-from tabprotect.secondary.gauss.compile import NUMBA, jit, jit_inline
 
 #: nodes per call of the kernel (the caller checks its deadline between calls)
 SLICE_NODES = 4096
@@ -28,8 +28,26 @@ _ENTER, _LOOP, _RETURN = 0, 1, 2
 
 
 def compiled_available() -> bool:
-    """numba is installed (and not switched off): the kernel runs compiled."""
-    return NUMBA
+    """numba is installed (and not switched off by ``TABPROTECT_NO_NUMBA=1``)."""
+    return os.environ.get("TABPROTECT_NO_NUMBA") != "1" \
+        and importlib.util.find_spec("numba") is not None
+
+
+#: the kernels (name, inlined into their callers) that :func:`load_kernel` hands to numba
+_KERNELS: list[tuple[str, bool]] = []
+
+
+def jit(fn):
+    """A kernel: plain Python until :func:`load_kernel` compiles it (numba is imported
+    only then, so a run that never loads the kernels does not pay for it)."""
+    _KERNELS.append((fn.__name__, False))
+    return fn
+
+
+def jit_inline(fn):
+    """A small kernel helper, inlined into its compiled callers."""
+    _KERNELS.append((fn.__name__, True))
+    return fn
 
 
 _loaded = [False]
@@ -47,6 +65,11 @@ def load_kernel() -> float:
     if _loaded[0]:
         return 0.0
     start = time.perf_counter()
+    from numba import njit
+    names = globals()
+    for name, inline in _KERNELS:   # kernels call each other through these names
+        options = {"inline": "always"} if inline else {}
+        names[name] = njit(cache=True, nogil=True, **options)(names[name])
     one = np.ones((1, 1))
     search_slice(one, one, np.full(1, 1e-9), np.ones(1), 10, True, 0, False, 10,
                  KernelState(1, 1, np.ones(1)))
