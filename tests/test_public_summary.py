@@ -482,3 +482,14 @@ def test_figures_the_published_cells_determine(seed):
         assert not fixed or (reason is None and not checker.released)
         seen.add(fixed)
     assert seen == {True, False}
+
+
+def test_vertex_odds_stop_looking_once_most_looks_fail():
+    from tabprotect.public_summary.systems import VertexOdds
+    odds = VertexOdds(first=4, share=0.5)
+    for found in (False, True, False, True):
+        assert odds.worth()
+        odds.record(found)
+    assert odds.worth()                  # two of four found one
+    odds.record(False)
+    assert not odds.worth()              # two of five: the MILP at once from here on

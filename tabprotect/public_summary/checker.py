@@ -14,7 +14,8 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.moves import ComponentMoves
-from tabprotect.public_summary.systems import Bounds, Pace, Points, integral, integral_vertex
+from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds, integral,
+                                                integral_vertex)
 
 __all__ = ["Checker"]
 
@@ -81,6 +82,8 @@ class Checker:
         self.ends: dict[str, dict[int, np.ndarray]] = {"min": {}, "max": {}}
         # integer tables: the components' integral moves for the figure under check
         self.moves: ComponentMoves | None = None
+        # integer tables: whether an integral LP vertex is still looked for before a MILP
+        self.odds = VertexOdds()
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -385,15 +388,19 @@ class Checker:
                            col_upper=self.lp.col_upper[cols], sense=sense)
         res = solve(lp, time_limit=left)
         # an integral LP optimum is the integer one; an integral vertex at the LP end
-        # rounded inward is too (a single cell: no integer point goes past it); the
-        # MILP only where neither is found
+        # rounded inward is too (a single cell: no integer point goes past it), and so is
+        # any integral point there (a MILP without objective, which stops at its first
+        # point); the MILP of the end only where none of these is found
         if res.status == "optimal" and not integral(res.x):
             jj = np.searchsorted(cols, objective)
             point = None
-            if len(jj) == 1:
+            if len(jj) == 1 and self.odds.worth():
                 v = res.x[jj[0]]
                 end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
                 point = integral_vertex(lp, jj[0], end, left)
+                self.odds.record(point is not None)
+            if point is None and len(jj) == 1:
+                point = _integral_point_at(lp, jj[0], res.x[jj[0]], sense, left)
             res = point if point is not None else solve(
                 dataclasses.replace(lp, integrality=np.full(len(cols), True)),
                 time_limit=left)
@@ -500,3 +507,17 @@ class Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+def _integral_point_at(lp: LinearProgram, j: int, v: float, sense: str, time_limit):
+    """An integral solution of ``lp`` with column ``j`` at its LP end ``v`` rounded
+    inward (a MILP without objective), or None where there is none (or none in time)."""
+    end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if not lo[j] <= end <= hi[j]:
+        return None
+    lo[j] = hi[j] = end
+    res = solve(dataclasses.replace(lp, c=np.zeros(lp.n_cols), col_lower=lo, col_upper=hi,
+                                    sense="min", integrality=np.full(lp.n_cols, True)),
+                time_limit=time_limit)
+    return res if res.status == "optimal" else None
