@@ -102,7 +102,7 @@ class ProtectSettings:
     repair_lp_relative_seconds: float = 1.0
     #: ... and at most this share of what the repair may spend of a budget (the rest:
     #: the leaf cubes for the primaries not reached, a second round; at 0.75 the cubes
-    #: of hier 37^3 under load ran out of time and left more primaries short)
+    #: of hier 37^3 under load run out of time and leave more primaries short)
     repair_lp_share: float = 0.5
     #: ... in batches of this many primaries per worker (the time is checked between
     #: batches: a batch is not cut short by it, each primary gets a deviation or a cube)
