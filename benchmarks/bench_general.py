@@ -18,11 +18,12 @@ integer rows); "prepare s" is their sum.
 Part ``protect`` (per table and method): ``protect(table, method, cost="value",
 time_limit=T)``; "protect" is its own verdict, "audit" the benchmark's independent
 audit of the returned pattern (``tabprotect.audit.audit``, verdict mode, its own time
-limit; UNDECIDED when it runs out), then secondaries, cost and wall seconds.  gauss's
-compiled kernel is loaded (or compiled) once before the first row.  The row
-"tau-Argus OPT" is pytauargus' optimal engine (FullJJ on the JJ file of the same table,
-``max_time`` in whole minutes, a child process of ``--peer-python``) with its pattern
-judged by the same audit.
+limit; UNDECIDED when it runs out), then secondaries, cost, wall seconds and CPU
+seconds (the call's, every thread of the process).  gauss's compiled kernel is loaded
+(or compiled) once before the first row.  The row "tau-Argus OPT" is pytauargus'
+optimal engine (FullJJ on the JJ file of the same table, ``max_time`` in whole minutes,
+a child process of ``--peer-python``; its seconds are the child's whole run, start-up
+and import included) with its pattern judged by the same audit.
 
 Usage::
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,6 +53,7 @@ from tabprotect.errors import InputError  # noqa: E402
 from tabprotect.io.jj import read_jj, write_jj  # noqa: E402
 from tabprotect.model.structure import product_structure  # noqa: E402
 from tabprotect.secondary import cost_vector, protect  # noqa: E402
+from tabprotect.secondary.base import METHODS  # noqa: E402
 from tabprotect.secondary.candidates import candidate_cells  # noqa: E402
 from tabprotect.secondary.feasibility import feasibility_stage  # noqa: E402
 from tabprotect.secondary.gauss import gauss  # noqa: E402
@@ -128,18 +131,18 @@ def judge(table, status, seconds: float, singleton: bool = True) -> str:
 
 def run_method(table, method: str, limit: float, audit_seconds: float) -> dict:
     c = cost_vector(table, "value")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         res = protect(table, method=method, cost="value", time_limit=limit)
     except Exception as err:  # noqa: BLE001 - a method's failure is a row of the result
         return {"verdict": f"error: {str(err).splitlines()[0][:80]}",
                 "seconds": time.perf_counter() - t0}
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     status = res.confidential_table.status
     return {"protect": "PASSED" if res.passed else "FAILED",
             "verdict": judge(table, status, audit_seconds),
             "secondaries": int((status == "M").sum()), "cost": float(c[status == "M"].sum()),
-            "seconds": wall}
+            "seconds": wall, "CPU s": cpu}
 
 
 TAU_SCRIPT = r"""
@@ -161,13 +164,15 @@ def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict
     minutes = max(1, int(np.ceil(limit / 60)))
     with tempfile.TemporaryDirectory() as tmp:
         write_tau_jj(table, np.maximum(1, np.round(c)), Path(tmp) / "JJ.IN")
-        t0 = time.perf_counter()
+        t0, ru0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             p = subprocess.run([peer_python, "-c", TAU_SCRIPT, tmp, str(minutes)],
                                capture_output=True, text=True, timeout=minutes * 120 + 60)
         except subprocess.TimeoutExpired:
             return {"verdict": "no answer in time", "seconds": time.perf_counter() - t0}
         wall = time.perf_counter() - t0
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime
         out = Path(tmp) / "JJ.OUT"
         if p.returncode != 0 or not out.exists():
             tail = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
@@ -185,20 +190,25 @@ def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict
         plain = judge(table, status, audit_seconds, singleton=False)
         verdict += f"; without the single-contributor attack {plain}"
     return {"verdict": verdict, "secondaries": int(len(sec)),
-            "cost": float(c[sec].sum()), "seconds": wall}
+            "cost": float(c[sec].sum()), "seconds": wall, "CPU s": cpu}
 
 
-def warm_up() -> None:
+def warm_up(methods=()) -> None:
     """Compile (or load from numba's cache) gauss's kernel before any row is timed: a
     cold compile takes minutes on a loaded machine and would count against the first
-    table's time limit."""
+    table's time limit.  The methods' modules are imported too (a method's module is
+    imported at its first call; without cached bytecode, as on the benchmark machine,
+    that import compiles its sources and would count against the first table's row:
+    about 0.07 s for optimal)."""
+    for method in methods:
+        METHODS[method]
     table = linked_table("1k")
     gauss(table, cost_vector(table, "value"), widths="never", prune="never",
           kernel="compiled")
 
 
 PROTECT_COLUMNS = ["table", "cells", "primaries", "method", "protect", "verdict",
-                   "secondaries", "cost", "seconds"]
+                   "secondaries", "cost", "seconds", "CPU s"]
 
 
 # ---------------------------------------------------------------- output
@@ -250,7 +260,7 @@ def main(argv=None) -> None:
         linked = args.linked if args.linked is not None else ["1k", "10k"]
         names = args.tables + [f"linked-{s}" for s in linked]
         rows = []
-        warm_up()
+        warm_up(args.methods)
         for name in names:
             table = integer_version(name, _source(name)[0])
             head = {"table": name, "cells": table.n_cells,

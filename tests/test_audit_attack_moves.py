@@ -18,14 +18,16 @@ SEPARATE = AuditSettings(attacker_move_lps=0, attacker_group_min=0)
 MOVES = AuditSettings(attacker_move_lps=8, attacker_group_min=0)
 
 
-@pytest.mark.parametrize("seed,leaves", [(6, (3, 3)), (8, (4, 3)), (15, (4, 3)),
-                                         (6, (3, 2, 2)), (15, (3, 2, 2))])
+@pytest.mark.parametrize("seed,leaves", [(6, (3, 2, 2)), (8, (3, 2, 2)), (14, (3, 2, 2)),
+                                         (8, (2, 2, 3)), (10, (2, 3, 2))])
 def test_least_moves_match_brute_force(seed, leaves):
-    # every integral table enumerated: the attackers' verdict with least moves first is
-    # the definition's, for single contributors and coalitions of two
+    # every integral table of a tiny 3-D count table enumerated (3-D: where the moves
+    # run): the attackers' verdict with least moves first is the definition's, for
+    # single contributors and coalitions of two
     t = _tiny_pattern(seed, leaves)
     safe = (t.status == "U") & audit(t, integer=True).protected
     assert safe.any()
+    used = 0
     for singleton, coalition in ((True, None), (False, 2)):
         truth = _brute_attacked(t, singleton, coalition or 0)[safe]
         for mode in ("intervals", "verdict"):
@@ -33,19 +35,20 @@ def test_least_moves_match_brute_force(seed, leaves):
                         mode=mode, settings=MOVES)
             np.testing.assert_array_equal(res.attacked[safe], truth,
                                           err_msg=f"{mode}, coalition {coalition}")
+            used += res.n_attacker_moves
+    assert used > 0
 
 
-def _count_pattern(seed: int):
+def _count_pattern(seed: int, leaves=None):
     rng = np.random.default_rng(seed)
-    nd = 2 + seed % 2
-    leaves = tuple(int(k) for k in rng.integers(3, 6 if nd == 2 else 4, nd))
+    leaves = leaves or tuple(int(k) for k in rng.integers(2, 5, 3))
     return _pattern(rng, _flat_table(rng, leaves, "frequency"), "frequency")
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_least_moves_same_verdict_as_separate_passes(seed):
-    # random 2-D and 3-D count tables, single contributors: cell by cell the same
-    # verdict as each attacker's own pass alone, in both modes
+    # random 3-D count tables, single contributors: cell by cell the same verdict as
+    # each attacker's own pass alone, in both modes
     t = _count_pattern(seed)
     for mode in ("verdict", "intervals"):
         alone = audit(t, singleton=True, mode=mode, settings=SEPARATE)
@@ -55,13 +58,12 @@ def test_least_moves_same_verdict_as_separate_passes(seed):
 
 
 def test_least_moves_certify_and_spare_lps():
-    # on larger patterns (81 and 180 cells) the moves certify pairs the separate passes
-    # solve LPs for
+    # on 180-cell 3-D patterns the moves certify pairs the separate passes solve LPs
+    # for; on a 2-D table (integral LP vertices) they do not run
     used = spared = 0
-    for seed in range(6):
+    for seed in range(1, 12, 2):
         rng = np.random.default_rng(seed)
-        leaves = (5, 5, 4) if seed % 2 else (8, 8)
-        t = _pattern(rng, _flat_table(rng, leaves, "frequency"), "frequency")
+        t = _pattern(rng, _flat_table(rng, (5, 5, 4), "frequency"), "frequency")
         alone = audit(t, singleton=True, mode="verdict", settings=SEPARATE)
         moved = audit(t, singleton=True, mode="verdict", settings=MOVES)
         np.testing.assert_array_equal(moved.attacked, alone.attacked)
@@ -69,6 +71,9 @@ def test_least_moves_certify_and_spare_lps():
         spared += alone.n_lp - moved.n_lp
         assert alone.n_attacker_moves == 0
     assert used > 0 and spared > 0
+    flat = _pattern(np.random.default_rng(2), _flat_table(np.random.default_rng(2), (8, 8),
+                                                           "frequency"), "frequency")
+    assert audit(flat, singleton=True, mode="verdict", settings=MOVES).n_attacker_moves == 0
 
 
 def _square_system() -> ReducedSystem:

@@ -456,9 +456,9 @@ def test_end_points_of_other_components_are_the_moves_looked_up_first(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_figures_the_published_cells_determine(seed):
-    # a figure released without an LP because the relations fix it: exactly the figures
-    # whose least and largest values over the intruder's system (independent LPs over
-    # every cell, published cells fixed) agree
+    # a figure is released as one the published cells determine (no row of the later
+    # checks) exactly when its least and largest values over the intruder's system
+    # (independent LPs over every cell, published cells fixed) agree
     from tabprotect.public_summary.checker import Checker
     rng = np.random.default_rng(seed)
     rows, cols = 4, 5
@@ -477,6 +477,19 @@ def test_figures_the_published_cells_determine(seed):
                         method="highs").fun * sign for sign in (1.0, -1.0)]
         fixed = abs(ends[1] - ends[0]) <= 1e-7 * max(1.0, abs(ends[0]))
         checker = Checker(t, st, False, 1e-6, None)
-        assert checker._determined(w[checker.cells]) == fixed
+        reason = checker.try_release(w, float(w @ t.value))
+        assert (len(checker.determined) == 1) == fixed
+        assert not fixed or (reason is None and not checker.released)
         seen.add(fixed)
     assert seen == {True, False}
+
+
+def test_vertex_odds_stop_looking_once_most_looks_fail():
+    from tabprotect.public_summary.systems import VertexOdds
+    odds = VertexOdds(first=4, share=0.5)
+    for found in (False, True, False, True):
+        assert odds.worth()
+        odds.record(found)
+    assert odds.worth()                  # two of four found one
+    odds.record(False)
+    assert not odds.worth()              # two of five: the MILP at once from here on

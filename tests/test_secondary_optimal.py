@@ -673,6 +673,25 @@ def test_witness_prune_takes_the_same_decisions_as_the_check_by_check_prune(seed
 _TREE_OPTIMA: dict = {}  # brute-force optimum per (seed, cost, primaries): shared by variants
 
 
+def test_root_stall_keeps_the_brute_force_optimum():
+    # roots that stop separating after a round that gains less than the (large)
+    # tolerance leave the rest to the tree: the same proven optimum as brute force
+    options = OptimalOptions(root_stall_rounds=1, root_stall_tol=0.5, gomory_rounds=0,
+                             cover_cuts=False)
+    stalled = 0
+    for seed, cost_name in [(7, "value"), (0, "value"), (16, "unity")]:
+        table = hier_table(seed, n_primary=3)
+        cost = cost_vector(table, cost_name)
+        req = Requirements.from_table(table, singleton=True)
+        out = benders(table, cost, req, candidate_cells(table), options=options)
+        assert out.proven_optimal
+        stalled += out.details.get("root_stalled", False)
+        assert audit(table.replace(status=out.status), singleton=True).passed
+        assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost),
+                                                                 rel=1e-6)
+    assert stalled > 0
+
+
 @pytest.mark.parametrize("seed,cost_name,n_primary", [
     pytest.param(16, "unity", 3, marks=pytest.mark.slow), (7, "value", 3), (0, "value", 2),
     pytest.param(11, "value", 2, marks=pytest.mark.slow)])

@@ -202,7 +202,9 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
         aimed = ~np.isin(targets_all, attacker.members)
         attacked[targets_all[aimed & proven]] = True
         targets_of.append(targets_all[aimed & ~proven])
-    if task.settings.attacker_move_lps and attackers:
+    if task.fractional_vertices and task.settings.attacker_move_lps and attackers:
+        # (where every vertex is integral, the attackers' own aggregate LPs certify
+        # many primaries each, and the least moves cost more LPs than they spare)
         targets_of = move_passes(task, attackers, targets_of, counters)
     least = task.settings.attacker_group_min
     if least and len(attackers) >= max(2, least):

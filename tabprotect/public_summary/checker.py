@@ -14,13 +14,11 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.moves import ComponentMoves
-from tabprotect.public_summary.systems import Bounds, Pace, Points, integral, integral_vertex
+from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds, integral,
+                                                integral_vertex)
 
 __all__ = ["Checker"]
 
-#: entries (columns x rows) of a component's relations fitted densely to see whether the
-#: published cells determine a figure's part there (a 2,000 x 2,000 block: 32 MB)
-DENSE_DETERMINED = 4_000_000
 
 
 class Checker:
@@ -72,7 +70,8 @@ class Checker:
         self.rows: list[tuple[np.ndarray, np.ndarray]] = []
         # per released figure: its coefficients over the unpublished cells
         self.released: list[np.ndarray] = []
-        # the same for released figures the published cells determine (no row added)
+        # the same for released figures the published cells determine (constant over the
+        # intruder's system: not a row of the later checks)
         self.determined: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
@@ -83,6 +82,8 @@ class Checker:
         self.ends: dict[str, dict[int, np.ndarray]] = {"min": {}, "max": {}}
         # integer tables: the components' integral moves for the figure under check
         self.moves: ComponentMoves | None = None
+        # integer tables: whether an integral LP vertex is still looked for before a MILP
+        self.odds = VertexOdds()
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -98,13 +99,15 @@ class Checker:
             return None          # a function of published cells only
         if self._implied(free):
             return None          # the intruder computes it from the figures released
-        if self._determined(free):
-            self.determined.append(free)
-            return None          # the intruder computes it from the published cells
         band = abs(truth - rhs) + 1e-12 * scale
         ranges = self._ranges(free, nz)
         if ranges is None:
             return "time"
+        if np.all(ranges[1] - ranges[0] <= 1e-9 * scale):
+            # constant over the intruder's system: the published cells determine it, so
+            # it adds nothing, and later figures are checked as if it were not there
+            self.determined.append(free)
+            return None
         active = self._active(ranges, scale, rhs - const, band)
         targets = self.primary[active[self.comp[self.primary]]]
         if len(targets) == 0:
@@ -133,25 +136,6 @@ class Checker:
         R = np.array(self.released + self.determined).T
         a = np.linalg.lstsq(R, free, rcond=None)[0]
         return bool(np.abs(R @ a - free).max() <= 1e-9 * np.abs(free).max())
-
-    def _determined(self, free: np.ndarray) -> bool:
-        """The row's part over the unpublished cells is a combination of the relations'
-        rows: the published cells fix its value (up to the relations' rounding bands), so
-        it tells the intruder nothing more and needs no LP.  Checked per component (every
-        relation lies in one), each by a dense least-squares fit up to
-        :data:`DENSE_DETERMINED` entries; a larger component counts as not determined
-        (the LPs then decide)."""
-        nz = np.flatnonzero(free)
-        for k in np.unique(self.comp[nz]):
-            cols, rows = self.comp_cols[k], self.comp_rows[k]
-            if len(rows) == 0 or len(cols) * len(rows) > DENSE_DETERMINED:
-                return False
-            f = free[cols]
-            B = self.A_csr[rows][:, cols].toarray()
-            lam = np.linalg.lstsq(B.T, f, rcond=None)[0]
-            if np.abs(B.T @ lam - f).max() > 1e-9 * np.abs(f).max():
-                return False
-        return True
 
     def _ranges(self, free: np.ndarray, nz: np.ndarray):
         """Per component, the least and largest value of the row's part over the intruder's
@@ -404,15 +388,19 @@ class Checker:
                            col_upper=self.lp.col_upper[cols], sense=sense)
         res = solve(lp, time_limit=left)
         # an integral LP optimum is the integer one; an integral vertex at the LP end
-        # rounded inward is too (a single cell: no integer point goes past it); the
-        # MILP only where neither is found
+        # rounded inward is too (a single cell: no integer point goes past it), and so is
+        # any integral point there (a MILP without objective, which stops at its first
+        # point); the MILP of the end only where none of these is found
         if res.status == "optimal" and not integral(res.x):
             jj = np.searchsorted(cols, objective)
             point = None
-            if len(jj) == 1:
+            if len(jj) == 1 and self.odds.worth():
                 v = res.x[jj[0]]
                 end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
                 point = integral_vertex(lp, jj[0], end, left)
+                self.odds.record(point is not None)
+            if point is None and len(jj) == 1:
+                point = _integral_point_at(lp, jj[0], res.x[jj[0]], sense, left)
             res = point if point is not None else solve(
                 dataclasses.replace(lp, integrality=np.full(len(cols), True)),
                 time_limit=left)
@@ -519,3 +507,17 @@ class Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+def _integral_point_at(lp: LinearProgram, j: int, v: float, sense: str, time_limit):
+    """An integral solution of ``lp`` with column ``j`` at its LP end ``v`` rounded
+    inward (a MILP without objective), or None where there is none (or none in time)."""
+    end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if not lo[j] <= end <= hi[j]:
+        return None
+    lo[j] = hi[j] = end
+    res = solve(dataclasses.replace(lp, c=np.zeros(lp.n_cols), col_lower=lo, col_upper=hi,
+                                    sense="min", integrality=np.full(lp.n_cols, True)),
+                time_limit=time_limit)
+    return res if res.status == "optimal" else None

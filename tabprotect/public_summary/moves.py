@@ -155,7 +155,10 @@ class ComponentMoves:
         res = solve(lp, time_limit=left)
         # an integral vertex of the LP is an answer; the MILP only where none is found
         if res.status == "optimal" and not integral(res.x):
-            point = integral_vertex(lp, None, None, left)
+            point = None
+            if self.system.odds.worth():
+                point = integral_vertex(lp, None, None, left)
+                self.system.odds.record(point is not None)
             res = point if point is not None else solve(
                 dataclasses.replace(lp, integrality=np.full(len(cols), True)),
                 time_limit=left)

@@ -8,7 +8,9 @@ published unless that would put some primary cell in the span of the published c
 in which case it becomes a secondary suppression (:mod:`.method`).  With the
 single-contributor attack (``singleton=True``) a candidate is also refused when it would
 put a primary in the span of the published cells and one suppressed single-contributor
-cell (:mod:`.singletons`).  The result has no exact linear disclosure of any primary.
+cell (:mod:`.singletons`).  The result has no exact linear disclosure of any primary; on
+count tables an attack step then gives every primary witnesses of its levels against
+each single contributor (:mod:`.attack`).
 On general tables a width step first gives every primary a feasible table that reaches
 its protection levels (:mod:`.widths`); elsewhere the levels are enforced by
 :func:`tabprotect.secondary.protect`'s audit and repair.

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tabprotect.secondary.modular import network_kernel as kernels
+
 #: flows and cuts below this (relative to the requirement) count as zero
 EPS = 1e-12
 
@@ -82,11 +84,16 @@ class Network:
         """The maximum flow from node ``source`` to ``sink`` when cell ``e`` carries up
         to ``forward[e]`` from tail to head and ``backward[e]`` back (cells in ``skip``
         carry none), and the source side of a minimum cut (bool mask over nodes)."""
-        cap = self.capacities(forward, backward, skip)
-        return max_flow(cap, source, sink)
+        if kernels.kernel_loaded():     # the same capacities and paths, compiled
+            total, side = kernels.flow_compiled(
+                self.tail, self.head, np.asarray(forward, dtype=float),
+                np.asarray(backward, dtype=float), np.asarray(skip, dtype=np.int64),
+                self.n_nodes, source, sink, EPS)
+            return float(total), side
+        return max_flow(self.capacities(forward, backward, skip).tolist(), source, sink)
 
     def capacities(self, forward: np.ndarray, backward: np.ndarray,
-                   skip: tuple[int, ...] = ()) -> list[list[float]]:
+                   skip: tuple[int, ...] = ()) -> np.ndarray:
         """Node-to-node capacities (parallel cells add up)."""
         n = self.n_nodes
         cap = np.zeros((n, n))
@@ -96,7 +103,7 @@ class Network:
             fwd[e] = bwd[e] = 0.0
         np.add.at(cap, (self.tail, self.head), fwd)
         np.add.at(cap, (self.head, self.tail), bwd)
-        return cap.tolist()
+        return cap
 
 
 def _node_signs(A, m: int, counts: np.ndarray) -> np.ndarray | None:

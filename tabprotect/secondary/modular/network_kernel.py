@@ -1,11 +1,13 @@
-"""The cut search's branch and bound over known cut rows, compiled (numba).
+"""Network sub-tables' cut search, cut listing and maximum flows, compiled (numba).
 
 :class:`~.network_search._Search` over cut rows alone (no lazy conditions) spends its
 time in a few dozen small numpy operations per node.  This kernel is the same search as
 plain loops compiled by numba: the same row choice, fractional cover bounds, branch
 order, dominance tests and node counts, so it finds the same pattern; only the cost per
 node drops (no per-node allocation, the covers built greedily up to the row's need
-instead of sorting every candidate of every short row).
+instead of sorting every candidate of every short row).  :func:`list_rows` lists the
+cut rows of ``network_cuts.cut_rows_both`` and :func:`flow_compiled` computes
+``Network.flow``, each giving the numpy code's floats.
 
 The depth-first search runs on an explicit stack kept in arrays (:class:`KernelState`),
 so a call stops after a slice of nodes and a later call resumes it: the caller checks
@@ -13,12 +15,12 @@ its deadline between slices (a compiled function does not read the clock).
 """
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import time
 
 import numpy as np
-
-from tabprotect.secondary.gauss.compile import NUMBA, jit, jit_inline
 
 #: nodes per call of the kernel (the caller checks its deadline between calls)
 SLICE_NODES = 4096
@@ -28,8 +30,26 @@ _ENTER, _LOOP, _RETURN = 0, 1, 2
 
 
 def compiled_available() -> bool:
-    """numba is installed (and not switched off): the kernel runs compiled."""
-    return NUMBA
+    """numba is installed (and not switched off by ``TABPROTECT_NO_NUMBA=1``)."""
+    return os.environ.get("TABPROTECT_NO_NUMBA") != "1" \
+        and importlib.util.find_spec("numba") is not None
+
+
+#: the kernels (name, inlined into their callers) that :func:`load_kernel` hands to numba
+_KERNELS: list[tuple[str, bool]] = []
+
+
+def jit(fn):
+    """A kernel: plain Python until :func:`load_kernel` compiles it (numba is imported
+    only then, so a run that never loads the kernels does not pay for it)."""
+    _KERNELS.append((fn.__name__, False))
+    return fn
+
+
+def jit_inline(fn):
+    """A small kernel helper, inlined into its compiled callers."""
+    _KERNELS.append((fn.__name__, True))
+    return fn
 
 
 _loaded = [False]
@@ -42,14 +62,27 @@ def kernel_loaded() -> bool:
 
 
 def load_kernel() -> float:
-    """Load the kernel by one search of a one-row problem; the seconds it took (0 once
-    loaded)."""
+    """Load the kernels (numba's import, each kernel compiled or read from its cache) by
+    one call of each on a tiny problem; the seconds it took (0 once loaded)."""
     if _loaded[0]:
         return 0.0
     start = time.perf_counter()
+    try:
+        from numba import njit
+    except ImportError:     # a broken numba installation: the kernels stay plain Python
+        njit = None
+    names = globals()
+    for name, inline in _KERNELS if njit is not None else ():
+        # kernels call each other through these names
+        options = {"inline": "always"} if inline else {}
+        names[name] = njit(cache=True, nogil=True, **options)(names[name])
     one = np.ones((1, 1))
     search_slice(one, one, np.full(1, 1e-9), np.ones(1), 10, True, 0, False, 10,
                  KernelState(1, 1, np.ones(1)))
+    ends, cells = np.array([0], np.int64), np.array([1], np.int64)
+    _list_rows(ends, cells, np.ones(1), np.ones(1), ends, cells, np.ones(1), np.ones(1),
+               ends, 1, 1.0, 1.0, 1)
+    flow_compiled(ends, cells, np.ones(1), np.ones(1), ends[:0], 2, 0, 1, 1e-12)
     _loaded[0] = True
     return time.perf_counter() - start
 
@@ -57,9 +90,10 @@ def load_kernel() -> float:
 class KernelState:
     """The search's stack and results between calls of :func:`search_slice`.
 
-    Frame ``f`` is the node at depth ``f`` (``f`` candidates chosen): its slack per row,
-    its cost, its own copy of the left-out candidates, its branch and the position in
-    it, and its dominance flags."""
+    Frame ``f`` is the node at depth ``f`` (``f`` candidates chosen): its short rows
+    (a row met stays met below, so a node looks only at its parent's short rows) and
+    their slack, its cost, its own copy of the left-out candidates, its branch and the
+    position in it, and its dominance flags."""
 
     def __init__(self, n_rows: int, n: int, deficit: np.ndarray):
         depth = n + 1
@@ -67,6 +101,11 @@ class KernelState:
         self.excluded = np.zeros((depth, n), np.bool_)
         self.slack = np.zeros((depth, n_rows))
         self.slack[0] = deficit
+        #: per frame, its short rows (on entry: the parent's, filtered there)
+        self.rows = np.zeros((depth, max(n_rows, 1)), np.int64)
+        self.rows[0, :n_rows] = np.arange(n_rows)
+        self.n_short = np.zeros(depth, np.int64)
+        self.n_short[0] = n_rows
         self.cost = np.zeros(depth)
         self.branch = np.zeros((depth, max(n, 1)), np.int64)
         self.branch_len = np.zeros(depth, np.int64)
@@ -79,8 +118,8 @@ class KernelState:
         self.ints = np.array([0, _ENTER, 0, 0, 0], np.int64)
         #: the best pattern's cost
         self.floats = np.array([np.inf])
-        # scratch: the node's candidates, short rows, their supports, greedy marks
-        self.work = np.zeros((3, max(n, n_rows, 1)), np.int64)
+        # scratch: the node's candidates, the short rows' supports
+        self.work = np.zeros((2, max(n, n_rows, 1)), np.int64)
         self.ratio = np.zeros(max(n, 1))
 
 
@@ -90,17 +129,17 @@ def search_slice(K: np.ndarray, KT: np.ndarray, tol: np.ndarray, c: np.ndarray,
     """Run the search in ``st`` until it ends or has entered ``pause_at`` nodes; True
     when it ended."""
     return _search(K, KT, tol, c, max_nodes, dominance, dominance_after, first_only,
-                   pause_at, st.chosen, st.excluded, st.slack, st.cost, st.branch,
+                   pause_at, st.chosen, st.excluded, st.slack, st.rows, st.n_short,
+                   st.cost, st.branch,
                    st.branch_len, st.branch_pos, st.dom_state, st.dominated, st.best,
                    st.ints, st.floats, st.work, st.ratio)
 
 
 @jit
 def _search(K, KT, tol, c, max_nodes, dominance, dominance_after, first_only, pause_at,
-            chosen, excluded, slack, cost, branch, branch_len, branch_pos, dom_state,
-            dominated, best, ints, floats, work, ratio):
+            chosen, excluded, slack, rows, n_short, cost, branch, branch_len, branch_pos,
+            dom_state, dominated, best, ints, floats, work, ratio):
     """The depth-first branch and bound of ``_Search._node`` over an explicit stack."""
-    n_rows = K.shape[0]
     n = K.shape[1]
     f, phase, nodes, gave_up = ints[0], ints[1], ints[2], ints[3]
     best_cost = floats[0]
@@ -114,8 +153,15 @@ def _search(K, KT, tol, c, max_nodes, dominance, dominance_after, first_only, pa
             if nodes > max_nodes:
                 gave_up = 1
                 break
-            blen = _row_branch(K, tol, c, slack[f], excluded[f], chosen, cost[f],
-                               best_cost, branch[f], work, ratio)
+            m = 0                           # the rows still short here
+            for i in range(n_short[f]):
+                r = rows[f, i]
+                if slack[f, r] > tol[r]:
+                    rows[f, m] = r
+                    m += 1
+            n_short[f] = m
+            blen = _row_branch(K, tol, c, slack[f], rows[f, :m], excluded[f], chosen,
+                               cost[f], best_cost, branch[f], work, ratio)
             if blen < 0:                    # every row met: a pattern
                 if cost[f] < best_cost:
                     best_cost = cost[f]
@@ -141,8 +187,8 @@ def _search(K, KT, tol, c, max_nodes, dominance, dominance_after, first_only, pa
                 ce = c[e]
                 if k > 0 and dom_state[f] > 0 and ce + cf < best_cost:
                     if dom_state[f] == 1:
-                        _judge_dominated(K, tol, c, slack[f], branch[f], branch_len[f],
-                                         dominated[f])
+                        _judge_dominated(K, c, slack[f], rows[f, :n_short[f]], branch[f],
+                                         branch_len[f], dominated[f])
                         dom_state[f] = 2
                     if dominated[f, k]:
                         excluded[f, e] = True
@@ -154,8 +200,11 @@ def _search(K, KT, tol, c, max_nodes, dominance, dominance_after, first_only, pa
                     continue
                 chosen[e] = True
                 branch_pos[f] = k
-                for r in range(n_rows):
+                for i in range(n_short[f]):
+                    r = rows[f, i]
                     slack[f + 1, r] = slack[f, r] - KT[e, r]
+                    rows[f + 1, i] = r
+                n_short[f + 1] = n_short[f]
                 cost[f + 1] = cf + ce
                 for j in range(n):
                     excluded[f + 1, j] = excluded[f, j]
@@ -178,25 +227,24 @@ def _search(K, KT, tol, c, max_nodes, dominance, dominance_after, first_only, pa
 
 
 @jit_inline
-def _row_branch(K, tol, c, slack, excluded, chosen, cost, best_cost, out, work, ratio):
-    """``_Search._row_branch`` at one node: the branch's candidates written to ``out``
-    and their number; 0 to drop the node, -1 when no row is short (a pattern)."""
-    n_rows = K.shape[0]
+def _row_branch(K, tol, c, slack, short, excluded, chosen, cost, best_cost, out, work,
+                ratio):
+    """``_Search._row_branch`` at one node (``short``: its short rows, in order): the
+    branch's candidates written to ``out`` and their number; 0 to drop the node, -1
+    when no row is short (a pattern)."""
     n = K.shape[1]
     avail = work[0]
-    short = work[1]
-    support = work[2]
+    support = work[1]
     na = 0
     for j in range(n):
         if not chosen[j] and not excluded[j]:
             avail[na] = j
             na += 1
-    n_short = 0
+    n_short = len(short)
     least = n + 1
-    for r in range(n_rows):
+    for i in range(n_short):
+        r = short[i]
         need = slack[r]
-        if not need > tol[r]:
-            continue
         count = 0
         for q in range(na):
             k = min(K[r, avail[q]], need)
@@ -205,9 +253,7 @@ def _row_branch(K, tol, c, slack, excluded, chosen, cost, best_cost, out, work, 
                 count += 1
         if na == 0 or _pairwise(ratio, 0, na) < need - tol[r]:
             return 0                        # the row cannot be met (numpy's sum)
-        short[n_short] = r
-        support[n_short] = count
-        n_short += 1
+        support[i] = count
         least = min(least, count)
     if n_short == 0:
         return -1
@@ -285,9 +331,8 @@ def _cover(K, r, need, avail, na, c, taken):
 
 
 @jit_inline
-def _judge_dominated(K, tol, c, slack, branch, blen, out):
-    """``_dominated_by_earlier`` of the node's branch over its short rows."""
-    n_rows = K.shape[0]
+def _judge_dominated(K, c, slack, short, branch, blen, out):
+    """``_dominated_by_earlier`` of the node's branch over its ``short`` rows."""
     for b in range(blen):
         out[b] = False
         eb = branch[b]
@@ -296,9 +341,9 @@ def _judge_dominated(K, tol, c, slack, branch, blen, out):
             if not c[ea] < c[eb]:
                 continue
             covers = True
-            for r in range(n_rows):
+            for r in short:
                 need = slack[r]
-                if need > tol[r] and min(K[r, ea], need) < min(K[r, eb], need):
+                if min(K[r, ea], need) < min(K[r, eb], need):
                     covers = False
                     break
             if covers:
@@ -451,3 +496,73 @@ def _block(a, lo, n):
         res += a[lo + i]
         i += 1
     return res
+
+
+@jit
+def flow_compiled(tail, head, forward, backward, skip, n_nodes, source, sink, eps_rel):
+    """``Network.flow`` compiled: the capacities added up cell by cell as
+    ``Network.capacities`` adds them (``np.add.at``: in cell order, forwards then
+    backwards; the ``skip`` cells carry none), then :func:`max_flow_compiled`."""
+    cap = np.zeros((n_nodes, n_nodes))
+    n = len(tail)
+    carried = np.ones(n, np.bool_)
+    for e in skip:
+        carried[e] = False
+    for e in range(n):
+        cap[tail[e], head[e]] += forward[e] if carried[e] else 0.0
+    for e in range(n):
+        cap[head[e], tail[e]] += backward[e] if carried[e] else 0.0
+    return max_flow_compiled(cap, source, sink, eps_rel)
+
+
+@jit
+def max_flow_compiled(cap, source, sink, eps_rel):
+    """``network.max_flow`` compiled: Edmonds-Karp on the dense capacity matrix ``cap``
+    (modified into the residual capacities), the same breadth-first order and pushes,
+    so the same flow value and minimum cut (source side, bool per node)."""
+    n = cap.shape[0]
+    top = 0.0
+    for u in range(n):
+        for v in range(n):
+            if cap[u, v] < math.inf and cap[u, v] > top:
+                top = cap[u, v]
+    eps = eps_rel * max(1.0, top)
+    near = np.zeros((n, n), np.bool_)
+    for u in range(n):
+        for v in range(n):
+            near[u, v] = cap[u, v] > 0 or cap[v, u] > 0
+    parent = np.empty(n, np.int64)
+    queue = np.empty(n, np.int64)
+    total = 0.0
+    while True:
+        parent[:] = -1
+        parent[source] = source
+        queue[0] = source
+        head, tail = 0, 1
+        while head < tail and parent[sink] < 0:
+            u = queue[head]
+            head += 1
+            for v in range(n):
+                if near[u, v] and parent[v] < 0 and cap[u, v] > eps:
+                    parent[v] = u
+                    queue[tail] = v
+                    tail += 1
+        if parent[sink] < 0:
+            break
+        push = math.inf
+        v = sink
+        while v != source:
+            u = parent[v]
+            push = min(push, cap[u, v])
+            v = u
+        if push == math.inf:        # a path of unbounded cells: no finite cut
+            total = math.inf
+            break
+        v = sink
+        while v != source:
+            u = parent[v]
+            cap[u, v] -= push
+            cap[v, u] += push
+            v = u
+        total += push
+    return total, parent >= 0

@@ -258,11 +258,23 @@ class BranchAndCut:
                 time.perf_counter() - tg)
         return n_new
 
+    def _root_stalled(self, history: list, obj: float) -> bool:
+        """The root's bound gained less than ``root_stall_tol`` (relative) over its
+        last ``root_stall_rounds`` separation rounds: the tree takes over.  Records
+        ``obj`` in ``history``."""
+        opt = self.s.options
+        history.append(obj)
+        k = opt.root_stall_rounds
+        if k is None or len(history) <= k:
+            return False
+        return obj - history[-1 - k] <= opt.root_stall_tol * max(1.0, abs(obj))
+
     def node_lp(self, lo: np.ndarray, hi: np.ndarray, root: bool):
         """Cut loop at one node: (bound, z, reduced costs), None when pruned, or TIME."""
         s, master, opt = self.s, self.s.master, self.s.options
         master.model.set_col_bounds(self.all_cols, lo, hi)
         last_obj = -np.inf
+        history: list[float] = []   # the root's objective per separation round
         for rnd in range(opt.max_rounds):
             if s.out_of_search_time():
                 return TIME
@@ -295,6 +307,9 @@ class BranchAndCut:
             # fractional: separate while the bound moves (more rounds at the root)
             if not root and (rnd >= opt.node_cut_rounds or r.objective <= last_obj
                              + opt.node_cut_tol * max(1.0, abs(last_obj))):
+                return bound, zc, r.reduced_costs
+            if root and self._root_stalled(history, float(r.objective)):
+                s.stats["root_stalled"] = True
                 return bound, zc, r.reduced_costs
             if self._fractional_round(zc, root) == 0:
                 return bound, zc, r.reduced_costs

@@ -156,10 +156,16 @@ class OptimalOptions:
     fallback_min_seconds: float = 1.0
 
     # ---- branch-and-cut
-    #: separation rounds per node below the root (the root runs to convergence) ...
+    #: separation rounds per node below the root (the root: see root_stall_rounds) ...
     node_cut_rounds: int = 5
     #: ... and the relative bound gain below which a node stops separating and branches
     node_cut_tol: float = 1e-4
+    #: the root stops separating and branches once its bound gained less than
+    #: root_stall_tol (relative) over its last root_stall_rounds rounds (None: the root
+    #: separates until no cut is found); a long tail of rounds each moving the bound a
+    #: little costs more than the tree it saves
+    root_stall_rounds: int | None = 3
+    root_stall_tol: float = 3e-3
     #: the repair heuristic runs on every n-th node's LP point
     heuristic_every: int = 10
     #: a new incumbent from a node is pruned (its redundant suppressions published again)

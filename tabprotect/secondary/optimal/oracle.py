@@ -271,10 +271,11 @@ class HybridOracle(AttackerOracle):
         floor = rhs * (1.0 - min_violation)
         req = self.req
         if kind == "width":
-            met = store.bound(p, 1.0, s, j, req.up, req.down, z, rhs) + \
-                store.bound(p, -1.0, s, j, req.up, req.down, z, rhs) >= floor
+            got = store.bound(p, 1.0, s, j, req.up, req.down, z, rhs, goal=floor)
+            met = got + store.bound(p, -1.0, s, j, req.up, req.down, z, rhs,
+                                    goal=floor - got) >= floor
         else:
-            met = store.bound(p, sign, s, j, req.up, req.down, z, rhs) >= floor
+            met = store.bound(p, sign, s, j, req.up, req.down, z, rhs, goal=floor) >= floor
         if met:
             store.skipped += 2 if kind == "width" else 1
         return met

@@ -41,7 +41,8 @@ class WitnessStore:
         if self.keep <= 0:
             return
         nz = np.abs(y) > ZERO * max(1.0, float(np.abs(y).max(initial=0.0)))
-        entry = (cols[nz], y[nz])
+        # (cells, values, {cell: its value} for the cells asked about so far)
+        entry = (cols[nz], y[nz], {})
         keys = [((p, sign), self._by)]
         if self.slot is not None:
             others = self.slot[entry[0]]
@@ -54,15 +55,19 @@ class WitnessStore:
             del lst[self.keep:]
 
     def bound(self, p: int, sign: float, s: int, j: int, up: np.ndarray,
-              down: np.ndarray, z: np.ndarray, rhs: float) -> float:
+              down: np.ndarray, z: np.ndarray, rhs: float, goal: float = np.inf) -> float:
         """The best lower bound on ``max sign * y_s`` over the LP with bounds
-        ``-min(down, rhs) z <= y <= min(up, rhs) z`` (and ``y_j = 0`` for ``j >= 0``)."""
+        ``-min(down, rhs) z <= y <= min(up, rhs) z`` (and ``y_j = 0`` for ``j >= 0``),
+        or the first one found that reaches ``goal``."""
         best = 0.0
-        for cols, y in self._by.get((p, sign), []) + self._shared.get((p, sign), []):
-            at = np.flatnonzero(cols == s)
-            if len(at) == 0:
-                continue
-            val = sign * float(y[at[0]])
+        for cols, y, seen in self._by.get((p, sign), []) + self._shared.get((p, sign), []):
+            if best >= goal:
+                break
+            ys = seen.get(s)
+            if ys is None:
+                at = np.flatnonzero(cols == s)
+                ys = seen[s] = float(y[at[0]]) if len(at) else 0.0
+            val = sign * ys
             if val <= best:
                 continue
             if j >= 0 and np.any(cols == j):

@@ -1,0 +1,250 @@
+"""Protection levels against the single-contributor attack, after the elimination.
+
+The elimination keeps every primary out of the span of the published cells and any one
+attacker's cell (:mod:`.singletons`): no contributor derives a primary exactly.  The
+audit asks more -- an interval reaching the protection levels against each attacker --
+and in 3-D count tables the two differ: the moves that keep one count-1 cell at its
+value can all pass through another count-1 cell twice as fast as through the primary,
+so its interval is 1.5 wide where 2 is asked (a vertex with coefficient 2).
+
+This step gives every condition (a primary and a direction, :func:`conditions`) witnesses
+against every attacker: feasible deviations (``A y = 0``, within each cell's range, every
+published cell at its value) that move the primary by its need and leave the attacker's
+cells where they are.  Per condition at most two protection LPs: the first over the
+pattern, attackers free but dear to move; the second with the attackers the first moved
+kept at their values.  The first holds against every attacker it does not move, the
+second against those it moved, so the two together hold against all.  Only when the
+pattern has no such deviation does the LP take published cells too (at their cost, as
+in :mod:`.widths`), and those are suppressed.  A witness also serves every other
+condition it moves far enough (scaled within the ranges), against the attackers it
+leaves in place; a condition is settled once no attacker is left that all its witnesses
+move.
+
+An attacker is a class of cells holding one record (:func:`tabprotect.records.same_record`;
+a cell outside a class is its own): its contributor knows them all and attacks none of
+them.  The witnesses are real-valued, as the audit's LP intruder's; the step proves
+nothing for an integer intruder (the audit judges that).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from tabprotect.model.table import Table
+from tabprotect.records import same_record
+from tabprotect.secondary.gauss.widths import WidthStep
+from tabprotect.secondary.prune import Condition
+
+
+@dataclass
+class AttackOutcome:
+    """What the attack step did."""
+
+    suppressed: np.ndarray  # the pattern (boolean per cell), extended
+    added: int              # cells it suppressed
+    lps: int                # protection LPs solved
+    unmet: int              # conditions left without witnesses (no LP solution, deadline)
+    timed_out: bool         # the deadline stopped it
+    skipped: int = 0        # conditions left to the audit: their component is too large
+
+
+class AttackStep(WidthStep):
+    """The attack step on one table (see the module docstring); the LPs and the
+    neighbourhoods are the width step's, with the attackers' cells movable at a price
+    (``attacker_weight``, a share of the median cost per unit: far dearer than a
+    suppressed cell, far cheaper than a new one).  ``max_component``: a condition whose
+    primary's component of the pattern has more cells is left to the audit (each of
+    its LPs spans the component)."""
+
+    def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
+                 max_component: int | None = None, **kwargs):
+        kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
+        super().__init__(table, cost, singleton=True, **kwargs)
+        self._labels: dict = {}
+        self.max_component = max_component
+        label = same_record(table, zeros_known=np.isin(table.status, ("P", "Z")))
+        cells = np.arange(table.n_cells)
+        #: per cell the attacker it belongs to (-1: none); a class's smallest cell
+        self.attacker = np.where(self.req.singleton, np.where(label >= 0, label, cells), -1)
+        self.attacker_weight = attacker_weight * max(float(np.median(self.cost)), 1e-12)
+
+    def conditions(self) -> list[Condition]:
+        """The width step's conditions at their levels exactly, without its margin: on
+        count tables a level is reached exactly, by an integral move, and a margin over
+        it asks for a cell the audit does not need (its tolerance takes rounding)."""
+        req = self.req
+        out = []
+        for c in super().conditions():
+            k = c.slot
+            level = req.need_up[k] if c.sign > 0 else req.need_down[k]
+            rng = req.up[c.cell] if c.sign > 0 else req.down[c.cell]
+            need = min(max(float(level), 0.5 * float(req.need_width[k])), float(rng))
+            out.append(Condition(c.cell, k, c.sign, need))
+        return out
+
+    def run(self, suppressed: np.ndarray, deadline: float | None = None) -> AttackOutcome:
+        """Extend the pattern ``suppressed`` until every condition has its witnesses."""
+        z = np.asarray(suppressed, bool).copy()
+        start = int(z.sum())
+        conds = self.conditions()
+        index = {(c.cell, c.sign): q for q, c in enumerate(conds)}
+        # per condition the attackers that every witness found so far moves (None: no
+        # witness yet); settled when empty
+        left: list[set | None] = [None] * len(conds)
+        lps = unmet = skipped = 0
+        timed_out = False
+        for q, cond in enumerate(conds):
+            if left[q] is not None and not left[q]:
+                continue
+            if self.max_component is not None and \
+                    len(self._component(cond.cell, z, False)[0]) > self.max_component:
+                skipped += 1
+                continue
+            if deadline is not None and time.perf_counter() > deadline:
+                timed_out = True
+                unmet += sum(1 for s in left[q:] if s is None or s)
+                break
+            n_lp, ok = self._settle(q, cond, z, conds, index, left, deadline)
+            lps += n_lp
+            unmet += not ok
+        return AttackOutcome(z, int(z.sum()) - start, lps, unmet, timed_out, skipped)
+
+    def _settle(self, q, cond, z, conds, index, left, deadline) -> tuple[int, bool]:
+        """Witnesses for condition ``q`` until no attacker is left: the first with the
+        attackers free, then one with every attacker it moved kept in place, else one per
+        such attacker; each over the pattern, with published cells too only where the
+        pattern has none.  Returns the LPs solved and whether the condition is settled."""
+        lps = 0
+
+        def step(fixed: set, widen: bool) -> bool:
+            nonlocal lps
+            found, n_lp = self._witness(cond, z, fixed, deadline, widen)
+            lps += n_lp
+            if found is not None:
+                cells, dev = found
+                moved = np.abs(dev) > 1e-9 * max(1.0, cond.need)
+                z[cells[moved]] = True
+                self._serve(cells[moved], dev[moved], conds, index, left)
+            return found is not None
+
+        if left[q] is None and not step(set(), widen=True):
+            return lps, False
+        if left[q] and len(left[q]) > 1:
+            step(set(left[q]), widen=False)
+        for a in sorted(left[q]):
+            if a in left[q] and not step({a}, widen=True):
+                return lps, False
+        return lps, True
+
+    def _serve(self, cells, dev, conds, index, left) -> None:
+        """Every condition the witness ``dev`` (on ``cells``) or its mirror moves far
+        enough, scaled within the ranges, is served against the attackers it leaves in
+        place."""
+        req = self.req
+        moved = set(self.attacker[cells][self.attacker[cells] >= 0].tolist())
+        up, dn = req.up[cells], req.down[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room_plus = np.where(dev > 0, up / dev, dn / -dev).min(initial=np.inf)
+            room_minus = np.where(dev > 0, dn / dev, up / -dev).min(initial=np.inf)
+        scales = [max(1.0, room_plus)] + ([-room_minus] if room_minus > 0 else [])
+        for scale in scales:
+            for c, d in zip(cells.tolist(), (scale * dev).tolist()):
+                q = index.get((c, 1.0 if d > 0 else -1.0))
+                if q is None or abs(d) < (1 - 1e-9) * conds[q].need or (left[q] is not None
+                                                           and not left[q]):
+                    continue
+                against = moved - {int(self.attacker[c])}
+                left[q] = against if left[q] is None else left[q] & against
+
+    def _witness(self, cond, z: np.ndarray, fixed: set, deadline: float | None,
+                 widen: bool):
+        """A deviation proving ``cond`` with the attackers ``fixed`` at their values:
+        over the primary's component of the pattern, then (``widen``) of the pattern and
+        the published cells; ``(cells, dev)`` or None, and the LPs solved."""
+        lps = 0
+        for movable in (False, True) if widen else (False,):
+            cells, sub = self._component(cond.cell, z, movable)
+            if len(cells) < 2:
+                continue
+            keep = np.isin(self.attacker[cells], list(fixed)) if fixed else None
+            lps += 1
+            y = self._solve_attack(cond, cells, sub, z, keep, deadline)
+            if y is not None:
+                return (cells, y), lps
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        return None, lps
+
+    def _component(self, cell: int, z: np.ndarray, widen: bool
+                   ) -> tuple[np.ndarray, sp.csr_matrix]:
+        """The cells linked to ``cell`` by relations through the pattern ``z`` (``widen``:
+        through the pattern and the candidates), and their relation rows; kept while the
+        pattern stays the same (most conditions share one component)."""
+        mask = z | self.candidate if widen else z.copy()
+        mask[cell] = True
+        key = (widen, int(z.sum()))
+        if self._labels.get("key") != key:
+            self._labels = {"key": key}
+        labels = self._labels.get(widen)
+        if labels is None or labels[cell] < 0:
+            labels = self._label(mask)
+            self._labels[widen] = labels
+        comp = self._labels.get((widen, labels[cell]))
+        if comp is None:
+            cells = np.flatnonzero(labels == labels[cell])
+            sub = self.A[:, cells].tocsr()
+            comp = (cells, sub[np.flatnonzero(np.diff(sub.indptr) > 0)])
+            self._labels[(widen, labels[cell])] = comp
+        return comp
+
+    def _label(self, mask: np.ndarray) -> np.ndarray:
+        """Per cell its component among the ``mask`` cells linked by relations (-1 off
+        the mask)."""
+        # scipy's graph module loads scipy.linalg: only a run of the step pays for it
+        from scipy.sparse.csgraph import connected_components
+        n_rel, n = self.incidence.shape
+        inc = self.incidence[:, np.flatnonzero(mask)].tocoo()
+        cols = np.flatnonzero(mask)[inc.col]
+        graph = sp.csr_matrix((np.ones(inc.nnz), (inc.row, n_rel + cols)),
+                              shape=(n_rel + n, n_rel + n))
+        _, lab = connected_components(graph, directed=False)
+        labels = np.where(mask, lab[n_rel:], -1)
+        return labels
+
+    def _solve_attack(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
+                      keep: np.ndarray | None, deadline: float | None):
+        """The protection LP over ``cells`` (relation rows ``sub``; every other cell, and
+        the ``keep`` ones, at its value): suppressed cells nearly free, attackers' cells
+        at ``attacker_weight``, published cells at their cost per unit of range."""
+        req = self.req
+        k = int(np.searchsorted(cells, cond.cell))
+        up, dn = req.up[cells].copy(), req.down[cells].copy()
+        if keep is not None:
+            up[keep] = dn[keep] = 0.0
+        need = cond.need
+        cost = self.cost[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wu = np.where(up > 0, cost / np.minimum(up, need), 0.0)
+            wd = np.where(dn > 0, cost / np.minimum(dn, need), 0.0)
+        zs = z[cells]
+        hidden = np.where(self.attacker[cells] >= 0, self.attacker_weight, self.free_weight)
+        hidden = hidden / need
+        weights = np.concatenate([np.where(zs, hidden, wu), np.where(zs, hidden, wd)])
+        lo = np.zeros(2 * len(cells))
+        hi = np.concatenate([up, dn])
+        reach = need * (1 - 1e-9)    # the LP's own tolerance decides the rest
+        if cond.sign > 0:
+            lo[k], hi[len(cells) + k] = reach, 0.0
+        else:
+            lo[len(cells) + k], hi[k] = reach, 0.0
+        if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
+            return None
+        A = sp.hstack([sub, -sub]).tocsr()
+        res, _ = self._run_lp(weights, A, lo, hi, deadline, self.lp_seconds,
+                              presolve=self.presolve)
+        if res.status != "optimal":
+            return None
+        return res.x[:len(cells)] - res.x[len(cells):]
