@@ -1,11 +1,13 @@
-"""The cut search's branch and bound over known cut rows, compiled (numba).
+"""Network sub-tables' cut search, cut listing and maximum flows, compiled (numba).
 
 :class:`~.network_search._Search` over cut rows alone (no lazy conditions) spends its
 time in a few dozen small numpy operations per node.  This kernel is the same search as
 plain loops compiled by numba: the same row choice, fractional cover bounds, branch
 order, dominance tests and node counts, so it finds the same pattern; only the cost per
 node drops (no per-node allocation, the covers built greedily up to the row's need
-instead of sorting every candidate of every short row).
+instead of sorting every candidate of every short row).  :func:`list_rows` lists the
+cut rows of ``network_cuts.cut_rows_both`` and :func:`flow_compiled` computes
+``Network.flow``, each giving the numpy code's floats.
 
 The depth-first search runs on an explicit stack kept in arrays (:class:`KernelState`),
 so a call stops after a slice of nodes and a later call resumes it: the caller checks
@@ -65,9 +67,13 @@ def load_kernel() -> float:
     if _loaded[0]:
         return 0.0
     start = time.perf_counter()
-    from numba import njit
+    try:
+        from numba import njit
+    except ImportError:     # a broken numba installation: the kernels stay plain Python
+        njit = None
     names = globals()
-    for name, inline in _KERNELS:   # kernels call each other through these names
+    for name, inline in _KERNELS if njit is not None else ():
+        # kernels call each other through these names
         options = {"inline": "always"} if inline else {}
         names[name] = njit(cache=True, nogil=True, **options)(names[name])
     one = np.ones((1, 1))
