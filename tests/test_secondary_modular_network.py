@@ -16,8 +16,8 @@ from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import Problem, SearchLimits, cut_rows_both
-from tabprotect.secondary.modular.network_kernel import (KernelState, _pairwise, load_kernel,
-                                                        search_slice)
+from tabprotect.secondary.modular import network_kernel
+from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
                                                         _Search, _unique_rows,
                                                         network_pattern,
@@ -365,6 +365,7 @@ def test_compiled_search_is_the_numpy_search(seed, shape, variant):
 def test_compiled_search_resumes_where_it_paused():
     """Slices of a few nodes (the caller checks its deadline between them) end where one
     call ends."""
+    load_kernel()
     search = _row_search((6, 6), 42, SearchLimits())
     ends = []
     for step in (10**9, 5):
@@ -406,16 +407,17 @@ def test_compiled_cut_listing_is_the_numpy_listing(seed, shape):
 
 
 def test_kernel_sums_are_numpys_sums():
+    load_kernel()
     rng = np.random.default_rng(5)
     for n in list(range(0, 20)) + [127, 128, 129, 136, 300, 1000, 4099]:
         a = rng.random(n + 2) * 10.0 ** rng.integers(-3, 6, size=n + 2)
-        assert _pairwise(a, 1, n) == a[1:1 + n].sum()
+        assert network_kernel._pairwise(a, 1, n) == a[1:1 + n].sum()
 
 
 def test_compiled_max_flow_is_the_python_max_flow():
     """The same augmenting paths: the same flow value and minimum cut, to the bit."""
     from tabprotect.secondary.modular.network import EPS, max_flow
-    from tabprotect.secondary.modular.network_kernel import max_flow_compiled
+    load_kernel()
     rng = np.random.default_rng(8)
     cut_sides = set()
     for _ in range(300):
@@ -426,7 +428,7 @@ def test_compiled_max_flow_is_the_python_max_flow():
         np.fill_diagonal(cap, 0.0)
         s, t = (int(x) for x in rng.choice(n, 2, replace=False))
         ref = max_flow(cap.tolist(), s, t)
-        got = max_flow_compiled(cap.copy(), s, t, EPS)
+        got = network_kernel.max_flow_compiled(cap.copy(), s, t, EPS)
         assert float(got[0]) == ref[0] and (got[1] == ref[1]).all()
         cut_sides.add(int(ref[1].sum()))
     assert len(cut_sides) > 3

@@ -101,6 +101,11 @@ class AuditSettings:
     #: it against many attackers at once (:mod:`tabprotect.audit.attack_moves`) before
     #: the group and own passes; 0: none
     attacker_move_lps: int = 8
+    #: the least moves of a component stop once fewer than this share of their LPs gave
+    #: a move (checked from twice ``attacker_move_lps`` LPs on): on a flat 10^3 count
+    #: table nine in ten least moves are fractional, and their LPs cost more than the
+    #: group and own passes they spare
+    attacker_move_min_yield: float = 0.25
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -112,6 +117,7 @@ class AuditSettings:
                     raise InputError(f"AuditSettings.{f.name} must be a tuple of positive "
                                      f"integers, not {value!r}")
             elif f.name in ("block_core_share", "screen_block_min_yield",
+                            "attacker_move_min_yield",
                             "block_ipm_tolerance"):
                 if isinstance(value, bool) or not isinstance(value, (int, float)) \
                         or not 0 <= value <= 1:

@@ -101,8 +101,9 @@ class ProtectSettings:
     #: primaries they do not reach get leaf cubes (0: cubes first)
     repair_lp_relative_seconds: float = 1.0
     #: ... and at most this share of what the repair may spend of a budget (the rest:
-    #: the leaf cubes for the primaries not reached, a second round)
-    repair_lp_share: float = 0.75
+    #: the leaf cubes for the primaries not reached, a second round; at 0.75 the cubes
+    #: of hier 37^3 under load run out of time and leave more primaries short)
+    repair_lp_share: float = 0.5
     #: ... in batches of this many primaries per worker (the time is checked between
     #: batches: a batch is not cut short by it, each primary gets a deviation or a cube)
     repair_lp_batch: int = 64
@@ -141,7 +142,7 @@ _LARGE_REPAIR = ("pre_repair", "pre_repair_min_cells", "hypercube_pass_min_dims"
 _LOCAL_ROUND = ("whole_repair_max_work", "repair_lp_relative_seconds", "repair_lp_share",
                 "repair_lp_batch")
 _REPAIR_LP_FIELDS = ("deviation_lp_presolve_min_columns", "free_first_min_cells",
-                     "parallel_min_primaries")
+                     "parallel_min_primaries", "warm_regions")
 
 
 def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,

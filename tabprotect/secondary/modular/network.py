@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tabprotect.secondary.modular.network_kernel import flow_compiled, kernel_loaded
+from tabprotect.secondary.modular import network_kernel as kernels
 
 #: flows and cuts below this (relative to the requirement) count as zero
 EPS = 1e-12
@@ -84,12 +84,11 @@ class Network:
         """The maximum flow from node ``source`` to ``sink`` when cell ``e`` carries up
         to ``forward[e]`` from tail to head and ``backward[e]`` back (cells in ``skip``
         carry none), and the source side of a minimum cut (bool mask over nodes)."""
-        if kernel_loaded():     # the same capacities and augmenting paths, compiled
-            total, side = flow_compiled(self.tail, self.head,
-                                        np.asarray(forward, dtype=float),
-                                        np.asarray(backward, dtype=float),
-                                        np.asarray(skip, dtype=np.int64), self.n_nodes,
-                                        source, sink, EPS)
+        if kernels.kernel_loaded():     # the same capacities and paths, compiled
+            total, side = kernels.flow_compiled(
+                self.tail, self.head, np.asarray(forward, dtype=float),
+                np.asarray(backward, dtype=float), np.asarray(skip, dtype=np.int64),
+                self.n_nodes, source, sink, EPS)
             return float(total), side
         return max_flow(self.capacities(forward, backward, skip).tolist(), source, sink)
 

@@ -1,11 +1,13 @@
-"""The cut search's branch and bound over known cut rows, compiled (numba).
+"""Network sub-tables' cut search, cut listing and maximum flows, compiled (numba).
 
 :class:`~.network_search._Search` over cut rows alone (no lazy conditions) spends its
 time in a few dozen small numpy operations per node.  This kernel is the same search as
 plain loops compiled by numba: the same row choice, fractional cover bounds, branch
 order, dominance tests and node counts, so it finds the same pattern; only the cost per
 node drops (no per-node allocation, the covers built greedily up to the row's need
-instead of sorting every candidate of every short row).
+instead of sorting every candidate of every short row).  :func:`list_rows` lists the
+cut rows of ``network_cuts.cut_rows_both`` and :func:`flow_compiled` computes
+``Network.flow``, each giving the numpy code's floats.
 
 The depth-first search runs on an explicit stack kept in arrays (:class:`KernelState`),
 so a call stops after a slice of nodes and a later call resumes it: the caller checks
@@ -13,12 +15,12 @@ its deadline between slices (a compiled function does not read the clock).
 """
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import time
 
 import numpy as np
-
-from tabprotect.secondary.gauss.compile import NUMBA, jit, jit_inline
 
 #: nodes per call of the kernel (the caller checks its deadline between calls)
 SLICE_NODES = 4096
@@ -28,8 +30,26 @@ _ENTER, _LOOP, _RETURN = 0, 1, 2
 
 
 def compiled_available() -> bool:
-    """numba is installed (and not switched off): the kernel runs compiled."""
-    return NUMBA
+    """numba is installed (and not switched off by ``TABPROTECT_NO_NUMBA=1``)."""
+    return os.environ.get("TABPROTECT_NO_NUMBA") != "1" \
+        and importlib.util.find_spec("numba") is not None
+
+
+#: the kernels (name, inlined into their callers) that :func:`load_kernel` hands to numba
+_KERNELS: list[tuple[str, bool]] = []
+
+
+def jit(fn):
+    """A kernel: plain Python until :func:`load_kernel` compiles it (numba is imported
+    only then, so a run that never loads the kernels does not pay for it)."""
+    _KERNELS.append((fn.__name__, False))
+    return fn
+
+
+def jit_inline(fn):
+    """A small kernel helper, inlined into its compiled callers."""
+    _KERNELS.append((fn.__name__, True))
+    return fn
 
 
 _loaded = [False]
@@ -47,6 +67,15 @@ def load_kernel() -> float:
     if _loaded[0]:
         return 0.0
     start = time.perf_counter()
+    try:
+        from numba import njit
+    except ImportError:     # a broken numba installation: the kernels stay plain Python
+        njit = None
+    names = globals()
+    for name, inline in _KERNELS if njit is not None else ():
+        # kernels call each other through these names
+        options = {"inline": "always"} if inline else {}
+        names[name] = njit(cache=True, nogil=True, **options)(names[name])
     one = np.ones((1, 1))
     search_slice(one, one, np.full(1, 1e-9), np.ones(1), 10, True, 0, False, 10,
                  KernelState(1, 1, np.ones(1)))
