@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog
 
-from lp_oracle import attacked as oracle_attacked, protected as oracle_protected
+from lp_oracle import (attacked as oracle_attacked, intervals as oracle_intervals,
+                       protected as oracle_protected)
 from tabprotect.audit import AuditSettings, IntervalAudit, VerdictAudit, audit
 from tabprotect.model import Hierarchy, Table, aggregate_leaves
 
@@ -127,9 +128,22 @@ def test_property_every_mode_gives_the_exact_verdict(data):
         before = audit(t.replace(status=sub), mode=mode, **kw)
         again = audit(t, mode=mode, previous=before, **kw)
         np.testing.assert_array_equal(again.protected, truth, err_msg=f"{mode}, previous")
+        if attack == "outside":
+            _assert_bounds_hold(t, integer, fast, mode)
+            _assert_bounds_hold(t, integer, again, f"{mode}, previous")
         with_moves = audit(t, mode=mode, moves=moves, **kw)
         np.testing.assert_array_equal(with_moves.protected, truth, err_msg=f"{mode}, moves")
         assert with_moves.n_moves_rejected == 0
+
+
+def _assert_bounds_hold(t, integer, res, label):
+    # a verdict audit's figures bracket the true interval: the values it says feasible
+    # tables reach lie inside it, the limits it says the ends cannot pass outside it
+    unpublished = np.isin(t.status, ["U", "M"])
+    for cell, (lo, hi) in oracle_intervals(t, unpublished, integer=integer).items():
+        tol = 1e-6 * max(1.0, abs(t.value[cell]))
+        assert res.min_at_least[cell] - tol <= lo <= res.min_at_most[cell] + tol, (label, cell)
+        assert res.max_at_least[cell] - tol <= hi <= res.max_at_most[cell] + tol, (label, cell)
 
 
 @pytest.mark.parametrize("seed", [2, 8, 43])
@@ -258,3 +272,30 @@ def test_least_move_goals_give_the_width_alone_first():
     # no requirement on a side: that side's goal only from the width
     assert goals(5.0, np.inf, -np.inf, 1.5, True) == {"max": [7.0], "min": [3.0]}
     assert goals(5.0, np.inf, -np.inf, 1.5, False) == {"max": [6.5], "min": [3.5]}
+
+
+def test_a_previous_audit_lends_reached_values_not_its_limits():
+    # a 3x3 table: the previous pattern suppresses one 2x2 rectangle, this one a 3x2 block
+    # around the same primary, so its interval is wider than the previous audit's exact one
+    r = Hierarchy.flat(["1", "2", "3"], total="T")
+    c = Hierarchy.flat(["a", "b", "c"], total="T")
+    leaf = np.logical_and.outer(r.is_leaf, c.is_leaf).ravel()
+    v = np.zeros(leaf.size)
+    v[leaf] = [5, 7, 9, 4, 6, 8, 3, 5, 7]
+    t = Table.from_arrays({"r": r, "c": c}, aggregate_leaves(v, [r, c]))
+    name = {t.cell_name(i).replace("(r=", "").replace(", c=", "|").rstrip(")"): i
+            for i in range(t.n_cells)}
+    primary = name["1|a"]
+    status = t.status.copy()
+    status[primary] = "U"
+    lvl = np.where(status == "U", 1.0, 0.0)
+    t = t.replace(status=status, upl=lvl, lpl=lvl)
+    small, large = status.copy(), status.copy()
+    small[[name["1|b"], name["2|a"], name["2|b"]]] = "M"
+    large[[name["1|b"], name["2|a"], name["2|b"], name["3|a"], name["3|b"]]] = "M"
+    before = audit(t.replace(status=small))
+    wider = oracle_intervals(t.replace(status=large), np.isin(large, ["U", "M"]),
+                             cells=[primary])[primary]
+    assert before.passed and before.upper[primary] < wider[1]
+    after = audit(t.replace(status=large), mode="verdict", previous=before)
+    _assert_bounds_hold(t.replace(status=large), False, after, "previous")

@@ -54,17 +54,17 @@ class Figures:
                 np.where(self.exact_upper, self.upper,
                          np.minimum(self.outer_upper, table.ub)))
 
-    def reuse(self, previous: AuditResult, settled: np.ndarray, min_at_least,
-              max_at_most) -> None:
-        """Give the primaries a previous audit settled that audit's bounds."""
+    def reuse(self, previous: AuditResult, settled: np.ndarray) -> None:
+        """Give the primaries a previous audit settled the values its feasible tables
+        reach. The previous pattern publishes more, so every table feasible there is
+        feasible here and those values are reached here too; its limits are not limits
+        here (the interval can only grow), so the settled cells keep this audit's own."""
         if isinstance(previous, VerdictAudit):
             reach_lo, reach_hi = previous.min_at_most, previous.max_at_least
-            limit_lo, limit_hi = previous.min_at_least, previous.max_at_most
         else:
-            reach_lo = limit_lo = previous.lower
-            reach_hi = limit_hi = previous.upper
-        self.lower[settled], self.upper[settled] = reach_lo[settled], reach_hi[settled]
-        min_at_least[settled], max_at_most[settled] = limit_lo[settled], limit_hi[settled]
+            reach_lo, reach_hi = previous.lower, previous.upper
+        self.lower[settled] = np.minimum(self.lower[settled], reach_lo[settled])
+        self.upper[settled] = np.maximum(self.upper[settled], reach_hi[settled])
         self.attacked[settled] = False
         self.incomplete[settled] = False
         self.counters["certified"] += int(settled.sum())
@@ -104,9 +104,9 @@ def interval_result(fig: Figures, common: dict, unpublished, table, req) -> Inte
 
 def verdict_result(fig: Figures, common: dict, unpublished, table, req, previous,
                    settled, moves_used: int, moves_rejected: int) -> VerdictAudit:
-    min_at_least, max_at_most = fig.limits(table)
     if settled.any():
-        fig.reuse(previous, settled, min_at_least, max_at_most)
+        fig.reuse(previous, settled)
+    min_at_least, max_at_most = fig.limits(table)
     protected, exact = verdict_of(fig.lower, fig.upper, min_at_least, max_at_most,
                                   unpublished, fig.incomplete, fig.attacked, table, *req)
     c = fig.counters
