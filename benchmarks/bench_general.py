@@ -59,7 +59,7 @@ from tabprotect.secondary.feasibility import feasibility_stage  # noqa: E402
 from tabprotect.secondary.gauss import gauss  # noqa: E402
 from tabprotect.secondary.gauss.vectors import cell_vectors  # noqa: E402
 from tabprotect.secondary.protect_settings import ProtectSettings  # noqa: E402
-from tabprotect.secondary.repair import Requirements  # noqa: E402
+from tabprotect.secondary.attack_requirements import Requirements  # noqa: E402
 
 
 def _timed(fn):

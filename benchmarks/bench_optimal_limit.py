@@ -27,7 +27,7 @@ from tabprotect.secondary import cost_vector, protect
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, optimal
 from tabprotect.secondary.optimal.start import gauss_start
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 def general(case: str) -> Table:

@@ -27,7 +27,8 @@ import json, pickle, sys, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from tabprotect.secondary.optimal.prune import witness_prune
-from tabprotect.secondary.repair import AttackerOracle, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.attacker_oracle import AttackerOracle
 table, pattern, cost = pickle.load(open(sys.argv[2], "rb"))
 req = Requirements.from_table(table, singleton=False)
 oracle = AttackerOracle(table, req)

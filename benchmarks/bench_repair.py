@@ -48,7 +48,7 @@ def child(args) -> None:
     from tabprotect.secondary.audit_repair import AuditRepair, StageClock
     from tabprotect.secondary.base import METHODS, cost_vector
     from tabprotect.secondary.candidates import candidate_cells
-    from tabprotect.secondary.repair import Requirements
+    from tabprotect.secondary.attack_requirements import Requirements
     settings = ProtectSettings()
     if args.variant in ("lp", "milp", "cubes"):
         from tabprotect.secondary.milp_repair import MilpRepairSettings

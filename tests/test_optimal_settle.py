@@ -13,7 +13,7 @@ from tabprotect.model import Hierarchy, Table
 from tabprotect.secondary import cost_vector
 from tabprotect.secondary.optimal import OptimalOptions, optimal
 from tabprotect.secondary.optimal.settle import settle, single_witnesses
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 from test_gauss_widths import linked
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
 

@@ -12,7 +12,7 @@ from scipy.optimize import linprog
 from tabprotect.secondary import cost_vector
 from tabprotect.secondary.optimal import OptimalOptions, optimal
 from tabprotect.secondary.optimal.oracle import HybridOracle
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
 
 

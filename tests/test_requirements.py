@@ -11,7 +11,8 @@ from tabprotect.model import Hierarchy, Table
 from tabprotect.model.table import aggregate_leaves
 from tabprotect.requirements import cell_moves, protection_requirements
 from tabprotect.secondary import protect
-from tabprotect.secondary.repair import GreedyRepair, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.repair import GreedyRepair
 
 # ORACLES A2 (the sdcTable test problem): with these cells suppressed, w|b is derived
 # exactly as 47 although every relation holds two suppressions

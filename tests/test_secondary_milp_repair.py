@@ -16,7 +16,7 @@ from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.greedy import greedy
 from tabprotect.secondary.protect_settings import ProtectSettings
 from tabprotect.secondary.milp_repair import MilpRepair, MilpRepairSettings
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 import lp_oracle
 

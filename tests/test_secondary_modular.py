@@ -171,7 +171,7 @@ def test_unprotected_primaries_match_the_audit(extra_seed):
 def _flat_case(seed: int, singleton: bool):
     """A flat 2-D or 3-D generated table with some cells published (P) and a random
     pattern of extra suppressions."""
-    from tabprotect.secondary.repair import Requirements
+    from tabprotect.secondary.attack_requirements import Requirements
 
     shape = [(4,), (3,)] if seed % 2 == 0 else [(3,), (2,), (3,)]
     t = synthetic.generate(shape, seed=seed)
@@ -259,7 +259,7 @@ def test_certified_pattern_passes_the_audit_or_the_table_is_infeasible(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_certified_pattern_in_four_dimensions_and_its_reverse_pass(seed):
     from tabprotect.secondary.modular import certified_pattern
-    from tabprotect.secondary.repair import Requirements
+    from tabprotect.secondary.attack_requirements import Requirements
 
     t = synthetic.generate([(3,), (2,), (3,), (2,)], seed=seed)
     req = Requirements.from_table(t, singleton=False)
@@ -278,7 +278,7 @@ def test_certified_pattern_in_four_dimensions_and_its_reverse_pass(seed):
 
 def test_certified_pattern_meets_a_sliding_requirement():
     from tabprotect.secondary.modular import certified_pattern
-    from tabprotect.secondary.repair import Requirements
+    from tabprotect.secondary.attack_requirements import Requirements
 
     r = Hierarchy.flat(["1", "2"], total="T")
     c = Hierarchy.flat(["a", "b"], total="T")

@@ -23,7 +23,7 @@ from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominat
                                                         network_pattern,
                                                         network_unprotected)
 from tabprotect.secondary.optimal import optimal
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 def _subtable(shape, seed, published=0.0, spl=0.0):

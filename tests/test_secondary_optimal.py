@@ -34,8 +34,9 @@ from tabprotect.secondary.optimal.search import Search
 from tabprotect.secondary.optimal.start import PROTECTED, UNFINISHED, gauss_start
 from tabprotect.secondary.optimal.support import SupportSeparator
 from tabprotect.secondary.optimal.witness_check import witness_certified
-from tabprotect.secondary.repair import (AttackerOracle, GreedyRepair, Requirements,
-                                        derived_upper_bounds)
+from tabprotect.secondary.attack_requirements import Requirements, derived_upper_bounds
+from tabprotect.secondary.attacker_oracle import AttackerOracle
+from tabprotect.secondary.repair import GreedyRepair
 
 
 # ---------------------------------------------------------------- table builders

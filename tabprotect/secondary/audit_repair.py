@@ -22,7 +22,8 @@ from tabprotect.secondary.milp_repair import MilpRepair
 from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
                                          product_view)
 from tabprotect.secondary.protect_settings import ProtectSettings
-from tabprotect.secondary.repair import GreedyRepair, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.repair import GreedyRepair
 from tabprotect.secondary.witness_search import integral_witnesses
 
 

@@ -1,8 +1,7 @@
 """The greedy repair of an under-protected pattern by whole-table deviation LPs.
 
-The attacker problems (:mod:`tabprotect.secondary.attacker_oracle`) and the requirements
-they check (:mod:`tabprotect.secondary.attack_requirements`) live in their own modules;
-their names are re-exported here, where the secondary methods import them from.
+The attacker problems it answers are :mod:`tabprotect.secondary.attacker_oracle`'s, the
+requirements they check :mod:`tabprotect.secondary.attack_requirements`'.
 """
 from __future__ import annotations
 
@@ -13,12 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
-from tabprotect.secondary.attack_requirements import (PROTECTION_TOL, Requirements,
-                                                     derived_upper_bounds)
-from tabprotect.secondary.attacker_oracle import AttackerOracle, Check, Cut, components
-
-__all__ = ["AttackerOracle", "Check", "Cut", "GreedyRepair", "PROTECTION_TOL",
-           "Requirements", "components", "derived_upper_bounds"]
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.attacker_oracle import AttackerOracle
 
 
 class GreedyRepair:

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
 from tabprotect.secondary.prune import Condition, conditions, log_weights
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 @dataclass

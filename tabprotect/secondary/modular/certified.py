@@ -207,7 +207,7 @@ def certified_pattern(sub: Table, req, cost: np.ndarray, *,
     Examples
     --------
     >>> from tabprotect.model import Hierarchy, Table
-    >>> from tabprotect.secondary.repair import Requirements
+    >>> from tabprotect.secondary.attack_requirements import Requirements
     >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
     >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
     ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0])

@@ -351,7 +351,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     sub-table, exactly; None when the sub-table is no network or too large for the
     search (the caller solves the MILP).
 
-    ``req``: the sub-table's :class:`~tabprotect.secondary.repair.Requirements`;
+    ``req``: the sub-table's :class:`~tabprotect.secondary.attack_requirements.Requirements`;
     ``cand``: the cells that may be added; ``net``: ``Network.of(sub.relations)`` when
     the caller has it.  Raises InfeasibleRulesError when no pattern protects the
     primaries.
@@ -359,7 +359,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     Examples
     --------
     >>> from tabprotect.model import Hierarchy, Table
-    >>> from tabprotect.secondary.repair import Requirements
+    >>> from tabprotect.secondary.attack_requirements import Requirements
     >>> r = Hierarchy.flat(["1", "2"], total="T"); c = Hierarchy.flat(["a", "b"], total="T")
     >>> t = Table.from_arrays({"r": r, "c": c}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
     ...                       status=list("SSSSUSSSS"), upl=[0, 0, 0, 0, 1, 0, 0, 0, 0])

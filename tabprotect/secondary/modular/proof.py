@@ -10,7 +10,7 @@ from scipy import sparse
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.table import Table
 from tabprotect.secondary.modular.network import Network, min_cost_flow
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 def proof_levels(sub: Table, hidden: np.ndarray, singleton: bool = False, *,

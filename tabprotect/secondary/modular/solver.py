@@ -17,7 +17,9 @@ from tabprotect.secondary.modular.certified import Unreachable, certified_patter
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_search import network_pattern, network_unprotected
 from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
-from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.attacker_oracle import AttackerOracle
+from tabprotect.secondary.repair import GreedyRepair
 
 #: a sub-table solver: (flat sub-table, cost, time limit) -> its new status array
 SubtableSolver = Callable[[Table, np.ndarray, "float | None"], np.ndarray]

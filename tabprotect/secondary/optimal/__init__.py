@@ -1,7 +1,7 @@
 """Optimal secondary suppression (Fischetti & Salazar-González): the minimum-cost pattern
 that meets every primary cell's upper, lower and sliding protection levels.
 
-Two exact engines share the attacker oracle of :mod:`tabprotect.secondary.repair`:
+Two exact engines share the attacker oracle of :mod:`tabprotect.secondary.attacker_oracle`:
 
 * :mod:`~tabprotect.secondary.optimal.compact` -- one MILP with a deviation vector per
   primary and direction; needs finite deviation ranges; small tables.

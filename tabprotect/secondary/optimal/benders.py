@@ -15,7 +15,7 @@ from tabprotect.secondary.optimal.lp_phase import lp_phase
 from tabprotect.secondary.optimal.milp_rounds import milp_rounds
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.search import Search
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,

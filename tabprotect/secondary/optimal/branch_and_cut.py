@@ -16,7 +16,7 @@ from tabprotect.secondary.optimal.gomory import gomory_cuts
 from tabprotect.secondary.optimal.master import BASIC
 from tabprotect.secondary.optimal.oracle import clean
 from tabprotect.secondary.optimal.search import Search, round_bound
-from tabprotect.secondary.repair import Check
+from tabprotect.secondary.attacker_oracle import Check
 
 #: node_lp's answer when time ran out (the node stays open)
 TIME = "time"

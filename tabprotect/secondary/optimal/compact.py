@@ -2,7 +2,7 @@
 cell and direction, a deviation vector ``f`` with ``A f = 0``, ``-(a_i - lb_i) z_i <= f_i
 <= (ub_i - a_i) z_i`` and ``f_s >= UPL'_s`` (``<= -LPL'_s``).  It needs finite deviation
 ranges (given bounds, or bounds the relations imply for every pattern,
-:func:`~tabprotect.secondary.repair.derived_upper_bounds`; never a big-M), and its
+:func:`~tabprotect.secondary.attack_requirements.derived_upper_bounds`; never a big-M), and its
 memory grows with primaries x cells: small tables only."""
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.base import MethodOutcome
-from tabprotect.secondary.repair import AttackerOracle, GreedyRepair, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.attacker_oracle import AttackerOracle
+from tabprotect.secondary.repair import GreedyRepair
 
 
 def compact(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,

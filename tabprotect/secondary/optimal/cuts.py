@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 def initial_cover_rows(table, req: Requirements, cand: np.ndarray, fixed: np.ndarray):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tabprotect.secondary.optimal.search import Search, round_bound
-from tabprotect.secondary.repair import Check
+from tabprotect.secondary.attacker_oracle import Check
 
 
 @dataclass

@@ -13,7 +13,7 @@ from tabprotect.secondary.optimal.compact import compact
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.settle import settle
 from tabprotect.secondary.optimal.start import UNCHECKED, UNFINISHED, gauss_start
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 #: keyword arguments that stand for the OptimalOptions field of the same name
 _OPTION_KEYWORDS = ("engine", "search", "support_cuts")

@@ -2,7 +2,7 @@
 rare solver failures, and the primal/dual simplex race.
 
 The attacker LPs themselves (capacity cuts from their duals, the single-contributor
-attackers) live in :mod:`tabprotect.secondary.repair`.
+attackers) live in :mod:`tabprotect.secondary.attacker_oracle`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.optimal.witness_separation import WitnessStore
-from tabprotect.secondary.repair import AttackerOracle, Check, GreedyRepair
+from tabprotect.secondary.attacker_oracle import AttackerOracle, Check
+from tabprotect.secondary.repair import GreedyRepair
 
 #: HiGHS' simplex_strategy values of the dual and the primal simplex
 DUAL_SIMPLEX = 1

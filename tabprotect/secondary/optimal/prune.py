@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX
-from tabprotect.secondary.repair import AttackerOracle
+from tabprotect.secondary.attacker_oracle import AttackerOracle
 
 
 def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,

@@ -17,7 +17,8 @@ from tabprotect.secondary.optimal.oracle import (DUAL_SIMPLEX, DeadlineRepair, H
                                                  SafeOracle)
 from tabprotect.secondary.optimal.prune import prune
 from tabprotect.secondary.optimal.support import SupportSeparator
-from tabprotect.secondary.repair import AttackerOracle, Requirements
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.attacker_oracle import AttackerOracle
 
 
 def equal(costs: np.ndarray) -> bool:

@@ -19,7 +19,7 @@ from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, HybridOracle
 from tabprotect.secondary.optimal.witness_check import is_deviation, witness_certified
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 @dataclasses.dataclass

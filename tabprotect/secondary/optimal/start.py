@@ -17,7 +17,7 @@ from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, DeadlineRepair, HybridOracle
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 #: what the start's oracle check and repair established
 PROTECTED, UNCHECKED, UNFINISHED = "protected", "unchecked", "unfinished"

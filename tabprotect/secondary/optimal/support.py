@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX
-from tabprotect.secondary.repair import Requirements
+from tabprotect.secondary.attack_requirements import Requirements
 
 
 class SupportSeparator:

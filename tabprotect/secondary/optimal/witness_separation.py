@@ -11,7 +11,7 @@ the LP is skipped.  For a single-contributor attacker ``j`` only witnesses with
 ``w_j = 0`` qualify.  Skipping never makes the search claim a pattern protected: integral
 points are decided by the exact check, and a cut left out only weakens a node's bound.
 The separation (:meth:`AttackerOracle.separate
-<tabprotect.secondary.repair.AttackerOracle.separate>`) asks the optimal method's oracle
+<tabprotect.secondary.attacker_oracle.AttackerOracle.separate>`) asks the optimal method's oracle
 (:class:`~.oracle.HybridOracle`) before each LP and hands it each optimum.
 """
 from __future__ import annotations
