@@ -1,4 +1,4 @@
-"""tabprotect.audit.batch: an interval audit's small components bounded in stacked LPs give
+"""tabprotect.audit.batch: small components bounded in stacked LPs (every audit mode) give
 the exact intervals and verdicts, checked against the independent LP audit
 (tests/lp_oracle.py), brute force, and the audit with one LP per component and bound."""
 from __future__ import annotations
@@ -77,6 +77,29 @@ def test_stacked_verdict_is_the_lp_audits(seed, singleton):
         np.testing.assert_array_equal(res.protected, truth)
         one_by_one = audit(t, singleton=singleton, integer=integer, settings=UNSTACKED)
         np.testing.assert_array_equal(res.attacked, one_by_one.attacked)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["verdict", "screen"])
+def test_stacked_verdict_modes_are_the_lp_audits(seed, mode):
+    # the verdict modes take exact intervals from the stacked LPs: the oracle's verdict,
+    # exact bounds and the same verdict as the verdict search one component at a time;
+    # a component whose primaries an earlier audit settled costs no LP
+    rng = np.random.default_rng(200 + seed)
+    t = _blocks(rng, _table(rng, (12, 13)), 4)
+    for singleton, integer in ((False, False), (True, True)):
+        res = audit(t, singleton=singleton, integer=integer, mode=mode)
+        truth = oracle_protected(t, singleton=singleton, integer=integer)
+        np.testing.assert_array_equal(res.protected, truth)
+        assert (res.exact_lower & res.exact_upper)[t.status == "U"].all()
+        one_by_one = audit(t, singleton=singleton, integer=integer, mode=mode,
+                           settings=UNSTACKED)
+        np.testing.assert_array_equal(one_by_one.protected, truth)
+        np.testing.assert_array_equal(res.attacked, one_by_one.attacked)
+        again = audit(t, singleton=singleton, integer=integer, mode=mode, previous=res)
+        np.testing.assert_array_equal(again.protected, truth)
+        if truth[t.status == "U"].all():
+            assert again.n_lp == 0
 
 
 def _brute_force(t: Table, unpublished: np.ndarray, caps):

@@ -1,7 +1,9 @@
 """Parallel dispatch: the components of a pattern are independent LPs, solved in this
-process or, for large patterns, by worker processes. In this process an interval
-audit's small components are first bounded together, stacked
-(:mod:`~tabprotect.audit.batch`)."""
+process or, for large patterns, by worker processes. In this process the small
+components are first bounded together, stacked (:mod:`~tabprotect.audit.batch`): in
+every mode, since on components of a few cells the exact intervals of a stacked LP per
+round cost less than a verdict search's witness and per-cell LPs one component at a
+time (a verdict from exact bounds is the same verdict)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -29,8 +31,8 @@ def solve_components(tasks: list[ComponentTask], workers: int, min_cells: int,
     """The outcome of every task, in task order; worker processes when ``workers > 1``,
     there are several tasks and at least ``min_cells`` variables in all (below that a
     process pool costs more than it saves). ``stack``: ``(max_vars, max_total)``, in this
-    process an interval audit's components of at most ``max_vars`` variables are bounded
-    in stacked LPs of at most ``max_total`` variables (see :func:`stack_intervals`)."""
+    process the components of at most ``max_vars`` variables are bounded in stacked LPs
+    of at most ``max_total`` variables (see :func:`stack_intervals`)."""
     relay = _ProgressRelay(progress, len(tasks))
     sizes = [task.system.k for task in tasks]
     if workers > 1 and len(tasks) > 1 and sum(sizes) >= min_cells:
@@ -45,10 +47,12 @@ def solve_components(tasks: list[ComponentTask], workers: int, min_cells: int,
 
 
 def stack_intervals(tasks: list[ComponentTask], max_vars: int, max_total: int) -> None:
-    """Intervals mode: the exact intervals of the components of at most ``max_vars``
-    variables, from stacked LPs (components of similar sizes together, at most
-    ``max_total`` variables per stack), put into their tasks."""
-    small = sorted((t for t in tasks if t.mode == "intervals" and 0 < t.system.k <= max_vars),
+    """The exact intervals of the components of at most ``max_vars`` variables, from
+    stacked LPs (components of similar sizes together, at most ``max_total`` variables
+    per stack), put into their tasks. In the verdict modes only components with a
+    primary still to decide and no candidate moves (which may certify it without an LP)
+    are stacked."""
+    small = sorted((t for t in tasks if _stackable(t) and 0 < t.system.k <= max_vars),
                    key=lambda t: t.system.k)
     group: list[ComponentTask] = []
     for task in small + [None]:
@@ -57,7 +61,19 @@ def stack_intervals(tasks: list[ComponentTask], max_vars: int, max_total: int) -
             if len(group) >= 2:
                 for t, out in zip(group, batched_intervals(
                         [t.system for t in group], group[0].integer, group[0].deadline)):
+                    if t.mode != "intervals" and t.system.incomplete:
+                        # unfinished (out of time): the component's own verdict search
+                        # reports witness values, never the infinite ends of a stack
+                        t.system.incomplete.clear()
+                        continue
                     t.intervals = out
             group = []
         if task is not None:
             group.append(task)
+
+
+def _stackable(task: ComponentTask) -> bool:
+    """Whether a small component's task takes exact intervals from a stacked LP."""
+    if task.mode == "intervals":
+        return True
+    return bool(task.primary.any()) and (task.moves is None or task.moves.nnz == 0)
