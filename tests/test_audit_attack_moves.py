@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from test_audit_attack_groups import _brute_attacked, _tiny_pattern
+from lp_oracle import attacked as oracle_attacked
 from test_audit_modes import _flat_table, _pattern
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.audit.attack_moves import _MoveBook
@@ -55,6 +56,22 @@ def test_least_moves_same_verdict_as_separate_passes(seed):
         moved = audit(t, singleton=True, mode=mode, settings=MOVES)
         np.testing.assert_array_equal(moved.attacked, alone.attacked, err_msg=mode)
         np.testing.assert_array_equal(moved.protected, alone.protected, err_msg=mode)
+
+
+@pytest.mark.parametrize("seed", [12, 14, 18])
+def test_lp_intruder_moves_same_verdict_as_separate_passes_and_oracle(seed):
+    # LP intruder (the attacker-weighted moves are fractional there and still count):
+    # cell by cell the verdict of separate passes and of the LP oracle per attacker, on
+    # patterns where the moves run
+    t = _count_pattern(seed, (4, 3, 3))
+    safe = (t.status == "U") & audit(t, integer=False).protected
+    truth = oracle_attacked(t, integer=False)[safe]
+    alone = audit(t, singleton=True, integer=False, mode="verdict", settings=SEPARATE)
+    moved = audit(t, singleton=True, integer=False, mode="verdict", settings=MOVES)
+    np.testing.assert_array_equal(moved.attacked, alone.attacked)
+    np.testing.assert_array_equal(moved.protected, alone.protected)
+    np.testing.assert_array_equal(moved.attacked[safe], truth)
+    assert moved.n_attacker_moves > 0 and alone.n_attacker_moves == 0
 
 
 def test_least_moves_certify_and_spare_lps():
@@ -113,3 +130,34 @@ def test_least_move_keeps_the_attackers_knowledge():
                                               np.zeros(0))], integer=True)
     d = none_known.least_move(0, "max", 2.0, 0, counters)
     assert d.tolist() == [1.0, -1.0, -1.0, 1.0]
+
+
+def _strip_system() -> ReducedSystem:
+    # a 2x3 block of counts with every margin published (cells row-major: x0 x1 x2 /
+    # x3 x4 x5): x0 moves with column 1 (x1, x3, x4) or column 2 (x2, x3, x5)
+    A = sp.csr_matrix(np.array([[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1],
+                                [1, 0, 0, 1, 0, 0], [0, 1, 0, 0, 1, 0],
+                                [0, 0, 1, 0, 0, 1]], float))
+    value = np.full(6, 2.0)
+    return ReducedSystem(A, A @ value, np.zeros(5), np.zeros(6), np.full(6, np.inf), value)
+
+
+def test_attack_move_avoids_dear_attackers_and_keeps_the_held():
+    system = _strip_system()
+    knows = [Knowledge.exact([1], [2.0]), Knowledge.exact([2], [2.0])]
+    counters = {"lp": 0}
+    for dear, free in ((0, 2), (1, 1)):
+        book = _MoveBook(system, knows, integer=False)
+        d = book.attack_move(0, "max", 3.0, np.array([dear]), np.zeros(0, np.int64),
+                             counters)
+        # the move through the dear attacker's column costs more: the other one
+        assert d[0] == pytest.approx(1.0) and d[dear + 1] == pytest.approx(0.0)
+        assert abs(d[free]) == pytest.approx(1.0)
+    book = _MoveBook(system, knows, integer=False)
+    d = book.attack_move(0, "max", 3.0, np.array([1]), np.array([0]), counters)
+    assert d[1] == 0.0 and d[0] == pytest.approx(1.0)   # attacker 0 held: column 2
+    assert book.attack_move(0, "max", 3.0, np.array([0, 1]), np.array([0, 1]),
+                            counters) is None   # both held: no move left
+    # the model's objective and bounds are back to the least move's afterwards
+    assert book.least_move(0, "max", 3.0, 0, counters)[1] == 0.0
+    assert np.abs(book.least_move(0, "max", 3.0, 1, counters)).sum() == pytest.approx(4.0)

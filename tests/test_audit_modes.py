@@ -299,3 +299,18 @@ def test_a_previous_audit_lends_reached_values_not_its_limits():
     assert before.passed and before.upper[primary] < wider[1]
     after = audit(t.replace(status=large), mode="verdict", previous=before)
     _assert_bounds_hold(t.replace(status=large), False, after, "previous")
+
+
+@pytest.mark.parametrize("seed,leaves", [(1, (6, 5)), (2, (4, 3, 3))])
+def test_verdict_is_the_oracles_whatever_the_aggregate_rounds(seed, leaves):
+    # the aggregate rounds (up, down, then mixed directions) only find witnesses: any
+    # number of them, with or without the per-cell LPs after them, gives the same
+    # verdict as the independent audit
+    t = _gauss_count_pattern(seed, leaves)
+    truth = oracle_protected(t, integer=True)
+    prim = t.status == "U"
+    assert prim.sum() >= 4
+    for rounds in (0, 2, 8, 16):
+        res = audit(t, integer=True, mode="verdict",
+                    settings=AuditSettings(aggregate_rounds=rounds))
+        np.testing.assert_array_equal(res.protected, truth)

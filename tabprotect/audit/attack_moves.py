@@ -11,8 +11,14 @@ of :class:`~tabprotect.audit.least_moves.LeastMoveModel` -- moves a handful of c
 cube or a short cycle of the relations) and holds against every attacker who knows none
 of them.
 
-So per primary, before the attackers' own passes: take an attacker the moves found so
-far do not certify the primary against, find the least move with *its* knowledge in the
+So per primary and direction, first two moves after the protection LPs of the gauss
+attack step: one that takes the primary to its goal while moving the cells its attackers
+know as little as it can (each unit there costs :data:`ATTACKER_WEIGHT`, elsewhere one),
+which holds against every attacker it leaves in place, then one with every attacker not
+yet certified against held within what it knows, which holds against those. On a large
+component of a flat 3-D count table the pair covers most attackers of a primary where
+least moves end fractional or hold against few. Then, for the attackers left: take one
+the moves so far do not certify the primary against, find the least move with *its* knowledge in the
 bounds (so that it certifies against that attacker at least), check the move against
 every attacker of the primary, and repeat while the primary's budget of LPs
 (``AuditSettings.attacker_move_lps``) lasts. Where the least moves come out fractional
@@ -36,6 +42,10 @@ from tabprotect.audit.least_moves import LeastMoveModel, goals
 from tabprotect.audit.moves import mirror_share
 from tabprotect.audit.system import out_of_time
 from tabprotect.audit_result import meets_requirement
+
+#: cost per unit of moving a cell an attacker of the primary knows, against one for any
+#: other cell: the attacker-weighted move leaves every attacker in place that it can
+ATTACKER_WEIGHT = 1000.0
 
 if TYPE_CHECKING:
     from tabprotect.audit.component import ComponentTask
@@ -80,6 +90,22 @@ def _certify(task: "ComponentTask", book: "_MoveBook", p: int, against: np.ndarr
     # per attacker: the just-required goal up, then down, then the whole width up or down
     tries = [(s, g[i]) for i in (-1, 0) for s in ("max", "min")
              for g in [by_sense[s]] if g and (i == -1 or len(g) > 1)]
+    for sense, goal in tries:
+        # one move with every attacker dear to move, then one with those it moved held
+        # in place: together they cover most attackers of a large component
+        for held in (False, True):
+            if budget <= 0 or ok.all() or out_of_time(task.deadline):
+                break
+            if (hi >= goal).all() if sense == "max" else (lo <= goal).all():
+                break
+            budget -= 1
+            keep = against[~ok] if held else against[:0]
+            d = book.attack_move(p, sense, goal, against, keep, counters)
+            if d is None:
+                continue
+            book.add(d)
+            lo, hi = book.reach(p, against)
+            ok = meets_requirement(lo, hi, *req, np.full(len(against), v))
     given_up = np.zeros(len(against), dtype=bool)
     while budget > 0 and not (ok | given_up).all():
         if out_of_time(task.deadline):
@@ -127,15 +153,45 @@ class _MoveBook:
                    counters: dict) -> np.ndarray | None:
         """The least move taking ``p`` to ``goal`` within what ``attacker`` knows,
         checked (integral for an integer intruder), or None."""
-        kn = self.knowledge[attacker]
+        return self._move(p, sense, goal, np.array([attacker]), None, counters)
+
+    def attack_move(self, p: int, sense: str, goal: float, dear: np.ndarray,
+                    held: np.ndarray, counters: dict) -> np.ndarray | None:
+        """The move taking ``p`` to ``goal`` that moves the cells the attackers ``dear``
+        know least (each unit there costs :data:`ATTACKER_WEIGHT`, elsewhere one), within
+        what every attacker of ``held`` knows; checked like :meth:`least_move`."""
+        k = self.system.k
+        cells = np.unique(np.concatenate(
+            [self.knowledge[a].index for a in dear] + [np.zeros(0, np.int64)]))
+        cost = np.ones(2 * k)
+        cost[cells] = cost[cells + k] = ATTACKER_WEIGHT
+        return self._move(p, sense, goal, held, cost, counters)
+
+    def _move(self, p: int, sense: str, goal: float, held: np.ndarray,
+              cost: np.ndarray | None, counters: dict) -> np.ndarray | None:
+        """The cheapest move (objective ``cost``, default the total change) taking ``p``
+        to ``goal`` within what every attacker of ``held`` knows, checked, or None."""
         model, v = self.model, self.system.value
         k = self.system.k
-        cols = np.concatenate([kn.index, kn.index + k])
-        up = np.clip(np.minimum(model.up[kn.index], kn.upper - v[kn.index]), 0.0, None)
-        dn = np.clip(np.minimum(model.dn[kn.index], v[kn.index] - kn.lower), 0.0, None)
-        low = np.maximum(kn.lower - v[kn.index], 0.0)    # a known least share
-        model.model.set_col_bounds(cols, np.concatenate([low, np.zeros(len(low))]),
+        index = np.concatenate([self.knowledge[a].index for a in held] +
+                               [np.zeros(0, np.int64)])
+        cells = np.unique(index)
+        # the intersection of the held attackers' bounds, as deviations from the value
+        up, dn = model.up[cells].copy(), model.dn[cells].copy()
+        low_up, low_dn = np.zeros(len(cells)), np.zeros(len(cells))
+        for a in held:
+            kn = self.knowledge[a]
+            at = np.searchsorted(cells, kn.index)
+            up[at] = np.minimum(up[at], kn.upper - v[kn.index])
+            dn[at] = np.minimum(dn[at], v[kn.index] - kn.lower)
+            low_up[at] = np.maximum(low_up[at], kn.lower - v[kn.index])  # a known least share
+        up, dn = np.clip(up, 0.0, None), np.clip(dn, 0.0, None)
+        low_up = np.minimum(low_up, up)
+        cols = np.concatenate([cells, cells + k])
+        model.model.set_col_bounds(cols, np.concatenate([low_up, low_dn]),
                                    np.concatenate([up, dn]))
+        if cost is not None:
+            model.model.set_objective(cost)
         try:
             # each solve starts from the basis of no move: the least move of one primary
             # is little like the previous primary's, and undoing that one costs as many
@@ -145,8 +201,9 @@ class _MoveBook:
             d = model.solve(p, sense, goal, counters)
         finally:
             model.model.set_col_bounds(cols, np.zeros(len(cols)),
-                                       np.concatenate([model.up[kn.index],
-                                                       model.dn[kn.index]]))
+                                       np.concatenate([model.up[cells], model.dn[cells]]))
+            if cost is not None:
+                model.model.set_objective(np.ones(2 * k))
         self.tried += 1
         if d is None:
             return None
