@@ -219,30 +219,16 @@ class AttackStep(WidthStep):
         """The protection LP over ``cells`` (relation rows ``sub``; every other cell, and
         the ``keep`` ones, at its value): suppressed cells nearly free, attackers' cells
         at ``attacker_weight``, published cells at their cost per unit of range."""
-        req = self.req
-        k = int(np.searchsorted(cells, cond.cell))
-        up, dn = req.up[cells].copy(), req.down[cells].copy()
+        up, dn = self.req.up[cells].copy(), self.req.down[cells].copy()
         if keep is not None:
             up[keep] = dn[keep] = 0.0
-        need = cond.need
-        cost = self.cost[cells]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wu = np.where(up > 0, cost / np.minimum(up, need), 0.0)
-            wd = np.where(dn > 0, cost / np.minimum(dn, need), 0.0)
-        zs = z[cells]
-        hidden = np.where(self.attacker[cells] >= 0, self.attacker_weight, self.free_weight)
-        hidden = hidden / need
-        weights = np.concatenate([np.where(zs, hidden, wu), np.where(zs, hidden, wd)])
-        lo = np.zeros(2 * len(cells))
-        hi = np.concatenate([up, dn])
-        reach = need * (1 - 1e-9)    # the LP's own tolerance decides the rest
-        if cond.sign > 0:
-            lo[k], hi[len(cells) + k] = reach, 0.0
-        else:
-            lo[len(cells) + k], hi[k] = reach, 0.0
-        if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
+        hidden = np.where(self.attacker[cells] >= 0, self.attacker_weight,
+                          self.free_weight) / cond.need
+        # (the LP's own tolerance decides the last part of the need)
+        lp = self._protection_lp(cond, cells, sub, z, up, dn, hidden, cond.need * (1 - 1e-9))
+        if lp is None:
             return None
-        A = sp.hstack([sub, -sub]).tocsr()
+        weights, A, lo, hi = lp
         res, _ = self._run_lp(weights, A, lo, hi, deadline, self.lp_seconds,
                               presolve=self.presolve)
         if res.status != "optimal":

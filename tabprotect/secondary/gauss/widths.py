@@ -205,32 +205,14 @@ class WidthStep:
     def _solve(self, cond: Condition, cells: np.ndarray, z: np.ndarray,
                deadline: float | None):
         """The protection LP over ``cells`` (every other cell fixed at its value)."""
-        req = self.req
         sub = self.A[:, cells].tocsr()
         rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        sub = sub[rows]
-        k = int(np.searchsorted(cells, cond.cell))
-        up = req.up[cells].copy()
-        dn = req.down[cells].copy()
-        need = cond.need
-        scale_up = np.minimum(up, need)
-        scale_dn = np.minimum(dn, need)
-        cost = self.cost[cells]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wu = np.where(scale_up > 0, cost / scale_up, 0.0)
-            wd = np.where(scale_dn > 0, cost / scale_dn, 0.0)
-        zs = z[cells]
-        exact = np.concatenate([np.where(zs, self.free_weight / need, wu),
-                                np.where(zs, self.free_weight / need, wd)])
-        lo = np.zeros(2 * len(cells))
-        hi = np.concatenate([up, dn])
-        if cond.sign > 0:
-            lo[k], hi[len(cells) + k] = need, 0.0
-        else:
-            lo[len(cells) + k], hi[k] = need, 0.0
-        if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
+        lp = self._protection_lp(cond, cells, sub[rows], z, self.req.up[cells],
+                                 self.req.down[cells], self.free_weight / cond.need, cond.need)
+        if lp is None:
             return None
-        A = sp.hstack([sub, -sub]).tocsr()
+        exact, A, lo, hi = lp
+        zs = z[cells]
         if not self.fast:
             limit = int(self.exact_iterations * sum(A.shape)) + 1
             res, iterations = self._run_lp(exact, A, lo, hi, deadline, self.lp_seconds,
@@ -245,6 +227,30 @@ class WidthStep:
         if res.status != "optimal":
             return None
         return res.x[:len(cells)] - res.x[len(cells):]
+
+    def _protection_lp(self, cond: Condition, cells: np.ndarray, sub: sp.csr_matrix,
+                       z: np.ndarray, up: np.ndarray, dn: np.ndarray, hidden, reach: float):
+        """``(weights, A, lo, hi)`` of the protection LP over ``cells`` (relation rows
+        ``sub``), in a cell's moves up and down (``up``/``dn``: their ranges): the
+        suppressed cells (``z``) at ``hidden`` per unit, the published at their cost per
+        unit of range, the primary moved by ``reach`` in its direction; None when its
+        range leaves no such move."""
+        k = int(np.searchsorted(cells, cond.cell))
+        need, cost = cond.need, self.cost[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wu = np.where(up > 0, cost / np.minimum(up, need), 0.0)
+            wd = np.where(dn > 0, cost / np.minimum(dn, need), 0.0)
+        zs = z[cells]
+        weights = np.concatenate([np.where(zs, hidden, wu), np.where(zs, hidden, wd)])
+        lo = np.zeros(2 * len(cells))
+        hi = np.concatenate([up, dn])
+        if cond.sign > 0:
+            lo[k], hi[len(cells) + k] = reach, 0.0
+        else:
+            lo[len(cells) + k], hi[k] = reach, 0.0
+        if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
+            return None
+        return weights, sp.hstack([sub, -sub]).tocsr(), lo, hi
 
     @property
     def fast(self) -> bool:
