@@ -17,9 +17,9 @@ know as little as it can (each unit there costs :data:`ATTACKER_WEIGHT`, elsewhe
 which holds against every attacker it leaves in place, then one with every attacker not
 yet certified against held within what it knows, which holds against those (the
 protection LPs of the gauss attack step, as witnesses). Then, for the attackers left:
-take one
-the moves so far do not certify the primary against, find the least move with *its* knowledge in the
-bounds (so that it certifies against that attacker at least), check the move against
+take one the moves so far do not certify the primary against, find the least move with
+*its* knowledge in the bounds (so that it certifies against that attacker at least),
+check the move against
 every attacker of the primary, and repeat while the primary's budget of LPs
 (``AuditSettings.attacker_move_lps``) lasts. Where the least moves come out fractional
 (a flat 3-D count table: nine in ten), the pass stops once fewer than
