@@ -8,7 +8,6 @@ import pytest
 import scipy.sparse as sp
 
 from test_audit_attack_groups import _brute_attacked, _tiny_pattern
-from lp_oracle import attacked as oracle_attacked
 from test_audit_modes import _flat_table, _pattern
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.audit.attack_moves import _MoveBook
@@ -56,22 +55,6 @@ def test_least_moves_same_verdict_as_separate_passes(seed):
         moved = audit(t, singleton=True, mode=mode, settings=MOVES)
         np.testing.assert_array_equal(moved.attacked, alone.attacked, err_msg=mode)
         np.testing.assert_array_equal(moved.protected, alone.protected, err_msg=mode)
-
-
-@pytest.mark.parametrize("seed", [12, 14, 18])
-def test_lp_intruder_moves_same_verdict_as_separate_passes_and_oracle(seed):
-    # LP intruder (the attacker-weighted moves are fractional there and still count):
-    # cell by cell the verdict of separate passes and of the LP oracle per attacker, on
-    # patterns where the moves run
-    t = _count_pattern(seed, (4, 3, 3))
-    safe = (t.status == "U") & audit(t, integer=False).protected
-    truth = oracle_attacked(t, integer=False)[safe]
-    alone = audit(t, singleton=True, integer=False, mode="verdict", settings=SEPARATE)
-    moved = audit(t, singleton=True, integer=False, mode="verdict", settings=MOVES)
-    np.testing.assert_array_equal(moved.attacked, alone.attacked)
-    np.testing.assert_array_equal(moved.protected, alone.protected)
-    np.testing.assert_array_equal(moved.attacked[safe], truth)
-    assert moved.n_attacker_moves > 0 and alone.n_attacker_moves == 0
 
 
 def test_least_moves_certify_and_spare_lps():

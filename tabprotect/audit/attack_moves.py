@@ -15,11 +15,11 @@ So per primary and direction, first two moves after the protection LPs of the ga
 attack step: one that takes the primary to its goal while moving the cells its attackers
 know as little as it can (each unit there costs :data:`ATTACKER_WEIGHT`, elsewhere one),
 which holds against every attacker it leaves in place, then one with every attacker not
-yet certified against held within what it knows, which holds against those. On a large
-component of a flat 3-D count table the pair covers most attackers of a primary where
-least moves end fractional or hold against few. Then, for the attackers left: take one
-the moves so far do not certify the primary against, find the least move with *its* knowledge in the
-bounds (so that it certifies against that attacker at least), check the move against
+yet certified against held within what it knows, which holds against those (the
+protection LPs of the gauss attack step, as witnesses). Then, for the attackers left:
+take one the moves so far do not certify the primary against, find the least move with
+*its* knowledge in the bounds (so that it certifies against that attacker at least),
+check the move against
 every attacker of the primary, and repeat while the primary's budget of LPs
 (``AuditSettings.attacker_move_lps``) lasts. Where the least moves come out fractional
 (a flat 3-D count table: nine in ten), the pass stops once fewer than

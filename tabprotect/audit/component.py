@@ -31,10 +31,9 @@ class ComponentTask:
     settings: AuditSettings
     moves: sp.csr_matrix | None = None   # checked candidate moves, local columns
     intervals: BatchedIntervals | None = None   # intervals mode: already solved, stacked
-    # LP vertices can be fractional (3 or more dimensions, or general relations): an
-    # integer intruder's passes may need branch and bound, and an attacker's own
-    # aggregate LPs certify few primaries; the moves of
-    # :mod:`~tabprotect.audit.attack_moves` spare the most LPs there
+    # the attackers' passes may need branch and bound: an integer intruder where LP
+    # vertices can be fractional (3 or more dimensions, or general relations), where
+    # least moves (:mod:`~tabprotect.audit.attack_moves`) spare the most LPs
     fractional_vertices: bool = False
 
 

@@ -173,7 +173,7 @@ class _AuditRun:
         # a settled primary is no target of the LPs (it is as good as a non-primary cell)
         open_primary = self.primary & ~settled
         # the relations of a table of at most two dimensions have integral LP vertices
-        fractional = not (0 < len(table.dimensions) <= 2)
+        fractional = self.integer and not (0 < len(table.dimensions) <= 2)
         return [ComponentTask(system=builder.system(cells), primary=open_primary[cells],
                               req_lo=req_lo[cells], req_hi=req_hi[cells], req_w=req_w[cells],
                               attackers=self.attackers(cells, open_primary[cells]),
