@@ -7,30 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lp_oracle import protected as oracle_protected
 
-from tabprotect.model import Hierarchy, Table, aggregate_leaves
+from helpers import flat_count_table
+from tabprotect.model import Table
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.gauss.attack import AttackStep
-
-
-def count_table(seed: int, leaves: tuple, mean: float) -> Table:
-    """Poisson counts on flat hierarchies with totals; primaries the counts 1-2, an
-    interval reaching count + 1 and 2 wide (GaussSuppression's problem)."""
-    rng = np.random.default_rng(seed)
-    hs = [Hierarchy.flat([f"{d}{i}" for i in range(k)], total="T")
-          for d, k in zip("abcd", leaves)]
-    inner = np.ones(1, bool)
-    for h in hs:
-        inner = np.logical_and.outer(inner, h.is_leaf).ravel()
-    v = np.zeros(inner.size)
-    v[inner] = rng.poisson(mean, int(inner.sum()))
-    v = aggregate_leaves(v, hs)
-    prim = (v >= 1) & (v <= 2)
-    status = np.where(v == 0, "Z", "S").astype("<U1")
-    status[prim] = "U"
-    return Table.from_arrays(dict(zip("abcd", hs)), v, v.copy(), status=status,
-                             kind="frequency", upl=np.where(prim, 1.0, 0.0),
-                             spl=np.where(prim, 2.0, 0.0))
 
 
 def short_primaries(t: Table, status: np.ndarray) -> np.ndarray:
@@ -45,7 +26,7 @@ def short_primaries(t: Table, status: np.ndarray) -> np.ndarray:
 def test_the_elimination_alone_leaves_narrow_intervals_the_step_widens(seed):
     # 3-D counts where no contributor derives a primary after the elimination, yet one
     # count-1 cell known leaves some primaries' intervals 1.5 wide
-    t = count_table(seed, (3, 3, 3), 1.5)
+    t = flat_count_table((3, 3, 3), seed, 1.5)
     cost = cost_vector(t, "value")
     plain = gauss(t, cost, singleton=True, attack="never")
     assert len(short_primaries(t, plain.status)) > 0
@@ -59,7 +40,7 @@ def test_the_elimination_alone_leaves_narrow_intervals_the_step_widens(seed):
 @given(st.integers(0, 10_000), st.sampled_from([(4, 5), (3, 3, 2), (3, 3, 3)]),
        st.sampled_from([1.5, 3.0]))
 def test_property_the_method_alone_passes_the_audit_with_the_attack(seed, leaves, mean):
-    t = count_table(seed, leaves, mean)
+    t = flat_count_table(leaves, seed, mean)
     out = gauss(t, cost_vector(t, "value"), singleton=True)
     assert len(short_primaries(t, out.status)) == 0
 
@@ -67,7 +48,7 @@ def test_property_the_method_alone_passes_the_audit_with_the_attack(seed, leaves
 def test_a_pattern_with_every_witness_gets_no_cell():
     # the step's own output has every witness: a second run adds nothing and settles
     # every condition (the witnesses are found over the pattern, not bought)
-    t = count_table(12, (3, 3, 3), 1.5)
+    t = flat_count_table((3, 3, 3), 12, 1.5)
     cost = cost_vector(t, "value")
     out = gauss(t, cost, singleton=True)
     again = AttackStep(t, cost).run(np.isin(out.status, ("U", "M")))
@@ -76,7 +57,7 @@ def test_a_pattern_with_every_witness_gets_no_cell():
 
 
 def test_no_step_without_the_attack_or_on_magnitude_tables():
-    t = count_table(12, (3, 3, 3), 1.5)
+    t = flat_count_table((3, 3, 3), 12, 1.5)
     cost = cost_vector(t, "value")
     assert "attack_lps" not in gauss(t, cost, singleton=False).details
     magnitude = t.replace(kind="magnitude")
@@ -88,7 +69,7 @@ def test_no_step_without_the_attack_or_on_magnitude_tables():
 def test_the_step_meets_the_levels_for_an_integer_intruder_too(seed):
     # protect() audits a count table as an integer intruder: the step's real-valued
     # witnesses on these tables are met by integral tables as well
-    t = count_table(seed, (3, 3, 3), 1.5)
+    t = flat_count_table((3, 3, 3), seed, 1.5)
     out = gauss(t, cost_vector(t, "value"), singleton=True)
     got = oracle_protected(t.replace(status=out.status), singleton=True, integer=True)
     can = oracle_protected(t, unpublished=t.status != "Z", singleton=True, integer=True)

@@ -40,14 +40,20 @@ if TYPE_CHECKING:
     from tabprotect.audit.contributors import Attacker
 
 
+def pending_targets(k: int, targets_of: list[np.ndarray]) -> np.ndarray:
+    """Per attacker (row) the cells of a component of ``k`` cells it still attacks."""
+    pending = np.zeros((len(targets_of), k), dtype=bool)
+    for a, targets in enumerate(targets_of):
+        pending[a, targets] = True
+    return pending
+
+
 def group_passes(task: "ComponentTask", attackers: list["Attacker"],
                  targets_of: list[np.ndarray], counters: dict) -> list[np.ndarray]:
     """The targets each attacker's own pass still has to judge after the group passes
     (``targets_of[a]``: the primaries attacker ``a`` attacks)."""
     system = task.system
-    pending = np.zeros((len(attackers), system.k), dtype=bool)
-    for a, targets in enumerate(targets_of):
-        pending[a, targets] = True
+    pending = pending_targets(system.k, targets_of)
     for group in colour_groups(system, attackers):
         if len(group) < 2 or out_of_time(task.deadline):
             continue

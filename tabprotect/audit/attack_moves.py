@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tabprotect.audit.attack_groups import pending_targets
 from tabprotect.audit.least_moves import LeastMoveModel, goals
 from tabprotect.audit.moves import mirror_share
 from tabprotect.audit.system import out_of_time
@@ -58,9 +59,7 @@ def move_passes(task: "ComponentTask", attackers: list["Attacker"],
     """The targets each attacker's own pass still has to judge after the least moves
     (``targets_of[a]``: the primaries attacker ``a`` attacks)."""
     system = task.system
-    pending = np.zeros((len(attackers), system.k), dtype=bool)
-    for a, targets in enumerate(targets_of):
-        pending[a, targets] = True
+    pending = pending_targets(system.k, targets_of)
     book = _MoveBook(system, [a.knowledge for a in attackers], task.integer)
     settings = task.settings
     for p in np.flatnonzero(pending.any(axis=0)):
