@@ -1,7 +1,8 @@
 """The audit's tuning settings: one frozen dataclass, passed explicitly to
 :func:`tabprotect.audit.audit` and recorded in the result's ``params``.
 
-None of them changes a verdict: they choose how the verdict modes look for witnesses
+None of them changes a verdict but ``attacker_seconds``, a time limit (what it stops is
+undecided, never passed): they choose how the verdict modes look for witnesses
 and where work goes to worker processes (an interval audit uses them for its
 attackers among the contributors, and otherwise only ``parallel_min_cells``,
 ``dual_min_vars``, the ``stack_`` sizes and ``attacker_sibling_cubes``).
@@ -117,6 +118,10 @@ class AuditSettings:
     #: table nine in ten least moves are fractional, and their LPs cost more than the
     #: group and own passes they spare
     attacker_move_min_yield: float = 0.25
+    #: attacker audits: wall-clock seconds for the attackers' passes of one component
+    #: (None: up to the audit's time limit); a primary a pass leaves unfinished is
+    #: undecided (``incomplete``, never passed), like one the time limit stops
+    attacker_seconds: float | None = None
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -139,6 +144,11 @@ class AuditSettings:
                         or not 1 <= value < float("inf"):
                     raise InputError(f"AuditSettings.{f.name} must be a finite number "
                                      f">= 1, not {value!r}")
+            elif f.name == "attacker_seconds":
+                if value is not None and (isinstance(value, bool) or not isinstance(
+                        value, (int, float)) or not value >= 0):
+                    raise InputError(f"AuditSettings.attacker_seconds must be None or a "
+                                     f"number >= 0, not {value!r}")
             elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError(f"AuditSettings.{f.name} must be an integer >= 0, "
                                  f"not {value!r}")

@@ -14,6 +14,7 @@ from tabprotect.parallel import process_map
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.modular.coordinate import Coordinator, ModularStats
 from tabprotect.secondary.modular.jobs import Job, JobResult, deal, run_bin
+from tabprotect.secondary.modular.network_search import begin_call
 from tabprotect.secondary.modular.options import ModularOptions
 from tabprotect.secondary.modular.solver import SubtableSolver, optimal_subtable_solver
 from tabprotect.secondary.modular.time_plan import TimePlan
@@ -71,6 +72,7 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     except ValueError as exc:
         raise InputError(f"modular: {exc}") from None
     start = time.perf_counter()
+    begin_call()
     split = Split(table)
     solve = opts.solver or optimal_subtable_solver(
         singleton=singleton, mip_gap=opts.mip_gap, seed=opts.cube_start,
