@@ -188,13 +188,12 @@ class HybridOracle(AttackerOracle):
         whose levels it meets meets them against all of them; the rest go through the
         per-attacker LPs.  Two LPs per primary instead of two per primary and attacker."""
         req = self.req
-        sub = self.A[:, comp].tocsr()
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        rows, sub = self.component_rows.of(comp)
         single = req.singleton[comp]
         lo = np.where(single, 0.0, -req.down[comp] * z[comp])
         hi = np.where(single, 0.0, req.up[comp] * z[comp])
         model = self._new_model(LinearProgram(
-            c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
+            c=np.zeros(len(comp)), A=sub, row_lower=np.zeros(len(rows)),
             row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi))
         local = {int(c): k for k, c in enumerate(comp)}
         open_ = []
