@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from tabprotect.errors import InputError
 from tabprotect.tabulate.dask_engine import dask_available, dask_leaves, is_dask_frame
 from tabprotect.tabulate.duckdb_engine import duckdb_available, duckdb_leaves
@@ -54,7 +52,7 @@ def auto_order(source: Source) -> tuple[str, ...]:
     Dask DataFrame to dask."""
     if is_dask_frame(source):
         return ("dask",)
-    if isinstance(source, pd.DataFrame):
+    if not isinstance(source, (str, Path)):     # a DataFrame or Columns
         return AUTO_FOR_FRAMES
     try:
         small = Path(source).stat().st_size <= AUTO_SMALL_FILE_BYTES
