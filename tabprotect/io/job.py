@@ -301,7 +301,7 @@ def tabulate_job(job: Job, progress=None) -> Table:
         codes = None
         if needs_codes:
             if codes_cache is None:
-                codes_cache = distinct_codes(path, dims)
+                codes_cache = distinct_codes(path, dims, spec.get("engine", "auto"))
             codes = codes_cache[d]
         hierarchies[d] = build_hierarchy(job, d, codes)
     top_k = spec.get("top_k")

@@ -62,11 +62,14 @@ class Columns:
     def from_frame(cls, frame: "pd.DataFrame") -> "Columns":
         """A DataFrame's columns: numeric ones as numpy numbers, the others as objects
         with ``None`` where missing; the frame's index labels the rows."""
+        import pandas as pd
         data = {}
         for name in frame.columns:
             s = frame[name]
             if isinstance(s.dtype, np.dtype) and s.dtype.kind in "fiub":
                 data[str(name)] = s.to_numpy()
+            elif pd.api.types.is_float_dtype(s.dtype):     # nullable floats: NaN missing
+                data[str(name)] = s.to_numpy(dtype=float, na_value=np.nan)
             else:
                 arr = s.to_numpy(dtype=object).copy()
                 arr[s.isna().to_numpy()] = None
@@ -78,7 +81,7 @@ class Columns:
         import pandas as pd
         frame = pd.DataFrame({k: v for k, v in self._data.items()})
         if self.index is not None:
-            frame.index = pd.Index(self.index)
+            frame.index = pd.Index(list(self.index))
         return frame
 
     @property
@@ -118,9 +121,10 @@ class Columns:
         return Columns({k: v for k, v in self._data.items() if k not in gone}, self.index)
 
     def rows(self, which: np.ndarray) -> "Columns":
-        """The rows of a boolean mask or of positions (the index follows them)."""
-        return Columns({k: v[which] for k, v in self._data.items()},
-                       None if self.index is None else self.index[which])
+        """The rows of a boolean mask or of positions; the index (row positions when
+        there was none) follows them."""
+        index = np.arange(len(self)) if self.index is None else self.index
+        return Columns({k: v[which] for k, v in self._data.items()}, index[which])
 
     def copy(self) -> "Columns":
         return Columns({k: v.copy() for k, v in self._data.items()}, self.index)
