@@ -38,7 +38,7 @@ from tabprotect.model.columns import factorize, parse_numbers, read_table_column
     text_values
 from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
 from tabprotect.tabulate import (MICRODATA_KEYS, distinct_codes, hierarchy_from_correspondence,
-                                 read_table_file, tabulate)
+                                 tabulate)
 
 @dataclass
 class Job:
@@ -293,7 +293,7 @@ def tabulate_job(job: Job, progress=None) -> Table:
         hs = hier_specs.get(d, {"flat": True})
         if "columns" in hs:
             corr = job.resolve(hs.get("file", spec["file"]))
-            frame = read_table_file(corr, hs["columns"])
+            frame = read_table_columns(corr)
             hierarchies[d] = hierarchy_from_correspondence(
                 frame, hs["columns"], total=str(hs.get("total", "Total")), name=d)
             continue

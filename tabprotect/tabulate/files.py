@@ -3,10 +3,13 @@ in-memory engine's input)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tabprotect.model.columns import Columns, read_table_columns
 from tabprotect.tabulate.spec import MicrodataSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["read_table_file", "read_microdata", "is_parquet"]
 
@@ -15,10 +18,11 @@ def is_parquet(path) -> bool:
     return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
-def read_table_file(path: Path, str_columns: Sequence[str] = ()) -> Columns:
-    """A CSV/Parquet side table (e.g. a correspondence table); codes are read as text
-    (``str_columns`` names them for the reader's callers; every CSV column is text)."""
-    return read_table_columns(path)
+def read_table_file(path: Path, str_columns: Sequence[str] = ()) -> "pd.DataFrame":
+    """A CSV/Parquet side table as a DataFrame, ``str_columns`` as text (for the callers
+    that work on DataFrames; a job's tables are read by :func:`read_table_columns`)."""
+    from tabprotect.model import read_frame
+    return read_frame(path, dtype_str=list(str_columns))
 
 
 def read_microdata(path: Path, spec: MicrodataSpec) -> Columns:
