@@ -166,3 +166,25 @@ def test_two_attackers_pin_together_what_neither_pins_alone():
     res = audit(t, singleton=True, integer=True, mode="verdict",
                 settings=AuditSettings(attacker_group_min=2, attacker_group_cell_lps=2))
     assert res.protected[target] and not res.attacked[target]
+
+
+@pytest.mark.parametrize("seed,leaves", CASES[:4])
+def test_attacker_passes_stopped_early_leave_primaries_undecided(seed, leaves):
+    # with no time for the attackers' passes, a primary they did not finish is
+    # undecided (incomplete, not protected), never attacked; the shortfalls brute
+    # force finds are each attacked or undecided, and a finished audit flags them all
+    t = _tiny_pattern(seed, leaves)
+    safe = (t.status == "U") & audit(t, integer=True).protected
+    truth = _brute_attacked(t, singleton=True)
+    for mode in ("intervals", "verdict"):
+        full = audit(t, singleton=True, integer=True, mode=mode)
+        np.testing.assert_array_equal(full.attacked[safe], truth[safe], err_msg=mode)
+        assert not (full.incomplete & safe).any()
+        cut = audit(t, singleton=True, integer=True, mode=mode,
+                    settings=AuditSettings(attacker_seconds=0.0, attacker_group_min=0))
+        assert not (cut.attacked & ~truth)[safe].any(), mode
+        assert ((cut.attacked | cut.incomplete) >= truth)[safe].all(), mode
+        undecided = cut.incomplete & safe
+        assert undecided.any(), mode
+        assert not cut.protected[undecided].any() and not cut.passed
+        assert not cut.attacked[undecided].any()

@@ -22,7 +22,9 @@ intersection of different coalitions' intervals is no coalition's knowledge.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
@@ -183,8 +185,13 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
 
     ``outside``: limits the outside intruder's interval ends cannot pass. An
     attacker's interval lies inside the intruder's, so a primary those limits already
-    prove short is short against every attacker of it, without an LP."""
+    prove short is short against every attacker of it, without an LP.
+
+    A primary an attacker's pass leaves unfinished (its time limit, or
+    ``AuditSettings.attacker_seconds``, came first) is undecided: not attacked, but
+    added to ``system.incomplete``, so it is never passed either."""
     system = task.system
+    task = _with_attacker_budget(task)
     attacked = np.zeros(system.k, dtype=bool)
     targets_all = np.flatnonzero(task.primary)
     if outside is not None:
@@ -193,15 +200,15 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
                                     task.req_w[targets_all], system.value[targets_all])
     else:
         proven = np.zeros(len(targets_all), dtype=bool)
-    # the outside intruder's unfinished cells stay unfinished, whatever an attacker's
-    # pass settles
-    unfinished = set(system.incomplete)
     attackers = task.attackers or []
     targets_of = []
     for attacker in attackers:
         aimed = ~np.isin(targets_all, attacker.members)
         attacked[targets_all[aimed & proven]] = True
         targets_of.append(targets_all[aimed & ~proven])
+    # the outside intruder's unfinished cells stay unfinished, whatever an attacker's
+    # pass settles
+    unfinished = set(system.incomplete)
     if task.fractional_vertices and task.settings.attacker_move_lps and attackers:
         # (where every vertex is integral, the attackers' own aggregate LPs certify
         # many primaries each, and the least moves cost more LPs than they spare)
@@ -209,19 +216,47 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
     least = task.settings.attacker_group_min
     if least and len(attackers) >= max(2, least):
         targets_of = group_passes(task, attackers, targets_of, counters)
+    undecided = _own_passes(task, attackers, targets_of, attacked, counters)
+    system.incomplete.clear()
+    system.incomplete |= unfinished | set(np.flatnonzero(undecided & ~attacked).tolist())
+    return attacked
+
+
+def _with_attacker_budget(task: "ComponentTask") -> "ComponentTask":
+    """The task with its deadline cut to ``AuditSettings.attacker_seconds`` from now."""
+    budget = task.settings.attacker_seconds
+    if budget is None:
+        return task
+    end = time.time() + budget
+    return dataclasses.replace(task, deadline=end if task.deadline is None
+                               else min(end, task.deadline))
+
+
+def _own_passes(task: "ComponentTask", attackers: list[Attacker],
+                targets_of: list[np.ndarray], attacked: np.ndarray, counters: dict
+                ) -> np.ndarray:
+    """Each attacker's own pass over its open targets: sets ``attacked`` where the pass
+    proves a shortfall; returns the mask of targets some pass left unfinished."""
+    system = task.system
+    undecided = np.zeros(system.k, dtype=bool)
     for attacker, targets in zip(attackers, targets_of):
         # a primary one attacker narrows too far is attacked, whatever the others find
         targets = targets[~attacked[targets]]
         if len(targets) == 0:
             continue
+        # the pass reports the targets it leaves unfinished in ``system.incomplete``
+        system.incomplete.clear()
         lo, hi = _attacker_interval(task, targets, counters, attacker.knowledge)
-        # this attacker's own verdict (its witnesses certify, or its exact / outer
-        # bounds prove the shortfall)
-        attacked[targets] |= ~meets_requirement(
+        short = ~meets_requirement(
             lo, hi, task.req_lo[targets], task.req_hi[targets], task.req_w[targets],
             system.value[targets])
-    system.incomplete |= unfinished
-    return attacked
+        # this attacker's own verdict (its witnesses certify, or its exact / outer
+        # bounds prove the shortfall); a short end it did not finish proves nothing
+        open_ = np.isin(targets, np.fromiter(system.incomplete, dtype=np.int64,
+                                             count=len(system.incomplete)))
+        attacked[targets[short & ~open_]] = True
+        undecided[targets[short & open_]] = True
+    return undecided
 
 
 def _attacker_interval(task: "ComponentTask", targets, counters, knowledge):

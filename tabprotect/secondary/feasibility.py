@@ -147,11 +147,8 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
                 moves=_check_moves(table, everything, settings))
     if res.passed:
         return True
-    if not res.complete:
-        # an audit the time limit cut short proves no primary unprotectable: an attacker
-        # pass it stopped may leave a primary flagged that a finished pass clears
-        return False
-    # a cell not decided in time is not proven unprotectable: only complete shortfalls
+    # a cell not decided in time (by the outside intruder's pass or an attacker's) is
+    # not proven unprotectable: only decided shortfalls
     undecided = res.incomplete if res.incomplete is not None else np.zeros(0, bool)
     bad = [int(s) for s in res.shortfalls if not (len(undecided) and undecided[s])]
     if not bad:
