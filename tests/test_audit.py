@@ -735,6 +735,11 @@ def test_settings_are_recorded_and_checked():
         AuditSettings(local_hops=(0,))
     with pytest.raises(InputError, match="block_core_share"):
         AuditSettings(block_core_share=2.0)
+    for weight in (0.5, float("inf"), True, "9"):
+        with pytest.raises(InputError, match="attacker_weight"):
+            AuditSettings(attacker_weight=weight)
+    with pytest.raises(InputError, match="attacker_pair_min"):
+        AuditSettings(attacker_pair_min=-1)
     with pytest.raises(InputError, match="settings must be an AuditSettings"):
         audit(t, settings={"local_min_vars": 0})
 

@@ -16,14 +16,20 @@ from tabprotect.audit.system import Knowledge, ReducedSystem
 #: separate passes only: no least moves, no group passes
 SEPARATE = AuditSettings(attacker_move_lps=0, attacker_group_min=0)
 MOVES = AuditSettings(attacker_move_lps=8, attacker_group_min=0)
+#: the attacker-weighted move pair first for every primary, and never
+PAIR = AuditSettings(attacker_move_lps=8, attacker_group_min=0, attacker_pair_min=0)
+NO_PAIR = AuditSettings(attacker_move_lps=8, attacker_group_min=0,
+                        attacker_pair_min=10 ** 9)
 
 
 @pytest.mark.parametrize("seed,leaves", [(6, (3, 2, 2)), (8, (3, 2, 2)), (14, (3, 2, 2)),
                                          (8, (2, 2, 3)), (10, (2, 3, 2))])
-def test_least_moves_match_brute_force(seed, leaves):
+@pytest.mark.parametrize("settings", [PAIR, NO_PAIR], ids=["pair", "no-pair"])
+def test_least_moves_match_brute_force(seed, leaves, settings):
     # every integral table of a tiny 3-D count table enumerated (3-D: where the moves
-    # run): the attackers' verdict with least moves first is the definition's, for
-    # single contributors and coalitions of two
+    # run): the attackers' verdict with least moves first (with and without the
+    # attacker-weighted pair) is the definition's, for single contributors and
+    # coalitions of two
     t = _tiny_pattern(seed, leaves)
     safe = (t.status == "U") & audit(t, integer=True).protected
     assert safe.any()
@@ -32,7 +38,7 @@ def test_least_moves_match_brute_force(seed, leaves):
         truth = _brute_attacked(t, singleton, coalition or 0)[safe]
         for mode in ("intervals", "verdict"):
             res = audit(t, singleton=singleton, coalition=coalition, integer=True,
-                        mode=mode, settings=MOVES)
+                        mode=mode, settings=settings)
             np.testing.assert_array_equal(res.attacked[safe], truth,
                                           err_msg=f"{mode}, coalition {coalition}")
             used += res.n_attacker_moves
@@ -52,9 +58,28 @@ def test_least_moves_same_verdict_as_separate_passes(seed):
     t = _count_pattern(seed)
     for mode in ("verdict", "intervals"):
         alone = audit(t, singleton=True, mode=mode, settings=SEPARATE)
-        moved = audit(t, singleton=True, mode=mode, settings=MOVES)
-        np.testing.assert_array_equal(moved.attacked, alone.attacked, err_msg=mode)
-        np.testing.assert_array_equal(moved.protected, alone.protected, err_msg=mode)
+        for settings in (MOVES, PAIR, NO_PAIR):
+            moved = audit(t, singleton=True, mode=mode, settings=settings)
+            np.testing.assert_array_equal(moved.attacked, alone.attacked, err_msg=mode)
+            np.testing.assert_array_equal(moved.protected, alone.protected, err_msg=mode)
+
+
+def test_the_pair_runs_only_for_primaries_with_many_attackers_open():
+    # a 180-cell 3-D pattern: with the pair for every primary the moves solve other
+    # LPs than without it; a threshold above any primary's attackers is the same run as
+    # no pair at all, LP for LP
+    rng = np.random.default_rng(2)
+    t = _pattern(rng, _flat_table(rng, (5, 5, 4), "frequency"), "frequency")
+    runs = {name: audit(t, singleton=True, mode="verdict", settings=s)
+            for name, s in (("pair", PAIR), ("none", NO_PAIR),
+                            ("above", AuditSettings(attacker_move_lps=8,
+                                                    attacker_group_min=0,
+                                                    attacker_pair_min=t.n_cells)))}
+    assert runs["pair"].n_lp != runs["none"].n_lp
+    assert runs["above"].n_lp == runs["none"].n_lp
+    assert runs["above"].n_attacker_moves == runs["none"].n_attacker_moves
+    for res in runs.values():
+        np.testing.assert_array_equal(res.attacked, runs["none"].attacked)
 
 
 def test_least_moves_certify_and_spare_lps():
@@ -132,15 +157,15 @@ def test_attack_move_avoids_dear_attackers_and_keeps_the_held():
     for dear, free in ((0, 2), (1, 1)):
         book = _MoveBook(system, knows, integer=False)
         d = book.attack_move(0, "max", 3.0, np.array([dear]), np.zeros(0, np.int64),
-                             counters)
+                             1000.0, counters)
         # the move through the dear attacker's column costs more: the other one
         assert d[0] == pytest.approx(1.0) and d[dear + 1] == pytest.approx(0.0)
         assert abs(d[free]) == pytest.approx(1.0)
     book = _MoveBook(system, knows, integer=False)
-    d = book.attack_move(0, "max", 3.0, np.array([1]), np.array([0]), counters)
+    d = book.attack_move(0, "max", 3.0, np.array([1]), np.array([0]), 1000.0, counters)
     assert d[1] == 0.0 and d[0] == pytest.approx(1.0)   # attacker 0 held: column 2
     assert book.attack_move(0, "max", 3.0, np.array([0, 1]), np.array([0, 1]),
-                            counters) is None   # both held: no move left
+                            1000.0, counters) is None   # both held: no move left
     # the model's objective and bounds are back to the least move's afterwards
     assert book.least_move(0, "max", 3.0, 0, counters)[1] == 0.0
     assert np.abs(book.least_move(0, "max", 3.0, 1, counters)).sum() == pytest.approx(4.0)

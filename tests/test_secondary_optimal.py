@@ -35,7 +35,7 @@ from tabprotect.secondary.optimal.start import PROTECTED, UNFINISHED, gauss_star
 from tabprotect.secondary.optimal.support import SupportSeparator
 from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.attack_requirements import Requirements, derived_upper_bounds
-from tabprotect.secondary.attacker_oracle import AttackerOracle
+from tabprotect.secondary.attacker_oracle import AttackerOracle, ComponentRows
 from tabprotect.secondary.repair import GreedyRepair
 
 
@@ -440,6 +440,66 @@ def test_dual_simplex_oracle_gives_the_same_answers(seed):
             a, b = ref.check(point), dual.check(point)
             assert sorted(a.violated) == sorted(b.violated)
             assert len(a.cuts) == len(b.cuts)
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_kept_component_rows_give_the_same_answers(seed):
+    # the relations kept per component are the ones sliced anew: the same verdicts and
+    # the same cuts at points whose components repeat, with a budget that keeps none
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    kept, fresh = AttackerOracle(table, req), AttackerOracle(table, req)
+    fresh.component_rows = ComponentRows(fresh.A, max_nonzeros=0)
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(4):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        points.append(np.where(rng.random(table.n_cells) < 0.3, 0.0, z))
+    for z in points + points:
+        for a, b in ((kept.check(z > 0.5), fresh.check(z > 0.5)),
+                     (kept.separate(z), fresh.separate(z))):
+            assert sorted(a.violated) == sorted(b.violated)
+            assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
+                [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
+    assert fresh.component_rows._held == 0 and not fresh.component_rows._kept
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_kept_component_models_give_a_new_models_answers(seed):
+    # a kept model gets the new bounds and starts from scratch: the verdicts and the
+    # cuts of an oracle that keeps none, at points whose components repeat
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    kept = HybridOracle(table, req, simplex_strategy=1, racing=False)
+    fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                         options=OptimalOptions(component_models_nonzeros=0,
+                                                separation_witnesses=0))
+    kept.witnesses.keep = 0
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(4):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        points.append(np.where(rng.random(table.n_cells) < 0.3, 0.0, z))
+    for z in points + points[::-1]:
+        for a, b in ((kept.check(z > 0.5), fresh.check(z > 0.5)),
+                     (kept.separate(z), fresh.separate(z))):
+            assert sorted(a.violated) == sorted(b.violated)
+            assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
+                [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
+    assert kept._models and not fresh._models
+
+
+def test_component_rows_are_the_sliced_relations_within_their_budget():
+    table = hier_table(3, n_primary=2)
+    A = table.relations.tocsr()
+    rows_of = ComponentRows(A, max_nonzeros=A.nnz)
+    for comp in (np.arange(table.n_cells), np.array([0, 2, 5]), np.arange(table.n_cells)):
+        rows, sub = rows_of.of(comp)
+        full = A[:, comp].toarray()
+        want = np.flatnonzero(np.abs(full).sum(axis=1) > 0)
+        assert rows.tolist() == want.tolist()
+        assert np.array_equal(sub.toarray(), full[want])
+        assert rows_of._held <= A.nnz
 
 
 def _forty_primary_table() -> Table:

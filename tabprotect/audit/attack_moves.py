@@ -11,15 +11,16 @@ of :class:`~tabprotect.audit.least_moves.LeastMoveModel` -- moves a handful of c
 cube or a short cycle of the relations) and holds against every attacker who knows none
 of them.
 
-So per primary and direction, first two moves after the protection LPs of the gauss
-attack step: one that takes the primary to its goal while moving the cells its attackers
-know as little as it can (each unit there costs :data:`ATTACKER_WEIGHT`, elsewhere one),
-which holds against every attacker it leaves in place, then one with every attacker not
-yet certified against held within what it knows, which holds against those (the
-protection LPs of the gauss attack step, as witnesses). Then, for the attackers left:
-take one the moves so far do not certify the primary against, find the least move with
-*its* knowledge in the bounds (so that it certifies against that attacker at least),
-check the move against
+So per primary and direction, where the primary has at least
+``AuditSettings.attacker_pair_min`` attackers still open, first two moves: one that
+takes the primary to its goal while moving the cells its attackers know as little as it
+can (each unit there costs ``AuditSettings.attacker_weight``, elsewhere one), which holds
+against every attacker it leaves in place, then one with every attacker not yet
+certified against held within what it knows, which holds against those. On a large
+component the pair covers most attackers of a primary at two LPs; with a few attackers
+one least move each costs fewer. Then, for the attackers left: take one the moves so far
+do not certify the primary against, find the least move with *its* knowledge in the
+bounds (so that it certifies against that attacker at least), check the move against
 every attacker of the primary, and repeat while the primary's budget of LPs
 (``AuditSettings.attacker_move_lps``) lasts. Where the least moves come out fractional
 (a flat 3-D count table: nine in ten), the pass stops once fewer than
@@ -43,10 +44,6 @@ from tabprotect.audit.least_moves import LeastMoveModel, goals
 from tabprotect.audit.moves import mirror_share
 from tabprotect.audit.system import out_of_time
 from tabprotect.audit_result import meets_requirement
-
-#: cost per unit of moving a cell an attacker of the primary knows, against one for any
-#: other cell: the attacker-weighted move leaves every attacker in place that it can
-ATTACKER_WEIGHT = 1000.0
 
 if TYPE_CHECKING:
     from tabprotect.audit.component import ComponentTask
@@ -89,7 +86,8 @@ def _certify(task: "ComponentTask", book: "_MoveBook", p: int, against: np.ndarr
     # per attacker: the just-required goal up, then down, then the whole width up or down
     tries = [(s, g[i]) for i in (-1, 0) for s in ("max", "min")
              for g in [by_sense[s]] if g and (i == -1 or len(g) > 1)]
-    for sense, goal in tries:
+    pair = int((~ok).sum()) >= task.settings.attacker_pair_min
+    for sense, goal in (tries if pair else []):
         # one move with every attacker dear to move, then one with those it moved held
         # in place: together they cover most attackers of a large component
         for held in (False, True):
@@ -99,7 +97,8 @@ def _certify(task: "ComponentTask", book: "_MoveBook", p: int, against: np.ndarr
                 break
             budget -= 1
             keep = against[~ok] if held else against[:0]
-            d = book.attack_move(p, sense, goal, against, keep, counters)
+            d = book.attack_move(p, sense, goal, against, keep,
+                                 task.settings.attacker_weight, counters)
             if d is None:
                 continue
             book.add(d)
@@ -155,15 +154,15 @@ class _MoveBook:
         return self._move(p, sense, goal, np.array([attacker]), None, counters)
 
     def attack_move(self, p: int, sense: str, goal: float, dear: np.ndarray,
-                    held: np.ndarray, counters: dict) -> np.ndarray | None:
+                    held: np.ndarray, weight: float, counters: dict) -> np.ndarray | None:
         """The move taking ``p`` to ``goal`` that moves the cells the attackers ``dear``
-        know least (each unit there costs :data:`ATTACKER_WEIGHT`, elsewhere one), within
-        what every attacker of ``held`` knows; checked like :meth:`least_move`."""
+        know least (each unit there costs ``weight``, elsewhere one), within what every
+        attacker of ``held`` knows; checked like :meth:`least_move`."""
         k = self.system.k
         cells = np.unique(np.concatenate(
             [self.knowledge[a].index for a in dear] + [np.zeros(0, np.int64)]))
         cost = np.ones(2 * k)
-        cost[cells] = cost[cells + k] = ATTACKER_WEIGHT
+        cost[cells] = cost[cells + k] = weight
         return self._move(p, sense, goal, held, cost, counters)
 
     def _move(self, p: int, sense: str, goal: float, held: np.ndarray,

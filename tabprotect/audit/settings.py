@@ -105,6 +105,14 @@ class AuditSettings:
     #: it against many attackers at once (:mod:`tabprotect.audit.attack_moves`) before
     #: the group and own passes; 0: none
     attacker_move_lps: int = 8
+    #: attacker moves: a primary with at least this many attackers still to certify
+    #: against first gets the attacker-weighted move pair (each covers many attackers at
+    #: one LP; with fewer, one least move per attacker costs fewer LPs); 0: always
+    attacker_pair_min: int = 20
+    #: the attacker-weighted move's cost per unit of moving a cell an attacker of the
+    #: primary knows (one elsewhere): high, so that it moves such a cell only where the
+    #: goal cannot be reached without it
+    attacker_weight: float = 1000.0
     #: the least moves of a component stop once fewer than this share of their LPs gave
     #: a move (checked from twice ``attacker_move_lps`` LPs on): on a flat 10^3 count
     #: table nine in ten least moves are fractional, and their LPs cost more than the
@@ -131,6 +139,11 @@ class AuditSettings:
                         or not 0 <= value <= 1:
                     raise InputError(f"AuditSettings.{f.name} must be a number in [0, 1], "
                                      f"not {value!r}")
+            elif f.name == "attacker_weight":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not 1 <= value < float("inf"):
+                    raise InputError(f"AuditSettings.{f.name} must be a finite number "
+                                     f">= 1, not {value!r}")
             elif f.name == "attacker_seconds":
                 if value is not None and (isinstance(value, bool) or not isinstance(
                         value, (int, float)) or not value >= 0):

@@ -43,6 +43,40 @@ def components(A: sp.csr_matrix, cells: np.ndarray) -> list[np.ndarray]:
     return linked_components(A, mask)
 
 
+class ComponentRows:
+    """The relations of a component and their columns over it, ``(rows, A[rows][:,
+    comp])``, kept for the components met again: the search meets the same components
+    at point after point, and slicing the relations anew each time costs more than the
+    small LPs over them.  At most ``max_nonzeros`` entries are kept (the oldest
+    component goes first)."""
+
+    def __init__(self, A: sp.csr_matrix, max_nonzeros: int = 2_000_000):
+        self.A = A
+        self.max_nonzeros = max_nonzeros
+        self._kept: dict = {}
+        self._held = 0
+
+    def of(self, comp: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        key = np.asarray(comp, np.int64).tobytes()
+        hit = self._kept.get(key)
+        if hit is not None:
+            return hit
+        sub = self.A[:, comp].tocsr()
+        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        sub = sub[rows]
+        # canonical, so that the LPs built on it share it without changing it in place
+        sub.sum_duplicates()
+        sub.sort_indices()
+        hit = (rows, sub)
+        if hit[1].nnz <= self.max_nonzeros:
+            while self._kept and self._held + hit[1].nnz > self.max_nonzeros:
+                self._held -= next(iter(self._kept.values()))[1].nnz
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = hit
+            self._held += hit[1].nnz
+        return hit
+
+
 @dataclass
 class Cut:
     """``sum(coef * z[cols]) >= rhs`` over cell indices ``cols`` (all cells, fixed ones
@@ -101,6 +135,7 @@ class AttackerOracle:
         self.AT = self.A.T.tocsr()
         self.slot = np.full(table.n_cells, -1, dtype=np.int64)
         self.slot[req.primary] = np.arange(len(req.primary))
+        self.component_rows = ComponentRows(self.A)
 
     def check(self, z: np.ndarray, *, cuts: bool = True, primaries: np.ndarray | None = None,
               deadline: float | None = None, first_only: bool = False) -> Check:
@@ -197,15 +232,21 @@ class AttackerOracle:
         anything with HighsModel's ``set_col_bounds``, ``set_objective`` and ``solve``)."""
         return HighsModel(lp, **self._model_options)
 
+    def _component_model(self, comp: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+        """The attacker LP over the component ``comp`` with column bounds ``lo``..``hi``
+        (its objective set by each solve; a hook: the optimal method's oracle keeps one
+        model per component)."""
+        rows, sub = self.component_rows.of(comp)
+        return self._new_model(LinearProgram(
+            c=np.zeros(len(comp)), A=sub, row_lower=np.zeros(len(rows)),
+            row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi))
+
     def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
         req = self.req
-        sub = self.A[:, comp].tocsr()
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+        rows, _ = self.component_rows.of(comp)
         lo = -req.down[comp] * z[comp]
         hi = req.up[comp] * z[comp]
-        lp = LinearProgram(c=np.zeros(len(comp)), A=sub[rows], row_lower=np.zeros(len(rows)),
-                           row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
-        model = self._new_model(lp)
+        model = self._component_model(comp, lo, hi)
         local = {int(c): k for k, c in enumerate(comp)}
         attackers = [-1]
         if req.singleton.any():
@@ -293,9 +334,7 @@ class _SeparationLP:
 
     def __init__(self, oracle: AttackerOracle, comp: np.ndarray, z: np.ndarray):
         self.oracle, self.comp, self.z = oracle, comp, z
-        sub = oracle.A[:, comp].tocsr()
-        self.rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        self.sub = sub[self.rows]
+        self.rows, _ = oracle.component_rows.of(comp)
         self.local = {int(c): k for k, c in enumerate(comp)}
         self.model = None
 
@@ -303,16 +342,14 @@ class _SeparationLP:
         """``(value, duals)`` of moving ``s`` by ``sign`` within the capped bounds
         (attacker ``j`` knows its own cell)."""
         oracle, comp, z, req = self.oracle, self.comp, self.z, self.oracle.req
-        if self.model is None:
-            self.model = oracle._new_model(LinearProgram(
-                c=np.zeros(len(comp)), A=self.sub, row_lower=np.zeros(len(self.rows)),
-                row_upper=np.zeros(len(self.rows)), col_lower=-req.down[comp] * z[comp],
-                col_upper=req.up[comp] * z[comp]))
         hi = np.minimum(req.up[comp], rhs) * z[comp]
         lo = -np.minimum(req.down[comp], rhs) * z[comp]
         if j >= 0:
             lo[self.local[j]] = hi[self.local[j]] = 0.0
-        self.model.set_col_bounds(np.arange(len(comp)), lo, hi)
+        if self.model is None:
+            self.model = oracle._component_model(comp, lo, hi)
+        else:
+            self.model.set_col_bounds(np.arange(len(comp)), lo, hi)
         val, duals = oracle._solve(self.model, self.local[s], sign)
         out.n_lp += 1
         if duals is not None:

@@ -50,6 +50,14 @@ class SearchLimits:
     #: numpy nodes searched in the process before the kernel is loaded (numba's import
     #: and the kernel's cache cost about as much CPU as this many numpy nodes)
     load_after: int = 5000
+    #: a process's second and later modular calls load the kernel at their first
+    #: network sub-table when its cache exists: a process protecting several tables
+    #: repays the load (about 0.4 s CPU, once) over its calls, while a one-table run
+    #: (the CLI) loads only after ``load_after`` numpy nodes
+    load_when_warm: bool = True
+    #: load the kernel at the first network sub-table, compiling it where no cache
+    #: exists (``ModularOptions.kernel="compiled"``)
+    load_first: bool = False
 
 
 class Problem:

@@ -51,13 +51,39 @@ from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
-                                                        compiled_available, kernel_loaded,
-                                                        load_kernel, search_slice)
+                                                        compiled_available, kernel_cached,
+                                                        kernel_loaded, load_kernel,
+                                                        search_slice)
 
 
 #: the nodes this process has searched by numpy (the kernel is loaded once they cost
 #: about what loading it costs: a process with less search work never pays for it)
 _NUMPY_NODES = [0]
+#: the modular calls this process has begun (:func:`begin_call`), and the last call
+#: that looked for the kernel's cache (once a call)
+_CALLS = [0, 0]
+
+
+def begin_call() -> None:
+    """Count a modular call of this process (a second call marks a process that
+    protects several tables: ``SearchLimits.load_when_warm``)."""
+    _CALLS[0] += 1
+
+
+def _load_early(limits: SearchLimits) -> None:
+    """Load the kernel before a network sub-table's listing, flows and search (they then
+    run compiled): with ``load_first``, or when the process has begun a second modular
+    call and the kernel's cache exists."""
+    if not limits.compiled or kernel_loaded():
+        return
+    if limits.load_first and compiled_available():
+        load_kernel()
+        return
+    if not (limits.load_when_warm and _CALLS[0] >= 2 and _CALLS[1] < _CALLS[0]):
+        return
+    _CALLS[1] = _CALLS[0]
+    if compiled_available() and kernel_cached():
+        load_kernel()
 
 
 class _Search:
@@ -371,6 +397,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     net = Network.of(sub.relations) if net is None else net
     if net is None:
         return None
+    _load_early(limits)
     fixed = np.isin(sub.status, ("U", "M"))
     prob = Problem(net, req, cost, np.asarray(cand, bool), fixed)
     rows, deficits, lazy = [], [], []

@@ -1,0 +1,76 @@
+"""When modular loads its compiled network kernel: the cache test on numba's files and
+the early load of a process's second call."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tabprotect.secondary.modular import network_kernel
+from tabprotect.secondary.modular.network_kernel import kernel_cached, load_kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cache_folder() -> Path:
+    """The kernels' cache (filled by loading them once)."""
+    load_kernel()
+    return Path(os.environ.get("NUMBA_CACHE_DIR")
+                or Path(network_kernel.__file__).parent / "__pycache__")
+
+
+def test_cache_is_found_beside_its_kernels_and_missing_elsewhere(tmp_path):
+    cache = _cache_folder()
+    assert kernel_cached(str(cache))
+    assert not kernel_cached(str(tmp_path))
+    for f in cache.rglob("network_kernel.*"):
+        shutil.copy2(f, tmp_path / f.name)
+    assert kernel_cached(str(tmp_path))
+    # one index older than the source: numba would compile again, so no early load
+    kernel = network_kernel._CACHED[0]
+    index = next(tmp_path.glob(
+        f"network_kernel.{kernel.__name__}-{kernel.__code__.co_firstlineno}.*nbi"))
+    old = os.stat(network_kernel.__file__).st_mtime - 10
+    os.utime(index, (old, old))
+    assert not kernel_cached(str(tmp_path))
+    index.unlink()
+    assert not kernel_cached(str(tmp_path))
+
+
+_CALLS = """
+import json, sys
+from tabprotect.model import synthetic
+from tabprotect.secondary import protect
+from tabprotect.secondary.modular import network_kernel
+t = synthetic.preset("2d-small", seed=1)
+loaded = []
+for kernel in sys.argv[1:]:
+    protect(t, method="modular", singleton=False, time_limit=60, kernel=kernel)
+    loaded.append(network_kernel.kernel_loaded())
+print(json.dumps(loaded))
+"""
+
+
+def _loaded_after(*kernels: str) -> list[bool]:
+    """Whether the kernel is loaded after each modular call of a new process (the
+    ``kernel`` option of each call)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    out = subprocess.run([sys.executable, "-c", _CALLS, *kernels], env=env,
+                         capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_second_call_of_a_process_loads_the_cached_kernel():
+    """A one-table process searches by numpy (its search is small); its second modular
+    call loads the kernel from the cache."""
+    _cache_folder()
+    assert _loaded_after("auto", "auto") == [False, True]
+
+
+def test_kernel_option_python_never_loads_and_compiled_loads_at_once():
+    _cache_folder()
+    assert _loaded_after("python", "python", "compiled") == [False, False, True]
