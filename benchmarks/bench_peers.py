@@ -323,8 +323,9 @@ def install(code: str, dest: Path, methods: list[str]) -> str:
     """A copy of the code tree's packages as an installation has them: bytecode compiled
     (as pip does; the cold runs then do not compile sources, whatever
     PYTHONDONTWRITEBYTECODE says) and the compiled-kernel cache filled by one small run
-    of each method (a user's first run; gauss asked for its compiled kernel, which it
-    does not use on so small a table by default). Returns the copy's path."""
+    of each method (a user's first run; gauss and modular asked for their compiled
+    kernels, which they do not use on so small a table by default; a tree whose method
+    has no such option runs without it). Returns the copy's path."""
     import shutil
     if dest.exists():
         shutil.rmtree(dest)
@@ -337,9 +338,13 @@ def install(code: str, dest: Path, methods: list[str]) -> str:
     first = ("import sys\nfrom tabprotect.model.synthetic import preset\n"
              "from tabprotect.secondary import protect\n"
              "for m in sys.argv[1:]:\n"
-             "    kw = {'kernel': 'compiled'} if m == 'gauss' else {}\n"
-             "    protect(preset('2d-small', seed=1), method=m, singleton=False, "
-             "time_limit=60, **kw)\n")
+             "    kw = {'kernel': 'compiled'} if m in ('gauss', 'modular') else {}\n"
+             "    try:\n"
+             "        protect(preset('2d-small', seed=1), method=m, singleton=False, "
+             "time_limit=60, **kw)\n"
+             "    except (TypeError, ValueError):\n"
+             "        protect(preset('2d-small', seed=1), method=m, singleton=False, "
+             "time_limit=60)\n")
     subprocess.run([sys.executable, "-c", first, *methods], check=True, cwd=dest,
                    env=dict(os.environ, PYTHONPATH=str(dest)), capture_output=True)
     return str(dest)

@@ -426,6 +426,13 @@ class HighsModel:
         lo, up = _vals(lower, idx.size), _vals(upper, idx.size)
         self._h.changeColsBounds(int(idx.size), idx, lo, up)
 
+    def forget_basis(self) -> None:
+        """Drop the basis and the solution: the next solve starts from scratch, as a new
+        model's first solve does (for a model reused on unrelated bounds)."""
+        self._h.clearSolver()
+        self._primal_feasible_basis = False
+        self._solved_before = False
+
     def set_row_bounds(self, indices, lower, upper) -> None:
         """Change bounds of the given rows (scalars broadcast)."""
         self._primal_feasible_basis = False

@@ -47,19 +47,30 @@ from tabprotect.secondary import protect
 from tabprotect.secondary.modular import network_kernel
 t = synthetic.preset("2d-small", seed=1)
 loaded = []
-for _ in range(2):
-    protect(t, method="modular", singleton=False, time_limit=60)
+for kernel in sys.argv[1:]:
+    protect(t, method="modular", singleton=False, time_limit=60, kernel=kernel)
     loaded.append(network_kernel.kernel_loaded())
 print(json.dumps(loaded))
 """
+
+
+def _loaded_after(*kernels: str) -> list[bool]:
+    """Whether the kernel is loaded after each modular call of a new process (the
+    ``kernel`` option of each call)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    out = subprocess.run([sys.executable, "-c", _CALLS, *kernels], env=env,
+                         capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_second_call_of_a_process_loads_the_cached_kernel():
     """A one-table process searches by numpy (its search is small); its second modular
     call loads the kernel from the cache."""
     _cache_folder()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("TABPROTECT_NO_NUMBA", None)
-    out = subprocess.run([sys.executable, "-c", _CALLS], env=env, capture_output=True,
-                         text=True, timeout=300, check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True]
+    assert _loaded_after("auto", "auto") == [False, True]
+
+
+def test_kernel_option_python_never_loads_and_compiled_loads_at_once():
+    _cache_folder()
+    assert _loaded_after("python", "python", "compiled") == [False, False, True]

@@ -464,6 +464,31 @@ def test_kept_component_rows_give_the_same_answers(seed):
     assert fresh.component_rows._held == 0 and not fresh.component_rows._kept
 
 
+@pytest.mark.parametrize("seed", [2, 6])
+def test_kept_component_models_give_a_new_models_answers(seed):
+    # a kept model gets the new bounds and starts from scratch: the verdicts and the
+    # cuts of an oracle that keeps none, at points whose components repeat
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    kept = HybridOracle(table, req, simplex_strategy=1, racing=False)
+    fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                         options=OptimalOptions(component_models_nonzeros=0,
+                                                separation_witnesses=0))
+    kept.witnesses.keep = 0
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(4):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        points.append(np.where(rng.random(table.n_cells) < 0.3, 0.0, z))
+    for z in points + points[::-1]:
+        for a, b in ((kept.check(z > 0.5), fresh.check(z > 0.5)),
+                     (kept.separate(z), fresh.separate(z))):
+            assert sorted(a.violated) == sorted(b.violated)
+            assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
+                [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
+    assert kept._models and not fresh._models
+
+
 def test_component_rows_are_the_sliced_relations_within_their_budget():
     table = hier_table(3, n_primary=2)
     A = table.relations.tocsr()

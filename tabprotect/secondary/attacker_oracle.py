@@ -232,14 +232,21 @@ class AttackerOracle:
         anything with HighsModel's ``set_col_bounds``, ``set_objective`` and ``solve``)."""
         return HighsModel(lp, **self._model_options)
 
+    def _component_model(self, comp: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+        """The attacker LP over the component ``comp`` with column bounds ``lo``..``hi``
+        (its objective set by each solve; a hook: the optimal method's oracle keeps one
+        model per component)."""
+        rows, sub = self.component_rows.of(comp)
+        return self._new_model(LinearProgram(
+            c=np.zeros(len(comp)), A=sub, row_lower=np.zeros(len(rows)),
+            row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi))
+
     def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
         req = self.req
-        rows, sub = self.component_rows.of(comp)
+        rows, _ = self.component_rows.of(comp)
         lo = -req.down[comp] * z[comp]
         hi = req.up[comp] * z[comp]
-        lp = LinearProgram(c=np.zeros(len(comp)), A=sub, row_lower=np.zeros(len(rows)),
-                           row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi)
-        model = self._new_model(lp)
+        model = self._component_model(comp, lo, hi)
         local = {int(c): k for k, c in enumerate(comp)}
         attackers = [-1]
         if req.singleton.any():
@@ -327,7 +334,7 @@ class _SeparationLP:
 
     def __init__(self, oracle: AttackerOracle, comp: np.ndarray, z: np.ndarray):
         self.oracle, self.comp, self.z = oracle, comp, z
-        self.rows, self.sub = oracle.component_rows.of(comp)
+        self.rows, _ = oracle.component_rows.of(comp)
         self.local = {int(c): k for k, c in enumerate(comp)}
         self.model = None
 
@@ -335,16 +342,14 @@ class _SeparationLP:
         """``(value, duals)`` of moving ``s`` by ``sign`` within the capped bounds
         (attacker ``j`` knows its own cell)."""
         oracle, comp, z, req = self.oracle, self.comp, self.z, self.oracle.req
-        if self.model is None:
-            self.model = oracle._new_model(LinearProgram(
-                c=np.zeros(len(comp)), A=self.sub, row_lower=np.zeros(len(self.rows)),
-                row_upper=np.zeros(len(self.rows)), col_lower=-req.down[comp] * z[comp],
-                col_upper=req.up[comp] * z[comp]))
         hi = np.minimum(req.up[comp], rhs) * z[comp]
         lo = -np.minimum(req.down[comp], rhs) * z[comp]
         if j >= 0:
             lo[self.local[j]] = hi[self.local[j]] = 0.0
-        self.model.set_col_bounds(np.arange(len(comp)), lo, hi)
+        if self.model is None:
+            self.model = oracle._component_model(comp, lo, hi)
+        else:
+            self.model.set_col_bounds(np.arange(len(comp)), lo, hi)
         val, duals = oracle._solve(self.model, self.local[s], sign)
         out.n_lp += 1
         if duals is not None:

@@ -52,7 +52,8 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     large one, and the sub-tables below suppress for it); ``workers`` (default 2 from
     5,000 cells); ``cube_start``; ``heuristic_size`` and ``heuristic_min_primaries``
     (which sub-tables get :func:`certified_pattern`); the time plan's
-    ``planned_share``, ``min_subtable_seconds`` and ``fast_tail``.
+    ``planned_share``, ``min_subtable_seconds`` and ``fast_tail``; ``kernel`` (the
+    network sub-tables' search compiled: ``auto``, ``compiled`` or ``python``).
 
     Examples
     --------
@@ -77,7 +78,7 @@ def modular(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
     solve = opts.solver or optimal_subtable_solver(
         singleton=singleton, mip_gap=opts.mip_gap, seed=opts.cube_start,
         heuristic_size=opts.heuristic_size, min_primaries=opts.heuristic_min_primaries,
-        milp=opts.subtable_milp or len(split) == 1)
+        milp=opts.subtable_milp or len(split) == 1, kernel=opts.kernel)
     workers = _workers(opts.workers, table.n_cells, solve)
     state = Coordinator(table, cost, split, opts, singleton)
     plan = TimePlan(split, time_limit, opts, workers, start)

@@ -55,6 +55,9 @@ class SearchLimits:
     #: repays the load (about 0.4 s CPU, once) over its calls, while a one-table run
     #: (the CLI) loads only after ``load_after`` numpy nodes
     load_when_warm: bool = True
+    #: load the kernel at the first network sub-table, compiling it where no cache
+    #: exists (``ModularOptions.kernel="compiled"``)
+    load_first: bool = False
 
 
 class Problem:

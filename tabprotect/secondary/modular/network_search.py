@@ -70,12 +70,16 @@ def begin_call() -> None:
     _CALLS[0] += 1
 
 
-def _load_if_warm(limits: SearchLimits) -> None:
-    """Load the kernel before a warm call's first network sub-table (its listing, flows
-    and searches then run compiled) when the process has begun a second modular call
-    and the kernel's cache exists."""
-    if not (limits.load_when_warm and limits.compiled and _CALLS[0] >= 2
-            and _CALLS[1] < _CALLS[0] and not kernel_loaded()):
+def _load_early(limits: SearchLimits) -> None:
+    """Load the kernel before a network sub-table's listing, flows and search (they then
+    run compiled): with ``load_first``, or when the process has begun a second modular
+    call and the kernel's cache exists."""
+    if not limits.compiled or kernel_loaded():
+        return
+    if limits.load_first and compiled_available():
+        load_kernel()
+        return
+    if not (limits.load_when_warm and _CALLS[0] >= 2 and _CALLS[1] < _CALLS[0]):
         return
     _CALLS[1] = _CALLS[0]
     if compiled_available() and kernel_cached():
@@ -393,7 +397,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     net = Network.of(sub.relations) if net is None else net
     if net is None:
         return None
-    _load_if_warm(limits)
+    _load_early(limits)
     fixed = np.isin(sub.status, ("U", "M"))
     prob = Problem(net, req, cost, np.asarray(cand, bool), fixed)
     rows, deficits, lazy = [], [], []

@@ -64,11 +64,20 @@ class ModularOptions:
     #: (the certified heuristic's first pass) instead of being left to protect()'s
     #: repair, which costs far more time per cell
     fast_tail: float = 0.1
+    #: the network sub-tables' cut search, cut listing and maximum flows compiled by
+    #: numba (the same pattern): compiled loads the kernel at the first network
+    #: sub-table (compiling it, about 10 s once, where no cache exists); python never
+    #: loads it; auto loads it after SearchLimits.load_after numpy nodes in the process,
+    #: or at a later call's first network sub-table when its cache exists
+    kernel: Literal["auto", "compiled", "python"] = "auto"
 
     def __post_init__(self):
         if self.carried_level not in ("proof", "median", "max"):
             raise ValueError(f"carried_level must be 'proof', 'median' or 'max', not "
                              f"{self.carried_level!r}")
+        if self.kernel not in ("auto", "compiled", "python"):
+            raise ValueError(f"kernel must be 'auto', 'compiled' or 'python', not "
+                             f"{self.kernel!r}")
         for name in ("planned_share", "fast_tail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie between 0 and 1")

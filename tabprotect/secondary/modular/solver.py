@@ -15,6 +15,7 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.certified import Unreachable, certified_pattern
 from tabprotect.secondary.modular.network import Network
+from tabprotect.secondary.modular.network_cuts import SearchLimits
 from tabprotect.secondary.modular.network_search import network_pattern, network_unprotected
 from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
 from tabprotect.secondary.attack_requirements import Requirements
@@ -57,6 +58,8 @@ class OptimalSubtableSolver:
     milp : a sub-table that is no network (3-D and more) gets the optimal method,
         started from the certified pattern and never costlier than it; off: the
         certified pattern alone (:func:`certified_pattern`, no MILP)
+    kernel : the network search compiled (``ModularOptions.kernel``: ``auto``,
+        ``compiled`` or ``python``)
     """
 
     singleton: bool = True
@@ -66,6 +69,7 @@ class OptimalSubtableSolver:
     min_primaries: int = 20
     network: bool = True
     milp: bool = True
+    kernel: str = "auto"
 
     def __call__(self, sub: Table, cost: np.ndarray, time_limit: float | None, *,
                  short: np.ndarray | None = None, deadline: float | None = None,
@@ -90,6 +94,8 @@ class OptimalSubtableSolver:
                                    prune=not fast)
         if self.network:
             z = network_pattern(sub, req, cost, candidate_cells(sub),
+                                limits=SearchLimits(compiled=self.kernel != "python",
+                                                    load_first=self.kernel == "compiled"),
                                 deadline=None if time_limit is None
                                 else time.perf_counter() + time_limit, net=net)
             if z is not None:   # exact, without a MILP (a network sub-table)
@@ -155,14 +161,14 @@ class OptimalSubtableSolver:
 
 def optimal_subtable_solver(singleton: bool = True, mip_gap: float | None = None,
                             seed: bool = False, heuristic_size: int | None = 20_000,
-                            min_primaries: int = 20, milp: bool = True
-                            ) -> OptimalSubtableSolver:
+                            min_primaries: int = 20, milp: bool = True,
+                            kernel: str = "auto") -> OptimalSubtableSolver:
     """The default sub-table solver: :func:`tabprotect.secondary.optimal.optimal`
     (``seed``: started from :func:`cube_pattern` when there is one); from
     ``heuristic_size`` primaries x cells :func:`certified_pattern` instead."""
     return OptimalSubtableSolver(singleton=singleton, mip_gap=mip_gap, seed=seed,
                                  heuristic_size=heuristic_size, min_primaries=min_primaries,
-                                 milp=milp)
+                                 milp=milp, kernel=kernel)
 
 
 def _cheaper(sub: Table, cost: np.ndarray, status: np.ndarray,

@@ -159,6 +159,9 @@ class PairMergedModel:
         np.minimum.at(U, pos[hit], hi_m[hit])
         self.model.set_col_bounds(classes, L, U)
 
+    def forget_basis(self) -> None:
+        self.model.forget_basis()
+
     def set_objective(self, *, indices, values, sense: str = "min") -> None:
         idx = np.atleast_1d(np.asarray(indices, np.int64))
         v = np.broadcast_to(np.asarray(values, float), idx.shape)

@@ -268,6 +268,10 @@ class OptimalOptions:
     #: attacker LPs with at least this many columns merge their two-cell rows first
     #: (smaller LPs, same optimum; None: never); below it merging does not pay
     merge_pairs_min_cols: int | None = 700
+    #: the oracle keeps one attacker LP model per component met while their matrices
+    #: hold at most this many entries (memory): setting a model up costs more than its
+    #: small LPs, and the search meets the same components at point after point
+    component_models_nonzeros: int = 2_000_000
     #: attacker optima kept per primary and direction: a separation LP is skipped when
     #: one of them, scaled into the LP's bounds, already meets the level (0: none)
     separation_witnesses: int = 3

@@ -166,6 +166,9 @@ class HybridOracle(AttackerOracle):
         # schedule, by context; shared with copies of the oracle (views)
         self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
         self._call: list = [None]
+        # the attacker LP of each component met (see _component_model)
+        self._models: dict = {}
+        self._models_held = 0
         self._deadline: float | None = None   # of the call under way
 
     def check(self, z, **kw) -> Check:
@@ -188,13 +191,10 @@ class HybridOracle(AttackerOracle):
         whose levels it meets meets them against all of them; the rest go through the
         per-attacker LPs.  Two LPs per primary instead of two per primary and attacker."""
         req = self.req
-        rows, sub = self.component_rows.of(comp)
         single = req.singleton[comp]
         lo = np.where(single, 0.0, -req.down[comp] * z[comp])
         hi = np.where(single, 0.0, req.up[comp] * z[comp])
-        model = self._new_model(LinearProgram(
-            c=np.zeros(len(comp)), A=sub, row_lower=np.zeros(len(rows)),
-            row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi))
+        model = self._component_model(comp, lo, hi)
         local = {int(c): k for k, c in enumerate(comp)}
         open_ = []
         for s in targets:
@@ -244,6 +244,30 @@ class HybridOracle(AttackerOracle):
             out = AttackerOracle.check(self, z, primaries=targets[~done], **kw)
         out.n_lp += n_lp
         return out
+
+    def _component_model(self, comp, lo, hi):
+        """The component's attacker LP, one model per component kept while their
+        matrices hold at most ``component_models_nonzeros`` entries: the search meets
+        the same components at point after point, and a model's set-up costs more than
+        its small LPs.  A kept model gets the new bounds and starts from scratch, so
+        its optima (and the cuts from them) are those of a new model."""
+        key = np.asarray(comp, np.int64).tobytes()
+        kept = self._models.get(key)
+        if kept is not None:
+            model = kept[0]
+            model.set_col_bounds(np.arange(len(comp)), lo, hi)
+            model.forget_basis()
+            return model
+        model = super()._component_model(comp, lo, hi)
+        nnz = self.component_rows.of(comp)[1].nnz
+        budget = self.options.component_models_nonzeros
+        if nnz <= budget:
+            while self._models and self._models_held + nnz > budget:
+                old = next(iter(self._models))
+                self._models_held -= self._models.pop(old)[1]
+            self._models[key] = (model, nnz)
+            self._models_held += nnz
+        return model
 
     def _new_model(self, lp):
         threshold = self.options.merge_pairs_min_cols
