@@ -16,7 +16,9 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import io
 import lzma
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -248,41 +250,81 @@ def read_columns(path: str | Path, usecols: Iterable[str] | None = None) -> Colu
     opener = _OPENERS.get(path.suffix.lower(), open)
     try:
         with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header is None:
-                raise InputError(f"{path.name}: empty file")
-            rows = [r for r in reader if r]
+            text = fh.read()
+        header, fields = _split_plain(text) or _split_csv(text)
     except UnicodeDecodeError:
         raise InputError(f"{path.name}: not UTF-8 text") from None
     except csv.Error as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
     except (OSError, EOFError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
+    except _RowWidth as exc:
+        row, fields, width = exc.args
+        raise InputError(f"{path.name} row {row + 2}: {fields} fields, the header has "
+                         f"{width}") from None
+    if header is None:
+        raise InputError(f"{path.name}: empty file")
     names = [h.strip() for h in header]
     seen: set[str] = set()
     for name in names:
         if name in seen:
             raise InputError(f"{path.name}: column '{name}' appears twice in the header")
         seen.add(name)
-    if not rows:
+    if len(fields) == 0:
         raise InputError(f"{path.name}: no data rows")
-    width = len(names)
+    wanted = set(usecols) if usecols is not None else None
+    missing = np.fromiter(map(NA_TEXT.__contains__, fields.ravel()), bool,
+                          fields.size).reshape(fields.shape)
+    data = {}
+    for j, name in enumerate(names):
+        if wanted is None or name in wanted:
+            data[name] = np.where(missing[:, j], None, fields[:, j])
+    return Columns(data)
+
+
+class _RowWidth(Exception):
+    """A row with more fields than the header: (row number, its fields, the header's)."""
+
+
+def _split_plain(text: str) -> tuple[list[str] | None, np.ndarray] | None:
+    """Header and (rows x columns) fields of a file without quotes (line ends ``\\n`` or
+    ``\\r\\n``), split by ``str.split`` (what the csv module gives such a file, faster);
+    None for any other file or when the rows are not all as wide as the header."""
+    if '"' in text:
+        return None
+    if "\r" in text:
+        if text.count("\r") != text.count("\r\n"):
+            return None
+        text = text.replace("\r\n", "\n")
+    lines = [line for line in text.split("\n") if line]
+    if not lines:
+        return None, np.empty((0, 0), dtype=object)
+    commas = lines[0].count(",")
+    if any(c != commas for c in map(str.count, lines, repeat(","))):
+        return None
+    fields = np.array(",".join(lines[1:]).split(",") if len(lines) > 1 else [],
+                      dtype=object)
+    return lines[0].split(","), fields.reshape(len(lines) - 1, commas + 1)
+
+
+def _split_csv(text: str) -> tuple[list[str] | None, np.ndarray]:
+    """Header and fields by the csv module: quoted fields, short rows (padded with empty
+    fields), carriage returns."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return None, np.empty((0, 0), dtype=object)
+    width = len(header)
+    rows = [r for r in reader if r]
     for r, row in enumerate(rows):
         if len(row) != width:
             if len(row) > width:
-                raise InputError(f"{path.name} row {r + 2}: {len(row)} fields, the header "
-                                 f"has {width}")
+                raise _RowWidth(r, len(row), width)
             rows[r] = row + [""] * (width - len(row))
-    wanted = set(usecols) if usecols is not None else None
-    data = {}
-    for j, values in enumerate(zip(*rows)):
-        if wanted is not None and names[j] not in wanted:
-            continue
-        arr = np.array(values, dtype=object)
-        arr[np.fromiter((v in NA_TEXT for v in values), bool, len(values))] = None
-        data[names[j]] = arr
-    return Columns(data)
+    fields = np.empty((len(rows), width), dtype=object)
+    for j in range(width):
+        fields[:, j] = [row[j] for row in rows]
+    return header, fields
 
 
 def read_table_columns(path: str | Path) -> Columns:
