@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from tabprotect.model.columns import Columns
 from tabprotect.model.table import Table
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tabprotect.audit.settings import AuditSettings
 
 #: relative tolerance of every comparison of an interval with a requirement
@@ -125,7 +127,7 @@ class AuditResult:
                 "coalition": self.coalition,
                 "settings": None if self.settings is None else self.settings.as_dict()}
 
-    def published(self) -> pd.DataFrame:
+    def published(self) -> "pd.DataFrame":
         """What the intruder was given: codes, ``value`` (NaN where unpublished) and
         ``status``."""
         if self.table is None:
@@ -183,7 +185,7 @@ class AuditResult:
         raise NotImplementedError
 
     def to_frame(self, confidential: bool = False, *, table: Table | None = None,
-                 only_unpublished: bool = False) -> pd.DataFrame:
+                 only_unpublished: bool = False) -> "pd.DataFrame":
         """Cells with this result's figures (``lower, upper`` for an
         :class:`IntervalAudit`; the four bound columns for a :class:`VerdictAudit`),
         ``required_lower, required_upper, protected, exact``.
@@ -191,10 +193,17 @@ class AuditResult:
         ``value`` and ``freq`` are blank (NaN) for unpublished cells unless
         ``confidential=True``. ``table`` labels the rows (default: the audited table);
         ``only_unpublished`` keeps the rows of unpublished cells only."""
+        return self.to_columns(confidential, table=table,
+                               only_unpublished=only_unpublished).to_pandas()
+
+    def to_columns(self, confidential: bool = False, *, table: Table | None = None,
+                   only_unpublished: bool = False) -> Columns:
+        """:meth:`to_frame` as :class:`~tabprotect.model.columns.Columns` (the writer's
+        input)."""
         table = self.table if table is None else table
         if table is None:
             raise ValueError("this audit holds no table: call to_frame(table=...)")
-        out = table.to_frame(("value", "freq", "status"))
+        out = table.to_columns(("value", "freq", "status"))
         if not confidential:
             out["value"] = np.where(self.unpublished, np.nan, out["value"])
             out["freq"] = np.where(self.unpublished, np.nan, out["freq"])
@@ -205,7 +214,7 @@ class AuditResult:
         out["protected"] = self.protected
         out["exact"] = self.exact
         if only_unpublished:
-            out = out[self.unpublished]
+            out = out.rows(self.unpublished)
         return out
 
 

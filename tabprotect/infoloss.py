@@ -27,14 +27,16 @@ when any zero cell changed.  A zero cell that stays zero adds nothing under ever
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ZERO_TREATMENTS = ("unit", "skip", "inf")
 
@@ -269,6 +271,11 @@ def suppression_loss(table: Table, status: np.ndarray | None = None) -> pd.DataF
     >>> suppression_loss(t, st).loc["all", ["suppressed", "value_suppressed"]].tolist()
     [4.0, 10.0]
     """
+    return _level_frame(_suppression_rows(table, status))
+
+
+def _suppression_rows(table: Table, status: np.ndarray | None) -> dict[str, dict]:
+    """:func:`suppression_loss`'s rows by level label (pandas-free: the CLI's summary)."""
     status = table.status if status is None else np.asarray(status)
     if status.shape != (table.n_cells,):
         raise InputError(f"suppression loss: {status.shape[0]} status letters for "
@@ -290,11 +297,22 @@ def suppression_loss(table: Table, status: np.ndarray | None = None) -> pd.DataF
             "freq": float(freq[m].sum()),
             "freq_suppressed": float(freq[m & supp].sum()),
         }
+    for row in rows.values():
+        row["share_cells"] = _share(row["suppressed"], row["cells"])
+        row["share_value"] = _share(row["value_suppressed"], row["value"])
+        row["share_freq"] = _share(row["freq_suppressed"], row["freq"])
+    return rows
+
+
+def _share(part: float, whole: float) -> float:
+    """``part`` in percent of ``whole``; NaN when ``whole`` is not positive."""
+    return 100 * part / whole if whole > 0 else float("nan")
+
+
+def _level_frame(rows: dict[str, dict]) -> "pd.DataFrame":
+    """Rows by level label as a DataFrame indexed by ``level``."""
+    import pandas as pd
     out = pd.DataFrame.from_dict(rows, orient="index")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["share_cells"] = 100 * out["suppressed"] / out["cells"]
-        out["share_value"] = 100 * out["value_suppressed"] / out["value"].where(out["value"] > 0)
-        out["share_freq"] = 100 * out["freq_suppressed"] / out["freq"].where(out["freq"] > 0)
     out.index.name = "level"
     return out
 
@@ -315,6 +333,11 @@ def deviation_loss(table: Table, protected_values, zero: str = "unit") -> pd.Dat
     >>> deviation_loss(t, [5, 5, 5])["max_abs_deviation"].tolist()
     [2.0, 2.0, 2.0]
     """
+    return _level_frame(_deviation_rows(table, protected_values, zero))
+
+
+def _deviation_rows(table: Table, protected_values, zero: str) -> dict[str, dict]:
+    """:func:`deviation_loss`'s rows by level label."""
     p = np.asarray(protected_values, dtype=float).ravel()
     if p.shape != (table.n_cells,):
         raise InputError(f"deviation loss: {p.size} protected values for {table.n_cells} "
@@ -334,9 +357,7 @@ def deviation_loss(table: Table, protected_values, zero: str = "unit") -> pd.Dat
             "max_abs_deviation": float(dev[m].max()) if m.any() else 0.0,
             "rad": float(terms[m & counted].sum()),
         }
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = "level"
-    return out
+    return rows
 
 
 # ---------------------------------------------------------------- one call
@@ -348,20 +369,26 @@ class InfoLoss:
     ----------
     kind : ``"suppression"`` or ``"deviation"`` (values changed: rounding, perturbation)
     measures : headline numbers (for compare and reports)
-    by_level : per-level table (:func:`suppression_loss` or :func:`deviation_loss`)
+    levels : per-level rows by level label (and ``"all"``), the columns of
+        :func:`suppression_loss` or :func:`deviation_loss`
+    by_level : (property) ``levels`` as that function's DataFrame
     notes : how the numbers were computed (cells used, zero treatment, ...)
     """
 
     kind: str
     measures: dict[str, float]
-    by_level: pd.DataFrame
+    levels: dict[str, dict[str, float]]
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def by_level(self) -> "pd.DataFrame":
+        return _level_frame(self.levels)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
+        records = [{"level": label, **row} for label, row in self.levels.items()]
         return {"kind": self.kind, "measures": _jsonable(self.measures),
-                "by_level": _jsonable(self.by_level.reset_index().to_dict(orient="records")),
-                "notes": list(self.notes)}
+                "by_level": _jsonable(records), "notes": list(self.notes)}
 
 
 def _jsonable(obj):
@@ -436,8 +463,8 @@ def info_loss(table: Table, protected=None, *, by: str | None = None,
     changed = values is not None and not np.allclose(values, table.value, equal_nan=True)
     if not changed:
         status = table.status if status is None else status
-        frame = suppression_loss(table, status)
-        total = frame.loc["all"]
+        levels = _suppression_rows(table, status)
+        total = levels["all"]
         inner = table.is_inner
         supp = is_suppressed(status)
         measures = {
@@ -452,7 +479,7 @@ def info_loss(table: Table, protected=None, *, by: str | None = None,
         }
         notes = ["value and contributor shares are relative to the sum over the same cells "
                  "(each level, or every cell for 'all')"]
-        return InfoLoss("suppression", measures, frame, notes)
+        return InfoLoss("suppression", measures, levels, notes)
 
     if cells not in ("inner", "all"):
         raise InputError(f"information loss: cells must be 'inner' or 'all', not '{cells}'")
@@ -491,4 +518,4 @@ def info_loss(table: Table, protected=None, *, by: str | None = None,
         measures["rcv"] = cramers_v_change(o2, p2)
         names = table.dimension_names
         notes.append(f"Cramer's V on {rows or names[0]} x {cols or names[1]} (leaf codes)")
-    return InfoLoss("deviation", measures, deviation_loss(table, values, zero=zero), notes)
+    return InfoLoss("deviation", measures, _deviation_rows(table, values, zero), notes)

@@ -17,15 +17,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.io.job import Job, build_table, load_job, published_table
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Progress = Callable[[str, float], None]
 

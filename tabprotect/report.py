@@ -16,7 +16,6 @@ import html
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.io.output import column_decimals, format_number
 from tabprotect.model.table import Table
@@ -24,6 +23,8 @@ from tabprotect.report_plots import (plot_interval_widths, plot_loss_by_level,
                                      plot_loss_by_method, plot_protection, plot_ru)
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tabprotect.pipeline import Run
 
 STATUS_COLOURS = {"S": "#ffffff", "U": "#f4a6a6", "M": "#f9d59b", "P": "#b9d7f5",
@@ -437,6 +438,7 @@ COMPARISON_COLUMNS = (("label", "method"), ("audit_passed", "audit"),
 def _cellkey_html(summary: dict) -> str:
     """The perturbed tables, what an intruder infers from a published count (the
     posterior from the public ptable) and the swap's risk per level: counts only."""
+    import pandas as pd
     rows = [{"table": t["name"], "cells": t["cells"], "changed": t["cells_changed"],
              "relations": t["additivity"]["relations"], "relations off": t["additivity"]["off"],
              "largest deviation": t["additivity"]["largest_deviation"]}
@@ -462,6 +464,7 @@ def _cellkey_html(summary: dict) -> str:
 
 
 def _comparison_html(comparison: pd.DataFrame) -> str:
+    import pandas as pd
     frame = pd.DataFrame()
     for col, name in COMPARISON_COLUMNS:
         if col not in comparison:
@@ -489,6 +492,7 @@ def _comparison_html(comparison: pd.DataFrame) -> str:
 
 def render_html(run: Run) -> str:
     """The report as one self-contained HTML document (no external files)."""
+    import pandas as pd
     from tabprotect import __version__
     table = run.published if run.published is not None else run.table
     verdict = run_verdict(run)

@@ -2,11 +2,15 @@
 untouched) and returned as base64 PNG for embedding in the HTML report."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from tabprotect.figures import new_figure, png_base64
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["plot_loss_by_method", "plot_loss_by_level", "interval_widths",
            "plot_interval_widths", "plot_protection", "plot_ru"]

@@ -30,13 +30,15 @@ true values as ``confidential_table``.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @runtime_checkable

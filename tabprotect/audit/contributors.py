@@ -33,6 +33,7 @@ import numpy as np
 from tabprotect.audit_result import meets_requirement
 from tabprotect.audit.attack_groups import group_passes
 from tabprotect.audit.attack_moves import move_passes
+from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.system import Knowledge
 from tabprotect.audit.verdict import verdict_bounds
 from tabprotect.errors import InputError
@@ -209,6 +210,8 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
     # the outside intruder's unfinished cells stay unfinished, whatever an attacker's
     # pass settles
     unfinished = set(system.incomplete)
+    if task.moves is not None and task.moves.nnz:
+        targets_of = _left_by_moves(task, attackers, targets_of)
     if task.fractional_vertices and task.settings.attacker_move_lps and attackers:
         # (where every vertex is integral, the attackers' own aggregate LPs certify
         # many primaries each, and the least moves cost more LPs than they spare)
@@ -220,6 +223,31 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
     system.incomplete.clear()
     system.incomplete |= unfinished | set(np.flatnonzero(undecided & ~attacked).tolist())
     return attacked
+
+
+def _left_by_moves(task: "ComponentTask", attackers: list[Attacker],
+                   targets_of: list[np.ndarray]) -> list[np.ndarray]:
+    """The targets of each attacker that the checked candidate moves (``task.moves``)
+    do not certify against it: a move that keeps what the attacker knows (it leaves
+    the cells it knows exactly alone, and is shrunk into its bounds) is a feasible
+    table for that attacker. No LP: the passes after this take only the rest."""
+    system = task.system
+    out = []
+    for attacker, targets in zip(attackers, targets_of):
+        if len(targets) == 0:
+            out.append(targets)
+            continue
+        fixed = attacker.knowledge
+        lb, ub = system.bounds(fixed)
+        lo, hi = system.value.copy(), system.value.copy()
+        frozen = np.zeros(system.k, dtype=bool)
+        frozen[fixed.known] = True
+        absorb_moves(task.moves, system.value, lb, ub, lo, hi, task.integer, frozen)
+        ok = meets_requirement(lo[targets], hi[targets], task.req_lo[targets],
+                               task.req_hi[targets], task.req_w[targets],
+                               system.value[targets])
+        out.append(targets[~ok])
+    return out
 
 
 def _with_attacker_budget(task: "ComponentTask") -> "ComponentTask":

@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.io.schema import check_job, file_keys
 from tabprotect.model import Hierarchy, Table, read_frame
+from tabprotect.model.columns import factorize, parse_numbers, read_table_columns, \
+    text_values
 from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
 from tabprotect.tabulate import (MICRODATA_KEYS, distinct_codes, hierarchy_from_correspondence,
-                                 read_table_file, tabulate)
+                                 tabulate)
 
 @dataclass
 class Job:
@@ -130,13 +131,13 @@ def load_job(path: str | Path | None = None, spec: dict | None = None,
     return Job(spec=spec, base=Path(base or "."), path=Path(path) if path else None)
 
 
-def build_hierarchy(job: Job, name: str, codes_in_data: pd.Series | None = None) -> Hierarchy:
+def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None) -> Hierarchy:
     """The hierarchy of dimension ``name`` from ``[hierarchies.NAME]`` (flat when absent)."""
     spec = job.section("hierarchies").get(name, {"flat": True})
     total = str(spec.get("total", "Total"))
     label = f"{job.label} [hierarchies.{name}]"
     if "pairs" in spec:
-        pairs = read_frame(job.resolve(spec["pairs"]), dtype_str=["parent", "child"])
+        pairs = read_table_columns(job.resolve(spec["pairs"]))
         return Hierarchy.from_pairs(pairs, name=name, source=Path(spec["pairs"]).name)
     if "hrc" in spec:
         return Hierarchy.from_hrc(job.resolve(spec["hrc"]), total=total,
@@ -144,20 +145,26 @@ def build_hierarchy(job: Job, name: str, codes_in_data: pd.Series | None = None)
     if "levels" in spec:
         if codes_in_data is None:
             raise InputError(f"{label}: 'levels' needs the codes from the data")
-        codes = codes_in_data.astype(str).str.strip().unique()
-        codes = [c for c in codes if c != total]
+        codes = [c for c in _distinct(codes_in_data) if c != total]
         return Hierarchy.from_levels(codes, spec["levels"], total=total, name=name)
     if "columns" in spec:
-        frame = read_frame(job.resolve(spec["file"]), dtype_str=spec["columns"])
+        frame = read_table_columns(job.resolve(spec["file"]))
         return Hierarchy.from_columns(frame, spec["columns"], total=total, name=name)
     if "codes" in spec:
         return Hierarchy.flat([str(c) for c in spec["codes"]], total=total, name=name)
     if spec.get("flat", False) or not spec:
         if codes_in_data is None:
             raise InputError(f"{label}: a flat hierarchy needs codes (give 'codes')")
-        codes = pd.unique(codes_in_data.astype(str).str.strip())
+        codes = _distinct(codes_in_data)
         return Hierarchy.flat([c for c in codes if c != total], total=total, name=name)
     raise InputError(f"{label}: give one of pairs, hrc, levels, columns, codes or flat")
+
+
+def _distinct(codes) -> list[str]:
+    """The distinct codes of a data column, stripped, in order of first appearance
+    (missing codes are left out: the table names their row)."""
+    _, uniques = factorize(np.asarray(codes))
+    return list(dict.fromkeys(uniques))
 
 
 def build_table(job: Job, progress=None) -> Table:
@@ -175,7 +182,7 @@ def build_table(job: Job, progress=None) -> Table:
     if not dims:
         raise InputError(f"{label}: give 'dimensions' (the code columns)")
     path = job.resolve(spec["cells"])
-    frame = read_frame(path, dtype_str=dims)
+    frame = read_table_columns(path)
     for d in dims:
         if d not in frame.columns:
             raise InputError(f"{path.name}: dimension column '{d}' not found "
@@ -281,12 +288,12 @@ def tabulate_job(job: Job, progress=None) -> Table:
         raise InputError(f"{label}: microdata file {path} not found")
     hier_specs = job.section("hierarchies")
     hierarchies: dict[str, Hierarchy] = {}
-    codes_cache: dict[str, pd.Series] | None = None
+    codes_cache: dict[str, np.ndarray] | None = None
     for d in dims:
         hs = hier_specs.get(d, {"flat": True})
         if "columns" in hs:
             corr = job.resolve(hs.get("file", spec["file"]))
-            frame = read_table_file(corr, hs["columns"])
+            frame = read_table_columns(corr)
             hierarchies[d] = hierarchy_from_correspondence(
                 frame, hs["columns"], total=str(hs.get("total", "Total")), name=d)
             continue
@@ -294,7 +301,7 @@ def tabulate_job(job: Job, progress=None) -> Table:
         codes = None
         if needs_codes:
             if codes_cache is None:
-                codes_cache = distinct_codes(path, dims)
+                codes_cache = distinct_codes(path, dims, spec.get("engine", "auto"))
             codes = codes_cache[d]
         hierarchies[d] = build_hierarchy(job, d, codes)
     top_k = spec.get("top_k")
@@ -330,7 +337,7 @@ def published_table(job: Job) -> Table:
     if not dims:
         raise InputError(f"{label}: give 'dimensions' (the code columns)")
     path = job.resolve(spec["cells"])
-    frame = read_frame(path, dtype_str=dims)
+    frame = read_table_columns(path)
     value = spec.get("value", "value")
     for col in list(dims) + [value]:
         if col not in frame.columns:
@@ -338,19 +345,19 @@ def published_table(job: Job) -> Table:
     hierarchies = {d: build_hierarchy(job, d, frame[d]) for d in dims}
     leaf_rows = np.ones(len(frame), dtype=bool)
     for d, h in hierarchies.items():
-        pos = h.lookup(frame[d].astype(str).str.strip())
+        pos = h.lookup(text_values(frame[d]))
         if (pos < 0).any():
             r = int(np.flatnonzero(pos < 0)[0])
             raise InputError(f"{path.name} row {r + 2}: the code in column '{d}' "
                              f"is not in its hierarchy")
         leaf_rows &= h.is_leaf[pos]
-    base = Table.from_frame(frame[leaf_rows].reset_index(drop=True), hierarchies, value=value,
+    base = Table.from_frame(frame.rows(leaf_rows), hierarchies, value=value,
                             freq=None, compute_totals=True, kind="frequency", name=path.stem,
                             source=path.name)
     published = base.value.copy()
-    pos = tuple(h.lookup(frame[d].astype(str).str.strip()) for d, h in hierarchies.items())
+    pos = tuple(h.lookup(text_values(frame[d])) for d, h in hierarchies.items())
     flat = np.ravel_multi_index(pos, base.shape)
-    vals = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)
+    vals = parse_numbers(frame[value])[0]
     if not np.isfinite(vals).all():
         r = int(np.flatnonzero(~np.isfinite(vals))[0])
         raise InputError(f"{path.name} row {r + 2}, column '{value}': missing or not a "

@@ -1,4 +1,6 @@
-"""Published numbers: every frame tabprotect writes goes through :func:`format_frame`.
+"""Published numbers: every table tabprotect writes follows the rules below -- CSV files by
+:func:`write_csv` (from :class:`~tabprotect.model.columns.Columns`, without pandas),
+Parquet files by :func:`format_frame` (the same rules on a DataFrame).
 
 Tables are computed in floating point, so sums, LP bounds and differences carry noise in
 their last bits: ``437272.80000000005`` for a total of values with one decimal,
@@ -25,10 +27,16 @@ them at the precision of the data.
 """
 from __future__ import annotations
 
+import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+from tabprotect.model.columns import Columns, as_columns, missing_mask
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: relative size (to the column's largest absolute value) below which digits are float
 #: noise: sums of up to ~10^5 doubles stay well inside it
@@ -118,7 +126,7 @@ def format_number(x: float, decimals: int | None = None) -> str:
     return str(_text(clean_column(np.array([x]), d))[0])
 
 
-def format_frame(frame: pd.DataFrame, *, text: bool = True) -> pd.DataFrame:
+def format_frame(frame: "pd.DataFrame", *, text: bool = True) -> "pd.DataFrame":
     """A copy of ``frame`` with every numeric column as it is published.
 
     ``text=True`` (CSV) gives the columns as strings (integers without ``.0``);
@@ -128,6 +136,7 @@ def format_frame(frame: pd.DataFrame, *, text: bool = True) -> pd.DataFrame:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> f = pd.DataFrame({"code": ["a", "b"], "value": [2000.0, 437272.80000000005],
     ...                   "lower": [-0.0, np.inf], "upper": [2000.0000001, 1489807.29999],
     ...                   "freq": [3, 4]})
@@ -136,6 +145,7 @@ def format_frame(frame: pd.DataFrame, *, text: bool = True) -> pd.DataFrame:
     >>> format_frame(f).to_dict("list")["lower"], format_frame(f).to_dict("list")["freq"]
     (['0', 'inf'], [3, 4])
     """
+    import pandas as pd
     out = frame.copy()
     unit_decimals = None
     if "value" in out.columns and pd.api.types.is_numeric_dtype(out["value"].dtype):
@@ -158,11 +168,14 @@ def format_frame(frame: pd.DataFrame, *, text: bool = True) -> pd.DataFrame:
     return out
 
 
-def write_frame(frame: pd.DataFrame, path: Path) -> Path:
-    """Write a frame as CSV, or Parquet by suffix, with its numbers as published."""
+def write_frame(frame: "pd.DataFrame | Columns", path: Path) -> Path:
+    """Write a frame (DataFrame or :class:`Columns`) as CSV, or Parquet by suffix, with its
+    numbers as published."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() in (".parquet", ".pq"):
+        if isinstance(frame, Columns):
+            frame = frame.to_pandas()
         try:
             format_frame(frame, text=False).to_parquet(path, index=False)
         except ImportError:
@@ -170,5 +183,29 @@ def write_frame(frame: pd.DataFrame, path: Path) -> Path:
             raise InputError(f"{path.name}: writing Parquet needs pyarrow: pip install "
                              f"'tabprotect[files]'") from None
     else:
-        format_frame(frame).to_csv(path, index=False)
+        write_csv(as_columns(frame), path)
+    return path
+
+
+def write_csv(columns: Columns, path: Path) -> Path:
+    """Columns as a CSV file, byte for byte what pandas writes of :func:`format_frame`'s
+    frame (``index=False``): float columns as published text, other numbers and booleans
+    by ``str``, missing fields empty, fields quoted where needed."""
+    unit_decimals = None
+    if "value" in columns and columns["value"].dtype.kind in "fiub":
+        unit_decimals = column_decimals(columns["value"].astype(float))
+    texts = []
+    for name, arr in columns.items():
+        if arr.dtype.kind == "f":
+            texts.append(_text(clean_column(arr, unit_decimals if name in UNIT_COLUMNS
+                                            else None)))
+        elif arr.dtype.kind == "O":
+            miss = missing_mask(arr)
+            texts.append(["" if m else str(v) for v, m in zip(arr, miss)])
+        else:
+            texts.append(arr.astype(str))
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(columns.columns)
+        writer.writerows(zip(*texts))
     return path

@@ -22,13 +22,16 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.io.output import write_frame
+from tabprotect.model.columns import Columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: key -> (file name, what it holds); the confidential files hold true cell values
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
@@ -177,7 +180,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
         if key in run.results and not isinstance(run.results[key], (dict, list)):
             out[key] = run.results[key]
     if run.rules is not None:
-        out["rules"] = run.rules.summary().to_dict(orient="records")
+        out["rules"] = run.rules.summary_rows()
     if run.comparison is not None:
         out["methods"] = [{"label": r["label"], "audit_passed": r.get("audit_passed"),
                            "error": bool(r.get("error"))}
@@ -227,26 +230,34 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
     })
 
 
-def published_frame(run) -> pd.DataFrame | None:
+def published_frame(run) -> "pd.DataFrame | None":
     """The publishable table: codes, value (blank when unpublished), freq, status."""
+    columns = published_columns(run)
+    return None if columns is None else columns.to_pandas()
+
+
+def published_columns(run) -> Columns | None:
+    """:func:`published_frame` as :class:`~tabprotect.model.columns.Columns` (written)."""
     if run.kind in ("rounding", "adjustment"):
-        frame = run.table.to_frame(())
-        frame["value"] = run.rounded
+        frame = run.table.to_columns(())
+        frame["value"] = np.asarray(run.rounded)
         return frame
     if run.published is None:
         return None
     table = run.published
     hidden = run.unpublished
-    frame = table.to_frame(("value", "freq", "status"))
+    frame = table.to_columns(("value", "freq", "status"))
     frame["value"] = np.where(hidden, np.nan, table.value)
     frame["freq"] = np.where(hidden, np.nan, table.freq)
     if np.isnan(table.freq[~hidden]).all():
-        frame = frame.drop(columns=["freq"])
+        frame = frame.drop(["freq"])
     return frame
 
 
-def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, pd.DataFrame]:
-    frames: dict[str, pd.DataFrame] = {}
+def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, Any]:
+    """The tables to write by output key (:class:`Columns`; a DataFrame where a part of
+    the run holds one: cell key runs, comparisons)."""
+    frames: dict[str, Any] = {}
     if run.kind == "cellkey":
         from tabprotect.census import published_frames
         frames["published"], frames["cells"] = published_frames(run.census)
@@ -254,23 +265,23 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, p
             frames["perturbed"] = run.census.data
         return frames
     if run.rules is not None:
-        frames["primary"] = run.rules.to_frame()
-    pub = published_frame(run)
+        frames["primary"] = run.rules.to_columns()
+    pub = published_columns(run)
     if pub is not None:
         frames["published" if run.passed in (True, None) else "unsafe"] = pub
     if run.kind in ("rounding", "adjustment"):
-        cells = run.table.to_frame(("value", "freq", "status") if run.kind == "adjustment"
-                                   else ("value", "freq"))
-        cells["published"] = run.rounded
+        cells = run.table.to_columns(("value", "freq", "status") if run.kind == "adjustment"
+                                     else ("value", "freq"))
+        cells["published"] = np.asarray(run.rounded)
         frames["cells"] = cells
     elif run.published is not None:
-        frames["cells"] = run.published.to_frame(("value", "freq", "status"))
+        frames["cells"] = run.published.to_columns(("value", "freq", "status"))
     if run.audit is not None and (run.kind in ("rounding", "audit-rounded", "adjustment")
                                   or hasattr(run.audit, "range_lower")):   # a rounded table's
         frames["audit"] = run.audit.to_frame(table=run.table,
-                                            only_flagged=audit_flagged_only)
+                                             only_flagged=audit_flagged_only)
     elif run.audit is not None:
-        frames["audit"] = run.audit.to_frame(
+        frames["audit"] = run.audit.to_columns(
             table=run.published if run.published is not None else run.table,
             only_unpublished=not audit_all_cells)
     if run.comparison is not None:
@@ -299,7 +310,7 @@ def write_outputs(run, folder: str | Path, *, report: bool = False,
     return final
 
 
-def write_files(folder: str | Path, frames: dict[str, pd.DataFrame], texts: dict[str, str],
+def write_files(folder: str | Path, frames: dict[str, Any], texts: dict[str, str],
                 trail, *, inputs=()) -> dict[str, Path]:
     """Write ``frames`` and ``texts`` (keys of :data:`OUTPUT_FILES`) into a temporary
     folder, clear ``folder`` of a previous run's outputs, rename the new files into place

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import Columns, as_columns, missing_mask, text_values
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,13 +50,15 @@ class Hierarchy:
 
     # ----------------------------------------------------------------- builders
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str, str]] | pd.DataFrame, name: str = "",
+    def from_pairs(cls, pairs: "Iterable[tuple[str, str]] | pd.DataFrame | Columns",
+                   name: str = "",
                    source: str = "hierarchy") -> "Hierarchy":
         """Build from (parent, child) pairs; the one code that is never a child is the root.
 
         Parameters
         ----------
-        pairs : iterable of (parent, child) or DataFrame with columns ``parent, child``
+        pairs : iterable of (parent, child), or a DataFrame or :class:`Columns` with
+            columns ``parent, child``
         name : dimension name used in error messages
         source : file or object name used in error messages
 
@@ -62,12 +67,13 @@ class Hierarchy:
         >>> Hierarchy.from_pairs([("T", "a"), ("T", "b")]).leaves
         ('a', 'b')
         """
-        if isinstance(pairs, pd.DataFrame):
+        if hasattr(pairs, "columns"):
+            pairs = as_columns(pairs)
             missing = {"parent", "child"} - set(pairs.columns)
             if missing:
                 raise InputError(f"{source}: missing column(s) {sorted(missing)}; "
                                  f"expected 'parent,child'")
-            rows = list(zip(pairs["parent"], pairs["child"]))
+            rows = list(zip(text_values(pairs["parent"]), text_values(pairs["child"])))
         else:
             rows = list(pairs)
         if not rows:
@@ -76,7 +82,7 @@ class Hierarchy:
         order: list[str] = []
         kids: dict[str, list[str]] = {}
         for row, (p, c) in enumerate(rows, start=1):
-            if pd.isna(p) or pd.isna(c):
+            if _missing(p) or _missing(c):
                 raise InputError(f"{source} row {row}: empty parent or child code")
             p, c = str(p).strip(), str(c).strip()
             if p == c:
@@ -134,7 +140,8 @@ class Hierarchy:
         """
         codes = [str(c) for c in codes]
         if len(set(codes)) != len(codes):
-            dup = pd.Series(codes)[pd.Series(codes).duplicated()].iloc[0]
+            seen: set[str] = set()
+            dup = next(c for c in codes if c in seen or seen.add(c))
             raise InputError(f"hierarchy {name or ''}: code '{dup}' is duplicated")
         if str(total) in codes:
             raise InputError(f"hierarchy {name or ''}: total code '{total}' is also a category")
@@ -224,24 +231,26 @@ class Hierarchy:
         return cls.from_pairs(pairs, name=name, source=label)
 
     @classmethod
-    def from_columns(cls, frame: pd.DataFrame, columns: Sequence[str], total: str = "Total",
-                     name: str = "") -> "Hierarchy":
+    def from_columns(cls, frame: "pd.DataFrame | Columns", columns: Sequence[str],
+                     total: str = "Total", name: str = "") -> "Hierarchy":
         """Build from level columns of a frame (coarse to fine), e.g. a correspondence table
         with columns ``A10, A21, A88``.
 
         Examples
         --------
-        >>> df = pd.DataFrame({"nuts1": ["1", "1", "2"], "nuts2": ["11", "12", "21"]})
+        >>> df = Columns({"nuts1": ["1", "1", "2"], "nuts2": ["11", "12", "21"]})
         >>> Hierarchy.from_columns(df, ["nuts1", "nuts2"]).leaves
         ('11', '12', '21')
         """
+        frame = as_columns(frame)
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise InputError(f"hierarchy {name}: unknown column(s) {missing}")
-        sub = frame[list(columns)].astype(str).drop_duplicates()
+        levels = [np.asarray(frame[c], dtype=object) for c in columns]
+        levels = [np.where(missing_mask(v), "nan", v).astype(str) for v in levels]
         pairs: list[tuple[str, str]] = []
         seen: dict[str, str] = {}
-        for row in sub.itertuples(index=False):
+        for row in dict.fromkeys(zip(*levels)):
             prev = str(total)
             for code in row:
                 if code == prev:
@@ -280,8 +289,8 @@ class Hierarchy:
 
     def lookup(self, codes) -> np.ndarray:
         """Positions of many codes at once; -1 where a code is unknown."""
-        return pd.Series(list(codes), dtype=object).map(self._position).fillna(-1).to_numpy(
-            dtype=np.int64)
+        get = self._position.get
+        return np.fromiter((get(c, -1) for c in codes), dtype=np.int64)
 
     @property
     def children(self) -> tuple[tuple[int, ...], ...]:
@@ -321,8 +330,9 @@ class Hierarchy:
                 out[i] = [leaf for ch in self._children[i] for leaf in out[ch]]
         return [np.asarray(x, dtype=np.int64) for x in out]
 
-    def to_pairs(self) -> pd.DataFrame:
+    def to_pairs(self) -> "pd.DataFrame":
         """The hierarchy as a ``parent, child`` frame."""
+        import pandas as pd
         rows = [(self.codes[p], self.codes[i]) for i, p in enumerate(self.parent) if p >= 0]
         return pd.DataFrame(rows, columns=["parent", "child"])
 
@@ -331,3 +341,8 @@ class Hierarchy:
         depth = self.depth
         return "".join(lead * (depth[i] - 1) + self.codes[i] + "\n"
                        for i in range(1, len(self.codes)))
+
+
+def _missing(code) -> bool:
+    """A missing code: None or NaN (a blank field, or a float NaN from a frame)."""
+    return code is None or (isinstance(code, float) and code != code)

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from tabprotect.errors import InputError
@@ -34,6 +33,7 @@ def link_tables(tables: Sequence[Table], tolerance: float = 1e-6, name: str = "l
     >>> link_tables([t1, t1]).n_cells
     3
     """
+    import pandas as pd
     if not tables:
         raise InputError("link_tables: no tables")
     variables: list[str] = []

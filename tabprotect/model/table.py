@@ -12,17 +12,21 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import (Columns, as_columns, parse_numbers,
+                                      read_table_columns, text_values)
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
 from tabprotect.model.status import EMPTY, SAFE, check_status
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Number = float | int
 
@@ -67,6 +71,7 @@ class Table:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> from tabprotect.model import Hierarchy, Table
     >>> rows = Hierarchy.flat(["r1", "r2"], total="T")
     >>> t = Table.from_frame(pd.DataFrame({"row": ["r1", "r2"], "value": [3.0, 4.0]}),
@@ -80,7 +85,7 @@ class Table:
     relations: sp.csr_matrix
     relation_total: np.ndarray
     dimensions: tuple[Dimension, ...] = ()
-    general_labels: pd.DataFrame | None = None
+    general_labels: "pd.DataFrame | None" = None
     top: np.ndarray | None = None
     cost: np.ndarray | None = None
     lb: np.ndarray | None = None
@@ -126,7 +131,7 @@ class Table:
 
     # ------------------------------------------------------------ constructors
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame,
+    def from_frame(cls, frame: "pd.DataFrame | Columns",
                    dimensions: Mapping[str, Hierarchy] | Sequence[Dimension],
                    value: str = "value", freq: str | None = "freq",
                    top: Sequence[str] | str | None = None, cost: str | None = None,
@@ -139,7 +144,8 @@ class Table:
 
         Parameters
         ----------
-        frame : one row per cell; the dimension columns hold codes
+        frame : one row per cell (a DataFrame or :class:`Columns`); the dimension
+            columns hold codes
         dimensions : ``{column: Hierarchy}`` (order = dimension order)
         value, freq : column names (``freq=None`` when absent; a missing optional
             column named by default is simply not used)
@@ -155,12 +161,14 @@ class Table:
 
         Examples
         --------
+        >>> import pandas as pd
         >>> reg = Hierarchy.flat(["a", "b"], total="T")
         >>> df = pd.DataFrame({"reg": ["a", "b", "T"], "value": [1, 2, 3], "freq": [1, 1, 2]})
         >>> Table.from_frame(df, {"reg": reg}).n_cells
         3
         """
         dims = _as_dimensions(dimensions)
+        frame = as_columns(frame)
         if len(frame) == 0:
             raise InputError(f"{source}: no cells (empty file or frame)")
         names = [d.name for d in dims]
@@ -180,8 +188,7 @@ class Table:
         # positions of each row in each dimension
         pos = []
         for d in dims:
-            codes = frame[d.name].astype(str).str.strip()
-            p = d.hierarchy.lookup(codes)
+            p = d.hierarchy.lookup(text_values(frame[d.name]))
             bad = np.flatnonzero(p < 0)
             if len(bad):
                 rows = ", ".join(str(r + 2) for r in bad[:3])
@@ -191,7 +198,8 @@ class Table:
                                  f"{' ...' if len(bad) > 3 else ''})")
             pos.append(p)
         flat = np.ravel_multi_index(tuple(pos), shape) if dims else np.zeros(len(frame), int)
-        dup = pd.Series(flat).duplicated(keep="first").to_numpy()
+        dup = np.ones(len(flat), dtype=bool)
+        dup[np.unique(flat, return_index=True)[1]] = False
         if dup.any():
             r = int(np.flatnonzero(dup)[0])
             first = int(np.flatnonzero(flat == flat[r])[0])
@@ -200,13 +208,11 @@ class Table:
 
         def column(col: str, what: str, allow_nan: bool = False,
                    allow_negative: bool = True) -> np.ndarray:
-            raw = pd.to_numeric(frame[col], errors="coerce")
-            bad = raw.isna() & ~frame[col].isna()
+            arr, bad = parse_numbers(frame[col])
             if bad.any():
-                r = int(np.flatnonzero(bad.to_numpy())[0])
+                r = int(np.flatnonzero(bad)[0])
                 raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is not a number")
-            arr = raw.to_numpy(dtype=float)
             if not allow_nan and np.isnan(arr).any():
                 r = int(np.flatnonzero(np.isnan(arr))[0])
                 raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
@@ -291,8 +297,8 @@ class Table:
 
     @classmethod
     def from_csv(cls, path: str | Path, dimensions, **kwargs) -> "Table":
-        """:meth:`from_frame` on a CSV file (codes read as strings)."""
-        frame = read_frame(path, dtype_str=[d for d in _dimension_names(dimensions)])
+        """:meth:`from_frame` on a CSV file (:func:`read_table_columns`: codes as text)."""
+        frame = read_table_columns(path)
         kwargs.setdefault("source", Path(path).name)
         return cls.from_frame(frame, dimensions, **kwargs)
 
@@ -318,7 +324,7 @@ class Table:
 
     @classmethod
     def from_relations(cls, value, relations: sp.spmatrix, relation_total=None,
-                       labels: pd.DataFrame | Sequence | None = None, freq=None,
+                       labels: "pd.DataFrame | Sequence | None" = None, freq=None,
                        **kwargs) -> "Table":
         """A general table: cells plus explicit linear relations (``A @ value == 0``).
 
@@ -328,6 +334,7 @@ class Table:
         >>> Table.from_relations([5.0, 2.0, 3.0], A).n_relations
         1
         """
+        import pandas as pd
         value = np.asarray(value, dtype=float)
         A = sp.csr_matrix(relations, dtype=float)
         if relation_total is None:
@@ -378,8 +385,9 @@ class Table:
         return tuple(np.unravel_index(np.arange(self.n_cells), self.shape))
 
     @cached_property
-    def labels(self) -> pd.DataFrame:
+    def labels(self) -> "pd.DataFrame":
         """One row per cell, one categorical column of codes per dimension."""
+        import pandas as pd
         if not self.dimensions:
             return self.general_labels
         cols = {}
@@ -388,8 +396,9 @@ class Table:
         return pd.DataFrame(cols)
 
     @property
-    def index(self) -> pd.MultiIndex:
+    def index(self) -> "pd.MultiIndex":
         """A pandas MultiIndex of the cells' codes (for users)."""
+        import pandas as pd
         return pd.MultiIndex.from_frame(self.labels)
 
     @cached_property
@@ -450,8 +459,10 @@ class Table:
 
     def cell_name(self, i: int) -> str:
         """Readable name of cell ``i``, e.g. ``(region=R1, nace=A01)``."""
-        row = self.labels.iloc[int(i)]
-        return "(" + ", ".join(f"{k}={v}" for k, v in row.items()) + ")"
+        if not self.dimensions:
+            row = self.general_labels.iloc[int(i)]
+            return "(" + ", ".join(f"{k}={v}" for k, v in row.items()) + ")"
+        return _cell_name_flat(self.dimensions, self.shape, int(i))
 
     def replace(self, **changes) -> "Table":
         """A new Table with some fields replaced (the original is unchanged)."""
@@ -462,12 +473,18 @@ class Table:
                 new.__dict__[attr] = self.__dict__[attr]
         return new
 
-    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status")) -> pd.DataFrame:
+    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status")) -> "pd.DataFrame":
         """Cells as a long DataFrame: code columns, then the requested arrays."""
-        out = self.labels.copy()
-        for c in out.columns:
-            if isinstance(out[c].dtype, pd.CategoricalDtype):
-                out[c] = out[c].astype(str)
+        return self.to_columns(columns).to_pandas()
+
+    def to_columns(self, columns: Sequence[str] = ("value", "freq", "status")) -> Columns:
+        """Cells as :class:`Columns`: code columns (text), then the requested arrays."""
+        if self.dimensions:
+            out = Columns({d.name: np.asarray(d.hierarchy.codes, dtype=object)[p]
+                           for d, p in zip(self.dimensions, self.positions)})
+        else:
+            out = Columns.from_frame(self.general_labels.reset_index(drop=True))
+            out.index = None
         for c in columns:
             if c == "top" and self.top is not None:
                 for j in range(self.top.shape[1]):
@@ -525,7 +542,7 @@ def _dimension_names(dimensions) -> list[str]:
     return [d.name for d in _as_dimensions(dimensions)]
 
 
-def _top_columns(frame: pd.DataFrame, top, source: str) -> list[str] | None:
+def _top_columns(frame: Columns, top, source: str) -> list[str] | None:
     if top is None:
         return None
     if isinstance(top, str):
@@ -607,19 +624,24 @@ STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
                 "protected": "P", "empty": "Z"}
 
 
-def parse_status(column: pd.Series, source: str, name: str = "status") -> np.ndarray:
+def parse_status(column, source: str, name: str = "status") -> np.ndarray:
     """A status column as letters: S U M P Z (any case), the words of
     :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
-    text = column.fillna("").astype(str).str.strip()
-    lower = text.str.lower()
-    letters = lower.map(lambda s: STATUS_WORDS.get(s, s.upper() if len(s) == 1 else "?"))
-    letters[lower == ""] = ""
-    bad = ~letters.isin(("", "S", "U", "M", "P", "Z"))
+    text = text_values(np.asarray(column, dtype=object))
+    letters = np.array([_status_letter(t) for t in text], dtype=object)
+    bad = ~np.isin(letters.astype(str), ("", "S", "U", "M", "P", "Z"))
     if bad.any():
-        r = int(np.flatnonzero(bad.to_numpy())[0])
+        r = int(np.flatnonzero(bad)[0])
         raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
                          f"S U M P Z, or {', '.join(STATUS_WORDS)})")
-    return letters.to_numpy().astype("<U1")
+    return letters.astype("<U1")
+
+
+def _status_letter(text: str | None) -> str:
+    if not text:
+        return ""
+    lower = text.lower()
+    return STATUS_WORDS.get(lower, lower.upper() if len(lower) == 1 else "?")
 
 
 def _flat_cell_name(dims, shape, i: int) -> str:
@@ -627,8 +649,11 @@ def _flat_cell_name(dims, shape, i: int) -> str:
     return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[k]}" for d, k in zip(dims, idx)) + ")"
 
 
-def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> pd.DataFrame:
-    """Read a CSV or Parquet file with clear errors; code columns stay strings."""
+def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> "pd.DataFrame":
+    """Read a CSV or Parquet file into pandas with clear errors; code columns stay strings
+    (the DataFrame edge: a job's cells, microdata and hierarchy files are read by
+    :func:`~tabprotect.model.columns.read_table_columns`)."""
+    import pandas as pd
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model.status import EMPTY, PRIMARY, PROTECTED, SAFE
+from tabprotect.model.columns import parse_numbers
 from tabprotect.model.table import Table, parse_status
 from tabprotect.primary.manual import ManualStatus
 
@@ -79,7 +79,7 @@ class Levels:
         def col(name):
             if name not in frame.columns:
                 return np.full(len(idx), np.nan)
-            return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+            return parse_numbers(frame[name])[0]
 
         mu, ml, ms, mlb, mub = (col(c) for c in ("upl", "lpl", "spl", "lb", "ub"))
         self.lb[idx] = np.where(np.isnan(mlb), self.lb[idx], mlb)

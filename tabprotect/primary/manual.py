@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
-from tabprotect.model.table import Table, read_frame
+from tabprotect.model.columns import Columns, as_columns, read_table_columns, text_values
+from tabprotect.model.table import Table
 from tabprotect.primary.base import Rule
 
 __all__ = ["ManualStatus"]
@@ -25,29 +25,32 @@ class ManualStatus(Rule):
 
     Examples
     --------
-    >>> ManualStatus(pd.DataFrame({"g": ["a"], "status": ["U"]})).label
+    >>> ManualStatus(Columns({"g": ["a"], "status": ["U"]})).label
     'manual'
     """
 
-    frame: Any = None  # DataFrame or path
+    frame: Any = None  # DataFrame, Columns or path
     safety_range: float = 10.0
     source: str = "manual"
 
     kind = property(lambda self: "manual")
     label = property(lambda self: "manual")
 
-    def load(self) -> pd.DataFrame:
-        if isinstance(self.frame, pd.DataFrame):
-            return self.frame
-        return read_frame(Path(self.frame), dtype_str=())
+    def load(self) -> Columns:
+        if self._is_path:
+            return read_table_columns(Path(self.frame))
+        return as_columns(self.frame)
+
+    @property
+    def _is_path(self) -> bool:
+        return isinstance(self.frame, (str, Path))
 
     @property
     def file_name(self) -> str:
         """The manual file's name (without its folder), or ``source`` for a frame."""
-        return Path(self.frame).name if not isinstance(self.frame, pd.DataFrame) \
-            else self.source
+        return Path(self.frame).name if self._is_path else self.source
 
-    def locate(self, table: Table) -> tuple[np.ndarray, pd.DataFrame]:
+    def locate(self, table: Table) -> tuple[np.ndarray, Columns]:
         """Cell index of every row of the manual frame."""
         frame = self.load()
         src = self.file_name
@@ -60,8 +63,7 @@ class ManualStatus(Rule):
         for d in table.dimensions:
             if d.name not in frame.columns:
                 raise InputError(f"{src}: dimension column '{d.name}' not found")
-            codes = frame[d.name].astype(str).str.strip()
-            p = d.hierarchy.lookup(codes)
+            p = d.hierarchy.lookup(text_values(frame[d.name]))
             bad = np.flatnonzero(p < 0)
             if len(bad):
                 raise InputError(f"{src} line {bad[0] + 2}: the code in column "

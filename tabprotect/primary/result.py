@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from tabprotect.model.columns import Columns
 from tabprotect.model.status import EMPTY, PRIMARY, PROTECTED
 from tabprotect.model.table import Table
 from tabprotect.primary.base import Rule
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PrimaryResult"]
 
@@ -35,10 +39,15 @@ class PrimaryResult:
     def unsafe(self) -> np.ndarray:
         return self.table.status == PRIMARY
 
-    def summary(self) -> pd.DataFrame:
+    def summary(self) -> "pd.DataFrame":
         """One row per rule: cells where it fired, where it was the first reason (the
         tau-Argus status), and where it was the only reason; then the total of unsafe
         cells."""
+        import pandas as pd
+        return pd.DataFrame(self.summary_rows())
+
+    def summary_rows(self) -> list[dict]:
+        """:meth:`summary`'s rows as dicts (the run summary's ``rules``)."""
         first = np.array([r.split("+")[0] if r else "" for r in self.reason], dtype=object)
         rows = []
         for label, mask in self.fired.items():
@@ -52,15 +61,19 @@ class PrimaryResult:
         rows.append({"rule": "protected (P)",
                      "cells": int((self.table.status == PROTECTED).sum()),
                      "first_reason": 0, "only_reason": 0})
-        return pd.DataFrame(rows)
+        return rows
 
-    def to_frame(self, only_unsafe: bool = False) -> pd.DataFrame:
+    def to_frame(self, only_unsafe: bool = False) -> "pd.DataFrame":
         """Cells with ``value, freq, status, reason, upl, lpl, spl`` columns."""
-        out = self.table.to_frame(("value", "freq", "status"))
+        return self.to_columns(only_unsafe).to_pandas()
+
+    def to_columns(self, only_unsafe: bool = False) -> Columns:
+        """:meth:`to_frame` as :class:`~tabprotect.model.columns.Columns`."""
+        out = self.table.to_columns(("value", "freq", "status"))
         out["reason"] = self.reason
         out["upl"] = self.table.upl
         out["lpl"] = self.table.lpl
         out["spl"] = self.table.spl
         if only_unsafe:
-            out = out[self.unsafe]
+            out = out.rows(self.unsafe)
         return out

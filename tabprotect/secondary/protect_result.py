@@ -3,14 +3,16 @@ settings applied, the method's and the repair's figures, and the audit that judg
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.audit import AuditResult
 from tabprotect.model.table import Table
 from tabprotect.results import publication_frame, published_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass

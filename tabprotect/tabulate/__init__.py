@@ -36,7 +36,7 @@ engine receives and returns), ``engines`` (engines by name, ``auto``), ``pandas_
 """
 from tabprotect.tabulate.api import tabulate
 from tabprotect.tabulate.correspondence import hierarchy_from_correspondence
-from tabprotect.tabulate.duckdb_engine import distinct_codes
+from tabprotect.tabulate.engines import distinct_codes
 from tabprotect.tabulate.files import read_table_file
 from tabprotect.tabulate.spec import MICRODATA_KEYS, MISSING_POLICIES
 

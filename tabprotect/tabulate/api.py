@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from tabprotect.errors import InputError
 from tabprotect.model.hierarchy import Hierarchy
@@ -14,11 +12,16 @@ from tabprotect.tabulate.engine import EngineSettings
 from tabprotect.tabulate.dask_engine import is_dask_frame
 from tabprotect.tabulate.engines import choose_engine
 from tabprotect.tabulate.spec import MicrodataSpec
+from tabprotect.model.columns import Columns
+from tabprotect.tabulate.frames import is_pandas_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["tabulate"]
 
 
-def tabulate(microdata: pd.DataFrame | str | Path,
+def tabulate(microdata: "pd.DataFrame | Columns | str | Path",
              dimensions: Mapping[str, Hierarchy],
              response: str | None = None, *,
              kind: str | None = None,
@@ -39,7 +42,8 @@ def tabulate(microdata: pd.DataFrame | str | Path,
 
     Parameters
     ----------
-    microdata : a DataFrame, or the path of a CSV or Parquet file
+    microdata : a DataFrame (or :class:`~tabprotect.model.columns.Columns`), or the path
+        of a CSV or Parquet file
     dimensions : ``{column: Hierarchy}``; each column holds leaf codes of its hierarchy
     response : the variable summed in a magnitude table; None for a frequency table
     kind : ``"magnitude"`` (default when ``response`` is given) or ``"frequency"``
@@ -81,6 +85,7 @@ def tabulate(microdata: pd.DataFrame | str | Path,
 
     Examples
     --------
+    >>> import pandas as pd
     >>> h = Hierarchy.flat(["a", "b"], total="T")
     >>> df = pd.DataFrame({"g": ["a", "a", "b"], "x": [5.0, 1.0, 2.0]})
     >>> t = tabulate(df, {"g": h}, "x", top_k=2)
@@ -98,7 +103,7 @@ def tabulate(microdata: pd.DataFrame | str | Path,
     elif is_dask_frame(microdata):
         if engine not in ("auto", "dask"):
             raise InputError(f"a Dask DataFrame is tabulated by engine 'dask', not {engine!r}")
-    elif not isinstance(microdata, pd.DataFrame):
+    elif not (is_pandas_frame(microdata) or isinstance(microdata, Columns)):
         raise InputError("microdata must be a pandas or Dask DataFrame or the path of a "
                          f"CSV/Parquet file or folder, not {type(microdata).__name__}")
     chosen = choose_engine(engine, microdata)

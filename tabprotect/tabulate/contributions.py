@@ -13,9 +13,9 @@ import math
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import factorize
 from tabprotect.model.hierarchy import Hierarchy
 
 __all__ = ["MAX_CANDIDATES", "candidates_needed", "leaf_candidates", "merge_sorted",
@@ -128,10 +128,9 @@ def unit_tops(cx: np.ndarray, cw: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def holding_codes(values: pd.Series) -> np.ndarray:
+def holding_codes(values: np.ndarray) -> np.ndarray:
     """Integer holding ids; a record with an empty holding is a holding of its own."""
-    codes, _ = pd.factorize(values, use_na_sentinel=True)
-    codes = codes.astype(np.int64)
+    codes, _ = factorize(np.asarray(values))
     lone = codes < 0
     codes[lone] = codes.max(initial=-1) + 1 + np.arange(int(lone.sum()))
     return codes
@@ -139,11 +138,14 @@ def holding_codes(values: pd.Series) -> np.ndarray:
 
 def holding_sums(cell: np.ndarray, hold: np.ndarray, x: np.ndarray):
     """Sum of the rule variable per (leaf cell, holding)."""
-    key = pd.MultiIndex.from_arrays([cell, hold])
-    codes, uniq = pd.factorize(key)
-    sums = np.bincount(codes, weights=x, minlength=len(uniq))
-    arr = uniq.to_frame(index=False).to_numpy()
-    return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), sums
+    pairs = np.stack([np.asarray(cell, dtype=np.int64), np.asarray(hold, dtype=np.int64)], 1)
+    uniq, first, codes = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")          # pairs in order of first appearance
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    sums = np.bincount(rank[codes.ravel()], weights=x, minlength=len(uniq))
+    uniq = uniq[order]
+    return uniq[:, 0], uniq[:, 1], sums
 
 
 def _ancestor_table(h: Hierarchy) -> np.ndarray:

@@ -25,18 +25,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import factorize
 from tabprotect.parallel import active_executor
 from tabprotect.tabulate.contributions import holding_sums, leaf_candidates
 from tabprotect.tabulate.engine import EngineSettings, Leaves, Progress, Source
 from tabprotect.tabulate.files import is_parquet
 from tabprotect.tabulate.pandas_engine import frame_leaves
 from tabprotect.tabulate.spec import MicrodataSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["dask_leaves", "dask_available", "is_dask_frame", "FAN_IN"]
 
@@ -94,7 +97,7 @@ def _partition(frame: pd.DataFrame, spec: MicrodataSpec, source: str) -> _Partia
     hold = lone = None
     if lv.holdings is not None:
         cells, ids, sums = lv.holdings
-        _, uniques = pd.factorize(frame[spec.holding], use_na_sentinel=True)
+        _, uniques = factorize(frame[spec.holding].to_numpy(dtype=object))
         named = ids < len(uniques)
         codes = np.asarray(uniques, dtype=object)
         hold = (cells[named], codes[ids[named]], sums[named])
@@ -133,7 +136,7 @@ def _combine(parts: list[_Partial | None], top_k: int) -> _Partial | None:
     hold = lone = None
     if parts[0].hold is not None:
         hc = np.concatenate([p.hold[0] for p in parts])
-        codes, uniques = pd.factorize(np.concatenate([p.hold[1] for p in parts]))
+        codes, uniques = factorize(np.concatenate([p.hold[1] for p in parts]))
         c, h, s = holding_sums(hc, codes.astype(np.int64),
                                np.concatenate([p.hold[2] for p in parts]))
         hold = (c, np.asarray(uniques, dtype=object)[h], s)
@@ -148,7 +151,7 @@ def _leaves(part: _Partial) -> Leaves:
     order, then each record with an empty holding a holding of its own."""
     holdings = None
     if part.hold is not None:
-        codes, _ = pd.factorize(part.hold[1])
+        codes, _ = factorize(part.hold[1])
         lone_ids = int(codes.max(initial=-1)) + 1 + np.arange(len(part.lone[0]),
                                                               dtype=np.int64)
         holdings = (np.r_[part.hold[0], part.lone[0]].astype(np.int64),

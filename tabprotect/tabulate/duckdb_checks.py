@@ -3,15 +3,19 @@ when one is found is the source read again (in chunks) to name the first rows.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Dimension
 from tabprotect.tabulate.checks import code_positions
 from tabprotect.tabulate.files import is_parquet
 from tabprotect.tabulate.spec import MicrodataSpec
+from tabprotect.tabulate.frames import is_pandas_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["group_positions", "check_groups"]
 
@@ -20,9 +24,10 @@ def group_positions(col: pd.Series, dim: Dimension, spec: MicrodataSpec, src,
                     label: str) -> np.ndarray:
     """Positions of the grouped codes; on an unknown code, find its first rows in the file."""
     try:
-        return code_positions(col.astype(object).reset_index(drop=True), dim, spec, label,
-                              file_rows=False)
+        return code_positions(col.to_numpy(dtype=object), dim, spec, label,
+                              file_rows=False, index=np.arange(len(col)))
     except InputError:
+        import pandas as pd
         values = col.astype(object)
         h = dim.hierarchy
         pos = h.lookup(values.fillna(""))
@@ -45,7 +50,7 @@ def group_positions(col: pd.Series, dim: Dimension, spec: MicrodataSpec, src,
 
 
 def _rows_text(src, rows: list[int]) -> str:
-    if isinstance(src, pd.DataFrame):
+    if is_pandas_frame(src):
         return ", ".join(f"row {src.index[r]!r}" for r in rows)
     return ", ".join(f"line {r + 2}" for r in rows)
 
@@ -53,7 +58,7 @@ def _rows_text(src, rows: list[int]) -> str:
 def _first_rows(src, column: str, predicate, limit: int = 3) -> list[int]:
     """Record numbers (0-based) of the first records of ``column`` matching ``predicate``;
     reads the file in chunks (only on the error path)."""
-    if isinstance(src, pd.DataFrame):
+    if is_pandas_frame(src):
         hits = np.flatnonzero(predicate(src[column]).to_numpy())
         return [int(i) for i in hits[:limit]]
     path = Path(src)
@@ -62,6 +67,7 @@ def _first_rows(src, column: str, predicate, limit: int = 3) -> list[int]:
         chunks = (batch.to_pandas()[column] for batch in
                   pq.ParquetFile(path).iter_batches(columns=[column], batch_size=1 << 20))
     else:
+        import pandas as pd
         chunks = (chunk[column] for chunk in
                   pd.read_csv(path, usecols=[column], dtype=str, chunksize=1 << 20))
     found: list[int] = []
@@ -75,7 +81,8 @@ def _first_rows(src, column: str, predicate, limit: int = 3) -> list[int]:
     return found
 
 
-def _number(s: pd.Series) -> pd.Series:
+def _number(s: "pd.Series") -> "pd.Series":
+    import pandas as pd
     return pd.to_numeric(s, errors="coerce")
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.tabulate.checks import check_columns
@@ -23,6 +22,10 @@ from tabprotect.tabulate.duckdb_checks import check_groups, group_positions
 from tabprotect.tabulate.engine import EngineSettings, Leaves, Progress, Source
 from tabprotect.tabulate.files import is_parquet
 from tabprotect.tabulate.spec import MicrodataSpec
+from tabprotect.tabulate.frames import is_pandas_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["duckdb_leaves", "duckdb_available", "distinct_codes"]
 
@@ -56,7 +59,7 @@ def _connect(threads, memory_limit):
 
 
 def _source_sql(con, src, dims: Sequence[str]) -> str:
-    if isinstance(src, pd.DataFrame):
+    if is_pandas_frame(src):
         con.register("microdata_frame", src)
         return "microdata_frame"
     path = str(src).replace("'", "''")
@@ -227,7 +230,7 @@ def _holding_groups(con, query: _Query, spec: MicrodataSpec, source, label: str)
     return holding_sums(hcell, holding_codes(hres["h"]), hres["s"].to_numpy(dtype=float))
 
 
-def distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, pd.Series]:
+def distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, np.ndarray]:
     """Distinct codes of each dimension column (to build 'levels'/'flat' hierarchies)."""
     con = _connect(None, None)
     try:
@@ -241,7 +244,7 @@ def distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, pd.Series]:
         for d in dims:
             rows = con.execute(f"SELECT DISTINCT trim(CAST({_quote(d)} AS VARCHAR)) FROM "
                                f"{source} WHERE {_quote(d)} IS NOT NULL ORDER BY 1").fetchall()
-            out[d] = pd.Series([r[0] for r in rows], dtype=object)
+            out[d] = np.array([r[0] for r in rows], dtype=object)
         return out
     finally:
         con.close()

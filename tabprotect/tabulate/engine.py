@@ -7,7 +7,8 @@ for every engine.  An engine is a function::
 
     leaves(source, spec, settings, say) -> Leaves
 
-* ``source``: a ``pandas.DataFrame`` or the ``Path`` of a CSV/Parquet file (existing);
+* ``source``: a ``pandas.DataFrame``, :class:`~tabprotect.model.columns.Columns` or the
+  ``Path`` of a CSV/Parquet file (existing);
 * ``spec``: the validated :class:`~tabprotect.tabulate.spec.MicrodataSpec` (columns,
   hierarchies, ``top_k``, missing-value policy, unknown-code positions);
 * ``settings``: the :class:`EngineSettings` of the call;
@@ -22,16 +23,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.tabulate.spec import MicrodataSpec
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["Leaves", "EngineSettings", "Engine", "Source", "Progress"]
 
-Source = Union[pd.DataFrame, Path]
+#: a DataFrame (pandas or Dask), :class:`~tabprotect.model.columns.Columns` or a path
+Source = Union[Any, Path]
 Progress = Callable[[str], None]
 
 

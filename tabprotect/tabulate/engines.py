@@ -7,17 +7,20 @@ only among the engines listed in :data:`AUTO_FOR_FILES` / :data:`AUTO_FOR_FRAMES
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
-import pandas as pd
+import numpy as np
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import read_table_columns, text_values
 from tabprotect.tabulate.dask_engine import dask_available, dask_leaves, is_dask_frame
-from tabprotect.tabulate.duckdb_engine import duckdb_available, duckdb_leaves
+from tabprotect.tabulate.duckdb_engine import distinct_codes as duckdb_distinct_codes, \
+    duckdb_available, duckdb_leaves
 from tabprotect.tabulate.engine import Engine, Source
 from tabprotect.tabulate.pandas_engine import pandas_leaves
 
 __all__ = ["ENGINES", "AUTO_FOR_FILES", "AUTO_FOR_FRAMES", "AUTO_SMALL_FILE_BYTES",
-           "auto_order", "choose_engine"]
+           "auto_order", "choose_engine", "distinct_codes"]
 
 
 def _always() -> bool:
@@ -54,10 +57,28 @@ def auto_order(source: Source) -> tuple[str, ...]:
     Dask DataFrame to dask."""
     if is_dask_frame(source):
         return ("dask",)
-    if isinstance(source, pd.DataFrame):
+    if not isinstance(source, (str, Path)):     # a DataFrame or Columns
         return AUTO_FOR_FRAMES
     try:
         small = Path(source).stat().st_size <= AUTO_SMALL_FILE_BYTES
     except OSError:               # not found: the engine reports it, naming the file
         small = False
     return AUTO_FOR_FRAMES if small else AUTO_FOR_FILES
+
+
+def distinct_codes(path: Path, dims: Sequence[str], engine: str = "auto"
+                   ) -> dict[str, np.ndarray]:
+    """Distinct codes of each dimension column, sorted (to build 'levels'/'flat'
+    hierarchies): read in memory where the in-memory engine reads the file, by duckdb
+    otherwise."""
+    in_memory = engine == "pandas" or (engine == "auto" and
+                                       auto_order(Path(path)) == AUTO_FOR_FRAMES)
+    if not in_memory:
+        return duckdb_distinct_codes(path, dims)
+    columns = read_table_columns(path)
+    missing = [d for d in dims if d not in columns]
+    if missing:
+        raise InputError(f"{Path(path).name}: dimension column(s) {missing} not found "
+                         f"(columns: {', '.join(columns.columns)})")
+    return {d: np.array(sorted({c for c in text_values(columns[d]) if c is not None}),
+                        dtype=object) for d in dims}

@@ -1,13 +1,15 @@
-"""Reading microdata and side tables into pandas (the pandas engine's input)."""
+"""Reading microdata and side tables into :class:`~tabprotect.model.columns.Columns` (the
+in-memory engine's input)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import pandas as pd
-
-from tabprotect.errors import InputError
+from tabprotect.model.columns import Columns, read_table_columns
 from tabprotect.tabulate.spec import MicrodataSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["read_table_file", "read_microdata", "is_parquet"]
 
@@ -16,26 +18,13 @@ def is_parquet(path) -> bool:
     return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
-def read_table_file(path: Path, str_columns: Sequence[str]) -> pd.DataFrame:
-    """A CSV/Parquet side table (e.g. a correspondence table), ``str_columns`` as text."""
+def read_table_file(path: Path, str_columns: Sequence[str] = ()) -> "pd.DataFrame":
+    """A CSV/Parquet side table as a DataFrame, ``str_columns`` as text (for the callers
+    that work on DataFrames; a job's tables are read by :func:`read_table_columns`)."""
     from tabprotect.model import read_frame
     return read_frame(path, dtype_str=list(str_columns))
 
 
-def read_microdata(path: Path, spec: MicrodataSpec) -> pd.DataFrame:
-    """The columns ``spec`` needs, codes and holdings as text."""
-    cols = spec.columns
-    try:
-        if is_parquet(path):
-            frame = pd.read_parquet(path)
-        else:
-            str_cols = [d.name for d in spec.dims] + ([spec.holding] if spec.holding else [])
-            frame = pd.read_csv(path, dtype={c: str for c in str_cols},
-                                usecols=lambda c: c.strip() in cols)
-    except ImportError:
-        raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
-                         f"'tabprotect[files]'") from None
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path.name}: cannot read ({exc})") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame
+def read_microdata(path: Path, spec: MicrodataSpec) -> Columns:
+    """The microdata file's columns (codes and values as read; the checks convert them)."""
+    return read_table_columns(path)

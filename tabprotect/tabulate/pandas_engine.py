@@ -1,4 +1,5 @@
-"""The pandas engine: in-memory frames (and files read into memory).
+"""The in-memory engine (named ``pandas``): DataFrames and files read into memory, both as
+:class:`~tabprotect.model.columns.Columns` (a CSV file never goes through pandas).
 
 Codes are factorized once per dimension, the leaf cell id of a record is
 ``ravel_multi_index`` of its positions, sums are ``np.bincount`` over the flat cell ids, and
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import Columns, as_columns
 from tabprotect.tabulate.checks import check_columns, code_positions, flags, numeric_column, \
     row_label
 from tabprotect.tabulate.contributions import candidates_needed, holding_codes, \
@@ -21,6 +23,9 @@ from tabprotect.tabulate.contributions import candidates_needed, holding_codes, 
 from tabprotect.tabulate.engine import EngineSettings, Leaves, Progress, Source
 from tabprotect.tabulate.files import read_microdata
 from tabprotect.tabulate.spec import MicrodataSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["pandas_leaves"]
 
@@ -31,7 +36,7 @@ def pandas_leaves(source: Source, spec: MicrodataSpec, settings: EngineSettings,
     if isinstance(source, Path):
         return frame_leaves(read_microdata(source, spec), spec, say, source.name,
                             file_rows=True)
-    return frame_leaves(source, spec, say, "microdata", file_rows=False)
+    return frame_leaves(as_columns(source), spec, say, "microdata", file_rows=False)
 
 
 @dataclass
@@ -47,10 +52,10 @@ class _Records:
     holding: np.ndarray | None     # holding ids
 
 
-def frame_leaves(frame: pd.DataFrame, spec: MicrodataSpec, say: Progress, source: str,
-                 file_rows: bool) -> Leaves:
+def frame_leaves(frame: "Columns | pd.DataFrame", spec: MicrodataSpec, say: Progress,
+                 source: str, file_rows: bool) -> Leaves:
     """Leaf aggregates of a frame; ``source`` and ``file_rows`` say how errors name rows."""
-    rec = _records(frame, spec, say, source, file_rows)
+    rec = _records(as_columns(frame), spec, say, source, file_rows)
     say("summing cells")
     g = int(np.prod(spec.shape))
     kept = rec.keep.astype(float)
@@ -73,13 +78,14 @@ def frame_leaves(frame: pd.DataFrame, spec: MicrodataSpec, say: Progress, source
     return leaves
 
 
-def _records(frame: pd.DataFrame, spec: MicrodataSpec, say: Progress, source: str,
+def _records(frame: Columns, spec: MicrodataSpec, say: Progress, source: str,
              file_rows: bool) -> _Records:
     check_columns(frame.columns, spec, source)
     if len(frame) == 0:
         raise InputError(f"{source}: no records")
     say(f"{len(frame)} records: coding dimensions")
-    pos = [code_positions(frame[d.name], d, spec, source, file_rows) for d in spec.dims]
+    pos = [code_positions(frame[d.name], d, spec, source, file_rows, frame.index)
+           for d in spec.dims]
     cell = np.ravel_multi_index(tuple(pos), spec.shape).astype(np.int64)
     del pos
     keep = np.ones(len(frame), dtype=bool)

@@ -57,6 +57,18 @@ class Network:
         >>> net.tail.tolist(), net.head.tolist(), net.n_nodes
         ([0, 1, 1], [1, 0, 0], 2)
         """
+        key = _structure_key(relations)
+        if key is not None and key in _NETWORKS:
+            return _NETWORKS[key]
+        net = cls._build(relations)
+        if key is not None:
+            if len(_NETWORKS) >= _NETWORKS_KEPT:
+                _NETWORKS.clear()
+            _NETWORKS[key] = net
+        return net
+
+    @classmethod
+    def _build(cls, relations) -> "Network | None":
         A = relations.tocsc()
         m, n = A.shape
         counts = np.diff(A.indptr)
@@ -77,6 +89,7 @@ class Network:
         head = np.full(n, ground, dtype=np.int64)
         tail[col[pos]] = A.indices[pos]
         head[col[neg]] = A.indices[neg]
+        tail.flags.writeable = head.flags.writeable = False   # shared by the memo
         return cls(tail, head, m + 1)
 
     def flow(self, forward: np.ndarray, backward: np.ndarray, source: int, sink: int,
@@ -104,6 +117,22 @@ class Network:
         np.add.at(cap, (self.tail, self.head), fwd)
         np.add.at(cap, (self.head, self.tail), bwd)
         return cap
+
+
+#: networks by their relation matrix's structure (:func:`_structure_key`): the
+#: sub-tables of one shape share their relations, so each shape is analysed once
+_NETWORKS: dict = {}
+#: structures kept before the memo starts again (a bound on its memory)
+_NETWORKS_KEPT = 256
+
+
+def _structure_key(relations) -> tuple | None:
+    """The relation matrix's format, shape and entries as bytes (None: not a
+    compressed sparse matrix, nothing memoised)."""
+    if getattr(relations, "format", None) not in ("csr", "csc"):
+        return None
+    return (relations.format, relations.shape, relations.indptr.tobytes(),
+            relations.indices.tobytes(), relations.data.tobytes())
 
 
 def _node_signs(A, m: int, counts: np.ndarray) -> np.ndarray | None:

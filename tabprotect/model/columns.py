@@ -1,0 +1,360 @@
+"""Named columns: the in-memory form of every CSV file a job reads and writes.
+
+A :class:`Columns` is an ordered mapping of column names to numpy arrays of one length.
+A CSV file is read into text columns (object arrays of ``str``, ``None`` where a field is
+missing) by :func:`read_columns`; a pandas DataFrame given to the Python API becomes the
+same form with :meth:`Columns.from_frame` (numeric columns stay numeric).  Consumers ask
+for what they need -- :func:`text_values` (codes) or :func:`parse_numbers` (values) -- so
+a file and a frame of the same data give the same table, and a protect job on CSV files
+never imports pandas (pandas stays at the edges: DataFrame input and output, Parquet).
+
+Missing fields are those pandas' reader treats as missing by default (:data:`NA_TEXT`):
+an empty field, ``NA``, ``NaN``, ``NULL``, ``N/A`` and their variants.
+"""
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import lzma
+from itertools import repeat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+
+from tabprotect.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Columns", "as_columns", "read_columns", "text_values", "parse_numbers",
+           "missing_mask", "factorize",
+           "NA_TEXT", "read_table_columns"]
+
+#: fields read as missing (pandas' default ``na_values``, so files read as before)
+NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+                     "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
+                     "nan", "null"})
+#: compressed CSV files read by suffix (the standard library's readers)
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+class Columns:
+    """Columns of equal length by name; ``index`` labels the rows of a DataFrame (None:
+    file rows, named ``row N`` with the header as row 1).
+
+    Examples
+    --------
+    >>> c = Columns({"g": np.array(["a", "b"], dtype=object), "x": np.array([1.0, 2.0])})
+    >>> c.columns, len(c), c["x"].tolist()
+    (['g', 'x'], 2, [1.0, 2.0])
+    """
+
+    __slots__ = ("_data", "index")
+
+    def __init__(self, data: Mapping[str, Any], index: np.ndarray | None = None):
+        self._data: dict[str, np.ndarray] = {}
+        self.index = index
+        for name, values in data.items():
+            self[name] = values
+
+    @classmethod
+    def from_frame(cls, frame: "pd.DataFrame") -> "Columns":
+        """A DataFrame's columns: numeric ones as numpy numbers, the others as objects
+        with ``None`` where missing; the frame's index labels the rows."""
+        import pandas as pd
+        data = {}
+        for name in frame.columns:
+            s = frame[name]
+            if isinstance(s.dtype, np.dtype) and s.dtype.kind in "fiub":
+                data[str(name)] = s.to_numpy()
+            elif pd.api.types.is_float_dtype(s.dtype):     # nullable floats: NaN missing
+                data[str(name)] = s.to_numpy(dtype=float, na_value=np.nan)
+            else:
+                arr = s.to_numpy(dtype=object).copy()
+                arr[s.isna().to_numpy()] = None
+                data[str(name)] = arr
+        return cls(data, index=np.asarray(frame.index, dtype=object))
+
+    def to_pandas(self) -> "pd.DataFrame":
+        """The columns as a DataFrame (missing text as NaN, as pandas' reader gives)."""
+        import pandas as pd
+        frame = pd.DataFrame({k: v for k, v in self._data.items()})
+        if self.index is not None:
+            frame.index = pd.Index(list(self.index))
+        return frame
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._data)
+
+    def __len__(self) -> int:
+        return len(next(iter(self._data.values()))) if self._data else 0
+
+    def __contains__(self, name) -> bool:
+        return name in self._data
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self._data[name]
+        except KeyError:
+            raise InputError(f"column '{name}' not found (columns: "
+                             f"{', '.join(self._data)})") from None
+
+    def __setitem__(self, name: str, values) -> None:
+        arr = np.asarray(values)
+        if arr.ndim == 0:
+            arr = np.full(len(self), arr[()])
+        if self._data and len(arr) != len(self):
+            raise ValueError(f"column '{name}': {len(arr)} values for {len(self)} rows")
+        self._data[str(name)] = arr
+
+    def items(self) -> Iterable[tuple[str, np.ndarray]]:
+        return self._data.items()
+
+    def select(self, names: Iterable[str]) -> "Columns":
+        """These columns only, in this order."""
+        return Columns({n: self[n] for n in names}, self.index)
+
+    def drop(self, names: Iterable[str]) -> "Columns":
+        gone = set(names)
+        return Columns({k: v for k, v in self._data.items() if k not in gone}, self.index)
+
+    def rows(self, which: np.ndarray) -> "Columns":
+        """The rows of a boolean mask or of positions; the index (row positions when
+        there was none) follows them."""
+        index = np.arange(len(self)) if self.index is None else self.index
+        return Columns({k: v[which] for k, v in self._data.items()}, index[which])
+
+    def copy(self) -> "Columns":
+        return Columns({k: v.copy() for k, v in self._data.items()}, self.index)
+
+    def __repr__(self) -> str:
+        return f"Columns({len(self)} rows: {', '.join(self._data)})"
+
+
+# ---------------------------------------------------------------- values
+def missing_mask(values: np.ndarray) -> np.ndarray:
+    """True where a value is missing (``None`` in text, NaN in numbers)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f":
+        return np.isnan(arr)
+    if arr.dtype.kind == "O":
+        return np.fromiter(map(_is_missing, arr), bool, len(arr))
+    return np.zeros(len(arr), dtype=bool)
+
+
+def _is_missing(value) -> bool:
+    """None, NaN, or a value whose comparison is undefined (pandas' NA)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:
+        return True
+
+
+def text_values(values: np.ndarray) -> np.ndarray:
+    """The values as stripped text (an object array), ``None`` where missing.
+
+    Examples
+    --------
+    >>> text_values(np.array([" a", None, 3], dtype=object)).tolist()
+    ['a', None, '3']
+    """
+    arr = np.asarray(values)
+    miss = missing_mask(arr)
+    out = np.empty(len(arr), dtype=object)
+    keep = ~miss
+    if keep.any():
+        out[keep] = np.char.strip(arr[keep].astype(str)).astype(object)
+    return out
+
+
+def parse_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values as floats (NaN where missing) and the mask of present values that are
+    not numbers (pandas' ``to_numeric`` rules: no digit separators).
+
+    Examples
+    --------
+    >>> x, bad = parse_numbers(np.array(["1.5", None, "x", " 2 "], dtype=object))
+    >>> x.tolist()[:2], bad.tolist()
+    ([1.5, nan], [False, False, True, False])
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind in "fiub":
+        return arr.astype(float), np.zeros(len(arr), dtype=bool)
+    miss = missing_mask(arr)
+    out = np.full(len(arr), np.nan)
+    bad = np.zeros(len(arr), dtype=bool)
+    present = np.flatnonzero(~miss)
+    vals = arr[present]
+    try:
+        out[present] = vals.astype(float)
+    except (ValueError, TypeError):
+        for i, v in zip(present, vals):
+            try:
+                out[i] = float(v)
+            except (ValueError, TypeError):
+                bad[i] = True
+    if len(vals) and vals.dtype.kind == "O":
+        texts = [v for v in vals if isinstance(v, str)]
+        if texts and any("_" in t for t in texts):
+            under = np.fromiter((isinstance(v, str) and "_" in v for v in vals), bool,
+                                len(vals))
+            bad[present[under]] = True
+            out[present[under]] = np.nan
+    return out, bad
+
+
+def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of the values (-1 where missing) and the distinct values as stripped
+    text, in order of first appearance.
+
+    Examples
+    --------
+    >>> codes, uniques = factorize(np.array(["b", "a", None, "b"], dtype=object))
+    >>> codes.tolist(), uniques.tolist()
+    ([0, 1, -1, 0], ['b', 'a'])
+    """
+    arr = np.asarray(values)
+    miss = missing_mask(arr)
+    codes = np.full(len(arr), -1, dtype=np.int64)
+    present = np.flatnonzero(~miss)
+    if len(present) == 0:
+        return codes, np.empty(0, dtype=object)
+    vals = arr[present]
+    if vals.dtype.kind == "O":
+        vals = vals.astype(str)
+    uniq, first, inverse = np.unique(vals, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes[present] = rank[inverse.ravel()]
+    return codes, text_values(uniq[order])
+
+
+# ---------------------------------------------------------------- reading
+def read_columns(path: str | Path, usecols: Iterable[str] | None = None) -> Columns:
+    """A CSV file (optionally .gz, .bz2, .xz) as text columns; header names stripped.
+
+    Bad input is one line naming the file (and the line): not found, empty, not UTF-8,
+    a duplicated column name, a row with more fields than the header.  A row with fewer
+    fields has its last columns missing; blank lines are skipped.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    opener = _OPENERS.get(path.suffix.lower(), open)
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
+        header, fields = _split_plain(text) or _split_csv(text)
+    except UnicodeDecodeError:
+        raise InputError(f"{path.name}: not UTF-8 text") from None
+    except csv.Error as exc:
+        raise InputError(f"{path.name}: cannot read ({exc})") from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path.name}: cannot read ({exc})") from None
+    except _RowWidth as exc:
+        row, fields, width = exc.args
+        raise InputError(f"{path.name} row {row + 2}: {fields} fields, the header has "
+                         f"{width}") from None
+    if header is None:
+        raise InputError(f"{path.name}: empty file")
+    names = [h.strip() for h in header]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{path.name}: column '{name}' appears twice in the header")
+        seen.add(name)
+    if len(fields) == 0:
+        raise InputError(f"{path.name}: no data rows")
+    wanted = set(usecols) if usecols is not None else None
+    missing = np.fromiter(map(NA_TEXT.__contains__, fields.ravel()), bool,
+                          fields.size).reshape(fields.shape)
+    data = {}
+    for j, name in enumerate(names):
+        if wanted is None or name in wanted:
+            data[name] = np.where(missing[:, j], None, fields[:, j])
+    return Columns(data)
+
+
+class _RowWidth(Exception):
+    """A row with more fields than the header: (row number, its fields, the header's)."""
+
+
+def _split_plain(text: str) -> tuple[list[str] | None, np.ndarray] | None:
+    """Header and (rows x columns) fields of a file without quotes (line ends ``\\n`` or
+    ``\\r\\n``), split by ``str.split`` (what the csv module gives such a file, faster);
+    None for any other file or when the rows are not all as wide as the header."""
+    if '"' in text:
+        return None
+    if "\r" in text:
+        if text.count("\r") != text.count("\r\n"):
+            return None
+        text = text.replace("\r\n", "\n")
+    lines = [line for line in text.split("\n") if line]
+    if not lines:
+        return None, np.empty((0, 0), dtype=object)
+    commas = lines[0].count(",")
+    if any(c != commas for c in map(str.count, lines, repeat(","))):
+        return None
+    fields = np.array(",".join(lines[1:]).split(",") if len(lines) > 1 else [],
+                      dtype=object)
+    return lines[0].split(","), fields.reshape(len(lines) - 1, commas + 1)
+
+
+def _split_csv(text: str) -> tuple[list[str] | None, np.ndarray]:
+    """Header and fields by the csv module: quoted fields, short rows (padded with empty
+    fields), carriage returns."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return None, np.empty((0, 0), dtype=object)
+    width = len(header)
+    rows = [r for r in reader if r]
+    for r, row in enumerate(rows):
+        if len(row) != width:
+            if len(row) > width:
+                raise _RowWidth(r, len(row), width)
+            rows[r] = row + [""] * (width - len(row))
+    fields = np.empty((len(rows), width), dtype=object)
+    for j in range(width):
+        fields[:, j] = [row[j] for row in rows]
+    return header, fields
+
+
+def read_table_columns(path: str | Path) -> Columns:
+    """A CSV file by :func:`read_columns`; a Parquet file (or a CSV compressed otherwise
+    than .gz, .bz2, .xz) by pandas, as the same columns."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".zip", ".zst"):
+        return read_columns(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    import pandas as pd
+    try:
+        if suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=True)
+    except ImportError:
+        raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
+                         f"'tabprotect[files]'") from None
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path.name}: cannot read ({exc})") from None
+    if len(frame) == 0:
+        raise InputError(f"{path.name}: no data rows")
+    frame.columns = [str(c).strip() for c in frame.columns]
+    columns = Columns.from_frame(frame)
+    columns.index = None
+    return columns
+
+
+def as_columns(frame) -> Columns:
+    """``frame`` as :class:`Columns` (a DataFrame converted, Columns as they are)."""
+    return frame if isinstance(frame, Columns) else Columns.from_frame(frame)
