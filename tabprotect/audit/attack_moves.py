@@ -11,8 +11,8 @@ of :class:`~tabprotect.audit.least_moves.LeastMoveModel` -- moves a handful of c
 cube or a short cycle of the relations) and holds against every attacker who knows none
 of them.
 
-So per primary and direction, where the primary has at least
-``AuditSettings.attacker_pair_min`` attackers still open, first two moves: one that
+So per primary and direction, where at least ``AuditSettings.attacker_pair_min``
+attackers attack the primary, first two moves: one that
 takes the primary to its goal while moving the cells its attackers know as little as it
 can (each unit there costs ``AuditSettings.attacker_weight``, elsewhere one), which holds
 against every attacker it leaves in place, then one with every attacker not yet
@@ -86,7 +86,9 @@ def _certify(task: "ComponentTask", book: "_MoveBook", p: int, against: np.ndarr
     # per attacker: the just-required goal up, then down, then the whole width up or down
     tries = [(s, g[i]) for i in (-1, 0) for s in ("max", "min")
              for g in [by_sense[s]] if g and (i == -1 or len(g) > 1)]
-    pair = int((~ok).sum()) >= task.settings.attacker_pair_min
+    # (counted before the moves kept from earlier primaries: on the 4,845-cell count
+    # table those leave a primary's pair out where it would spare LPs)
+    pair = len(against) >= task.settings.attacker_pair_min
     for sense, goal in (tries if pair else []):
         # one move with every attacker dear to move, then one with those it moved held
         # in place: together they cover most attackers of a large component

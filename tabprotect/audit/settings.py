@@ -105,8 +105,8 @@ class AuditSettings:
     #: it against many attackers at once (:mod:`tabprotect.audit.attack_moves`) before
     #: the group and own passes; 0: none
     attacker_move_lps: int = 8
-    #: attacker moves: a primary with at least this many attackers still to certify
-    #: against first gets the attacker-weighted move pair (each covers many attackers at
+    #: attacker moves: a primary with at least this many attackers to judge it
+    #: first gets the attacker-weighted move pair (each covers many attackers at
     #: one LP; with fewer, one least move per attacker costs fewer LPs); 0: always
     attacker_pair_min: int = 20
     #: the attacker-weighted move's cost per unit of moving a cell an attacker of the

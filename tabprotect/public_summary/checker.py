@@ -13,6 +13,7 @@ from solvers import LinearProgram, solve
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
+from tabprotect.public_summary.base import IntegerEnds, WarmSystems
 from tabprotect.public_summary.moves import ComponentMoves
 from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds, integral,
                                                 integral_vertex)
@@ -84,6 +85,10 @@ class Checker:
         self.moves: ComponentMoves | None = None
         # integer tables: whether an integral LP vertex is still looked for before a MILP
         self.odds = VertexOdds()
+        # integer tables: the components' warm solves of the ends without the figures
+        self.table = table
+        self.int_ends: IntegerEnds | None = None
+        self.warm = WarmSystems(deadline)
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -193,6 +198,24 @@ class Checker:
                     return False
         return True
 
+    def _integer_end(self, j: int, pending: np.ndarray, sense: str,
+                     known: np.ndarray) -> bool:
+        """Integer tables: the ``sense`` end of target ``j`` by the audit's warm solves
+        of its component (:class:`~tabprotect.public_summary.base.IntegerEnds`), its
+        table a witness for the other pending targets; False when out of time."""
+        if self.int_ends is None:
+            self.int_ends = IntegerEnds(self.table, ~self.published,
+                                        self.deadline)
+        val, x = self.int_ends.end(int(self.cells[j]), sense)
+        if val is None:
+            return False
+        known[j] = val
+        if x is not None:
+            x = x[self.cells]
+            self._end_points(sense, [j], x)
+            self._witness(x, pending)
+        return True
+
     def _base_round(self, picks: np.ndarray, pending: np.ndarray, sense: str,
                     known: np.ndarray) -> bool:
         """The ``sense`` end of ``picks`` (one per component) from one LP; a pick whose
@@ -213,8 +236,11 @@ class Checker:
         elif status not in ("unbounded", "infeasible"):
             return False
         for j in single:
-            val, xj = self._local(int(j), sense, []) if self.integer else \
-                self.base.bound(int(j), sense)
+            if self.integer:
+                if not self._integer_end(int(j), pending, sense, known):
+                    return False
+                continue
+            val, xj = self.base.bound(int(j), sense)
             if val is None or val == "infeasible":
                 return False
             known[j] = val
@@ -386,6 +412,16 @@ class Checker:
         lp = LinearProgram(c=c, A=A, row_lower=row_lo, row_upper=row_hi,
                            col_lower=self.lp.col_lower[cols],
                            col_upper=self.lp.col_upper[cols], sense=sense)
+        if len(objective) == 1:
+            # one cell's end: the warm model of this program, kept for the next target
+            key = (tuple(comps), E.tobytes() if parts else b"")
+            val, xc = self.warm.end(key, int(np.searchsorted(cols, objective[0])), sense,
+                                    lp, truth[cols])
+            if val is None or val == "infeasible" or xc is None:
+                return val, None
+            x = truth.copy()
+            x[cols] = xc
+            return float(x[j]), x
         res = solve(lp, time_limit=left)
         # an integral LP optimum is the integer one; an integral vertex at the LP end
         # rounded inward is too (a single cell: no integer point goes past it), and so is

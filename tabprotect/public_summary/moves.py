@@ -138,20 +138,26 @@ class ComponentMoves:
     def _shift(self, d: int, R: np.ndarray, delta: np.ndarray):
         """An integral solution of component ``d`` with its parts of ``R`` at their true
         values plus ``delta``; None when there is none, False out of time."""
-        cols, rws = self.system.comp_cols[d], self.system.comp_rows[d]
-        truth = self.system.value[self.system.cells][cols]
+        system = self.system
+        cols, rws = system.comp_cols[d], system.comp_rows[d]
+        truth = system.value[system.cells][cols]
         E = R[:, cols]
         want = E @ truth + delta
-        band = 1e-9 * np.maximum(1.0, np.abs(E) @ np.abs(truth))
-        lp = LinearProgram(c=np.zeros(len(cols)),
-                           A=sp.vstack([self.system.A_csr[rws][:, cols], sp.csr_matrix(E)]).tocsr(),
-                           row_lower=np.concatenate([self.system.lp.row_lower[rws], want - band]),
-                           row_upper=np.concatenate([self.system.lp.row_upper[rws], want + band]),
-                           col_lower=self.system.lp.col_lower[cols],
-                           col_upper=self.system.lp.col_upper[cols])
-        left = None if self.system.deadline is None else self.system.deadline - time.monotonic()
+        own = LinearProgram(c=np.zeros(len(cols)), A=system.A_csr[rws][:, cols],
+                            row_lower=system.lp.row_lower[rws],
+                            row_upper=system.lp.row_upper[rws],
+                            col_lower=system.lp.col_lower[cols],
+                            col_upper=system.lp.col_upper[cols])
+        left = None if system.deadline is None else system.deadline - time.monotonic()
         if left is not None and left <= 0:
             return False
+        if np.array_equal(E, np.round(E)) and np.array_equal(want, np.round(want)):
+            # integral parts: the component's warm model, the parts its extra variables
+            return system.warm.shift(("shift", d, E.tobytes()), own, truth, E, want)
+        band = 1e-9 * np.maximum(1.0, np.abs(E) @ np.abs(truth))
+        lp = dataclasses.replace(own, A=sp.vstack([own.A, sp.csr_matrix(E)]).tocsr(),
+                                 row_lower=np.concatenate([own.row_lower, want - band]),
+                                 row_upper=np.concatenate([own.row_upper, want + band]))
         res = solve(lp, time_limit=left)
         # an integral vertex of the LP is an answer; the MILP only where none is found
         if res.status == "optimal" and not integral(res.x):

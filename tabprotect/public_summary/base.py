@@ -1,0 +1,186 @@
+"""The integer programs of the public summary's checks on frequency tables, solved the
+way the audit solves its components: a warm model per program, kept for its next target,
+and branch and bound on it (:mod:`tabprotect.audit.integer`), the MILP solver only after
+its node budget. A fresh MILP per target costs tens of warm re-solves.
+
+:class:`IntegerEnds`: the primaries' integer ends without the figures, per component of
+the pattern (the audit's cut: cells a relation pins down are left out), each with an
+integral table of the whole system at it (the component's part from the solve, every
+other cell at its true value), a witness for the checks after. An end a table already
+found sits at (its outer bound: the a-priori bounds tightened over the relations) needs
+no solve of its own. :class:`WarmSystems`: a cell's end in a component (and components
+beside it) with the figures' parts held, and a component's integral table with its parts
+moved by a given amount.
+
+Where the LP end is fractional, the LP end rounded inward bounds the integer end, so the
+first integral table there (a search that proves nothing about optimality) gives it;
+only where there is none does branch and bound look for the optimum.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from tabprotect.audit.core import determined_cells
+from tabprotect.audit.settings import AuditSettings
+from tabprotect.audit.system import (InfeasibleSystem, Knowledge, ReducedSystem,
+                                     SystemBuilder, new_counters)
+from tabprotect.model.relations import linked_components
+from tabprotect.model.table import Table
+
+__all__ = ["IntegerEnds", "WarmSystems"]
+
+
+class IntegerEnds:
+    """The components of the intruder's system without the figures (the audit's cut:
+    cells a relation pins down are left out), solved on demand."""
+
+    def __init__(self, table: Table, suppressed: np.ndarray, deadline: float | None):
+        A = table.relations.tocsr()
+        self.value = table.value.astype(float)
+        self.determined = determined_cells(A, suppressed)
+        free = suppressed & ~self.determined
+        # the audit's defaults: when a warm model re-solves by the dual simplex, how
+        # many branch-and-bound nodes before the MILP solver
+        settings = AuditSettings()
+        builder = SystemBuilder(table, free, settings.dual_min_vars,
+                                settings.integer_nodes)
+        self.comps = linked_components(A, free)
+        self.comp_of = np.full(table.n_cells, -1)
+        for k, cells in enumerate(self.comps):
+            self.comp_of[cells] = k
+        self._builder = builder
+        self._systems: dict[int, object] = {}
+        self._points: dict[int, list[np.ndarray]] = {}
+        self._outer: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # the checker's deadline is monotonic; the audit's solves take epoch seconds
+        self.deadline = None if deadline is None else \
+            time.time() + (deadline - time.monotonic())
+        self.counters = new_counters()
+
+    def end(self, cell: int, sense: str):
+        """``(value, table)`` of the integer ``sense`` end of ``cell`` (a table cell),
+        the table over every cell (None where the end is unbounded); ``(None, None)``
+        when out of time or the system is infeasible."""
+        if self.determined[cell]:
+            return float(self.value[cell]), self.value.copy()
+        k = int(self.comp_of[cell])
+        cells = self.comps[k]
+        system = self._systems.get(k)
+        if system is None:
+            system = self._systems[k] = self._builder.system(cells)
+            self._points[k] = []
+        j = int(np.searchsorted(cells, cell))
+        if k not in self._outer:
+            self._outer[k] = system.outer_bounds(None)
+        lb, ub = self._outer[k]
+        bound = lb[j] if sense == "min" else ub[j]
+        for x in self._points[k]:
+            if np.isfinite(bound) and abs(x[j] - bound) <= 1e-9 * max(1.0, abs(bound)):
+                return float(bound), self._whole(cells, x)
+        try:
+            val, x = integer_end(system, j, sense, self.counters, self.deadline)
+        except InfeasibleSystem:
+            return None, None
+        if val is None:
+            return None, None
+        if x is None:
+            return val, None
+        self._points[k].append(x)
+        return float(np.round(val)), self._whole(cells, x)
+
+    def _whole(self, cells: np.ndarray, x: np.ndarray) -> np.ndarray:
+        out = self.value.copy()
+        out[cells] = x
+        return out
+
+
+class WarmSystems:
+    """Warm models of the checks' small integer programs (a component, maybe with
+    others beside it, and the figures' parts there held at their true values), kept
+    for the next target of the same program: each end by the audit's warm solve and
+    branch and bound (:meth:`~tabprotect.audit.system.ReducedSystem.bound`)."""
+
+    def __init__(self, deadline: float | None):
+        self.deadline = None if deadline is None else \
+            time.time() + (deadline - time.monotonic())
+        self.counters = new_counters()
+        self._systems: dict = {}
+
+    def end(self, key, j: int, sense: str, lp, value: np.ndarray):
+        """``(value, x)`` of the integer ``sense`` end of column ``j`` of ``lp`` (its rows
+        hold within their ranges; ``key`` names the program for reuse, ``value`` its
+        true point); ``("infeasible", None)``; ``(None, None)`` out of time."""
+        system = self._systems.get(key)
+        if system is None:
+            mid = (lp.row_lower + lp.row_upper) / 2
+            system = self._systems[key] = ReducedSystem(
+                A=lp.A, rhs=mid, row_tol=(lp.row_upper - lp.row_lower) / 2,
+                lb=lp.col_lower, ub=lp.col_upper, value=value)
+        try:
+            return integer_end(system, j, sense, self.counters, self.deadline)
+        except InfeasibleSystem:
+            return "infeasible", None
+
+
+    def shift(self, key, lp, value: np.ndarray, E: np.ndarray, want: np.ndarray):
+        """An integral solution of ``lp`` (a component's system) with ``E @ x == want``
+        (integral ``E`` and ``want``: the figures' parts, moved), or None where there is
+        none, False without an answer in time. ``key`` names the component: the parts
+        are extra variables ``s = E x`` of one warm model, fixed at ``want`` per call,
+        and the search stops at its first integral solution."""
+        r, k = E.shape[0], lp.n_cols
+        system = self._systems.get(key)
+        if system is None:
+            A = sp.bmat([[lp.A, None], [sp.csr_matrix(E), -sp.identity(r)]], format="csr")
+            mid = (lp.row_lower + lp.row_upper) / 2
+            system = self._systems[key] = ReducedSystem(
+                A=A, rhs=np.concatenate([mid, np.zeros(r)]),
+                row_tol=np.concatenate([(lp.row_upper - lp.row_lower) / 2, np.zeros(r)]),
+                lb=np.concatenate([lp.col_lower, np.full(r, -np.inf)]),
+                ub=np.concatenate([lp.col_upper, np.full(r, np.inf)]),
+                value=np.concatenate([value, E @ value]))
+        parts = Knowledge.exact(np.arange(k, k + r), want)
+        system.fix(parts)
+        try:
+            found, x = system.integer_witness(k, "max", float(want[0]), parts,
+                                              self.counters, self.deadline)
+        except InfeasibleSystem:
+            return None
+        finally:
+            system.unfix(parts)
+        if found == "unknown":
+            return False
+        return None if found == "none" else np.round(x[:k])
+
+
+def integer_end(system: ReducedSystem, j: int, sense: str, counters: dict,
+                deadline: float | None):
+    """``(value, x)``: the integer ``sense`` end of variable ``j`` of ``system`` and an
+    integral solution there (None where unbounded); ``(None, None)`` without an answer
+    by ``deadline`` (epoch seconds). The LP end rounded inward bounds the integer end,
+    so an integral solution there (the first one a search finds, no proof of
+    optimality) gives it; branch and bound for the optimum only where there is none.
+    Raises :class:`~tabprotect.audit.system.InfeasibleSystem`."""
+    status, x = system.solve([j], [1.0], sense, None, counters)
+    if status == "unbounded":
+        return (-np.inf if sense == "min" else np.inf), None
+    if status == "infeasible":
+        raise InfeasibleSystem(j)
+    if status != "optimal":
+        return None, None
+    if np.abs(x - np.round(x)).max() <= 1e-6:
+        return float(np.round(x[j])), np.round(x)
+    goal = np.floor(x[j] + 1e-6) if sense == "max" else np.ceil(x[j] - 1e-6)
+    found, w = system.integer_witness(j, sense, goal, None, counters, deadline)
+    if found == "found":
+        return float(goal), np.round(w)
+    if found == "unknown":
+        return None, None
+    val, w = system.integer_bound(j, sense, None, counters, deadline)
+    if val is None:
+        return None, None
+    return float(np.round(val)) if np.isfinite(val) else val, \
+        None if w is None else np.round(w)
