@@ -105,8 +105,10 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
     for integer in integers:
         exact = None
         for mode in modes:
+            cpu = time.process_time()
             res = audit(pattern, singleton=singleton, integer=integer, mode=mode,
                         time_limit=time_limit)
+            cpu = time.process_time() - cpu
             short = set(np.asarray(res.shortfalls).tolist())
             if exact is None and res.complete and mode != "screen":
                 exact, agree = (mode, short), "reference"
@@ -119,12 +121,13 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
                          "what": f"audit {mode}{' integer' if integer else ''}",
                          "short": len(res.shortfalls),
                          "complete": finished(res, res.runtime, time_limit),
-                         "seconds": round(res.runtime, 1), "secondaries": n_sec,
+                         "seconds": round(res.runtime, 1), "cpu": round(cpu, 1),
+                         "secondaries": n_sec,
                          "added": "", "cost": "", "agree": agree})
     for mode in protect_modes:
         if mode == "intervals" and t.n_cells > intervals_max:
             continue
-        t0 = time.perf_counter()
+        t0, cpu = time.perf_counter(), time.process_time()
         res = protect(t, method=method, cost="value", singleton=singleton,
                       time_limit=time_limit, audit_mode=mode,
                       settings=ProtectSettings(pre_repair=pre_repair))
@@ -135,6 +138,7 @@ def run(side: int | str, method: str, singleton: bool, intervals_max: int,
                      "short": len(res.audit.shortfalls),
                      "complete": finished(res.audit, time.perf_counter() - t0, time_limit),
                      "seconds": round(time.perf_counter() - t0, 1),
+                     "cpu": round(time.process_time() - cpu, 1),
                      "secondaries": n_sec, "added": len(res.repaired),
                      "cost": f"{float(cost[pattern.status == 'M'].sum()):.0f} -> "
                              f"{res.cost:.0f}",
@@ -175,8 +179,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     flags = {"on": [True], "off": [False], "both": [True, False]}[args.singleton]
     head = ("| cells | method | singleton | run | short | same cells | complete | s | "
-            "secondaries | repair added | cost method -> final |")
-    lines = [head, "|" + "---|" * 11]
+            "CPU s | secondaries | repair added | cost method -> final |")
+    lines = [head, "|" + "---|" * 12]
     notes = []
     for side in [*args.peer_cases, *args.hier, *args.sides]:
         for method in args.methods:
@@ -187,7 +191,7 @@ def main(argv=None) -> None:
                                  args.integer], args.data, args.pre_repair):
                     line = (f"| {r['cells']:,} | {r['method']} | {r['singleton']} | "
                             f"{r['what']} | {r['short']} | {r['agree']} | {r['complete']} | "
-                            f"{r['seconds']} | {r['secondaries']} | {r['added']} | "
+                            f"{r['seconds']} | {r['cpu']} | {r['secondaries']} | {r['added']} | "
                             f"{r['cost']} |")
                     print(line, flush=True)
                     lines.append(line)

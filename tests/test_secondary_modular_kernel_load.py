@@ -18,15 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def _cache_folder() -> Path:
     """The kernels' cache (filled by loading them once)."""
     load_kernel()
-    return Path(os.environ.get("NUMBA_CACHE_DIR")
-                or Path(network_kernel.__file__).parent / "__pycache__")
+    return Path(network_kernel.kernel_cache_folder())
 
 
 def test_cache_is_found_beside_its_kernels_and_missing_elsewhere(tmp_path):
     cache = _cache_folder()
     assert kernel_cached(str(cache))
     assert not kernel_cached(str(tmp_path))
-    for f in cache.rglob("network_kernel.*"):
+    for f in cache.glob("network_kernel.*"):
         shutil.copy2(f, tmp_path / f.name)
     assert kernel_cached(str(tmp_path))
     # one index older than the source: numba would compile again, so no early load
@@ -38,6 +37,14 @@ def test_cache_is_found_beside_its_kernels_and_missing_elsewhere(tmp_path):
     assert not kernel_cached(str(tmp_path))
     index.unlink()
     assert not kernel_cached(str(tmp_path))
+
+
+def test_cache_folder_is_numbas():
+    """numba's own locator names the folder :func:`kernel_cache_folder` gives."""
+    from numba.core.caching import FunctionCache
+    load_kernel()
+    locator = FunctionCache(network_kernel._search.py_func)._cache_path
+    assert os.path.abspath(locator) == os.path.abspath(network_kernel.kernel_cache_folder())
 
 
 _CALLS = """

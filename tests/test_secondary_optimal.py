@@ -1254,3 +1254,46 @@ def test_unfinished_start_without_time_gives_the_repaired_pattern(seed):
     assert "short_search" in out.details
     assert lp_oracle.protected(table.replace(status=out.status)).all()
     assert (out.status == "M").sum() < candidate_cells(table).sum()
+
+
+def _protected_patterns(table: Table) -> list[np.ndarray]:
+    """Every pattern of the candidate cells that passes the audit."""
+    cand = np.flatnonzero(table.status == "S")
+    assert len(cand) <= 16, "brute force is for tiny tables"
+    base = table.status == "U"
+    found = []
+    for k in range(len(cand) + 1):
+        for combo in itertools.combinations(cand, k):
+            sup = base.copy()
+            sup[list(combo)] = True
+            if not _determined(table, sup) and \
+                    audit(table, unpublished=sup, singleton=True).passed:
+                found.append(sup)
+    return found
+
+
+@pytest.mark.parametrize("seed,cost_name", [(8, "unity"),
+                                             pytest.param(3, "value", marks=pytest.mark.slow)])
+def test_pinned_cells_are_in_every_protected_subpattern(seed, cost_name):
+    # a cell the pool's cuts pin in a protected pattern P is in every protected pattern
+    # inside P (by the independent audit): a prune of P can never publish it
+    table = hier_table(seed, n_primary=3)
+    cost = cost_vector(table, cost_name)
+    s = Search(table, cost, Requirements.from_table(table, singleton=True),
+               candidate_cells(table), time_limit=None, mip_gap=None, progress=None,
+               options=OptimalOptions())
+    heuristics.initial_incumbent(s, None)
+    s.build_master()
+    lp = lp_phase(s, fractional_check=False)
+    BranchAndCut(s, lp.lower_bound, lp.zlp).run()
+    protected = _protected_patterns(table)
+    n_pinned = 0
+    for P in protected:
+        pinned = s.pinned(P)
+        assert not (pinned & ~P).any()
+        n_pinned += int(pinned.sum())
+        for Q in protected:
+            if (Q & ~P).any():
+                continue
+            assert (Q[pinned]).all()
+    assert n_pinned > 0

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.relations import relations_from_triplets
 from tabprotect.model.table import Table, parse_status, read_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _JJ_STATUS_IN = {"s": "S", "u": "U", "m": "M", "z": "Z", "p": "P"}
 
@@ -238,7 +241,8 @@ def _fmt_coef(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path | pd.DataFrame,
+def read_cells_relations(cells: "str | Path | pd.DataFrame",
+                         relations: "str | Path | pd.DataFrame",
                          id_column: str = "cell", source: str | None = None,
                          tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     """A general table from a cells file and a relations file ``rel,cell,coef``.
@@ -251,11 +255,13 @@ def read_cells_relations(cells: str | Path | pd.DataFrame, relations: str | Path
 
     Examples
     --------
+    >>> import pandas as pd
     >>> cells = pd.DataFrame({"cell": ["T", "a", "b"], "value": [5, 2, 3]})
     >>> rel = pd.DataFrame({"rel": [0, 0, 0], "cell": ["T", "a", "b"], "coef": [-1, 1, 1]})
     >>> read_cells_relations(cells, rel).n_relations
     1
     """
+    import pandas as pd
     cf = cells if isinstance(cells, pd.DataFrame) else read_frame(cells, dtype_str=[id_column])
     rf = relations if isinstance(relations, pd.DataFrame) else read_frame(
         relations, dtype_str=["cell"])

@@ -5,14 +5,15 @@ count-1 cell, who knows that cell (and the cells holding the same record,
 :func:`tabprotect.records.same_record`). A move that leaves the attacker's cells where
 they are is a witness against that attacker; the audit's LPs find such tables one
 attacker at a time, over the whole component, and on 3-D count tables mostly at
-fractional vertices. Here each primary gets at most two integral moves inside its box
+fractional vertices. Here each primary gets integral moves inside its box
 (:func:`~tabprotect.secondary.witness_search.box_cells`, the MILP of
 :mod:`~tabprotect.secondary.witness_search`), each within both directions' bounds so
 that it and its mirror image reach the requirement alone: the first over the box; the
 second with the cells of every attacker the moves so far all move held at their true
-values. Against an attacker the first moves, the second holds; against any other, the
-first. A move serves every primary it takes far enough, against the attackers it leaves
-in place, so most primaries need no MILP of their own.
+values (where the box has no such move, one per such attacker instead). Against an
+attacker the first moves, the second holds; against any other, the first. A move
+serves every primary it takes far enough, against the attackers it leaves in place,
+so most primaries need no MILP of their own.
 
 The moves go to the audit, which checks each (relations, bounds, and per attacker that
 the move leaves its cells alone) and certifies only what they reach; nothing here
@@ -100,22 +101,41 @@ def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None
         if len(cells) > s.max_cells:
             continue
         searched += 1
-        for _ in range(2):
-            held = served.blockers(p)
-            if held:
-                cells = cells[~np.isin(attacker[cells], list(held))]
-            found, n_milp = _both_way_move(table, served, cells, p, s, deadline)
-            milps += n_milp
-            if found is None:
-                break
-            rows.append(found)
-            served.add(*found)
-            if served.done(p):
-                break
+        n_milp = _serve(table, served, attacker, cells, p, s, deadline, rows)
+        milps += n_milp
         hits += served.done(p)
     reached = np.array([p for p in np.asarray(primaries, dtype=np.int64).tolist()
                         if served.done(p)], dtype=np.int64)
     return WitnessOutcome(_matrix(rows, n), reached, milps)
+
+
+def _serve(table: Table, served: _Served, attacker: np.ndarray, cells: np.ndarray, p: int,
+           s: WitnessSearchSettings, deadline: float | None, rows: list) -> int:
+    """Moves for primary ``p`` over its box ``cells``: one over the box, then one with
+    every attacker the moves so far all move held at its value; where that has none,
+    one per such attacker (at most ``s.attacker_tries``). Returns the MILPs solved.
+    (Feasibility MILPs: a move that changes as few attackers' cells as it can costs
+    many times the MILP time and serves fewer primaries.)"""
+    milps = 0
+
+    def move(keep: np.ndarray) -> bool:
+        nonlocal milps
+        found, n_milp = _both_way_move(table, served, keep, p, s, deadline)
+        milps += n_milp
+        if found is not None:
+            rows.append(found)
+            served.add(*found)
+        return found is not None
+
+    if not move(cells) or served.done(p):
+        return milps
+    if move(cells[~np.isin(attacker[cells], list(served.blockers(p)))]):
+        return milps
+    for _ in range(s.attacker_tries):
+        held = served.blockers(p)
+        if not held or not move(cells[attacker[cells] != min(held)]):
+            break
+    return milps
 
 
 def _both_way_move(table: Table, served: _Served, cells: np.ndarray, p: int,

@@ -43,6 +43,10 @@ class WitnessSearchSettings:
     #: no witnesses to find: the time is the repair's)
     probe: int = 100
     min_hit_rate: float = 0.1
+    #: against the single-contributor attack: where no move of a primary's box leaves
+    #: alone every attacker its moves so far all move, moves leaving one such attacker
+    #: alone each, at most this many per primary (each serves the primaries it passes)
+    attacker_tries: int = 4
     #: share of what the repair may spend of protect()'s budget for the search (the rest
     #: is the repair's; 0: no search)
     share: float = 0.5

@@ -15,7 +15,7 @@ its deadline between slices (a compiled function does not read the clock).
 """
 from __future__ import annotations
 
-import glob
+import hashlib
 import importlib.util
 import math
 import os
@@ -62,26 +62,44 @@ _loaded = [False]
 
 def kernel_cached(folder: str | None = None) -> bool:
     """Every kernel has a cache entry numba will read (its index file, named as numba
-    names it, no older than this module's source) in ``folder``, by default where numba
-    keeps it (``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the module;
-    a read-only tree's user-wide cache is not looked for: no early load there):
-    loading then costs numba's import and the reads (about 0.4 s CPU), not a compile
-    (seconds).  Checked on the files alone, without importing numba."""
+    names it, no older than this module's source) in ``folder``, by default the folder
+    numba keeps them in (:func:`kernel_cache_folder`): loading then costs numba's
+    import and the reads (about 0.4 s CPU), not a compile (seconds).  Checked on the
+    files alone, without importing numba."""
     source = os.path.abspath(__file__)
+    folder = folder or kernel_cache_folder()
     try:
         stamp = os.stat(source).st_mtime
     except OSError:
         return False
-    folder = folder or os.environ.get("NUMBA_CACHE_DIR") \
-        or os.path.join(os.path.dirname(source), "__pycache__")
+    if folder is None:
+        return False
     module = __name__.rsplit(".", 1)[-1]
     version = f"py{sys.version_info[0]}{sys.version_info[1]}"
-    for fn in _CACHED:
-        name = f"{module}.{fn.__qualname__}-{fn.__code__.co_firstlineno}.{version}.nbi"
-        if not any(_newer(found, stamp) for found in glob.glob(
-                os.path.join(glob.escape(folder), "**", name), recursive=True)):
-            return False
-    return True
+    return all(_newer(os.path.join(
+        folder, f"{module}.{fn.__qualname__}-{fn.__code__.co_firstlineno}.{version}.nbi"),
+        stamp) for fn in _CACHED)
+
+
+def kernel_cache_folder() -> str | None:
+    """Where numba caches this module's kernels, by its locators' order:
+    ``NUMBA_CACHE_DIR`` (a sub-folder named after this package's folder), else
+    ``__pycache__`` beside the module when writable, else the user's cache folder
+    (POSIX; None elsewhere: no early load)."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    sub = f"{os.path.basename(folder)}_{hashlib.sha1(folder.encode()).hexdigest()}"
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.path.join(os.environ["NUMBA_CACHE_DIR"], sub)
+    in_tree = os.path.join(folder, "__pycache__")
+    if os.access(in_tree if os.path.isdir(in_tree) else folder, os.W_OK):
+        return in_tree
+    if sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Caches")
+    elif os.name == "posix":
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    else:
+        return None
+    return os.path.join(base, "numba", sub)
 
 
 def _newer(path: str, stamp: float) -> bool:

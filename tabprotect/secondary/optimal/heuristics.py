@@ -53,6 +53,13 @@ def initial_incumbent(s: Search, start: np.ndarray | None,
     s.best_cost = s.cost_of(s.best) if s.best is not None else np.inf
 
 
+def within_share(s: Search) -> bool:
+    """The heuristics have used at most ``heuristic_share`` of the time so far (or no
+    protected pattern is known yet): they only feed the upper bound."""
+    return s.best is None or s.stats["heuristic_seconds"] <= s.options.heuristic_share * (
+        time.perf_counter() - s.t0)
+
+
 def improve(s: Search, seed: np.ndarray) -> None:
     """Repair a pattern, drop its redundant suppressions, keep it if cheaper.  The
     heuristic only feeds the upper bound: once an incumbent is known it keeps to
@@ -62,7 +69,7 @@ def improve(s: Search, seed: np.ndarray) -> None:
     end = s.search_end()
     if end is not None and now >= end:
         return
-    if s.best is not None and s.stats["heuristic_seconds"] > opt.heuristic_share * (now - s.t0):
+    if not within_share(s):
         return
     th = time.perf_counter()
     pattern, unmet = s.repair.run(seed, deadline=end)

@@ -127,6 +127,11 @@ class OptimalOptions:
     #: ... and for the first repair from a seed (an unfinished gauss start): the repair
     #: is the route to a protected pattern there, the LP phase only gives a bound
     seed_repair_share: float = 0.8
+    #: a prune never tries the suppressions a pool cut pins (the pattern without one
+    #: violates the cut by more than this, relative to its right-hand side 1; None: all
+    #: are tried): a cut every protected pattern meets shows the prune's LPs would
+    #: refuse them, and a node's integral point is mostly pinned
+    pin_margin: float | None = 1e-3
     #: share of the time limit a prune of a repaired pattern may use
     prune_share: float = 0.1
     #: a repaired pattern is pruned only when it costs less than this multiple of the
@@ -170,6 +175,11 @@ class OptimalOptions:
     heuristic_every: int = 10
     #: a new incumbent from a node is pruned (its redundant suppressions published again)
     cleanup_incumbents: bool = True
+    #: node incumbents are cleaned up only while the heuristics keep within
+    #: heuristic_share of the time: a node's LP-optimal integral point seldom has a
+    #: suppression to spare, and on tables the tree proves in seconds its clean-ups
+    #: (each solving every attacker LP once) cost more than the tree
+    cleanup_within_share: bool = True
     #: share of the time limit a node incumbent's clean-up may use
     cleanup_share: float = 0.05
     #: an open node keeps its parent's simplex basis (warm start after a jump)

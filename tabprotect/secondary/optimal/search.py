@@ -143,8 +143,32 @@ class Search:
         return z
 
     def prune(self, pattern: np.ndarray, deadline: float | None) -> np.ndarray:
-        return prune(self.oracle, pattern, self.fixed, self.cost, deadline, self.lp_hint,
+        """``pattern`` without the suppressions it does not need; the cells a pool cut
+        pins (:meth:`pinned`) are never tried, and with none left no LP is solved."""
+        keep = self.fixed | self.pinned(pattern)
+        if not (pattern & ~keep).any():
+            return pattern.copy()
+        return prune(self.oracle, pattern, keep, self.cost, deadline, self.lp_hint,
                      options=self.options)
+
+    def pinned(self, pattern: np.ndarray) -> np.ndarray:
+        """The suppressions of ``pattern`` that a cut of the master's pool needs: the
+        pool's rows ``a z >= 1`` have ``a >= 0`` and every protected pattern meets
+        them, so when the pattern without cell ``i`` violates one (beyond
+        ``pin_margin``), neither it nor any of its subsets is protected, and a prune
+        can never publish ``i``."""
+        out = np.zeros(self.table.n_cells, bool)
+        if self.master is None or self.options.pin_margin is None \
+                or not len(self.master.in_model):
+            return out
+        R = self.master.pool_matrix
+        zc = pattern[self.cand_idx].astype(float)
+        slack = R @ zc - 1.0 + self.options.pin_margin
+        coo = R.tocoo()
+        hit = (zc[coo.col] > 0.5) & (coo.data > slack[coo.row])
+        out[self.cand_idx[coo.col[hit]]] = True
+        self.stats["pinned"] = self.stats.get("pinned", 0) + int(out.sum())
+        return out
 
     def offer(self, pattern: np.ndarray, cost: float | None = None) -> bool:
         """Take ``pattern`` (protected) as the incumbent when it is cheaper."""
