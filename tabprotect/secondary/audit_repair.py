@@ -154,9 +154,11 @@ class AuditRepair:
         """Integral witnesses inside the pattern for the ``open_`` primaries of an
         integer audit (:mod:`~tabprotect.secondary.witness_search`), before any cell is
         added, within ``witness_search.share`` of what the repair may spend: the moves go
-        to the next audit, which checks each.  Product tables without attackers (an
-        attacker knows cells the moves use).  Returns the primaries the moves reach by
-        the search's own count (what the audit is expected to certify)."""
+        to the next audit, which checks each.  Product tables; with the
+        single-contributor attack, moves that leave each attacker's cells alone
+        (:mod:`~tabprotect.secondary.attack_witnesses`), without coalitions.  Returns
+        the primaries the moves reach by the search's own count (what the audit is
+        expected to certify)."""
         ws = self.settings.witness_search
         if (not integer or not self.repair or self.coalition
                 or not self.table.dimensions or ws.share <= 0 or len(open_) == 0):
@@ -164,14 +166,14 @@ class AuditRepair:
         left = self.repair_left()
         deadline = None if left is None else time.perf_counter() + ws.share * left
         if self.singleton:
-            # moves that leave each attacker's cells alone, two per primary at most
+            # against each attacker some move that leaves its cells alone
             out = attack_witnesses(self.protected_table, open_, deadline, settings=ws)
         else:
             out = integral_witnesses(self.protected_table, open_, deadline, settings=ws)
         self.moves.append(out.moves)
-        self.notes.append(f"integral witnesses{' against the attackers' if self.singleton else ''}"
-                          f": {out.moves.shape[0]} move(s) inside the "
-                          f"pattern ({out.milps} MILPs) reach {len(out.reached)} of "
+        against = " against the attackers" if self.singleton else ""
+        self.notes.append(f"integral witnesses{against}: {out.moves.shape[0]} move(s) "
+                          f"inside the pattern ({out.milps} MILPs) reach {len(out.reached)} of "
                           f"{len(open_)} open primaries")
         self.stage("integral witnesses")
         return out.reached
@@ -233,9 +235,10 @@ class AuditRepair:
 
     # ---- before the first audit
     def pre_audit(self, method: str, run_table: Table) -> None:
-        """The passes before the first audit: cubes for an interval-blind method's
-        primaries (the hypercube method on 4-D and more), or the cubes a large pattern
-        already has as moves."""
+        """The passes before the first audit: integral witnesses against the attackers
+        (:meth:`_attack_search`), then cubes for an interval-blind method's primaries
+        (the hypercube method on 4-D and more), or the cubes a large pattern already has
+        as moves."""
         s, table = self.settings, self.table
         self._attack_search()
         view = None
