@@ -38,11 +38,15 @@ print(json.dumps({"wall": time.perf_counter() - w, "cpu": time.process_time() - 
 """
 
 
-def protected(case_name: str, data: Path, work: Path) -> Path:
-    """The case's table and pattern from this tree's pipeline, pickled."""
+def protected(case_name: str, data: Path, work: Path, seeds=()) -> Path:
+    """The case's table and pattern from this tree's pipeline, pickled (a seeded
+    variant's case, ``v<seed>-<kind>``, from its generated tables)."""
     import bench_peers
     from tabprotect import pipeline
-    case = next(c for c in bench_peers.CASES if c.name == case_name)
+    cases = bench_peers.CASES + bench_peers.variant_cases(list(seeds), work)
+    case = next(c for c in cases if c.name == case_name)
+    if case.data:
+        data = Path(case.data)
     job = bench_peers.write_inputs(case, data, work / case_name)
     run = pipeline.run(str(job))
     path = work / f"{case_name}.pkl"
@@ -61,6 +65,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="the peers' folder")
     ap.add_argument("--cases", nargs="+", default=["ent-3d-p-mod", "ent-2d-p-mod"])
+    ap.add_argument("--variants", type=int, nargs="*", default=[], metavar="SEED",
+                    help="also the seeded variants' cases (bench_peers.py --variants)")
     ap.add_argument("--base", type=Path, required=True, help="a second code tree")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tree (median)")
     ap.add_argument("--out", type=Path)
@@ -70,7 +76,7 @@ def main(argv=None) -> None:
              " same figures | released | withheld |", "|---|---:|---:|---:|---:|---:|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases:
-            pkl = protected(name, args.data, Path(tmp))
+            pkl = protected(name, args.data, Path(tmp), args.variants)
             runs = {k: [] for k in trees}
             for _ in range(args.repeat):
                 for key, tree in trees.items():

@@ -16,6 +16,7 @@ from tabprotect.secondary import protect
 from tabprotect.secondary.attack_witnesses import attack_witnesses, attacker_classes
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.protect_settings import ProtectSettings
+from tabprotect.secondary.witness_search import WitnessSearchSettings
 
 
 def _attack_pattern(seed: int, leaves: tuple[int, ...], mean: float = 2.0) -> Table:
@@ -121,7 +122,8 @@ def test_protect_searches_the_attack_witnesses_before_the_first_audit():
     t = flat_count_table((5, 4, 4), 1, 2.0)
     res = protect(t, method="gauss", cost="value", singleton=True,
                   settings=ProtectSettings(interval_audit_max_work=0,
-                                           audit=AuditSettings(local_min_vars=0)))
+                                           witness_search=WitnessSearchSettings(
+                                               attack_min_cells=0)))
     assert res.audit.passed
     assert oracle_protected(res.confidential_table, singleton=True, integer=True)[
         t.status == "U"].all()

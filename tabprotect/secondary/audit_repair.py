@@ -263,18 +263,18 @@ class AuditRepair:
 
     def _attack_search(self) -> None:
         """An integer audit with the single-contributor attack: integral witnesses
-        against the attackers for the primaries of the components too large for the
-        audit's exact LPs (``AuditSettings.local_min_vars``), before the first audit.
-        There each attacker's pass costs LPs over the whole component whose vertices
-        are mostly fractional (no integral witness), and the audit decides few primaries
-        in time; the moves, checked by the audit per attacker, certify most without an
-        LP (a 22^3 count table: 170 moves, 2,004 of 2,013 primaries)."""
+        against the attackers for the primaries of the components from
+        ``witness_search.attack_min_cells`` cells, before the first audit. There each
+        attacker's pass costs LPs over the whole component whose vertices are mostly
+        fractional (no integral witness), and the audit decides few primaries in time;
+        the moves, checked by the audit per attacker, certify most without an LP (a
+        22^3 count table: 250 moves, 2,011 of 2,013 primaries)."""
         if not (self.singleton and self.table.kind == "frequency"):
             return
-        local_min = (self.settings.audit or AuditSettings()).local_min_vars
+        least = self.settings.witness_search.attack_min_cells
         large = [c for c in linked_components(self.table.relations,
                                               self.protected_table.suppressed)
-                 if len(c) >= local_min]
+                 if len(c) >= least]
         if large:
             cells = np.concatenate(large)
             self.search_witnesses(cells[self.status[cells] == "U"], True)
