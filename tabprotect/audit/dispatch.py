@@ -3,7 +3,8 @@ process or, for large patterns, by worker processes. In this process the small
 components are first bounded together, stacked (:mod:`~tabprotect.audit.batch`): in
 every mode, since on components of a few cells the exact intervals of a stacked LP per
 round cost less than a verdict search's witness and per-cell LPs one component at a
-time (a verdict from exact bounds is the same verdict)."""
+time (a verdict from exact bounds is the same verdict); in the verdict modes not for an
+integer intruder where LP vertices can be fractional (see :func:`_stackable`)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -50,8 +51,8 @@ def stack_intervals(tasks: list[ComponentTask], max_vars: int, max_total: int) -
     """The exact intervals of the components of at most ``max_vars`` variables, from
     stacked LPs (components of similar sizes together, at most ``max_total`` variables
     per stack), put into their tasks. In the verdict modes only components with a
-    primary still to decide and no candidate moves (which may certify it without an LP)
-    are stacked."""
+    primary still to decide, no candidate moves (which may certify it without an LP)
+    and, for an integer intruder, integral LP vertices are stacked."""
     small = sorted((t for t in tasks if _stackable(t) and 0 < t.system.k <= max_vars),
                    key=lambda t: t.system.k)
     group: list[ComponentTask] = []

@@ -25,8 +25,9 @@ class AuditSettings:
 
     #: below this many unpublished cells a process pool costs more than it saves
     parallel_min_cells: int = 5000
-    #: in this process (the verdict modes: where a primary is open and no moves were
-    #: given), components up to this size are bounded together
+    #: in this process (the verdict modes: where a primary is open, no moves were given
+    #: and an integer intruder's LP vertices are integral), components up to this size
+    #: are bounded together
     #: in stacked LPs (a small component's LPs cost the solver's set-up, not pivots)
     stack_max_vars: int = 200
     #: variables of one stacked LP (past this a stack's solves cost more than set-ups)

@@ -27,16 +27,16 @@ def run(args) -> int:
     if "rules" not in job.spec:
         raise InputError(f"{job.label}: no [rules] section (e.g. [rules.frequency] n = 3)")
     result, code = execute(args, "primary", task="primary", job=job)
-    summary = result.rules.summary()
+    summary = result.rules.summary_rows()
     table = result.table
     print(f"table: {table.n_cells} cells ({table.kind}), "
           f"{int((table.status == 'U').sum())} primary unsafe, "
           f"{int((table.status == 'Z').sum())} empty")
-    width = max(len(r) for r in summary["rule"])
+    width = max(len(r["rule"]) for r in summary)
     print(f"{'rule':<{width}}  cells  first  only")
-    for row in summary.itertuples(index=False):
-        print(f"{row.rule:<{width}}  {row.cells:5d}  {row.first_reason:5d}  "
-              f"{row.only_reason:4d}")
+    for row in summary:
+        print(f"{row['rule']:<{width}}  {row['cells']:5d}  {row['first_reason']:5d}  "
+              f"{row['only_reason']:4d}")
     return code
 
 

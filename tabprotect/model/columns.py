@@ -142,7 +142,10 @@ def missing_mask(values: np.ndarray) -> np.ndarray:
     if arr.dtype.kind == "f":
         return np.isnan(arr)
     if arr.dtype.kind == "O":
-        return np.fromiter(map(_is_missing, arr), bool, len(arr))
+        try:        # elementwise in C: None, and NaN (the one value unequal to itself)
+            return np.equal(arr, None) | np.not_equal(arr, arr)
+        except TypeError:           # a value whose comparison is undefined (pandas' NA)
+            return np.fromiter(map(_is_missing, arr), bool, len(arr))
     return np.zeros(len(arr), dtype=bool)
 
 
@@ -199,14 +202,20 @@ def parse_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 out[i] = float(v)
             except (ValueError, TypeError):
                 bad[i] = True
-    if len(vals) and vals.dtype.kind == "O":
-        texts = [v for v in vals if isinstance(v, str)]
-        if texts and any("_" in t for t in texts):
-            under = np.fromiter((isinstance(v, str) and "_" in v for v in vals), bool,
-                                len(vals))
-            bad[present[under]] = True
-            out[present[under]] = np.nan
+    if len(vals) and vals.dtype.kind == "O" and _has_underscore(vals):
+        under = np.fromiter((isinstance(v, str) and "_" in v for v in vals), bool,
+                            len(vals))
+        bad[present[under]] = True
+        out[present[under]] = np.nan
     return out, bad
+
+
+def _has_underscore(values: np.ndarray) -> bool:
+    """Whether a text value holds ``_`` (a digit separator ``float`` takes, pandas not)."""
+    try:
+        return "_" in "".join(values)
+    except TypeError:           # not all text
+        return any(isinstance(v, str) and "_" in v for v in values)
 
 
 def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -300,7 +309,7 @@ def _split_plain(text: str) -> tuple[list[str] | None, np.ndarray] | None:
     if not lines:
         return None, np.empty((0, 0), dtype=object)
     commas = lines[0].count(",")
-    if any(c != commas for c in map(str.count, lines, repeat(","))):
+    if set(map(str.count, lines, repeat(","))) != {commas}:
         return None
     fields = np.array(",".join(lines[1:]).split(",") if len(lines) > 1 else [],
                       dtype=object)

@@ -23,14 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
 from tabprotect.tabulate.spec import MicrodataSpec
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["Leaves", "EngineSettings", "Engine", "Source", "Progress"]
 
