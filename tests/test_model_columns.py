@@ -18,6 +18,10 @@ from tabprotect.errors import InputError
 from tabprotect.io.output import format_frame, write_csv
 from tabprotect.model import Hierarchy, Table
 from tabprotect.model.columns import Columns, factorize, parse_numbers, read_columns
+
+#: read_columns' two readers: the csv module (the default for small files) and pandas'
+#: C reader (the default above ``PANDAS_READ_BYTES``)
+READERS = {"csv module": {}, "pandas": {"pandas_above": -1}}
 from tabprotect.tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,11 +44,12 @@ def _pandas_text(path: Path) -> dict:
     return {c: [None if pd.isna(v) else v for v in frame[c]] for c in frame.columns}
 
 
+@pytest.mark.parametrize("reader", sorted(READERS))
 @pytest.mark.parametrize("name", sorted(TEXTS))
-def test_reader_gives_pandas_text_columns(tmp_path, name):
+def test_reader_gives_pandas_text_columns(tmp_path, name, reader):
     path = tmp_path / "t.csv"
     path.write_text(TEXTS[name], encoding="utf-8")
-    ours = read_columns(path)
+    ours = read_columns(path, **READERS[reader])
     assert {c: ours[c].tolist() for c in ours.columns} == _pandas_text(path)
 
 
@@ -68,8 +73,9 @@ def test_reader_agrees_with_pandas_on_random_files(tmp_path, seed):
     end = "\r\n" if rng.random() < 0.5 else "\n"
     path = tmp_path / "r.csv"
     path.write_bytes(end.join(",".join(r) for r in rows).encode() + end.encode())
-    ours = read_columns(path)
-    assert {c: ours[c].tolist() for c in ours.columns} == _pandas_text(path)
+    for reader in READERS.values():
+        ours = read_columns(path, **reader)
+        assert {c: ours[c].tolist() for c in ours.columns} == _pandas_text(path)
 
 
 def test_reader_reads_gzip_like_plain(tmp_path):
@@ -84,11 +90,12 @@ def test_reader_reads_gzip_like_plain(tmp_path):
 @pytest.mark.parametrize("text, words", [
     ("", "empty file"), ("g,x\n", "no data rows"), ("g,x\na,1,2\n", "row 2: 3 fields"),
     ("g,g\na,1\n", "appears twice"), (b"g,x\n\xff,1\n", "not UTF-8")])
-def test_reader_rejects_bad_files_in_one_line(tmp_path, text, words):
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_reader_rejects_bad_files_in_one_line(tmp_path, text, words, reader):
     path = tmp_path / "bad.csv"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(InputError) as err:
-        read_columns(path)
+        read_columns(path, **READERS[reader])
     assert "bad.csv" in str(err.value) and words in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -101,9 +108,25 @@ def test_numbers_follow_pandas_to_numeric():
     assert bad.tolist() == [False, False, True, False, True, False, False, False]
 
 
-def test_factorize_keeps_first_appearance():
-    codes, uniques = factorize(np.array(["b", "a", None, "b", "c"], dtype=object))
+@pytest.mark.parametrize("pandas_min", [0, 10**9])
+def test_factorize_keeps_first_appearance(pandas_min):
+    codes, uniques = factorize(np.array(["b", "a", None, "b", "c"], dtype=object),
+                               pandas_min=pandas_min)
     assert codes.tolist() == [0, 1, -1, 0, 2] and uniques.tolist() == ["b", "a", "c"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_factorize_by_pandas_equals_numpy(seed):
+    """pandas' hash table and numpy's sort number random codes alike (missing values,
+    padded codes that strip to the same text, mixed types)."""
+    rng = np.random.default_rng(seed)
+    pool = np.array(["a", " a", "b", "10", "1", None, "c ", float("nan")], dtype=object)
+    if seed % 2:
+        pool = np.append(pool, np.array([10], dtype=object))   # not all text: numpy's path
+    values = pool[rng.integers(0, len(pool), int(rng.integers(1, 60)))]
+    codes_p, uniq_p = factorize(values, pandas_min=0)
+    codes_n, uniq_n = factorize(values, pandas_min=10**9)
+    assert codes_p.tolist() == codes_n.tolist() and uniq_p.tolist() == uniq_n.tolist()
 
 
 # ---------------------------------------------------------------- file = frame
