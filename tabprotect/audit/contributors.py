@@ -33,7 +33,7 @@ import numpy as np
 from tabprotect.audit_result import meets_requirement
 from tabprotect.audit.attack_groups import group_passes
 from tabprotect.audit.attack_moves import move_passes
-from tabprotect.audit.moves import absorb_moves
+from tabprotect.audit.moves import absorb_moves, move_points
 from tabprotect.audit.system import Knowledge
 from tabprotect.audit.verdict import verdict_bounds
 from tabprotect.errors import InputError
@@ -232,22 +232,67 @@ def _left_by_moves(task: "ComponentTask", attackers: list[Attacker],
     the cells it knows exactly alone, and is shrunk into its bounds) is a feasible
     table for that attacker. No LP: the passes after this take only the rest."""
     system = task.system
+    shared = _SharedReach(task)
     out = []
     for attacker, targets in zip(attackers, targets_of):
         if len(targets) == 0:
             out.append(targets)
             continue
         fixed = attacker.knowledge
-        lb, ub = system.bounds(fixed)
-        lo, hi = system.value.copy(), system.value.copy()
-        frozen = np.zeros(system.k, dtype=bool)
-        frozen[fixed.known] = True
-        absorb_moves(task.moves, system.value, lb, ub, lo, hi, task.integer, frozen)
+        if len(fixed.known) == len(fixed.index):
+            lo, hi = shared.without(fixed.known)
+        else:
+            lb, ub = system.bounds(fixed)
+            lo, hi = system.value.copy(), system.value.copy()
+            frozen = np.zeros(system.k, dtype=bool)
+            frozen[fixed.known] = True
+            absorb_moves(task.moves, system.value, lb, ub, lo, hi, task.integer, frozen)
         ok = meets_requirement(lo[targets], hi[targets], task.req_lo[targets],
                                task.req_hi[targets], task.req_w[targets],
                                system.value[targets])
         out.append(targets[~ok])
     return out
+
+
+class _SharedReach:
+    """The moves' points with no cell known, for the attackers who know only exact
+    values: such an attacker's bounds differ from the a-priori ones only at the cells
+    it knows, and the moves touching those are the ones it drops, so its reach is the
+    shared one recomputed at the cells those moves touch."""
+
+    def __init__(self, task: "ComponentTask"):
+        system = task.system
+        self.value = system.value
+        self.moves_csc = task.moves.tocsc()
+        lb, ub = system.bounds(None)
+        row, col, point = move_points(task.moves, system.value, lb, ub, task.integer,
+                                      np.zeros(system.k, dtype=bool))
+        order = np.argsort(col, kind="stable")
+        self.row, self.col, self.point = row[order], col[order], point[order]
+        self.start = np.searchsorted(self.col, np.arange(system.k + 1))
+        self.lo, self.hi = self.value.copy(), self.value.copy()
+        np.minimum.at(self.lo, self.col, self.point)
+        np.maximum.at(self.hi, self.col, self.point)
+
+    def without(self, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lowest and highest values the moves that leave ``known`` alone reach."""
+        lo, hi = self.lo.copy(), self.hi.copy()
+        csc = self.moves_csc
+        dropped = np.unique(np.concatenate(
+            [csc.indices[csc.indptr[c]:csc.indptr[c + 1]] for c in known] or [[]])
+        ).astype(np.int64)
+        if len(dropped) == 0:
+            return lo, hi
+        hit = np.isin(self.row, dropped)
+        if not hit.any():
+            return lo, hi    # the dropped moves reach nothing
+        cells = np.unique(self.col[hit])
+        lo[cells], hi[cells] = self.value[cells], self.value[cells]
+        idx = np.concatenate([np.arange(self.start[c], self.start[c + 1]) for c in cells])
+        idx = idx[~hit[idx]]
+        np.minimum.at(lo, self.col[idx], self.point[idx])
+        np.maximum.at(hi, self.col[idx], self.point[idx])
+        return lo, hi
 
 
 def _with_attacker_budget(task: "ComponentTask") -> "ComponentTask":

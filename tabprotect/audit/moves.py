@@ -96,11 +96,23 @@ def absorb_moves(moves: sp.csr_matrix, value: np.ndarray, lb: np.ndarray, ub: np
     the attacker knows exactly (``frozen``: no move for that attacker), and for an
     integer intruder when it is fractional or must be shrunk (a scaled point need not be
     integral)."""
+    _, col, point = move_points(moves, value, lb, ub, integer, frozen)
+    if len(col):
+        np.minimum.at(lo, col, point)
+        np.maximum.at(hi, col, point)
+
+
+def move_points(moves: sp.csr_matrix, value: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                integer: bool, frozen: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The points :func:`absorb_moves` takes, as ``(row, cell, value)`` arrays: per
+    usable row and direction the shrunk point's value at each cell the row moves."""
     n_rows = moves.shape[0]
     lengths = np.diff(moves.indptr)
     nonempty = np.flatnonzero(lengths > 0)
+    empty = np.zeros(0, np.int64)
     if len(nonempty) == 0:
-        return
+        return empty, empty, np.zeros(0)
     row_of = np.repeat(np.arange(n_rows), lengths)
     col, d = moves.indices, moves.data
     skip = np.zeros(n_rows, dtype=bool)
@@ -115,6 +127,7 @@ def absorb_moves(moves: sp.csr_matrix, value: np.ndarray, lb: np.ndarray, ub: np
         room_up = np.where(size > 0, (ub[col] - v) / size, np.inf)
         room_down = np.where(size > 0, (v - lb[col]) / size, np.inf)
     starts = moves.indptr[nonempty]
+    rows, cols, points = [empty], [empty], [np.zeros(0)]
     for sign in (1.0, -1.0):
         step = sign * d
         ratio = np.where(step > 0, room_up, room_down)
@@ -126,6 +139,7 @@ def absorb_moves(moves: sp.csr_matrix, value: np.ndarray, lb: np.ndarray, ub: np
         take = usable[row_of]
         if not take.any():
             continue
-        point = v[take] + t[row_of[take]] * step[take]
-        np.minimum.at(lo, col[take], point)
-        np.maximum.at(hi, col[take], point)
+        rows.append(row_of[take])
+        cols.append(col[take])
+        points.append(v[take] + t[row_of[take]] * step[take])
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(points)
