@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from tabprotect import audit
 from tabprotect.model import Hierarchy, Table
-from tabprotect.secondary.product_moves import ProductSearchLimits, cheapest_product_moves, \
-    dimension_steps
+from tabprotect.secondary.product_limits import ProductSearchLimits
+from tabprotect.secondary.product_moves import cheapest_product_moves, dimension_steps
 
 
 def _hierarchy(lengths, name):
@@ -171,8 +171,8 @@ def test_a_new_process_searches_in_plain_python_and_finds_the_compiled_moves(tmp
     out = []
     for plain_seconds in (60.0, 0.0):
         search = ("import pickle, sys\n"
-                  "from tabprotect.secondary.product_moves import ProductSearchLimits, \\\n"
-                  "    cheapest_product_moves\n"
+                  "from tabprotect.secondary.product_limits import ProductSearchLimits\n"
+                  "from tabprotect.secondary.product_moves import cheapest_product_moves\n"
                   f"args = pickle.loads(open({str(path)!r}, 'rb').read())\n"
                   "result = cheapest_product_moves(*args, ProductSearchLimits("
                   f"plain_seconds={plain_seconds}))\n"

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from tabprotect.model.table import Table
 
 if TYPE_CHECKING:
-    from tabprotect.secondary.product_moves import ProductSearchLimits
+    from tabprotect.secondary.product_limits import ProductSearchLimits
 
 def leaf_cells(table: Table) -> np.ndarray:
     """Cells whose code is a leaf (has no children) in every dimension of a product table."""
@@ -217,8 +217,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     ([5, 7, 8], [])
     """
     from tabprotect.secondary.hypercube import _CubeSearch, requirements
-    from tabprotect.secondary.product_moves import ProductSearchLimits, \
-        cheapest_product_moves
+    from tabprotect.secondary.product_limits import ProductSearchLimits
+    from tabprotect.secondary.product_moves import cheapest_product_moves
     from tabprotect.secondary.subtables import Split
     start = time.perf_counter()
     cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))

@@ -14,7 +14,7 @@ from tabprotect.model.table import Table
 from tabprotect.parallel import map_runs
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
-from tabprotect.secondary.product_moves import ProductSearchLimits
+from tabprotect.secondary.product_limits import ProductSearchLimits
 
 #: methods whose patterns only avoid exact disclosure (no interval protection): on large
 #: product tables protect() gives their primaries cubes before the first audit, so the

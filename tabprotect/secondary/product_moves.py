@@ -28,42 +28,14 @@ numba when it is installed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
 
 import numpy as np
 
-from tabprotect.errors import InputError
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.table import Table
 from tabprotect.secondary.gauss.compile import NUMBA, numba_loaded
 from tabprotect.secondary.gauss.compile import jit as _jit
-
-@dataclass(frozen=True)
-class ProductSearchLimits:
-    """How far the search of product moves goes, and when it is compiled."""
-
-    #: per primary, at most this many steps tried (the search is exhaustive below it)
-    budget: int = 20_000
-    #: at most this many cells in a move (4-D tables of 3-level hierarchies: a few hundred)
-    max_corners: int = 4096
-    #: seconds of plain-Python search per process before the compiled search is loaded:
-    #: numba's import and cached kernels cost a new process about 0.4 s CPU, more than
-    #: the plain search of an everyday table's primaries takes
-    plain_seconds: float = 0.4
-    #: primaries searched per plain-Python batch (the clock is read between batches)
-    plain_batch: int = 8
-
-    def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
-            seconds = f.name == "plain_seconds"
-            if isinstance(value, bool) or not isinstance(value, (int, float) if seconds
-                                                         else int) \
-                    or not value >= (0 if seconds else 1):
-                kind = "a number >= 0" if seconds else "an integer >= 1"
-                raise InputError(f"ProductSearchLimits.{f.name} must be {kind}, "
-                                 f"not {value!r}")
-
+from tabprotect.secondary.product_limits import ProductSearchLimits
 
 class _PlainTime:
     """Seconds this process spent in plain-Python searches (compared with

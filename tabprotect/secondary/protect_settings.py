@@ -10,7 +10,7 @@ from typing import Any, Literal
 from tabprotect.audit import AuditSettings
 from tabprotect.secondary.greedy import GreedyOptions
 from tabprotect.secondary.milp_repair import MilpRepairSettings
-from tabprotect.secondary.product_moves import ProductSearchLimits
+from tabprotect.secondary.product_limits import ProductSearchLimits
 from tabprotect.secondary.witness_search import WitnessSearchSettings
 
 
