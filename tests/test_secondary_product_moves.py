@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from tabprotect import audit
 from tabprotect.model import Hierarchy, Table
+from tabprotect.secondary.product_limits import ProductSearchLimits
 from tabprotect.secondary.product_moves import cheapest_product_moves, dimension_steps
 
 
@@ -143,7 +144,7 @@ def test_the_search_finds_the_cheapest_product_move(seed):
     for p in np.flatnonzero(t.value > 0)[:6]:
         ok, moves = cheapest_product_moves(t, np.array([p]), cell_cost, np.array([1.0]),
                                            np.array([1.0]), np.array([0.0]),
-                                           budget=10**6)
+                                           ProductSearchLimits(budget=10**6))
         expected = _brute_force_cheapest(t, p, cell_cost, 1.0, 1.0)
         if np.isfinite(expected):
             assert ok[0] and moves[0][4] == pytest.approx(expected)
@@ -153,8 +154,8 @@ def test_the_search_finds_the_cheapest_product_move(seed):
 
 def test_a_new_process_searches_in_plain_python_and_finds_the_compiled_moves(tmp_path):
     # a process that has not loaded numba searches an everyday table's cells as plain
-    # Python (no numba import); one that has loaded it runs the compiled kernel: the
-    # same moves for every cell
+    # Python (no numba import); with ``plain_seconds=0`` it runs the compiled kernel at
+    # once: the same moves for every cell
     import os
     import pickle
     import subprocess
@@ -166,19 +167,18 @@ def test_a_new_process_searches_in_plain_python_and_finds_the_compiled_moves(tmp
     ones = np.ones(len(cells))
     path = tmp_path / "args.pkl"
     path.write_bytes(pickle.dumps((t, cells, cost, ones, ones, np.zeros(len(cells)))))
-    search = ("from tabprotect.secondary.product_moves import cheapest_product_moves\n"
-              f"args = pickle.loads(open({str(path)!r}, 'rb').read())\n"
-              "result = cheapest_product_moves(*args)\n"
-              "sys.stdout.buffer.write(pickle.dumps((result, 'numba' in sys.modules)))\n")
-    load_numba = ("from tabprotect.model.synthetic import preset\n"
-                  "import tabprotect.secondary as s\n"
-                  "s.protect(preset('2d-small', seed=1), method='gauss', singleton=False,\n"
-                  "          options=s.GaussOptions(kernel='compiled'))\n")
     env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
     out = []
-    for first in ("", load_numba):
-        proc = subprocess.run([sys.executable, "-c", "import pickle, sys\n" + first + search],
-                              capture_output=True, env=env, timeout=300)
+    for plain_seconds in (60.0, 0.0):
+        search = ("import pickle, sys\n"
+                  "from tabprotect.secondary.product_limits import ProductSearchLimits\n"
+                  "from tabprotect.secondary.product_moves import cheapest_product_moves\n"
+                  f"args = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+                  "result = cheapest_product_moves(*args, ProductSearchLimits("
+                  f"plain_seconds={plain_seconds}))\n"
+                  "sys.stdout.buffer.write(pickle.dumps((result, 'numba' in sys.modules)))\n")
+        proc = subprocess.run([sys.executable, "-c", search], capture_output=True, env=env,
+                              timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out.append(pickle.loads(proc.stdout))
     (plain, plain_numba), (compiled, compiled_numba) = out
@@ -187,3 +187,11 @@ def test_a_new_process_searches_in_plain_python_and_finds_the_compiled_moves(tmp
     for a, b in zip(plain[1], compiled[1]):
         assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
         assert a[2:] == b[2:]
+
+
+@pytest.mark.parametrize("field, bad", [("budget", 0), ("max_corners", 0.5),
+                                        ("plain_seconds", -1.0), ("plain_batch", True)])
+def test_search_limits_reject_bad_values_naming_the_field(field, bad):
+    from tabprotect.errors import InputError
+    with pytest.raises(InputError, match=f"ProductSearchLimits.{field}"):
+        ProductSearchLimits(**{field: bad})

@@ -237,9 +237,10 @@ class ReducedSystem:
             counters["lp"] += 1
         return res.status, res.x
 
-    def bound(self, j, sense, integer, fixed, counters, deadline=None):
-        """Exact min or max of ``x_j``: ``(value, solution or None)``; ``(None, None)``
-        when an integer program found no answer by ``deadline`` (epoch seconds)."""
+    def lp_end(self, j, sense, fixed, counters):
+        """The LP's ``sense`` end of ``x_j`` and a solution there: ``(value, x)``;
+        ``(-inf or inf, None)`` where unbounded, ``(None, None)`` without an optimum.
+        Raises :class:`InfeasibleSystem`."""
         status, x = self.solve([j], [1.0], sense, fixed, counters)
         if status == "unbounded":
             return (-np.inf if sense == "min" else np.inf), None
@@ -247,7 +248,14 @@ class ReducedSystem:
             raise InfeasibleSystem(j)
         if status != "optimal":
             return None, None
-        val = float(x[j])
+        return float(x[j]), x
+
+    def bound(self, j, sense, integer, fixed, counters, deadline=None):
+        """Exact min or max of ``x_j``: ``(value, solution or None)``; ``(None, None)``
+        when an integer program found no answer by ``deadline`` (epoch seconds)."""
+        val, x = self.lp_end(j, sense, fixed, counters)
+        if x is None:
+            return val, None
         if integer and np.abs(x - np.round(x)).max() > 1e-6:
             val, x = self.integer_bound(j, sense, fixed, counters, deadline)
         return val, x
@@ -261,15 +269,9 @@ class ReducedSystem:
         seconds): by :meth:`descend` when some integral table is known to give ``x_j``
         the value ``attained`` at most ``descent`` goals short of ``goal``, else the
         integer program."""
-        status, x = self.solve([j], [1.0], sense, fixed, counters)
-        if status == "unbounded":
-            return (-np.inf if sense == "min" else np.inf), None, True
-        if status == "infeasible":
-            raise InfeasibleSystem(j)
-        if status != "optimal":
-            return None, None, True
-        if np.abs(x - np.round(x)).max() <= 1e-6:
-            return float(x[j]), x, True
+        val, x = self.lp_end(j, sense, fixed, counters)
+        if x is None or np.abs(x - np.round(x)).max() <= 1e-6:
+            return val, x, True
         found, w = self.integer_witness(j, sense, goal, fixed, counters, deadline)
         if found == "found":
             return float(w[j]), w, False

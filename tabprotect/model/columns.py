@@ -19,6 +19,7 @@ import gzip
 import io
 import lzma
 import re
+from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -278,29 +279,15 @@ def read_columns(path: str | Path, usecols: Iterable[str] | None = None,
         columns = _read_by_pandas(path, usecols)
         if columns is not None:
             return columns
-    opener = _OPENERS.get(path.suffix.lower(), open)
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+        with _open_text(path) as fh:       # (it also words the csv module's errors)
             text = fh.read()
-        header, fields = _split_plain(text) or _split_csv(text)
-    except UnicodeDecodeError:
-        raise InputError(f"{path.name}: not UTF-8 text") from None
-    except csv.Error as exc:
-        raise InputError(f"{path.name}: cannot read ({exc})") from None
-    except (OSError, EOFError) as exc:
-        raise InputError(f"{path.name}: cannot read ({exc})") from None
+            header, fields = _split_plain(text) or _split_csv(text)
     except _RowWidth as exc:
         row, fields, width = exc.args
         raise InputError(f"{path.name} row {row + 2}: {fields} fields, the header has "
                          f"{width}") from None
-    if header is None:
-        raise InputError(f"{path.name}: empty file")
-    names = [h.strip() for h in header]
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise InputError(f"{path.name}: column '{name}' appears twice in the header")
-        seen.add(name)
+    names = _names(path, header)
     if len(fields) == 0:
         raise InputError(f"{path.name}: no data rows")
     wanted = set(usecols) if usecols is not None else None
@@ -313,16 +300,29 @@ def read_columns(path: str | Path, usecols: Iterable[str] | None = None,
     return Columns(data)
 
 
-def _header(path: Path) -> list[str]:
-    """The header's names, stripped and checked (one line naming the file)."""
+@contextmanager
+def _open_text(path: Path):
+    """The file as UTF-8 text (a BOM dropped); a failure to read it is one line naming
+    the file."""
     opener = _OPENERS.get(path.suffix.lower(), open)
     try:
         with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh), None)
+            yield fh
     except UnicodeDecodeError:
         raise InputError(f"{path.name}: not UTF-8 text") from None
     except (csv.Error, OSError, EOFError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
+
+
+def _header(path: Path) -> list[str]:
+    """The header's names, stripped and checked (one line naming the file)."""
+    with _open_text(path) as fh:
+        header = next(csv.reader(fh), None)
+    return _names(path, header)
+
+
+def _names(path: Path, header: list[str] | None) -> list[str]:
+    """The header's names, stripped; none, or a name twice, is one line naming the file."""
     if header is None:
         raise InputError(f"{path.name}: empty file")
     names = [h.strip() for h in header]

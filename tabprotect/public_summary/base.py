@@ -164,15 +164,11 @@ def integer_end(system: ReducedSystem, j: int, sense: str, counters: dict,
     so an integral solution there (the first one a search finds, no proof of
     optimality) gives it; branch and bound for the optimum only where there is none.
     Raises :class:`~tabprotect.audit.system.InfeasibleSystem`."""
-    status, x = system.solve([j], [1.0], sense, None, counters)
-    if status == "unbounded":
-        return (-np.inf if sense == "min" else np.inf), None
-    if status == "infeasible":
-        raise InfeasibleSystem(j)
-    if status != "optimal":
-        return None, None
+    val, x = system.lp_end(j, sense, None, counters)
+    if x is None:
+        return val, None
     if np.abs(x - np.round(x)).max() <= 1e-6:
-        return float(np.round(x[j])), np.round(x)
+        return float(np.round(val)), np.round(x)
     goal = np.floor(x[j] + 1e-6) if sense == "max" else np.ceil(x[j] - 1e-6)
     found, w = system.integer_witness(j, sense, goal, None, counters, deadline)
     if found == "found":

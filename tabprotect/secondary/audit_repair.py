@@ -320,7 +320,8 @@ class AuditRepair:
         _, _, found = cube_repair(self.protected_table, self.cost,
                                   np.flatnonzero(self.status == "U"),
                                   singleton=self.singleton, time_limit=self.left(),
-                                  chains=False, certify_only=True, return_moves=True)
+                                  chains=False, certify_only=True, return_moves=True,
+                                  product_limits=self.settings.product_search)
         self.moves.append(found)
         self.notes.append(f"{found.shape[0]} cube move(s) of the pattern handed to the audit")
         self.stage("certify pass")
@@ -332,7 +333,8 @@ class AuditRepair:
         pre_status, pre_moves = cube_pass(view, self.table, self.status, self.cost,
                                           self.singleton, self.left(), workers=self.workers,
                                           parallel_min=self.settings.cube_pass_parallel_min,
-                                          primaries=primaries)
+                                          primaries=primaries,
+                                          product_limits=self.settings.product_search)
         self.moves.append(pre_moves)
         pre = np.flatnonzero((pre_status == "M") & (self.status != "M"))
         if len(pre):

@@ -13,10 +13,15 @@ from __future__ import annotations
 import itertools
 import time
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    from tabprotect.secondary.product_limits import ProductSearchLimits
 
 def leaf_cells(table: Table) -> np.ndarray:
     """Cells whose code is a leaf (has no children) in every dimension of a product table."""
@@ -159,7 +164,8 @@ class _ChainCubes:
 def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = False,
                 time_limit: float | None = None, chains: bool = False,
                 poles: bool = False, return_moves: bool = False,
-                certify_only: bool = False):
+                certify_only: bool = False,
+                product_limits: ProductSearchLimits | None = None):
     """Protect primary cells with *leaf cubes*: no LP, each cube a proof.
 
     A leaf cube of primary ``p`` (all of whose codes are leaves) takes, in every
@@ -189,8 +195,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     nothing is added, and the moves certify the pattern as it is (e.g. before the first
     audit of a hypercube pattern). There every primary, leaf or not, gets the exhaustive
     search of :mod:`tabprotect.secondary.product_moves` (leaf cubes, and the products
-    of cousin paths and poles as well), and ``chains`` / ``poles`` change nothing (the
-    chain cubes and poles are products of those paths too).
+    of cousin paths and poles as well, within ``product_limits``), and ``chains`` /
+    ``poles`` change nothing (the chain cubes and poles are products of those paths too).
 
     Returns
     -------
@@ -211,6 +217,7 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     ([5, 7, 8], [])
     """
     from tabprotect.secondary.hypercube import _CubeSearch, requirements
+    from tabprotect.secondary.product_limits import ProductSearchLimits
     from tabprotect.secondary.product_moves import cheapest_product_moves
     from tabprotect.secondary.subtables import Split
     start = time.perf_counter()
@@ -265,7 +272,8 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
         widths = np.where(status[cells] == "U", table.spl[cells], 0.0)
         ok, found_moves = cheapest_product_moves(
             table, cells, np.where(usable, 0.0, np.inf), need_up[cells] * scale,
-            need_down[cells] * scale, np.maximum(widths * scale, tol[cells]))
+            need_down[cells] * scale, np.maximum(widths * scale, tol[cells]),
+            product_limits or ProductSearchLimits())
         for p, (corners, signs, t_up, t_down, _) in zip(cells[ok], found_moves):
             record(int(p), corners, signs, t_up, t_down)
         # the leaf and chain cubes of the search below are products of such paths: what

@@ -199,5 +199,6 @@ def _cube_moves(table: Table, everything: np.ndarray,
                                             table.status))
     _, _, moves = cube_repair(pattern, np.ones(table.n_cells),
                               np.flatnonzero(table.status == "U"), certify_only=True,
-                              return_moves=True)
+                              return_moves=True,
+                              product_limits=(settings or ProtectSettings()).product_search)
     return moves

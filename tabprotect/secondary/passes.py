@@ -14,6 +14,7 @@ from tabprotect.model.table import Table
 from tabprotect.parallel import map_runs
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
+from tabprotect.secondary.product_limits import ProductSearchLimits
 
 #: methods whose patterns only avoid exact disclosure (no interval protection): on large
 #: product tables protect() gives their primaries cubes before the first audit, so the
@@ -40,7 +41,8 @@ def product_view(table: Table, run_table: Table) -> Table | None:
 
 def cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
               singleton: bool, time_limit: float | None, workers: int = 1,
-              parallel_min: int = 5_000, primaries: np.ndarray | None = None
+              parallel_min: int = 5_000, primaries: np.ndarray | None = None,
+              product_limits: ProductSearchLimits | None = None
               ) -> tuple[np.ndarray, sp.csr_matrix]:
     """cube_repair (leaf and chain cubes) of every primary (of ``primaries``, cells of
     ``table``, when given) on the product ``view`` of ``table``; returns the new status and the cubes as moves, both in ``table``'s cell
@@ -48,7 +50,7 @@ def cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     left after the certify step, those are cut in cell order into ``workers`` runs,
     searched in worker processes from the same pattern, and the suppressions united
     (a cube stays a proof when more cells are suppressed; only the sharing of corners
-    across a cut is lost)."""
+    across a cut is lost).  ``product_limits`` bound the certify step's search."""
     source = None if view is table else np.asarray(view.extra["source_cell"],
                                                    dtype=np.int64)
     view_status = status if source is None else status[source]
@@ -62,7 +64,8 @@ def cube_pass(view: Table, table: Table, status: np.ndarray, cost: np.ndarray,
     # the cubes the pattern already has first (vectorised, nothing added), then the
     # cheapest cubes for the others
     _, open_, certified = cube_repair(view, view_cost, primaries, singleton=singleton,
-                                      certify_only=True, return_moves=True)
+                                      certify_only=True, return_moves=True,
+                                      product_limits=product_limits)
     if workers > 1 and len(open_) >= parallel_min:
         runs = map_runs(_cube_repair_in_worker, np.sort(open_), workers,
                         job=lambda run: (view, view_cost, run, singleton, time_limit))

@@ -35,21 +35,11 @@ from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.table import Table
 from tabprotect.secondary.gauss.compile import NUMBA, numba_loaded
 from tabprotect.secondary.gauss.compile import jit as _jit
-
-#: per primary, at most this many steps tried (the search is exhaustive below it)
-SEARCH_BUDGET = 20_000
-#: at most this many cells in a move (4-D tables of 3-level hierarchies: a few hundred)
-MAX_CORNERS = 4096
-#: seconds of plain-Python search per process before the compiled search is loaded:
-#: numba's import and cached kernels cost a new process about 0.4 s CPU, more than the
-#: plain search of an everyday table's primaries takes
-PLAIN_SECONDS = 0.4
-#: primaries searched per plain-Python batch (the clock is read between batches)
-PLAIN_BATCH = 8
-
+from tabprotect.secondary.product_limits import ProductSearchLimits
 
 class _PlainTime:
-    """Seconds this process spent in plain-Python searches (see :data:`PLAIN_SECONDS`)."""
+    """Seconds this process spent in plain-Python searches (compared with
+    :attr:`ProductSearchLimits.plain_seconds`)."""
 
     seconds: float = 0.0
 
@@ -205,7 +195,8 @@ def _search(cells, pos, strides, code_base, step_ptr, entry_start, entry_end, co
 
 def cheapest_product_moves(table: Table, cells: np.ndarray, cell_cost: np.ndarray,
                            need_up: np.ndarray, need_down: np.ndarray,
-                           need_width: np.ndarray, budget: int = SEARCH_BUDGET
+                           need_width: np.ndarray,
+                           limits: ProductSearchLimits = ProductSearchLimits()
                            ) -> tuple[np.ndarray, list]:
     """Per cell of ``cells`` (of a product table), the cheapest product move that meets
     its needs.
@@ -214,7 +205,7 @@ def cheapest_product_moves(table: Table, cells: np.ndarray, cell_cost: np.ndarra
     ``inf`` for cells that may not be corners: published-for-sure, empty, zero, fixed).
     ``need_up``, ``need_down`` and ``need_width`` are given per entry of ``cells``; a move
     qualifies when ``t_up >= need_up``, ``t_down >= need_down`` and ``t_up + t_down >=
-    need_width``.  The search is exhaustive up to ``budget`` steps per cell (then the
+    need_width``.  The search is exhaustive up to ``limits.budget`` steps per cell (then the
     cheapest move seen is returned).  Returns (mask over ``cells``: a move was found, list
     of ``(corners, signs, t_up, t_down, cost)`` of the found ones in the order of
     ``cells``; ``corners[0]`` is the cell itself).
@@ -248,7 +239,7 @@ def cheapest_product_moves(table: Table, cells: np.ndarray, cell_cost: np.ndarra
     codes = np.concatenate([p[2] for p in parts])
     signs = np.concatenate([p[3] for p in parts])
     max_corners = int(np.prod([1 + int(np.diff(p[1]).max(initial=0)) for p in parts]))
-    max_corners = min(max_corners, MAX_CORNERS)
+    max_corners = min(max_corners, limits.max_corners)
     pos = np.stack([np.asarray(np.unravel_index(cells, shape)[d], dtype=np.int64)
                     for d in dims], axis=1)
     n = len(cells)
@@ -264,7 +255,7 @@ def cheapest_product_moves(table: Table, cells: np.ndarray, cell_cost: np.ndarra
     per_cell = (cells, pos, np.asarray(need_up, dtype=float),
                 np.asarray(need_down, dtype=float), np.asarray(need_width, dtype=float))
     outs = (out_corners, out_signs, out_count, out_up, out_down, out_cost)
-    found = _run_search(per_cell, shared, outs, int(budget), max_corners)
+    found = _run_search(per_cell, shared, outs, limits, max_corners)
     moves = [(out_corners[i, :out_count[i]].copy(),
               out_signs[i, :out_count[i]].astype(float), float(out_up[i]),
               float(out_down[i]), float(out_cost[i])) for i in np.flatnonzero(found)]
@@ -272,18 +263,19 @@ def cheapest_product_moves(table: Table, cells: np.ndarray, cell_cost: np.ndarra
 
 
 
-def _run_search(per_cell: tuple, shared: tuple, outs: tuple, budget: int,
-                max_corners: int) -> np.ndarray:
+def _run_search(per_cell: tuple, shared: tuple, outs: tuple,
+                limits: ProductSearchLimits, max_corners: int) -> np.ndarray:
     """:func:`_search` over the cells (``per_cell``: the arrays given per cell, ``outs``:
     the output arrays, filled per cell): as plain Python batch by batch while numba is
-    not loaded and this process's plain searches took less than :data:`PLAIN_SECONDS`,
+    not loaded and this process's plain searches took less than ``limits.plain_seconds``,
     the compiled kernel for the cells left (the same search: the same moves)."""
     n = len(per_cell[0])
     found = np.zeros(n, dtype=bool)
+    budget = int(limits.budget)
     i = 0
     if NUMBA and not numba_loaded():
-        while i < n and _PLAIN.seconds < PLAIN_SECONDS:
-            j = min(n, i + PLAIN_BATCH)
+        while i < n and _PLAIN.seconds < limits.plain_seconds:
+            j = min(n, i + limits.plain_batch)
             start = time.perf_counter()
             found[i:j] = _search.py_func(*(a[i:j] for a in per_cell[:2]), *shared,
                                          *(a[i:j] for a in per_cell[2:]), budget,

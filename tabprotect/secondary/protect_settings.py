@@ -10,6 +10,7 @@ from typing import Any, Literal
 from tabprotect.audit import AuditSettings
 from tabprotect.secondary.greedy import GreedyOptions
 from tabprotect.secondary.milp_repair import MilpRepairSettings
+from tabprotect.secondary.product_limits import ProductSearchLimits
 from tabprotect.secondary.witness_search import WitnessSearchSettings
 
 
@@ -113,6 +114,9 @@ class ProtectSettings:
     #: integral witnesses inside the pattern for the primaries an integer audit leaves
     #: open, searched before any cell is added (product tables, no attackers)
     witness_search: WitnessSearchSettings = field(default_factory=WitnessSearchSettings)
+    #: the exhaustive search of the product moves a pattern already has (the cube passes'
+    #: certification of product tables, no cell added)
+    product_search: ProductSearchLimits = field(default_factory=ProductSearchLimits)
     #: share of what is left after the first audit kept back for the final audit (at
     #: most the first audit's own seconds): the repair stages end that much earlier
     final_audit_reserve: float = 0.5
@@ -167,9 +171,9 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
     for name in names:
         value = getattr(settings, name)
         out[name] = value.as_dict() if isinstance(value, AuditSettings) else value
+    out["product_search"] = asdict(settings.product_search)
     if repair:
         out["milp_repair"] = asdict(settings.milp_repair)
         out["witness_search"] = asdict(settings.witness_search)
-    if repair:
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out
