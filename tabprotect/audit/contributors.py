@@ -267,9 +267,7 @@ class _SharedReach:
         lb, ub = system.bounds(None)
         row, col, point = move_points(task.moves, system.value, lb, ub, task.integer,
                                       np.zeros(system.k, dtype=bool))
-        order = np.argsort(col, kind="stable")
-        self.row, self.col, self.point = row[order], col[order], point[order]
-        self.start = np.searchsorted(self.col, np.arange(system.k + 1))
+        self.row, self.col, self.point = row, col, point
         self.lo, self.hi = self.value.copy(), self.value.copy()
         np.minimum.at(self.lo, self.col, self.point)
         np.maximum.at(self.hi, self.col, self.point)
@@ -286,12 +284,12 @@ class _SharedReach:
         hit = np.isin(self.row, dropped)
         if not hit.any():
             return lo, hi    # the dropped moves reach nothing
-        cells = np.unique(self.col[hit])
+        cells = np.zeros(len(lo), dtype=bool)
+        cells[self.col[hit]] = True
         lo[cells], hi[cells] = self.value[cells], self.value[cells]
-        idx = np.concatenate([np.arange(self.start[c], self.start[c + 1]) for c in cells])
-        idx = idx[~hit[idx]]
-        np.minimum.at(lo, self.col[idx], self.point[idx])
-        np.maximum.at(hi, self.col[idx], self.point[idx])
+        keep = cells[self.col] & ~hit
+        np.minimum.at(lo, self.col[keep], self.point[keep])
+        np.maximum.at(hi, self.col[keep], self.point[keep])
         return lo, hi
 
 
