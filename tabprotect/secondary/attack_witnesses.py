@@ -29,8 +29,9 @@ from tabprotect.audit import required_interval
 from tabprotect.audit.least_moves import goals
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
-from tabprotect.secondary.witness_search import (WitnessOutcome, WitnessSearchSettings,
-                                                 _matrix, _move, box_cells)
+from tabprotect.secondary.witness_search import (BoxProbe, WitnessOutcome,
+                                                 WitnessSearchSettings, goal_move,
+                                                 moves_matrix)
 
 
 class _Served:
@@ -87,26 +88,16 @@ def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None
         return empty
     attacker = attacker_classes(table)
     served = _Served(table, attacker)
-    suppressed = table.suppressed
     rows: list[tuple[np.ndarray, np.ndarray]] = []
-    milps = searched = hits = 0
-    for p in np.sort(np.asarray(primaries, dtype=np.int64)).tolist():
+    milps = 0
+    probe = BoxProbe(table, s, deadline)
+    for p, cells in probe.boxes(primaries, served.done):
+        milps += _serve(table, served, attacker, cells, p, s, deadline, rows)
         if served.done(p):
-            continue
-        if deadline is not None and time.perf_counter() >= deadline:
-            break
-        if searched >= s.probe and hits < s.min_hit_rate * searched:
-            break
-        cells = box_cells(table, suppressed, p, s.codes_per_dim)
-        if len(cells) > s.max_cells:
-            continue
-        searched += 1
-        n_milp = _serve(table, served, attacker, cells, p, s, deadline, rows)
-        milps += n_milp
-        hits += served.done(p)
+            probe.hit()
     reached = np.array([p for p in np.asarray(primaries, dtype=np.int64).tolist()
                         if served.done(p)], dtype=np.int64)
-    return WitnessOutcome(_matrix(rows, n), reached, milps)
+    return WitnessOutcome(moves_matrix(rows, n), reached, milps)
 
 
 def _serve(table: Table, served: _Served, attacker: np.ndarray, cells: np.ndarray, p: int,
@@ -150,19 +141,14 @@ def _both_way_move(table: Table, served: _Served, cells: np.ndarray, p: int,
         for goal in g[sense][:1]:
             if deadline is not None and time.perf_counter() >= deadline:
                 return None, milps
-            need = goal - v if sense == "max" else v - goal
-            seconds = s.milp_seconds if deadline is None else \
-                min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
-            d = _move(table, cells, p, need if sense == "max" else 0.0,
-                      need if sense == "min" else 0.0, True, seconds)
+            move = goal_move(table, cells, p, sense, goal - v if sense == "max" else v - goal,
+                             True, s, deadline)
             milps += 1
-            if d is None:
-                continue
-            moved = np.flatnonzero(d)
-            return (cells[moved], d[moved]), milps
+            if move is not None:
+                return move, milps
     return None, milps
 
 
 def sp_empty(n: int):
     """No moves: an empty matrix over ``n`` cells."""
-    return _matrix([], n)
+    return moves_matrix([], n)

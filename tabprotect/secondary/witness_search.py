@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -95,8 +96,8 @@ def box_cells(table: Table, suppressed: np.ndarray, p: int, codes_per_dim: int =
     return np.sort(cells[suppressed[cells]])
 
 
-def _move(table: Table, cells: np.ndarray, p: int, need_up: float, need_down: float,
-          both: bool, seconds: float) -> np.ndarray | None:
+def box_move(table: Table, cells: np.ndarray, p: int, need_up: float, need_down: float,
+             both: bool, seconds: float) -> np.ndarray | None:
     """An integral move over ``cells`` (the rest held) with ``d_p >= need_up`` (or ``d_p
     <= -need_down``), within both directions' bounds when ``both`` (so that its mirror
     image is a table too); its entries over ``cells``, or None.  A feasibility MILP (no
@@ -134,6 +135,51 @@ def _move(table: Table, cells: np.ndarray, p: int, need_up: float, need_down: fl
     return d
 
 
+def goal_move(table: Table, cells: np.ndarray, p: int, sense: str, need: float,
+              both: bool, s: WitnessSearchSettings, deadline: float | None
+              ) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`box_move` taking ``p`` ``need`` up (``sense`` "max") or down, within the
+    MILP's seconds and what is left before ``deadline``: ``(cells, d)`` on the moved
+    cells, or None."""
+    seconds = s.milp_seconds if deadline is None else \
+        min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
+    d = box_move(table, cells, p, need if sense == "max" else 0.0,
+                 need if sense == "min" else 0.0, both, seconds)
+    if d is None:
+        return None
+    moved = np.flatnonzero(d)
+    return cells[moved], d[moved]
+
+
+class BoxProbe:
+    """The primaries a search tries, in cell order, each with its box: it skips those
+    already done and those whose box exceeds ``max_cells``, and stops at the deadline,
+    or once ``probe`` primaries were searched and fewer than ``min_hit_rate`` of them
+    were hits (the caller says which, by :meth:`hit`)."""
+
+    def __init__(self, table: Table, s: WitnessSearchSettings, deadline: float | None):
+        self.table, self.s, self.deadline = table, s, deadline
+        self.searched = self.hits = 0
+
+    def boxes(self, primaries: np.ndarray, done) -> Iterator[tuple[int, np.ndarray]]:
+        s, suppressed = self.s, self.table.suppressed
+        for p in np.sort(np.asarray(primaries, dtype=np.int64)).tolist():
+            if done(p):
+                continue
+            if self.deadline is not None and time.perf_counter() >= self.deadline:
+                return
+            if self.searched >= s.probe and self.hits < s.min_hit_rate * self.searched:
+                return
+            cells = box_cells(self.table, suppressed, p, s.codes_per_dim)
+            if len(cells) > s.max_cells:
+                continue
+            self.searched += 1
+            yield p, cells
+
+    def hit(self) -> None:
+        self.hits += 1
+
+
 class _Reach:
     """How far the moves found so far take each primary (integral points only: a move
     and its mirror image where they stay within the bounds, as the audit counts them)."""
@@ -169,24 +215,13 @@ def integral_witnesses(table: Table, primaries: np.ndarray, deadline: float | No
     s = settings or WitnessSearchSettings()
     n = table.n_cells
     rows: list[tuple[np.ndarray, np.ndarray]] = []
-    milps = searched = hits = 0
+    milps = 0
     if not table.dimensions or len(primaries) == 0:
         return WitnessOutcome(sp.csr_matrix((0, n)), np.zeros(0, np.int64), 0)
-    suppressed = table.suppressed
     req = required_interval(table, integer=True, singleton=singleton)
     reach = _Reach(table, req)
-    for p in np.sort(np.asarray(primaries, dtype=np.int64)):
-        p = int(p)
-        if reach.done(p):
-            continue
-        if deadline is not None and time.perf_counter() >= deadline:
-            break
-        if searched >= s.probe and hits < s.min_hit_rate * searched:
-            break
-        cells = box_cells(table, suppressed, p, s.codes_per_dim)
-        if len(cells) > s.max_cells:
-            continue
-        searched += 1
+    probe = BoxProbe(table, s, deadline)
+    for p, cells in probe.boxes(primaries, reach.done):
         found = len(rows)
         v = table.value[p]
         g = goals(v, reach.req_lo[p], reach.req_hi[p], req[2][p], True)
@@ -198,24 +233,20 @@ def integral_witnesses(table: Table, primaries: np.ndarray, deadline: float | No
             if not both and (reach.hi[p] >= goal - 1e-9 if sense == "max"
                              else reach.lo[p] <= goal + 1e-9):
                 continue
-            need = goal - v if sense == "max" else v - goal
-            seconds = s.milp_seconds if deadline is None else \
-                min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
-            d = _move(table, cells, p, need if sense == "max" else 0.0,
-                      need if sense == "min" else 0.0, both, seconds)
+            move = goal_move(table, cells, p, sense, goal - v if sense == "max" else v - goal,
+                             both, s, deadline)
             milps += 1
-            if d is None:
-                continue
-            moved = np.flatnonzero(d)
-            rows.append((cells[moved], d[moved]))
-            reach.add(cells[moved], d[moved])
-        hits += len(rows) > found
+            if move is not None:
+                rows.append(move)
+                reach.add(*move)
+        if len(rows) > found:
+            probe.hit()
     reached = np.array([p for p in np.asarray(primaries, dtype=np.int64)
                         if reach.done(int(p))], dtype=np.int64)
-    return WitnessOutcome(_matrix(rows, n), reached, milps)
+    return WitnessOutcome(moves_matrix(rows, n), reached, milps)
 
 
-def _matrix(rows: list[tuple[np.ndarray, np.ndarray]], n: int) -> sp.csr_matrix:
+def moves_matrix(rows: list[tuple[np.ndarray, np.ndarray]], n: int) -> sp.csr_matrix:
     """The moves as rows of one sparse matrix over all ``n`` cells."""
     if not rows:
         return sp.csr_matrix((0, n))
