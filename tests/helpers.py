@@ -60,3 +60,18 @@ def flat_count_table(leaves: tuple[int, ...], seed: int, mean: float = 2.0) -> T
     return Table.from_arrays(dict(zip("abcd", hs)), v, v.copy(), status=status,
                              upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0),
                              kind="frequency")
+
+
+def random_moves(rng: np.random.Generator, k: int, m: int, *, top: int, room: int,
+                 step: int, density: float):
+    """A random box over ``k`` cells (values below ``top``; bounds up to ``room`` away,
+    some infinite) and ``m`` random integer moves with steps up to ``step`` (a tenth of
+    the entries halved: fractional): ``(value, lb, ub, moves)``, moves a CSR matrix."""
+    import scipy.sparse as sp
+    value = rng.integers(0, top, k).astype(float)
+    lb = np.where(rng.random(k) < 0.2, -np.inf, value - rng.integers(0, room, k))
+    ub = np.where(rng.random(k) < 0.3, np.inf, value + rng.integers(0, room, k))
+    dense = np.where(rng.random((m, k)) < density, rng.integers(-step, step + 1, (m, k)),
+                     0).astype(float)
+    dense[rng.random((m, k)) < 0.1] *= 0.5
+    return value, lb, ub, sp.csr_matrix(dense)

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from helpers import random_moves
+
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.regions import grow
@@ -671,15 +673,9 @@ def _absorb_moves_one_by_one(moves, value, lb, ub, lo, hi, integer, frozen):
 def test_property_moves_absorbed_at_once_as_one_by_one(seed, integer):
     # the vectorised absorption of candidate moves gives exactly the bounds of the
     # row-by-row rule (empty rows, frozen cells, infinite bounds, fractional steps)
-    import scipy.sparse as sp
     rng = np.random.default_rng(seed)
     k, m = int(rng.integers(1, 12)), int(rng.integers(0, 15))
-    value = rng.integers(0, 20, k).astype(float)
-    lb = np.where(rng.random(k) < 0.2, -np.inf, value - rng.integers(0, 10, k))
-    ub = np.where(rng.random(k) < 0.3, np.inf, value + rng.integers(0, 10, k))
-    dense = np.where(rng.random((m, k)) < 0.3, rng.integers(-6, 7, (m, k)), 0).astype(float)
-    dense[rng.random((m, k)) < 0.1] *= 0.5
-    moves = sp.csr_matrix(dense)
+    value, lb, ub, moves = random_moves(rng, k, m, top=20, room=10, step=6, density=0.3)
     frozen = rng.random(k) < 0.1
     lo, hi = value.copy(), value.copy()
     absorb_moves(moves, value, lb, ub, lo, hi, integer, frozen)

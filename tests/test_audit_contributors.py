@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
+from helpers import random_moves
 from test_audit import _absorb_moves_one_by_one
 from tabprotect.audit.contributors import Attacker, _left_by_moves
 from tabprotect.audit.system import Knowledge
@@ -57,12 +58,7 @@ def test_property_targets_left_by_moves_as_row_by_row_per_attacker(seed, integer
     # with the attacker's bounds and its exactly known cells frozen, leaves
     rng = np.random.default_rng(seed)
     k, m = int(rng.integers(2, 14)), int(rng.integers(1, 15))
-    value = rng.integers(0, 12, k).astype(float)
-    lb = np.where(rng.random(k) < 0.2, -np.inf, value - rng.integers(0, 6, k))
-    ub = np.where(rng.random(k) < 0.3, np.inf, value + rng.integers(0, 6, k))
-    dense = np.where(rng.random((m, k)) < 0.35, rng.integers(-4, 5, (m, k)), 0).astype(float)
-    dense[rng.random((m, k)) < 0.1] *= 0.5
-    moves = sp.csr_matrix(dense)
+    value, lb, ub, moves = random_moves(rng, k, m, top=12, room=6, step=4, density=0.35)
     req_lo = value - rng.integers(0, 3, k)
     req_hi = value + rng.integers(0, 3, k)
     req_w = rng.integers(0, 4, k).astype(float)
