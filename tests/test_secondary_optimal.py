@@ -788,23 +788,13 @@ def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary,
 def _bridgeless_patterns(table: Table) -> list[np.ndarray]:
     """Every pattern of the candidate cells that passes the audit and has no suppressed
     cell alone in one of its relations (the integer points of the master's rows)."""
-    cand = np.flatnonzero(table.status == "S")
-    assert len(cand) <= 16, "brute force is for tiny tables"
-    A = table.relations.tocsr()
-    base = table.status == "U"
-    found = []
-    for k in range(len(cand) + 1):
-        for combo in itertools.combinations(cand, k):
-            sup = base.copy()
-            sup[list(combo)] = True
-            per_rel = A.multiply(A) @ sup.astype(float)
-            alone = (per_rel == 1) & ((A.multiply(A) @ (sup & (table.status == "S")))
-                                      .astype(float) > 0)
-            if alone.any() or _determined(table, sup):
-                continue
-            if audit(table, unpublished=sup, singleton=True).passed:
-                found.append(sup)
-    return found
+    A2 = table.relations.tocsr().multiply(table.relations.tocsr())
+    cand = table.status == "S"
+
+    def bridgeless(sup: np.ndarray) -> bool:
+        alone = (A2 @ sup.astype(float) == 1) & ((A2 @ (sup & cand)).astype(float) > 0)
+        return not alone.any()
+    return _protected_patterns(table, bridgeless)
 
 
 @pytest.mark.parametrize("seed,cost_name,n_primary", [
@@ -1256,8 +1246,8 @@ def test_unfinished_start_without_time_gives_the_repaired_pattern(seed):
     assert (out.status == "M").sum() < candidate_cells(table).sum()
 
 
-def _protected_patterns(table: Table) -> list[np.ndarray]:
-    """Every pattern of the candidate cells that passes the audit."""
+def _protected_patterns(table: Table, keep=lambda sup: True) -> list[np.ndarray]:
+    """Every pattern of the candidate cells that ``keep`` keeps and the audit passes."""
     cand = np.flatnonzero(table.status == "S")
     assert len(cand) <= 16, "brute force is for tiny tables"
     base = table.status == "U"
@@ -1266,7 +1256,7 @@ def _protected_patterns(table: Table) -> list[np.ndarray]:
         for combo in itertools.combinations(cand, k):
             sup = base.copy()
             sup[list(combo)] = True
-            if not _determined(table, sup) and \
+            if keep(sup) and not _determined(table, sup) and \
                     audit(table, unpublished=sup, singleton=True).passed:
                 found.append(sup)
     return found
