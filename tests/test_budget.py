@@ -6,7 +6,7 @@ import time
 import pytest
 
 from tabprotect.budget import Budget
-from tabprotect.errors import InputError
+from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model import synthetic
 from tabprotect.secondary import protect
 
@@ -38,11 +38,17 @@ LIMIT = 5.0
 def _bounded(method: str, **kw) -> None:
     t = five_d()
     t0 = time.perf_counter()
-    res = protect(t, method=method, time_limit=LIMIT, **kw)
+    try:
+        res = protect(t, method=method, time_limit=LIMIT, **kw)
+    except InfeasibleRulesError:
+        # against single-contributor attackers no pattern protects this table (the
+        # audit, tests/test_feasibility_cubes.py): where the budget lets the check after
+        # a failed final audit decide, protect() refuses the rules, an answer too
+        res = None
     elapsed = time.perf_counter() - t0
-    assert elapsed <= 1.05 * LIMIT + 2.0, (elapsed, res.stage_seconds)
+    assert elapsed <= 1.05 * LIMIT + 2.0, (elapsed, res and res.stage_seconds)
     # whatever the budget allowed, the verdict is the audit's: never an unchecked pass
-    assert res.passed == (res.audit.complete and res.audit.protected.all())
+    assert res is None or res.passed == (res.audit.complete and res.audit.protected.all())
 
 
 @pytest.mark.slow  # wall clock: the slow step only (a loaded machine may take longer)
