@@ -132,6 +132,31 @@ def test_protected_random_tables(seed):
     _check(t, result.table.status)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ends_at_outer_bounds_need_no_base_interval(seed):
+    # many primaries in a 2-D magnitude table: solutions of the system with the figure
+    # show most ends at their outer bounds, so those ends get no LP without the figure;
+    # the released and withheld figures against the independent LPs (_check), and the
+    # outer bounds contain every primary's independent interval
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    rng = np.random.default_rng(seed)
+    rows, cols = 6, 7
+    t = _grid(rng.integers(1, 60, rows * cols), rows, cols)
+    inner = [i for i in range(t.n_cells) if i // (cols + 1) > 0 and i % (cols + 1) > 0]
+    t = _with_primaries(t, rng.choice(inner, size=8, replace=False))
+    st = protect(t, method="hypercube", singleton=False).table.status
+    _check(t, st)
+    checker = Checker(t, st, False, 1e-6, None)
+    for name, value in standard_figures(t, st).items():
+        checker.try_release(*_form(name, value, t, st, None))
+    lo, hi = checker.outer()
+    local = {int(c): i for i, c in enumerate(checker.cells)}
+    for j, (a, b) in _intervals(t, st, [], False).items():
+        assert lo[local[j]] <= a + 1e-6 and hi[local[j]] >= b - 1e-6
+    assert np.isnan(checker.base_hi[checker.primary]).any()
+
+
 def test_two_primaries_in_one_row():
     t = _grid([5, 7, 30, 12, 9, 40, 8, 6, 25], 3, 3)
     st = t.status.copy()
