@@ -1,6 +1,13 @@
 """The intruder's system behind :func:`tabprotect.public_summary.public_summary`: the
 primaries' intervals without the released figures and whether one more figure narrows any
-of them (witness points first, LPs and, for integer tables, MILPs where none shows it)."""
+of them (witness points first, LPs and, for integer tables, MILPs where none shows it).
+
+An end needs no interval without the figure where a solution with the figure reaches a
+bound that holds without it: the cell's outer bound (the a-priori bounds propagated over
+the relations) or, in magnitude tables, the Lagrangian bound from the duals of the end's
+own solve with the figure (the figures' rows dropped). Both bounds are valid for the system
+without the figure, so an end that reaches one is kept; the interval without the figure is
+solved only where neither decides."""
 from __future__ import annotations
 
 import dataclasses
