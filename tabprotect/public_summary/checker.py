@@ -347,7 +347,9 @@ class Checker:
         base ends."""
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
         outer_lo, outer_hi = (b[targets] for b in self.outer())
-        outer_slack = self.tol * np.maximum(1.0, _magnitude(outer_lo) + _magnitude(outer_hi))
+        # each end's own scale: a loose bound at the other end must not widen it
+        slack_lo = self.tol * np.maximum(1.0, _magnitude(outer_lo))
+        slack_hi = self.tol * np.maximum(1.0, _magnitude(outer_hi))
         base: dict[str, np.ndarray] = {}
 
         def witness(x):
@@ -356,8 +358,8 @@ class Checker:
             self._bank(x)
             xt = x[targets]
             with np.errstate(invalid="ignore"):
-                pending["min"] &= ~(np.abs(xt - outer_lo) <= outer_slack)
-                pending["max"] &= ~(np.abs(xt - outer_hi) <= outer_slack)
+                pending["min"] &= ~(np.abs(xt - outer_lo) <= slack_lo)
+                pending["max"] &= ~(np.abs(xt - outer_hi) <= slack_hi)
                 if base:
                     pending["min"] &= ~(np.abs(xt - base["lo"]) <= base["slack"])
                     pending["max"] &= ~(np.abs(xt - base["hi"]) <= base["slack"])
