@@ -58,6 +58,9 @@ def jit_inline(fn):
 
 
 _loaded = [False]
+#: wall and CPU seconds this process spent loading the kernels (numba's import and each
+#: kernel's compile or cache read), for a run's profile
+_load_seconds = [0.0, 0.0]
 
 
 def kernel_cached(folder: str | None = None) -> bool:
@@ -120,7 +123,7 @@ def load_kernel() -> float:
     one call of each on a tiny problem; the seconds it took (0 once loaded)."""
     if _loaded[0]:
         return 0.0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         from numba import njit
     except ImportError:     # a broken numba installation: the kernels stay plain Python
@@ -138,7 +141,14 @@ def load_kernel() -> float:
                ends, 1, 1.0, 1.0, 1)
     flow_compiled(ends, cells, np.ones(1), np.ones(1), ends[:0], 2, 0, 1, 1e-12)
     _loaded[0] = True
-    return time.perf_counter() - start
+    _load_seconds[:] = [time.perf_counter() - start, time.process_time() - cpu]
+    return _load_seconds[0]
+
+
+def load_seconds() -> tuple[float, float]:
+    """Wall and CPU seconds this process spent in :func:`load_kernel` (0 when the
+    kernels have not been loaded)."""
+    return _load_seconds[0], _load_seconds[1]
 
 
 class KernelState:
