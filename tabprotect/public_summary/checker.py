@@ -356,9 +356,11 @@ class Checker:
                     pending["max"] &= ~(np.abs(xt - base["hi"]) <= base["slack"])
 
         # (integer tables: an LP solution of the extended system is rarely integral)
-        reason = None if self.integer else self._outer_rounds(targets, pending, witness)
-        if reason is not None:
-            return reason
+        if not self.integer:
+            reason = self._outer_rounds(targets, pending, witness) or \
+                self._dual_rounds(targets, pending, witness)
+            if reason is not None:
+                return reason
         if not self._base(targets, pending):
             return "time"
         lo, hi = self.base_lo[targets], self.base_hi[targets]
@@ -435,6 +437,64 @@ class Checker:
                 if len(open_) - int((pending[sense] & finite).sum()) < 2:
                     break
         return None
+
+    def _dual_rounds(self, targets, pending, witness) -> str | None:
+        """LP tables: each end still open gets its own solve with the figures, and the
+        solve's row duals, the figures' rows dropped, bound the end without them
+        (:meth:`_lagrange`): where that bound meets the end with the figures, the end is
+        kept without an LP of its own. None, or the reason the check ends."""
+        for sense in ("min", "max"):
+            for k in np.flatnonzero(pending[sense]):
+                if not pending[sense][k]:
+                    continue
+                j = int(targets[k])
+                status, x, duals = self.ext.optimum([j], [1.0], sense, duals=True)
+                if status == "infeasible":
+                    return "inconsistent"
+                if status == "unbounded":
+                    continue
+                if status != "optimal":
+                    return "time"
+                witness(x)
+                if not pending[sense][k] or duals is None:
+                    continue
+                bound = self._lagrange(j, sense, duals[:self.lp.A.shape[0]])
+                if abs(bound - x[j]) <= self.tol * max(1.0, abs(x[j])):
+                    pending[sense][k] = False
+                    continue
+                # the bound does not decide: the end without the figures (both ends, for
+                # the tolerance's scale), and a narrowed end ends the check at once
+                if not self._base(targets[[k]]):
+                    return "time"
+                lo, hi = self.base_lo[j], self.base_hi[j]
+                end = lo if sense == "min" else hi
+                slack = self.tol * max(1.0, float(_magnitude(np.array([lo, hi])).sum()))
+                if not (x[j] == end or abs(x[j] - end) <= slack):
+                    return "narrows"
+                pending[sense][k] = False
+        return None
+
+    def _lagrange(self, j: int, sense: str, y: np.ndarray) -> float:
+        """A bound on the ``sense`` end of cell ``j`` over the system without the
+        figures from multipliers ``y`` of its relations (either sign: the better one),
+        over the outer bounds: ``x_j - y (A x - s)`` over the box, ``s`` within the
+        relations' ranges. Valid for any ``y``; exact at the optimal duals."""
+        lo, hi = self.outer()
+        best = -np.inf if sense == "min" else np.inf
+        for yy in (y, -y):
+            d = -np.asarray(self.A_csr.T @ yy)
+            d[j] += 1.0
+            if sense == "max":
+                d, yy = -d, -yy          # max x_j = -min(-x_j)
+            with np.errstate(invalid="ignore"):
+                cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0)).sum()
+                rows = np.where(yy > 0, yy * self.lp.row_lower,
+                                np.where(yy < 0, yy * self.lp.row_upper, 0.0)).sum()
+            low = cols + rows
+            if np.isnan(low):
+                continue
+            best = max(best, low) if sense == "min" else min(best, -low)
+        return float(best)
 
     def _independent(self, cells: np.ndarray) -> np.ndarray:
         """Positions in ``cells`` (unpublished cells) of a greedy choice sharing no row."""
