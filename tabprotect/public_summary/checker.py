@@ -99,6 +99,7 @@ class Checker:
         self.warm = WarmSystems(deadline)
         self._outer: tuple[np.ndarray, np.ndarray] | None = None
         self._A_csc = A_lp.tocsc()
+        self._A_T = A_lp.T.tocsr()        # for the duals' bounds (:meth:`_lagrange`)
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -491,7 +492,7 @@ class Checker:
         lo, hi = self.outer()
         best = -np.inf if sense == "min" else np.inf
         for yy in (y, -y):
-            d = -np.asarray(self.A_csr.T @ yy)
+            d = -(self._A_T @ yy)
             d[j] += 1.0
             if sense == "max":
                 d, yy = -d, -yy          # max x_j = -min(-x_j)
