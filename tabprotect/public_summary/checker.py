@@ -1,6 +1,13 @@
 """The intruder's system behind :func:`tabprotect.public_summary.public_summary`: the
 primaries' intervals without the released figures and whether one more figure narrows any
-of them (witness points first, LPs and, for integer tables, MILPs where none shows it)."""
+of them (witness points first, LPs and, for integer tables, MILPs where none shows it).
+
+An end needs no interval without the figure where a solution with the figure reaches a
+bound that holds without it: the cell's outer bound (the a-priori bounds propagated over
+the relations) or, in magnitude tables, the Lagrangian bound from the duals of the end's
+own solve with the figure (the figures' rows dropped). Both bounds are valid for the system
+without the figure, so an end that reaches one is kept; the interval without the figure is
+solved only where neither decides."""
 from __future__ import annotations
 
 import dataclasses
@@ -340,7 +347,9 @@ class Checker:
         base ends."""
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
         outer_lo, outer_hi = (b[targets] for b in self.outer())
-        outer_slack = self.tol * np.maximum(1.0, _magnitude(outer_lo) + _magnitude(outer_hi))
+        # each end's own scale: a loose bound at the other end must not widen it
+        slack_lo = self.tol * np.maximum(1.0, _magnitude(outer_lo))
+        slack_hi = self.tol * np.maximum(1.0, _magnitude(outer_hi))
         base: dict[str, np.ndarray] = {}
 
         def witness(x):
@@ -349,8 +358,8 @@ class Checker:
             self._bank(x)
             xt = x[targets]
             with np.errstate(invalid="ignore"):
-                pending["min"] &= ~(np.abs(xt - outer_lo) <= outer_slack)
-                pending["max"] &= ~(np.abs(xt - outer_hi) <= outer_slack)
+                pending["min"] &= ~(np.abs(xt - outer_lo) <= slack_lo)
+                pending["max"] &= ~(np.abs(xt - outer_hi) <= slack_hi)
                 if base:
                     pending["min"] &= ~(np.abs(xt - base["lo"]) <= base["slack"])
                     pending["max"] &= ~(np.abs(xt - base["hi"]) <= base["slack"])
