@@ -1,6 +1,13 @@
 """The intruder's system behind :func:`tabprotect.public_summary.public_summary`: the
 primaries' intervals without the released figures and whether one more figure narrows any
-of them (witness points first, LPs and, for integer tables, MILPs where none shows it)."""
+of them (witness points first, LPs and, for integer tables, MILPs where none shows it).
+
+An end needs no interval without the figure where a solution with the figure reaches a
+bound that holds without it: the cell's outer bound (the a-priori bounds propagated over
+the relations) or, in magnitude tables, the Lagrangian bound from the duals of the end's
+own solve with the figure (the figures' rows dropped). Both bounds are valid for the system
+without the figure, so an end that reaches one is kept; the interval without the figure is
+solved only where neither decides."""
 from __future__ import annotations
 
 import dataclasses
@@ -340,7 +347,9 @@ class Checker:
         base ends."""
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
         outer_lo, outer_hi = (b[targets] for b in self.outer())
-        outer_slack = self.tol * np.maximum(1.0, _magnitude(outer_lo) + _magnitude(outer_hi))
+        # each end's own scale: a loose bound at the other end must not widen it
+        slack_lo = self.tol * np.maximum(1.0, _magnitude(outer_lo))
+        slack_hi = self.tol * np.maximum(1.0, _magnitude(outer_hi))
         base: dict[str, np.ndarray] = {}
 
         def witness(x):
@@ -349,16 +358,18 @@ class Checker:
             self._bank(x)
             xt = x[targets]
             with np.errstate(invalid="ignore"):
-                pending["min"] &= ~(np.abs(xt - outer_lo) <= outer_slack)
-                pending["max"] &= ~(np.abs(xt - outer_hi) <= outer_slack)
+                pending["min"] &= ~(np.abs(xt - outer_lo) <= slack_lo)
+                pending["max"] &= ~(np.abs(xt - outer_hi) <= slack_hi)
                 if base:
                     pending["min"] &= ~(np.abs(xt - base["lo"]) <= base["slack"])
                     pending["max"] &= ~(np.abs(xt - base["hi"]) <= base["slack"])
 
         # (integer tables: an LP solution of the extended system is rarely integral)
-        reason = None if self.integer else self._outer_rounds(targets, pending, witness)
-        if reason is not None:
-            return reason
+        if not self.integer:
+            reason = self._outer_rounds(targets, pending, witness) or \
+                self._dual_rounds(targets, pending, witness)
+            if reason is not None:
+                return reason
         if not self._base(targets, pending):
             return "time"
         lo, hi = self.base_lo[targets], self.base_hi[targets]
@@ -435,6 +446,64 @@ class Checker:
                 if len(open_) - int((pending[sense] & finite).sum()) < 2:
                     break
         return None
+
+    def _dual_rounds(self, targets, pending, witness) -> str | None:
+        """LP tables: each end still open gets its own solve with the figures, and the
+        solve's row duals, the figures' rows dropped, bound the end without them
+        (:meth:`_lagrange`): where that bound meets the end with the figures, the end is
+        kept without an LP of its own. None, or the reason the check ends."""
+        for sense in ("min", "max"):
+            for k in np.flatnonzero(pending[sense]):
+                if not pending[sense][k]:
+                    continue
+                j = int(targets[k])
+                status, x, duals = self.ext.optimum([j], [1.0], sense, duals=True)
+                if status == "infeasible":
+                    return "inconsistent"
+                if status == "unbounded":
+                    continue
+                if status != "optimal":
+                    return "time"
+                witness(x)
+                if not pending[sense][k] or duals is None:
+                    continue
+                bound = self._lagrange(j, sense, duals[:self.lp.A.shape[0]])
+                if abs(bound - x[j]) <= self.tol * max(1.0, abs(x[j])):
+                    pending[sense][k] = False
+                    continue
+                # the bound does not decide: the end without the figures (both ends, for
+                # the tolerance's scale), and a narrowed end ends the check at once
+                if not self._base(targets[[k]]):
+                    return "time"
+                lo, hi = self.base_lo[j], self.base_hi[j]
+                end = lo if sense == "min" else hi
+                slack = self.tol * max(1.0, float(_magnitude(np.array([lo, hi])).sum()))
+                if not (x[j] == end or abs(x[j] - end) <= slack):
+                    return "narrows"
+                pending[sense][k] = False
+        return None
+
+    def _lagrange(self, j: int, sense: str, y: np.ndarray) -> float:
+        """A bound on the ``sense`` end of cell ``j`` over the system without the
+        figures from multipliers ``y`` of its relations (either sign: the better one),
+        over the outer bounds: ``x_j - y (A x - s)`` over the box, ``s`` within the
+        relations' ranges. Valid for any ``y``; exact at the optimal duals."""
+        lo, hi = self.outer()
+        best = -np.inf if sense == "min" else np.inf
+        for yy in (y, -y):
+            d = -np.asarray(self.A_csr.T @ yy)
+            d[j] += 1.0
+            if sense == "max":
+                d, yy = -d, -yy          # max x_j = -min(-x_j)
+            with np.errstate(invalid="ignore"):
+                cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0)).sum()
+                rows = np.where(yy > 0, yy * self.lp.row_lower,
+                                np.where(yy < 0, yy * self.lp.row_upper, 0.0)).sum()
+            low = cols + rows
+            if np.isnan(low):
+                continue
+            best = max(best, low) if sense == "min" else min(best, -low)
+        return float(best)
 
     def _independent(self, cells: np.ndarray) -> np.ndarray:
         """Positions in ``cells`` (unpublished cells) of a greedy choice sharing no row."""
