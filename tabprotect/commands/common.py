@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import re
 import sys
 import time
@@ -85,6 +86,9 @@ def execute(args, command: str, *, task: str, overrides: dict | None = None,
         from tabprotect.io.job import load_job
         from tabprotect.io.results import write_outputs
         from tabprotect.pipeline import run
+        # the modules' objects live as long as the command: the collector's full passes
+        # during the run leave them out
+        gc.freeze()
     with stage("read job"):
         job = job or load_job(args.job)
     printer = None if getattr(args, "quiet", False) else ProgressPrinter(command)
