@@ -353,8 +353,10 @@ def install(code: str, dest: Path, methods: list[str]) -> str:
 def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     """``tabprotect protect job.toml`` in a new process (the user's cold run)."""
     env = dict(os.environ, PYTHONPATH=code)
+    profiled = _has_profile(code)
     cmd = [sys.executable, "-m", "tabprotect.cli", "protect", str(job), "-o", str(out),
-           "--quiet"]
+           "--quiet"] + (["--profile", str(out.parent / f"{out.name}-profile.json")]
+                         if profiled else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
@@ -366,6 +368,9 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     row = {"wall": wall, "cpu": (after.ru_utime + after.ru_stime) -
            (before.ru_utime + before.ru_stime), "exit": p.returncode}
+    profile = out.parent / f"{out.name}-profile.json"
+    if profiled and p.returncode in (0, 1) and profile.exists():
+        row["stages"] = cold_stages(json.loads(profile.read_text()))
     summary = out / "summary.json"
     if summary.exists():
         s = json.loads(summary.read_text())
@@ -374,6 +379,24 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     if p.returncode not in (0, 1):
         row["error"] = (p.stderr.strip().splitlines() or ["?"])[-1][:200]
     return row
+
+
+def _has_profile(code: str) -> bool:
+    """The code tree's job commands take ``--profile`` (a stage profile of the run)."""
+    common = Path(code) / "tabprotect" / "commands" / "common.py"
+    return common.exists() and '"--profile"' in common.read_text(encoding="utf-8")
+
+
+def cold_stages(profile: dict) -> dict[str, list]:
+    """A cold run's profile (``profile.json``) as stage -> [wall, CPU] seconds, with the
+    compiled kernels' load (within the method's step) as its own entry and the
+    profile's total."""
+    stages = {s["stage"]: [s["wall"], s["cpu"]] for s in profile["stages"]}
+    for part in profile.get("within", []):
+        if part["part"] == "compiled kernels' load":
+            stages["of which kernel load"] = [part["wall"], part["cpu"]]
+    stages["total"] = [profile["total"]["wall"], profile["total"]["cpu"]]
+    return stages
 
 
 def median_run(runs: list[dict]) -> dict:
@@ -389,7 +412,16 @@ def median_run(runs: list[dict]) -> dict:
                cpu_runs=[round(r["cpu"], 3) for r in runs])
     if all(r.get("call") is not None for r in runs):   # a peer's call after its import
         row["call"] = statistics.median(r["call"] for r in runs)
+    if all("stages" in r for r in runs):    # each stage's median over the runs
+        keys = dict.fromkeys(k for r in runs for k in r["stages"])
+        row["stages"] = {k: [_median_of(r["stages"].get(k, [None, None])[i] for r in runs)
+                             for i in (0, 1)] for k in keys}
     return row
+
+
+def _median_of(values) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
 
 
 #: what a protect job loads before its first stage: the CLI and its parser, then the
@@ -712,7 +744,9 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                        f"| {v['secondary']} | {fmt(v['cost'], 0)} "
                        f"| {'PASSED' if v['passed'] else 'FAILED'} |")
     if profile:
-        out += ["", "## Profile of the whole run (seconds)", "",
+        out += cold_profile(rows)
+    if profile:
+        out += ["", "## Profile of the warm call (seconds)", "",
                 "Start-up: a new process importing the CLI, building its parser and "
                 "importing the pipeline, the job reader, the writer and the methods' "
                 "package (what a protect job loads before its first stage). The "
@@ -743,6 +777,49 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                 out.append(f"| {r['case']} ({r['method']}) | {code} | " +
                            " | ".join(fmt(v) for v in vals) + " |")
     return "\n".join(out) + "\n"
+
+
+def cold_profile(rows: list[dict]) -> list[str]:
+    """The table of the cold runs' own stages (``tabprotect protect --profile``), CPU
+    seconds, each stage's median over the runs; the last columns set the profile's total
+    against the process's CPU seconds counted by the system (what the profile misses: the
+    interpreter's exit)."""
+    names: list[str] = []
+    for r in rows:
+        for tab in r["tab"].values():
+            for k in tab.get("cli", {}).get("stages", {}):
+                if k not in names and k != "total":
+                    names.append(k)
+    if not names:
+        return []
+    if "of which kernel load" in names:     # beside the step it is part of
+        names.remove("of which kernel load")
+        at = next((i + 1 for i, k in enumerate(names) if k.startswith("protect")), 0)
+        names.insert(at, "of which kernel load")
+    out = ["", "## Profile of the cold run (CPU seconds)", "",
+           "The CLI job's own stages (`tabprotect protect job.toml --profile FILE`), CPU seconds of the process, each the median over the cold "
+           "runs: start-up (the interpreter and the command line's modules, from the "
+           "process's start), the parser, the imports of the pipeline, job reader and "
+           "writer, the pipeline's steps (`run: other`: between them, mostly the "
+           "method package's import), the kernel's load within protect, the writing "
+           "and printing. `process`: the process's CPU seconds counted by the system; "
+           "`not in profile`: the process less the profile's total (the exit). A tree "
+           "without `--profile` has no row.", "",
+           "| case | code | " + " | ".join(names) + " | profile total | process "
+           "| not in profile |", "|" + "---|" * (len(names) + 5)]
+    for r in rows:
+        for code, tab in r["tab"].items():
+            cli = tab.get("cli", {})
+            st = cli.get("stages")
+            if not st:
+                continue
+            total = st.get("total", [None, None])[1]
+            rest = cli["cpu"] - total if total is not None and cli.get("cpu") else None
+            vals = [st.get(k, [None, None])[1] for k in names] + [total, cli.get("cpu"),
+                                                                  rest]
+            out.append(f"| {r['case']} ({r['method']}) | {code} | " +
+                       " | ".join(fmt(v) for v in vals) + " |")
+    return out
 
 
 # ---------------------------------------------------------------- main

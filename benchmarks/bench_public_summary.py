@@ -5,8 +5,9 @@ The CLI writes the public summary after every suppression run; each value figure
 checked as one more published equation against every primary's interval, which costs
 LPs. The case's table is protected once (this tree's ``pipeline.run`` of the job that
 ``bench_peers.py`` writes), then each tree's ``public_summary`` runs on that same pattern
-in a new process, without a time limit, ``--repeat`` times in turn (median wall and CPU
-seconds). The released figures of the two trees must be the same (each is exact).
+in a new process, without a time limit (``--time-limit``: with one, as the CLI's budget
+gives it), ``--repeat`` times in turn (median wall and CPU seconds). Without a time limit
+the released figures of the two trees must be the same (each is exact).
 
     python benchmarks/bench_public_summary.py --data ../shared/benchmarks/peers \\
         --cases ent-3d-p-mod ent-2d-p-mod --base BASE --out benchmarks/results/x.md
@@ -31,8 +32,9 @@ CHILD = """
 import json, pickle, sys, time
 from tabprotect.public_summary import public_summary
 table, status = pickle.load(open(sys.argv[1], "rb"))
+limit = None if sys.argv[2] == "none" else float(sys.argv[2])
 w, c = time.perf_counter(), time.process_time()
-out = public_summary(table, status, time_limit=None)
+out = public_summary(table, status, time_limit=limit)
 print(json.dumps({"wall": time.perf_counter() - w, "cpu": time.process_time() - c,
                   "figures": out}))
 """
@@ -54,9 +56,10 @@ def protected(case_name: str, data: Path, work: Path, seeds=()) -> Path:
     return path
 
 
-def summary(tree: Path, pkl: Path) -> dict:
+def summary(tree: Path, pkl: Path, time_limit: float | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(pkl)], env=env, check=True,
+    limit = "none" if time_limit is None else str(time_limit)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(pkl), limit], env=env, check=True,
                          capture_output=True, text=True, cwd=str(pkl.parent))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -69,18 +72,22 @@ def main(argv=None) -> None:
                     help="also the seeded variants' cases (bench_peers.py --variants)")
     ap.add_argument("--base", type=Path, required=True, help="a second code tree")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tree (median)")
+    ap.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                    help="the checks' time limit (default none; the CLI gives half the "
+                         "run's seconds, at least 2)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     trees = {"base": args.base.resolve(), "this": ROOT}
     lines = ["| case | cells | primaries | this s (CPU) | base s (CPU) | ratio (CPU) |"
-             " same figures | released | withheld |", "|---|---:|---:|---:|---:|---:|---|---|---|"]
+             " same figures | released | withheld | base withheld |",
+             "|---|---:|---:|---:|---:|---:|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases:
             pkl = protected(name, args.data, Path(tmp), args.variants)
             runs = {k: [] for k in trees}
             for _ in range(args.repeat):
                 for key, tree in trees.items():
-                    runs[key].append(summary(tree, pkl))
+                    runs[key].append(summary(tree, pkl, args.time_limit))
             med = {k: (statistics.median(r["wall"] for r in v),
                        statistics.median(r["cpu"] for r in v)) for k, v in runs.items()}
             figs = {k: v[-1]["figures"] for k, v in runs.items()}
@@ -92,7 +99,8 @@ def main(argv=None) -> None:
                 f"{med['this'][0]:.2f} ({med['this'][1]:.2f}) | "
                 f"{med['base'][0]:.2f} ({med['base'][1]:.2f}) | "
                 f"{med['base'][1] / max(med['this'][1], 1e-9):.2f} | {same} | "
-                f"{', '.join(released)} | {', '.join(figs['this']['withheld']) or '-'} |")
+                f"{', '.join(released)} | {', '.join(figs['this']['withheld']) or '-'} | "
+                f"{', '.join(figs['base']['withheld']) or '-'} |")
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.out:

@@ -265,6 +265,11 @@ def solve_highs(
                        log_summary=_summary(h, status, rt, lp.is_mip))
 
 
+def _one(seq) -> bool:
+    """A list or tuple of exactly one entry (the sparse objective's fast path)."""
+    return isinstance(seq, (list, tuple)) and len(seq) == 1
+
+
 def _idx(indices) -> np.ndarray:
     return np.atleast_1d(np.asarray(indices, dtype=np.int32)).ravel()
 
@@ -396,6 +401,8 @@ class HighsModel:
                 self._h.changeColsCost(changed.size, changed, new[changed])
             self._cost = new.copy()
             self._nonzero = set(np.flatnonzero(new).tolist())
+        elif _one(indices) and _one(values):
+            self._set_one_cost(int(indices[0]), float(values[0]))
         else:
             idx = _idx([] if indices is None else indices)
             vals = _vals(0.0 if values is None else values, idx.size) if idx.size else np.zeros(0)
@@ -416,6 +423,23 @@ class HighsModel:
                     self._cost[ch_idx] = ch_val
             self._nonzero = {j for j, v in new_map.items() if v != 0.0}
         self.set_sense(sense)
+
+    def _set_one_cost(self, j: int, v: float) -> None:
+        """The objective ``v x_j`` (the sparse form's common case, one entry, without its
+        set and array building: attacker LPs set one such objective per solve)."""
+        if not 0 <= j < self._n:
+            raise IndexError(f"column index out of range 0..{self._n - 1}")
+        ch = [i for i in self._nonzero if i != j]
+        vals = [0.0] * len(ch)
+        if self._cost[j] != v:
+            ch.append(j)
+            vals.append(v)
+        if ch:
+            ch_idx = np.array(ch, dtype=np.int32)
+            ch_val = np.array(vals, dtype=np.float64)
+            self._h.changeColsCost(len(ch), ch_idx, ch_val)
+            self._cost[ch_idx] = ch_val
+        self._nonzero = {j} if v != 0.0 else set()
 
     def set_col_bounds(self, indices, lower, upper) -> None:
         """Change bounds of the given columns (scalars broadcast)."""

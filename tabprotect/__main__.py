@@ -1,7 +1,5 @@
 """``python -m tabprotect``: the command line (:mod:`tabprotect.cli`)."""
-import sys
-
-from tabprotect.cli import main
+from tabprotect.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

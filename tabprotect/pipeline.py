@@ -81,6 +81,10 @@ class Run:
     parameters: dict[str, Any] = field(default_factory=dict)
     inputs: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    #: CPU seconds of this process per step (the steps of ``timings``)
+    cpu_timings: dict[str, float] = field(default_factory=dict)
+    #: the protection method's own stages (wall seconds, within its step)
+    method_stages: dict[str, float] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     outputs: dict[str, Path] = field(default_factory=dict)
@@ -108,6 +112,7 @@ class _Steps:
 
     def __init__(self, timings: dict[str, float], progress: Progress | None):
         self.timings = timings
+        self.cpu: dict[str, float] = {}
         self.progress = progress
 
     def __call__(self, name: str, fraction: float) -> "_Steps":
@@ -117,11 +122,12 @@ class _Steps:
         return self
 
     def __enter__(self) -> "_Steps":
-        self.start = time.perf_counter()
+        self.start, self.cpu_start = time.perf_counter(), time.process_time()
         return self
 
     def __exit__(self, *exc) -> None:
         self.timings[self.name] = round(time.perf_counter() - self.start, 4)
+        self.cpu[self.name] = round(time.process_time() - self.cpu_start, 4)
 
     def scaled(self, start: float, end: float) -> Progress | None:
         """The progress of one step (0..1) mapped into [start, end] of the run."""
@@ -196,7 +202,7 @@ def _run(job: Job, task: str, progress: Progress | None, executor: Any) -> Run:
         with steps("build table", 0.0):
             table = build_table(job, progress=_text_progress(progress))
     result = Run(table=table, title=str(title), parameters=job.spec,
-                 inputs=job.input_files(), timings=steps.timings)
+                 inputs=job.input_files(), timings=steps.timings, cpu_timings=steps.cpu)
     if task == "primary" or ("rules" in job.spec and task in ("protect", "audit",
                                                                "compare")):
         with steps("primary rules", 0.1):
@@ -274,6 +280,7 @@ def _protect_step(result: Run, job: Job, steps: _Steps, executor: Any = None) ->
         return
     result.kind = "suppression"
     result.method = method
+    result.method_stages = dict(getattr(res, "stage_seconds", None) or {})
     coalition = opts.get("coalition")
     result.attacker = _attacker(bool(opts.get("singleton", True))) if not coalition else (
         f"outside intruder and every coalition of up to {coalition} contributors")
@@ -451,7 +458,7 @@ def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None)
     first = census.tables[0]
     s = first.settings
     result = Run(table=first.table, title=title, kind="cellkey", parameters=job.spec,
-                 inputs=job.input_files(), timings=steps.timings,
+                 inputs=job.input_files(), timings=steps.timings, cpu_timings=steps.cpu,
                  method=(f"cell key (ptable {s.ptable_file})" if s.ptable_file else
                          f"cell key D={s.D} V={s.V:g} js={s.js}")
                  + (" after targeted swapping" if census.swap is not None else ""),

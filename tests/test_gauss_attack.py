@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 from lp_oracle import protected as oracle_protected
 
 from helpers import flat_count_table
+from tabprotect.audit import audit
 from tabprotect.model import Table
+from tabprotect.secondary import protect
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.gauss.attack import AttackStep
@@ -74,3 +76,42 @@ def test_the_step_meets_the_levels_for_an_integer_intruder_too(seed):
     got = oracle_protected(t.replace(status=out.status), singleton=True, integer=True)
     can = oracle_protected(t, unpublished=t.status != "Z", singleton=True, integer=True)
     assert not (~got & can & (t.status == "U")).any()
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([(3, 3, 3), (4, 3, 3), (3, 3, 2)]))
+def test_property_the_steps_moves_are_integral_tables_within_the_pattern(seed, leaves):
+    # each row: integral, every relation kept, only cells of the final pattern moved,
+    # every cell within its a-priori bounds (counts stay non-negative)
+    t = flat_count_table(leaves, seed, 1.5)
+    out = gauss(t, cost_vector(t, "value"), singleton=True)
+    d = out.moves.toarray()
+    hidden = np.isin(out.status, ("U", "M"))
+    assert np.array_equal(d, np.round(d))
+    assert not d[:, ~hidden].any()
+    assert np.abs(t.relations @ d.T).max(initial=0.0) == 0.0
+    assert ((t.value + d) >= 0).all()
+    assert (np.abs(d).sum(axis=1) > 0).all()
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([(3, 3, 3), (3, 3, 2)]),
+       st.sampled_from([1.5, 3.0]))
+def test_property_the_audit_with_the_steps_moves_is_the_oracles_cell_by_cell(seed, leaves,
+                                                                            mean):
+    # the moves only spare LPs: the verdict with them is the integer oracle's, against
+    # the outside intruder and every single contributor, primary by primary
+    t = flat_count_table(leaves, seed, mean)
+    out = gauss(t, cost_vector(t, "value"), singleton=True)
+    pattern = t.replace(status=out.status)
+    truth = oracle_protected(pattern, singleton=True, integer=True)
+    res = audit(pattern, singleton=True, integer=True, mode="verdict", moves=out.moves)
+    np.testing.assert_array_equal(res.protected, truth)
+    assert res.n_moves_rejected == 0
+
+
+def test_protect_hands_the_steps_moves_to_its_audit():
+    t = flat_count_table((4, 4, 3), 5, 1.5)
+    res = protect(t, method="gauss", cost="freq", singleton=True, audit_mode="verdict",
+                  repair=False)
+    assert res.audit.n_moves_used == res.solver["attack_moves"] > 0

@@ -189,3 +189,37 @@ def test_is_deviation_accepts_only_solutions_of_the_relations():
     assert is_deviation(rows, y)
     assert not is_deviation(rows, y + np.array([1.0, 0.0, 0.0]))
     assert is_deviation(rows, y + np.array([1e-3, 0.0, 0.0]))   # 1e-3 <= 1e-7 * 2e6
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5, 9])
+def test_the_settling_witnesses_are_moves_the_audit_accepts_and_its_verdict_stands(seed):
+    # every kept witness is a deviation within the unpublished cells' ranges (the
+    # audit rejects none), and with them the audit's verdict is the one without them
+    table = hier_table(seed, n_primary=6)
+    req = Requirements.from_table(table, singleton=False)
+    out = settle(table, req, _unpublished(table), deadline=None,
+                 options=OptimalOptions(settle_check_min_share=0.0))
+    assert out.settled > 0 and out.moves is not None
+    d = out.moves.toarray()
+    assert np.abs(table.relations @ d.T).max() <= 1e-7 * max(1.0, np.abs(d).max())
+    assert not d[:, ~_unpublished(table)].any()
+    with_moves = audit(table, unpublished=_unpublished(table), singleton=False,
+                       mode="verdict", moves=out.moves)
+    without = audit(table, unpublished=_unpublished(table), singleton=False, mode="verdict")
+    assert with_moves.n_moves_rejected == 0 and with_moves.n_moves_used == d.shape[0]
+    assert np.array_equal(with_moves.protected, without.protected)
+
+
+def test_protect_hands_the_settling_witnesses_to_its_audit():
+    # the primaries the unpublished cells protect are certified by the method's own
+    # witnesses in protect()'s audit, which checks them; the verdict is the audit's
+    from tabprotect.secondary import protect
+    table = hier_table(5, n_primary=6)
+    res = protect(table, method="optimal", cost="value", singleton=False,
+                  audit_mode="verdict",
+                  options=OptimalOptions(settle_min_primaries=1, settle_check_min_share=0.0))
+    assert res.solver["settled_primaries"] > 0
+    assert res.audit.n_moves_used > 0 and res.audit.n_moves_rejected == 0
+    pattern = res.confidential_table.status
+    assert res.passed == audit(table.replace(status=pattern), singleton=False,
+                               mode="verdict").passed

@@ -61,6 +61,25 @@ def test_witness_bounds_never_exceed_the_lp_optimum(seed, share):
     assert positive > 0   # the bounds are not all trivial
 
 
+@pytest.mark.parametrize("seed", [0, 5, 9])
+def test_witness_bounds_at_the_point_they_were_solved_at_reach_the_lp_optimum(seed):
+    # a condition's own optimum, kept at the point it was solved at, scales by t = 1:
+    # its bound is the LP's optimum (or, when an earlier optimum skipped the LP, at
+    # least the level the skip asked for) -- the bound is not needlessly weak
+    table = hier_table(seed, n_primary=3)
+    req = Requirements.from_table(table, singleton=False)
+    oracle = HybridOracle(table, req, options=OptimalOptions(share_separation_witnesses=False))
+    z1, _ = _points(table, req, seed)
+    oracle.separate(z1)
+    for p, s in enumerate(req.primary):
+        for sign, rhs in ((1.0, req.need_up[p]), (-1.0, req.need_down[p])):
+            if rhs <= 0:
+                continue
+            b = oracle.witnesses.bound(p, sign, int(s), -1, req.up, req.down, z1, rhs)
+            want = min(_lp_max(table, req, z1, int(s), sign, rhs, -1), rhs * (1 - 1e-6))
+            assert b >= want - 1e-7 * rhs
+
+
 @pytest.mark.parametrize("seed", [1, 4, 8])
 def test_skipped_conditions_are_met_and_violated_ones_are_found(seed):
     # at a second point nowhere below the first every condition met at the first is

@@ -132,6 +132,83 @@ def test_protected_random_tables(seed):
     _check(t, result.table.status)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ends_at_outer_bounds_need_no_base_interval(seed):
+    # many primaries in a 2-D magnitude table: solutions of the system with the figure
+    # show most ends at their outer bounds, so those ends get no LP without the figure;
+    # the released and withheld figures against the independent LPs (_check), and the
+    # outer bounds contain every primary's independent interval
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    rng = np.random.default_rng(seed)
+    rows, cols = 6, 7
+    t = _grid(rng.integers(1, 60, rows * cols), rows, cols)
+    inner = [i for i in range(t.n_cells) if i // (cols + 1) > 0 and i % (cols + 1) > 0]
+    t = _with_primaries(t, rng.choice(inner, size=8, replace=False))
+    st = protect(t, method="hypercube", singleton=False).table.status
+    _check(t, st)
+    checker = Checker(t, st, False, 1e-6, None)
+    for name, value in standard_figures(t, st).items():
+        checker.try_release(*_form(name, value, t, st, None))
+    lo, hi = checker.outer()
+    local = {int(c): i for i, c in enumerate(checker.cells)}
+    for j, (a, b) in _intervals(t, st, [], False).items():
+        assert lo[local[j]] <= a + 1e-6 and hi[local[j]] >= b - 1e-6
+    assert np.isnan(checker.base_hi[checker.primary]).any()
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_figures_released_on_a_table_with_many_primaries(seed):
+    # 40 primaries in a 12x14 table with zeros: every figure is released, and each
+    # keeps every primary's interval by the independent LPs (_check); most ends are
+    # decided by outer or Lagrangian bounds (no base interval solved for them)
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    rng = np.random.default_rng(seed)
+    rows, cols = 12, 14
+    t = _grid(rng.integers(1, 300, rows * cols) * rng.integers(0, 2, rows * cols),
+              rows, cols)
+    inner = [i for i in range(t.n_cells)
+             if i // (cols + 1) > 0 and i % (cols + 1) > 0 and t.value[i] > 0]
+    t = _with_primaries(t, rng.choice(inner, size=40, replace=False), level=0.15)
+    st = protect(t, method="hypercube", singleton=False).table.status
+    res = _check(t, st)
+    assert not res["withheld"]
+    checker = Checker(t, st, False, 1e-6, None)
+    for name, value in standard_figures(t, st).items():
+        assert checker.try_release(*_form(name, value, t, st, None)) is None
+    unsolved = np.isnan(checker.base_lo[checker.primary]) | \
+        np.isnan(checker.base_hi[checker.primary])
+    assert unsolved.mean() > 0.5
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lagrange_bounds_hold_for_any_multipliers(seed):
+    # the bound of an end from multipliers of the relations: never inside the
+    # independent LP interval, whatever the multipliers; at the solver's duals of the
+    # system without figures it is the end itself
+    from tabprotect.public_summary.checker import Checker
+    rng = np.random.default_rng(seed)
+    rows, cols = 5, 6
+    t = _grid(rng.integers(1, 60, rows * cols), rows, cols)
+    inner = [i for i in range(t.n_cells) if i // (cols + 1) > 0 and i % (cols + 1) > 0]
+    t = _with_primaries(t, rng.choice(inner, size=5, replace=False))
+    st = protect(t, method="hypercube", singleton=False).table.status
+    checker = Checker(t, st, False, 1e-6, None)
+    local = {int(c): i for i, c in enumerate(checker.cells)}
+    m = checker.lp.A.shape[0]
+    for j, (a, b) in _intervals(t, st, [], False).items():
+        k = local[j]
+        for _ in range(5):
+            y = rng.normal(size=m) * rng.integers(0, 2, m)
+            assert checker._lagrange(k, "min", y) <= a + 1e-6
+            assert checker._lagrange(k, "max", y) >= b - 1e-6
+        for sense, end in (("min", a), ("max", b)):
+            status, x, duals = checker.base.optimum([k], [1.0], sense, duals=True)
+            assert status == "optimal" and x[k] == pytest.approx(end, abs=1e-6)
+            assert checker._lagrange(k, sense, duals) == pytest.approx(end, abs=1e-6)
+
+
 def test_two_primaries_in_one_row():
     t = _grid([5, 7, 30, 12, 9, 40, 8, 6, 25], 3, 3)
     st = t.status.copy()

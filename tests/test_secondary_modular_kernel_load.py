@@ -81,3 +81,47 @@ def test_second_call_of_a_process_loads_the_cached_kernel():
 def test_kernel_option_python_never_loads_and_compiled_loads_at_once():
     _cache_folder()
     assert _loaded_after("python", "python", "compiled") == [False, False, True]
+
+
+_CLI = """
+import json, sys
+from tabprotect.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "numba": "numba" in sys.modules}))
+"""
+
+
+def test_a_one_table_cli_job_with_a_small_search_never_imports_numba(tmp_path):
+    """The CLI's one-table run searches by numpy until its searches cost what the load
+    would: the demo job's small searches leave numba unimported (and the profile shows
+    no load)."""
+    _cache_folder()
+    demo = ROOT / "fixtures" / "demo"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    out = subprocess.run(
+        [sys.executable, "-c", _CLI, "protect", str(demo / "business.toml"), "--method",
+         "modular", "--no-singleton", "-o", str(tmp_path / "out"), "--quiet", "--profile",
+         str(tmp_path / "profile.json")],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"code": 0, "numba": False}
+    profile = json.loads((tmp_path / "profile.json").read_text())
+    assert "protect (modular)" in [s["stage"] for s in profile["stages"]]
+    assert not [w for w in profile["within"] if "kernel" in w["part"]]
+
+
+def test_the_load_leaves_the_collector_as_it_found_it():
+    code = ("import gc, sys\n"
+            "from tabprotect.secondary.modular.network_kernel import load_kernel\n"
+            "gc.disable() if sys.argv[1] == 'off' else None\n"
+            "load_kernel()\n"
+            "print(gc.isenabled())\n")
+    _cache_folder()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    for state, expected in (("on", "True"), ("off", "False")):
+        out = subprocess.run([sys.executable, "-c", code, state], env=env,
+                             capture_output=True, text=True, timeout=300, check=True)
+        assert out.stdout.strip().splitlines()[-1] == expected

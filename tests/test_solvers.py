@@ -344,6 +344,32 @@ def test_highs_model_objective_and_unbounded():
     np.testing.assert_allclose(res.duals, [0.0])
 
 
+def test_highs_model_one_entry_objective_replaces_every_earlier_one():
+    # the one-entry sparse objective zeroes whatever came before (full, sparse, one entry)
+    # and leaves the model as a fresh model with that objective alone would be
+    A = sp.csr_matrix([[1.0, 1.0, 1.0, -1.0]])
+    lp = LinearProgram(c=np.zeros(4), A=A, row_lower=[0.0], row_upper=[0.0],
+                       col_lower=[-1.0, -2.0, -3.0, 0.0], col_upper=[1.0, 2.0, 3.0, 4.0])
+    model = HighsModel(lp)
+    steps = [(np.array([1.0, -2.0, 0.5, 0.0]), None, None), (None, [1, 3], [1.0, 1.0]),
+             (None, [2], [1.0]), (None, [2], [-1.0]), (None, [3], [0.0]), (None, [0], [2.0])]
+    for c, idx, vals in steps:
+        if c is not None:
+            model.set_objective(c, sense="max")
+            full = c
+        else:
+            model.set_objective(indices=idx, values=vals, sense="max")
+            full = np.zeros(4)
+            np.add.at(full, idx, vals)
+        fresh = solve(LinearProgram(c=full, A=A, row_lower=[0.0], row_upper=[0.0],
+                                    col_lower=lp.col_lower, col_upper=lp.col_upper,
+                                    sense="max"))
+        got = model.solve()
+        assert got.objective == pytest.approx(fresh.objective)
+    with pytest.raises(IndexError):
+        model.set_objective(indices=[4], values=[1.0])
+
+
 def test_highs_model_add_cols_and_integrality():
     # max x0 + x1 s.t. x0 + x1 <= 2.5
     lp = LinearProgram(c=np.array([1.0]), A=sp.csr_matrix([[1.0]]), row_lower=[-INF],

@@ -14,10 +14,13 @@ import scipy.sparse as sp
 
 
 def outer_bounds(A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray, ub: np.ndarray,
-                 rounds: int = 8) -> tuple[np.ndarray, np.ndarray]:
+                 rounds: int = 8, rhs_upper: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``lb <= x <= ub`` tightened by ``rounds`` sweeps of propagation over the
-    relations ``A x = rhs`` (copies; only ever tightened, never past each other)."""
+    relations ``A x = rhs`` (copies; only ever tightened, never past each other). With
+    ``rhs_upper`` the relations are ranges ``rhs <= A x <= rhs_upper``."""
     lb, ub = lb.astype(float).copy(), ub.astype(float).copy()
+    rhs_upper = rhs if rhs_upper is None else rhs_upper
     A = sp.csr_matrix(A)
     if A.nnz == 0:
         return lb, ub
@@ -32,7 +35,7 @@ def outer_bounds(A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray, ub: np.ndarr
         least_others = _others(low, rows, m, -np.inf)
         most_others = _others(high, rows, m, np.inf)
         # a_j x_j = b - (the others): between b - most and b - least
-        top = (rhs[rows] - least_others) / a
+        top = (rhs_upper[rows] - least_others) / a
         bottom = (rhs[rows] - most_others) / a
         new_ub = np.where(pos, top, bottom)
         new_lb = np.where(pos, bottom, top)

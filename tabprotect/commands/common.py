@@ -9,6 +9,8 @@ has no audit); 1: the audit failed (nothing is written as ``published.csv``); 2:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import re
 import sys
 import time
@@ -32,6 +34,10 @@ def add_job_arguments(p: argparse.ArgumentParser, job_help: str) -> None:
                    help="output folder (default: [output] dir of the job, else ./out "
                    "beside the job file)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--profile", metavar="FILE",
+                   help="also write FILE (JSON): the run's wall and CPU seconds per stage, "
+                   "from the process's start to the writing (kept out of the output "
+                   "folder, whose trail lists every file in it)")
 
 
 class ProgressPrinter:
@@ -74,20 +80,54 @@ def execute(args, command: str, *, task: str, overrides: dict | None = None,
     """Run the job of ``args`` and write its outputs; returns the run and the exit code.
     The pipeline is imported here, not with the module: the command line's parser is
     built without it."""
-    from tabprotect.io.job import load_job
-    from tabprotect.io.results import write_outputs
-    from tabprotect.pipeline import run
-    job = job or load_job(args.job)
+    profile = getattr(args, "run_profile", None)
+    stage = profile.stage if profile is not None else _no_stage
+    with stage("imports"):
+        from tabprotect.io.job import load_job
+        from tabprotect.io.results import write_outputs
+        from tabprotect.pipeline import run
+        # the modules' objects live as long as the command: the collector's full passes
+        # during the run leave them out
+        gc.freeze()
+    with stage("read job"):
+        job = job or load_job(args.job)
     printer = None if getattr(args, "quiet", False) else ProgressPrinter(command)
+    wall, cpu = time.perf_counter(), time.process_time()
     try:
         result = run(job, task=task, overrides=overrides, progress=printer)
     finally:
         if printer is not None:
             printer.close()
+    if profile is not None:
+        _profile_run(profile, result, time.perf_counter() - wall, time.process_time() - cpu)
     folder = job.output_folder(getattr(args, "output", None))
-    write_outputs(result, folder, report=report, **write_options)
-    print_outputs(result)
+    with stage("writing"):
+        write_outputs(result, folder, report=report, **write_options)
+    with stage("printing"):
+        print_outputs(result)
+    if profile is not None:
+        profile.write(args.profile)
     return result, 0 if result.passed in (None, True) else 1
+
+
+@contextlib.contextmanager
+def _no_stage(name: str):
+    yield
+
+
+def _profile_run(profile, result: Run, wall: float, cpu: float) -> None:
+    """The pipeline's steps as stages of ``profile``, the method's own stages and the
+    compiled kernels' load (when this process loaded them) within its step."""
+    steps = {name: (seconds, result.cpu_timings.get(name, 0.0))
+             for name, seconds in result.timings.items()}
+    profile.add_steps(steps, wall, cpu)
+    step = next((n for n in steps if n.startswith("protect")), None)
+    for name, seconds in result.method_stages.items():
+        profile.add_within(step or "protect", name, seconds)
+    kernel = sys.modules.get("tabprotect.secondary.modular.network_kernel")
+    loaded = kernel.load_seconds() if kernel is not None else (0.0, 0.0)
+    if loaded[0] > 0:
+        profile.add_within(step or "protect", "compiled kernels' load", *loaded)
 
 
 def print_outputs(result: Run) -> None:

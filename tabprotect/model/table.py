@@ -279,7 +279,7 @@ class Table:
             if arr is not None and not np.isfinite(arr).all():
                 i = int(np.flatnonzero(~np.isfinite(arr))[0])
                 raise InputError(f"{source}: the {what} of a total overflows (cell "
-                                 f"{_flat_cell_name(dims, shape, i)} is not finite)")
+                                 f"{_cell_name_flat(dims, shape, i)} is not finite)")
         status_given = kw.pop("status_given", None)
         table = cls(value=v, freq=f if f is not None else np.where(v != 0, np.nan, 0.0),
                     relations=A, relation_total=rel_total, dimensions=tuple(dims),
@@ -642,11 +642,6 @@ def _status_letter(text: str | None) -> str:
         return ""
     lower = text.lower()
     return STATUS_WORDS.get(lower, lower.upper() if len(lower) == 1 else "?")
-
-
-def _flat_cell_name(dims, shape, i: int) -> str:
-    idx = np.unravel_index(i, shape)
-    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[k]}" for d, k in zip(dims, idx)) + ")"
 
 
 def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> "pd.DataFrame":

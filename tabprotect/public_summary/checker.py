@@ -1,6 +1,13 @@
 """The intruder's system behind :func:`tabprotect.public_summary.public_summary`: the
 primaries' intervals without the released figures and whether one more figure narrows any
-of them (witness points first, LPs and, for integer tables, MILPs where none shows it)."""
+of them (witness points first, LPs and, for integer tables, MILPs where none shows it).
+
+An end needs no interval without the figure where a solution with the figure reaches a
+bound that holds without it: the cell's outer bound (the a-priori bounds propagated over
+the relations) or, in magnitude tables, the Lagrangian bound from the duals of the end's
+own solve with the figure (the figures' rows dropped). Both bounds are valid for the system
+without the figure, so an end that reaches one is kept; the interval without the figure is
+solved only where neither decides."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
+from tabprotect.audit.propagate import outer_bounds
 from tabprotect.model.relations import linked_components
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
@@ -89,6 +97,11 @@ class Checker:
         self.table = table
         self.int_ends: IntegerEnds | None = None
         self.warm = WarmSystems(deadline)
+        self._outer: tuple[np.ndarray, np.ndarray] | None = None
+        # whether the intervals' rounds solve the whole system's LP (:meth:`_base_round`)
+        self.whole_rounds = True
+        self._A_csc = A_lp.tocsc()
+        self._A_T = A_lp.T.tocsr()        # for the duals' bounds (:meth:`_lagrange`)
 
     def try_release(self, coef: np.ndarray, rhs: float) -> str | None:
         """None if the figure narrows no primary (its row is then kept), else a reason."""
@@ -177,18 +190,34 @@ class Checker:
         inside = (lo >= rhs - band - others_hi - tol) & (hi <= rhs + band - others_lo + tol)
         return active & ~inside
 
-    def _base(self, targets: np.ndarray) -> bool:
-        """The targets' intervals without the figures (computed once per primary); False
-        when out of time.
+    def outer(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of every unpublished cell that hold over the system without the figures
+        (the a-priori bounds propagated over the relations, rounded inward in integer
+        tables): a solution with a cell at one shows that end of its interval, with the
+        figures or without, without an LP of that end."""
+        if self._outer is None:
+            lo, hi = outer_bounds(self.lp.A, self.lp.row_lower, self.lp.col_lower,
+                                  self.lp.col_upper, rounds=20, rhs_upper=self.lp.row_upper)
+            if self.integer:
+                lo, hi = np.ceil(lo - 1e-6), np.floor(hi + 1e-6)
+            self._outer = lo, hi
+        return self._outer
+
+    def _base(self, targets: np.ndarray, open_: dict[str, np.ndarray] | None = None
+              ) -> bool:
+        """The targets' intervals without the figures (computed once per primary; with
+        ``open_``, sense -> mask over ``targets``, only those ends); False when out of
+        time.
 
         The system without the figures falls apart into the components, so one LP
         optimizes one target of every component at once: an optimum of their sum is an
         optimum of each (:meth:`_base_round`). A solution at a target's a-priori bound
-        gives that end without an LP."""
+        gives that end without an LP; so does one at its outer bound."""
         for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
-            pace = Pace(self.deadline, int(np.isnan(known[targets]).sum()))
+            chosen = targets if open_ is None else targets[open_[sense]]
+            pace = Pace(self.deadline, int(np.isnan(known[chosen]).sum()))
             while True:
-                pending = targets[np.isnan(known[targets])]
+                pending = chosen[np.isnan(known[chosen])]
                 if len(pending) == 0:
                     break
                 if pace.hopeless(len(pending)):
@@ -222,18 +251,23 @@ class Checker:
         component's part of the solution is fractional in an integer table, and every pick
         of an unbounded LP, gets its own solve (:meth:`Bounds.bound`)."""
         single = picks
-        status, x = self.base.optimum(picks, np.ones(len(picks)), sense)
+        # integer tables: once a round's LP leaves most picks fractional (3-D tables),
+        # each pick's own component model gives its LP end and integer end, without
+        # the whole system's LP before it (2-D tables: their LP ends are integral)
+        status, x = ("integer", None) if not self.whole_rounds else \
+            self.base.optimum(picks, np.ones(len(picks)), sense)
         if status == "optimal":
             whole = np.ones(self.n_comp, bool)
             if self.integer:
                 whole[self.comp[np.abs(x - np.round(x)) > 1e-6]] = False
             ok = whole[self.comp[picks]]
+            self.whole_rounds = 2 * int(ok.sum()) >= len(picks)
             known[picks[ok]] = x[picks[ok]]
             self._end_points(sense, picks[ok], x)
             self._bank(x)
             self._witness(x, pending[whole[self.comp[pending]]])
             single = picks[~ok]
-        elif status not in ("unbounded", "infeasible"):
+        elif status not in ("unbounded", "infeasible", "integer"):
             return False
         for j in single:
             if self.integer:
@@ -252,15 +286,14 @@ class Checker:
 
     def _witness(self, x: np.ndarray, targets: np.ndarray) -> None:
         """Targets whose end ``x`` (a solution of the system without the figures, integer
-        on these targets' components in an integer table) shows at an a-priori bound."""
-        self._end_points("min", self._at_bounds(x, targets, self.base.col_lower,
-                                                 self.base_lo), x)
-        self._end_points("max", self._at_bounds(x, targets, self.base.col_upper,
-                                                 self.base_hi), x)
+        on these targets' components in an integer table) shows at an outer bound."""
+        lo, hi = self.outer()
+        self._end_points("min", self._at_bounds(x, targets, lo, self.base_lo), x)
+        self._end_points("max", self._at_bounds(x, targets, hi, self.base_hi), x)
 
     @staticmethod
     def _at_bounds(x, targets, bound, known) -> np.ndarray:
-        """Targets not yet known that ``x`` shows at their (finite) a-priori ``bound``
+        """Targets not yet known that ``x`` shows at their (finite) outer ``bound``
         (their end set to it; returned)."""
         pending = targets[np.isnan(known[targets]) & np.isfinite(bound[targets])]
         at = pending[np.abs(x[pending] - bound[pending])
@@ -314,14 +347,18 @@ class Checker:
         base intervals come first, so that every solution of the extended system is a
         witness: a target it shows at an end of its base interval keeps that end (in an
         integer table only an integer solution is a witness).  ``rows``: the extra
-        rows' coefficients over the unpublished cells."""
-        if not self._base(targets):
-            return "time"
-        lo, hi = self.base_lo[targets], self.base_hi[targets]
-        ends = np.abs(np.where(np.isfinite(lo), lo, 0.0)) + \
-            np.abs(np.where(np.isfinite(hi), hi, 0.0))
-        slack = self.tol * np.maximum(1.0, ends)
+        rows' coefficients over the unpublished cells.
+
+        A solution of the extended system with a target at its outer bound (:meth:`outer`)
+        shows that end kept without the base interval: the rounds of
+        :meth:`_outer_rounds` come first, and only the ends they leave open get their
+        base ends."""
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
+        outer_lo, outer_hi = (b[targets] for b in self.outer())
+        # each end's own scale: a loose bound at the other end must not widen it
+        slack_lo = self.tol * np.maximum(1.0, _magnitude(outer_lo))
+        slack_hi = self.tol * np.maximum(1.0, _magnitude(outer_hi))
+        base: dict[str, np.ndarray] = {}
 
         def witness(x):
             if x is None or (self.integer and np.abs(x - np.round(x)).max() > 1e-6):
@@ -329,8 +366,23 @@ class Checker:
             self._bank(x)
             xt = x[targets]
             with np.errstate(invalid="ignore"):
-                pending["min"] &= ~(np.abs(xt - lo) <= slack)
-                pending["max"] &= ~(np.abs(xt - hi) <= slack)
+                pending["min"] &= ~(np.abs(xt - outer_lo) <= slack_lo)
+                pending["max"] &= ~(np.abs(xt - outer_hi) <= slack_hi)
+                if base:
+                    pending["min"] &= ~(np.abs(xt - base["lo"]) <= base["slack"])
+                    pending["max"] &= ~(np.abs(xt - base["hi"]) <= base["slack"])
+
+        # (integer tables: an LP solution of the extended system is rarely integral)
+        if not self.integer:
+            reason = self._outer_rounds(targets, pending, witness) or \
+                self._dual_rounds(targets, pending, witness)
+            if reason is not None:
+                return reason
+        if not self._base(targets, pending):
+            return "time"
+        lo, hi = self.base_lo[targets], self.base_hi[targets]
+        slack = self.tol * np.maximum(1.0, _magnitude(lo) + _magnitude(hi))
+        base.update(lo=lo, hi=hi, slack=slack)
 
         def keeps(k: int, sense: str) -> str | None:
             """The target's own solve: None when it keeps its ``sense`` end."""
@@ -376,6 +428,102 @@ class Checker:
                         return reason
             return None
         return self._holds_batched(targets, pending, witness, keeps)
+
+    def _outer_rounds(self, targets, pending, witness) -> str | None:
+        """Ends kept at their outer bounds, shown by solutions of the extended system:
+        each round optimizes the sum of pending targets that share no relation (they
+        rarely stand in each other's way), and a target the solution shows at its outer
+        bound keeps that end (the base end lies between). Rounds go on while each shows
+        at least two ends; None, or the reason the check ends."""
+        bounds = dict(zip(("min", "max"), self.outer()))
+        for sense in ("min", "max"):
+            finite = np.isfinite(bounds[sense][targets])
+            while True:
+                open_ = np.flatnonzero(pending[sense] & finite)
+                if len(open_) < 2:
+                    break
+                picks = targets[open_[self._independent(targets[open_])]]
+                status, x = self.ext.optimum(picks, np.ones(len(picks)), sense)
+                if status == "infeasible":
+                    return "inconsistent"
+                if status == "unbounded":
+                    break
+                if status != "optimal":
+                    return "time"
+                witness(x)
+                if len(open_) - int((pending[sense] & finite).sum()) < 2:
+                    break
+        return None
+
+    def _dual_rounds(self, targets, pending, witness) -> str | None:
+        """LP tables: each end still open gets its own solve with the figures, and the
+        solve's row duals, the figures' rows dropped, bound the end without them
+        (:meth:`_lagrange`): where that bound meets the end with the figures, the end is
+        kept without an LP of its own. None, or the reason the check ends."""
+        for sense in ("min", "max"):
+            for k in np.flatnonzero(pending[sense]):
+                if not pending[sense][k]:
+                    continue
+                j = int(targets[k])
+                status, x, duals = self.ext.optimum([j], [1.0], sense, duals=True)
+                if status == "infeasible":
+                    return "inconsistent"
+                if status == "unbounded":
+                    continue
+                if status != "optimal":
+                    return "time"
+                witness(x)
+                if not pending[sense][k] or duals is None:
+                    continue
+                bound = self._lagrange(j, sense, duals[:self.lp.A.shape[0]])
+                if abs(bound - x[j]) <= self.tol * max(1.0, abs(x[j])):
+                    pending[sense][k] = False
+                    continue
+                # the bound does not decide: the end without the figures (both ends, for
+                # the tolerance's scale), and a narrowed end ends the check at once
+                if not self._base(targets[[k]]):
+                    return "time"
+                lo, hi = self.base_lo[j], self.base_hi[j]
+                end = lo if sense == "min" else hi
+                slack = self.tol * max(1.0, float(_magnitude(np.array([lo, hi])).sum()))
+                if not (x[j] == end or abs(x[j] - end) <= slack):
+                    return "narrows"
+                pending[sense][k] = False
+        return None
+
+    def _lagrange(self, j: int, sense: str, y: np.ndarray) -> float:
+        """A bound on the ``sense`` end of cell ``j`` over the system without the
+        figures from multipliers ``y`` of its relations (either sign: the better one),
+        over the outer bounds: ``x_j - y (A x - s)`` over the box, ``s`` within the
+        relations' ranges. Valid for any ``y``; exact at the optimal duals."""
+        lo, hi = self.outer()
+        best = -np.inf if sense == "min" else np.inf
+        for yy in (y, -y):
+            d = -(self._A_T @ yy)
+            d[j] += 1.0
+            if sense == "max":
+                d, yy = -d, -yy          # max x_j = -min(-x_j)
+            with np.errstate(invalid="ignore"):
+                cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0)).sum()
+                rows = np.where(yy > 0, yy * self.lp.row_lower,
+                                np.where(yy < 0, yy * self.lp.row_upper, 0.0)).sum()
+            low = cols + rows
+            if np.isnan(low):
+                continue
+            best = max(best, low) if sense == "min" else min(best, -low)
+        return float(best)
+
+    def _independent(self, cells: np.ndarray) -> np.ndarray:
+        """Positions in ``cells`` (unpublished cells) of a greedy choice sharing no row."""
+        A = self._A_csc
+        used = np.zeros(A.shape[0], bool)
+        keep = []
+        for i, j in enumerate(cells):
+            r = A.indices[A.indptr[j]:A.indptr[j + 1]]
+            if not used[r].any():
+                used[r] = True
+                keep.append(i)
+        return np.array(keep, dtype=np.int64)
 
     def _local(self, j: int, sense: str, rows: list[np.ndarray], more: int = 0,
                objective: np.ndarray | None = None):
@@ -557,3 +705,8 @@ def _integral_point_at(lp: LinearProgram, j: int, v: float, sense: str, time_lim
                                     sense="min", integrality=np.full(lp.n_cols, True)),
                 time_limit=time_limit)
     return res if res.status == "optimal" else None
+
+
+def _magnitude(ends: np.ndarray) -> np.ndarray:
+    """``|ends|`` with unknown and infinite ends as 0 (the scale of a tolerance)."""
+    return np.abs(np.where(np.isfinite(ends), ends, 0.0))

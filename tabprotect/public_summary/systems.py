@@ -131,14 +131,15 @@ class Bounds:
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def optimum(self, idx, vals, sense: str):
-        """``(status, point)`` of the LP with objective ``sum vals * x[idx]``."""
+    def optimum(self, idx, vals, sense: str, duals: bool = False):
+        """``(status, point)`` of the LP with objective ``sum vals * x[idx]``; with
+        ``duals``, ``(status, point, row duals)`` (None where the solver gives none)."""
         left = self._remaining()
         if left is not None and left <= 0:
-            return "time", None
+            return ("time", None, None) if duals else ("time", None)
         self.model.set_objective(indices=idx, values=vals, sense=sense)
         res = self.model.solve()
-        return res.status, res.x
+        return (res.status, res.x, res.duals) if duals else (res.status, res.x)
 
     def bound(self, j: int, sense: str):
         """``(value, point)``; ``("infeasible", None)``; ``(None, None)`` out of time."""

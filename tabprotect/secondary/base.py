@@ -339,6 +339,9 @@ class MethodOutcome:
     solver_status : e.g. "optimal", "time_limit", "heuristic"
     mip_gap : relative gap when known
     details : method-specific numbers for reports (iterations, cuts, sub-tables, ...)
+    moves : deviations the method's own proofs found (one row per move, one column per
+        cell of the table it ran on), handed to the audit as candidate moves: the audit
+        checks each row and certifies the primaries they move without an LP (None: none)
     """
 
     status: np.ndarray
@@ -346,6 +349,7 @@ class MethodOutcome:
     solver_status: str = "heuristic"
     mip_gap: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    moves: Any = None
 
 
 COST_FUNCTIONS = ("unity", "freq", "value", "log", "column")

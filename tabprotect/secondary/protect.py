@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from tabprotect.audit import audit, rescale_audit
 from tabprotect.budget import Budget
@@ -216,6 +217,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                        progress=progress, notes=notes, stage=clock,
                        coalition=coalition or 0,
                        verdict_first=method in VERDICT_FIRST_METHODS)
+    if outcome.moves is not None:
+        loop.moves.append(_moves_in_table_order(outcome.moves, run_table, table))
     loop.pre_audit(method, run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta
@@ -339,6 +342,17 @@ def _in_table_order(status: np.ndarray, source_cell: np.ndarray | None) -> np.nd
     in_source_order = np.empty_like(status)
     in_source_order[source_cell] = status
     return in_source_order
+
+
+def _moves_in_table_order(moves, run_table: Table, table: Table) -> sp.csr_matrix:
+    """The method's moves (columns: ``run_table``'s cells) with one column per cell of
+    ``table``."""
+    moves = sp.csr_matrix(moves, dtype=float)
+    if run_table is table:
+        return moves
+    source_cell = np.asarray(run_table.extra["source_cell"])
+    return sp.csr_matrix((moves.data, source_cell[moves.indices], moves.indptr),
+                         shape=(moves.shape[0], table.n_cells))
 
 
 def _auto_mode(table: Table, status: np.ndarray, settings: ProtectSettings,

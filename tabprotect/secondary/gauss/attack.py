@@ -49,6 +49,8 @@ class AttackOutcome:
     unmet: int              # conditions left without witnesses (no LP solution, deadline)
     timed_out: bool         # the deadline stopped it
     skipped: int = 0        # conditions left to the audit: their component is too large
+    moves: sp.csr_matrix | None = None   # the integral witnesses, one row each (the
+    #                                      audit's candidate moves for its integer intruder)
 
 
 class AttackStep(WidthStep):
@@ -96,6 +98,7 @@ class AttackStep(WidthStep):
         left: list[set | None] = [None] * len(conds)
         lps = unmet = skipped = 0
         timed_out = False
+        self._integral: list[tuple[np.ndarray, np.ndarray]] = []
         for q, cond in enumerate(conds):
             if left[q] is not None and not left[q]:
                 continue
@@ -110,7 +113,18 @@ class AttackStep(WidthStep):
             n_lp, ok = self._settle(q, cond, z, conds, index, left, deadline)
             lps += n_lp
             unmet += not ok
-        return AttackOutcome(z, int(z.sum()) - start, lps, unmet, timed_out, skipped)
+        return AttackOutcome(z, int(z.sum()) - start, lps, unmet, timed_out, skipped,
+                             self._moves())
+
+    def _moves(self) -> sp.csr_matrix:
+        """The integral witnesses found, one row each over the table's cells."""
+        rows = [np.full(len(c), r) for r, (c, _) in enumerate(self._integral)]
+        cols = [c for c, _ in self._integral]
+        vals = [d for _, d in self._integral]
+        empty = [np.zeros(0, np.int64)]
+        return sp.csr_matrix((np.concatenate(vals + [np.zeros(0)]),
+                              (np.concatenate(rows + empty), np.concatenate(cols + empty))),
+                             shape=(len(self._integral), self.table.n_cells))
 
     def _settle(self, q, cond, z, conds, index, left, deadline) -> tuple[int, bool]:
         """Witnesses for condition ``q`` until no attacker is left: the first with the
@@ -127,6 +141,9 @@ class AttackStep(WidthStep):
                 cells, dev = found
                 moved = np.abs(dev) > 1e-9 * max(1.0, cond.need)
                 z[cells[moved]] = True
+                step_ = np.round(dev[moved])
+                if np.abs(dev[moved] - step_).max(initial=0.0) <= 1e-6:
+                    self._integral.append((cells[moved], step_))
                 self._serve(cells[moved], dev[moved], conds, index, left)
             return found is not None
 

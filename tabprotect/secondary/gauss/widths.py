@@ -89,6 +89,7 @@ class WidthStep:
         self.candidate = (~np.isin(status, ("P", "Z"))
                           & ((self.req.up > 0) | (self.req.down > 0)))
         self.free_weight = 1e-6 * max(float(np.median(self.cost)), 1e-12)
+        self._split: tuple = (None, None)   # the last relation rows and their [A, -A]
 
     def conditions(self) -> list[Condition]:
         """Per primary its upward and downward conditions, the largest primaries first:
@@ -250,7 +251,15 @@ class WidthStep:
             lo[len(cells) + k], hi[k] = reach, 0.0
         if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
             return None
-        return weights, sp.hstack([sub, -sub]).tocsr(), lo, hi
+        return weights, self._split_rows(sub), lo, hi
+
+    def _split_rows(self, sub: sp.csr_matrix) -> sp.csr_matrix:
+        """``[sub, -sub]``, the relation rows in a cell's moves up and down; kept for the
+        last ``sub`` (the attack step asks again for the same component's rows, condition
+        after condition, while its pattern stays the same)."""
+        if self._split[0] is not sub:
+            self._split = (sub, sp.hstack([sub, -sub]).tocsr())
+        return self._split[1]
 
     @property
     def fast(self) -> bool:

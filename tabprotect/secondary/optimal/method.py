@@ -5,6 +5,7 @@ import time
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.candidates import candidate_cells
@@ -87,8 +88,16 @@ def optimal(table, cost: np.ndarray, *, time_limit: float | None = None,
                           start=start)
     if settled is not None:
         out.details.update(settled.as_details())
+        out.moves = _stacked(settled.moves, out.moves)
     out.details["options"] = opt.as_dict()
     return out
+
+
+def _stacked(*parts):
+    """The method's candidate moves (rows over the table's cells) in one matrix, or None:
+    the witnesses that settled primaries and those that certified the result."""
+    parts = [m for m in parts if m is not None and m.shape[0]]
+    return sp.vstack(parts, format="csr") if parts else None
 
 
 def _run_engine(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,

@@ -18,7 +18,8 @@ import numpy as np
 from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, HybridOracle
-from tabprotect.secondary.optimal.witness_check import is_deviation, witness_certified
+from tabprotect.secondary.optimal.witness_check import (is_deviation, keep_witness,
+                                                         moves_matrix, witness_certified)
 from tabprotect.secondary.attack_requirements import Requirements
 
 
@@ -31,6 +32,9 @@ class Settled:
     complete: bool
     lps: int
     seconds: float
+    #: the witnesses that settled primaries, one row per deviation over the table's
+    #: cells (None: none), for protect()'s audit to check and use
+    moves: object = None
 
     def as_details(self) -> dict:
         return {"settled_primaries": self.settled, "settle_complete": self.complete,
@@ -65,11 +69,14 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
     z = fixed.astype(float)
     oracle = HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX, racing=False,
                           options=options)
+    kept: list = []
     done, n_lp = witness_certified(oracle.A, req, oracle.slot, z, req.primary,
-                                   rounds=options.settle_witness_rounds, deadline=deadline)
+                                   rounds=options.settle_witness_rounds, deadline=deadline,
+                                   keep=kept)
     complete = bool(done.all())
     if len(done) and not complete and done.mean() >= options.settle_check_min_share:
-        more, n_more = single_witnesses(oracle.A, req, z, ~done, deadline=deadline)
+        more, n_more = single_witnesses(oracle.A, req, z, ~done, deadline=deadline,
+                                        keep=kept)
         done |= more
         n_lp += n_more
     rest = req.primary[~done]
@@ -83,13 +90,16 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
             short[[s for s, _, _ in chk.violated]] = True
             done = ~short[req.primary]
     return Settled(req=restrict(req, ~done), settled=int(done.sum()), complete=complete,
-                   lps=n_lp, seconds=time.perf_counter() - t0)
+                   lps=n_lp, seconds=time.perf_counter() - t0,
+                   moves=moves_matrix(kept, table.n_cells))
 
 
 def single_witnesses(A, req: Requirements, z: np.ndarray, open_: np.ndarray, *,
-                     deadline: float | None) -> tuple[np.ndarray, int]:
+                     deadline: float | None, keep: list | None = None
+                     ) -> tuple[np.ndarray, int]:
     """The primaries among ``open_`` (bool mask over the primaries) that a witness of
-    one LP per open primary and direction settles, and the LPs solved.
+    one LP per open primary and direction settles, and the LPs solved; ``keep``, when
+    given, gets each witness that settles a condition not settled before.
 
     Each LP pushes one primary alone (over every unpublished cell, within its range);
     its solution is a deviation the intruder cannot rule out, so it settles each open
@@ -133,9 +143,14 @@ def single_witnesses(A, req: Requirements, z: np.ndarray, open_: np.ndarray, *,
             y = np.asarray(res.x, dtype=float)
             if not is_deviation(sub[rows], y):
                 continue   # no certificate from it
+            new = False
             for d in (1.0, -1.0):
                 # the attacker LPs' own test (a level equal to the range is met)
-                met[d] |= d * y[tcol] >= need[d] - tol
+                hit = (d * y[tcol] >= need[d] - tol) & ~met[d]
+                new = new or bool(hit.any())
+                met[d] |= hit
+            if new:
+                keep_witness(keep, active, y)
     return _settled(done, slots, met), n_lp
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 
@@ -21,9 +22,11 @@ MARGIN = 1e-6
 
 def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarray, *,
                       rounds: int, model_options: dict | None = None,
-                      deadline: float | None = None) -> tuple[np.ndarray, int]:
+                      deadline: float | None = None, keep: list | None = None
+                      ) -> tuple[np.ndarray, int]:
     """The primaries among ``targets`` whose every needed direction some witness meets
-    (bool mask over ``targets``), and the number of LPs solved.
+    (bool mask over ``targets``), and the number of LPs solved; ``keep``, when given,
+    gets each witness that certified a target (:func:`keep_witness`).
 
     Per direction, each round maximises (minimises) the sum of the open primaries'
     deviations, each scaled by its level and capped just above it; a round that
@@ -87,7 +90,28 @@ def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarr
             if not new.any():
                 break
             done[sign] |= new
+            keep_witness(keep, active, y)
     return usable & done[1.0] & done[-1.0], n_lp
+
+
+def keep_witness(keep: list | None, cells: np.ndarray, y: np.ndarray) -> None:
+    """Append the deviation ``y`` over ``cells`` to ``keep`` (None: nothing) as (cells,
+    values) where it is nonzero: handed on as candidate moves, which the audit checks
+    itself before it certifies anything with them."""
+    if keep is not None:
+        nz = np.flatnonzero(y)
+        keep.append((np.asarray(cells)[nz], y[nz]))
+
+
+def moves_matrix(kept: list, n_cells: int):
+    """The kept deviations as one sparse matrix, a row each, one column per cell (None
+    when there are none)."""
+    if not kept:
+        return None
+    cols = np.concatenate([c for c, _ in kept])
+    vals = np.concatenate([v for _, v in kept])
+    indptr = np.concatenate([[0], np.cumsum([len(c) for c, _ in kept])])
+    return sp.csr_matrix((vals, cols, indptr), shape=(len(kept), n_cells))
 
 
 def is_deviation(rows, y: np.ndarray) -> bool:

@@ -22,6 +22,34 @@ import numpy as np
 ZERO = 1e-9
 
 
+class _Witness:
+    """One kept optimum over the cells where it is nonzero, with what its bounds need:
+    ``|y|``, each cell's range in the direction it moves (from the ``up``/``down`` of
+    the first bound asked, recomputed when other arrays come) and ``y_s`` per cell
+    ``s`` asked about."""
+
+    __slots__ = ("cols", "y", "absy", "seen", "_src", "_room")
+
+    def __init__(self, cols: np.ndarray, y: np.ndarray):
+        self.cols, self.y, self.absy = cols, y, np.abs(y)
+        self.seen: dict[int, float] = {}
+        self._src = self._room = None
+
+    def value(self, s: int) -> float:
+        ys = self.seen.get(s)
+        if ys is None:
+            at = np.flatnonzero(self.cols == s)
+            ys = self.seen[s] = float(self.y[at[0]]) if len(at) else 0.0
+        return ys
+
+    def room(self, up: np.ndarray, down: np.ndarray) -> np.ndarray:
+        """Per kept cell, its deviation range in the direction the optimum moves it."""
+        if self._src is None or self._src[0] is not up or self._src[1] is not down:
+            self._room = np.where(self.y > 0, up[self.cols], down[self.cols])
+            self._src = (up, down)
+        return self._room
+
+
 class WitnessStore:
     """The latest attacker optima per (primary slot, direction sign), ``keep`` at most
     each, as (global cell indices, values) over the cells where they are nonzero."""
@@ -41,14 +69,14 @@ class WitnessStore:
         if self.keep <= 0:
             return
         nz = np.abs(y) > ZERO * max(1.0, float(np.abs(y).max(initial=0.0)))
-        # (cells, values, {cell: its value} for the cells asked about so far)
-        entry = (cols[nz], y[nz], {})
+        entry = _Witness(cols[nz], y[nz])
         keys = [((p, sign), self._by)]
         if self.slot is not None:
-            others = self.slot[entry[0]]
-            hit = np.flatnonzero((others >= 0) & (others != p))
-            keys += [((int(others[k]), 1.0 if entry[1][k] > 0 else -1.0), self._shared)
-                     for k in hit]
+            others = self.slot[entry.cols]
+            hit = (others >= 0) & (others != p)
+            signs = np.where(entry.y[hit] > 0, 1.0, -1.0)
+            keys += [((q, g), self._shared)
+                     for q, g in zip(others[hit].tolist(), signs.tolist())]
         for key, book in keys:
             lst = book.setdefault(key, [])
             lst.insert(0, entry)
@@ -60,25 +88,17 @@ class WitnessStore:
         ``-min(down, rhs) z <= y <= min(up, rhs) z`` (and ``y_j = 0`` for ``j >= 0``),
         or the first one found that reaches ``goal``."""
         best = 0.0
-        for cols, y, seen in self._by.get((p, sign), []) + self._shared.get((p, sign), []):
+        for w in self._by.get((p, sign), []) + self._shared.get((p, sign), []):
             if best >= goal:
                 break
-            ys = seen.get(s)
-            if ys is None:
-                at = np.flatnonzero(cols == s)
-                ys = seen[s] = float(y[at[0]]) if len(at) else 0.0
-            val = sign * ys
+            val = sign * w.value(s)
             if val <= best:
                 continue
-            if j >= 0 and np.any(cols == j):
+            if j >= 0 and w.value(j) != 0.0:     # the witness moves the attacker's cell
                 continue
-            hi = np.minimum(up[cols], rhs) * z[cols]
-            lo = -np.minimum(down[cols], rhs) * z[cols]
-            pos, neg = y > 0, y < 0
-            t = 1.0
-            if pos.any():
-                t = min(t, float((hi[pos] / y[pos]).min()))
-            if neg.any():
-                t = min(t, float((lo[neg] / y[neg]).min()))
+            # the largest t <= 1 with t w inside the bounds: each cell's range
+            # min(range, rhs) z over its |w|
+            t = min(1.0, float((np.minimum(w.room(up, down), rhs) * z[w.cols]
+                                / w.absy).min(initial=1.0)))
             best = max(best, max(t, 0.0) * val)
         return best

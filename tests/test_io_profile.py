@@ -1,0 +1,111 @@
+"""``--profile FILE``: the stages of a command-line run cover the process's CPU seconds
+(measured from outside), and the command's early exit loses no output."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+from tabprotect.io.profile import RunProfile, process_age
+
+ROOT = Path(__file__).resolve().parents[1]
+
+JOB = """
+[input]
+cells = "cells.csv"
+dimensions = ["region", "size"]
+value = "value"
+status = "status"
+compute_totals = true
+
+[hierarchies.region]
+pairs = "region.csv"
+"""
+
+CELLS = """region,size,value,status
+N1,s1,5,U
+N1,s2,7,M
+N2,s1,1,M
+N2,s2,9,M
+S,s1,4,
+S,s2,6,
+"""
+
+
+def _job(tmp_path: Path) -> Path:
+    (tmp_path / "job.toml").write_text(JOB)
+    (tmp_path / "cells.csv").write_text(CELLS)
+    (tmp_path / "region.csv").write_text("parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n")
+    return tmp_path / "job.toml"
+
+
+def _run(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m tabprotect ARGS`` (the console's entry) and its CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "tabprotect", *args], cwd=cwd,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def test_profile_stages_cover_the_process_and_no_output_is_lost(tmp_path):
+    job = _job(tmp_path)
+    proc, cpu = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--profile",
+                      str(tmp_path / "profile.json")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "out"
+    printed = proc.stdout
+    for name in ("published.csv", "cells.csv", "audit.csv", "summary.json", "trail.json"):
+        assert (out / name).stat().st_size > 0, name
+        assert str(out / name) in printed, name       # stdout flushed before the exit
+    assert json.loads((out / "summary.json").read_text())["verdict"] == "PASSED"
+    listed = json.loads((out / "trail.json").read_text())["outputs"]
+    assert len(listed) == len([f for f in out.iterdir() if f.name != "trail.json"])
+    profile = json.loads((tmp_path / "profile.json").read_text())
+    names = [s["stage"] for s in profile["stages"]]
+    assert names[:4] == ["start-up", "parser", "imports", "read job"]
+    assert names[-2:] == ["writing", "printing"]
+    assert "build table" in names and any(n.startswith("audit") for n in names)
+    staged = sum(s["cpu"] for s in profile["stages"])
+    assert abs(staged - profile["total"]["cpu"]) <= 0.02 + 0.02 * staged
+    # the stages account for the process's CPU seconds as the system counts them
+    # (the exit and the fork are all they miss): compare shares, generously
+    assert 0.7 * cpu <= staged <= 1.1 * cpu + 0.05, (staged, cpu)
+    if profile["total"]["wall"] is not None:
+        walls = sum(s["wall"] for s in profile["stages"])
+        assert abs(walls - profile["total"]["wall"]) <= 0.05 + 0.05 * walls
+
+
+def test_without_profile_no_profile_file(tmp_path):
+    job = _job(tmp_path)
+    proc, _ = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--quiet"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not list(tmp_path.glob("**/*profile*"))
+    assert (tmp_path / "out" / "published.csv").exists()
+
+
+def test_failed_audit_exit_code_survives_the_early_exit(tmp_path):
+    job = _job(tmp_path)
+    # N2/s1 published: N1's cell is derived from its row and column
+    (tmp_path / "cells.csv").write_text(CELLS.replace("N2,s1,1,M", "N2,s1,1,"))
+    proc, _ = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--quiet"], tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "do not publish" in proc.stdout
+
+
+def test_profile_stages_add_up_in_process():
+    profile = RunProfile()
+    with profile.stage("one"):
+        sum(range(200_000))
+    profile.add_steps({"a": (0.5, 0.25), "b": (0.25, 0.125)}, 1.0, 0.5)
+    data = profile.to_dict()
+    assert [s["stage"] for s in data["stages"]] == ["start-up", "one", "a", "b",
+                                                   "run: other"]
+    other = data["stages"][-1]
+    assert (other["wall"], other["cpu"]) == (0.25, 0.125)
+    age = process_age()
+    assert age is None or age > 0
