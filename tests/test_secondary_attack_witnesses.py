@@ -57,6 +57,28 @@ def test_moves_are_integral_tables_and_certify_only_what_the_oracle_protects(see
     np.testing.assert_array_equal(full.protected[prim], truth[prim])
 
 
+def test_component_moves_certify_only_what_the_oracle_protects():
+    # every box too large: each primary gets the pair of one-way moves over its whole
+    # component (the least move, or a MILP over the box of the codes it touches)
+    t = _attack_pattern(0, (4, 4, 3))
+    prim = t.status == "U"
+    out = attack_witnesses(t, np.flatnonzero(prim), None, WitnessSearchSettings(
+        max_cells=0, attack_component_primaries=10_000))
+    D = out.moves.toarray()
+    assert len(D) > 0 and len(out.reached) > 0
+    assert np.array_equal(D, np.round(D)) and not D[:, ~t.suppressed].any()
+    assert np.abs(t.relations @ D.T).max() == 0
+    for d in D:   # the move itself is a table (its mirror image need not be)
+        assert (t.value + d >= t.lb).all() and (t.value + d <= t.ub).all()
+    truth = oracle_protected(t, singleton=True, integer=True)
+    assert truth[out.reached].all()
+    with_moves = audit(t, singleton=True, integer=True, mode="screen", settings=BARE,
+                       moves=out.moves)
+    certified = with_moves.protected & prim
+    assert not (certified & ~truth).any()
+    assert np.isin(np.flatnonzero(certified), out.reached).sum() > 0
+
+
 def test_every_attacker_a_move_of_a_primary_touches_gets_another_that_leaves_it():
     t = _attack_pattern(1, (5, 4, 4))
     attacker = attacker_classes(t)

@@ -77,7 +77,7 @@ def solve_component(task: ComponentTask) -> ComponentOutcome:
             out_lo, out_hi = np.full(k, -np.inf), np.full(k, np.inf)
         # the limits the outside intruder's interval ends cannot pass
         outside = (np.where(ex_lo, lo, out_lo), np.where(ex_hi, hi, out_hi))
-        attacked = attacked_primaries(task, counters, outside)
+        attacked = attacked_primaries(task, counters, outside, reach=(lo, hi))
     except InfeasibleSystem as exc:
         empty = np.zeros(k)
         none = np.zeros(k, dtype=bool)

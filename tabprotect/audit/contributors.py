@@ -180,7 +180,8 @@ def _record_partners(contrib: Contributions, members: np.ndarray) -> np.ndarray:
 
 
 def attacked_primaries(task: "ComponentTask", counters: dict,
-                       outside: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                       outside: tuple[np.ndarray, np.ndarray] | None = None,
+                       reach: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Mask of the component's primaries that some attacker among the contributors
     narrows below their requirement (all False without such attackers).
 
@@ -190,7 +191,12 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
 
     A primary an attacker's pass leaves unfinished (its time limit, or
     ``AuditSettings.attacker_seconds``, came first) is undecided: not attacked, but
-    added to ``system.incomplete``, so it is never passed either."""
+    added to ``system.incomplete``, so it is never passed either.
+
+    ``reach``: the values the outside intruder's witnesses reach. A screen counts a
+    primary they leave short as uncertified whatever the attackers' passes find (an
+    attacker's interval lies inside the intruder's), so in a screen no attacker pass
+    takes it."""
     system = task.system
     task = _with_attacker_budget(task)
     attacked = np.zeros(system.k, dtype=bool)
@@ -201,6 +207,11 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
                                     task.req_w[targets_all], system.value[targets_all])
     else:
         proven = np.zeros(len(targets_all), dtype=bool)
+    if reach is not None and task.mode == "screen":
+        keep = proven | meets_requirement(
+            reach[0][targets_all], reach[1][targets_all], task.req_lo[targets_all],
+            task.req_hi[targets_all], task.req_w[targets_all], system.value[targets_all])
+        targets_all, proven = targets_all[keep], proven[keep]
     attackers = task.attackers or []
     targets_of = []
     for attacker in attackers:

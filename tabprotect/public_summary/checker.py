@@ -98,6 +98,8 @@ class Checker:
         self.int_ends: IntegerEnds | None = None
         self.warm = WarmSystems(deadline)
         self._outer: tuple[np.ndarray, np.ndarray] | None = None
+        # whether the intervals' rounds solve the whole system's LP (:meth:`_base_round`)
+        self.whole_rounds = True
         self._A_csc = A_lp.tocsc()
         self._A_T = A_lp.T.tocsr()        # for the duals' bounds (:meth:`_lagrange`)
 
@@ -249,18 +251,23 @@ class Checker:
         component's part of the solution is fractional in an integer table, and every pick
         of an unbounded LP, gets its own solve (:meth:`Bounds.bound`)."""
         single = picks
-        status, x = self.base.optimum(picks, np.ones(len(picks)), sense)
+        # integer tables: once a round's LP leaves most picks fractional (3-D tables),
+        # each pick's own component model gives its LP end and integer end, without
+        # the whole system's LP before it (2-D tables: their LP ends are integral)
+        status, x = ("integer", None) if not self.whole_rounds else \
+            self.base.optimum(picks, np.ones(len(picks)), sense)
         if status == "optimal":
             whole = np.ones(self.n_comp, bool)
             if self.integer:
                 whole[self.comp[np.abs(x - np.round(x)) > 1e-6]] = False
             ok = whole[self.comp[picks]]
+            self.whole_rounds = 2 * int(ok.sum()) >= len(picks)
             known[picks[ok]] = x[picks[ok]]
             self._end_points(sense, picks[ok], x)
             self._bank(x)
             self._witness(x, pending[whole[self.comp[pending]]])
             single = picks[~ok]
-        elif status not in ("unbounded", "infeasible"):
+        elif status not in ("unbounded", "infeasible", "integer"):
             return False
         for j in single:
             if self.integer:

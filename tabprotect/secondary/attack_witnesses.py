@@ -15,6 +15,15 @@ attacker the first moves, the second holds; against any other, the first. A move
 serves every primary it takes far enough, against the attackers it leaves in place,
 so most primaries need no MILP of their own.
 
+A primary the box leaves unserved (its moves run outside the box, or every box move
+moves some attacker) gets one move per direction over its whole component, the cells
+of the attackers its box moves all moved held at their true values (or none held, then
+those of the attackers the first pair moves): the least total change (an LP) when that
+is integral, else a feasibility MILP over the box of the codes the LP's move touches.
+The up move and the down move together give the primary its interval against every
+attacker both leave in place (at most ``WitnessSearchSettings.attack_component_primaries``
+primaries; each LP costs a few seconds on a component of thousands of cells).
+
 The moves go to the audit, which checks each (relations, bounds, and per attacker that
 the move leaves its cells alone) and certifies only what they reach; nothing here
 calls a primary safe.
@@ -24,14 +33,18 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
+from solvers import LinearProgram, solve
 from tabprotect.audit import required_interval
 from tabprotect.audit.least_moves import goals
+from tabprotect.audit_result import meets_requirement
+from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
 from tabprotect.secondary.witness_search import (BoxProbe, WitnessOutcome,
-                                                 WitnessSearchSettings, goal_move,
-                                                 moves_matrix)
+                                                 WitnessSearchSettings, box_move,
+                                                 goal_move, moves_matrix)
 
 
 class _Served:
@@ -67,6 +80,12 @@ class _Served:
             against = moved - {a}
             self.left[q] = against if q not in self.left else self.left[q] & against
 
+    def add_pair(self, p: int, moved: set) -> None:
+        """Serve ``p`` by a pair of one-way moves that together meet its requirement
+        and move the attackers ``moved``."""
+        against = moved - {int(self.attacker[p])}
+        self.left[p] = against if p not in self.left else self.left[p] & against
+
 
 def attacker_classes(table: Table) -> np.ndarray:
     """Per cell the single-contributor attacker who knows it (a class of cells holding
@@ -95,6 +114,9 @@ def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None
         milps += _serve(table, served, attacker, cells, p, s, deadline, rows)
         if served.done(p):
             probe.hit()
+    left = [p for p in np.asarray(primaries, dtype=np.int64).tolist() if not served.done(p)]
+    if 0 < len(left) <= s.attack_component_primaries:
+        milps += _component_pass(table, served, attacker, left, s, deadline, rows)
     reached = np.array([p for p in np.asarray(primaries, dtype=np.int64).tolist()
                         if served.done(p)], dtype=np.int64)
     return WitnessOutcome(moves_matrix(rows, n), reached, milps)
@@ -147,6 +169,124 @@ def _both_way_move(table: Table, served: _Served, cells: np.ndarray, p: int,
             if move is not None:
                 return move, milps
     return None, milps
+
+
+def _component_pass(table: Table, served: _Served, attacker: np.ndarray, left: list,
+                    s: WitnessSearchSettings, deadline: float | None, rows: list) -> int:
+    """Pairs of one-way moves over the whole component for the primaries ``left``
+    (see the module docstring); returns the LPs and MILPs solved."""
+    comp_of = np.full(table.n_cells, -1, dtype=np.int64)
+    comps = linked_components(table.relations, table.suppressed)
+    for k, comp in enumerate(comps):
+        comp_of[comp] = k
+    solved = 0
+    for p in left:
+        comp = np.sort(comps[comp_of[p]])
+        held = served.blockers(p)
+        for _ in range(2):   # a pair with no attacker held, then one with those it moves
+            if _late(deadline):
+                return solved
+            keep = comp[~np.isin(attacker[comp], list(held or ()))]
+            pair, n = _one_way_pair(table, served, keep, p, s, deadline)
+            solved += n
+            if pair is None:
+                break
+            rows.extend(pair)
+            own = np.concatenate([attacker[c] for c, _ in pair])
+            served.add_pair(p, set(own[own >= 0].tolist()))
+            if served.done(p):
+                break
+            held = served.blockers(p)
+    return solved
+
+
+def _one_way_pair(table: Table, served: _Served, cells: np.ndarray, p: int,
+                  s: WitnessSearchSettings, deadline: float | None):
+    """An up move and a down move of ``p`` over ``cells`` (the rest held) that together
+    meet its requirement, each ``(cells, d)``, or None; and the LPs and MILPs solved."""
+    v = table.value[p]
+    g = goals(v, served.req_lo[p], served.req_hi[p], served.req_w[p], True)
+    if not g["max"] or not g["min"]:
+        return None, 0
+    up, down = g["max"][-1], g["min"][0]
+    ok = meets_requirement(np.array([down]), np.array([up]), served.req_lo[[p]],
+                           served.req_hi[[p]], served.req_w[[p]], table.value[[p]])
+    if not ok[0]:
+        return None, 0
+    pair, solved = [], 0
+    for need_up, need_down in ((up - v, 0.0), (0.0, v - down)):
+        if _late(deadline):
+            return None, solved
+        d, n = _integral_move(table, cells, p, need_up, need_down, s, deadline)
+        solved += n
+        if d is None:
+            return None, solved
+        pair.append(d)
+    return pair, solved
+
+
+def _integral_move(table: Table, cells: np.ndarray, p: int, need_up: float,
+                   need_down: float, s: WitnessSearchSettings, deadline: float | None):
+    """The least move of ``p`` over ``cells`` (``need_up`` up or ``need_down`` down) when
+    the LP's is integral, else a feasibility MILP's over the box of the codes the LP's
+    move touches: ``(cells, d)`` on the moved cells, or None; and the solves."""
+    d = least_move(table, cells, p, need_up, need_down)
+    if d is None:
+        return None, 1
+    moved = np.abs(d) > 1e-9
+    if np.abs(d - np.round(d)).max() <= 1e-6:
+        d = np.round(d)
+        if np.abs(table.relations[:, cells] @ d).max(initial=0.0) == 0:
+            return (cells[moved], d[moved]), 1
+    box = codes_box(table, cells[moved], cells)
+    seconds = s.milp_seconds if deadline is None else \
+        min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
+    d = box_move(table, box, p, need_up, need_down, False, seconds)
+    if d is None:
+        return None, 2
+    moved = np.flatnonzero(d)
+    return (box[moved], d[moved]), 2
+
+
+def least_move(table: Table, cells: np.ndarray, p: int, need_up: float,
+               need_down: float) -> np.ndarray | None:
+    """The move over ``cells`` (the rest held; every cell within its bounds) of least
+    total change taking ``p`` at least ``need_up`` up (or ``need_down`` down): the
+    LP's solution, on ``cells``, or None."""
+    A = table.relations[:, cells].tocsr()
+    A = A[np.flatnonzero(np.diff(A.indptr) > 0)]
+    v = table.value[cells]
+    up = np.maximum(table.ub[cells] - v, 0.0)
+    dn = np.maximum(v - table.lb[cells], 0.0)
+    n = len(cells)
+    lo_p, lo_m = np.zeros(n), np.zeros(n)
+    at = int(np.searchsorted(cells, p))
+    if need_up > 0:
+        lo_p[at], dn[at] = need_up, 0.0
+    else:
+        lo_m[at], up[at] = need_down, 0.0
+    if lo_p[at] > up[at] + 1e-9 or lo_m[at] > dn[at] + 1e-9:
+        return None
+    zero = np.zeros(A.shape[0])
+    lp = LinearProgram(c=np.ones(2 * n), A=sp.hstack([A, -A]).tocsr(), row_lower=zero,
+                       row_upper=zero, col_lower=np.concatenate([lo_p, lo_m]),
+                       col_upper=np.concatenate([up, dn]), sense="min")
+    res = solve(lp)
+    if res.status != "optimal" or res.x is None:
+        return None
+    return res.x[:n] - res.x[n:]
+
+
+def codes_box(table: Table, touched: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """The cells of ``cells`` (sorted) whose codes, per dimension, are codes of cells of
+    ``touched``."""
+    pos = np.unravel_index(touched, table.shape)
+    box = np.ravel_multi_index(np.ix_(*[np.unique(x) for x in pos]), table.shape).ravel()
+    return np.sort(box[np.isin(box, cells)])
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
 
 
 def sp_empty(n: int):

@@ -54,6 +54,10 @@ class WitnessSearchSettings:
     #: 1.3 s where it took minutes; on 16^3's 840 cells the search costs 12 CPU s and
     #: spares the verdict audit 9 of its 23)
     attack_min_cells: int = 2_000
+    #: against the attack: at most this many primaries the boxes leave unserved get
+    #: moves over their whole component (an LP of a few seconds per direction on 30^3
+    #: gauss's 5,464-cell component; more open primaries are the repair's)
+    attack_component_primaries: int = 40
     #: share of what the repair may spend of protect()'s budget for the search (the rest
     #: is the repair's; 0: no search)
     share: float = 0.5
