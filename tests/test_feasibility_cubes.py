@@ -91,3 +91,22 @@ def test_sibling_cubes_spare_the_check_its_lps():
     np.testing.assert_array_equal(with_cubes.protected, without.protected)
     assert with_cubes.n_moves_rejected == 0 and with_cubes.n_moves_used > 0
     assert with_cubes.n_lp < without.n_lp
+
+
+@pytest.mark.parametrize("branchings,seed", [(((4,), (4,)), 10), (((3,), (3,), (3,)), 8)])
+def test_unprotectable_table_is_refused_before_any_attacker_repair(branchings, seed):
+    """A table whose rules no pattern meets against single-contributor attackers is
+    refused after the first audit, before a repair round's attacker LPs (whose work on
+    such a table only grows the pattern: minutes on a 2,240-cell 5-D table), and the
+    refusal is right: with every candidate suppressed the independent LP audit finds a
+    primary a single contributor narrows too far."""
+    from tabprotect.secondary import protect
+    t = synthetic.generate(branchings, seed=seed)
+    every = _everything(t)
+    assert not oracle_protected(t, unpublished=every, singleton=True)[t.status == "U"].all()
+    assert oracle_protected(t, unpublished=every)[t.status == "U"].all()   # the outsider
+    audits = []
+    with pytest.raises(InfeasibleRulesError, match="cannot be protected"):
+        protect(t, method="gauss",
+                progress=lambda msg, f: audits.append(msg) if msg.startswith("audit") else 0)
+    assert len(audits) == 1         # the first audit, no re-audit after a repair

@@ -17,6 +17,7 @@ from tabprotect.model.table import Table
 from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.cubes import _move_matrix
+from tabprotect.secondary.feasibility import SingletonCheck
 from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.milp_repair import MilpRepair
 from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
@@ -82,8 +83,9 @@ class AuditRepair:
                  budget: Budget, singleton: bool, mode: str, large: bool, repair: bool,
                  workers: int, progress: Callable[[str, float], None] | None,
                  notes: list[str], stage: StageClock, coalition: int = 0,
-                 verdict_first: bool = False):
+                 verdict_first: bool = False, attack_check: SingletonCheck | None = None):
         self.table, self.cost, self.req, self.cand = table, cost, req, cand
+        self.attack_check = attack_check
         self.settings, self.budget, self.singleton = settings, budget, singleton
         self.mode, self.large, self.repair, self.workers = mode, large, repair, workers
         self.progress, self.notes, self.stage = progress, notes, stage
@@ -545,6 +547,13 @@ class AuditRepair:
         """A small table's repair: attacker LPs on the whole table.  Each round asks a
         little more than the levels, in case the audit's integer intervals (frequency
         tables) are narrower than the LP the repair reasons with."""
+        if self.attack_check is not None and result.attacked is not None and \
+                result.attacked.any():
+            # a table no pattern protects against the attackers is refused before the
+            # round's attacker LPs (InfeasibleRulesError)
+            self.stage(f"repair {self.rounds}")
+            self.attack_check(self.budget.share(self.settings.feasibility_share))
+            self.stage("feasibility check (single-contributor)")
         margin = (self.rounds - 1) * (1.0 if integer else 1e-4)
         rq = _with_margin(self.req, margin, self.table.value)
         rep = GreedyRepair(self.protected_table, rq, self.cost, self.cand & ~suppressed)

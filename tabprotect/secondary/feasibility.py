@@ -1,8 +1,9 @@
 """protect()'s feasibility check: can every primary be protected with every cell that
 may be suppressed suppressed?  Judged by the audit itself (verdict mode) on that pattern;
 an unprotectable primary is an :class:`InfeasibleRulesError` naming it.  The outside
-intruder is checked up front; the single-contributor attackers only after a final audit
-that failed (the check's purpose is the clear error, and a passing pattern needs none).
+intruder is checked up front; the single-contributor attackers only before a whole-table
+repair round against them or after a final audit that failed (:class:`SingletonCheck`:
+the check's purpose is the clear error, and a passing pattern needs none).
 A method that meets an unprotectable primary without spending its budget on it
 (``CHECK_AFTER_METHODS``: modular leaves such a sub-table to the audit and repair,
 optimal raises the error from its first cut for it; gauss
@@ -112,6 +113,27 @@ def singleton_stage(table: Table, cand: np.ndarray, budget: Budget,
         notes.append("feasibility check against single-contributor attackers stopped "
                      "at the time limit")
     return time.perf_counter() - tf
+
+
+class SingletonCheck:
+    """:func:`singleton_stage`, at most once per protect() call: before the first
+    whole-table repair round against single-contributor attackers (on a table no pattern
+    protects, that round's attacker LPs -- one per primary, direction and attacker --
+    would take minutes to repair what cannot be repaired), or else after a failed final
+    audit."""
+
+    def __init__(self, table: Table, cand: np.ndarray, settings: ProtectSettings,
+                 notes: list[str]):
+        self.table, self.cand, self.settings, self.notes = table, cand, settings, notes
+        self.ran = False
+
+    def __call__(self, budget: Budget) -> float | None:
+        """The check within ``budget`` (raises :class:`InfeasibleRulesError`); its
+        seconds, or None when it ran before or was skipped."""
+        if self.ran:
+            return None
+        self.ran = True
+        return singleton_stage(self.table, self.cand, budget, self.settings, self.notes)
 
 
 def _affordable(table: Table, cand: np.ndarray, settings: ProtectSettings, large: bool,

@@ -35,7 +35,7 @@ from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, M
                                        applied_options, cost_vector, method_options)
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.coalition_repair import check_coalition
-from tabprotect.secondary.feasibility import (check_after, deferred_stage,
+from tabprotect.secondary.feasibility import (SingletonCheck, check_after, deferred_stage,
                                               feasibility_stage, singleton_stage)
 from tabprotect.secondary.protect_result import ProtectResult
 from tabprotect.secondary.protect_settings import ProtectSettings, applied_settings
@@ -211,12 +211,15 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
 
     # ---- audit and repair, within what is left of the budget
     ta = time.perf_counter()
+    attack_check = SingletonCheck(table, cand, settings, notes) \
+        if singleton and checked is not None else None
     loop = AuditRepair(table, c, status, req=Requirements.from_table(table, singleton=singleton),
                        cand=cand, settings=settings, budget=budget, singleton=singleton,
                        mode=mode, large=large, repair=repair, workers=audit_workers,
                        progress=progress, notes=notes, stage=clock,
                        coalition=coalition or 0,
-                       verdict_first=method in VERDICT_FIRST_METHODS)
+                       verdict_first=method in VERDICT_FIRST_METHODS,
+                       attack_check=attack_check)
     if outcome.moves is not None:
         loop.moves.append(_moves_in_table_order(outcome.moves, run_table, table))
     loop.pre_audit(method, run_table)
@@ -225,10 +228,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     if not result.passed and deferred:
         # a method that meets unprotectable primaries on its own is checked only now
         deferred_stage(table, cand, budget, settings, large, singleton, notes, stages)
-    elif not result.passed and singleton and checked is not None:
+    elif not result.passed and attack_check is not None:
         # a table no pattern protects against single-contributor attackers is refused
         # with the cells named (InfeasibleRulesError); a passing pattern needs no check
-        seconds = singleton_stage(table, cand, budget, settings, notes)
+        seconds = attack_check(budget)
         if seconds is not None:
             stages["feasibility check (single-contributor)"] = seconds
     rep_cells = np.concatenate(loop.repaired) if loop.repaired else np.zeros(0, np.int64)

@@ -35,9 +35,9 @@ class ProtectSettings:
     #: runs only while primaries x candidate cells stays below this (above, its LPs take
     #: most of the call's time; the final audit judges instead)
     feasibility_check_max_work: int = 5_000_000
-    #: the check against the single-contributor attackers (run only after a failed final
-    #: audit) while attackers x cells stays below this (each attacker costs a verdict
-    #: pass over the all-suppressed pattern)
+    #: the check against the single-contributor attackers (before a whole-table repair
+    #: round against them, or after a failed final audit) while attackers x cells stays
+    #: below this (each attacker costs a verdict pass over the all-suppressed pattern)
     feasibility_singleton_max_work: int = 200_000
     #: product tables below the audit's local-LP size: sibling cubes per primary handed
     #: to the check's audit as candidate witnesses (each spares it LPs; 0: none)
