@@ -70,7 +70,7 @@ def worker(mode: str, n: int, path: str | None, threads: int) -> dict:
         frame = make_records(n)
         rss_input = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         start = time.perf_counter()
-        table = tabulate(frame, dims, "turnover", top_k=3, engine="pandas")
+        table = tabulate(frame, dims, "turnover", top_k=3, engine="memory")
     else:
         rss_input = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         start = time.perf_counter()

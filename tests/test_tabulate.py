@@ -100,7 +100,7 @@ def test_oracle_a3_weighted_cell_replicates_contributions():
     # two largest "contributors" are 100 and 100.
     h = Hierarchy.flat(["c"], total="T")
     df = pd.DataFrame({"g": ["c", "c"], "x": [100.0, 10.0], "w": [4, 7]})
-    for engine in ("pandas", "duckdb"):
+    for engine in ("memory", "duckdb"):
         t = tabulate(df, {"g": h}, "x", weight="w", top_k=6, engine=engine)
         c = t.cell("c")
         assert t.value[c] == 470.0
@@ -155,7 +155,7 @@ def test_shadow_cost_and_request():
     h = Hierarchy.flat(["a", "b"], total="T")
     df = pd.DataFrame({"g": ["a", "a", "b"], "x": [10.0, 20.0, 5.0], "s": [3.0, 1.0, 9.0],
                        "c": [1.0, 2.0, 4.0], "req": ["yes", "no", "1"]})
-    for engine in ("pandas", "duckdb"):
+    for engine in ("memory", "duckdb"):
         t = tabulate(df, {"g": h}, "x", shadow="s", cost="c", request="req", top_k=2,
                      engine=engine)
         assert t.value.tolist() == [35.0, 30.0, 5.0]
@@ -177,14 +177,14 @@ def test_every_level_equals_brute_force_on_records(n, seed, weights):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_duckdb_file_engine_equals_pandas(tmp_path, suffix):
+def test_duckdb_file_engine_equals_memory(tmp_path, suffix):
     df = records(300, 7, with_holdings=True)
     path = tmp_path / f"m{suffix}"
     df.to_csv(path, index=False) if suffix == ".csv" else df.to_parquet(path, index=False)
     dims = {"region": REGION, "nace": NACE}
     a = tabulate(df, dims, "x", holding="h", top_k=3)
     b = tabulate(path, dims, "x", holding="h", top_k=3, engine="duckdb", threads=1)
-    c = tabulate(path, dims, "x", holding="h", top_k=3, engine="pandas")
+    c = tabulate(path, dims, "x", holding="h", top_k=3, engine="memory")
     for other in (b, c):
         np.testing.assert_allclose(other.value, a.value, rtol=1e-12)
         np.testing.assert_array_equal(other.freq, a.freq)
@@ -262,7 +262,7 @@ def test_unknown_code_error_names_column_and_rows():
 def test_unknown_code_in_file_names_lines(tmp_path):
     df = pd.DataFrame({"region": ["N1", "N2", "X9"], "x": [1.0, 2.0, 3.0]})
     df.to_csv(tmp_path / "m.csv", index=False)
-    for engine in ("duckdb", "pandas"):
+    for engine in ("duckdb", "memory"):
         with pytest.raises(InputError, match=r"m.csv line 4: the code in column 'region'"):
             tabulate(tmp_path / "m.csv", {"region": REGION}, "x", engine=engine)
 
@@ -270,7 +270,7 @@ def test_unknown_code_in_file_names_lines(tmp_path):
 def test_unknown_code_goes_to_configured_code():
     h = Hierarchy.flat(["a", "b", "99"], total="T")
     df = pd.DataFrame({"g": ["a", "zz", None, "b"], "x": [1.0, 2.0, 4.0, 8.0]})
-    for engine in ("pandas", "duckdb"):
+    for engine in ("memory", "duckdb"):
         t = tabulate(df, {"g": h}, "x", unknown_code="99", engine=engine, top_k=2)
         assert t.value[t.cell("99")] == 6.0 and t.freq[t.cell("99")] == 2
         assert t.top[t.cell("99")].tolist() == [4.0, 2.0]
@@ -370,15 +370,16 @@ def test_categorical_codes_with_unused_categories():
         tabulate(df, {"region": REGION}, "x")
 
 
-def test_auto_engine_reads_small_files_with_pandas(tmp_path):
+def test_auto_engine_reads_small_files_in_memory(tmp_path):
     """``auto``: pandas for frames and files up to AUTO_SMALL_FILE_BYTES (no duckdb start-up
     on everyday tables), duckdb first for larger files; the same table either way."""
     from tabprotect.tabulate.engines import AUTO_SMALL_FILE_BYTES, auto_order, choose_engine
     df = records(200, 3)
     small = tmp_path / "m.csv"
     df.to_csv(small, index=False)
-    assert choose_engine("auto", small).name == "pandas"
-    assert choose_engine("auto", df).name == "pandas"
+    assert choose_engine("auto", small).name == "memory"
+    assert choose_engine("auto", df).name == "memory"
+    assert choose_engine("pandas", df) is choose_engine("memory", df)   # its other name
     big = tmp_path / "big.csv"
     with open(big, "wb") as f:            # a sparse file: its size without the writing
         f.truncate(AUTO_SMALL_FILE_BYTES + 1)

@@ -1,4 +1,4 @@
-"""tabulate(..., engine="dask"): the same Table as the pandas engine, cell by cell, from a
+"""tabulate(..., engine="dask"): the same Table as the in-memory engine, cell by cell, from a
 Dask DataFrame or a CSV/Parquet dataset, on a LocalCluster of two workers."""
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_holdings_shadow_cost_and_request_equal_pandas(cluster):
     df = generated(3000, 1)
     ddf = dd.from_pandas(df, npartitions=7)
     keys = dict(holding="h", shadow="s", cost="c", request="r", top_k=3)
-    a = tabulate(df, DIMS, "x", engine="pandas", **keys)
+    a = tabulate(df, DIMS, "x", engine="memory", **keys)
     b = tabulate(ddf, DIMS, "x", engine="dask", **keys)
     assert "holding_top3" in b.extra and "request_max" in b.extra
     assert_same(a, b)
@@ -150,7 +150,7 @@ def test_engine_choice_and_bad_sources(cluster, tmp_path):
 
 
 def test_the_job_tabulates_on_its_cluster(cluster, tmp_path):
-    """[microdata] engine = "dask" in a job with [cluster]: the table of the pandas engine."""
+    """[microdata] engine = "dask" in a job with [cluster]: the table of the in-memory engine."""
     from tabprotect.pipeline import run
     folder = tmp_path / "job"
     shutil.copytree(DEMO, folder)

@@ -80,8 +80,13 @@ def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
                 continue
             down = branch + ((f, -np.inf, float(np.floor(x[f]))),)
             up = branch + ((f, float(np.ceil(x[f])), np.inf),)
-            # the side nearer the LP point first (pushed last)
-            stack += [up, down] if x[f] - np.floor(x[f]) < 0.5 else [down, up]
+            # the side first (pushed last): for a goal, towards the cell's true value (a
+            # table near the true one moves fewer cells, and so is a witness against more
+            # attackers after this one: v1-cnt-3d 518 LPs instead of 644); for the bound, the
+            # side nearer the LP point
+            first_down = system.value[f] < x[f] if goal is not None else \
+                x[f] - np.floor(x[f]) < 0.5
+            stack += [up, down] if first_down else [down, up]
         return ("found", best_x) if best_x is not None else ("none", None)
     finally:
         bounds.restore()

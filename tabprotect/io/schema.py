@@ -156,7 +156,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "{column = code})"),
         Key("missing", "string", "error", doc="missing codes", choices=("error", "zero",
                                                                         "drop")),
-        Key("engine", "string", "auto", choices=("auto", "pandas", "duckdb", "dask"),
+        Key("engine", "string", "auto", choices=("auto", "memory", "pandas", "duckdb", "dask"),
             doc="tabulation engine"),
         Key("name", "string", doc="table name"),
         Key("threads", "integer", low=1, doc="duckdb threads"),

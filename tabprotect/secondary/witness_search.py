@@ -51,9 +51,10 @@ class WitnessSearchSettings:
     #: integer audits with the single-contributor attack: components of the pattern
     #: from this many cells get the attack witnesses before the first audit (on 22^3
     #: gauss's one component of 2,116 cells: a 15 CPU s search, then the screen takes
-    #: 1.3 s where it took minutes; on 16^3's 840 cells the search costs 12 CPU s and
-    #: spares the verdict audit 9 of its 23)
-    attack_min_cells: int = 2_000
+    #: 1.3 s where it took minutes; on 16^3's 840 cells a 12 CPU s search, then the
+    #: integer verdict audit passes in 43 CPU s, where without the moves its integer
+    #: witnesses' MILPs had not decided a primary after 78)
+    attack_min_cells: int = 500
     #: against the attack: at most this many primaries the boxes leave unserved get
     #: moves over their whole component (an LP of a few seconds per direction on 30^3
     #: gauss's 5,464-cell component; more open primaries are the repair's)

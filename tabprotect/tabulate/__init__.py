@@ -28,7 +28,7 @@ to leaf cells, then aggregate leaves to every level of every hierarchy; the larg
 contributions of an aggregate are the largest of the union of its leaves' contributions.
 
 Modules: ``spec`` (the validated arguments), ``engine`` (the engine interface: what an
-engine receives and returns), ``engines`` (engines by name, ``auto``), ``pandas_engine``,
+engine receives and returns), ``engines`` (engines by name, ``auto``), ``memory_engine``,
 ``duckdb_engine`` (+ ``duckdb_checks``), ``checks`` (record checks shared by the engines),
 ``contributions`` (top-k and holding contributions), ``assemble`` (leaves -> Table),
 ``correspondence`` (hierarchies from correspondence tables), ``files``, ``api``

@@ -66,9 +66,9 @@ def tabulate(microdata: "pd.DataFrame | Columns | str | Path",
         ``"zero"`` (a contributor with value 0) or ``"drop"`` (the record is left out of the
         cell).  With ``zero``/``drop`` the records concerned are counted per cell in
         ``extra["n_missing"]`` and a warning gives the total, so nothing disappears silently.
-    engine : ``"pandas"``, ``"duckdb"``, ``"dask"`` or ``"auto"`` (duckdb for files larger
-        than 16 MiB when installed, pandas for smaller files and for frames, dask for a
-        Dask DataFrame).  ``"dask"`` reads a Dask DataFrame or a CSV/Parquet file or
+    engine : ``"memory"`` (also named ``"pandas"``), ``"duckdb"``, ``"dask"`` or ``"auto"``
+        (duckdb for files larger than 16 MiB when installed, in memory for smaller files
+        and for frames, dask for a Dask DataFrame).  ``"dask"`` reads a Dask DataFrame or a CSV/Parquet file or
         folder partition by partition on a Dask cluster (docs/scale-out.md)
     threads, memory_limit : duckdb settings (e.g. ``threads=1``, ``memory_limit="2GB"``);
         duckdb spills to disk beyond the memory limit, so files larger than memory work

@@ -1,8 +1,8 @@
 """The Dask engine: microdata larger than one machine (``pip install "tabprotect[dask]"``).
 
 The source is a ``dask.dataframe.DataFrame`` or the path of a CSV/Parquet file or of a
-folder of them (a dataset).  Each partition is reduced on a worker by the pandas engine's
-own code (:func:`~tabprotect.tabulate.pandas_engine.frame_leaves`: the same checks, sums
+folder of them (a dataset).  Each partition is reduced on a worker by the in-memory engine's
+own code (:func:`~tabprotect.tabulate.memory_engine.frame_leaves`: the same checks, sums
 and candidates) to a :class:`_Partial`, one row per non-empty leaf cell; the partials are
 combined in a tree (:data:`FAN_IN` at a time, on the workers) and the caller receives one
 partial of at most one row per leaf cell.  What crosses the network is therefore per-cell,
@@ -35,7 +35,7 @@ from tabprotect.parallel import active_executor
 from tabprotect.tabulate.contributions import holding_sums, leaf_candidates
 from tabprotect.tabulate.engine import EngineSettings, Leaves, Progress, Source
 from tabprotect.tabulate.files import is_parquet
-from tabprotect.tabulate.pandas_engine import frame_leaves
+from tabprotect.tabulate.memory_engine import frame_leaves
 from tabprotect.tabulate.spec import MicrodataSpec
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def _quiet(message: str) -> None:
 
 
 def _partition(frame: pd.DataFrame, spec: MicrodataSpec, source: str) -> _Partial | None:
-    """One partition reduced by the pandas engine, kept to its non-empty leaf cells."""
+    """One partition reduced by the in-memory engine, kept to its non-empty leaf cells."""
     if len(frame) == 0:
         return None
     lv = frame_leaves(frame, spec, _quiet, source, file_rows=False)

@@ -17,9 +17,9 @@ from tabprotect.tabulate.dask_engine import dask_available, dask_leaves, is_dask
 from tabprotect.tabulate.duckdb_engine import distinct_codes as duckdb_distinct_codes, \
     duckdb_available, duckdb_leaves
 from tabprotect.tabulate.engine import Engine, Source
-from tabprotect.tabulate.pandas_engine import pandas_leaves
+from tabprotect.tabulate.memory_engine import memory_leaves
 
-__all__ = ["ENGINES", "AUTO_FOR_FILES", "AUTO_FOR_FRAMES", "AUTO_SMALL_FILE_BYTES",
+__all__ = ["ENGINES", "ENGINE_NAMES", "AUTO_FOR_FILES", "AUTO_FOR_FRAMES", "AUTO_SMALL_FILE_BYTES",
            "auto_order", "choose_engine", "distinct_codes"]
 
 
@@ -28,24 +28,28 @@ def _always() -> bool:
 
 
 ENGINES: dict[str, Engine] = {
-    "pandas": Engine("pandas", pandas_leaves, _always),
+    "memory": Engine("memory", memory_leaves, _always),
     "duckdb": Engine("duckdb", duckdb_leaves, duckdb_available),
     "dask": Engine("dask", dask_leaves, dask_available),
 }
+#: other names of engines (``pandas``: the in-memory engine, which reads DataFrames and
+#: tabulates with numpy, under the name job files and calls give it)
+ENGINE_NAMES = {"pandas": "memory"}
 
 #: ``auto`` for a file: the first available of these (duckdb streams files larger than memory)
-AUTO_FOR_FILES = ("duckdb", "pandas")
-#: ``auto`` for a file of at most this many bytes: pandas (reading it whole takes a fraction
+AUTO_FOR_FILES = ("duckdb", "memory")
+#: ``auto`` for a file of at most this many bytes: in memory (reading it whole takes a fraction
 #: of a second, where importing and starting duckdb costs more than the tabulation)
 AUTO_SMALL_FILE_BYTES = 16 * 2**20
 #: ``auto`` for a DataFrame: the first available of these (the frame is in memory already)
-AUTO_FOR_FRAMES = ("pandas",)
+AUTO_FOR_FRAMES = ("memory",)
 
 
 def choose_engine(name: str, source: Source) -> Engine:
     """The engine named ``name``; for ``"auto"`` the first available for the source."""
     if name == "auto":
         return next(ENGINES[e] for e in auto_order(source) if ENGINES[e].available())
+    name = ENGINE_NAMES.get(name, name)
     if name not in ENGINES:
         raise InputError(f"unknown tabulation engine {name!r} ({', '.join(ENGINES)}, auto)")
     return ENGINES[name]
@@ -53,7 +57,7 @@ def choose_engine(name: str, source: Source) -> Engine:
 
 def auto_order(source: Source) -> tuple[str, ...]:
     """The engines ``auto`` tries for ``source``, in order: a DataFrame and a small file
-    (at most :data:`AUTO_SMALL_FILE_BYTES`) go to pandas, a larger file to duckdb first, a
+    (at most :data:`AUTO_SMALL_FILE_BYTES`) are read in memory, a larger file to duckdb first, a
     Dask DataFrame to dask."""
     if is_dask_frame(source):
         return ("dask",)
@@ -71,7 +75,7 @@ def distinct_codes(path: Path, dims: Sequence[str], engine: str = "auto"
     """Distinct codes of each dimension column, sorted (to build 'levels'/'flat'
     hierarchies): read in memory where the in-memory engine reads the file, by duckdb
     otherwise."""
-    in_memory = engine == "pandas" or (engine == "auto" and
+    in_memory = ENGINE_NAMES.get(engine, engine) == "memory" or (engine == "auto" and
                                        auto_order(Path(path)) == AUTO_FOR_FRAMES)
     if not in_memory:
         return duckdb_distinct_codes(path, dims)

@@ -56,18 +56,28 @@ from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelStat
                                                         search_slice)
 
 
-#: the nodes this process has searched by numpy (the kernel is loaded once they cost
-#: about what loading it costs: a process with less search work never pays for it)
-_NUMPY_NODES = [0]
-#: the modular calls this process has begun (:func:`begin_call`), and the last call
-#: that looked for the kernel's cache (once a call)
-_CALLS = [0, 0]
+class _ProcessWork:
+    """What this process's modular calls have done so far (the kernel's load policy
+    depends on it): a process with little search work never pays for loading the
+    kernel, one that protects several tables loads it from its cache early."""
+
+    def __init__(self):
+        #: nodes searched by numpy (the kernel is loaded once they cost about what
+        #: loading it costs)
+        self.numpy_nodes = 0
+        #: modular calls begun (:func:`begin_call`)
+        self.calls = 0
+        #: the last call that looked for the kernel's cache (once a call)
+        self.cache_looked = 0
+
+
+_WORK = _ProcessWork()
 
 
 def begin_call() -> None:
     """Count a modular call of this process (a second call marks a process that
     protects several tables: ``SearchLimits.load_when_warm``)."""
-    _CALLS[0] += 1
+    _WORK.calls += 1
 
 
 def _load_early(limits: SearchLimits) -> None:
@@ -79,9 +89,9 @@ def _load_early(limits: SearchLimits) -> None:
     if limits.load_first and compiled_available():
         load_kernel()
         return
-    if not (limits.load_when_warm and _CALLS[0] >= 2 and _CALLS[1] < _CALLS[0]):
+    if not (limits.load_when_warm and _WORK.calls >= 2 and _WORK.cache_looked < _WORK.calls):
         return
-    _CALLS[1] = _CALLS[0]
+    _WORK.cache_looked = _WORK.calls
     if compiled_available() and kernel_cached():
         load_kernel()
 
@@ -124,13 +134,13 @@ class _Search:
                 return pick
         lim = self.limits
         switch = lim.compiled_after if kernel_loaded() else \
-            max(0, lim.load_after - _NUMPY_NODES[0])
+            max(0, lim.load_after - _WORK.numpy_nodes)
         compiled = (not self.lazy and lim.compiled and switch < lim.max_nodes
                     and compiled_available())
         if compiled:
             self.node_cap = switch
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
-        _NUMPY_NODES[0] += self.nodes
+        _WORK.numpy_nodes += self.nodes
         if compiled and self.gave_up and self.nodes > self.node_cap:
             self._run_compiled()    # a large search: the kernel searches it again
         return self.best if self.first_only or not self.gave_up else None

@@ -16,6 +16,8 @@ The separation (:meth:`AttackerOracle.separate
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 #: |w_j| below this (relative to the witness's largest entry) counts as w_j = 0
@@ -58,8 +60,8 @@ class WitnessStore:
         self.keep = keep
         self.slot = slot
         # a primary's own optima, and those of other primaries' LPs that move it
-        self._by: dict[tuple[int, float], list] = {}
-        self._shared: dict[tuple[int, float], list] = {}
+        self._by: dict[tuple[int, float], deque] = {}
+        self._shared: dict[tuple[int, float], deque] = {}
         self.skipped = 0
 
     def add(self, p: int, sign: float, cols: np.ndarray, y: np.ndarray) -> None:
@@ -70,17 +72,25 @@ class WitnessStore:
             return
         nz = np.abs(y) > ZERO * max(1.0, float(np.abs(y).max(initial=0.0)))
         entry = _Witness(cols[nz], y[nz])
-        keys = [((p, sign), self._by)]
+        self._keep_in(self._by, (p, sign), entry)
         if self.slot is not None:
             others = self.slot[entry.cols]
             hit = (others >= 0) & (others != p)
             signs = np.where(entry.y[hit] > 0, 1.0, -1.0)
-            keys += [((q, g), self._shared)
-                     for q, g in zip(others[hit].tolist(), signs.tolist())]
-        for key, book in keys:
-            lst = book.setdefault(key, [])
-            lst.insert(0, entry)
-            del lst[self.keep:]
+            shared = self._shared
+            for key in zip(others[hit].tolist(), signs.tolist()):   # _keep_in, inline
+                kept = shared.get(key)
+                if kept is None:
+                    kept = shared[key] = deque(maxlen=self.keep)
+                kept.appendleft(entry)
+
+    def _keep_in(self, book: dict, key: tuple[int, float], entry: _Witness) -> None:
+        """``entry`` first among ``key``'s witnesses in ``book``, the oldest beyond
+        ``keep`` dropped."""
+        kept = book.get(key)
+        if kept is None:
+            kept = book[key] = deque(maxlen=self.keep)
+        kept.appendleft(entry)
 
     def bound(self, p: int, sign: float, s: int, j: int, up: np.ndarray,
               down: np.ndarray, z: np.ndarray, rhs: float, goal: float = np.inf) -> float:
@@ -88,7 +98,7 @@ class WitnessStore:
         ``-min(down, rhs) z <= y <= min(up, rhs) z`` (and ``y_j = 0`` for ``j >= 0``),
         or the first one found that reaches ``goal``."""
         best = 0.0
-        for w in self._by.get((p, sign), []) + self._shared.get((p, sign), []):
+        for w in (*self._by.get((p, sign), ()), *self._shared.get((p, sign), ())):
             if best >= goal:
                 break
             val = sign * w.value(s)

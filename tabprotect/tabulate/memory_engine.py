@@ -1,4 +1,4 @@
-"""The in-memory engine (named ``pandas``): DataFrames and files read into memory, both as
+"""The in-memory engine (``memory``; ``pandas`` names it too): DataFrames and files read into memory, both as
 :class:`~tabprotect.model.columns.Columns` (a CSV file never goes through pandas).
 
 Codes are factorized once per dimension, the leaf cell id of a record is
@@ -27,10 +27,10 @@ from tabprotect.tabulate.spec import MicrodataSpec
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["pandas_leaves"]
+__all__ = ["memory_leaves"]
 
 
-def pandas_leaves(source: Source, spec: MicrodataSpec, settings: EngineSettings,
+def memory_leaves(source: Source, spec: MicrodataSpec, settings: EngineSettings,
                   say: Progress) -> Leaves:
     """The engine function (see :mod:`tabprotect.tabulate.engine`)."""
     if isinstance(source, Path):
