@@ -75,3 +75,39 @@ def random_moves(rng: np.random.Generator, k: int, m: int, *, top: int, room: in
                      0).astype(float)
     dense[rng.random((m, k)) < 0.1] *= 0.5
     return value, lb, ub, sp.csr_matrix(dense)
+
+
+AUDIT_JOB = """
+[input]
+cells = "cells.csv"
+dimensions = ["region", "size"]
+value = "value"
+status = "status"
+compute_totals = {compute}
+
+[hierarchies.region]
+pairs = "region.csv"
+
+[output]
+dir = "out"
+"""
+
+AUDIT_CELLS = """region,size,value,status
+N1,s1,5,U
+N1,s2,7,M
+N2,s1,1,M
+N2,s2,9,M
+S,s1,4,
+S,s2,6,
+"""
+
+AUDIT_REGION = "parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n"
+
+
+def write_audit_job(tmp_path, cells=AUDIT_CELLS, region=AUDIT_REGION, compute="true"):
+    """A small audit job (a suppressed 2-D table, a region hierarchy) in ``tmp_path``;
+    its job file's path."""
+    (tmp_path / "job.toml").write_text(AUDIT_JOB.format(compute=compute))
+    (tmp_path / "cells.csv").write_text(cells)
+    (tmp_path / "region.csv").write_text(region)
+    return tmp_path / "job.toml"

@@ -8,41 +8,8 @@ import textwrap
 import pandas as pd
 import pytest
 
+from helpers import AUDIT_CELLS as CELLS, AUDIT_REGION as REGION, write_audit_job as write_job
 from tabprotect.cli import main
-
-JOB = """
-[input]
-cells = "cells.csv"
-dimensions = ["region", "size"]
-value = "value"
-status = "status"
-compute_totals = {compute}
-
-[hierarchies.region]
-pairs = "region.csv"
-
-[output]
-dir = "out"
-"""
-
-CELLS = """region,size,value,status
-N1,s1,5,U
-N1,s2,7,M
-N2,s1,1,M
-N2,s2,9,M
-S,s1,4,
-S,s2,6,
-"""
-
-REGION = "parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n"
-
-
-def write_job(tmp_path, cells=CELLS, region=REGION, compute="true"):
-    (tmp_path / "job.toml").write_text(JOB.format(compute=compute))
-    (tmp_path / "cells.csv").write_text(cells)
-    (tmp_path / "region.csv").write_text(region)
-    return tmp_path / "job.toml"
-
 
 def test_help_lists_commands(capsys):
     with pytest.raises(SystemExit) as exc:

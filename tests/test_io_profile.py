@@ -9,38 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import AUDIT_CELLS, write_audit_job
 from tabprotect.io.profile import RunProfile, process_age
 
 ROOT = Path(__file__).resolve().parents[1]
-
-JOB = """
-[input]
-cells = "cells.csv"
-dimensions = ["region", "size"]
-value = "value"
-status = "status"
-compute_totals = true
-
-[hierarchies.region]
-pairs = "region.csv"
-"""
-
-CELLS = """region,size,value,status
-N1,s1,5,U
-N1,s2,7,M
-N2,s1,1,M
-N2,s2,9,M
-S,s1,4,
-S,s2,6,
-"""
-
-
-def _job(tmp_path: Path) -> Path:
-    (tmp_path / "job.toml").write_text(JOB)
-    (tmp_path / "cells.csv").write_text(CELLS)
-    (tmp_path / "region.csv").write_text("parent,child\nTotal,N\nTotal,S\nN,N1\nN,N2\n")
-    return tmp_path / "job.toml"
-
 
 def _run(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
     """``python -m tabprotect ARGS`` (the console's entry) and its CPU seconds."""
@@ -53,7 +25,7 @@ def _run(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, float
 
 
 def test_profile_stages_cover_the_process_and_no_output_is_lost(tmp_path):
-    job = _job(tmp_path)
+    job = write_audit_job(tmp_path)
     proc, cpu = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--profile",
                       str(tmp_path / "profile.json")], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -81,7 +53,7 @@ def test_profile_stages_cover_the_process_and_no_output_is_lost(tmp_path):
 
 
 def test_without_profile_no_profile_file(tmp_path):
-    job = _job(tmp_path)
+    job = write_audit_job(tmp_path)
     proc, _ = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--quiet"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not list(tmp_path.glob("**/*profile*"))
@@ -89,9 +61,8 @@ def test_without_profile_no_profile_file(tmp_path):
 
 
 def test_failed_audit_exit_code_survives_the_early_exit(tmp_path):
-    job = _job(tmp_path)
     # N2/s1 published: N1's cell is derived from its row and column
-    (tmp_path / "cells.csv").write_text(CELLS.replace("N2,s1,1,M", "N2,s1,1,"))
+    job = write_audit_job(tmp_path, cells=AUDIT_CELLS.replace("N2,s1,1,M", "N2,s1,1,"))
     proc, _ = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--quiet"], tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "do not publish" in proc.stdout

@@ -22,20 +22,26 @@ def _unpublished(table: Table) -> np.ndarray:
     return np.isin(table.status, ("U", "M"))
 
 
+def _settled(seed: int):
+    """A hierarchical table of seed ``seed`` with six primaries, and its settle pass
+    (every check forced on)."""
+    table = hier_table(seed, n_primary=6)
+    req = Requirements.from_table(table, singleton=False)
+    return table, settle(table, req, _unpublished(table), deadline=None,
+                         options=OptimalOptions(settle_check_min_share=0.0))
+
+
 @pytest.mark.parametrize("seed", [1, 2, 5, 9])
 def test_settled_primaries_pass_the_audit_and_the_rest_are_short(seed):
     # many primaries that partly protect each other (the check of what the witnesses
     # leave forced on): a settled primary passes the independent audit with the
     # unpublished cells alone, a kept one fails it there
-    table = hier_table(seed, n_primary=6)
-    req = Requirements.from_table(table, singleton=False)
-    out = settle(table, req, _unpublished(table), deadline=None,
-                 options=OptimalOptions(settle_check_min_share=0.0))
+    table, out = _settled(seed)
     assert out.complete
     res = audit(table, unpublished=_unpublished(table), singleton=False)
     kept = np.zeros(table.n_cells, bool)
     kept[out.req.primary] = True
-    prim = req.primary
+    prim = np.flatnonzero(table.status == "U")
     assert res.protected[prim[~kept[prim]]].all()
     assert not res.protected[prim[kept[prim]]].any()
     assert 0 < out.settled == len(prim) - len(out.req.primary)
@@ -195,10 +201,7 @@ def test_is_deviation_accepts_only_solutions_of_the_relations():
 def test_the_settling_witnesses_are_moves_the_audit_accepts_and_its_verdict_stands(seed):
     # every kept witness is a deviation within the unpublished cells' ranges (the
     # audit rejects none), and with them the audit's verdict is the one without them
-    table = hier_table(seed, n_primary=6)
-    req = Requirements.from_table(table, singleton=False)
-    out = settle(table, req, _unpublished(table), deadline=None,
-                 options=OptimalOptions(settle_check_min_share=0.0))
+    table, out = _settled(seed)
     assert out.settled > 0 and out.moves is not None
     d = out.moves.toarray()
     assert np.abs(table.relations @ d.T).max() <= 1e-7 * max(1.0, np.abs(d).max())

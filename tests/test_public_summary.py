@@ -132,14 +132,23 @@ def test_protected_random_tables(seed):
     _check(t, result.table.status)
 
 
+def _checker_with_figures(t, st):
+    """The summary's checker after it tried every standard figure of the pattern, and
+    the names of the figures it refused."""
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    checker = Checker(t, st, False, 1e-6, None)
+    refused = [name for name, value in standard_figures(t, st).items()
+               if checker.try_release(*_form(name, value, t, st, None)) is not None]
+    return checker, refused
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ends_at_outer_bounds_need_no_base_interval(seed):
     # many primaries in a 2-D magnitude table: solutions of the system with the figure
     # show most ends at their outer bounds, so those ends get no LP without the figure;
     # the released and withheld figures against the independent LPs (_check), and the
     # outer bounds contain every primary's independent interval
-    from tabprotect.public_summary import _form
-    from tabprotect.public_summary.checker import Checker
     rng = np.random.default_rng(seed)
     rows, cols = 6, 7
     t = _grid(rng.integers(1, 60, rows * cols), rows, cols)
@@ -147,9 +156,7 @@ def test_ends_at_outer_bounds_need_no_base_interval(seed):
     t = _with_primaries(t, rng.choice(inner, size=8, replace=False))
     st = protect(t, method="hypercube", singleton=False).table.status
     _check(t, st)
-    checker = Checker(t, st, False, 1e-6, None)
-    for name, value in standard_figures(t, st).items():
-        checker.try_release(*_form(name, value, t, st, None))
+    checker, _ = _checker_with_figures(t, st)
     lo, hi = checker.outer()
     local = {int(c): i for i, c in enumerate(checker.cells)}
     for j, (a, b) in _intervals(t, st, [], False).items():
@@ -162,8 +169,6 @@ def test_figures_released_on_a_table_with_many_primaries(seed):
     # 40 primaries in a 12x14 table with zeros: every figure is released, and each
     # keeps every primary's interval by the independent LPs (_check); most ends are
     # decided by outer or Lagrangian bounds (no base interval solved for them)
-    from tabprotect.public_summary import _form
-    from tabprotect.public_summary.checker import Checker
     rng = np.random.default_rng(seed)
     rows, cols = 12, 14
     t = _grid(rng.integers(1, 300, rows * cols) * rng.integers(0, 2, rows * cols),
@@ -174,9 +179,8 @@ def test_figures_released_on_a_table_with_many_primaries(seed):
     st = protect(t, method="hypercube", singleton=False).table.status
     res = _check(t, st)
     assert not res["withheld"]
-    checker = Checker(t, st, False, 1e-6, None)
-    for name, value in standard_figures(t, st).items():
-        assert checker.try_release(*_form(name, value, t, st, None)) is None
+    checker, refused = _checker_with_figures(t, st)
+    assert refused == []
     unsolved = np.isnan(checker.base_lo[checker.primary]) | \
         np.isnan(checker.base_hi[checker.primary])
     assert unsolved.mean() > 0.5
