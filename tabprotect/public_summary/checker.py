@@ -23,8 +23,10 @@ from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.base import IntegerEnds, WarmSystems
 from tabprotect.public_summary.moves import ComponentMoves
-from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds, integral,
-                                                integral_vertex)
+from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds,
+                                                independent_cells, integral,
+                                                integral_point_at, integral_vertex,
+                                                lagrange_bound)
 
 __all__ = ["Checker"]
 
@@ -442,7 +444,7 @@ class Checker:
                 open_ = np.flatnonzero(pending[sense] & finite)
                 if len(open_) < 2:
                     break
-                picks = targets[open_[self._independent(targets[open_])]]
+                picks = targets[open_[independent_cells(self._A_csc, targets[open_])]]
                 status, x = self.ext.optimum(picks, np.ones(len(picks)), sense)
                 if status == "infeasible":
                     return "inconsistent"
@@ -492,38 +494,11 @@ class Checker:
         return None
 
     def _lagrange(self, j: int, sense: str, y: np.ndarray) -> float:
-        """A bound on the ``sense`` end of cell ``j`` over the system without the
-        figures from multipliers ``y`` of its relations (either sign: the better one),
-        over the outer bounds: ``x_j - y (A x - s)`` over the box, ``s`` within the
-        relations' ranges. Valid for any ``y``; exact at the optimal duals."""
+        """:func:`~tabprotect.public_summary.systems.lagrange_bound` of cell ``j`` over
+        the outer bounds."""
         lo, hi = self.outer()
-        best = -np.inf if sense == "min" else np.inf
-        for yy in (y, -y):
-            d = -(self._A_T @ yy)
-            d[j] += 1.0
-            if sense == "max":
-                d, yy = -d, -yy          # max x_j = -min(-x_j)
-            with np.errstate(invalid="ignore"):
-                cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0)).sum()
-                rows = np.where(yy > 0, yy * self.lp.row_lower,
-                                np.where(yy < 0, yy * self.lp.row_upper, 0.0)).sum()
-            low = cols + rows
-            if np.isnan(low):
-                continue
-            best = max(best, low) if sense == "min" else min(best, -low)
-        return float(best)
-
-    def _independent(self, cells: np.ndarray) -> np.ndarray:
-        """Positions in ``cells`` (unpublished cells) of a greedy choice sharing no row."""
-        A = self._A_csc
-        used = np.zeros(A.shape[0], bool)
-        keep = []
-        for i, j in enumerate(cells):
-            r = A.indices[A.indptr[j]:A.indptr[j + 1]]
-            if not used[r].any():
-                used[r] = True
-                keep.append(i)
-        return np.array(keep, dtype=np.int64)
+        return lagrange_bound(self._A_T, self.lp.row_lower, self.lp.row_upper, lo, hi, j,
+                              sense, y)
 
     def _local(self, j: int, sense: str, rows: list[np.ndarray], more: int = 0,
                objective: np.ndarray | None = None):
@@ -584,7 +559,7 @@ class Checker:
                 point = integral_vertex(lp, jj[0], end, left)
                 self.odds.record(point is not None)
             if point is None and len(jj) == 1:
-                point = _integral_point_at(lp, jj[0], res.x[jj[0]], sense, left)
+                point = integral_point_at(lp, jj[0], res.x[jj[0]], sense, left)
             res = point if point is not None else solve(
                 dataclasses.replace(lp, integrality=np.full(len(cols), True)),
                 time_limit=left)
@@ -691,20 +666,6 @@ class Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
-
-
-def _integral_point_at(lp: LinearProgram, j: int, v: float, sense: str, time_limit):
-    """An integral solution of ``lp`` with column ``j`` at its LP end ``v`` rounded
-    inward (a MILP without objective), or None where there is none (or none in time)."""
-    end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
-    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
-    if not lo[j] <= end <= hi[j]:
-        return None
-    lo[j] = hi[j] = end
-    res = solve(dataclasses.replace(lp, c=np.zeros(lp.n_cols), col_lower=lo, col_upper=hi,
-                                    sense="min", integrality=np.full(lp.n_cols, True)),
-                time_limit=time_limit)
-    return res if res.status == "optimal" else None
 
 
 def _magnitude(ends: np.ndarray) -> np.ndarray:

@@ -11,11 +11,62 @@ import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram, solve
 
-__all__ = ["integral", "integral_vertex", "VertexOdds", "Pace", "Points", "Bounds"]
+__all__ = ["integral", "integral_vertex", "integral_point_at", "lagrange_bound",
+           "independent_cells", "VertexOdds", "Pace", "Points", "Bounds"]
 
 
 def integral(x: np.ndarray) -> bool:
     return bool(np.abs(x - np.round(x)).max() <= 1e-6) if len(x) else True
+
+
+def integral_point_at(lp: LinearProgram, j: int, v: float, sense: str, time_limit):
+    """An integral solution of ``lp`` with column ``j`` at its LP end ``v`` rounded
+    inward (a MILP without objective), or None where there is none (or none in time)."""
+    end = np.floor(v + 1e-6) if sense == "max" else np.ceil(v - 1e-6)
+    lo, hi = lp.col_lower.copy(), lp.col_upper.copy()
+    if not lo[j] <= end <= hi[j]:
+        return None
+    lo[j] = hi[j] = end
+    res = solve(dataclasses.replace(lp, c=np.zeros(lp.n_cols), col_lower=lo, col_upper=hi,
+                                    sense="min", integrality=np.full(lp.n_cols, True)),
+                time_limit=time_limit)
+    return res if res.status == "optimal" else None
+
+
+def lagrange_bound(A_T: sp.csr_matrix, row_lower: np.ndarray, row_upper: np.ndarray,
+                   lo: np.ndarray, hi: np.ndarray, j: int, sense: str,
+                   y: np.ndarray) -> float:
+    """A bound on the ``sense`` end of column ``j`` over ``row_lower <= A x <= row_upper``
+    and the box ``lo <= x <= hi`` from multipliers ``y`` of the rows (either sign: the
+    better one): ``x_j - y (A x - s)`` over the box, ``s`` within the rows' ranges (``A_T``
+    is ``A`` transposed). Valid for any ``y``; exact at the optimal duals."""
+    best = -np.inf if sense == "min" else np.inf
+    for yy in (y, -y):
+        d = -(A_T @ yy)
+        d[j] += 1.0
+        if sense == "max":
+            d, yy = -d, -yy          # max x_j = -min(-x_j)
+        with np.errstate(invalid="ignore"):
+            cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0)).sum()
+            rows = np.where(yy > 0, yy * row_lower,
+                            np.where(yy < 0, yy * row_upper, 0.0)).sum()
+        low = cols + rows
+        if np.isnan(low):
+            continue
+        best = max(best, low) if sense == "min" else min(best, -low)
+    return float(best)
+
+
+def independent_cells(A_csc: sp.csc_matrix, cells: np.ndarray) -> np.ndarray:
+    """Positions in ``cells`` (columns of ``A_csc``) of a greedy choice sharing no row."""
+    used = np.zeros(A_csc.shape[0], bool)
+    keep = []
+    for i, j in enumerate(cells):
+        r = A_csc.indices[A_csc.indptr[j]:A_csc.indptr[j + 1]]
+        if not used[r].any():
+            used[r] = True
+            keep.append(i)
+    return np.array(keep, dtype=np.int64)
 
 
 def integral_vertex(lp: LinearProgram, j, end, time_limit):
