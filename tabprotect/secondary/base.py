@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
@@ -349,7 +350,7 @@ class MethodOutcome:
     solver_status: str = "heuristic"
     mip_gap: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    moves: Any = None
+    moves: sp.csr_matrix | None = None
 
 
 COST_FUNCTIONS = ("unity", "freq", "value", "log", "column")
