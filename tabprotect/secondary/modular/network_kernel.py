@@ -58,10 +58,17 @@ def jit_inline(fn):
     return fn
 
 
-_loaded = [False]
-#: wall and CPU seconds this process spent loading the kernels (numba's import and each
-#: kernel's compile or cache read), for a run's profile
-_load_seconds = [0.0, 0.0]
+class _Load:
+    """Whether this process has loaded the kernels, and the wall and CPU seconds that
+    took (numba's import and each kernel's compile or cache read), for a run's profile."""
+
+    def __init__(self):
+        self.done = False
+        self.wall = 0.0
+        self.cpu = 0.0
+
+
+_LOAD = _Load()
 
 
 def kernel_cached(folder: str | None = None) -> bool:
@@ -116,13 +123,13 @@ def _newer(path: str, stamp: float) -> bool:
 def kernel_loaded() -> bool:
     """The kernel has run in this process (numba imported, the kernel compiled or
     loaded from its cache)."""
-    return _loaded[0]
+    return _LOAD.done
 
 
 def load_kernel() -> float:
     """Load the kernels (numba's import, each kernel compiled or read from its cache) by
     one call of each on a tiny problem; the seconds it took (0 once loaded)."""
-    if _loaded[0]:
+    if _LOAD.done:
         return 0.0
     start, cpu = time.perf_counter(), time.process_time()
     # a load from the cache (numba's import and target set-up) makes some 10^5 objects
@@ -136,9 +143,9 @@ def load_kernel() -> float:
     finally:
         if collecting:
             gc.enable()
-    _loaded[0] = True
-    _load_seconds[:] = [time.perf_counter() - start, time.process_time() - cpu]
-    return _load_seconds[0]
+    _LOAD.done = True
+    _LOAD.wall, _LOAD.cpu = time.perf_counter() - start, time.process_time() - cpu
+    return _LOAD.wall
 
 
 def _njit():
@@ -170,7 +177,7 @@ def _load(njit) -> None:
 def load_seconds() -> tuple[float, float]:
     """Wall and CPU seconds this process spent in :func:`load_kernel` (0 when the
     kernels have not been loaded)."""
-    return _load_seconds[0], _load_seconds[1]
+    return _LOAD.wall, _LOAD.cpu
 
 
 class KernelState:
