@@ -19,7 +19,8 @@ from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, HybridOracle
 from tabprotect.secondary.optimal.witness_check import (is_deviation, keep_witness,
-                                                         moves_matrix, witness_certified)
+                                                         witness_certified)
+from tabprotect.secondary.witness_search import moves_matrix
 from tabprotect.secondary.attack_requirements import Requirements
 
 
@@ -91,7 +92,7 @@ def settle(table, req: Requirements, fixed: np.ndarray, *, deadline: float | Non
             done = ~short[req.primary]
     return Settled(req=restrict(req, ~done), settled=int(done.sum()), complete=complete,
                    lps=n_lp, seconds=time.perf_counter() - t0,
-                   moves=moves_matrix(kept, table.n_cells))
+                   moves=moves_matrix(kept, table.n_cells) if kept else None)
 
 
 def single_witnesses(A, req: Requirements, z: np.ndarray, open_: np.ndarray, *,

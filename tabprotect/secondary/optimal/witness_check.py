@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
 
@@ -101,17 +100,6 @@ def keep_witness(keep: list | None, cells: np.ndarray, y: np.ndarray) -> None:
     if keep is not None:
         nz = np.flatnonzero(y)
         keep.append((np.asarray(cells)[nz], y[nz]))
-
-
-def moves_matrix(kept: list, n_cells: int):
-    """The kept deviations as one sparse matrix, a row each, one column per cell (None
-    when there are none)."""
-    if not kept:
-        return None
-    cols = np.concatenate([c for c, _ in kept])
-    vals = np.concatenate([v for _, v in kept])
-    indptr = np.concatenate([[0], np.cumsum([len(c) for c, _ in kept])])
-    return sp.csr_matrix((vals, cols, indptr), shape=(len(kept), n_cells))
 
 
 def is_deviation(rows, y: np.ndarray) -> bool:
