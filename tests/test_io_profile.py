@@ -80,3 +80,12 @@ def test_profile_stages_add_up_in_process():
     assert (other["wall"], other["cpu"]) == (0.25, 0.125)
     age = process_age()
     assert age is None or age > 0
+
+
+def test_a_profile_path_that_cannot_be_written_is_one_line(tmp_path):
+    job = write_audit_job(tmp_path)
+    proc, _ = _run(["audit", str(job), "-o", str(tmp_path / "out"), "--quiet", "--profile",
+                    str(tmp_path)], tmp_path)          # a folder, not a file
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert f"--profile {tmp_path}: cannot write" in proc.stderr

@@ -22,6 +22,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from tabprotect.errors import InputError
+
 def process_age() -> float | None:
     """Wall seconds since this process started (Linux: ``/proc/self/stat``'s start time
     against the boot-time clock, to the clock tick); None where the system does not say."""
@@ -83,10 +85,15 @@ class RunProfile:
                 "python": sys.version.split()[0]}
 
     def write(self, path: str | Path) -> Path:
-        """The profile as JSON in ``path`` (no cell value: stage names and seconds)."""
+        """The profile as JSON in ``path`` (no cell value: stage names and seconds); a
+        path that cannot be written is one line naming it."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--profile {path}: cannot write ({exc.strerror or exc})") \
+                from None
         return path
 
 
