@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tabprotect.errors import InputError
 
+
 def process_age() -> float | None:
     """Wall seconds since this process started (Linux: ``/proc/self/stat``'s start time
     against the boot-time clock, to the clock tick); None where the system does not say."""
