@@ -79,6 +79,16 @@ def test_unknown_column_and_section(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "nope.toml")]) == 2
 
 
+def test_hierarchy_columns_with_an_empty_code(tmp_path, capsys):
+    job = write_job(tmp_path, region="grp,region\nN,N1\nN,N2\n,S\n")
+    job.write_text(job.read_text().replace('pairs = "region.csv"',
+                                           'file = "region.csv"\ncolumns = ["grp", "region"]'))
+    assert main(["audit", str(job)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "region.csv line 4: empty code in column 'grp'" in err, err
+
+
 def test_console_script_no_traceback(tmp_path):
     job = write_job(tmp_path, CELLS + "X9,s2,6,\n")
     # python -m tabprotect runs the command line as well as python -m tabprotect.cli
