@@ -33,11 +33,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import solve
 from tabprotect.audit import required_interval
-from tabprotect.audit.least_moves import goals
+from tabprotect.audit.least_moves import goals, move_program, pinned
 from tabprotect.audit_result import meets_requirement
 from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
@@ -252,28 +251,21 @@ def least_move(table: Table, cells: np.ndarray, p: int, need_up: float,
                need_down: float) -> np.ndarray | None:
     """The move over ``cells`` (the rest held; every cell within its bounds) of least
     total change taking ``p`` at least ``need_up`` up (or ``need_down`` down): the
-    LP's solution, on ``cells``, or None."""
+    LP's solution (:func:`~tabprotect.audit.least_moves.move_program`), on ``cells``,
+    or None."""
     A = table.relations[:, cells].tocsr()
     A = A[np.flatnonzero(np.diff(A.indptr) > 0)]
     v = table.value[cells]
-    up = np.maximum(table.ub[cells] - v, 0.0)
-    dn = np.maximum(v - table.lb[cells], 0.0)
-    n = len(cells)
-    lo_p, lo_m = np.zeros(n), np.zeros(n)
-    at = int(np.searchsorted(cells, p))
-    if need_up > 0:
-        lo_p[at], dn[at] = need_up, 0.0
-    else:
-        lo_m[at], up[at] = need_down, 0.0
-    if lo_p[at] > up[at] + 1e-9 or lo_m[at] > dn[at] + 1e-9:
+    bounds = pinned(int(np.searchsorted(cells, p)), need_up, need_down,
+                    np.maximum(table.ub[cells] - v, 0.0),
+                    np.maximum(v - table.lb[cells], 0.0))
+    if bounds is None:
         return None
     zero = np.zeros(A.shape[0])
-    lp = LinearProgram(c=np.ones(2 * n), A=sp.hstack([A, -A]).tocsr(), row_lower=zero,
-                       row_upper=zero, col_lower=np.concatenate([lo_p, lo_m]),
-                       col_upper=np.concatenate([up, dn]), sense="min")
-    res = solve(lp)
+    res = solve(move_program(A, zero, zero, bounds[1], bounds[2], bounds[0]))
     if res.status != "optimal" or res.x is None:
         return None
+    n = len(cells)
     return res.x[:n] - res.x[n:]
 
 

@@ -48,7 +48,8 @@ class SearchLimits:
     #: the kernel's set-up pays)
     compiled_after: int = 0
     #: numpy nodes searched in the process before the kernel is loaded (numba's import
-    #: and the kernel's cache cost about as much CPU as this many numpy nodes)
+    #: and the kernel's cache cost about as much CPU as this many numpy nodes of a
+    #: search with few rows; a node over many rows counts as several)
     load_after: int = 5000
     #: a process's second and later modular calls load the kernel at their first
     #: network sub-table when its cache exists: a process protecting several tables
