@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import gc
 import importlib
 import os
 import pkgutil
@@ -83,13 +84,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+#: objects allocated (less those freed) between two collections of the command's
+#: youngest generation (Python's default: 700).  A one-job process keeps nearly every
+#: object it makes -- modules, classes, numba's target after a kernel load -- until it
+#: ends, so each default collection walks some 10^4-10^5 survivors and frees little;
+#: the cyclic garbage the larger threshold lets wait is a few megabytes at most
+CONSOLE_GC_THRESHOLD = 50_000
+
+
 def console() -> None:
     """The ``tabprotect`` command: :func:`main`, then the process ends as soon as its
     output is flushed and its exit handlers have run.  The interpreter's own teardown
     (every module's objects freed, the compiled kernels' machine code and numba's
     compiler released) costs 0.1-0.3 s CPU after a run and writes nothing, so a process
     with no other thread left skips it; one with threads still running (a worker pool's)
-    exits the usual way, which waits for them."""
+    exits the usual way, which waits for them.  The collector runs less often
+    (:data:`CONSOLE_GC_THRESHOLD`): about 100 collections of a cold run become a few."""
+    gc.set_threshold(CONSOLE_GC_THRESHOLD, *gc.get_threshold()[1:])
     code = main()
     threading = sys.modules.get("threading")
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)

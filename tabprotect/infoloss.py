@@ -27,7 +27,7 @@ when any zero cell changed.  A zero cell that stays zero adds nothing under ever
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

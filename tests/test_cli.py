@@ -79,6 +79,16 @@ def test_unknown_column_and_section(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "nope.toml")]) == 2
 
 
+def test_hierarchy_columns_with_an_empty_code(tmp_path, capsys):
+    job = write_job(tmp_path, region="grp,region\nN,N1\nN,N2\n,S\n")
+    job.write_text(job.read_text().replace('pairs = "region.csv"',
+                                           'file = "region.csv"\ncolumns = ["grp", "region"]'))
+    assert main(["audit", str(job)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "region.csv line 4: empty code in column 'grp'" in err, err
+
+
 def test_console_script_no_traceback(tmp_path):
     job = write_job(tmp_path, CELLS + "X9,s2,6,\n")
     # python -m tabprotect runs the command line as well as python -m tabprotect.cli
@@ -148,3 +158,21 @@ def test_the_parser_and_help_load_no_numerical_package():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_command_collects_rarely(tmp_path):
+    """The ``tabprotect`` command's process runs the collector a few times during a job,
+    not the default dozens (a one-job process keeps what it imports until it ends)."""
+    job = write_job(tmp_path)
+    code = ("import atexit, gc, sys\n"
+            "count = lambda: sum(s['collections'] for s in gc.get_stats())\n"
+            "start = count()\n"
+            "atexit.register(lambda: print('collections', count() - start, file=sys.stderr))\n"
+            "from tabprotect.cli import console\n"
+            "sys.argv = ['tabprotect', 'audit', sys.argv[1], '--quiet']\n"
+            "console()\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    collections = int(proc.stderr.split("collections")[-1].split()[0])
+    assert collections <= 10

@@ -71,6 +71,16 @@ def test_from_columns_passes_through_repeated_codes():
     assert h.is_leaf[h.index("SIN")]
 
 
+def test_from_columns_strips_codes_and_names_an_empty_one():
+    df = pd.DataFrame({"l": [" A", "A", "B"], "h": ["a1 ", "a2", None]})
+    with pytest.raises(InputError, match=r"regions line 4: empty code in column 'h'"):
+        Hierarchy.from_columns(df, ["l", "h"], label="regions")
+    h = Hierarchy.from_columns(df.iloc[:2], ["l", "h"])
+    assert h.codes == ("Total", "A", "a1", "a2")      # stripped, as the data's codes are
+    with pytest.raises(InputError, match=r"line 3: code 'a1' has two parents"):
+        Hierarchy.from_columns(pd.DataFrame({"l": ["A", "B"], "h": ["a1", "a1"]}), ["l", "h"])
+
+
 @pytest.mark.parametrize("pairs,msg", [
     ([("T", "a"), ("a", "T")], "cycle"),
     ([("T", "a"), ("U", "b")], "2 roots"),

@@ -337,8 +337,10 @@ def test_rules_from_spec_errors():
         rules_from_spec({"dominance": {"n": 1, "k": 85, "kk": 1}})
     with pytest.raises(InputError, match="give n and k"):
         rules_from_spec({"dominance": {"n": 1}})
-    with pytest.raises(InputError, match="percentage"):
+    with pytest.raises(InputError, match=r"\[rules.dominance\]: .*percentage"):
         rules_from_spec({"dominance": {"n": 1, "k": 185}})
+    with pytest.raises(InputError, match=r"\[rules.frequency\]: .*positive integer"):
+        rules_from_spec({"frequency": {"n": 0}})
     with pytest.raises(InputError, match="needs the 3 largest"):
         apply_rules(one_cell(10.0, [5.0, 3.0]), [DominanceRule(3, 90)])
     with pytest.raises(InputError, match="no largest contributions"):

@@ -96,3 +96,50 @@ def test_release_decisions_on_gauss_count_patterns(seed):
     t, st = _count_pattern(seed)
     _check_base_intervals(t, st, True)
     _check(t, st, integer=True)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_goal_is_reached_exactly_when_an_integral_table_reaches_it(seed):
+    # half of the largest component's cells held at their true sum: the warm search
+    # finds a table with a primary at a goal (or beyond) exactly when the independent
+    # MILP does; goals past the truth by 0..4, both ways
+    t, st = _random_3d_count_table(seed)
+    checker = Checker(t, st, True, 1e-6, None)
+    d = int(np.argmax([len(c) for c in checker.comp_cols]))
+    cols = checker.comp_cols[d]
+    cells = checker.cells[cols]
+    truth = t.value[cells]
+    from solvers import LinearProgram
+    rws = checker.comp_rows[d]
+    half = np.arange(len(cols)) < len(cols) // 2
+    A = np.vstack([checker.A_csr[rws][:, cols].toarray(), half[None, :].astype(float)])
+    held = float(half @ truth)
+    lp = LinearProgram(c=np.zeros(len(cols)), A=A,
+                       row_lower=np.append(checker.lp.row_lower[rws], held),
+                       row_upper=np.append(checker.lp.row_upper[rws], held),
+                       col_lower=checker.lp.col_lower[cols],
+                       col_upper=checker.lp.col_upper[cols])
+    w = np.zeros(t.n_cells)
+    w[cells[half]] = 1.0
+    others = np.setdiff1d(checker.cells, cells)
+    pins = [(np.eye(t.n_cells)[k], t.value[k]) for k in others] + [(w, held)]
+    warm = WarmSystems(None, nodes=3)      # few nodes: the MILP solver's path too
+    primaries = [j for j in range(len(cols)) if st[cells[j]] == "U"][:4]
+    assert primaries
+    seen = set()
+    for j in primaries:
+        for sense, sign in (("max", 1.0), ("min", -1.0)):
+            for step in range(5):
+                goal = truth[j] + sign * step
+                found, z = warm.reach(("g", d), j, sense, goal, lp, truth)
+                c = np.zeros(t.n_cells)
+                c[cells[j]] = -sign           # the MILP's farthest x_j that way
+                best = _milp(t, st, c, pins)
+                reachable = sign * best.x[cells[j]] >= sign * goal - 1e-9
+                assert found == ("found" if reachable else "none"), (j, sense, goal)
+                seen.add(found)
+                if z is not None:
+                    assert sign * z[j] >= sign * goal and np.array_equal(z, np.round(z))
+                    assert np.abs(A @ z - np.append(A[:-1] @ truth, held)).max() < 1e-9
+                    assert np.all(z >= t.lb[cells]) and np.all(z <= t.ub[cells])
+    assert seen == {"found", "none"}

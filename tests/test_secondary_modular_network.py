@@ -344,15 +344,19 @@ def _row_search(shape, seed, limits, first_only=False):
 
 @pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
                                         (75, (5, 6)), (71, (5, 6)), (45, (6, 6))])
-@pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit"])
+@pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit",
+                                     "switch"])
 def test_compiled_search_is_the_numpy_search(seed, shape, variant):
     """The kernel makes the numpy search's choices: the same pattern, cost and nodes
-    (first patterns, dominance from the first node, a node limit reached)."""
+    (first patterns, dominance from the first node, a node limit reached, the kernel
+    taking over a search the numpy code has begun)."""
     extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
     base = dataclasses.replace(SearchLimits(), **extra.get(variant, {}))
+    load_kernel()
+    after = 7 if variant == "switch" else 0
     runs = []
     for limits in (dataclasses.replace(base, compiled=False),
-                   dataclasses.replace(base, compiled_after=0, load_after=0)):
+                   dataclasses.replace(base, compiled_after=after, load_after=0)):
         search = _row_search(shape, seed, limits, first_only=variant == "first")
         pick = search.run()
         runs.append((None if pick is None else pick.tolist(), search.best_cost, search.nodes,

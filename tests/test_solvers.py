@@ -569,3 +569,14 @@ def test_pulp_cbc_infeasible_model_that_crashes_cbc_without_preprocessing():
                        col_upper=np.array([1.0, 0.0]), integrality=np.array([True, False]))
     for backend in BACKEND_LIST:
         assert solve(lp, backend=backend).status == "infeasible", backend
+
+
+def test_highs_models_of_one_lp_share_its_conversion_and_follow_a_new_matrix():
+    """Models built again from one LP solve it as a fresh model would; after ``lp.A`` is
+    replaced, a new model solves the new matrix, not the one converted before."""
+    lp = LinearProgram(c=np.array([-1.0, -2.0]), A=sp.csr_matrix([[1.0, 1.0], [1.0, 3.0]]),
+                       row_lower=np.array([-np.inf, -np.inf]), row_upper=np.array([4.0, 6.0]))
+    first = [HighsModel(lp).solve().objective for _ in range(3)]
+    assert first == pytest.approx([-5.0] * 3)   # x = (3, 1)
+    lp.A = sp.csr_matrix([[1.0, 1.0], [1.0, 1.0]])
+    assert HighsModel(lp).solve().objective == pytest.approx(-8.0)   # x = (0, 4)

@@ -48,24 +48,52 @@ def goals(value: float, req_lo: float, req_hi: float, req_w: float, integer: boo
             for s, gs in out.items()}
 
 
+def move_program(A: sp.csr_matrix, row_lower: np.ndarray, row_upper: np.ndarray,
+                 up: np.ndarray, dn: np.ndarray, lower: tuple | None = None,
+                 least: bool = True, integer: bool = False) -> LinearProgram:
+    """The program of a move ``p - m`` over the columns of ``A`` (``0 <= p <= up``, ``0 <=
+    m <= dn``, at least ``lower`` = ``(p_lo, m_lo)``) with ``A (p - m)`` within
+    ``[row_lower, row_upper]``: the least total change ``sum(p + m)`` when ``least``,
+    else any (a feasibility program); integral when ``integer``."""
+    n = A.shape[1]
+    p_lo, m_lo = lower if lower is not None else (np.zeros(n), np.zeros(n))
+    return LinearProgram(c=np.full(2 * n, 1.0 if least else 0.0),
+                         A=sp.hstack([A, -A]).tocsr(), row_lower=row_lower,
+                         row_upper=row_upper, col_lower=np.concatenate([p_lo, m_lo]),
+                         col_upper=np.concatenate([up, dn]),
+                         integrality=np.full(2 * n, True) if integer else None, sense="min")
+
+
+def pinned(at: int, need_up: float, need_down: float, up: np.ndarray, dn: np.ndarray):
+    """The column bounds of :func:`move_program` that take column ``at`` at least
+    ``need_up`` up (when positive) or else ``need_down`` down, as ``(lower, up, dn)``
+    (copies), or None when its bounds leave no room for that."""
+    n = len(up)
+    p_lo, m_lo, up, dn = np.zeros(n), np.zeros(n), up.copy(), dn.copy()
+    if need_up > 0:
+        p_lo[at], dn[at] = need_up, 0.0
+    else:
+        m_lo[at], up[at] = need_down, 0.0
+    if p_lo[at] > up[at] + 1e-9 or m_lo[at] > dn[at] + 1e-9:
+        return None
+    return (p_lo, m_lo), up, dn
+
+
 class LeastMoveModel:
-    """The warm least-move LP of one component: deviations ``p - m`` (both >= 0) with
-    ``A (value + p - m)`` within the relations' bounds and every cell within its
-    a-priori bounds; objective ``sum(p + m)``."""
+    """The warm least-move LP of one component (:func:`move_program` over the system's
+    variables, ``A (value + p - m)`` within the relations' bounds, every cell within its
+    a-priori bounds), only the moved primary's bounds changing from one solve to the
+    next."""
 
     def __init__(self, system: ReducedSystem):
         self.system = system
-        k, v = system.k, system.value
+        v = system.value
         self.up = np.maximum(system.ub - v, 0.0)
         self.dn = np.maximum(v - system.lb, 0.0)
         base = system.A @ v
         tol = system.row_tol if system.relaxed else 0.0
-        lp = LinearProgram(c=np.ones(2 * k), A=sp.hstack([system.A, -system.A]).tocsr(),
-                           row_lower=system.rhs - tol - base,
-                           row_upper=system.rhs + tol - base,
-                           col_lower=np.zeros(2 * k),
-                           col_upper=np.concatenate([self.up, self.dn]), sense="min")
-        self.model = HighsModel(lp)
+        self.model = HighsModel(move_program(system.A, system.rhs - tol - base,
+                                             system.rhs + tol - base, self.up, self.dn))
 
     @classmethod
     def of(cls, system: ReducedSystem) -> "LeastMoveModel":
@@ -103,26 +131,20 @@ def restricted_move(system: ReducedSystem, j: int, sense: str, goal: float,
     taking ``j`` to ``goal``: the deviation over all variables, or None."""
     sub, row_lo, row_hi, lb, ub = region_program(system, cells, "restricted", None)
     v = system.value[cells]
-    n = len(cells)
     base = sub @ v
-    up, dn = np.maximum(ub - v, 0.0), np.maximum(v - lb, 0.0)
-    lo_p, lo_m = np.zeros(n), np.zeros(n)
     at = int(np.searchsorted(cells, j))
-    if sense == "max":
-        lo_p[at], dn[at] = goal - v[at], 0.0
-    else:
-        lo_m[at], up[at] = v[at] - goal, 0.0
-    if lo_p[at] > up[at] + 1e-9 or lo_m[at] > dn[at] + 1e-9:
+    need = goal - v[at] if sense == "max" else v[at] - goal
+    bounds = pinned(at, need if sense == "max" else 0.0, need if sense == "min" else 0.0,
+                    np.maximum(ub - v, 0.0), np.maximum(v - lb, 0.0))
+    if bounds is None:
         return None
-    lp = LinearProgram(c=np.ones(2 * n), A=sp.hstack([sub, -sub]).tocsr(),
-                       row_lower=row_lo - base, row_upper=row_hi - base,
-                       col_lower=np.concatenate([lo_p, lo_m]),
-                       col_upper=np.concatenate([up, dn]),
-                       integrality=np.full(2 * n, True), sense="min")
+    lp = move_program(sub, row_lo - base, row_hi - base, bounds[1], bounds[2], bounds[0],
+                      integer=True)
     res = solve(lp, time_limit=MILP_SECONDS)
     counters["lp"] += 1
     if res.status != "optimal" or res.x is None:
         return None
+    n = len(cells)
     d = np.zeros(system.k)
     d[cells] = np.round(res.x[:n] - res.x[n:])
     return d

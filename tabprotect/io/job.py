@@ -149,7 +149,8 @@ def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None
         return Hierarchy.from_levels(codes, spec["levels"], total=total, name=name)
     if "columns" in spec:
         frame = read_table_columns(job.resolve(spec["file"]))
-        return Hierarchy.from_columns(frame, spec["columns"], total=total, name=name)
+        return Hierarchy.from_columns(frame, spec["columns"], total=total, name=name,
+                                      label=f"{label} file {Path(spec['file']).name}")
     if "codes" in spec:
         return Hierarchy.flat([str(c) for c in spec["codes"]], total=total, name=name)
     if spec.get("flat", False) or not spec:

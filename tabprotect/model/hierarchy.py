@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from tabprotect.errors import InputError
-from tabprotect.model.columns import Columns, as_columns, missing_mask, text_values
+from tabprotect.model.columns import Columns, as_columns, text_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -232,9 +232,11 @@ class Hierarchy:
 
     @classmethod
     def from_columns(cls, frame: "pd.DataFrame | Columns", columns: Sequence[str],
-                     total: str = "Total", name: str = "") -> "Hierarchy":
+                     total: str = "Total", name: str = "", label: str = "") -> "Hierarchy":
         """Build from level columns of a frame (coarse to fine), e.g. a correspondence table
-        with columns ``A10, A21, A88``.
+        with columns ``A10, A21, A88``.  Codes are stripped text, as the data's codes are; a
+        code repeated at the next level (a level with no subdivision) is one node.  A missing
+        code is an :class:`InputError` naming ``label`` (the file), the line and the column.
 
         Examples
         --------
@@ -242,28 +244,36 @@ class Hierarchy:
         >>> Hierarchy.from_columns(df, ["nuts1", "nuts2"]).leaves
         ('11', '12', '21')
         """
+        what = label or f"hierarchy {name}"
         frame = as_columns(frame)
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise InputError(f"hierarchy {name}: unknown column(s) {missing}")
-        levels = [np.asarray(frame[c], dtype=object) for c in columns]
-        levels = [np.where(missing_mask(v), "nan", v).astype(str) for v in levels]
+        absent = [c for c in columns if c not in frame.columns]
+        if absent:
+            raise InputError(f"{what}: column(s) {absent} not found "
+                             f"(columns: {', '.join(map(str, frame.columns))})")
+        levels = [text_values(np.asarray(frame[c], dtype=object)) for c in columns]
+        for c, v in zip(columns, levels):
+            empty = np.flatnonzero(np.equal(v, None) | np.equal(v, ""))
+            if len(empty):          # line numbers of a file with one header line
+                raise InputError(f"{what} line {int(empty[0]) + 2}: empty code in column '{c}'")
         pairs: list[tuple[str, str]] = []
         seen: dict[str, str] = {}
-        for row in dict.fromkeys(zip(*levels)):
+        first_line: dict[tuple, int] = {}
+        for i, row in enumerate(zip(*levels)):
+            first_line.setdefault(row, i + 2)
+        for row, row_no in first_line.items():
             prev = str(total)
             for code in row:
                 if code == prev:
                     continue  # a code repeated at the next level passes through unchanged
                 if code in seen:
                     if seen[code] != prev:
-                        raise InputError(f"hierarchy {name}: code '{code}' has two parents "
-                                         f"('{seen[code]}' and '{prev}')")
+                        raise InputError(f"{what} line {row_no}: code '{code}' has two "
+                                         f"parents ('{seen[code]}' and '{prev}')")
                 else:
                     seen[code] = prev
                     pairs.append((prev, code))
                 prev = code
-        return cls.from_pairs(pairs, name=name)
+        return cls.from_pairs(pairs, name=name, source=label or "hierarchy")
 
     # ----------------------------------------------------------------- queries
     def __len__(self) -> int:

@@ -97,7 +97,11 @@ def rules_from_spec(spec: Mapping[str, Any], job_or_base=None) -> list[Rule]:
                 raise InputError(f"{label} {kind}: give p")
             if kind == "pq" and "q" not in kwargs:
                 raise InputError(f"{label} pq: give q")
-            rules.append(cls(**kwargs))
+            try:
+                rules.append(cls(**kwargs))
+            except InputError as err:   # the rule's own check, named by its job key
+                raise InputError(f"{label.removesuffix('[rules]')}[rules.{kind}]: "
+                                 f"{err}") from None
     if "manual" in spec:
         m = spec["manual"]
         if hasattr(base, "section"):

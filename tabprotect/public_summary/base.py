@@ -7,10 +7,11 @@ its node budget. A fresh MILP per target costs tens of warm re-solves.
 the pattern (the audit's cut: cells a relation pins down are left out), each with an
 integral table of the whole system at it (the component's part from the solve, every
 other cell at its true value), a witness for the checks after. An end a table already
-found sits at (its outer bound: the a-priori bounds tightened over the relations) needs
-no solve of its own. :class:`WarmSystems`: a cell's end in a component (and components
-beside it) with the figures' parts held, and a component's integral table with its parts
-moved by a given amount.
+found sits at (its outer bound: the a-priori bounds tightened over the relations, or its
+LP end rounded inward) needs no search of its own. :class:`WarmSystems`: an integral
+table of a component (and components beside it) with the figures' parts held and a cell
+at a given goal, and a component's integral table with its parts moved by a given
+amount.
 
 Where the LP end is fractional, the LP end rounded inward bounds the integer end, so the
 first integral table there (a search that proves nothing about optimality) gives it;
@@ -81,14 +82,16 @@ class IntegerEnds:
             if np.isfinite(bound) and abs(x[j] - bound) <= 1e-9 * max(1.0, abs(bound)):
                 return float(bound), self._whole(cells, x)
         try:
-            val, x = integer_end(system, j, sense, self.counters, self.deadline)
+            val, x = integer_end(system, j, sense, self.counters, self.deadline,
+                                 self._points[k])
         except InfeasibleSystem:
             return None, None
         if val is None:
             return None, None
         if x is None:
             return val, None
-        self._points[k].append(x)
+        if not any(x is p for p in self._points[k]):
+            self._points[k].append(x)
         return float(np.round(val)), self._whole(cells, x)
 
     def _whole(self, cells: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -103,26 +106,47 @@ class WarmSystems:
     for the next target of the same program: each end by the audit's warm solve and
     branch and bound (:meth:`~tabprotect.audit.system.ReducedSystem.bound`)."""
 
-    def __init__(self, deadline: float | None):
+    def __init__(self, deadline: float | None, nodes: int = 20):
         self.deadline = None if deadline is None else \
             time.time() + (deadline - time.monotonic())
+        # branch-and-bound LPs of a search before the MILP solver: these programs hold
+        # the figures' parts as extra rows, where a depth-first search that has not
+        # found a point in a few dozen LPs rarely finds one soon, and the MILP solver
+        # finds one in about the time of twenty
+        self.nodes = nodes
         self.counters = new_counters()
         self._systems: dict = {}
+        # per program: the integral solutions its searches found (one may reach the
+        # next target's goal without a search)
+        self._points: dict = {}
 
-    def end(self, key, j: int, sense: str, lp, value: np.ndarray):
-        """``(value, x)`` of the integer ``sense`` end of column ``j`` of ``lp`` (its rows
-        hold within their ranges; ``key`` names the program for reuse, ``value`` its
-        true point); ``("infeasible", None)``; ``(None, None)`` out of time."""
+    def reach(self, key, j: int, sense: str, goal: float, lp, value: np.ndarray):
+        """An integral solution of ``lp`` (its rows hold within their ranges; ``key``
+        names the program for reuse, ``value`` its true point) with column ``j`` at
+        ``goal`` or beyond in the ``sense`` direction: ``("found", x)``, ``("none",
+        None)`` where there is none (an infeasible program included), ``("unknown",
+        None)`` out of time. A solution an earlier search of the program found is
+        looked at first; the search stops at its first solution (no optimum sought)."""
         system = self._systems.get(key)
         if system is None:
             mid = (lp.row_lower + lp.row_upper) / 2
             system = self._systems[key] = ReducedSystem(
                 A=lp.A, rhs=mid, row_tol=(lp.row_upper - lp.row_lower) / 2,
-                lb=lp.col_lower, ub=lp.col_upper, value=value)
+                lb=lp.col_lower, ub=lp.col_upper, value=value, integer_nodes=self.nodes)
+        points = self._points.setdefault(key, [])
+        sign = 1.0 if sense == "max" else -1.0
+        for p in points:
+            if sign * p[j] >= sign * goal:
+                return "found", p
         try:
-            return integer_end(system, j, sense, self.counters, self.deadline)
+            found, x = system.integer_witness(j, sense, goal, None, self.counters,
+                                              self.deadline)
         except InfeasibleSystem:
-            return "infeasible", None
+            return "none", None
+        if found == "found":
+            x = np.round(x)
+            points.append(x)
+        return found, x
 
 
     def shift(self, key, lp, value: np.ndarray, E: np.ndarray, want: np.ndarray):
@@ -141,7 +165,7 @@ class WarmSystems:
                 row_tol=np.concatenate([(lp.row_upper - lp.row_lower) / 2, np.zeros(r)]),
                 lb=np.concatenate([lp.col_lower, np.full(r, -np.inf)]),
                 ub=np.concatenate([lp.col_upper, np.full(r, np.inf)]),
-                value=np.concatenate([value, E @ value]))
+                value=np.concatenate([value, E @ value]), integer_nodes=self.nodes)
         parts = Knowledge.exact(np.arange(k, k + r), want)
         system.fix(parts)
         try:
@@ -157,12 +181,13 @@ class WarmSystems:
 
 
 def integer_end(system: ReducedSystem, j: int, sense: str, counters: dict,
-                deadline: float | None):
+                deadline: float | None, points=()):
     """``(value, x)``: the integer ``sense`` end of variable ``j`` of ``system`` and an
     integral solution there (None where unbounded); ``(None, None)`` without an answer
     by ``deadline`` (epoch seconds). The LP end rounded inward bounds the integer end,
-    so an integral solution there (the first one a search finds, no proof of
-    optimality) gives it; branch and bound for the optimum only where there is none.
+    so an integral solution there gives it: one of ``points`` (integral solutions of
+    ``system`` found before) or else the first one a search finds (no proof of
+    optimality); branch and bound for the optimum only where there is none.
     Raises :class:`~tabprotect.audit.system.InfeasibleSystem`."""
     val, x = system.lp_end(j, sense, None, counters)
     if x is None:
@@ -170,6 +195,9 @@ def integer_end(system: ReducedSystem, j: int, sense: str, counters: dict,
     if np.abs(x - np.round(x)).max() <= 1e-6:
         return float(np.round(val)), np.round(x)
     goal = np.floor(x[j] + 1e-6) if sense == "max" else np.ceil(x[j] - 1e-6)
+    for p in points:
+        if p[j] == goal:
+            return float(goal), p
     found, w = system.integer_witness(j, sense, goal, None, counters, deadline)
     if found == "found":
         return float(goal), np.round(w)

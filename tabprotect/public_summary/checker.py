@@ -419,10 +419,10 @@ class Checker:
                         continue
                     end = (lo if sense == "min" else hi)[k]
                     for more in sorted({0, min(1, self.joint), self.joint}):
-                        val, x = self._local(int(targets[k]), sense, rows, more)
+                        val, x = self._local(int(targets[k]), sense, rows, more, goal=end)
                         if val is None:
                             return "time"
-                        if val != "infeasible" and abs(val - end) <= slack[k]:
+                        if x is not None and abs(val - end) <= slack[k]:
                             pending[sense][k] = False
                             witness(x)
                             break
@@ -501,16 +501,20 @@ class Checker:
                               sense, y)
 
     def _local(self, j: int, sense: str, rows: list[np.ndarray], more: int = 0,
-               objective: np.ndarray | None = None):
-        """The integer ``sense`` end of unpublished cell ``j`` within its component and
-        the ``more`` largest other components, with the part of each of ``rows``
-        (coefficients over the unpublished cells) on those components held at its true
-        value and every other component at the true table: ``(value, point)``, the
-        point a solution of the whole system (integral); ``("infeasible", None)``;
-        ``(None, None)`` out of time.  The value is the cell's end in the whole system
-        when ``rows`` is empty (the components are independent), and an end the whole
-        system with ``rows`` reaches otherwise.  ``objective``: cells of ``j``'s
-        component whose sum is optimized instead (a point for many targets at once)."""
+               objective: np.ndarray | None = None, goal: float | None = None):
+        """Integer solutions within unpublished cell ``j``'s component and the ``more``
+        largest other components, with the part of each of ``rows`` (coefficients over
+        the unpublished cells) on those components held at its true value and every
+        other component at the true table: ``(value, point)``, the point a solution of
+        the whole system (integral) and ``value`` its ``x_j``; ``("infeasible", None)``
+        where there is none; ``(None, None)`` out of time.
+
+        With ``goal`` (a single cell): a solution with ``x_j`` at ``goal`` or beyond
+        in the ``sense`` direction, the first one found (``goal`` is an end of the
+        system without ``rows``: a solution there shows that end kept), or
+        ``("short", None)`` where there is none.  Else the integer ``sense`` end of
+        the sum of ``objective`` (cells of ``j``'s component; a point for many targets
+        at once)."""
         objective = np.atleast_1d(j if objective is None else objective)
         k = int(self.comp[j])
         comps = [k] + [int(d) for d in self.by_size if d != k][:more]
@@ -535,13 +539,16 @@ class Checker:
         lp = LinearProgram(c=c, A=A, row_lower=row_lo, row_upper=row_hi,
                            col_lower=self.lp.col_lower[cols],
                            col_upper=self.lp.col_upper[cols], sense=sense)
-        if len(objective) == 1:
-            # one cell's end: the warm model of this program, kept for the next target
+        if goal is not None:
+            # the warm model of this program, kept for the next target; the search for
+            # the goal alone, never for an optimum the check does not need
             key = (tuple(comps), E.tobytes() if parts else b"")
-            val, xc = self.warm.end(key, int(np.searchsorted(cols, objective[0])), sense,
-                                    lp, truth[cols])
-            if val is None or val == "infeasible" or xc is None:
-                return val, None
+            found, xc = self.warm.reach(key, int(np.searchsorted(cols, j)), sense, goal,
+                                        lp, truth[cols])
+            if found == "unknown":
+                return None, None
+            if found == "none":
+                return "short", None
             x = truth.copy()
             x[cols] = xc
             return float(x[j]), x

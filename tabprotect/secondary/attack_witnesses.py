@@ -18,8 +18,9 @@ so most primaries need no MILP of their own.
 A primary the box leaves unserved (its moves run outside the box, or every box move
 moves some attacker) gets one move per direction over its whole component, the cells
 of the attackers its box moves all moved held at their true values (or none held, then
-those of the attackers the first pair moves): the least total change (an LP) when that
-is integral, else a feasibility MILP over the box of the codes the LP's move touches.
+those of the attackers the first pair moves): the least total change (an LP), or its
+least integral multiple within the bounds (a half-integral one doubled), else a
+feasibility MILP over the box of the codes the LP's move touches.
 The up move and the down move together give the primary its interval against every
 attacker both leave in place (at most ``WitnessSearchSettings.attack_component_primaries``
 primaries; each LP costs a few seconds on a component of thousands of cells).
@@ -33,11 +34,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import solve
 from tabprotect.audit import required_interval
-from tabprotect.audit.least_moves import goals
+from tabprotect.audit.least_moves import goals, move_program, pinned
 from tabprotect.audit_result import meets_requirement
 from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
@@ -227,17 +227,17 @@ def _one_way_pair(table: Table, served: _Served, cells: np.ndarray, p: int,
 
 def _integral_move(table: Table, cells: np.ndarray, p: int, need_up: float,
                    need_down: float, s: WitnessSearchSettings, deadline: float | None):
-    """The least move of ``p`` over ``cells`` (``need_up`` up or ``need_down`` down) when
-    the LP's is integral, else a feasibility MILP's over the box of the codes the LP's
-    move touches: ``(cells, d)`` on the moved cells, or None; and the solves."""
+    """The least move of ``p`` over ``cells`` (``need_up`` up or ``need_down`` down), or
+    its least integral multiple within the bounds (up to ``s.least_move_multiple``),
+    else a feasibility MILP's over the box of the codes the LP's move touches:
+    ``(cells, d)`` on the moved cells, or None; and the solves."""
     d = least_move(table, cells, p, need_up, need_down)
     if d is None:
         return None, 1
     moved = np.abs(d) > 1e-9
-    if np.abs(d - np.round(d)).max() <= 1e-6:
-        d = np.round(d)
-        if np.abs(table.relations[:, cells] @ d).max(initial=0.0) == 0:
-            return (cells[moved], d[moved]), 1
+    lifted = integral_multiple(table, cells[moved], d[moved], s.least_move_multiple)
+    if lifted is not None:
+        return (cells[moved], lifted), 1
     box = codes_box(table, cells[moved], cells)
     seconds = s.milp_seconds if deadline is None else \
         min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
@@ -252,29 +252,41 @@ def least_move(table: Table, cells: np.ndarray, p: int, need_up: float,
                need_down: float) -> np.ndarray | None:
     """The move over ``cells`` (the rest held; every cell within its bounds) of least
     total change taking ``p`` at least ``need_up`` up (or ``need_down`` down): the
-    LP's solution, on ``cells``, or None."""
+    LP's solution (:func:`~tabprotect.audit.least_moves.move_program`), on ``cells``,
+    or None."""
     A = table.relations[:, cells].tocsr()
     A = A[np.flatnonzero(np.diff(A.indptr) > 0)]
     v = table.value[cells]
-    up = np.maximum(table.ub[cells] - v, 0.0)
-    dn = np.maximum(v - table.lb[cells], 0.0)
-    n = len(cells)
-    lo_p, lo_m = np.zeros(n), np.zeros(n)
-    at = int(np.searchsorted(cells, p))
-    if need_up > 0:
-        lo_p[at], dn[at] = need_up, 0.0
-    else:
-        lo_m[at], up[at] = need_down, 0.0
-    if lo_p[at] > up[at] + 1e-9 or lo_m[at] > dn[at] + 1e-9:
+    bounds = pinned(int(np.searchsorted(cells, p)), need_up, need_down,
+                    np.maximum(table.ub[cells] - v, 0.0),
+                    np.maximum(v - table.lb[cells], 0.0))
+    if bounds is None:
         return None
     zero = np.zeros(A.shape[0])
-    lp = LinearProgram(c=np.ones(2 * n), A=sp.hstack([A, -A]).tocsr(), row_lower=zero,
-                       row_upper=zero, col_lower=np.concatenate([lo_p, lo_m]),
-                       col_upper=np.concatenate([up, dn]), sense="min")
-    res = solve(lp)
+    res = solve(move_program(A, zero, zero, bounds[1], bounds[2], bounds[0]))
     if res.status != "optimal" or res.x is None:
         return None
+    n = len(cells)
     return res.x[:n] - res.x[n:]
+
+
+def integral_multiple(table: Table, cells: np.ndarray, d: np.ndarray, most: int
+                      ) -> np.ndarray | None:
+    """The least multiple ``k * d`` (``k`` from 1 to ``most``) of the move ``d`` on
+    ``cells`` (the rest held) that is integral and keeps every cell within its bounds,
+    rounded, or None. A multiple keeps the relations and moves the primary ``k`` times
+    as far; the relations are checked again on the rounded move."""
+    v, lb, ub = table.value[cells], table.lb[cells], table.ub[cells]
+    A = table.relations[:, cells]
+    for k in range(1, most + 1):
+        m = k * d
+        r = np.round(m)
+        if np.abs(m - r).max(initial=0.0) > 1e-6:
+            continue
+        if (v + r >= lb).all() and (v + r <= ub).all() \
+                and np.abs(A @ r).max(initial=0.0) == 0:
+            return r
+    return None
 
 
 def codes_box(table: Table, touched: np.ndarray, cells: np.ndarray) -> np.ndarray:

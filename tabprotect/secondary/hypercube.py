@@ -316,7 +316,6 @@ class _CubeSearch:
         size = math.prod(lengths)
         p = np.array([m[1] for m in members], dtype=np.int64)
         # per event, the steps of all dimensions one after the other, then a 0
-        k = len(lengths)
         steps = np.concatenate([x for m in members for x in [s for s, _ in m[2]] + [_ZERO]])
         steps = steps.reshape(n, -1)
         flip = np.concatenate([x for m in members for x in [f for _, f in m[2]] + [_FALSE]])

@@ -21,9 +21,9 @@ from typing import Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import solve
 from tabprotect.audit import required_interval
-from tabprotect.audit.least_moves import goals
+from tabprotect.audit.least_moves import goals, move_program, pinned
 from tabprotect.model.table import Table
 
 
@@ -59,6 +59,11 @@ class WitnessSearchSettings:
     #: moves over their whole component (an LP of a few seconds per direction on 30^3
     #: gauss's 5,464-cell component; more open primaries are the repair's)
     attack_component_primaries: int = 40
+    #: against the attack, a fractional least move over a component: its multiples up
+    #: to this one are tried as the integral move before a MILP (3-D count tables'
+    #: least moves are often half-integral, and the double of one within the bounds
+    #: is a move of the primary twice as far)
+    least_move_multiple: int = 4
     #: share of what the repair may spend of protect()'s budget for the search (the rest
     #: is the repair's; 0: no search)
     share: float = 0.5
@@ -115,25 +120,15 @@ def box_move(table: Table, cells: np.ndarray, p: int, need_up: float, need_down:
     dn = np.maximum(v - table.lb[cells], 0.0)
     if both:
         up = dn = np.minimum(up, dn)
-    n = len(cells)
-    lo_p, lo_m = np.zeros(n), np.zeros(n)
-    at = int(np.searchsorted(cells, p))
-    if need_up > 0:
-        lo_p[at], dn = need_up, dn.copy()
-        dn[at] = 0.0
-    else:
-        lo_m[at], up = need_down, up.copy()
-        up[at] = 0.0
-    if lo_p[at] > up[at] + 1e-9 or lo_m[at] > dn[at] + 1e-9:
+    bounds = pinned(int(np.searchsorted(cells, p)), need_up, need_down, up, dn)
+    if bounds is None:
         return None
     zero = np.zeros(A.shape[0])
-    lp = LinearProgram(c=np.zeros(2 * n), A=sp.hstack([A, -A]).tocsr(), row_lower=zero,
-                       row_upper=zero, col_lower=np.concatenate([lo_p, lo_m]),
-                       col_upper=np.concatenate([up, dn]),
-                       integrality=np.full(2 * n, True), sense="min")
-    res = solve(lp, time_limit=seconds)
+    res = solve(move_program(A, zero, zero, bounds[1], bounds[2], bounds[0], least=False,
+                             integer=True), time_limit=seconds)
     if res.x is None or res.status not in ("optimal", "time_limit"):
         return None
+    n = len(cells)
     d = np.round(res.x[:n] - res.x[n:])
     if np.abs(A @ d).max(initial=0.0) > 1e-9:
         return None

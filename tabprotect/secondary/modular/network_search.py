@@ -62,9 +62,9 @@ class _ProcessWork:
     kernel, one that protects several tables loads it from its cache early."""
 
     def __init__(self):
-        #: nodes searched by numpy (the kernel is loaded once they cost about what
-        #: loading it costs)
-        self.numpy_nodes = 0
+        #: nodes searched by numpy, each counted by its cost (:func:`_node_weight`; the
+        #: kernel is loaded once they cost about what loading it costs)
+        self.numpy_nodes = 0.0
         #: modular calls begun (:func:`begin_call`)
         self.calls = 0
         #: the last call that looked for the kernel's cache (once a call)
@@ -78,6 +78,14 @@ def begin_call() -> None:
     """Count a modular call of this process (a second call marks a process that
     protects several tables: ``SearchLimits.load_when_warm``)."""
     _WORK.calls += 1
+
+
+def _node_weight(n_rows: int) -> float:
+    """A numpy node's cost in nodes of a search with few rows: each node scans every
+    row's slack and its short rows' coefficients, so a search over 3,000 cut rows costs
+    about four times as much per node (the kernel, looking only at the parent's short
+    rows, much less)."""
+    return 1.0 + n_rows / 1000
 
 
 def _load_early(limits: SearchLimits) -> None:
@@ -133,14 +141,15 @@ class _Search:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
         lim = self.limits
+        weight = _node_weight(len(self.d))
         switch = lim.compiled_after if kernel_loaded() else \
-            max(0, lim.load_after - _WORK.numpy_nodes)
+            max(0, math.ceil((lim.load_after - _WORK.numpy_nodes) / weight))
         compiled = (not self.lazy and lim.compiled and switch < lim.max_nodes
                     and compiled_available())
         if compiled:
             self.node_cap = switch
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
-        _WORK.numpy_nodes += self.nodes
+        _WORK.numpy_nodes += self.nodes * weight
         if compiled and self.gave_up and self.nodes > self.node_cap:
             self._run_compiled()    # a large search: the kernel searches it again
         return self.best if self.first_only or not self.gave_up else None
@@ -271,7 +280,7 @@ class _Search:
         fractional covers."""
         idx = np.flatnonzero(avail)
         need = slack[short]
-        Kc = np.minimum(self.K[short[:, None], idx], need[:, None])
+        Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
         c = self.c[idx]
         pos = Kc > 0
         if not len(idx) or (Kc.sum(axis=1) < need - self.tol[short]).any():

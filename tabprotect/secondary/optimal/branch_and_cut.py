@@ -11,7 +11,6 @@ import numpy as np
 
 from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branching import Brancher
-from tabprotect.secondary.optimal.cuts import cover_cuts
 from tabprotect.secondary.optimal.gomory import gomory_cuts
 from tabprotect.secondary.optimal.master import BASIC
 from tabprotect.secondary.optimal.oracle import clean
@@ -40,7 +39,6 @@ class BranchAndCut:
     last_hit, sep_round : separation round of each primary's latest violated cut
     unsure : a node was dropped on a failed attacker LP, so no optimality is claimed
     gomory_left : root rounds of Gomory cuts still allowed
-    use_covers : cover cuts are separated at the nodes
     open_bound : the root node's bound (the bound when the tree closes on a failed LP)
     """
 
@@ -61,7 +59,6 @@ class BranchAndCut:
         s.stats["branching"] = self.brancher.rule
         self.gomory_left = (opt.gomory_rounds if opt.gomory_rounds is not None
                             else 0 if s.equal_costs else opt.gomory_auto_rounds)
-        self.use_covers = opt.cover_cuts if opt.cover_cuts is not None else not s.equal_costs
         self.last_hit = np.full(len(s.req.primary), -1, np.int64)
         self.sep_round = 0
         self.open_bound = lower_bound
@@ -123,24 +120,8 @@ class BranchAndCut:
 
     # ---- separation at a node
     def _add_covers(self, zc: np.ndarray) -> int:
-        """Cover cuts (:func:`cover_cuts`) of the pool cuts near binding at ``zc``."""
-        s, master, opt = self.s, self.s.master, self.s.options
-        if not self.use_covers or len(master.in_model) == 0:
-            return 0
-        tc = time.perf_counter()
-        P = master.pool_matrix
-        near = np.flatnonzero(P @ zc <= 1.0 + opt.cover_row_slack)
-        found = cover_cuts(P[near], zc, max_cuts=opt.cover_max_cuts,
-                           min_violation=opt.cover_min_violation)
-        n = 0
-        if found:
-            n = master.add([s.cand_idx[c] for _, c in found],
-                           [np.ones(len(c)) for _, c in found], [1.0] * len(found),
-                           primaries=[int(master.pool_primary[near[r]]) for r, _ in found])
-        s.stats["cover_cuts"] = s.stats.get("cover_cuts", 0) + n
-        s.stats["cover_seconds"] = s.stats.get("cover_seconds", 0.0) + (
-            time.perf_counter() - tc)
-        return n
+        """Cover cuts of the pool cuts near binding at ``zc`` (:meth:`Search.add_covers`)."""
+        return self.s.add_covers(zc) if self.s.use_covers else 0
 
     def _separate_binding(self, zc: np.ndarray) -> Check:
         """Capped separation for the primaries with a binding cut at ``zc`` only (the

@@ -1,6 +1,7 @@
 """Phase 1 of the Benders search: the master's LP relaxation tightened by fractional
-separation (capacity cuts at fractional points, their roundings, support cuts) until the
-bound stalls, no cut is found or the phase's share of the time is used."""
+separation (capacity cuts at fractional points, their roundings, support cuts, cover
+cuts of the pool) until the bound stalls, no cut is found or the phase's share of the
+time is used."""
 from __future__ import annotations
 
 import time
@@ -76,6 +77,9 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
     lp_deadline = None if s.time_limit is None else s.t0 + opt.lp_phase_share * s.time_limit
     n_prim = len(s.req.primary)
     chunks = _Chunks(n_prim, opt.lp_separation_chunk)
+    covers = (s.use_covers and opt.lp_phase_covers is not None
+              and n_prim >= opt.lp_phase_covers)
+    s.stats["lp_phase_covers"] = covers
     res = None
     for _ in range(opt.max_rounds):
         if lp_deadline is not None and time.perf_counter() > lp_deadline:
@@ -94,6 +98,8 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
         n_new, n_swept = _separate(s, zc, chunks, lp_deadline, fractional_check)
         swept += n_swept
         n_new += s.add_support(zc, opt.support_max_lps)
+        if covers:
+            n_new += s.add_covers(zc)
         if n_new == 0:
             break
         if swept >= n_prim:

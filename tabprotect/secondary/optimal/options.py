@@ -92,6 +92,12 @@ class OptimalOptions:
     #: auto: only with equal costs, where a bound moves in whole units and rare exact
     #: cuts can lift it
     fractional_check: bool | None = None
+    #: cover cuts of the pool cuts in the LP phase too (where the search uses them) on
+    #: tables with at least this many primaries (None: never): there the capacity cuts
+    #: alone leave the LP bound far below the optimum, which sizes the tree, and the
+    #: rounded LP points seed the incumbents; with a few primaries the covers mostly
+    #: add cheap LP rounds the root does anyway
+    lp_phase_covers: int | None = 20
 
     # ---- master
     #: multiplier of HiGHS' dual-simplex cost perturbation on the master LP (None: HiGHS'

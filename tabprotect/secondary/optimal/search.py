@@ -8,8 +8,8 @@ from typing import Callable
 import numpy as np
 
 from tabprotect.errors import InfeasibleRulesError
-from tabprotect.secondary.optimal.cuts import (BridgelessRows, initial_cover_rows,
-                                               reduce_candidates)
+from tabprotect.secondary.optimal.cuts import (BridgelessRows, cover_cuts,
+                                               initial_cover_rows, reduce_candidates)
 from tabprotect.secondary.optimal.master import (Master, Unprotectable,
                                                  unprotectable_message)
 from tabprotect.secondary.optimal.options import OptimalOptions
@@ -55,6 +55,8 @@ class Search:
         the LP phase)
     searched : incumbents the swap search has been through
     fractional_check : the exact attacker LPs run at fractional points too
+    use_covers : cover cuts of the pool cuts are separated (at the nodes, and in the LP
+        phase with ``lp_phase_covers``)
     stats : the counters reported in the result's details
     """
 
@@ -74,6 +76,8 @@ class Search:
         self.stats: dict = {"oracle_errors": 0}
         costs = cost[self.cand_idx]
         self.equal_costs = equal(costs)
+        self.use_covers = (options.cover_cuts if options.cover_cuts is not None
+                           else not self.equal_costs)
         # with integer costs every pattern's cost is an integer: a bound rounds up
         self.integral_costs = bool(np.all(np.abs(costs - np.round(costs)) <= 1e-9))
         self.target = options.default_mip_gap if mip_gap is None else float(mip_gap)
@@ -226,6 +230,27 @@ class Search:
             raise InfeasibleRulesError(unprotectable_message(self.table, exc.primary)) \
                 from None
         self.stats["cuts"] += n
+        return n
+
+    def add_covers(self, zc: np.ndarray) -> int:
+        """Cover cuts (:func:`~.cuts.cover_cuts`) of the pool cuts near binding at the
+        master point ``zc``: the number added."""
+        master, opt = self.master, self.options
+        if len(master.in_model) == 0:
+            return 0
+        tc = time.perf_counter()
+        P = master.pool_matrix
+        near = np.flatnonzero(P @ zc <= 1.0 + opt.cover_row_slack)
+        found = cover_cuts(P[near], zc, max_cuts=opt.cover_max_cuts,
+                           min_violation=opt.cover_min_violation)
+        n = 0
+        if found:
+            n = master.add([self.cand_idx[c] for _, c in found],
+                           [np.ones(len(c)) for _, c in found], [1.0] * len(found),
+                           primaries=[int(master.pool_primary[near[r]]) for r, _ in found])
+        self.stats["cover_cuts"] = self.stats.get("cover_cuts", 0) + n
+        self.stats["cover_seconds"] = self.stats.get("cover_seconds", 0.0) + (
+            time.perf_counter() - tc)
         return n
 
     def add_support(self, zc: np.ndarray, max_lps: int) -> int:
