@@ -11,7 +11,7 @@ from lp_oracle import protected as oracle_protected
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model import synthetic
 from tabprotect.secondary import protect
-from tabprotect.secondary.attack_repair import decide
+from tabprotect.secondary.attack_repair import AttackRepairSettings, attack_round, decide
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.protect_settings import ProtectSettings
@@ -64,3 +64,25 @@ def test_decide_refuses_exactly_what_the_independent_audit_finds_unprotectable()
     pattern = _everything(t)
     truth = np.flatnonzero((t.status == "U") & ~oracle_protected(pattern, singleton=True))
     assert sorted({s for s, _, _ in bad}) == truth.tolist()
+
+
+@pytest.mark.parametrize("branchings,seed", [(((2, 3), (3, 2)), 8), (((3, 3), (2, 3)), 2),
+                                             (((3, 3), (2, 3)), 9)])
+def test_the_round_serves_primaries_short_against_single_contributors(branchings, seed):
+    # a pattern that protects against the outside intruder only
+    t = synthetic.count_table(list(branchings), seed=seed)
+    pattern = protect(t, method="gauss", singleton=False, cost="unity").confidential_table
+    primary = t.status == "U"
+    short = np.flatnonzero(primary & ~oracle_protected(pattern, singleton=True))
+    assert len(short)
+    cand = candidate_cells(t, "publish")
+    out = attack_round(pattern, np.ones(t.n_cells), cand, Requirements.from_table(t),
+                       short, deadline=None, settings=AttackRepairSettings())
+    assert len(out.added) and cand[out.added].all() and len(out.unresolved) == 0
+    status = pattern.status.copy()
+    status[out.added] = "M"
+    repaired = t.replace(status=status)
+    assert oracle_protected(repaired, singleton=True)[primary].all()
+    # a witness per condition: each deviation keeps every relation
+    for cells, y in out.moves:
+        assert np.abs(t.relations[:, cells] @ y).max() < 1e-6
