@@ -59,8 +59,10 @@ class AttackRepairSettings:
     #: regions larger than this many cells are not tried
     max_region_cells: int = 20_000
     #: the integral witness MILPs of the primaries short for an integer audit only
+    #: (few: a MILP stopped early keeps a poor incumbent, hier 37^3's one such primary:
+    #: 300 cells at 5 s, 3 cells at 30 s on a loaded machine)
     milp: MilpRepairSettings = field(default_factory=lambda: MilpRepairSettings(
-        enabled=True))
+        enabled=True, seconds_per_primary=15.0))
 
     def __post_init__(self):
         if not 0.0 <= self.share <= 1.0:
