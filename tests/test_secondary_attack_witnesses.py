@@ -13,7 +13,9 @@ from test_audit_attack_groups import _brute_attacked
 from tabprotect.audit import AuditSettings, audit
 from tabprotect.model import Hierarchy, Table, aggregate_leaves
 from tabprotect.secondary import protect
-from tabprotect.secondary.attack_witnesses import attack_witnesses, attacker_classes
+from tabprotect.model.relations import linked_components
+from tabprotect.secondary.attack_witnesses import (_integral_move, attack_witnesses,
+                                                  attacker_classes, least_move)
 from tabprotect.secondary.gauss import gauss
 from tabprotect.secondary.protect_settings import ProtectSettings
 from tabprotect.secondary.witness_search import WitnessSearchSettings
@@ -77,6 +79,38 @@ def test_component_moves_certify_only_what_the_oracle_protects():
     certified = with_moves.protected & prim
     assert not (certified & ~truth).any()
     assert np.isin(np.flatnonzero(certified), out.reached).sum() > 0
+
+
+def _checked_move(t: Table, cells: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """The move over all cells, checked without the search's code: integral, inside
+    the pattern, every relation kept and every cell within its bounds."""
+    full = np.zeros(t.n_cells)
+    full[cells] = d
+    assert np.array_equal(full, np.round(full)) and not full[~t.suppressed].any()
+    assert np.abs(t.relations @ full).max() == 0
+    assert (t.value + full >= t.lb).all() and (t.value + full <= t.ub).all()
+    return full
+
+
+@pytest.mark.parametrize("seed,leaves,p", [(6, (4, 4, 3), 25), (0, (5, 4, 4), 58)])
+def test_a_half_integral_least_move_doubled_is_the_integral_move_without_a_milp(
+        seed, leaves, p):
+    t = _attack_pattern(seed, leaves)
+    comp = np.sort(next(c for c in linked_components(t.relations, t.suppressed) if p in c))
+    for up, down in ((1.0, 0.0), (0.0, 1.0)):
+        lp = least_move(t, comp, p, up, down)
+        assert np.abs(lp - np.round(lp)).max() == pytest.approx(0.5)   # half-integral
+        found, solves = _integral_move(t, comp, p, up, down, WitnessSearchSettings(), None)
+        assert solves == 1   # the LP alone, no MILP
+        full = _checked_move(t, *found)
+        assert (full[p] >= up) if up else (full[p] <= -down)
+        np.testing.assert_array_equal(full[comp], 2 * lp)
+        # without multiples the MILP over the codes' box finds a move too, one solve more
+        found, solves = _integral_move(t, comp, p, up, down,
+                                       WitnessSearchSettings(least_move_multiple=1), None)
+        assert solves == 2
+        full = _checked_move(t, *found)
+        assert (full[p] >= up) if up else (full[p] <= -down)
 
 
 def test_every_attacker_a_move_of_a_primary_touches_gets_another_that_leaves_it():

@@ -125,3 +125,28 @@ def test_the_load_leaves_the_collector_as_it_found_it():
         out = subprocess.run([sys.executable, "-c", code, state], env=env,
                              capture_output=True, text=True, timeout=300, check=True)
         assert out.stdout.strip().splitlines()[-1] == expected
+
+
+def test_the_loads_objects_skip_the_young_generations():
+    """The objects a load from the cache makes (some 10^5) go straight to the oldest
+    generation, or stay frozen in a process that keeps a frozen generation: no young
+    collection walks them and none counts towards a later call's full collection."""
+    code = ("import gc, json, sys\n"
+            "from tabprotect.secondary.modular.network_kernel import load_kernel\n"
+            "gc.freeze() if sys.argv[1] == 'frozen' else None\n"
+            "before = gc.get_freeze_count()\n"
+            "load_kernel()\n"
+            "print(json.dumps([len(gc.get_objects(0)) + len(gc.get_objects(1)), before,\n"
+            "                  gc.get_freeze_count()]))\n")
+    _cache_folder()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    got = {}
+    for state in ("plain", "frozen"):
+        out = subprocess.run([sys.executable, "-c", code, state], env=env,
+                             capture_output=True, text=True, timeout=300, check=True)
+        got[state] = json.loads(out.stdout.strip().splitlines()[-1])
+    young, before, after = got["plain"]
+    assert young < 5000 and before == after == 0
+    young, before, after = got["frozen"]
+    assert young < 5000 and after > before + 50_000

@@ -18,8 +18,9 @@ so most primaries need no MILP of their own.
 A primary the box leaves unserved (its moves run outside the box, or every box move
 moves some attacker) gets one move per direction over its whole component, the cells
 of the attackers its box moves all moved held at their true values (or none held, then
-those of the attackers the first pair moves): the least total change (an LP) when that
-is integral, else a feasibility MILP over the box of the codes the LP's move touches.
+those of the attackers the first pair moves): the least total change (an LP), or its
+least integral multiple within the bounds (a half-integral one doubled), else a
+feasibility MILP over the box of the codes the LP's move touches.
 The up move and the down move together give the primary its interval against every
 attacker both leave in place (at most ``WitnessSearchSettings.attack_component_primaries``
 primaries; each LP costs a few seconds on a component of thousands of cells).
@@ -226,17 +227,17 @@ def _one_way_pair(table: Table, served: _Served, cells: np.ndarray, p: int,
 
 def _integral_move(table: Table, cells: np.ndarray, p: int, need_up: float,
                    need_down: float, s: WitnessSearchSettings, deadline: float | None):
-    """The least move of ``p`` over ``cells`` (``need_up`` up or ``need_down`` down) when
-    the LP's is integral, else a feasibility MILP's over the box of the codes the LP's
-    move touches: ``(cells, d)`` on the moved cells, or None; and the solves."""
+    """The least move of ``p`` over ``cells`` (``need_up`` up or ``need_down`` down), or
+    its least integral multiple within the bounds (up to ``s.least_move_multiple``),
+    else a feasibility MILP's over the box of the codes the LP's move touches:
+    ``(cells, d)`` on the moved cells, or None; and the solves."""
     d = least_move(table, cells, p, need_up, need_down)
     if d is None:
         return None, 1
     moved = np.abs(d) > 1e-9
-    if np.abs(d - np.round(d)).max() <= 1e-6:
-        d = np.round(d)
-        if np.abs(table.relations[:, cells] @ d).max(initial=0.0) == 0:
-            return (cells[moved], d[moved]), 1
+    lifted = integral_multiple(table, cells[moved], d[moved], s.least_move_multiple)
+    if lifted is not None:
+        return (cells[moved], lifted), 1
     box = codes_box(table, cells[moved], cells)
     seconds = s.milp_seconds if deadline is None else \
         min(s.milp_seconds, max(0.05, deadline - time.perf_counter()))
@@ -267,6 +268,25 @@ def least_move(table: Table, cells: np.ndarray, p: int, need_up: float,
         return None
     n = len(cells)
     return res.x[:n] - res.x[n:]
+
+
+def integral_multiple(table: Table, cells: np.ndarray, d: np.ndarray, most: int
+                      ) -> np.ndarray | None:
+    """The least multiple ``k * d`` (``k`` from 1 to ``most``) of the move ``d`` on
+    ``cells`` (the rest held) that is integral and keeps every cell within its bounds,
+    rounded, or None. A multiple keeps the relations and moves the primary ``k`` times
+    as far; the relations are checked again on the rounded move."""
+    v, lb, ub = table.value[cells], table.lb[cells], table.ub[cells]
+    A = table.relations[:, cells]
+    for k in range(1, most + 1):
+        m = k * d
+        r = np.round(m)
+        if np.abs(m - r).max(initial=0.0) > 1e-6:
+            continue
+        if (v + r >= lb).all() and (v + r <= ub).all() \
+                and np.abs(A @ r).max(initial=0.0) == 0:
+            return r
+    return None
 
 
 def codes_box(table: Table, touched: np.ndarray, cells: np.ndarray) -> np.ndarray:

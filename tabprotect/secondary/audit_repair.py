@@ -14,10 +14,11 @@ from tabprotect.audit import AuditResult, AuditSettings, audit
 from tabprotect.budget import Budget
 from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
+from tabprotect.secondary.attack_repair import attack_round, decide
 from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.cubes import _move_matrix
-from tabprotect.secondary.feasibility import SingletonCheck
+from tabprotect.secondary.feasibility import SingletonCheck, refuse
 from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.milp_repair import MilpRepair
 from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
@@ -105,6 +106,8 @@ class AuditRepair:
         self.reserve = 0.0      # seconds kept back for the final audit (see repair_left)
         self._first: Budget | None = None   # the first audit's share (first_limit)
         self.milp = settings.milp_repair.applies(table, singleton, large)  # MILPs first
+        self._check: Budget | None = None   # the attacker round's feasibility share
+        self.attack_tried = np.zeros(0, np.int64)   # primaries an attacker round took
 
     def left(self) -> float | None:
         return self.budget.limit(self.settings.audit_floor_seconds)
@@ -373,10 +376,12 @@ class AuditRepair:
             short, witnessed = self._milp_round(result)
             suppressed = self.protected_table.suppressed
             new_mask = suppressed
-            if len(short):
-                new_mask = self._local_round(result, suppressed, short) \
-                    if self._local(short) else \
-                    self._whole_round(result, suppressed, integer, short)
+            if len(short) and self._local(short):
+                new_mask = self._local_round(result, suppressed, short)
+                new_mask, found = self._attack_round(result, new_mask, short)
+                witnessed = witnessed or found
+            elif len(short):
+                new_mask = self._whole_round(result, suppressed, integer, short)
             if self.coalition:
                 new_mask = self._coalition_round(result, new_mask, integer)
             added = np.flatnonzero(new_mask & ~suppressed & self.cand)
@@ -503,6 +508,73 @@ class AuditRepair:
             self.moves.append(lp_moves)
             self.stage(f"repair {self.rounds} LPs")
         return np.isin(new_status, ("U", "M")) | suppressed
+
+    def _attack_round(self, result: AuditResult, mask: np.ndarray, short: np.ndarray
+                      ) -> tuple[np.ndarray, bool]:
+        """The local round's part against single-contributor attackers
+        (:mod:`~tabprotect.secondary.attack_repair`): the primaries ``result`` proves
+        short (against one of them, or the outside intruder where the round's
+        deviation LPs and cubes did not serve them) get deviations that keep the
+        attacker's cell still, on the
+        pattern ``mask`` the round has so far; a primary none serves is decided by the
+        whole-table LP within ``feasibility_share`` of the budget, and one no pattern
+        protects is refused (:class:`InfeasibleRulesError` naming it).  Returns the
+        mask with the deviations' cells, and whether they found any (the next audit
+        takes them as moves)."""
+        if not self.singleton:
+            return mask, False
+        cells = short
+        if result.incomplete is not None:
+            cells = cells[~result.incomplete[cells]]
+        if len(cells) == 0:
+            return mask, False
+        s = self.settings.attack_repair
+        left = self.repair_left()
+        deadline = None if left is None else time.perf_counter() + s.share * left
+        table = self.table.replace(status=np.where(mask & (self.status != "U"), "M",
+                                                   self.status))
+        out = attack_round(table, self.cost, self.cand, self.req, cells,
+                           deadline=deadline, settings=s, integer=result.integer,
+                           tried=self.attack_tried)
+        self.attack_tried = np.union1d(self.attack_tried, cells)
+        self.moves.append(_move_matrix(out.moves, self.table.n_cells))
+        mask = mask.copy()
+        mask[out.added] = True
+        self.notes.append(f"repair round {self.rounds}: deviations against single "
+                          f"contributors for {len(cells)} primaries short against one "
+                          f"added {len(out.added)} cell(s), {len(out.unresolved)} "
+                          f"primaries not served in their neighbourhoods")
+        self.stage(f"repair {self.rounds} attackers")
+        found = len(out.moves) > 0
+        if len(out.unresolved):
+            open_ = set(out.unresolved.tolist())
+            table = table.replace(status=np.where(mask & (self.status != "U"), "M",
+                                                  self.status))
+            more = self._whole_table(table, [v for v in out.violated if v[0] in open_])
+            mask[more] = True
+            found = found or len(more) > 0
+        return mask, found
+
+    def _whole_table(self, table: Table, violated: list) -> np.ndarray:
+        """The conditions no neighbourhood served, on the whole table within
+        ``feasibility_share`` of the budget (:func:`~tabprotect.secondary.attack_repair.
+        decide`): the cells of their deviations, or InfeasibleRulesError for a primary
+        no pattern protects."""
+        if self._check is None:
+            self._check = self.budget.share(self.settings.feasibility_share) \
+                if self.budget.total is not None else \
+                Budget(self.settings.feasibility_check_seconds)
+        out, bad = decide(table, self.cost, self.cand, self.req, violated,
+                          deadline=self._check.deadline)
+        self.moves.append(_move_matrix(out.moves, self.table.n_cells))
+        self.stage("feasibility check (single-contributor)")
+        if bad:
+            kinds = {"up": "up", "down": "down", "width": "sliding"}
+            why = {kinds[k] for _, k, _ in bad}
+            if any(j >= 0 for _, _, j in bad):
+                why.add("single-contributor")
+            refuse(self.table, sorted({s for s, _, _ in bad}), why, self.singleton)
+        return out.added
 
     def _deviations_first(self, result: AuditResult, short: np.ndarray
                           ) -> tuple[Table, np.ndarray]:

@@ -175,8 +175,6 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
     bad = [int(s) for s in res.shortfalls if not (len(undecided) and undecided[s])]
     if not bad:
         return False
-    names = ", ".join(table.cell_name(s) for s in bad[:5])
-    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
     tol = 1e-6 * np.maximum(1.0, np.abs(table.value[bad]))
     why = set()
     if (res.max_at_most[bad] < res.required_upper[bad] - tol).any():
@@ -185,6 +183,14 @@ def check_feasible(table: Table, cand: np.ndarray, singleton: bool,
         why.add("down")
     if not why:
         why.add("single-contributor" if res.attacked[bad].any() else "sliding")
+    refuse(table, bad, why, singleton)
+
+
+def refuse(table: Table, bad: list[int], why: set[str], singleton: bool) -> None:
+    """Raise the :class:`InfeasibleRulesError` that names the unprotectable primaries
+    ``bad`` (the first five) and the levels (``why``) they cannot meet."""
+    names = ", ".join(table.cell_name(s) for s in bad[:5])
+    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
     raise InfeasibleRulesError(
         f"primary cell(s) {names}{more} cannot be protected even with every other cell "
         f"suppressed ({'/'.join(sorted(why))} protection level"

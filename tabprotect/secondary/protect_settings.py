@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from tabprotect.audit import AuditSettings
+from tabprotect.secondary.attack_repair import AttackRepairSettings
 from tabprotect.secondary.greedy import GreedyOptions
 from tabprotect.secondary.milp_repair import MilpRepairSettings
 from tabprotect.secondary.product_limits import ProductSearchLimits
@@ -111,6 +112,11 @@ class ProtectSettings:
     #: the MILP repair that starts each round (the cheapest cells giving each short
     #: primary its witnesses; what it leaves goes to the LP repair)
     milp_repair: MilpRepairSettings = field(default_factory=MilpRepairSettings)
+    #: the local repair round's part against single-contributor attackers: witness
+    #: MILPs for the primaries the audit proves short against one, and the whole-table
+    #: LP that refuses a primary no pattern protects against it (within
+    #: ``feasibility_share`` of the budget)
+    attack_repair: AttackRepairSettings = field(default_factory=AttackRepairSettings)
     #: integral witnesses inside the pattern for the primaries an integer audit leaves
     #: open, searched before any cell is added (product tables, no attackers)
     witness_search: WitnessSearchSettings = field(default_factory=WitnessSearchSettings)
@@ -165,6 +171,8 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
         names += _REPAIR
         if large:
             names += _LARGE_REPAIR
+            if timed:
+                names.append("feasibility_share")   # the attacker round's check
         else:
             names += _LOCAL_ROUND
     out: dict[str, Any] = {}
@@ -174,6 +182,7 @@ def applied_settings(settings: ProtectSettings, *, large: bool, repair: bool,
     out["product_search"] = asdict(settings.product_search)
     if repair:
         out["milp_repair"] = asdict(settings.milp_repair)
+        out["attack_repair"] = asdict(settings.attack_repair)
         out["witness_search"] = asdict(settings.witness_search)
         out["repair_lps"] = {k: getattr(settings.repair_lps, k) for k in _REPAIR_LP_FIELDS}
     return out

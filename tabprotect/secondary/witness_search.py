@@ -59,6 +59,11 @@ class WitnessSearchSettings:
     #: moves over their whole component (an LP of a few seconds per direction on 30^3
     #: gauss's 5,464-cell component; more open primaries are the repair's)
     attack_component_primaries: int = 40
+    #: against the attack, a fractional least move over a component: its multiples up
+    #: to this one are tried as the integral move before a MILP (3-D count tables'
+    #: least moves are often half-integral, and the double of one within the bounds
+    #: is a move of the primary twice as far)
+    least_move_multiple: int = 4
     #: share of what the repair may spend of protect()'s budget for the search (the rest
     #: is the repair's; 0: no search)
     share: float = 0.5

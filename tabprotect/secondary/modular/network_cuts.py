@@ -146,19 +146,27 @@ def _rows(prob: Problem, side: np.ndarray | None, edges: np.ndarray, need: float
     deficit, and the deficits."""
     tol = REL_TOL * max(1.0, need)
     fwd, bwd = _crossing(prob, side, edges) if crossing is None else crossing
-    coef = np.where(fwd, prob.up[edges], 0.0) + np.where(bwd, prob.down[edges], 0.0)
     is_fixed = prob.fixed[edges]
-    deficit = need - coef[:, is_fixed].sum(axis=1)
+    deficit = need - _coefficients(prob, fwd, bwd, edges, is_fixed).sum(axis=1)
     short = deficit > tol
     deficit = deficit[short]
     rows = np.zeros((len(deficit), len(prob.cand_idx)))
     cand_edges = ~is_fixed
-    rows[:, prob.column[edges[cand_edges]]] = coef[short][:, cand_edges]
+    rows[:, prob.column[edges[cand_edges]]] = _coefficients(prob, fwd[short], bwd[short],
+                                                            edges, cand_edges)
     rows = np.minimum(rows, deficit[:, None])
     if (rows.sum(axis=1) < deficit - tol).any():
         raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
                                    "its candidate cells")
     return rows, deficit
+
+
+def _coefficients(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarray,
+                  which: np.ndarray) -> np.ndarray:
+    """What the ``which`` of ``edges`` carry across each cut: the upper range forwards,
+    the lower backwards (an edge crosses a cut one way at most), else 0."""
+    e = edges[which]
+    return np.where(fwd[:, which], prob.up[e], np.where(bwd[:, which], prob.down[e], 0.0))
 
 
 def own_range_check(prob: Problem, s: int, kind: str, need: float) -> None:

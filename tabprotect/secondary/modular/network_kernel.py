@@ -142,10 +142,23 @@ def load_kernel() -> float:
         _load(_njit())
     finally:
         if collecting:
+            _settle_objects()
             gc.enable()
     _LOAD.done = True
     _LOAD.wall, _LOAD.cpu = time.perf_counter() - start, time.process_time() - cpu
     return _LOAD.wall
+
+
+def _settle_objects() -> None:
+    """Move the objects the load made straight to the collector's oldest generation
+    (freezing and unfreezing is a move, no walk): promoted one young collection at a
+    time they would be walked twice more and then count towards a full collection,
+    which a later call would pay (0.06-0.1 s CPU).  A process that keeps a frozen
+    generation (the command line freezes its imports) keeps them frozen with the rest."""
+    frozen = gc.get_freeze_count() > 0
+    gc.freeze()
+    if not frozen:
+        gc.unfreeze()
 
 
 def _njit():

@@ -280,7 +280,7 @@ class _Search:
         fractional covers."""
         idx = np.flatnonzero(avail)
         need = slack[short]
-        Kc = np.minimum(self.K[short[:, None], idx], need[:, None])
+        Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
         c = self.c[idx]
         pos = Kc > 0
         if not len(idx) or (Kc.sum(axis=1) < need - self.tol[short]).any():
