@@ -14,7 +14,8 @@ such primaries with the attacker's own problem:
    suppression cost per share of the level it carries); the cells it moves are
    suppressed and the deviation goes to the next audit as a witness;
    a primary whose attacker LPs are all met (short for an integer audit only) gets,
-   when it is short again after a round, integral witnesses from the MILP repair (:mod:`~tabprotect.secondary.milp_repair`),
+   when no deviation serves a neighbour or it is short again after a round, integral
+   witnesses from the MILP repair (:mod:`~tabprotect.secondary.milp_repair`),
    which keeps each attacker's cell still;
 3. a condition that no deviation in any neighbourhood meets is decided on the whole
    table: the intruder's LP with every cell that may be suppressed suppressed and
@@ -92,11 +93,12 @@ def attack_round(table, cost: np.ndarray, cand: np.ndarray, req: Requirements,
     pattern): the attacker LPs name the short conditions, and each gets the cheapest
     deviation that keeps the attacker's cell still, on the primary's neighbourhood
     (see the module docstring); its cells are suppressed, its deviation is a witness
-    for the next audit.  ``integer`` (an integer audit): a primary of ``tried`` (one an
-    earlier round took) whose attacker LPs are all met is short for integers only, and
-    gets integral witnesses against the attackers from the MILP repair
-    (:mod:`~tabprotect.secondary.milp_repair`); on its first round the deviations of
-    its neighbours mostly serve it (hier 37^3: 9 of 10 such primaries)."""
+    for the next audit.  ``integer`` (an integer audit): a primary whose attacker LPs
+    are all met is short for integers only, and gets integral witnesses against the
+    attackers from the MILP repair (:mod:`~tabprotect.secondary.milp_repair`) when the
+    round adds no deviation or an earlier round took it (``tried``): the deviations of
+    its neighbours mostly serve it (hier 37^3's gauss pattern: 9 of 10 such
+    primaries)."""
     out = AttackRepairOutcome()
     suppressed = np.isin(table.status, ("U", "M"))
     primaries = np.asarray(primaries, np.int64)[:settings.max_primaries]
@@ -127,14 +129,15 @@ def attack_round(table, cost: np.ndarray, cand: np.ndarray, req: Requirements,
         suppressed[new] = True
         added.append(new)
         out.moves.extend(moves)
-    lp_met = np.intersect1d(np.setdiff1d(primaries, [s for s, _, _ in out.violated]),
-                            tried)
+    lp_met = np.setdiff1d(primaries, [s for s, _, _ in out.violated])
+    if sum(len(a) for a in added):
+        lp_met = np.intersect1d(lp_met, tried)
     if integer and len(lp_met) and check.complete:
         # short for the integer audit only: integral witnesses against the attackers
-        rep = MilpRepair(table.replace(status=np.where(suppressed & (table.status != "U"),
-                                                       "M", table.status)),
-                         cost, cand, req, integer=True, settings=settings.milp)
-        res = rep.run(table.status, lp_met, deadline=deadline, quick_when_late=False)
+        now = np.where(suppressed & (table.status != "U"), "M", table.status)
+        rep = MilpRepair(table.replace(status=now), cost, cand, req, integer=True,
+                         settings=settings.milp)
+        res = rep.run(now, lp_met, deadline=deadline, quick_when_late=False)
         added.append(np.asarray(res.added, np.int64))
         out.moves.extend(res.moves)
     out.added = np.unique(np.concatenate(added)) if added else np.zeros(0, np.int64)
