@@ -220,6 +220,7 @@ def test_derived_bounds_never_cut_a_feasible_table():
     assert np.isfinite(ub[fixed]).all()
 
 
+@pytest.mark.slow     # timing-sensitive: a 0.01-s wall limit passes only on an idle machine
 def test_time_limit_returns_an_audited_pattern():
     rows = Hierarchy.flat([f"r{i}" for i in range(12)], total="T")
     cols = Hierarchy.flat([f"c{i}" for i in range(12)], total="T")
@@ -641,6 +642,7 @@ def test_gauss_start_on_a_general_table_is_proven_by_gauss_witnesses(seed):
     assert audit(table, unpublished=found.pattern, singleton=True).passed
 
 
+@pytest.mark.slow     # timing-sensitive: the gauss start must finish within a 0.5-s wall limit
 @pytest.mark.parametrize("seed", [2, 5])
 def test_binding_time_limit_on_a_general_table_keeps_the_start(seed):
     # a general table, the gauss start forced on, a limit that stops the search: the
