@@ -60,8 +60,8 @@ class AttackRepairSettings:
     #: regions larger than this many cells are not tried
     max_region_cells: int = 20_000
     #: the integral witness MILPs of the primaries short for an integer audit only
-    #: (few: a MILP stopped early keeps a poor incumbent, hier 37^3's one such primary:
-    #: 300 cells at 5 s, 3 cells at 30 s on a loaded machine)
+    #: (few, each given time: a MILP stopped early keeps a poor incumbent, a move over
+    #: hundreds of cells where a few serve)
     milp: MilpRepairSettings = field(default_factory=lambda: MilpRepairSettings(
         enabled=True, seconds_per_primary=15.0))
 
@@ -96,9 +96,8 @@ def attack_round(table, cost: np.ndarray, cand: np.ndarray, req: Requirements,
     for the next audit.  ``integer`` (an integer audit): a primary whose attacker LPs
     are all met is short for integers only, and gets integral witnesses against the
     attackers from the MILP repair (:mod:`~tabprotect.secondary.milp_repair`) when the
-    round adds no deviation or an earlier round took it (``tried``): the deviations of
-    its neighbours mostly serve it (hier 37^3's gauss pattern: 9 of 10 such
-    primaries)."""
+    round adds no deviation or an earlier round took it (``tried``): the deviations
+    added for its neighbours mostly serve it too."""
     out = AttackRepairOutcome()
     suppressed = np.isin(table.status, ("U", "M"))
     primaries = np.asarray(primaries, np.int64)[:settings.max_primaries]
