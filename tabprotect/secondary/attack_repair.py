@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from solvers import LinearProgram, solve
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.attacker_oracle import AttackerOracle
-from tabprotect.secondary.deviation import neighbourhood
+from tabprotect.secondary.deviation import neighbourhood, split_bounds
 from tabprotect.secondary.milp_repair import MilpRepair, MilpRepairSettings
 
 
@@ -203,12 +203,7 @@ class _Deviation:
             wd = np.where(dn > 0, self.cost[region] / np.minimum(dn, need), 0.0)
         wu = np.where(sup[region], self.free, wu)
         wd = np.where(sup[region], self.free, wd)
-        lo = np.zeros(2 * m)
-        hi = np.concatenate([up, dn])
-        if sign > 0:
-            lo[k], hi[m + k] = need, 0.0
-        else:
-            lo[m + k], hi[k] = need, 0.0
+        lo, hi = split_bounds(up, dn, k, sign, need)
         limit = None if deadline is None else max(0.05, deadline - time.perf_counter())
         res = solve(LinearProgram(c=np.concatenate([wu, wd]), A=sp.hstack([M, -M]).tocsr(),
                                   row_lower=np.zeros(len(rows)), row_upper=np.zeros(len(rows)),

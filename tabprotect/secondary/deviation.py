@@ -20,7 +20,6 @@ from solvers import HighsModel, LinearProgram, solve
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 
-_TOL = 1e-7
 #: HiGHS options of the deviation LPs below ``deviation_lp_presolve_min_columns``
 #: columns: these LPs are small and their presolve costs more than the simplex it saves
 DEVIATION_LP_OPTIONS: dict = {"presolve": "off"}
@@ -214,6 +213,21 @@ class WarmModels:
         return m
 
 
+def split_bounds(up: np.ndarray, down: np.ndarray, k: int, sign: float, need: float,
+                 exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Column bounds of a move ``y = f_plus - f_minus`` (columns ``f_plus`` then
+    ``f_minus``, each cell within ``up`` / ``down``) that moves cell ``k`` by at least
+    ``need`` in direction ``sign`` (exactly ``need`` when ``exact``), never the other way."""
+    n = len(up)
+    lo = np.zeros(2 * n)
+    hi = np.concatenate([up, down])
+    move, other = (k, n + k) if sign > 0 else (n + k, k)
+    lo[move], hi[other] = need, 0.0
+    if exact:
+        hi[move] = need
+    return lo, hi
+
+
 def deviation_lp(table, status, cost, cell, amount, cells, time_limit,
                presolve_min_columns: int, models: WarmModels | None = None):
     """(support, deviation over ``cells``) of the cheapest deviation, or None.  LPs
@@ -232,18 +246,7 @@ def deviation_lp(table, status, cost, cell, amount, cells, time_limit,
     free = (st == "U") | (st == "M")
     w = np.where(free, 0.0, cost[cells] / max(abs(amount), 1e-12))
     loc = int(np.searchsorted(cells, cell))
-    # columns: f_plus (k), f_minus (k)
-    col_lo = np.zeros(2 * k)
-    col_hi = np.concatenate([up, down])
-    if amount > 0:
-        col_lo[loc] = col_hi[loc] = amount
-        col_hi[k + loc] = 0.0
-    else:
-        col_lo[k + loc] = col_hi[k + loc] = -amount
-        col_hi[loc] = 0.0
-    if col_lo[loc] > col_hi[loc] + _TOL or col_lo[k + loc] > col_hi[k + loc] + _TOL:
-        return None  # the required move leaves the a-priori bounds
-    col_hi = np.maximum(col_hi, col_lo)
+    col_lo, col_hi = split_bounds(up, down, loc, np.sign(amount), abs(amount), exact=True)
     c = np.concatenate([w, w])
 
     def build() -> LinearProgram:

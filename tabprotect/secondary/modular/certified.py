@@ -20,6 +20,7 @@ from solvers import HighsModel, LinearProgram
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
 from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.deviation import split_bounds
 
 
 class Unreachable(InfeasibleRulesError):
@@ -142,14 +143,8 @@ class _Builder:
         if (req.up if sign > 0 else req.down)[s] < need - 1e-12 * max(1.0, need):
             return None
         n = self.sub.n_cells
-        hi_up = np.where(free_to_move, req.up, 0.0)
-        hi_dn = np.where(free_to_move, req.down, 0.0)
-        lo = np.zeros(2 * n)
-        hi = np.concatenate([hi_up, hi_dn])
-        if sign > 0:
-            lo[s], hi[n + s] = need, 0.0
-        else:
-            lo[n + s], hi[s] = need, 0.0
+        lo, hi = split_bounds(np.where(free_to_move, req.up, 0.0),
+                              np.where(free_to_move, req.down, 0.0), s, sign, need)
         c = self._weights(need, req.up, req.down)
         if self.model is None:
             self.model = HighsModel(LinearProgram(c=c, col_lower=lo, col_upper=hi,
