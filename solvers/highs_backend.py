@@ -94,25 +94,9 @@ def _configure(h, *, verbose: bool, time_limit, mip_gap, threads, options: dict)
         _set_option(h, key, value)
 
 
-def _colwise(lp: LinearProgram) -> tuple:
-    """``lp.A`` column-wise as passModel takes it (column starts without the final nnz,
-    row indices, values), kept with the LP while ``lp.A`` is the same matrix: a caller
-    that builds many models of one LP converts it once."""
-    kept = lp.__dict__.get("_colwise")
-    if kept is not None and kept[0] is lp.A:
-        return kept[1]
-    A = sp.csc_matrix(lp.A)
-    A.sort_indices()
-    arrays = (np.ascontiguousarray(A.indptr[:-1], dtype=np.int32),
-              np.ascontiguousarray(A.indices, dtype=np.int32),
-              np.ascontiguousarray(A.data, dtype=np.float64))
-    lp.__dict__["_colwise"] = (lp.A, arrays)
-    return arrays
-
-
 def _pass_lp(h, lp: LinearProgram) -> None:
     """Load ``lp`` into ``h`` column-wise in one call (no Python loop over entries)."""
-    starts, index, value = _colwise(lp)
+    starts, index, value = lp.columns()
     n, m = lp.n_cols, lp.n_rows
     sense = highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize
     # 1 = kInteger, 0 = kContinuous. Always pass n entries: highspy 1.16 reads an empty

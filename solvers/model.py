@@ -84,6 +84,8 @@ class LinearProgram:
     sense: str = "min"
     offset: float = 0.0
     hessian: sp.csc_matrix | None = None
+    #: ``(A, its column-wise arrays)`` once :meth:`columns` made them
+    _columns: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         c = np.asarray(self.c, dtype=np.float64)
@@ -179,6 +181,18 @@ class LinearProgram:
     def is_mip(self) -> bool:
         """True when at least one variable is integer."""
         return self.integrality is not None and bool(np.any(self.integrality))
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``A`` column-wise as solvers load it (column starts without the final nnz, row
+        indices, values), kept while ``A`` is the same matrix: a caller that builds many
+        models of one program converts it once."""
+        if self._columns is None or self._columns[0] is not self.A:
+            A = sp.csc_matrix(self.A)
+            A.sort_indices()
+            self._columns = (self.A, (np.ascontiguousarray(A.indptr[:-1], dtype=np.int32),
+                                      np.ascontiguousarray(A.indices, dtype=np.int32),
+                                      np.ascontiguousarray(A.data, dtype=np.float64)))
+        return self._columns[1]
 
     def with_objective(self, c: np.ndarray, sense: str | None = None) -> "LinearProgram":
         """Return a copy with another objective (the matrix is shared, not copied)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -580,3 +581,14 @@ def test_highs_models_of_one_lp_share_its_conversion_and_follow_a_new_matrix():
     assert first == pytest.approx([-5.0] * 3)   # x = (3, 1)
     lp.A = sp.csr_matrix([[1.0, 1.0], [1.0, 1.0]])
     assert HighsModel(lp).solve().objective == pytest.approx(-8.0)   # x = (0, 4)
+
+
+def test_columns_are_the_matrix_column_wise_and_made_once():
+    A = sp.random(7, 5, density=0.4, random_state=3, format="csr")
+    lp = LinearProgram(c=np.ones(5), A=A, row_lower=np.zeros(7), row_upper=np.ones(7))
+    starts, index, value = lp.columns()
+    csc = sp.csc_matrix((value, index, np.append(starts, len(index))), shape=(7, 5))
+    assert (csc != lp.A).nnz == 0
+    assert lp.columns()[1] is index                     # kept with the program
+    other = dataclasses.replace(lp, A=2 * lp.A)         # another matrix: made anew
+    assert np.allclose(other.columns()[2], 2 * value)
