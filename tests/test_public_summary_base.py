@@ -9,6 +9,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from test_public_summary import (_check, _check_base_intervals, _count_pattern,
                                  _random_3d_count_table)
+from solvers import LinearProgram
 from tabprotect.model.status import is_suppressed
 from tabprotect.public_summary.base import IntegerEnds, WarmSystems
 from tabprotect.public_summary.checker import Checker
@@ -49,17 +50,20 @@ def test_a_component_shifts_its_parts_exactly_when_an_integral_table_does():
     assert moved > 0       # some move besides the truth itself (delta 0)
 
 
+def _largest_component(seed: int):
+    """A random 3-D count table, its status, its checker and its largest component."""
+    t, st = _random_3d_count_table(seed)
+    checker = Checker(t, st, True, 1e-6, None)
+    return t, st, checker, int(np.argmax([len(c) for c in checker.comp_cols]))
+
+
 def _shifts_against_milp(seed: int) -> int:
     # the sum of half of one component's cells moved by -3..3: the warm search finds an
     # integral solution with that sum exactly when the independent MILP does
-    t, st = _random_3d_count_table(seed)
-    checker = Checker(t, st, True, 1e-6, None)
-    d = int(np.argmax([len(c) for c in checker.comp_cols]))
-    cols = checker.comp_cols[d]
+    t, st, checker, d = _largest_component(seed)
+    cols, rws = checker.comp_cols[d], checker.comp_rows[d]
     cells = checker.cells[cols]
     truth = t.value[cells]
-    from solvers import LinearProgram
-    rws = checker.comp_rows[d]
     lp = LinearProgram(c=np.zeros(len(cols)), A=checker.A_csr[rws][:, cols],
                        row_lower=checker.lp.row_lower[rws],
                        row_upper=checker.lp.row_upper[rws],
@@ -103,14 +107,10 @@ def test_a_goal_is_reached_exactly_when_an_integral_table_reaches_it(seed):
     # half of the largest component's cells held at their true sum: the warm search
     # finds a table with a primary at a goal (or beyond) exactly when the independent
     # MILP does; goals past the truth by 0..4, both ways
-    t, st = _random_3d_count_table(seed)
-    checker = Checker(t, st, True, 1e-6, None)
-    d = int(np.argmax([len(c) for c in checker.comp_cols]))
-    cols = checker.comp_cols[d]
+    t, st, checker, d = _largest_component(seed)
+    cols, rws = checker.comp_cols[d], checker.comp_rows[d]
     cells = checker.cells[cols]
     truth = t.value[cells]
-    from solvers import LinearProgram
-    rws = checker.comp_rows[d]
     half = np.arange(len(cols)) < len(cols) // 2
     A = np.vstack([checker.A_csr[rws][:, cols].toarray(), half[None, :].astype(float)])
     held = float(half @ truth)

@@ -112,19 +112,24 @@ def test_a_one_table_cli_job_with_a_small_search_never_imports_numba(tmp_path):
     assert not [w for w in profile["within"] if "kernel" in w["part"]]
 
 
+def _last_line(code: str, arg: str) -> str:
+    """The last line ``code`` prints in a new process (numba on, the kernel cached)."""
+    _cache_folder()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    out = subprocess.run([sys.executable, "-c", code, arg], env=env,
+                         capture_output=True, text=True, timeout=300, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
 def test_the_load_leaves_the_collector_as_it_found_it():
     code = ("import gc, sys\n"
             "from tabprotect.secondary.modular.network_kernel import load_kernel\n"
             "gc.disable() if sys.argv[1] == 'off' else None\n"
             "load_kernel()\n"
             "print(gc.isenabled())\n")
-    _cache_folder()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("TABPROTECT_NO_NUMBA", None)
     for state, expected in (("on", "True"), ("off", "False")):
-        out = subprocess.run([sys.executable, "-c", code, state], env=env,
-                             capture_output=True, text=True, timeout=300, check=True)
-        assert out.stdout.strip().splitlines()[-1] == expected
+        assert _last_line(code, state) == expected
 
 
 def test_the_loads_objects_skip_the_young_generations():
@@ -138,14 +143,7 @@ def test_the_loads_objects_skip_the_young_generations():
             "load_kernel()\n"
             "print(json.dumps([len(gc.get_objects(0)) + len(gc.get_objects(1)), before,\n"
             "                  gc.get_freeze_count()]))\n")
-    _cache_folder()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("TABPROTECT_NO_NUMBA", None)
-    got = {}
-    for state in ("plain", "frozen"):
-        out = subprocess.run([sys.executable, "-c", code, state], env=env,
-                             capture_output=True, text=True, timeout=300, check=True)
-        got[state] = json.loads(out.stdout.strip().splitlines()[-1])
+    got = {state: json.loads(_last_line(code, state)) for state in ("plain", "frozen")}
     young, before, after = got["plain"]
     assert young < 5000 and before == after == 0
     young, before, after = got["frozen"]
