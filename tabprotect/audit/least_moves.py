@@ -64,19 +64,31 @@ def move_program(A: sp.csr_matrix, row_lower: np.ndarray, row_upper: np.ndarray,
                          integrality=np.full(2 * n, True) if integer else None, sense="min")
 
 
+def split_bounds(up: np.ndarray, down: np.ndarray, k: int, sign: float, need: float,
+                 exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Column bounds of a move ``y = f_plus - f_minus`` (columns ``f_plus`` then
+    ``f_minus``, each cell within ``up`` / ``down``) that moves cell ``k`` by at least
+    ``need`` in direction ``sign`` (exactly ``need`` when ``exact``), never the other way."""
+    n = len(up)
+    lo = np.zeros(2 * n)
+    hi = np.concatenate([up, down])
+    move, other = (k, n + k) if sign > 0 else (n + k, k)
+    lo[move], hi[other] = need, 0.0
+    if exact:
+        hi[move] = need
+    return lo, hi
+
+
 def pinned(at: int, need_up: float, need_down: float, up: np.ndarray, dn: np.ndarray):
     """The column bounds of :func:`move_program` that take column ``at`` at least
     ``need_up`` up (when positive) or else ``need_down`` down, as ``(lower, up, dn)``
     (copies), or None when its bounds leave no room for that."""
     n = len(up)
-    p_lo, m_lo, up, dn = np.zeros(n), np.zeros(n), up.copy(), dn.copy()
-    if need_up > 0:
-        p_lo[at], dn[at] = need_up, 0.0
-    else:
-        m_lo[at], up[at] = need_down, 0.0
-    if p_lo[at] > up[at] + 1e-9 or m_lo[at] > dn[at] + 1e-9:
+    lo, hi = split_bounds(up, dn, at, 1.0 if need_up > 0 else -1.0,
+                          need_up if need_up > 0 else need_down)
+    if lo[at] > hi[at] + 1e-9 or lo[n + at] > hi[n + at] + 1e-9:
         return None
-    return (p_lo, m_lo), up, dn
+    return (lo[:n], lo[n:]), hi[:n], hi[n:]
 
 
 class LeastMoveModel:

@@ -36,9 +36,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
+from tabprotect.audit.least_moves import split_bounds
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.attacker_oracle import AttackerOracle
-from tabprotect.secondary.deviation import neighbourhood, split_bounds
+from tabprotect.secondary.deviation import neighbourhood
 from tabprotect.secondary.milp_repair import MilpRepair, MilpRepairSettings
 
 

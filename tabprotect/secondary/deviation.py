@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram, solve
+from tabprotect.audit.least_moves import split_bounds
 from tabprotect.csr import row_indices, row_positions
 from tabprotect.model.table import Table
 
@@ -211,21 +212,6 @@ class WarmModels:
                 self._models.pop(next(iter(self._models)))
         self._models[key] = m
         return m
-
-
-def split_bounds(up: np.ndarray, down: np.ndarray, k: int, sign: float, need: float,
-                 exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Column bounds of a move ``y = f_plus - f_minus`` (columns ``f_plus`` then
-    ``f_minus``, each cell within ``up`` / ``down``) that moves cell ``k`` by at least
-    ``need`` in direction ``sign`` (exactly ``need`` when ``exact``), never the other way."""
-    n = len(up)
-    lo = np.zeros(2 * n)
-    hi = np.concatenate([up, down])
-    move, other = (k, n + k) if sign > 0 else (n + k, k)
-    lo[move], hi[other] = need, 0.0
-    if exact:
-        hi[move] = need
-    return lo, hi
 
 
 def deviation_lp(table, status, cost, cell, amount, cells, time_limit,

@@ -17,10 +17,10 @@ import numpy as np
 from scipy import sparse
 
 from solvers import HighsModel, LinearProgram
+from tabprotect.audit.least_moves import split_bounds
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
 from tabprotect.secondary.candidates import candidate_cells
-from tabprotect.secondary.deviation import split_bounds
 
 
 class Unreachable(InfeasibleRulesError):
