@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers import HighsModel, LinearProgram
+from solvers import HighsModel
 from tabprotect.audit.system import InfeasibleSystem, ReducedSystem, out_of_time
-from tabprotect.audit.witness import VerdictState, reach
+from tabprotect.audit.witness import VerdictState
 
 
 class AggregateModel:

@@ -427,7 +427,6 @@ class _RegionMilp:
         col_hi = np.concatenate([np.ones(nc)] + [self.hi] * nv)
         rows_eq = []
         link = []
-        lhs_lo, lhs_hi = [], []
         for b, (j, sign) in enumerate(blocks):
             off = nc + b * m
             col_lo[off + j] = col_hi[off + j] = 0.0

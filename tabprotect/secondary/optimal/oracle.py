@@ -13,7 +13,7 @@ import time
 import highspy
 import numpy as np
 
-from solvers import HighsModel, LinearProgram
+from solvers import HighsModel
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.witness_check import witness_certified
