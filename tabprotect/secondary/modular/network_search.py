@@ -50,6 +50,7 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
+from tabprotect.secondary.modular.network_scalar import row_branch
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
                                                         compiled_available, kernel_cached,
                                                         kernel_loaded, load_kernel,
@@ -116,6 +117,10 @@ class _Search:
         self.lazy = lazy          # [(s, j, width)] checked by maximum flows
         self.c = prob.cost
         self.c_list = prob.cost.tolist()          # the costs as Python floats (scalar use)
+        #: per row, its positive coefficients as (column, coefficient) pairs once a
+        #: small node has needed them
+        self.K_pairs: list = [None] * len(deficit)
+        self.tol_list = self.tol.tolist()
         self.best_cost = np.inf
         self.best: np.ndarray | None = None
         self.nodes = 0
@@ -132,6 +137,8 @@ class _Search:
         self.KT = np.ascontiguousarray(self.K.T)
         self.d = np.concatenate([self.d, deficit])
         self.tol = REL_TOL * np.maximum(1.0, self.d)
+        self.K_pairs += [None] * len(deficit)
+        self.tol_list = self.tol.tolist()
 
     def run(self) -> np.ndarray | None:
         n = len(self.c)
@@ -279,6 +286,8 @@ class _Search:
         found; before the first pattern only a tie of fewest candidates needs the
         fractional covers."""
         idx = np.flatnonzero(avail)
+        if len(short) * len(idx) < self.limits.scalar_below:
+            return self._scalar_branch(slack, short, avail, idx, cost)
         need = slack[short]
         Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
         c = self.c[idx]
@@ -302,6 +311,29 @@ class _Search:
         if not self.lazy and self.limits.dominance and self.nodes > self.limits.dominance_after:
             self.dominated = (Kc, c, np.flatnonzero(on)[order])   # judged when needed
         return idx[on][order]
+
+    def _scalar_branch(self, slack, short, avail, idx, cost) -> np.ndarray | None:
+        """:meth:`_row_branch` of a small node by :func:`.network_scalar.row_branch`
+        (the same decisions; each row's positive coefficients kept as pairs)."""
+        rows, tol = self.K_pairs, self.tol_list
+        short_list = short.tolist()
+        for r in short_list:
+            if rows[r] is None:
+                nz = np.flatnonzero(self.K[r] > 0)
+                rows[r] = list(zip(nz.tolist(), self.K[r, nz].tolist()))
+        need = slack[short]
+        branch = row_branch([rows[r] for r in short_list], need.tolist(),
+                            [tol[r] for r in short_list], avail.tolist(), self.c_list, cost,
+                            self.best_cost,
+                            lambda i: float(np.minimum(self.K[short_list[i], idx],
+                                                       need[i]).sum()))
+        if branch is None:
+            return None
+        branch = np.array(branch, dtype=np.int64)
+        if not self.lazy and self.limits.dominance and self.nodes > self.limits.dominance_after:
+            Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
+            self.dominated = (Kc, self.c[idx], np.searchsorted(idx, branch))
+        return branch
 
     def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray, every: bool = False):
         """None when every lazy condition holds; ``[-1]`` after adding cut rows of a
