@@ -208,15 +208,17 @@ def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs
     return f"{backend}: {status} ({hs}) {core} time={runtime:.3f}s".strip()
 
 
-def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True):
-    """Pull objective / x / duals / gap from ``h`` according to ``status``."""
+def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True,
+             want_duals: bool = True):
+    """Pull objective / x / duals / gap from ``h`` according to ``status`` (the duals
+    only with ``want_duals``: each vector read out of HiGHS is a copy)."""
     objective = x = duals = rc = gap = None
     if status in ("optimal", "time_limit"):
         objective = float(h.getInfo().objective_function_value)
         if want_solution:
             sol = h.getSolution()
             x = np.array(sol.col_value, dtype=np.float64)
-            if not is_mip and sol.dual_valid:
+            if want_duals and not is_mip and sol.dual_valid:
                 duals = np.array(sol.row_dual, dtype=np.float64)
                 rc = np.array(sol.col_dual, dtype=np.float64)
     if is_mip and status in ("optimal", "time_limit", "time_limit_no_solution"):
@@ -617,8 +619,10 @@ class HighsModel:
             status = _disambiguate(None, self._h)
         return status
 
-    def solve(self, time_limit: float | None = None) -> SolveResult:
-        """Solve the current model, warm-starting from the previous basis."""
+    def solve(self, time_limit: float | None = None, *, duals: bool = True) -> SolveResult:
+        """Solve the current model, warm-starting from the previous basis. ``duals=False``
+        leaves the row duals and reduced costs out of the result (None): a caller that
+        reads only the point does not copy them out of HiGHS on every re-solve."""
         t0 = time.perf_counter()
         if self._n == 0:
             lo, up = self._empty_rows
@@ -630,9 +634,10 @@ class HighsModel:
             self.last_result = res
             return res
         status = self._run(time_limit)
-        objective, x, duals, rc, gap = _collect(self._h, status, is_mip=self.is_mip)
+        objective, x, y, rc, gap = _collect(self._h, status, is_mip=self.is_mip,
+                                             want_duals=duals)
         rt = time.perf_counter() - t0
-        res = SolveResult(status=status, objective=objective, x=x, duals=duals,
+        res = SolveResult(status=status, objective=objective, x=x, duals=y,
                           reduced_costs=rc, mip_gap=gap, runtime=rt, backend="highs",
                           log_summary=_summary(self._h, status, rt, self.is_mip))
         self.last_result = res
