@@ -176,3 +176,20 @@ def test_the_command_collects_rarely(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     collections = int(proc.stderr.split("collections")[-1].split()[0])
     assert collections <= 10
+
+
+def test_a_protect_job_imports_only_what_it_uses(tmp_path):
+    """A small protect job's process loads neither the HTML report (no ``--report``), the
+    process pool (small work stays in-process) nor a tabulation engine (a cells file)."""
+    job = write_job(tmp_path)
+    code = ("import sys\n"
+            "from tabprotect.cli import main\n"
+            "code = main(['protect', sys.argv[1], '--method', 'modular', '--quiet'])\n"
+            "unused = ('tabprotect.report', 'tabprotect.report_plots', 'multiprocessing',\n"
+            "          'concurrent.futures.process', 'tabprotect.tabulate.api')\n"
+            "print('loaded:', *[m for m in unused if m in sys.modules], code)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "loaded: 0"
+    assert (tmp_path / "out" / "published.csv").exists()
