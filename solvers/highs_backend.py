@@ -193,9 +193,12 @@ def _disambiguate(lp_like: Any, h_source) -> str:
     return "error"
 
 
-def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs") -> str:
+def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs",
+             info=None) -> str:
+    """One line on the solve; ``info``: ``h.getInfo()`` when the caller has it (each
+    call copies every field of HiGHS' info out)."""
     try:
-        info = h.getInfo()
+        info = h.getInfo() if info is None else info
         if is_mip:
             core = f"nodes={int(info.mip_node_count)} gap={info.mip_gap:.3g}"
         else:
@@ -209,12 +212,14 @@ def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs
 
 
 def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True,
-             want_duals: bool = True):
+             want_duals: bool = True, info=None):
     """Pull objective / x / duals / gap from ``h`` according to ``status`` (the duals
-    only with ``want_duals``: each vector read out of HiGHS is a copy)."""
+    only with ``want_duals``: each vector read out of HiGHS is a copy); ``info`` as in
+    :func:`_summary`."""
     objective = x = duals = rc = gap = None
+    info = h.getInfo() if info is None else info
     if status in ("optimal", "time_limit"):
-        objective = float(h.getInfo().objective_function_value)
+        objective = float(info.objective_function_value)
         if want_solution:
             sol = h.getSolution()
             x = np.array(sol.col_value, dtype=np.float64)
@@ -222,7 +227,7 @@ def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True,
                 duals = np.array(sol.row_dual, dtype=np.float64)
                 rc = np.array(sol.col_dual, dtype=np.float64)
     if is_mip and status in ("optimal", "time_limit", "time_limit_no_solution"):
-        g = float(h.getInfo().mip_gap)
+        g = float(info.mip_gap)
         gap = g if np.isfinite(g) else None
         if status == "optimal" and gap is not None:
             gap = max(gap, 0.0)
@@ -259,11 +264,12 @@ def solve_highs(
     status = _map_status(h, run_status)
     if status == "unbounded_or_infeasible":
         status = _disambiguate(lp, h)
-    objective, x, duals, rc, gap = _collect(h, status, is_mip=lp.is_mip)
+    info = h.getInfo()
+    objective, x, duals, rc, gap = _collect(h, status, is_mip=lp.is_mip, info=info)
     rt = time.perf_counter() - t0
     return SolveResult(status=status, objective=objective, x=x, duals=duals,
                        reduced_costs=rc, mip_gap=gap, runtime=rt, backend="highs",
-                       log_summary=_summary(h, status, rt, lp.is_mip))
+                       log_summary=_summary(h, status, rt, lp.is_mip, info=info))
 
 
 def _one(seq) -> bool:
@@ -634,12 +640,14 @@ class HighsModel:
             self.last_result = res
             return res
         status = self._run(time_limit)
+        info = self._h.getInfo()
         objective, x, y, rc, gap = _collect(self._h, status, is_mip=self.is_mip,
-                                             want_duals=duals)
+                                             want_duals=duals, info=info)
         rt = time.perf_counter() - t0
         res = SolveResult(status=status, objective=objective, x=x, duals=y,
                           reduced_costs=rc, mip_gap=gap, runtime=rt, backend="highs",
-                          log_summary=_summary(self._h, status, rt, self.is_mip))
+                          log_summary=_summary(self._h, status, rt, self.is_mip,
+                                               info=info))
         self.last_result = res
         return res
 
