@@ -193,9 +193,12 @@ def _disambiguate(lp_like: Any, h_source) -> str:
     return "error"
 
 
-def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs") -> str:
+def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs",
+             info=None) -> str:
+    """One line on the solve; ``info``: ``h.getInfo()`` when the caller has it (each
+    call copies every field of HiGHS' info out)."""
     try:
-        info = h.getInfo()
+        info = h.getInfo() if info is None else info
         if is_mip:
             core = f"nodes={int(info.mip_node_count)} gap={info.mip_gap:.3g}"
         else:
@@ -208,19 +211,23 @@ def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs
     return f"{backend}: {status} ({hs}) {core} time={runtime:.3f}s".strip()
 
 
-def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True):
-    """Pull objective / x / duals / gap from ``h`` according to ``status``."""
+def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True,
+             want_duals: bool = True, info=None):
+    """Pull objective / x / duals / gap from ``h`` according to ``status`` (the duals
+    only with ``want_duals``: each vector read out of HiGHS is a copy); ``info`` as in
+    :func:`_summary`."""
     objective = x = duals = rc = gap = None
+    info = h.getInfo() if info is None else info
     if status in ("optimal", "time_limit"):
-        objective = float(h.getInfo().objective_function_value)
+        objective = float(info.objective_function_value)
         if want_solution:
             sol = h.getSolution()
             x = np.array(sol.col_value, dtype=np.float64)
-            if not is_mip and sol.dual_valid:
+            if want_duals and not is_mip and sol.dual_valid:
                 duals = np.array(sol.row_dual, dtype=np.float64)
                 rc = np.array(sol.col_dual, dtype=np.float64)
     if is_mip and status in ("optimal", "time_limit", "time_limit_no_solution"):
-        g = float(h.getInfo().mip_gap)
+        g = float(info.mip_gap)
         gap = g if np.isfinite(g) else None
         if status == "optimal" and gap is not None:
             gap = max(gap, 0.0)
@@ -257,11 +264,12 @@ def solve_highs(
     status = _map_status(h, run_status)
     if status == "unbounded_or_infeasible":
         status = _disambiguate(lp, h)
-    objective, x, duals, rc, gap = _collect(h, status, is_mip=lp.is_mip)
+    info = h.getInfo()
+    objective, x, duals, rc, gap = _collect(h, status, is_mip=lp.is_mip, info=info)
     rt = time.perf_counter() - t0
     return SolveResult(status=status, objective=objective, x=x, duals=duals,
                        reduced_costs=rc, mip_gap=gap, runtime=rt, backend="highs",
-                       log_summary=_summary(h, status, rt, lp.is_mip))
+                       log_summary=_summary(h, status, rt, lp.is_mip, info=info))
 
 
 def _one(seq) -> bool:
@@ -617,8 +625,10 @@ class HighsModel:
             status = _disambiguate(None, self._h)
         return status
 
-    def solve(self, time_limit: float | None = None) -> SolveResult:
-        """Solve the current model, warm-starting from the previous basis."""
+    def solve(self, time_limit: float | None = None, *, duals: bool = True) -> SolveResult:
+        """Solve the current model, warm-starting from the previous basis. ``duals=False``
+        leaves the row duals and reduced costs out of the result (None): a caller that
+        reads only the point does not copy them out of HiGHS on every re-solve."""
         t0 = time.perf_counter()
         if self._n == 0:
             lo, up = self._empty_rows
@@ -630,11 +640,14 @@ class HighsModel:
             self.last_result = res
             return res
         status = self._run(time_limit)
-        objective, x, duals, rc, gap = _collect(self._h, status, is_mip=self.is_mip)
+        info = self._h.getInfo()
+        objective, x, y, rc, gap = _collect(self._h, status, is_mip=self.is_mip,
+                                             want_duals=duals, info=info)
         rt = time.perf_counter() - t0
-        res = SolveResult(status=status, objective=objective, x=x, duals=duals,
+        res = SolveResult(status=status, objective=objective, x=x, duals=y,
                           reduced_costs=rc, mip_gap=gap, runtime=rt, backend="highs",
-                          log_summary=_summary(self._h, status, rt, self.is_mip))
+                          log_summary=_summary(self._h, status, rt, self.is_mip,
+                                               info=info))
         self.last_result = res
         return res
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import multiprocessing
 import threading
 import time
-from concurrent.futures import (FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor,
-                                wait)
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 OnResult = Callable[[int, Any], None]
 
@@ -106,6 +106,7 @@ def gather(submit: Callable[..., Future], fn: Callable[[Any], Any], tasks: Seque
 
 
 def _start_method() -> str:
+    import multiprocessing
     return ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
             else "spawn")
 
@@ -124,6 +125,10 @@ class ProcessPool:
         self._lock = threading.Lock()
 
     def _pool(self) -> ProcessPoolExecutor:
+        # multiprocessing and the process pool are imported by the first pool: a run that
+        # starts none (small work stays in-process) does not load them
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
         with self._lock:
             if self._executor is None:
                 context = multiprocessing.get_context(_start_method())
@@ -154,6 +159,7 @@ class ProcessPool:
             workers: int | None = None, timeout: float | None = None,
             weights: Sequence[float] | None = None,
             on_result: OnResult | None = None) -> list[Any]:
+        from concurrent.futures.process import BrokenProcessPool
         limit = min(self.workers, workers or self.workers)
         try:
             return gather(self.submit, fn, tasks, limit=limit, timeout=timeout,

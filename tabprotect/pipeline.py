@@ -99,6 +99,22 @@ class Run:
         return None if self.audit is None else bool(self.audit.passed)
 
     @property
+    def verdict(self) -> str:
+        """``PASSED``, ``FAILED``, ``NOT PROVEN`` (the audit stopped at its time limit
+        before proving every primary protected) or ``no audit`` (primary rules only): the
+        words of the outputs, the summary and the report's banner."""
+        audit = self.audit
+        if audit is None:
+            return "no audit"
+        if self.passed:
+            return "PASSED"
+        protected = getattr(audit, "protected", None)
+        complete = getattr(audit, "complete", True)
+        if protected is not None and not complete and np.asarray(protected).all():
+            return "NOT PROVEN"
+        return "FAILED"
+
+    @property
     def unpublished(self) -> np.ndarray:
         """Cells whose value is not published (suppression and audit runs)."""
         mask = getattr(self.audit, "unpublished", None)

@@ -40,18 +40,9 @@ __all__ = ["render_html", "run_verdict", "MAX_TABLE_ROWS"]
 
 # ---------------------------------------------------------------- verdict
 def run_verdict(run: Run) -> str:
-    """``PASSED``, ``FAILED``, ``NOT PROVEN`` (the audit stopped at its time limit before
-    proving every primary protected) or ``no audit`` (primary rules only)."""
-    audit = run.audit
-    if audit is None:
-        return "no audit"
-    if run.passed:
-        return "PASSED"
-    protected = getattr(audit, "protected", None)
-    complete = getattr(audit, "complete", True)
-    if protected is not None and not complete and np.asarray(protected).all():
-        return "NOT PROVEN"
-    return "FAILED"
+    """``PASSED``, ``FAILED``, ``NOT PROVEN`` or ``no audit``: :attr:`Run.verdict
+    <tabprotect.pipeline.Run.verdict>`."""
+    return run.verdict
 
 
 def audit_proves(run: Run) -> str:

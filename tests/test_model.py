@@ -308,15 +308,16 @@ def _components_by_search(A, mask):
     return sorted(comps)
 
 
+@pytest.mark.parametrize("share", [0.7, 0.08])   # most entries masked, or few
 @pytest.mark.parametrize("seed", range(6))
-def test_linked_components_match_search(seed):
+def test_linked_components_match_search(seed, share):
     import scipy.sparse as sp
     from tabprotect.model.relations import linked_components
     rng = np.random.default_rng(seed)
     m, n = int(rng.integers(1, 30)), int(rng.integers(1, 60))
     A = sp.random(m, n, density=float(rng.uniform(0.01, 0.15)), random_state=seed,
                   format="csr")
-    mask = rng.random(n) < 0.7
+    mask = rng.random(n) < share
     got = linked_components(A, mask)
     assert sorted(c.tolist() for c in got) == _components_by_search(A, mask)
     assert sorted(np.concatenate(got).tolist()) == np.flatnonzero(mask).tolist() \

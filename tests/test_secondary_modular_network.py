@@ -18,6 +18,8 @@ from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import Problem, SearchLimits, cut_rows_both
 from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
+from tabprotect.secondary.modular.network_scalar import pairwise_sum
+from tabprotect.secondary.modular.network_scalar import row_branch as scalar_row_branch
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
                                                         _Search, _unique_rows,
                                                         network_pattern,
@@ -273,8 +275,9 @@ def _reference_branch(search, slack, short, avail, cost):
     return idx[on][np.lexsort((idx[on], c[on] / Kc[r][on]))]
 
 
+@pytest.mark.parametrize("scalar_below", [0, 10**9], ids=["numpy", "scalar"])
 @pytest.mark.parametrize("seed", range(4))
-def test_row_branch_follows_its_definition(seed):
+def test_row_branch_follows_its_definition(seed, scalar_below):
     rng = np.random.default_rng(seed)
     t = _subtable((3, 4), seed, published=0.1)
     req = Requirements.from_table(t, singleton=False)
@@ -284,7 +287,7 @@ def test_row_branch_follows_its_definition(seed):
     parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
              for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]
     K, d = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    search = _Search(prob, K, d, [], SearchLimits(), None)
+    search = _Search(prob, K, d, [], SearchLimits(scalar_below=scalar_below), None)
     n = len(prob.cand_idx)
     checked = 0
     for _ in range(60):
@@ -364,6 +367,73 @@ def test_compiled_search_is_the_numpy_search(seed, shape, variant):
     assert runs[0] == runs[1]
     if variant == "node limit":
         assert runs[0][2] == 41 or not runs[0][3]
+
+
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
+                                        (75, (5, 6)), (3, (4, 7)), (9, (8,))])
+@pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit"])
+def test_scalar_nodes_make_the_numpy_nodes_choices(seed, shape, variant):
+    """Nodes judged in plain Python (every node, none, the default share) give the
+    same pattern, cost and node count."""
+    extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
+    runs = []
+    for below in (0, 10**9, SearchLimits().scalar_below):
+        limits = SearchLimits(compiled=False, scalar_below=below, **extra.get(variant, {}))
+        search = _row_search(shape, seed, limits, first_only=variant == "first")
+        pick = search.run()
+        runs.append((None if pick is None else pick.tolist(), search.best_cost, search.nodes,
+                     search.gave_up))
+    assert runs[0] == runs[1] == runs[2]
+    assert runs[0][2] > 1
+
+
+@pytest.mark.parametrize("seed,singleton,spl", [(12, True, 0.0), (13, False, 0.4),
+                                                (22, True, 0.0), (23, False, 0.3)])
+def test_scalar_nodes_keep_the_pattern_with_lazy_conditions(seed, singleton, spl):
+    """With attackers' and sliding conditions checked by flows (row rounds, rows
+    added inside the search), the plain-Python nodes find the numpy nodes' pattern."""
+    t = _subtable((4, 5) if seed % 2 else (5, 5), seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    got = []
+    for below in (0, 10**9):
+        limits = SearchLimits(compiled=False, scalar_below=below)
+        try:
+            z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
+        except InfeasibleRulesError:
+            z = "infeasible"
+        got.append(z if isinstance(z, str) or z is None else np.flatnonzero(z).tolist())
+    assert got[0] == got[1]
+
+
+def test_scalar_sums_are_numpys_sums():
+    rng = np.random.default_rng(8)
+    for n in list(range(0, 20)) + [64, 127, 128, 129, 300]:
+        a = rng.random(n) * 10.0 ** rng.integers(-3, 6, size=n)
+        assert pairwise_sum(a.tolist()) == a.sum()
+
+
+def test_scalar_branch_asks_numpys_sum_only_near_the_threshold():
+    """A row whose Python sum lies within the margin of its threshold is decided by
+    numpy's sum (here told to be short: the node is dropped); a row clearly met or
+    clearly short is decided without it."""
+    asked = []
+
+    def exact(i):
+        asked.append(i)
+        return 0.0
+
+    c = [1.0, 2.0, 3.0]
+    avail = [True, True, True]
+    rows = [[(0, 0.1), (1, 0.2), (2, 0.7)]]
+    # 0.1 + 0.2 + 0.7 in Python's order is 1.0 exactly at the threshold 1.0
+    assert scalar_row_branch(rows, [1.0], [0.0], avail, c, 0.0, np.inf, exact) is None
+    assert asked == [0]
+    asked.clear()
+    # capped at 0.5: costs per unit 10, 10 and 6 (ties by column)
+    assert scalar_row_branch(rows, [0.5], [0.0], avail, c, 0.0, np.inf, exact) == [2, 0, 1]
+    assert scalar_row_branch(rows, [2.0], [0.0], avail, c, 0.0, np.inf, exact) is None
+    assert asked == []
 
 
 def test_compiled_search_resumes_where_it_paused():

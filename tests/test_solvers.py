@@ -295,6 +295,27 @@ def test_highs_model_min_max_matches_fresh_solves(backend):
     assert model.minimize_maximize(0)[:2] == pytest.approx((0.0, 7.0))
 
 
+def test_highs_model_solve_without_duals_gives_the_same_point():
+    """``duals=False`` leaves the duals out and changes nothing else; the next re-solve
+    with duals has them again, equal to a fresh solve's."""
+    lp = _polytope()
+    model, fresh = HighsModel(lp), HighsModel(lp)
+    for j in range(lp.n_cols):
+        for sense in ("min", "max"):
+            for m in (model, fresh):
+                m.set_objective(indices=[j], values=[1.0], sense=sense)
+            lean, full = model.solve(duals=False), fresh.solve()
+            assert lean.status == full.status == "optimal"
+            assert lean.duals is None and lean.reduced_costs is None
+            assert full.duals is not None
+            assert lean.objective == pytest.approx(full.objective)
+            _check_feasible(lp, lean.x)
+            assert lean.x[j] == pytest.approx(full.x[j])
+    again = model.solve()
+    assert again.duals is not None
+    assert again.duals == pytest.approx(fresh.solve().duals)
+
+
 @backends
 def test_highs_model_add_rows_and_bounds(backend):
     lp = _polytope()

@@ -1,6 +1,8 @@
 """tabprotect.tabulate: microdata -> Table, checked against brute force on the records."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -357,6 +359,29 @@ def test_tabulate_job_on_demo_fixture(tmp_path):
                                          household="group_id", sampling_fraction=0.1))
     shared = load_job(spec=spec, base=job.base)
     assert tabulate_job(shared).value.tolist() == tabulate_job(job).value.tolist()
+
+
+def test_a_job_imports_only_the_engine_it_tabulates_with():
+    """A small microdata file is tabulated in memory without importing the duckdb or dask
+    engines (nor the process pool the dask engine brings); a job of a cells file imports
+    no tabulation engine at all."""
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys\n"
+            "from tabprotect.io.job import build_table, load_job\n"
+            "build_table(load_job(sys.argv[1]))\n"
+            "mods = ('tabprotect.tabulate.api', 'tabprotect.tabulate.memory_engine',\n"
+            "        'tabprotect.tabulate.duckdb_engine', 'tabprotect.tabulate.dask_engine',\n"
+            "        'concurrent.futures.process')\n"
+            "print(' '.join(m for m in mods if m in sys.modules))\n")
+    loaded = {}
+    for job in (root / "fixtures" / "demo" / "business.toml",
+                root / "tabprotect" / "data" / "demo_audit" / "job.toml"):
+        proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        loaded[job.parent.name] = proc.stdout.split()
+    assert loaded == {"demo": ["tabprotect.tabulate.api", "tabprotect.tabulate.memory_engine"],
+                      "demo_audit": []}
 
 
 def test_categorical_codes_with_unused_categories():

@@ -58,7 +58,7 @@ def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
                 return "unknown", None
             branch = stack.pop()
             bounds.apply(root_lb, root_ub, branch)
-            res = model.solve()
+            res = model.solve(duals=False)
             nodes += 1
             counters["lp"] += 1
             if res.status == "infeasible":

@@ -226,14 +226,14 @@ class ReducedSystem:
         the relations relaxed to rounding error once if the exact system is infeasible."""
         model = self.model(fixed)
         model.set_objective(indices=c_idx, values=c_val, sense=sense)
-        res = model.solve()
+        res = model.solve(duals=False)
         counters["lp"] += 1
         if res.status == "infeasible" and not self.relaxed:
             self.relaxed = True
             self._model = None
             model = self.model(fixed)
             model.set_objective(indices=c_idx, values=c_val, sense=sense)
-            res = model.solve()
+            res = model.solve(duals=False)
             counters["lp"] += 1
         return res.status, res.x
 

@@ -37,8 +37,8 @@ from tabprotect.model import Hierarchy, Table, read_frame
 from tabprotect.model.columns import factorize, parse_numbers, read_table_columns, \
     text_values
 from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
-from tabprotect.tabulate import (MICRODATA_KEYS, distinct_codes, hierarchy_from_correspondence,
-                                 tabulate)
+from tabprotect.tabulate.correspondence import hierarchy_from_correspondence
+from tabprotect.tabulate.spec import MICRODATA_KEYS
 
 @dataclass
 class Job:
@@ -273,6 +273,7 @@ def tabulate_job(job: Job, progress=None) -> Table:
     >>> sorted(job.section("microdata"))
     ['dimensions', 'file']
     """
+    from tabprotect.tabulate import distinct_codes, tabulate
     spec = job.section("microdata")
     label = f"{job.label} [microdata]"
     unknown = set(spec) - MICRODATA_KEYS - RISK_KEYS

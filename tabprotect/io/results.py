@@ -137,9 +137,9 @@ def jsonable(obj):
 
 def verdict(run) -> str:
     """PASSED, FAILED, NOT PROVEN (the audit stopped before proving every primary cell
-    protected) or "no audit": the same words as the report's banner."""
-    from tabprotect.report import run_verdict
-    return run_verdict(run)
+    protected) or "no audit": :attr:`Run.verdict <tabprotect.pipeline.Run.verdict>`, the
+    same words as the report's banner (the report is not imported to say them)."""
+    return run.verdict
 
 
 @dataclasses.dataclass(frozen=True)

@@ -146,16 +146,25 @@ def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
     >>> [c.tolist() for c in linked_components(A, np.array([True, True, False, True]))]
     [[0, 1], [3]]
     """
+    mask = np.asarray(mask, dtype=bool)
     cells = np.flatnonzero(mask)
     if len(cells) == 0:
         return []
-    sub = A[:, cells].tocsr()
-    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-    sub = sub[rows]
-    m, s = sub.shape
-    # bipartite graph: relation nodes 0..m-1, cell nodes m..m+s-1 (no cells x cells matrix)
-    coo = sub.tocoo()
-    cell_labels = component_roots(coo.row, m + coo.col, m + s)[m:]
+    A = A.tocsr()
+    # the entries in masked columns, read off the CSR arrays (a column slice of a CSR
+    # matrix costs scipy's index checks and a copy per call, and the search calls this
+    # at every point it checks)
+    at = np.flatnonzero(mask[A.indices])
+    if 8 * len(at) < A.nnz:   # few entries: their rows by bisection
+        row = np.searchsorted(A.indptr, at, side="right") - 1
+    else:
+        row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))[at]
+    # bipartite graph: the relations as nodes 0..m-1 (one untouched is a node of its
+    # own), the cells as m..m+s-1
+    m = A.shape[0]
+    cell_node = np.empty(A.shape[1], dtype=np.int64)
+    cell_node[cells] = m + np.arange(len(cells))
+    cell_labels = component_roots(row, cell_node[A.indices[at]], m + len(cells))[m:]
     order = np.argsort(cell_labels, kind="stable")
     splits = np.flatnonzero(np.diff(cell_labels[order])) + 1
     return [cells[g] for g in np.split(order, splits)]

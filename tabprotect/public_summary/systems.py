@@ -189,7 +189,7 @@ class Bounds:
         if left is not None and left <= 0:
             return ("time", None, None) if duals else ("time", None)
         self.model.set_objective(indices=idx, values=vals, sense=sense)
-        res = self.model.solve()
+        res = self.model.solve(duals=duals)
         return (res.status, res.x, res.duals) if duals else (res.status, res.x)
 
     def bound(self, j: int, sense: str):

@@ -43,6 +43,23 @@ def components(A: sp.csr_matrix, cells: np.ndarray) -> list[np.ndarray]:
     return linked_components(A, mask)
 
 
+def component_rows(A: sp.csr_matrix, comp: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The relations touching the cells ``comp`` and their columns over them, ``(rows,
+    A[rows][:, comp])``, read off the CSR arrays: scipy's two fancy slices cost more than
+    the small LPs built on them."""
+    comp = np.asarray(comp, dtype=np.int64)
+    local = np.full(A.shape[1], -1, dtype=np.int64)
+    local[comp] = np.arange(len(comp))
+    at = np.flatnonzero(local[A.indices] >= 0)
+    row = np.searchsorted(A.indptr, at, side="right") - 1
+    rows, count = np.unique(row, return_counts=True)
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(count, out=indptr[1:])
+    sub = sp.csr_matrix((A.data[at], local[A.indices[at]], indptr),
+                        shape=(len(rows), len(comp)))
+    return rows, sub
+
+
 class ComponentRows:
     """The relations of a component and their columns over it, ``(rows, A[rows][:,
     comp])``, kept for the components met again: the search meets the same components
@@ -61,9 +78,7 @@ class ComponentRows:
         hit = self._kept.get(key)
         if hit is not None:
             return hit
-        sub = self.A[:, comp].tocsr()
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        sub = sub[rows]
+        rows, sub = component_rows(self.A, comp)
         # canonical, so that the LPs built on it share it without changing it in place
         sub.sum_duplicates()
         sub.sort_indices()

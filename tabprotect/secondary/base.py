@@ -28,6 +28,7 @@ the method, audits the pattern on the full table, repairs any shortfall and retu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import types
 import typing
@@ -274,7 +275,11 @@ def method_options(method: str, options: Any = None, *, also: tuple[str, ...] = 
     return MethodSettings(options=opts, extra=extra)
 
 
+@functools.lru_cache(maxsize=None)
 def _hints(obj) -> dict[str, Any]:
+    """The resolved annotations of a method's function or options class, once per
+    object: resolving them evaluates every string annotation, milliseconds per call on
+    a path that small tables take in a tenth of a second.  Callers only read the dict."""
     try:
         return typing.get_type_hints(obj)
     except Exception:   # an annotation that does not resolve: not checked

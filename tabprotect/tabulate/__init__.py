@@ -34,11 +34,28 @@ engine receives and returns), ``engines`` (engines by name, ``auto``), ``memory_
 ``correspondence`` (hierarchies from correspondence tables), ``files``, ``api``
 (``tabulate``).
 """
-from tabprotect.tabulate.api import tabulate
-from tabprotect.tabulate.correspondence import hierarchy_from_correspondence
-from tabprotect.tabulate.engines import distinct_codes
-from tabprotect.tabulate.files import read_table_file
+import importlib
+
 from tabprotect.tabulate.spec import MICRODATA_KEYS, MISSING_POLICIES
 
 __all__ = ["tabulate", "hierarchy_from_correspondence", "MISSING_POLICIES", "MICRODATA_KEYS",
            "read_table_file", "distinct_codes"]
+
+#: public name -> its module, imported on first use: a job that reads a cells file loads
+#: none of the engines
+_LAZY = {"tabulate": "tabprotect.tabulate.api",
+         "hierarchy_from_correspondence": "tabprotect.tabulate.correspondence",
+         "distinct_codes": "tabprotect.tabulate.engines",
+         "read_table_file": "tabprotect.tabulate.files"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tabprotect.tabulate' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -9,11 +9,10 @@ from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.table import Table
 from tabprotect.tabulate.assemble import assemble
 from tabprotect.tabulate.engine import EngineSettings
-from tabprotect.tabulate.dask_engine import is_dask_frame
 from tabprotect.tabulate.engines import choose_engine
 from tabprotect.tabulate.spec import MicrodataSpec
 from tabprotect.model.columns import Columns
-from tabprotect.tabulate.frames import is_pandas_frame
+from tabprotect.tabulate.frames import is_dask_frame, is_pandas_frame
 
 if TYPE_CHECKING:
     import pandas as pd

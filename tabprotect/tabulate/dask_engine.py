@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from tabprotect.parallel import active_executor
 from tabprotect.tabulate.contributions import holding_sums, leaf_candidates
 from tabprotect.tabulate.engine import EngineSettings, Leaves, Progress, Source
 from tabprotect.tabulate.files import is_parquet
+from tabprotect.tabulate.frames import is_dask_frame
 from tabprotect.tabulate.memory_engine import frame_leaves
 from tabprotect.tabulate.spec import MicrodataSpec
 
@@ -53,12 +54,6 @@ def dask_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def is_dask_frame(source: Any) -> bool:
-    """Whether ``source`` is a Dask DataFrame (without importing Dask)."""
-    return (type(source).__module__.split(".")[0] == "dask"
-            and hasattr(source, "to_delayed") and hasattr(source, "npartitions"))
 
 
 @dataclass

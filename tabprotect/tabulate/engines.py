@@ -3,6 +3,9 @@
 A new engine is a module with a ``leaves(source, spec, settings, say) -> Leaves`` function
 (see :mod:`tabprotect.tabulate.engine`) and one entry in :data:`ENGINES`; ``auto`` chooses
 only among the engines listed in :data:`AUTO_FOR_FILES` / :data:`AUTO_FOR_FRAMES`.
+An engine's module is imported when the engine runs (or is asked whether it is available):
+the duckdb and dask engines and what they import stay out of a job that tabulates in
+memory.
 """
 from __future__ import annotations
 
@@ -13,11 +16,8 @@ import numpy as np
 
 from tabprotect.errors import InputError
 from tabprotect.model.columns import read_table_columns, text_values
-from tabprotect.tabulate.dask_engine import dask_available, dask_leaves, is_dask_frame
-from tabprotect.tabulate.duckdb_engine import distinct_codes as duckdb_distinct_codes, \
-    duckdb_available, duckdb_leaves
 from tabprotect.tabulate.engine import Engine, Source
-from tabprotect.tabulate.memory_engine import memory_leaves
+from tabprotect.tabulate.frames import is_dask_frame
 
 __all__ = ["ENGINES", "ENGINE_NAMES", "AUTO_FOR_FILES", "AUTO_FOR_FRAMES", "AUTO_SMALL_FILE_BYTES",
            "auto_order", "choose_engine", "distinct_codes"]
@@ -27,10 +27,35 @@ def _always() -> bool:
     return True
 
 
+def _memory_leaves(*args):
+    from tabprotect.tabulate.memory_engine import memory_leaves
+    return memory_leaves(*args)
+
+
+def _duckdb_leaves(*args):
+    from tabprotect.tabulate.duckdb_engine import duckdb_leaves
+    return duckdb_leaves(*args)
+
+
+def _duckdb_available() -> bool:
+    from tabprotect.tabulate.duckdb_engine import duckdb_available
+    return duckdb_available()
+
+
+def _dask_leaves(*args):
+    from tabprotect.tabulate.dask_engine import dask_leaves
+    return dask_leaves(*args)
+
+
+def _dask_available() -> bool:
+    from tabprotect.tabulate.dask_engine import dask_available
+    return dask_available()
+
+
 ENGINES: dict[str, Engine] = {
-    "memory": Engine("memory", memory_leaves, _always),
-    "duckdb": Engine("duckdb", duckdb_leaves, duckdb_available),
-    "dask": Engine("dask", dask_leaves, dask_available),
+    "memory": Engine("memory", _memory_leaves, _always),
+    "duckdb": Engine("duckdb", _duckdb_leaves, _duckdb_available),
+    "dask": Engine("dask", _dask_leaves, _dask_available),
 }
 #: other names of engines (``pandas``: the in-memory engine, which reads DataFrames and
 #: tabulates with numpy, under the name job files and calls give it)
@@ -78,6 +103,7 @@ def distinct_codes(path: Path, dims: Sequence[str], engine: str = "auto"
     in_memory = ENGINE_NAMES.get(engine, engine) == "memory" or (engine == "auto" and
                                        auto_order(Path(path)) == AUTO_FOR_FRAMES)
     if not in_memory:
+        from tabprotect.tabulate.duckdb_engine import distinct_codes as duckdb_distinct_codes
         return duckdb_distinct_codes(path, dims)
     columns = read_table_columns(path)
     missing = [d for d in dims if d not in columns]

@@ -44,6 +44,10 @@ class SearchLimits:
     #: a search over cut rows alone runs compiled (numba, :mod:`.network_kernel`) once it
     #: passes ``compiled_after`` nodes: the same search, a fraction of the cost per node
     compiled: bool = True
+    #: a node whose short rows x available candidates are fewer is judged by loops over
+    #: Python floats (:mod:`.network_scalar`: the same decisions), where numpy's cost
+    #: per call would be most of the node's time
+    scalar_below: int = 250
     #: numpy nodes before the loaded kernel takes over (a search this small ends before
     #: the kernel's set-up pays)
     compiled_after: int = 0

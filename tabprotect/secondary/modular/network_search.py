@@ -50,6 +50,7 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
+from tabprotect.secondary.modular.network_scalar import row_branch
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
                                                         compiled_available, kernel_cached,
                                                         kernel_loaded, load_kernel,
@@ -116,6 +117,10 @@ class _Search:
         self.lazy = lazy          # [(s, j, width)] checked by maximum flows
         self.c = prob.cost
         self.c_list = prob.cost.tolist()          # the costs as Python floats (scalar use)
+        #: per row, its positive coefficients as (column, coefficient) pairs once a
+        #: small node has needed them
+        self.K_pairs: list = [None] * len(deficit)
+        self.tol_list = self.tol.tolist()
         self.best_cost = np.inf
         self.best: np.ndarray | None = None
         self.nodes = 0
@@ -132,6 +137,8 @@ class _Search:
         self.KT = np.ascontiguousarray(self.K.T)
         self.d = np.concatenate([self.d, deficit])
         self.tol = REL_TOL * np.maximum(1.0, self.d)
+        self.K_pairs += [None] * len(deficit)
+        self.tol_list = self.tol.tolist()
 
     def run(self) -> np.ndarray | None:
         n = len(self.c)
@@ -279,17 +286,26 @@ class _Search:
         found; before the first pattern only a tie of fewest candidates needs the
         fractional covers."""
         idx = np.flatnonzero(avail)
+        if len(short) * len(idx) < self.limits.scalar_below:
+            return self._scalar_branch(slack, short, avail, idx, cost)
         need = slack[short]
         Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
         c = self.c[idx]
         pos = Kc > 0
-        if not len(idx) or (Kc.sum(axis=1) < need - self.tol[short]).any():
+        low = need - self.tol[short]
+        if not len(idx) or (Kc.sum(axis=1) < low).any():
             return None
         support = pos.sum(axis=1)
         few = np.flatnonzero(support == support.min())
         if math.isfinite(self.best_cost):
-            bound = _cover_bounds(Kc, need, c, pos)
-            if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
+            limit = self.best_cost - 1e-9 * max(1.0, self.best_cost)
+            ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
+            # a row's cover costs at least what it lacks at its cheapest cost per unit:
+            # most nodes the covers drop, this drops without sorting (the same nodes)
+            if (cost + low * ratio.min(axis=1) * (1 - 1e-12) >= limit).any():
+                return None
+            bound = _cover_bounds(Kc, need, c, pos, ratio)
+            if cost + bound.max() >= limit:
                 return None
             r = int(few[np.argmax(bound[few])])
         elif len(few) > 1:
@@ -302,6 +318,29 @@ class _Search:
         if not self.lazy and self.limits.dominance and self.nodes > self.limits.dominance_after:
             self.dominated = (Kc, c, np.flatnonzero(on)[order])   # judged when needed
         return idx[on][order]
+
+    def _scalar_branch(self, slack, short, avail, idx, cost) -> np.ndarray | None:
+        """:meth:`_row_branch` of a small node by :func:`.network_scalar.row_branch`
+        (the same decisions; each row's positive coefficients kept as pairs)."""
+        rows, tol = self.K_pairs, self.tol_list
+        short_list = short.tolist()
+        for r in short_list:
+            if rows[r] is None:
+                nz = np.flatnonzero(self.K[r] > 0)
+                rows[r] = list(zip(nz.tolist(), self.K[r, nz].tolist()))
+        need = slack[short]
+        branch = row_branch([rows[r] for r in short_list], need.tolist(),
+                            [tol[r] for r in short_list], avail.tolist(), self.c_list, cost,
+                            self.best_cost,
+                            lambda i: float(np.minimum(self.K[short_list[i], idx],
+                                                       need[i]).sum()))
+        if branch is None:
+            return None
+        branch = np.array(branch, dtype=np.int64)
+        if not self.lazy and self.limits.dominance and self.nodes > self.limits.dominance_after:
+            Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
+            self.dominated = (Kc, self.c[idx], np.searchsorted(idx, branch))
+        return branch
 
     def _lazy_branch(self, chosen: np.ndarray, avail: np.ndarray, every: bool = False):
         """None when every lazy condition holds; ``[-1]`` after adding cut rows of a
@@ -365,7 +404,8 @@ def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
-                  pos: np.ndarray | None = None) -> np.ndarray:
+                  pos: np.ndarray | None = None, ratio: np.ndarray | None = None
+                  ) -> np.ndarray:
     """Per row, the cost of its cheapest fractional cover (a lower bound: the
     candidates by cost per unit covered, each taking what the row still lacks; ``pos``:
     ``Kc > 0`` when known), summed in that order one term after the other
@@ -375,7 +415,8 @@ def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
     n_rows, n = Kc.shape
     if n == 0:
         return np.zeros(n_rows)
-    ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
+    if ratio is None:
+        ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
     # each row's candidates by ratio, as flat indices (one gather per array)
     flat = np.argsort(ratio, axis=1, kind="stable")
     flat += np.arange(n_rows)[:, None] * n
