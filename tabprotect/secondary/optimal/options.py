@@ -62,10 +62,10 @@ class OptimalOptions:
     #: the gauss method's repaired pattern: the repair heuristic alone is weak there
     gauss_start_min_candidates: int = 10_000
     #: ... and from this many primaries (None: the primaries alone never call for it):
-    #: below gauss_start_min_candidates the LP phase runs first (see
-    #: lp_before_repair_min_cells) and its rounded points give a first incumbent as
-    #: cheap as gauss's repaired pattern or cheaper, without the start's repair
-    gauss_start_min_primaries: int | None = None
+    #: there the start's early incumbent keeps the tree smaller; with fewer the LP phase
+    #: runs first (see lp_before_repair_min_cells) and its rounded points give a first
+    #: incumbent as cheap as gauss's repaired pattern, without the start's repair
+    gauss_start_min_primaries: int | None = 300
     #: share of the time limit the gauss start may use (it ends early when gauss does):
     #: all of it, as gauss alone gets: a start that finishes is the pattern the result
     #: never costs more than, and on tables where gauss needs the whole limit a start cut
