@@ -29,17 +29,39 @@ EPILOG = """examples:
 """
 
 
-def _discover() -> dict[str, tuple]:
+#: command -> the module of ``tabprotect/commands`` that defines it: a run of one command
+#: imports that module alone (its parser), the help and an unknown command import them all
+COMMAND_MODULES = {"audit": "audit", "cellkey": "census", "swap": "census", "demo": "demo",
+                   "primary": "primary", "protect": "protect", "report": "report",
+                   "compare": "report", "serve": "report", "risk": "risk",
+                   "perturb": "risk", "round": "rounding", "audit-rounded": "rounding"}
+
+
+def _discover(command: str | None = None) -> dict[str, tuple]:
+    """The commands' entries by name: of ``command``'s module only when ``command`` is
+    one of :data:`COMMAND_MODULES`, else of every module in ``tabprotect/commands``."""
     import tabprotect.commands as pkg
+    if command in COMMAND_MODULES:
+        names = [COMMAND_MODULES[command]]
+    else:
+        names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__))
     found: dict[str, tuple] = {}
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"tabprotect.commands.{info.name}")
-        for name, entry in getattr(module, "COMMANDS", {}).items():
-            found[name] = entry
+    for name in names:
+        module = importlib.import_module(f"tabprotect.commands.{name}")
+        for command_name, entry in getattr(module, "COMMANDS", {}).items():
+            found[command_name] = entry
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _named_command(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (the options
+    before a command take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: with every command, or with ``command``'s module's
+    commands alone (all that parsing a run of ``command`` needs)."""
     parser = argparse.ArgumentParser(
         prog="tabprotect", description="Protect statistical tables before publication: "
         "sensitivity rules, secondary suppression, rounding, LP audit, microdata risk.",
@@ -48,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tabprotect {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, entry in _discover().items():
+    for name, entry in _discover(command).items():
         add_arguments, run, help_text = entry[0], entry[1], entry[2]
         examples = entry[3] if len(entry) > 3 else None
         p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text,
@@ -64,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from tabprotect.io.profile import RunProfile
     profile = RunProfile()          # the start-up ends here (a few microseconds' cost)
+    argv = sys.argv[1:] if argv is None else list(argv)
     with profile.stage("parser"):
-        parser = build_parser()
+        parser = build_parser(_named_command(argv))
         args = parser.parse_args(argv)
     if getattr(args, "profile", None):
         args.run_profile = profile  # the job commands add their stages and write it

@@ -180,16 +180,30 @@ def test_the_command_collects_rarely(tmp_path):
 
 def test_a_protect_job_imports_only_what_it_uses(tmp_path):
     """A small protect job's process loads neither the HTML report (no ``--report``), the
-    process pool (small work stays in-process) nor a tabulation engine (a cells file)."""
+    process pool (small work stays in-process), a tabulation engine (a cells file) nor
+    the other commands' modules."""
     job = write_job(tmp_path)
     code = ("import sys\n"
             "from tabprotect.cli import main\n"
             "code = main(['protect', sys.argv[1], '--method', 'modular', '--quiet'])\n"
             "unused = ('tabprotect.report', 'tabprotect.report_plots', 'multiprocessing',\n"
-            "          'concurrent.futures.process', 'tabprotect.tabulate.api')\n"
+            "          'concurrent.futures.process', 'tabprotect.tabulate.api',\n"
+            "          'tabprotect.commands.risk', 'tabprotect.commands.demo')\n"
             "print('loaded:', *[m for m in unused if m in sys.modules], code)\n")
     proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[-1] == "loaded: 0"
     assert (tmp_path / "out" / "published.csv").exists()
+
+
+def test_the_command_table_names_every_command_and_its_module():
+    """Parsing one command imports its module alone: the table of commands and modules
+    holds every command the modules define, and gives each the same entry."""
+    from tabprotect.cli import COMMAND_MODULES, _discover, build_parser
+    every = _discover()
+    assert set(COMMAND_MODULES) == set(every)
+    for name in COMMAND_MODULES:
+        assert _discover(name)[name] == every[name]
+    args = build_parser("protect").parse_args(["protect", "job.toml", "--quiet"])
+    assert args.command == "protect" and args.quiet and args.job == "job.toml"

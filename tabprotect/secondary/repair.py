@@ -29,7 +29,7 @@ class GreedyRepair:
     """
 
     def __init__(self, table, req: Requirements, cost: np.ndarray, candidates: np.ndarray,
-                 oracle: AttackerOracle | None = None):
+                 oracle: AttackerOracle | None = None, witnesses_kept: int = 32):
         self.table = table
         self.req = req
         self.cost = cost
@@ -43,6 +43,41 @@ class GreedyRepair:
                                 row_lower=np.zeros(A.shape[0]), row_upper=np.zeros(A.shape[0]),
                                 col_lower=np.zeros(2 * n), col_upper=np.zeros(2 * n))
         self.model: HighsModel | None = None
+        #: deviations of earlier repair LPs, each moving suppressed cells only once its
+        #: cells are added (suppressing more keeps them valid)
+        self._witnesses: list[np.ndarray] = []
+        #: how many: a round's conditions on one primary share a few (its up and down
+        #: LPs, its attackers'), and each is one vector over the table to test
+        self.witnesses_kept = witnesses_kept
+
+    def _keep_witness(self, y: np.ndarray) -> None:
+        """Keep a repair LP's deviation (``A y = 0``, within the ranges) for the
+        conditions met later: the last ``witnesses_kept`` of them."""
+        self._witnesses.append(y)
+        del self._witnesses[:-self.witnesses_kept]
+
+    def _witnessed(self, suppressed: np.ndarray, s: int, kind: str, j: int,
+                   need: float) -> bool:
+        """Whether a kept deviation, or its negative, scaled into the ranges of the
+        suppressed cells (attacker ``j``'s cell fixed) moves ``s`` by ``need`` in the
+        direction ``kind``: the condition is met by the pattern as it is, and its LP
+        would add nothing.  (The oracle's next check judges the condition again.)"""
+        if not self._witnesses:
+            return False
+        W = np.array(self._witnesses)
+        W = W[W[:, s] != 0.0]
+        if not len(W):
+            return False
+        up = np.where(suppressed, self.req.up, 0.0)
+        dn = np.where(suppressed, self.req.down, 0.0)
+        if j >= 0:
+            up[j] = dn[j] = 0.0
+        W = W * np.where(W[:, s] > 0, 1.0, -1.0)[:, None] * (1.0 if kind == "up" else -1.0)
+        # the largest t with -dn <= t * w <= up, per witness
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(W > 0, up / W, np.where(W < 0, dn / -W, np.inf))
+        reach = ratio.min(axis=1) * np.abs(W[:, s])
+        return bool((reach >= need).any())
 
     def _weights(self, suppressed: np.ndarray, need: float) -> np.ndarray:
         req = self.req
@@ -114,6 +149,8 @@ class GreedyRepair:
             # the safety margin never asks more than the cell's range (a level capped at
             # the a-priori bound must be reached exactly, not exceeded)
             need = min(need, req.up[s] if kd == "up" else req.down[s])
+            if self._witnessed(suppressed, s, kd, j, need):
+                continue
             up, dn = self._bounds(suppressed)
             if j >= 0:
                 up[j] = dn[j] = 0.0
@@ -140,4 +177,5 @@ class GreedyRepair:
             added_all.append(moved)
             suppressed = suppressed.copy()
             suppressed[moved] = True
+            self._keep_witness(y)
         return np.concatenate(added_all) if added_all else np.zeros(0, np.int64)
