@@ -304,10 +304,16 @@ class _Search:
             # most nodes the covers drop, this drops without sorting (the same nodes)
             if (cost + low * ratio.min(axis=1) * (1 - 1e-12) >= limit).any():
                 return None
-            bound = _cover_bounds(Kc, need, c, pos, ratio)
+            # exact covers only of the rows to pick from and of those whose cover may
+            # reach the limit: a candidate filling a row alone caps its cover
+            near = cost + np.where(Kc >= need[:, None], c, np.inf).min(axis=1) \
+                * (1 + 1e-9) >= limit
+            near[few] = True
+            rows = np.flatnonzero(near)
+            bound = _cover_bounds(Kc[rows], need[rows], c, pos[rows], ratio[rows])
             if cost + bound.max() >= limit:
                 return None
-            r = int(few[np.argmax(bound[few])])
+            r = int(few[np.argmax(bound[np.searchsorted(rows, few)])])
         elif len(few) > 1:
             r = int(few[np.argmax(_cover_bounds(Kc[few], need[few], c, pos[few]))])
         else:
