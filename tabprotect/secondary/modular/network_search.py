@@ -292,15 +292,28 @@ class _Search:
         Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
         c = self.c[idx]
         pos = Kc > 0
-        if not len(idx) or (Kc.sum(axis=1) < need - self.tol[short]).any():
+        low = need - self.tol[short]
+        if not len(idx) or (Kc.sum(axis=1) < low).any():
             return None
         support = pos.sum(axis=1)
         few = np.flatnonzero(support == support.min())
         if math.isfinite(self.best_cost):
-            bound = _cover_bounds(Kc, need, c, pos)
-            if cost + bound.max() >= self.best_cost - 1e-9 * max(1.0, self.best_cost):
+            limit = self.best_cost - 1e-9 * max(1.0, self.best_cost)
+            ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
+            # a row's cover costs at least what it lacks at its cheapest cost per unit:
+            # most nodes the covers drop, this drops without sorting (the same nodes)
+            if (cost + low * ratio.min(axis=1) * (1 - 1e-12) >= limit).any():
                 return None
-            r = int(few[np.argmax(bound[few])])
+            # exact covers only of the rows to pick from and of those whose cover may
+            # reach the limit: a candidate filling a row alone caps its cover
+            near = cost + np.where(Kc >= need[:, None], c, np.inf).min(axis=1) \
+                * (1 + 1e-9) >= limit
+            near[few] = True
+            rows = np.flatnonzero(near)
+            bound = _cover_bounds(Kc[rows], need[rows], c, pos[rows], ratio[rows])
+            if cost + bound.max() >= limit:
+                return None
+            r = int(few[np.argmax(bound[np.searchsorted(rows, few)])])
         elif len(few) > 1:
             r = int(few[np.argmax(_cover_bounds(Kc[few], need[few], c, pos[few]))])
         else:
@@ -397,7 +410,8 @@ def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
-                  pos: np.ndarray | None = None) -> np.ndarray:
+                  pos: np.ndarray | None = None, ratio: np.ndarray | None = None
+                  ) -> np.ndarray:
     """Per row, the cost of its cheapest fractional cover (a lower bound: the
     candidates by cost per unit covered, each taking what the row still lacks; ``pos``:
     ``Kc > 0`` when known), summed in that order one term after the other
@@ -407,7 +421,8 @@ def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
     n_rows, n = Kc.shape
     if n == 0:
         return np.zeros(n_rows)
-    ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
+    if ratio is None:
+        ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
     # each row's candidates by ratio, as flat indices (one gather per array)
     flat = np.argsort(ratio, axis=1, kind="stable")
     flat += np.arange(n_rows)[:, None] * n

@@ -154,7 +154,8 @@ class OptimalOptions:
     #: at most this many (condition, suppressed cell) entries in the witness map (memory)
     witness_max_entries: int = 50_000_000
     #: the witness prune keeps one warm attacker LP per condition and direction while
-    #: (models x suppressed cells) stays below this (memory); the rest share one model
+    #: the columns of the models kept stay below this (memory); the rest share one
+    #: model per component of the suppressed cells
     witness_warm_entries: int = 500_000
     #: seconds past its deadline the one full check confirming a witness prune may run:
     #: a prune that reached its deadline is still worth keeping

@@ -7,6 +7,7 @@ import time
 import highspy
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.options import OptimalOptions
@@ -65,6 +66,13 @@ class _Witnesses:
     group (primary slot ``p``, single-contributor attacker ``j`` or -1) and direction,
     re-solved as cells are published (their columns fixed at 0).
 
+    The attacker LP splits by the connected components of the suppressed cells (two
+    cells are linked when a relation holds both): a relation's row only holds cells of
+    one component, and outside the primary's component every move only costs.  Each LP
+    is therefore stated over the primary's component alone, its optimum being the whole
+    LP's with no move elsewhere; a table's suppressions fall into many small components,
+    so the LPs are a fraction of the pattern's size.
+
     A witness should move few cells (a removal then re-solves few LPs), but a simplex
     vertex of ``max y_s`` leaves almost every cell at one of its bounds.  Each LP is
     therefore stated over ``y = y+ - y-`` (both non-negative), the primary moves at most
@@ -73,11 +81,11 @@ class _Witnesses:
     the cap is confirmed without the penalty (the penalty can only hold a move back).
 
     Each condition and direction keeps its own HiGHS model while ``warm_entries``
-    (models x columns) allows: its objective never changes, so a publication is a bound
-    change and the dual simplex re-solves from the last optimal basis in a few
-    iterations.  Past that budget the remaining conditions share one model whose
-    objective is swapped per solve.  A model catches up with the publications made
-    since its last solve just before it is solved."""
+    (the columns of the models kept) allows: its objective never changes, so a
+    publication is a bound change and the dual simplex re-solves from the last optimal
+    basis in a few iterations.  Past that budget the remaining conditions share one
+    model per component whose objective is swapped per solve.  A model catches up with
+    the publications made since its last solve just before it is solved."""
 
     def __init__(self, oracle: AttackerOracle, pattern: np.ndarray, sup: np.ndarray,
                  warm_entries: int = 0):
@@ -85,20 +93,37 @@ class _Witnesses:
         self.sup = sup
         n = self.n = len(sup)
         sub = oracle.A[:, sup].tocsr()
-        rows = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
+        self.rows = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
         self.hi = np.concatenate([req.up[sup], req.down[sup]]).astype(float)
-        self.lp = LinearProgram(c=np.zeros(2 * n), A=sp.hstack([rows, -rows]).tocsr(),
-                                row_lower=np.zeros(rows.shape[0]),
-                                row_upper=np.zeros(rows.shape[0]),
-                                col_lower=np.zeros(2 * n), col_upper=self.hi)
         self.eps = max(1e-6, 0.1 / max(n, 100))
         self.local = np.full(len(pattern), -1, np.int64)
         self.local[sup] = np.arange(n)
         self.cur_hi = self.hi.copy()
-        self.max_models = max(0, warm_entries // max(1, 2 * n))
-        #: (p, j, sign) -> [model, the column upper bounds it holds]
+        self.comp = _cell_components(self.rows, n)
+        #: component -> (its cells in sup, its columns in the pattern's 2n, its LP)
+        self.parts: dict = {}
+        self.warm_left = warm_entries
+        #: (p, j, sign) -> [model, the column upper bounds it holds, component]
         self.models: dict = {}
-        self.shared: list | None = None
+        #: component -> the entry its conditions share once warm_entries is spent
+        self.shared: dict = {}
+
+    def _part(self, c: int) -> tuple:
+        """Component ``c``'s cells (positions in ``sup``), their columns in ``y+ | y-``
+        and its attacker LP (built once)."""
+        part = self.parts.get(c)
+        if part is None:
+            cells = np.flatnonzero(self.comp == c)
+            m = len(cells)
+            block = self.rows[:, cells].tocsr()
+            block = block[np.flatnonzero(np.diff(block.indptr) > 0)]
+            cols = np.concatenate([cells, cells + self.n])
+            zeros = np.zeros(block.shape[0])
+            lp = LinearProgram(c=np.zeros(2 * m), A=sp.hstack([block, -block]).tocsr(),
+                               row_lower=zeros, row_upper=zeros,
+                               col_lower=np.zeros(2 * m), col_upper=self.hi[cols])
+            part = self.parts[c] = (cells, cols, lp)
+        return part
 
     def publish(self, k) -> None:
         """Fix the cells ``k`` (positions in ``sup``) at 0."""
@@ -110,41 +135,49 @@ class _Witnesses:
         for c in (k, k + self.n):
             self.cur_hi[c] = self.hi[c]
 
-    def _objective(self, k: int, sign: float, penalty: float) -> np.ndarray:
-        c = np.full(2 * self.n, -penalty)
-        c[k], c[k + self.n] = sign, -sign
+    @staticmethod
+    def _objective(m: int, t: int, sign: float, penalty: float) -> np.ndarray:
+        """``sign * y_t - penalty * |y|`` over a component of ``m`` cells."""
+        c = np.full(2 * m, -penalty)
+        c[t], c[t + m] = sign, -sign
         return c
 
-    def _model(self, p: int, j: int, k: int, sign: float) -> HighsModel:
-        """The model of condition (p, j) and direction ``sign``, its bounds brought up
-        to date (the attacker ``j`` fixed at 0, the primary capped) and its objective
-        ``sign * y_k - eps * |y|``."""
+    def _model(self, p: int, j: int, k: int, sign: float) -> tuple[HighsModel, int]:
+        """The model of condition (p, j) and direction ``sign`` over the component of
+        the primary ``k`` (its position in ``sup``), its bounds brought up to date (the
+        attacker ``j`` fixed at 0, the primary capped) and its objective
+        ``sign * y_k - eps * |y|``; with the primary's position in the component."""
+        c = int(self.comp[k])
+        cells, cols, lp = self._part(c)
+        m = len(cells)
+        t = int(np.searchsorted(cells, k))
         key = (p, j, sign)
         entry = self.models.get(key)
-        fresh = entry is None
-        if fresh:
-            if len(self.models) < self.max_models or self.shared is None:
+        if entry is None:
+            if self.warm_left >= 2 * m or c not in self.shared:
                 # small LPs, mostly re-solved warm: presolve costs more than it saves
-                model = HighsModel(self.lp, simplex_strategy=DUAL_SIMPLEX, presolve="off")
-                entry = [model, self.hi.copy()]
-                if len(self.models) < self.max_models:
+                model = HighsModel(lp, simplex_strategy=DUAL_SIMPLEX, presolve="off")
+                entry = [model, lp.col_upper.copy()]
+                if self.warm_left >= 2 * m:
+                    self.warm_left -= 2 * m
                     self.models[key] = entry
                 else:
-                    self.shared = entry
+                    self.shared[c] = entry
             else:
-                entry = self.shared
-            entry[0].set_objective(self._objective(k, sign, self.eps), sense="max")
-        hi = self.cur_hi.copy()
-        if j >= 0:
-            hi[self.local[j]] = hi[self.local[j] + self.n] = 0.0
+                entry = self.shared[c]
+            entry[0].set_objective(self._objective(m, t, sign, self.eps), sense="max")
+        hi = self.cur_hi[cols]
+        if j >= 0 and self.comp[self.local[j]] == c:
+            u = int(np.searchsorted(cells, self.local[j]))
+            hi[u] = hi[u + m] = 0.0
         # the primary moves no further than its conditions ask
-        c = k if sign > 0 else k + self.n
-        hi[c] = min(hi[c], self.cap(p, sign))
+        at = t if sign > 0 else t + m
+        hi[at] = min(hi[at], self.cap(p, sign))
         changed = np.flatnonzero(entry[1] != hi)
         if changed.size:
             entry[0].set_col_bounds(changed, np.zeros(changed.size), hi[changed])
             entry[1][changed] = hi[changed]
-        return entry[0]
+        return entry[0], t
 
     def directions(self, p: int) -> list[float]:
         """The directions (+1 up, -1 down) whose attacker LP primary slot ``p`` needs."""
@@ -165,18 +198,25 @@ class _Witnesses:
         """(the attacker's best move of the primary in direction ``sign``, capped at
         :meth:`cap`; the support mask of the witness over ``sup``)."""
         k = int(self.local[int(self.req.primary[p])])
-        model = self._model(p, j, k, sign)
+        model, t = self._model(p, j, k, sign)
+        cells = self.parts[int(self.comp[k])][0]
+        m = len(cells)
         x = self._witness(model)
-        move = sign * float(x[k] - x[k + self.n])
+        move = sign * float(x[t] - x[t + m])
         cap = self.cap(p, sign)
         if move < cap - self.req.tol[p]:
             # the penalty may have held the move back: the exact optimum decides
-            model.set_objective(self._objective(k, sign, 0.0), sense="max")
+            model.set_objective(self._objective(m, t, sign, 0.0), sense="max")
             x = self._witness(model)
-            move = sign * float(x[k] - x[k + self.n])
-            model.set_objective(self._objective(k, sign, self.eps), sense="max")
-        y = np.abs(x[:self.n] - x[self.n:])
-        return move, y > 1e-9 * max(1.0, float(y.max()))
+            move = sign * float(x[t] - x[t + m])
+            model.set_objective(self._objective(m, t, sign, self.eps), sense="max")
+        signed = x[:m] - x[m:]
+        y = np.abs(signed)
+        used = np.zeros(self.n, bool)
+        used[cells] = y > 1e-9 * max(1.0, float(y.max()))
+        #: the last witness: its cells (positions in sup) and their signed moves
+        self.last = (cells, signed)
+        return move, used
 
     @staticmethod
     def _witness(model: HighsModel) -> np.ndarray:
@@ -203,6 +243,14 @@ class _Witnesses:
         if req.need_width[p] > 0 and up + down < req.need_width[p] - tol:
             return False
         return True
+
+
+def _cell_components(rows: sp.csr_matrix, n: int) -> np.ndarray:
+    """The component of each of ``n`` cells, two cells linked when a row of ``rows``
+    (relations x cells) holds both; a cell in no row is a component of its own."""
+    graph = sp.bmat([[None, rows], [rows.T, None]], format="csr")
+    _, labels = connected_components(graph, directed=False)
+    return labels[rows.shape[0]:]
 
 
 def _condition_groups(req, pattern: np.ndarray, sup: np.ndarray) -> list | None:
@@ -252,11 +300,8 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     uses = np.zeros((len(lps), len(sup)), bool)  # LPs x suppressed cells (small)
     moves = np.zeros((len(groups), 2))           # best move up, down per group
     plain = _plain_rows(groups, lps)
-    for r, (g, sign) in enumerate(lps):
-        if deadline is not None and time.perf_counter() >= deadline:
-            return None  # no time for the witnesses: the caller keeps the pattern
-        moves[g, int(sign < 0)], uses[r] = _solve_row(wit, groups, lps, plain, r, {},
-                                                      moves, uses)
+    if not _first_witnesses(wit, groups, lps, plain, moves, uses, deadline):
+        return None  # no time for the witnesses: the caller keeps the pattern
     if not all(wit.met(p, *moves[g]) for g, (p, _) in enumerate(groups)):
         return None
     out = pattern.copy()
@@ -281,6 +326,38 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
             moves[g, int(sign < 0)] = move
             uses[r] = used
     return out
+
+
+def _first_witnesses(wit: _Witnesses, groups: list, lps: list, plain: dict,
+                     moves: np.ndarray, uses: np.ndarray, deadline: float | None) -> bool:
+    """Each LP row's first witness (False when the deadline stopped them).  An
+    outside intruder's witness for one primary is a feasible attacker move for every
+    primary it moves: one that moves primary ``p`` as far as ``p``'s row asks serves as
+    that row's witness too (any feasible move meeting the level does; the capped LP
+    only makes witnesses sparse), and the row's LP is not solved."""
+    is_prim = np.zeros(wit.n, bool)
+    is_prim[wit.local[wit.req.primary]] = True
+    #: primary's position in sup -> [(row, its signed move in that row's witness)]
+    reach: dict = {}
+    for r, (g, sign) in enumerate(lps):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False
+        p, j = groups[g]
+        k = int(wit.local[int(wit.req.primary[p])])
+        if j < 0:
+            need = wit.cap(p, sign) - wit.req.tol[p]
+            hit = next((r2 for r2, yk in reach.get(k, ()) if sign * yk >= need), None)
+            if hit is not None:
+                moves[g, int(sign < 0)] = sign * dict(reach[k])[hit]
+                uses[r] = uses[hit]
+                continue
+        moves[g, int(sign < 0)], uses[r] = _solve_row(wit, groups, lps, plain, r, {},
+                                                      moves, uses)
+        if j < 0:
+            cells, signed = wit.last
+            for t in np.flatnonzero(is_prim[cells] & (signed != 0)):
+                reach.setdefault(int(cells[t]), []).append((r, float(signed[t])))
+    return True
 
 
 def _plain_rows(groups: list, lps: list) -> dict:
