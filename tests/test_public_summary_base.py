@@ -45,6 +45,35 @@ def test_integer_ends_are_the_milps(seed):
             assert np.array_equal(x[~is_suppressed(st)], t.value[~is_suppressed(st)])
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_table_leaning_toward_a_sum_is_at_the_end_and_none_past_it(seed):
+    # each primary's integer ends by the independent MILP: the leaning search finds an
+    # integral table of the whole system at the end (whatever sum it leans toward),
+    # and none one past it
+    t, st = _random_3d_count_table(seed)
+    sup = is_suppressed(st)
+    ends = IntegerEnds(t, sup, None)
+    A = t.relations.toarray()
+    rng = np.random.default_rng(seed)
+    for j in np.flatnonzero(st == "U"):
+        weights = np.where(sup, rng.choice([-1.0, 1.0], t.n_cells), 0.0)
+        for sense, sign in (("min", 1.0), ("max", -1.0)):
+            c = np.zeros(t.n_cells)
+            c[j] = sign
+            end = sign * _milp(t, st, c).fun
+            x = ends.toward(int(j), sense, end, weights)
+            if ends.determined[j]:
+                assert x is None
+                continue
+            assert x is not None, (j, sense)
+            assert x[j] == pytest.approx(end) and np.array_equal(x, np.round(x))
+            assert np.abs(A @ x).max() < 1e-9
+            assert np.all(x >= t.lb) and np.all(x <= t.ub)
+            assert np.array_equal(x[~sup], t.value[~sup])
+            past = end - sign
+            assert ends.toward(int(j), sense, past, weights) is None, (j, sense)
+
+
 def test_a_component_shifts_its_parts_exactly_when_an_integral_table_does():
     moved = sum(_shifts_against_milp(seed) for seed in range(1, 7))
     assert moved > 0       # some move besides the truth itself (delta 0)

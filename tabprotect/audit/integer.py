@@ -26,8 +26,8 @@ INTEGRAL = 1e-6
 
 def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
                      fixed: "Knowledge | None", counters: dict, max_nodes: int,
-                     goal: float | None = None, deadline: float | None = None
-                     ) -> tuple[str, np.ndarray | None]:
+                     goal: float | None = None, deadline: float | None = None,
+                     objective=None) -> tuple[str, np.ndarray | None]:
     """Search integral tables for the attacker who knows ``fixed``.
 
     With ``goal``: the first integral table with ``x_j >= goal`` (``sense="max"``) or
@@ -36,7 +36,11 @@ def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
     such table exists, or ``("unknown", None)`` after ``max_nodes`` LPs, at the
     wall-clock ``deadline`` (epoch seconds) or after an LP without an answer (unbounded
     included). The warm model keeps the attacker's bounds
-    afterwards."""
+    afterwards.
+
+    ``objective``: with ``goal``, ``(indices, values, sense)`` of the LPs' objective in
+    place of ``x_j`` (the goal holds as a bound either way): the search then leans
+    toward tables that objective favours, e.g. near the true table in some sum."""
     model = system.model(fixed)
     lb0, ub0 = system.bounds(fixed)
     root_lb, root_ub = lb0.copy(), ub0.copy()
@@ -48,7 +52,10 @@ def branch_and_bound(system: "ReducedSystem", j: int, sense: str,
         if root_lb[j] > root_ub[j]:
             return "none", None
     sign = 1.0 if sense == "max" else -1.0
-    model.set_objective(indices=[j], values=[1.0], sense=sense)
+    if goal is not None and objective is not None:
+        model.set_objective(indices=objective[0], values=objective[1], sense=objective[2])
+    else:
+        model.set_objective(indices=[j], values=[1.0], sense=sense)
     bounds = _Bounds(model, lb0, ub0)
     stack: list[tuple[tuple[int, float, float], ...]] = [()]
     best, best_x, ceiling, nodes = -np.inf, None, np.inf, 0

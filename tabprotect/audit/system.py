@@ -324,14 +324,17 @@ class ReducedSystem:
             return (-np.inf if sense == "min" else np.inf), None
         return float(round(res.x[j])), np.round(res.x)
 
-    def integer_witness(self, j, sense, goal, fixed, counters, deadline=None):
+    def integer_witness(self, j, sense, goal, fixed, counters, deadline=None,
+                        objective=None):
         """An integral feasible table with ``x_j >= goal`` (``sense="max"``) or ``x_j <=
         goal`` (``"min"``): branch and bound on the warm model, else a feasibility MILP
         (both stop at their first such table, where the bound itself would need a proof
         of optimality). Returns ``(status, x)``: ``"found"`` with the table, ``"none"``
-        when no such table exists, ``"unknown"`` when the solver gave no answer."""
+        when no such table exists, ``"unknown"`` when the solver gave no answer.
+        ``objective``: the branch and bound's LP objective in place of ``x_j``
+        (:func:`~tabprotect.audit.integer.branch_and_bound`)."""
         found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes,
-                                    goal=goal, deadline=deadline)
+                                    goal=goal, deadline=deadline, objective=objective)
         if found != "unknown":
             return found, x
         lb, ub = self.bounds(fixed)

@@ -11,7 +11,9 @@ found sits at (its outer bound: the a-priori bounds tightened over the relations
 LP end rounded inward) needs no search of its own. :class:`WarmSystems`: an integral
 table of a component (and components beside it) with the figures' parts held and a cell
 at a given goal, and a component's integral table with its parts moved by a given
-amount.
+amount. :meth:`IntegerEnds.toward`: another table at an end already known, found by
+LPs that lean toward the figures' true parts (an end point from the LP of the end alone
+is a vertex that often moves them far).
 
 Where the LP end is fractional, the LP end rounded inward bounds the integer end, so the
 first integral table there (a search that proves nothing about optimality) gives it;
@@ -54,6 +56,9 @@ class IntegerEnds:
             self.comp_of[cells] = k
         self._builder = builder
         self._systems: dict[int, object] = {}
+        # per component and leaning of the searches (:meth:`toward`): a second warm
+        # model, its objective kept from one search to the next
+        self._leaning: dict[tuple, object] = {}
         self._points: dict[int, list[np.ndarray]] = {}
         self._outer: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         # the checker's deadline is monotonic; the audit's solves take epoch seconds
@@ -93,6 +98,33 @@ class IntegerEnds:
         if not any(x is p for p in self._points[k]):
             self._points[k].append(x)
         return float(np.round(val)), self._whole(cells, x)
+
+    def toward(self, cell: int, sense: str, goal: float, weights: np.ndarray):
+        """An integral table of the whole system (the table's cells; ``cell``'s
+        component changed, every other cell at its true value) with ``cell`` at
+        ``goal`` or beyond in the ``sense`` direction, found by a search whose LPs
+        maximize ``weights @ x`` over the component (``weights`` over the table's
+        cells): a table at the same end as another, leaning toward a sum the caller
+        wants near its true value. None where the search finds none in time."""
+        if self.determined[cell]:
+            return None
+        k = int(self.comp_of[cell])
+        cells = self.comps[k]
+        w = weights[cells]
+        nz = np.flatnonzero(w)
+        if len(nz) == 0:
+            return None
+        key = (k, w.tobytes())
+        system = self._leaning.get(key)
+        if system is None:
+            system = self._leaning[key] = self._builder.system(cells)
+        try:
+            found, x = system.integer_witness(int(np.searchsorted(cells, cell)), sense,
+                                              goal, None, self.counters, self.deadline,
+                                              objective=(nz, w[nz], "max"))
+        except InfeasibleSystem:
+            return None
+        return self._whole(cells, np.round(x)) if found == "found" else None
 
     def _whole(self, cells: np.ndarray, x: np.ndarray) -> np.ndarray:
         out = self.value.copy()

@@ -95,6 +95,9 @@ class Checker:
         self.moves: ComponentMoves | None = None
         # integer tables: whether an integral LP vertex is still looked for before a MILP
         self.odds = VertexOdds()
+        # integer tables: whether an end point leaning toward the figures' true parts is
+        # still looked for where no move makes up an end point (:meth:`_leaning`)
+        self.lean_odds = VertexOdds()
         # integer tables: the components' warm solves of the ends without the figures
         self.table = table
         self.int_ends: IntegerEnds | None = None
@@ -234,10 +237,7 @@ class Checker:
         """Integer tables: the ``sense`` end of target ``j`` by the audit's warm solves
         of its component (:class:`~tabprotect.public_summary.base.IntegerEnds`), its
         table a witness for the other pending targets; False when out of time."""
-        if self.int_ends is None:
-            self.int_ends = IntegerEnds(self.table, ~self.published,
-                                        self.deadline)
-        val, x = self.int_ends.end(int(self.cells[j]), sense)
+        val, x = self._int_ends().end(int(self.cells[j]), sense)
         if val is None:
             return False
         known[j] = val
@@ -246,6 +246,12 @@ class Checker:
             self._end_points(sense, [j], x)
             self._witness(x, pending)
         return True
+
+    def _int_ends(self) -> IntegerEnds:
+        """The components' warm solves without the figures (built on first use)."""
+        if self.int_ends is None:
+            self.int_ends = IntegerEnds(self.table, ~self.published, self.deadline)
+        return self.int_ends
 
     def _base_round(self, picks: np.ndarray, pending: np.ndarray, sense: str,
                     known: np.ndarray) -> bool:
@@ -608,6 +614,10 @@ class Checker:
                     if not compensate:
                         continue
                     moves = self.moves.compensate(c, R, delta)
+                    if moves is None:
+                        # another table at the same end, its parts nearer their truth
+                        moves = self._leaning(j, sense, y[np.searchsorted(cols, j)], R,
+                                              delta, x)
                     if moves is False:
                         return False
                     if moves is None:
@@ -617,6 +627,33 @@ class Checker:
                 if self._solves(x, R, scale):
                     witness(x)
         return True
+
+    def _leaning(self, j: int, sense: str, end: float, R: np.ndarray, delta: np.ndarray,
+                 x: np.ndarray):
+        """Integer tables: where no other component makes up what target ``j``'s end
+        point moves the figures' parts (``delta``, the parts' truth less the point's), an
+        integral table of ``j``'s component at the same ``end`` whose LPs push each part
+        toward its truth (:meth:`IntegerEnds.toward`), and the moves of other
+        components that make up what it still moves: the moves (a list as
+        :meth:`ComponentMoves.compensate` gives), ``x`` (the whole point) changed to the
+        new table in ``j``'s component; None where none is found, False out of time."""
+        if not self.lean_odds.worth():
+            return None
+        c = int(self.comp[j])
+        cols = self.comp_cols[c]
+        weights = np.zeros(self.table.n_cells)
+        weights[self.cells] = np.sign(delta) @ R
+        table = self._int_ends().toward(int(self.cells[j]), sense, float(end), weights)
+        moves = None
+        if table is not None:
+            y = table[self.cells][cols]
+            truth = self.value[self.cells]
+            left = R[:, cols] @ truth[cols] - R[:, cols] @ y
+            x[cols] = y
+            moves = [] if np.abs(left).max() <= 1e-9 * max(
+                1.0, float(np.abs(R @ truth).max())) else self.moves.compensate(c, R, left)
+        self.lean_odds.record(moves is not None and moves is not False)
+        return moves
 
     def _solves(self, x: np.ndarray, R: np.ndarray, scale: np.ndarray) -> bool:
         """``x`` is an integral solution of the whole system with the figures' rows ``R``
