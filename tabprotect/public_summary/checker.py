@@ -95,6 +95,9 @@ class Checker:
         self.moves: ComponentMoves | None = None
         # integer tables: whether an integral LP vertex is still looked for before a MILP
         self.odds = VertexOdds()
+        # integer tables: whether an end point leaning toward the figures' true parts is
+        # still looked for where no move makes up an end point (:meth:`_leaning`)
+        self.lean_odds = VertexOdds()
         # integer tables: the components' warm solves of the ends without the figures
         self.table = table
         self.int_ends: IntegerEnds | None = None
@@ -634,20 +637,23 @@ class Checker:
         components that make up what it still moves: the moves (a list as
         :meth:`ComponentMoves.compensate` gives), ``x`` (the whole point) changed to the
         new table in ``j``'s component; None where none is found, False out of time."""
+        if not self.lean_odds.worth():
+            return None
         c = int(self.comp[j])
         cols = self.comp_cols[c]
         weights = np.zeros(self.table.n_cells)
         weights[self.cells] = np.sign(delta) @ R
         table = self._int_ends().toward(int(self.cells[j]), sense, float(end), weights)
-        if table is None:
-            return None
-        y = table[self.cells][cols]
-        truth = self.value[self.cells]
-        left = R[:, cols] @ truth[cols] - R[:, cols] @ y
-        x[cols] = y
-        if np.abs(left).max() <= 1e-9 * max(1.0, float(np.abs(R @ truth).max())):
-            return []
-        return self.moves.compensate(c, R, left)
+        moves = None
+        if table is not None:
+            y = table[self.cells][cols]
+            truth = self.value[self.cells]
+            left = R[:, cols] @ truth[cols] - R[:, cols] @ y
+            x[cols] = y
+            moves = [] if np.abs(left).max() <= 1e-9 * max(
+                1.0, float(np.abs(R @ truth).max())) else self.moves.compensate(c, R, left)
+        self.lean_odds.record(moves is not None and moves is not False)
+        return moves
 
     def _solves(self, x: np.ndarray, R: np.ndarray, scale: np.ndarray) -> bool:
         """``x`` is an integral solution of the whole system with the figures' rows ``R``

@@ -90,12 +90,16 @@ def integral_vertex(lp: LinearProgram, j, end, time_limit):
 
 
 class VertexOdds:
-    """Whether looking for an integral LP vertex (:func:`integral_vertex`, up to three LPs)
-    before a MILP still pays within one check: after ``first`` looks, only while at least
-    ``share`` of them found one; otherwise the MILP is solved at once.  Either way the end
-    found is the same (an integral vertex at the LP end rounded inward is the integer
-    end); only the time differs.  On some 3-D count tables most looks fail, and each
-    failed look costs about half a MILP on top of it."""
+    """Whether an optional look that may fail still pays within one checker: after
+    ``first`` looks, only while at least ``share`` of them found what they looked for.
+    Either way the answers are the same; only the time differs.
+
+    Looks for an integral LP vertex (:func:`integral_vertex`, up to three LPs) before a
+    MILP: the same end either way (an integral vertex at the LP end rounded inward is the
+    integer end); on some 3-D count tables most looks fail, and each failed look costs
+    about half a MILP on top of it.  Looks for an end point leaning toward the figures'
+    true parts (``Checker._leaning``): where a figure narrows an interval, most end
+    points cannot be made up whatever the search, and the later steps decide them."""
 
     def __init__(self, first: int = 10, share: float = 1 / 3):
         self.first, self.share = first, share

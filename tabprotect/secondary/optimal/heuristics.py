@@ -83,9 +83,12 @@ def improve(s: Search, seed: np.ndarray) -> None:
 
 def lp_point_incumbents(s: Search, zlp: np.ndarray, bound: float = 0.0) -> None:
     """Round the LP point at a few thresholds and repair each, until an incumbent meets
-    the LP's lower ``bound``.  Without an incumbent the LP's whole support comes first:
-    the repair then has the fewest conditions left to fix."""
-    thetas = (0.5, 0.2, 1e-3) if s.best is not None else (1e-3, 0.2, 0.5)
+    the LP's lower ``bound``.  Without an incumbent, on large tables (see
+    ``support_first_min_cells``), the LP's whole support comes first: the repair then
+    has the fewest conditions left to fix."""
+    least = s.options.support_first_min_cells
+    support_first = s.best is None and (least is None or s.table.n_cells >= least)
+    thetas = (1e-3, 0.2, 0.5) if support_first else (0.5, 0.2, 1e-3)
     for theta in thetas:
         if s.closed(bound):
             return

@@ -124,10 +124,12 @@ def _nothing_to_do(table) -> MethodOutcome:
 
 
 def _uses_gauss_start(req: Requirements, cand: np.ndarray, opt: OptimalOptions) -> bool:
-    """Large tables, and tables with many primaries, start from gauss: the repair from
-    the primaries alone slows with every primary and cell, gauss barely does."""
+    """Large tables (and, with ``gauss_start_min_primaries`` set, tables with many
+    primaries) start from gauss: the repair from the primaries alone slows with every
+    primary and cell, gauss barely does."""
+    least = opt.gauss_start_min_primaries
     return (int(cand.sum()) >= opt.gauss_start_min_candidates
-            or len(req.primary) >= opt.gauss_start_min_primaries)
+            or (least is not None and len(req.primary) >= least))
 
 
 def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,

@@ -61,8 +61,11 @@ class OptimalOptions:
     #: from this many candidate cells (Benders, no start given) the search starts from
     #: the gauss method's repaired pattern: the repair heuristic alone is weak there
     gauss_start_min_candidates: int = 10_000
-    #: ... and from this many primaries (the repair's work grows with each primary)
-    gauss_start_min_primaries: int = 100
+    #: ... and from this many primaries (None: the primaries alone never call for it):
+    #: there the start's early incumbent keeps the tree smaller; with fewer the LP phase
+    #: runs first (see lp_before_repair_min_cells) and its rounded points give a first
+    #: incumbent as cheap as gauss's repaired pattern, without the start's repair
+    gauss_start_min_primaries: int | None = 300
     #: share of the time limit the gauss start may use (it ends early when gauss does):
     #: all of it, as gauss alone gets: a start that finishes is the pattern the result
     #: never costs more than, and on tables where gauss needs the whole limit a start cut
@@ -125,11 +128,16 @@ class OptimalOptions:
     first_repair_share: float = 0.1
     #: without a start, on tables of at least this many cells the LP phase runs before
     #: any repair and its point seeds the first incumbent (the repair from the primaries
-    #: alone only when that fails): each repair LP spans the whole table, and from the
-    #: LP's support few conditions are left to repair (None: never; on small tables the
-    #: repair from the primaries is cheap and its pruned pattern the better first
-    #: incumbent)
-    lp_before_repair_min_cells: int | None = 5_000
+    #: alone only when that fails): each repair LP spans the whole table, and the LP
+    #: point rounded and repaired is a cheaper pattern than the primaries repaired, for
+    #: less work (None: never)
+    lp_before_repair_min_cells: int | None = 0
+    #: without an incumbent, on tables of at least this many cells, the LP point's whole
+    #: support is repaired first (the fewest conditions left to fix: the quickest
+    #: protected pattern where each repair LP spans a large table); below it the
+    #: rounding at 0.5 comes first, as with an incumbent: its repaired pattern is cheaper
+    #: and the tree it leaves smaller (None: always the support first)
+    support_first_min_cells: int | None = 5_000
     #: ... and for the first repair from a seed (an unfinished gauss start): the repair
     #: is the route to a protected pattern there, the LP phase only gives a bound
     seed_repair_share: float = 0.8
