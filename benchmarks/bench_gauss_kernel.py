@@ -10,6 +10,9 @@ should cover the table's size.
 
     python benchmarks/bench_gauss_kernel.py --data ../shared/benchmarks/peers \
         --tables cnt-2d cnt-3d 1k-3d 10k-3d --repeat 3
+
+A table is a shared case (``cnt-2d``), a variant's case of ``bench_peers.py --variants``
+(``v11-cnt-3d``), a preset of :mod:`tabprotect.model.synthetic` or a generated shape.
 """
 from __future__ import annotations
 
@@ -26,13 +29,18 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import json, sys, time
 table_name, kernel, data, work = sys.argv[1:5]
-if table_name.startswith("cnt-"):
+if table_name.startswith(("cnt-", "v")):   # a shared case, or a variant's: "v11-cnt-3d"
     sys.path.insert(0, "BENCH")
     import bench_peers
     from pathlib import Path
     from tabprotect.io.job import build_table, load_job
-    case = next(c for c in bench_peers.CASES if c.name == table_name)
-    job = load_job(bench_peers.write_inputs(case, Path(data), Path(work)))
+    cases = bench_peers.CASES
+    if table_name.startswith("v"):
+        seed = int(table_name[1:].split("-")[0])
+        cases = bench_peers.variant_cases([seed], Path(work))
+    case = next(c for c in cases if c.name == table_name)
+    folder = Path(case.data) if case.data else Path(data)
+    job = load_job(bench_peers.write_inputs(case, folder, Path(work)))
     table = build_table(job)
 elif table_name.startswith("("):   # a generated shape, e.g. "((4,4),(4,5),(6,))"
     import ast

@@ -19,7 +19,8 @@ Part ``protect`` (per table and method): ``protect(table, method, cost="value",
 time_limit=T)``; "protect" is its own verdict, "audit" the benchmark's independent
 audit of the returned pattern (``tabprotect.audit.audit``, verdict mode, its own time
 limit; UNDECIDED when it runs out), then secondaries, cost, wall seconds and CPU
-seconds (the call's, every thread of the process).  gauss's compiled kernel is loaded
+seconds (the call's, every thread of the process; with ``--repeat N`` the medians of N
+calls).  gauss's compiled kernel is loaded
 (or compiled) once before the first row.  The row "tau-Argus OPT" is pytauargus'
 optimal engine (FullJJ on the JJ file of the same table, ``max_time`` in whole minutes,
 a child process of ``--peer-python``; its seconds are the child's whole run, start-up
@@ -129,16 +130,28 @@ def judge(table, status, seconds: float, singleton: bool = True) -> str:
     return f"FAILED ({short} short)" if res.complete else f"UNDECIDED ({short} short)"
 
 
-def run_method(table, method: str, limit: float, audit_seconds: float) -> dict:
+def run_method(table, method: str, limit: float, audit_seconds: float,
+               repeat: int = 1) -> dict:
+    """One row: the call ``repeat`` times, its median wall and CPU seconds (calls of a
+    tenth of a second vary by more than the changes measured on them), the last
+    call's pattern judged (every call must give the same cost)."""
     c = cost_vector(table, "value")
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    try:
-        res = protect(table, method=method, cost="value", time_limit=limit)
-    except Exception as err:  # noqa: BLE001 - a method's failure is a row of the result
-        return {"verdict": f"error: {str(err).splitlines()[0][:80]}",
-                "seconds": time.perf_counter() - t0}
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    walls, cpus, costs = [], [], set()
+    for _ in range(repeat):
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        try:
+            res = protect(table, method=method, cost="value", time_limit=limit)
+        except Exception as err:  # noqa: BLE001 - a method's failure is a row of the result
+            return {"verdict": f"error: {str(err).splitlines()[0][:80]}",
+                    "seconds": time.perf_counter() - t0}
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - cpu0)
+        costs.add(round(res.cost, 6))
+    wall, cpu = float(np.median(walls)), float(np.median(cpus))
     status = res.confidential_table.status
+    if len(costs) > 1:
+        return {"verdict": f"{len(costs)} different costs in {repeat} calls",
+                "seconds": wall, "CPU s": cpu}
     return {"protect": "PASSED" if res.passed else "FAILED",
             "verdict": judge(table, status, audit_seconds),
             "secondaries": int((status == "M").sum()), "cost": float(c[status == "M"].sum()),
@@ -157,22 +170,29 @@ print(json.dumps({"code": int(code), "seconds": time.perf_counter() - t0}))
 """
 
 
-def run_tau(table, limit: float, peer_python: str, audit_seconds: float) -> dict:
+def run_tau(table, limit: float, peer_python: str, audit_seconds: float,
+            repeat: int = 1) -> dict:
+    """The peer's row: its run ``repeat`` times (median seconds), the last pattern
+    judged."""
     from benchmarks.bench_optimal import _read_jj_out
     from benchmarks.bench_optimal import write_jj as write_tau_jj
     c = cost_vector(table, "value")
     minutes = max(1, int(np.ceil(limit / 60)))
     with tempfile.TemporaryDirectory() as tmp:
         write_tau_jj(table, np.maximum(1, np.round(c)), Path(tmp) / "JJ.IN")
-        t0, ru0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        try:
-            p = subprocess.run([peer_python, "-c", TAU_SCRIPT, tmp, str(minutes)],
-                               capture_output=True, text=True, timeout=minutes * 120 + 60)
-        except subprocess.TimeoutExpired:
-            return {"verdict": "no answer in time", "seconds": time.perf_counter() - t0}
-        wall = time.perf_counter() - t0
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime
+        walls, cpus = [], []
+        for _ in range(repeat):
+            t0, ru0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            try:
+                p = subprocess.run([peer_python, "-c", TAU_SCRIPT, tmp, str(minutes)],
+                                   capture_output=True, text=True,
+                                   timeout=minutes * 120 + 60)
+            except subprocess.TimeoutExpired:
+                return {"verdict": "no answer in time", "seconds": time.perf_counter() - t0}
+            walls.append(time.perf_counter() - t0)
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime)
+        wall, cpu = float(np.median(walls)), float(np.median(cpus))
         out = Path(tmp) / "JJ.OUT"
         if p.returncode != 0 or not out.exists():
             tail = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
@@ -244,6 +264,8 @@ def main(argv=None) -> None:
     ap.add_argument("--audit-seconds", type=float, default=120.0,
                     help="time limit of the independent audit of each pattern")
     ap.add_argument("--peer-python", help="a python with pytauargus (tau-Argus OPT rows)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="protect() calls per row: the median seconds are reported")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     sections = []
@@ -265,11 +287,13 @@ def main(argv=None) -> None:
             table = integer_version(name, _source(name)[0])
             head = {"table": name, "cells": table.n_cells,
                     "primaries": int((table.status == "U").sum())}
-            runs = [(m, lambda m=m: run_method(table, m, args.time_limit, args.audit_seconds))
+            runs = [(m, lambda m=m: run_method(table, m, args.time_limit, args.audit_seconds,
+                                               args.repeat))
                     for m in args.methods]
             if args.peer_python:
                 runs.append(("tau-Argus OPT", lambda: run_tau(
-                    table, args.time_limit, args.peer_python, args.audit_seconds)))
+                    table, args.time_limit, args.peer_python, args.audit_seconds,
+                    args.repeat)))
             for method, fn in runs:
                 rows.append({**head, "method": method, **fn()})
                 print("  ".join(f"{k}={_fmt(rows[-1].get(k, ''))}" for k in PROTECT_COLUMNS),

@@ -22,8 +22,6 @@ from typing import Any, Callable
 
 from .highs_backend import HighsModel, highs_available, solve_highs
 from .model import STATUSES, LinearProgram, SolveResult
-from .pulp_backend import pulp_available, solve_pulp
-from .scipy_backend import solve_scipy
 
 __all__ = [
     "LinearProgram",
@@ -35,11 +33,26 @@ __all__ = [
     "STATUSES",
 ]
 
+def _solve_pulp(lp: LinearProgram, **keywords: Any) -> SolveResult:
+    from .pulp_backend import solve_pulp   # loaded when first asked for
+    return solve_pulp(lp, **keywords)
+
+
+def _solve_scipy(lp: LinearProgram, **keywords: Any) -> SolveResult:
+    from .scipy_backend import solve_scipy   # loaded when first asked for
+    return solve_scipy(lp, **keywords)
+
+
+def _pulp_available() -> bool:
+    from .pulp_backend import pulp_available
+    return pulp_available()
+
+
 #: Backend name -> solve function ``f(lp, time_limit, mip_gap, threads, verbose, **options)``.
 BACKENDS: dict[str, Callable[..., SolveResult]] = {
     "highs": solve_highs,
-    "pulp": solve_pulp,
-    "scipy": solve_scipy,
+    "pulp": _solve_pulp,
+    "scipy": _solve_scipy,
 }
 
 
@@ -54,7 +67,7 @@ def _scipy_available() -> bool:
 
 def available_backends() -> list[str]:
     """Backends whose Python package is importable here (``"highs"`` first)."""
-    checks = {"highs": highs_available, "pulp": pulp_available, "scipy": _scipy_available}
+    checks = {"highs": highs_available, "pulp": _pulp_available, "scipy": _scipy_available}
     return [name for name in BACKENDS if checks[name]()]
 
 

@@ -492,6 +492,21 @@ def test_integer_ends_of_3d_count_tables(seed):
     _check(t, st, integer=True)
 
 
+@pytest.mark.parametrize("seed", [15, 16, 17, 71])
+def test_end_points_leaning_toward_the_figures_where_no_move_makes_them_up(seed):
+    # tables where some end point moves the figures' parts further than the other
+    # components make up, and a table at the same end leaning toward the parts' truth
+    # is made up: the figures released (or withheld) pass the independent MILPs
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    t, st = _random_3d_count_table(seed)
+    _check(t, st, integer=True)
+    checker = Checker(t, st, True, 1e-6, None)
+    for name, value in standard_figures(t, st).items():
+        checker.try_release(*_form(name, value, t, st, None))
+    assert checker.lean_odds.found > 0           # a leaning table was made up
+
+
 def test_integral_vertex_fixes_the_cell_and_is_integral():
     import scipy.sparse as sp
 

@@ -9,7 +9,6 @@ import scipy.sparse as sp
 
 from tabprotect.audit.batch import BatchedIntervals
 from tabprotect.audit.contributors import Attacker, attacked_primaries
-from tabprotect.audit.intervals import exact_intervals
 from tabprotect.audit.settings import AuditSettings
 from tabprotect.audit.system import InfeasibleSystem, ReducedSystem, new_counters
 from tabprotect.audit.verdict import verdict_bounds
@@ -71,6 +70,7 @@ def solve_component(task: ComponentTask) -> ComponentOutcome:
             lo, hi, ex_lo, ex_hi = state.lo, state.hi, state.ex_lo, state.ex_hi
             out_lo, out_hi = state.outer_lo, state.outer_hi
         else:
+            from tabprotect.audit.intervals import exact_intervals
             lo, hi = exact_intervals(system, everything, task.integer, counters,
                                      task.deadline)
             ex_lo = ex_hi = np.ones(k, dtype=bool)

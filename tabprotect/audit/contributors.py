@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 
 from tabprotect.audit_result import meets_requirement
-from tabprotect.audit.attack_groups import group_passes
-from tabprotect.audit.attack_moves import move_passes
 from tabprotect.audit.moves import absorb_moves, move_points
 from tabprotect.audit.system import Knowledge
 from tabprotect.audit.verdict import verdict_bounds
@@ -226,9 +224,11 @@ def attacked_primaries(task: "ComponentTask", counters: dict,
     if task.fractional_vertices and task.settings.attacker_move_lps and attackers:
         # (where every vertex is integral, the attackers' own aggregate LPs certify
         # many primaries each, and the least moves cost more LPs than they spare)
+        from tabprotect.audit.attack_moves import move_passes
         targets_of = move_passes(task, attackers, targets_of, counters)
     least = task.settings.attacker_group_min
     if least and len(attackers) >= max(2, least):
+        from tabprotect.audit.attack_groups import group_passes
         targets_of = group_passes(task, attackers, targets_of, counters)
     undecided = _own_passes(task, attackers, targets_of, attacked, counters)
     system.incomplete.clear()

@@ -17,14 +17,12 @@ from tabprotect.audit.contributors import (Attacker, Contributions, coalitions,
 from tabprotect.audit.dispatch import solve_components
 from tabprotect.audit.moves import split_moves
 from tabprotect.audit.settings import AuditSettings
-from tabprotect.audit.sibling import sibling_cubes
 from tabprotect.audit.system import SystemBuilder
 from tabprotect.errors import InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
-from tabprotect.records import same_record
 from tabprotect.requirements import attacker_name, protection_requirements
 
 #: the audit modes (see :func:`audit`)
@@ -164,7 +162,10 @@ class _AuditRun:
         self.determined = determined_cells(table.relations, unpublished)
         self.free = unpublished & ~self.determined
         self.comps = linked_components(table.relations, self.free)
-        self.records = same_record(table) if (singleton or coalition) else None
+        self.records = None
+        if singleton or coalition:
+            from tabprotect.records import same_record
+            self.records = same_record(table)
 
     def tasks(self, settled: np.ndarray, move_parts) -> list[ComponentTask]:
         table, (req_lo, req_hi, req_w) = self.table, self.req
@@ -229,6 +230,7 @@ class _AuditRun:
         per_primary = self.settings.attacker_sibling_cubes
         if not ((self.singleton or self.coalition) and per_primary and self.table.dimensions):
             return None
+        from tabprotect.audit.sibling import sibling_cubes
         cubes = sibling_cubes(self.table, self.free, per_primary)
         if cubes.shape[0] == 0:
             return None

@@ -15,9 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
-from tabprotect.audit.integer import branch_and_bound
 from tabprotect.audit.propagate import outer_bounds
-from tabprotect.csr import row_indices
 from tabprotect.model.table import Table
 
 #: options of the warm model of a large component (see AuditSettings.dual_min_vars):
@@ -310,6 +308,7 @@ class ReducedSystem:
         Returns ``(bound, solution or None)``; the solution is an integral feasible
         table, a witness for the other cells too; ``(None, None)`` when the MILP solver
         stopped at ``deadline`` without the bound."""
+        from tabprotect.audit.integer import branch_and_bound   # fractional optima only
         found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes,
                                     deadline=deadline)
         if found == "found":
@@ -333,6 +332,7 @@ class ReducedSystem:
         when no such table exists, ``"unknown"`` when the solver gave no answer.
         ``objective``: the branch and bound's LP objective in place of ``x_j``
         (:func:`~tabprotect.audit.integer.branch_and_bound`)."""
+        from tabprotect.audit.integer import branch_and_bound   # fractional optima only
         found, x = branch_and_bound(self, j, sense, fixed, counters, self.integer_nodes,
                                     goal=goal, deadline=deadline, objective=objective)
         if found != "unknown":
@@ -361,6 +361,7 @@ class ReducedSystem:
 
     def rows_of(self, cells: np.ndarray) -> np.ndarray:
         """Relations (sorted) that hold any of ``cells``."""
+        from tabprotect.csr import row_indices
         cols = self.columns()
         return np.unique(row_indices(cols.indptr, cols.indices, cells))
 

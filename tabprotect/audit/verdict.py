@@ -14,9 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tabprotect.audit.aggregate import aggregate_rounds
-from tabprotect.audit.blocks import block_passes
 from tabprotect.audit.least_moves import least_move_pass
-from tabprotect.audit.local import local_pass
 from tabprotect.audit.moves import absorb_moves
 from tabprotect.audit.settings import AuditSettings
 from tabprotect.audit.system import Knowledge, ReducedSystem, out_of_time
@@ -56,12 +54,14 @@ def _witness_passes(state: VerdictState, settings: AuditSettings) -> None:
     k, mode = state.k, state.task.mode
     blocks = k >= settings.block_min_vars
     if blocks:
+        from tabprotect.audit.blocks import block_passes   # large components only
         block_passes(state, settings)
     else:
         aggregate_rounds(state, settings.aggregate_rounds)
     if k >= settings.local_min_vars and not (blocks and mode == "screen"):
         # growing neighbourhoods around what the aggregate witnesses left open (after
         # block LPs only to prove shortfalls, which a screen does not)
+        from tabprotect.audit.local import local_pass
         for hops in settings.local_hops:
             local_pass(state, hops, settings, after_blocks=blocks)
     # an integer intruder: integral witnesses where the LPs' vertices were fractional

@@ -23,6 +23,7 @@ from tabprotect.model.status import is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.base import IntegerEnds, WarmSystems
 from tabprotect.public_summary.moves import ComponentMoves
+from tabprotect.public_summary.shifted import shifted
 from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds,
                                                 independent_cells, integral,
                                                 integral_point_at, integral_vertex,
@@ -89,14 +90,14 @@ class Checker:
         # solutions of the system without the figures, for _spanned (LP tables only)
         self.points = Points(len(self.cells)) if not integer else None
         # integer tables: per sense, primary -> its component's part of an integral
-        # solution without the figures at that end (for _shifted)
+        # solution without the figures at that end (for :func:`.shifted.shifted`)
         self.ends: dict[str, dict[int, np.ndarray]] = {"min": {}, "max": {}}
         # integer tables: the components' integral moves for the figure under check
         self.moves: ComponentMoves | None = None
         # integer tables: whether an integral LP vertex is still looked for before a MILP
         self.odds = VertexOdds()
         # integer tables: whether an end point leaning toward the figures' true parts is
-        # still looked for where no move makes up an end point (:meth:`_leaning`)
+        # still looked for where no move makes up an end point (:func:`.shifted.leaning`)
         self.lean_odds = VertexOdds()
         # integer tables: the components' warm solves of the ends without the figures
         self.table = table
@@ -237,7 +238,7 @@ class Checker:
         """Integer tables: the ``sense`` end of target ``j`` by the audit's warm solves
         of its component (:class:`~tabprotect.public_summary.base.IntegerEnds`), its
         table a witness for the other pending targets; False when out of time."""
-        val, x = self._int_ends().end(int(self.cells[j]), sense)
+        val, x = self.integer_ends().end(int(self.cells[j]), sense)
         if val is None:
             return False
         known[j] = val
@@ -247,7 +248,7 @@ class Checker:
             self._witness(x, pending)
         return True
 
-    def _int_ends(self) -> IntegerEnds:
+    def integer_ends(self) -> IntegerEnds:
         """The components' warm solves without the figures (built on first use)."""
         if self.int_ends is None:
             self.int_ends = IntegerEnds(self.table, ~self.published, self.deadline)
@@ -413,9 +414,9 @@ class Checker:
             # figures' parts there held at their true values (a small MIP); then with
             # the largest other components beside it (they may make up a change of
             # the parts); the whole system where neither reaches the end
-            if not self._shifted(targets, rows, pending, witness, False):
+            if not shifted(self, targets, rows, pending, witness, False):
                 return "time"
-            if not self._shifted(targets, rows, pending, witness, True):
+            if not shifted(self, targets, rows, pending, witness, True):
                 return "time"
             if not self._component_rounds(targets, rows, pending, witness):
                 return "time"
@@ -585,88 +586,6 @@ class Checker:
         x = truth.copy()
         x[cols] = np.round(res.x)
         return float(x[j]), x
-
-    def _shifted(self, targets, rows, pending, witness, compensate: bool) -> bool:
-        """Integer tables: a target's end point without the figures (its component's part,
-        :attr:`ends`) is a witness with the figures when another component can move its
-        parts of the figures by what the end point moves them the other way (an integral
-        solution of that component with its parts so moved, :meth:`ComponentMoves.compensate`, cached; only
-        when ``compensate``, else only end points that keep the parts); the point (both
-        components changed, the others at the true table) is checked against the whole
-        system before it counts.  False when out of time."""
-        R = np.array(rows)
-        truth = self.value[self.cells]
-        scale = np.maximum(1.0, np.abs(R) @ np.abs(truth))
-        for sense in ("min", "max"):
-            for k in np.flatnonzero(pending[sense]):
-                if not pending[sense][k]:
-                    continue
-                j = int(targets[k])
-                y = self.ends[sense].get(j)
-                if y is None:
-                    continue
-                c = int(self.comp[j])
-                cols = self.comp_cols[c]
-                delta = R[:, cols] @ truth[cols] - R[:, cols] @ y
-                x = truth.copy()
-                x[cols] = y
-                if np.abs(delta).max() > 1e-9 * scale.max():
-                    if not compensate:
-                        continue
-                    moves = self.moves.compensate(c, R, delta)
-                    if moves is None:
-                        # another table at the same end, its parts nearer their truth
-                        moves = self._leaning(j, sense, y[np.searchsorted(cols, j)], R,
-                                              delta, x)
-                    if moves is False:
-                        return False
-                    if moves is None:
-                        continue
-                    for d, z in moves:
-                        x[self.comp_cols[d]] = z
-                if self._solves(x, R, scale):
-                    witness(x)
-        return True
-
-    def _leaning(self, j: int, sense: str, end: float, R: np.ndarray, delta: np.ndarray,
-                 x: np.ndarray):
-        """Integer tables: where no other component makes up what target ``j``'s end
-        point moves the figures' parts (``delta``, the parts' truth less the point's), an
-        integral table of ``j``'s component at the same ``end`` whose LPs push each part
-        toward its truth (:meth:`IntegerEnds.toward`), and the moves of other
-        components that make up what it still moves: the moves (a list as
-        :meth:`ComponentMoves.compensate` gives), ``x`` (the whole point) changed to the
-        new table in ``j``'s component; None where none is found, False out of time."""
-        if not self.lean_odds.worth():
-            return None
-        c = int(self.comp[j])
-        cols = self.comp_cols[c]
-        weights = np.zeros(self.table.n_cells)
-        weights[self.cells] = np.sign(delta) @ R
-        table = self._int_ends().toward(int(self.cells[j]), sense, float(end), weights)
-        moves = None
-        if table is not None:
-            y = table[self.cells][cols]
-            truth = self.value[self.cells]
-            left = R[:, cols] @ truth[cols] - R[:, cols] @ y
-            x[cols] = y
-            moves = [] if np.abs(left).max() <= 1e-9 * max(
-                1.0, float(np.abs(R @ truth).max())) else self.moves.compensate(c, R, left)
-        self.lean_odds.record(moves is not None and moves is not False)
-        return moves
-
-    def _solves(self, x: np.ndarray, R: np.ndarray, scale: np.ndarray) -> bool:
-        """``x`` is an integral solution of the whole system with the figures' rows ``R``
-        at their true values."""
-        truth = self.value[self.cells]
-        Ax = self.A_csr @ x
-        tol = 1e-9 * np.maximum(1.0, np.abs(self.lp.row_lower) + np.abs(self.lp.row_upper))
-        tol = np.where(np.isfinite(tol), tol, 1e-9)
-        return bool(np.all(np.abs(x - np.round(x)) <= 1e-9)
-                    and np.all(Ax >= self.lp.row_lower - tol)
-                    and np.all(Ax <= self.lp.row_upper + tol)
-                    and np.all(x >= self.lp.col_lower) and np.all(x <= self.lp.col_upper)
-                    and np.all(np.abs(R @ x - R @ truth) <= 1e-9 * scale))
 
     def _component_rounds(self, targets, rows, pending, witness) -> bool:
         """One solve per component and sense over the sum of its pending targets, the

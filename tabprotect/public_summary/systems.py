@@ -98,7 +98,7 @@ class VertexOdds:
     MILP: the same end either way (an integral vertex at the LP end rounded inward is the
     integer end); on some 3-D count tables most looks fail, and each failed look costs
     about half a MILP on top of it.  Looks for an end point leaning toward the figures'
-    true parts (``Checker._leaning``): where a figure narrows an interval, most end
+    true parts (``shifted.leaning``): where a figure narrows an interval, most end
     points cannot be made up whatever the search, and the later steps decide them."""
 
     def __init__(self, first: int = 10, share: float = 1 / 3):

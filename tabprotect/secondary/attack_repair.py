@@ -39,7 +39,6 @@ from solvers import LinearProgram, solve
 from tabprotect.audit.least_moves import split_bounds
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.attacker_oracle import AttackerOracle
-from tabprotect.secondary.deviation import neighbourhood
 from tabprotect.secondary.milp_repair import MilpRepair, MilpRepairSettings
 
 
@@ -108,6 +107,7 @@ def attack_round(table, cost: np.ndarray, cand: np.ndarray, req: Requirements,
     check = AttackerOracle(table, req).check(suppressed, cuts=False, primaries=primaries,
                                              deadline=deadline)
     out.violated = list(check.violated)
+    from tabprotect.secondary.deviation import neighbourhood   # only with violations
     dev = _Deviation(table, cost, cand, req)
     added, unresolved = [], []
     for s, kind, j in out.violated:

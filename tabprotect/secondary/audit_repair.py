@@ -16,18 +16,17 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
 from tabprotect.secondary.attack_repair import attack_round, decide
 from tabprotect.secondary.coalition_repair import coalition_round
-from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.secondary.feasibility import SingletonCheck, refuse
-from tabprotect.secondary.greedy import greedy_repair
 from tabprotect.secondary.milp_repair import MilpRepair
-from tabprotect.secondary.passes import (INTERVAL_BLIND_METHODS, cube_pass, hypercube_pass,
-                                         product_view)
 from tabprotect.secondary.protect_settings import ProtectSettings
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.repair import GreedyRepair
-from tabprotect.secondary.attack_witnesses import attack_witnesses
-from tabprotect.secondary.witness_search import integral_witnesses
+
+#: methods whose patterns only avoid exact disclosure (no interval protection): on large
+#: product tables protect() gives their primaries cubes before the first audit, so the
+#: audit does not have to prove tens of thousands of shortfalls one by one
+INTERVAL_BLIND_METHODS = ("gauss",)
 
 
 class StageClock:
@@ -170,6 +169,8 @@ class AuditRepair:
             return np.zeros(0, np.int64)
         left = self.repair_left()
         deadline = None if left is None else time.perf_counter() + ws.share * left
+        from tabprotect.secondary.attack_witnesses import attack_witnesses
+        from tabprotect.secondary.witness_search import integral_witnesses
         if self.singleton:
             # against each attacker some move that leaves its cells alone
             out = attack_witnesses(self.protected_table, open_, deadline, settings=ws)
@@ -258,6 +259,7 @@ class AuditRepair:
                 # audit (TABLE3): without cubes the verdict audit must prove each
                 # shortfall with whole-component LPs and the repair needs whole-table
                 # LPs; a general table gets them on its recovered product structure
+                from tabprotect.secondary.passes import product_view
                 view = product_view(table, run_table)
         if (view is None and self.repair and self.large and table.dimensions
                 and table.n_cells >= s.certify_pass_min_cells):
@@ -310,6 +312,7 @@ class AuditRepair:
     def _hypercube_pass(self) -> None:
         """Cubes in every sub-table with carried requirements: the pattern then reads
         like a hypercube pattern, and goes on as one (certify pass)."""
+        from tabprotect.secondary.passes import hypercube_pass
         pre = hypercube_pass(self.table, self.status, self.cost, self.singleton,
                              self.left(), workers=self.workers,
                              parallel_min=self.settings.cube_pass_parallel_min)
@@ -322,6 +325,7 @@ class AuditRepair:
         """The leaf cubes a pattern already has (all corners suppressed), handed to the
         audit as moves: they certify most primaries of a hypercube pattern without an
         LP."""
+        from tabprotect.secondary.cubes import cube_repair
         _, _, found = cube_repair(self.protected_table, self.cost,
                                   np.flatnonzero(self.status == "U"),
                                   singleton=self.singleton, time_limit=self.left(),
@@ -335,6 +339,7 @@ class AuditRepair:
         """A leaf cube (a move of the whole table) per primary (of ``primaries``, default
         all) that has none yet: cheap, no LP, and it leaves the first audit few
         shortfalls to prove."""
+        from tabprotect.secondary.passes import cube_pass
         pre_status, pre_moves = cube_pass(view, self.table, self.status, self.cost,
                                           self.singleton, self.left(), workers=self.workers,
                                           parallel_min=self.settings.cube_pass_parallel_min,
@@ -494,6 +499,8 @@ class AuditRepair:
         table = self.protected_table
         if n < s.pre_repair_min_cells and s.repair_lp_relative_seconds > 0:
             table, short = self._deviations_first(result, short)
+        from tabprotect.secondary.cubes import cube_repair
+        from tabprotect.secondary.greedy import greedy_repair
         new_status, rest, new_moves = cube_repair(
             table, self.cost, short, singleton=self.singleton,
             time_limit=self.repair_left(), chains=n >= s.pre_repair_min_cells, return_moves=True)
@@ -597,6 +604,7 @@ class AuditRepair:
         table, order = self.protected_table, short[~again]
         size = s.repair_lp_batch * max(1, self.workers)   # a batch per worker
         done = 0
+        from tabprotect.secondary.greedy import greedy_repair
         while done < len(order) and time.perf_counter() < end:
             batch = order[done:done + size]
             status, moves = greedy_repair(table, self.cost, batch, audit_result=result,

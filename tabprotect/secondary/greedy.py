@@ -33,36 +33,13 @@ from tabprotect.secondary.base import MethodOutcome, register_method
 from tabprotect.secondary.cubes import _move_matrix
 from tabprotect.secondary.deviation import (WarmModels, block_neighbourhood, deviation_lp,
                                            free_reach, neighbourhood)
+from tabprotect.secondary.repair_options import GreedyOptions
 from tabprotect.secondary.subtables import Split
 
 def _levels(table: Table, cell: int) -> tuple[float, float]:
     """(up, down) amounts that give the primary its required interval
     (:func:`tabprotect.requirements.cell_moves`: levels, and never a point)."""
     return cell_moves(table, cell)
-
-
-@dataclass(frozen=True)
-class GreedyOptions:
-    """Settings of the greedy method (see :func:`greedy`) and of its repair step
-    (:func:`greedy_repair`, also protect()'s repair)."""
-
-    #: audit/repair rounds before the method hands its pattern to protect()'s own audit
-    #: and repair (the method only; the repair step makes one pass)
-    max_rounds: int = 20
-    #: from this many LP columns (2 per cell) a deviation LP is presolved: below, HiGHS'
-    #: presolve costs more than the simplex it saves; above, it pays (4-D regions of
-    #: 20,000+ columns: several times faster with it)
-    deviation_lp_presolve_min_columns: int = 20_000
-    #: from this many cells a repair region first gets the deviation LP on its
-    #: suppressed cells alone: a primary already protected by a long move then costs a
-    #: small feasibility LP instead of the region's full LP
-    free_first_min_cells: int = 20_000
-    #: greedy_repair(..., workers=n) uses worker processes only from this many
-    #: primaries (sending a large table to a worker and setting up there takes time)
-    parallel_min_primaries: int = 64
-    #: the models of this many regions are kept for warm re-solves (primaries of one
-    #: sub-table share its region; 0: every deviation LP solved cold)
-    warm_regions: int = 16
 
 
 @dataclass

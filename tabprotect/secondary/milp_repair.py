@@ -40,7 +40,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import LinearProgram, solve
-from tabprotect.secondary.deviation import neighbourhood
 from tabprotect.secondary.attack_requirements import Requirements
 
 
@@ -222,6 +221,7 @@ class MilpRepair:
         return up, down, width
 
     def _region(self, s: int, steps: int) -> np.ndarray:
+        from tabprotect.secondary.deviation import neighbourhood
         return neighbourhood(self.table, s, steps - 1)
 
     def _primary(self, s, suppressed, want, deadline, out, quick=False):

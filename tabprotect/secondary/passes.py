@@ -16,12 +16,6 @@ from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.hypercube import hypercube
 from tabprotect.secondary.product_limits import ProductSearchLimits
 
-#: methods whose patterns only avoid exact disclosure (no interval protection): on large
-#: product tables protect() gives their primaries cubes before the first audit, so the
-#: audit does not have to prove tens of thousands of shortfalls one by one
-INTERVAL_BLIND_METHODS = ("gauss",)
-
-
 def product_view(table: Table, run_table: Table) -> Table | None:
     """``table`` itself when it is a product table, else its recovered product structure
     (cells in another order, ``extra["source_cell"]``), or None when there is none."""

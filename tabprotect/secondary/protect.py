@@ -26,10 +26,8 @@ from tabprotect.budget import Budget
 from tabprotect.errors import InfeasibleRulesError, InputError
 from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
-from tabprotect.model.structure import product_structure
 from tabprotect.model.table import Table
 from tabprotect.parallel import use_executor
-from tabprotect.parallel_dask import as_executor
 from tabprotect.secondary.audit_repair import AuditRepair, StageClock
 from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, MethodSpec,
                                        applied_options, cost_vector, method_options)
@@ -130,6 +128,7 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     (3, True, True)
     """
     if executor is not None:
+        from tabprotect.parallel_dask import as_executor   # Dask: only a job that has one
         engine = as_executor(executor)
         if method in METHODS and options is None and "workers" not in keywords \
                 and "workers" in METHODS[method].valid_keys:
@@ -325,6 +324,7 @@ def _run_table(table: Table, spec: MethodSpec, notes: list[str]
     general one (a JJ-style table is often a product written out cell by cell)."""
     if not (spec.capabilities.needs_product_structure and not table.dimensions):
         return table, None
+    from tabprotect.model.structure import product_structure   # general tables only
     try:
         run_table = product_structure(table)
     except InputError as err:

@@ -9,10 +9,9 @@ from typing import Any, Literal
 
 from tabprotect.audit import AuditSettings
 from tabprotect.secondary.attack_repair import AttackRepairSettings
-from tabprotect.secondary.greedy import GreedyOptions
 from tabprotect.secondary.milp_repair import MilpRepairSettings
 from tabprotect.secondary.product_limits import ProductSearchLimits
-from tabprotect.secondary.witness_search import WitnessSearchSettings
+from tabprotect.secondary.repair_options import GreedyOptions, WitnessSearchSettings
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,12 @@ class GaussOptions:
         "why": "the elimination compiled by numba (plain Python where numba cannot be "
                "imported), or the same source uncompiled (same pattern); auto: plain "
                "below python_below_cells until numba is loaded, else compiled"})
-    python_below_cells: int = field(default=1_000, metadata={
-        "why": "auto runs smaller tables as plain Python: numba's import and cached "
-               "kernels cost a new process 0.4 s CPU, more than the plain elimination "
-               "below about 1,000 cells (benchmarks/bench_gauss_kernel.py)"})
+    python_below_cells: int = field(default=3_000, metadata={
+        "why": "auto runs smaller tables as plain Python while numba is not loaded: "
+               "numba's import and cached kernels cost a new process about 0.4 s CPU, "
+               "more than the plain elimination of count tables below about 3,000 "
+               "cells (3-D about 0.2 ms CPU per cell, 2-D under 0.1: "
+               "benchmarks/bench_gauss_kernel.py)"})
     python_seconds: float = field(default=0.4, metadata={
         "why": "auto stops choosing plain Python once the process's plain eliminations "
                "took this long in all (numba's load): a long-lived process loads it once"})
@@ -185,7 +187,7 @@ def _offer_chunks(elim: Elimination, csr: tuple, force: np.ndarray,
 def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
           progress: Callable[[str, float], None] | None = None, singleton: bool = True,
           dependent: str = "largest", kernel: str = "auto",
-          python_below_cells: int = 1_000, python_seconds: float = 0.4,
+          python_below_cells: int = 3_000, python_seconds: float = 0.4,
           python_warning_cells: int = 50_000,
           widths: str = "general", widths_share: float = 0.7, widths_seconds: float = 120.0,
           prune: str = "general", swaps: bool = True,
