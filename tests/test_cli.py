@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import pandas as pd
 import pytest
@@ -144,6 +143,15 @@ def test_every_job_command_takes_output_folder_and_quiet():
         assert {"-o", "--output", "--quiet"} <= options, name
 
 
+def _run_python(code: str, *args) -> subprocess.CompletedProcess:
+    """``code`` run by a new Python process with ``args`` as its arguments; it must
+    succeed."""
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 def test_the_parser_and_help_load_no_numerical_package():
     # the command line starts without pandas, the solvers or any method: a command's
     # implementation (and what it needs) is imported when the command runs
@@ -154,9 +162,7 @@ def test_the_parser_and_help_load_no_numerical_package():
             "         'fastapi', 'dask', 'tabprotect.pipeline', 'tabprotect.model')\n"
             "print([m for m in heavy if m in sys.modules])\n"
             "assert tabprotect.__version__\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_python(code)
     assert proc.stdout.strip() == "[]"
 
 
@@ -171,9 +177,7 @@ def test_the_command_collects_rarely(tmp_path):
             "from tabprotect.cli import console\n"
             "sys.argv = ['tabprotect', 'audit', sys.argv[1], '--quiet']\n"
             "console()\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_python(code, job)
     collections = int(proc.stderr.split("collections")[-1].split()[0])
     assert collections <= 10
 
@@ -190,9 +194,7 @@ def test_a_protect_job_imports_only_what_it_uses(tmp_path):
             "          'concurrent.futures.process', 'tabprotect.tabulate.api',\n"
             "          'tabprotect.commands.risk', 'tabprotect.commands.demo')\n"
             "print('loaded:', *[m for m in unused if m in sys.modules], code)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_python(code, job)
     assert proc.stdout.splitlines()[-1] == "loaded: 0"
     assert (tmp_path / "out" / "published.csv").exists()
 

@@ -444,18 +444,25 @@ def _blocks_count_table(seed: int):
     return t, st
 
 
+def _checker_after_figures(t, st):
+    """An integer table's checker after it was offered every standard figure in turn
+    (its internals then show which paths decided them)."""
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    checker = Checker(t, st, True, 1e-6, None)
+    for name, value in standard_figures(t, st).items():
+        checker.try_release(*_form(name, value, t, st, None))
+    return checker
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_count_ends_shown_by_other_components_moving_back(seed):
     # integer tables: an end point of one block keeps the figures once other blocks move
     # their parts back (integral moves found per block and cached); the released and
     # withheld figures are checked by the independent MILPs
-    from tabprotect.public_summary.checker import Checker
     t, st = _blocks_count_table(seed)
     _check(t, st, integer=True)
-    checker = Checker(t, st, True, 1e-6, None)
-    for name, value in standard_figures(t, st).items():
-        from tabprotect.public_summary import _form
-        checker.try_release(*_form(name, value, t, st, None))
+    checker = _checker_after_figures(t, st)
     assert any(z is not None for z in checker.moves.shifts.values())   # the moves were used
 
 
@@ -497,13 +504,9 @@ def test_end_points_leaning_toward_the_figures_where_no_move_makes_them_up(seed)
     # tables where some end point moves the figures' parts further than the other
     # components make up, and a table at the same end leaning toward the parts' truth
     # is made up: the figures released (or withheld) pass the independent MILPs
-    from tabprotect.public_summary import _form
-    from tabprotect.public_summary.checker import Checker
     t, st = _random_3d_count_table(seed)
     _check(t, st, integer=True)
-    checker = Checker(t, st, True, 1e-6, None)
-    for name, value in standard_figures(t, st).items():
-        checker.try_release(*_form(name, value, t, st, None))
+    checker = _checker_after_figures(t, st)
     assert checker.lean_odds.found > 0           # a leaning table was made up
 
 

@@ -1,6 +1,5 @@
 """The greedy repair's kept deviations: a condition they show met needs no LP, and the
 independent LP audit agrees that it is met."""
-import numpy as np
 import pytest
 
 from tabprotect.model.synthetic import preset
