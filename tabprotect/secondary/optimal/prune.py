@@ -7,9 +7,9 @@ import time
 import highspy
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from solvers import HighsModel, LinearProgram
+from tabprotect.model.relations import component_roots
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX
 from tabprotect.secondary.attacker_oracle import AttackerOracle
@@ -107,6 +107,8 @@ class _Witnesses:
         self.models: dict = {}
         #: component -> the entry its conditions share once warm_entries is spent
         self.shared: dict = {}
+        #: the last witness (:meth:`solve`): its cells (positions in sup), signed moves
+        self.last: tuple | None = None
 
     def _part(self, c: int) -> tuple:
         """Component ``c``'s cells (positions in ``sup``), their columns in ``y+ | y-``
@@ -214,7 +216,6 @@ class _Witnesses:
         y = np.abs(signed)
         used = np.zeros(self.n, bool)
         used[cells] = y > 1e-9 * max(1.0, float(y.max()))
-        #: the last witness: its cells (positions in sup) and their signed moves
         self.last = (cells, signed)
         return move, used
 
@@ -247,10 +248,11 @@ class _Witnesses:
 
 def _cell_components(rows: sp.csr_matrix, n: int) -> np.ndarray:
     """The component of each of ``n`` cells, two cells linked when a row of ``rows``
-    (relations x cells) holds both; a cell in no row is a component of its own."""
-    graph = sp.bmat([[None, rows], [rows.T, None]], format="csr")
-    _, labels = connected_components(graph, directed=False)
-    return labels[rows.shape[0]:]
+    (relations x cells) holds both; a cell in no row is a component of its own (the
+    relations as nodes ``0..m-1``, the cells after them)."""
+    m = rows.shape[0]
+    row = np.repeat(np.arange(m), np.diff(rows.indptr))
+    return component_roots(row, m + rows.indices, m + n)[m:]
 
 
 def _condition_groups(req, pattern: np.ndarray, sup: np.ndarray) -> list | None:
@@ -346,10 +348,11 @@ def _first_witnesses(wit: _Witnesses, groups: list, lps: list, plain: dict,
         k = int(wit.local[int(wit.req.primary[p])])
         if j < 0:
             need = wit.cap(p, sign) - wit.req.tol[p]
-            hit = next((r2 for r2, yk in reach.get(k, ()) if sign * yk >= need), None)
+            hit = next(((r2, yk) for r2, yk in reach.get(k, ()) if sign * yk >= need),
+                       None)
             if hit is not None:
-                moves[g, int(sign < 0)] = sign * dict(reach[k])[hit]
-                uses[r] = uses[hit]
+                moves[g, int(sign < 0)] = sign * hit[1]
+                uses[r] = uses[hit[0]]
                 continue
         moves[g, int(sign < 0)], uses[r] = _solve_row(wit, groups, lps, plain, r, {},
                                                       moves, uses)
