@@ -193,12 +193,10 @@ def _disambiguate(lp_like: Any, h_source) -> str:
     return "error"
 
 
-def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs",
-             info=None) -> str:
-    """One line on the solve; ``info``: ``h.getInfo()`` when the caller has it (each
-    call copies every field of HiGHS' info out)."""
+def _summary(h, status: str, runtime: float, is_mip: bool, *, info) -> str:
+    """One line on the solve; ``info``: the solve's ``h.getInfo()`` (read once per solve:
+    each call copies every field of HiGHS' info out)."""
     try:
-        info = h.getInfo() if info is None else info
         if is_mip:
             core = f"nodes={int(info.mip_node_count)} gap={info.mip_gap:.3g}"
         else:
@@ -208,24 +206,21 @@ def _summary(h, status: str, runtime: float, is_mip: bool, backend: str = "highs
         hs = h.modelStatusToString(h.getModelStatus())
     except Exception:  # pragma: no cover
         core, hs = "", ""
-    return f"{backend}: {status} ({hs}) {core} time={runtime:.3f}s".strip()
+    return f"highs: {status} ({hs}) {core} time={runtime:.3f}s".strip()
 
 
-def _collect(h, status: str, *, is_mip: bool, want_solution: bool = True,
-             want_duals: bool = True, info=None):
+def _collect(h, status: str, *, is_mip: bool, info, want_duals: bool = True):
     """Pull objective / x / duals / gap from ``h`` according to ``status`` (the duals
     only with ``want_duals``: each vector read out of HiGHS is a copy); ``info`` as in
     :func:`_summary`."""
     objective = x = duals = rc = gap = None
-    info = h.getInfo() if info is None else info
     if status in ("optimal", "time_limit"):
         objective = float(info.objective_function_value)
-        if want_solution:
-            sol = h.getSolution()
-            x = np.array(sol.col_value, dtype=np.float64)
-            if want_duals and not is_mip and sol.dual_valid:
-                duals = np.array(sol.row_dual, dtype=np.float64)
-                rc = np.array(sol.col_dual, dtype=np.float64)
+        sol = h.getSolution()
+        x = np.array(sol.col_value, dtype=np.float64)
+        if want_duals and not is_mip and sol.dual_valid:
+            duals = np.array(sol.row_dual, dtype=np.float64)
+            rc = np.array(sol.col_dual, dtype=np.float64)
     if is_mip and status in ("optimal", "time_limit", "time_limit_no_solution"):
         g = float(info.mip_gap)
         gap = g if np.isfinite(g) else None
