@@ -132,8 +132,8 @@ def _profile_run(profile, result: Run, wall: float, cpu: float) -> None:
 
 def print_outputs(result: Run) -> None:
     """The verdict and the files written, on stdout."""
-    from tabprotect.io.results import OUTPUT_FILES, verdict
-    print(f"audit: {verdict(result)}" + (f"   attacker model: {result.attacker}"
+    from tabprotect.io.results import OUTPUT_FILES
+    print(f"audit: {result.verdict}" + (f"   attacker model: {result.attacker}"
                                          if result.audit is not None else ""))
     if result.passed is False:
         print(f"the pattern failed its audit: written only as "

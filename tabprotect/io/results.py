@@ -135,13 +135,6 @@ def jsonable(obj):
     return str(obj)
 
 
-def verdict(run) -> str:
-    """PASSED, FAILED, NOT PROVEN (the audit stopped before proving every primary cell
-    protected) or "no audit": :attr:`Run.verdict <tabprotect.pipeline.Run.verdict>`, the
-    same words as the report's banner (the report is not imported to say them)."""
-    return run.verdict
-
-
 @dataclasses.dataclass(frozen=True)
 class SummaryBudget:
     """Wall seconds the public summary's checks may take, tied to the run's own time: a
@@ -167,7 +160,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     status = run.status
     out: dict[str, Any] = {
         "kind": run.kind, "method": run.method, "attacker": run.attacker,
-        "verdict": verdict(run), "cells": int(run.table.n_cells),
+        "verdict": run.verdict, "cells": int(run.table.n_cells),
         "status_counts": {s: int((status == s).sum()) for s in "SUMPZ"},
     }
     if run.audit is not None:

@@ -9,6 +9,7 @@ memory.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Sequence
 
@@ -27,35 +28,23 @@ def _always() -> bool:
     return True
 
 
-def _memory_leaves(*args):
-    from tabprotect.tabulate.memory_engine import memory_leaves
-    return memory_leaves(*args)
+class _Deferred:
+    """A function of an engine's module, imported at its first call."""
 
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
 
-def _duckdb_leaves(*args):
-    from tabprotect.tabulate.duckdb_engine import duckdb_leaves
-    return duckdb_leaves(*args)
-
-
-def _duckdb_available() -> bool:
-    from tabprotect.tabulate.duckdb_engine import duckdb_available
-    return duckdb_available()
-
-
-def _dask_leaves(*args):
-    from tabprotect.tabulate.dask_engine import dask_leaves
-    return dask_leaves(*args)
-
-
-def _dask_available() -> bool:
-    from tabprotect.tabulate.dask_engine import dask_available
-    return dask_available()
+    def __call__(self, *args):
+        return getattr(importlib.import_module(self.module), self.name)(*args)
 
 
 ENGINES: dict[str, Engine] = {
-    "memory": Engine("memory", _memory_leaves, _always),
-    "duckdb": Engine("duckdb", _duckdb_leaves, _duckdb_available),
-    "dask": Engine("dask", _dask_leaves, _dask_available),
+    "memory": Engine("memory", _Deferred("tabprotect.tabulate.memory_engine", "memory_leaves"),
+                     _always),
+    "duckdb": Engine("duckdb", _Deferred("tabprotect.tabulate.duckdb_engine", "duckdb_leaves"),
+                     _Deferred("tabprotect.tabulate.duckdb_engine", "duckdb_available")),
+    "dask": Engine("dask", _Deferred("tabprotect.tabulate.dask_engine", "dask_leaves"),
+                   _Deferred("tabprotect.tabulate.dask_engine", "dask_available")),
 }
 #: other names of engines (``pandas``: the in-memory engine, which reads DataFrames and
 #: tabulates with numpy, under the name job files and calls give it)
