@@ -136,6 +136,19 @@ def component_roots(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
             parent = grand
 
 
+def masked_entries(A: sp.csr_matrix, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions in ``A``'s CSR arrays of its entries in the columns of ``mask``, and
+    their rows: read off the arrays, since a column slice of a CSR matrix costs scipy's
+    index checks and a copy per call, and the searches call this at every point they
+    check."""
+    at = np.flatnonzero(mask[A.indices])
+    if 8 * len(at) < A.nnz:   # few entries: their rows by bisection
+        row = np.searchsorted(A.indptr, at, side="right") - 1
+    else:
+        row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))[at]
+    return at, row
+
+
 def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
     """The cells of ``mask`` grouped into components: two cells are linked when some
     relation contains both (relations of one component never touch another's cells).
@@ -151,14 +164,7 @@ def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
     if len(cells) == 0:
         return []
     A = A.tocsr()
-    # the entries in masked columns, read off the CSR arrays (a column slice of a CSR
-    # matrix costs scipy's index checks and a copy per call, and the search calls this
-    # at every point it checks)
-    at = np.flatnonzero(mask[A.indices])
-    if 8 * len(at) < A.nnz:   # few entries: their rows by bisection
-        row = np.searchsorted(A.indptr, at, side="right") - 1
-    else:
-        row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))[at]
+    at, row = masked_entries(A, mask)
     # bipartite graph: the relations as nodes 0..m-1 (one untouched is a node of its
     # own), the cells as m..m+s-1
     m = A.shape[0]

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import HighsModel, LinearProgram
-from tabprotect.model.relations import linked_components
+from tabprotect.model.relations import linked_components, masked_entries
 from tabprotect.secondary.attack_requirements import Requirements
 
 
@@ -50,8 +50,7 @@ def component_rows(A: sp.csr_matrix, comp: np.ndarray) -> tuple[np.ndarray, sp.c
     comp = np.asarray(comp, dtype=np.int64)
     local = np.full(A.shape[1], -1, dtype=np.int64)
     local[comp] = np.arange(len(comp))
-    at = np.flatnonzero(local[A.indices] >= 0)
-    row = np.searchsorted(A.indptr, at, side="right") - 1
+    at, row = masked_entries(A, local >= 0)
     rows, count = np.unique(row, return_counts=True)
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(count, out=indptr[1:])
