@@ -1041,7 +1041,7 @@ def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap):
     # verdicts, attack values and cuts must be the dual simplex oracle's, at fractional
     # points (capped separation and exact check) and at binary ones
     options = OptimalOptions(race_every=2, race_every_max=2, race_cap=cap, race_lp_cap=cap,
-                             race_trial_lps=1, race_min_seconds=0.0)
+                             race_trial_lps=1, race_min_iterations=0)
     table, req = _six_primary_singleton_table(seed)
     dual = AttackerOracle(table, req, simplex_strategy=1)
     raced = HybridOracle(table, req, simplex_strategy=1, options=options)
@@ -1049,6 +1049,25 @@ def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap):
                           same_values=False)
     assert set(raced._race["check"]) >= {1, 4} and set(raced._race["sep"]) >= {1, 4}, \
         "both simplex variants ran"
+
+
+def test_simplex_race_takes_the_same_route_every_run():
+    # the race scores each simplex by its iterations per LP, not by seconds: two oracles
+    # given the same points keep the same scores, so a run's cuts and tree do not
+    # depend on the machine's load (seconds would differ from run to run)
+    options = OptimalOptions(race_every=2, race_every_max=2, race_trial_lps=1)
+    table, req = _six_primary_singleton_table(1)
+    raced = [HybridOracle(table, req, simplex_strategy=1, options=options)
+             for _ in range(2)]
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        for oracle in raced:
+            oracle.separate(z)
+            oracle.check(z > 0.5)
+    first, second = (o._race for o in raced)
+    assert set(first["sep"]) >= {1, 4}, "both simplex variants ran"
+    assert first == second
 
 
 def _dual_value(c, A, lam, lo, hi):
