@@ -285,6 +285,10 @@ class OptimalOptions:
     #: race_min_iterations) and finished by the faster simplex
     race_lp_cap: float = 20.0
     race_min_iterations: int = 300
+    #: attacker LPs with fewer columns always re-solve with the dual simplex: they take a
+    #: fraction of a millisecond either way, and the simplex the race picks changes their
+    #: (degenerate) optima and with them the cuts
+    race_min_cols: int = 200
     #: checks of this many primaries or more (no single-contributor attackers) start
     #: with a witness pass: a few aggregate LPs settle most primaries, the per-primary
     #: LPs run for the rest (None: never)

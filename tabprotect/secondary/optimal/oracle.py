@@ -394,6 +394,9 @@ class HybridOracle(AttackerOracle):
         h = model.highs
         opt = self.options
         race, strategy, fast = call["race"], call["strategy"], call["fast"]
+        if h.getNumCol() < opt.race_min_cols:
+            # the dual simplex alone, its LPs kept out of the race's count
+            race, strategy, fast = None, DUAL_SIMPLEX, None
         model.set_objective(indices=[k], values=[float(sign)], sense="max")
         S = highspy.HighsModelStatus
         left = self._time_left()
@@ -401,8 +404,9 @@ class HybridOracle(AttackerOracle):
         cap = (None if fast is None
                else max(opt.race_min_iterations, int(opt.race_lp_cap * race[fast])))
         ms = self._run_capped(h, left, cap)
-        call["lps"] += 1
-        call["work"] += self._iterations(h)
+        if race is not None:
+            call["lps"] += 1
+            call["work"] += self._iterations(h)
         if fast is not None and (ms == S.kIterationLimit or (
                 call["lps"] >= opt.race_trial_lps
                 and call["work"] > opt.race_cap * race[fast] * call["lps"])):
