@@ -182,6 +182,25 @@ def test_the_command_collects_rarely(tmp_path):
     assert collections <= 10
 
 
+def test_no_collection_while_the_pipeline_loads(tmp_path):
+    """The command's imports (numpy, scipy, the pipeline: some 6*10^4 objects kept to the
+    end) run with the collector paused, however low its threshold; it runs again for the
+    job itself."""
+    job = write_job(tmp_path)
+    code = ("import gc, sys\n"
+            "from tabprotect.cli import main\n"
+            "loading = []\n"
+            "gc.callbacks.append(lambda phase, info: phase == 'start' and loading.append(\n"
+            "    'tabprotect.io.job' in sys.modules and gc.get_freeze_count() == 0))\n"
+            "gc.set_threshold(500)\n"
+            "main(['protect', sys.argv[1], '--quiet'])\n"
+            "print('while loading', loading.count(True), 'after', loading.count(False),\n"
+            "      'enabled', gc.isenabled())\n")
+    proc = _run_python(code, job)
+    loading, after, enabled = proc.stdout.splitlines()[-1].split()[2:7:2]
+    assert loading == "0" and int(after) > 0 and enabled == "True"
+
+
 def test_a_protect_job_imports_only_what_it_uses(tmp_path):
     """A small protect job's process loads neither the HTML report (no ``--report``), the
     process pool (small work stays in-process), a tabulation engine (a cells file) nor

@@ -35,6 +35,8 @@ TEXTS = {
     "short row": "g,x,y\na,1\nb,2,3\n",
     "blank lines": "g,x\na,1\n\nb,2\n",
     "bom": "\ufeffg,x\na,1\n",
+    "mixed line ends": "g,x\r\na,1\nb,2\r\n\r\nc,3",
+    "no missing field": "g,x\r\na,1\r\nb,2\r\n",
 }
 
 
@@ -127,6 +129,25 @@ def test_factorize_by_pandas_equals_numpy(seed):
     codes_p, uniq_p = factorize(values, pandas_min=0)
     codes_n, uniq_n = factorize(values, pandas_min=10**9)
     assert codes_p.tolist() == codes_n.tolist() and uniq_p.tolist() == uniq_n.tolist()
+
+
+def test_microdata_are_read_for_the_columns_the_tabulation_uses(tmp_path):
+    """The tabulation reads the spec's columns of a microdata file (the others are not
+    converted), and all of them when the spec names one the file lacks (the check's
+    message lists the file's columns)."""
+    from tabprotect.tabulate.files import read_microdata
+    from tabprotect.tabulate.spec import MicrodataSpec
+    path = tmp_path / "m.csv"
+    path.write_text("id,g,x,note\n1,a,5,NA\n2,b,,n/a\n", encoding="utf-8")
+    dims = {"g": Hierarchy.flat(["a", "b"], total="T")}
+    read = read_microdata(path, MicrodataSpec.make(dims, "x", None, None, None, None, None,
+                                                   None, 2, None, "zero"))
+    assert read.columns == ["g", "x"] and read["x"].tolist() == ["5", None]
+    absent = read_microdata(path, MicrodataSpec.make(dims, "y", None, None, None, None,
+                                                     None, None, 2, None, "zero"))
+    assert absent.columns == ["id", "g", "x", "note"]
+    with pytest.raises(InputError, match="columns: id, g, x, note"):
+        tabulate(path, dims, "y")
 
 
 # ---------------------------------------------------------------- file = frame

@@ -253,6 +253,10 @@ def factorize(values: np.ndarray, pandas_min: int = PANDAS_FACTORIZE_MIN
             codes[present] = found
             return codes, text_values(uniq)
     if vals.dtype.kind == "O":
+        found = _factorize_text(vals)
+        if found is not None:
+            codes[present] = found[0]
+            return codes, found[1]
         vals = vals.astype(str)
     uniq, first, inverse = np.unique(vals, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
@@ -260,6 +264,18 @@ def factorize(values: np.ndarray, pandas_min: int = PANDAS_FACTORIZE_MIN
     rank[order] = np.arange(len(order))
     codes[present] = rank[inverse.ravel()]
     return codes, text_values(uniq[order])
+
+
+def _factorize_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`factorize` of present values numbered by a dict in order of first
+    appearance (no sort of Python strings); None unless every value is text (numpy's
+    path gives other values the text of each)."""
+    first: dict = {}
+    number = first.setdefault
+    codes = np.fromiter((number(v, len(first)) for v in values), np.int64, len(values))
+    if not all(type(v) is str for v in first):
+        return None
+    return codes, text_values(np.fromiter(first, dtype=object, count=len(first)))
 
 
 # ---------------------------------------------------------------- reading
@@ -291,13 +307,18 @@ def read_columns(path: str | Path, usecols: Iterable[str] | None = None,
     if len(fields) == 0:
         raise InputError(f"{path.name}: no data rows")
     wanted = set(usecols) if usecols is not None else None
-    missing = np.fromiter(map(NA_TEXT.__contains__, fields.ravel()), bool,
-                          fields.size).reshape(fields.shape)
-    data = {}
-    for j, name in enumerate(names):
-        if wanted is None or name in wanted:
-            data[name] = np.where(missing[:, j], None, fields[:, j])
-    return Columns(data)
+    return Columns({name: _with_missing(fields[:, j]) for j, name in enumerate(names)
+                    if wanted is None or name in wanted})
+
+
+def _with_missing(fields: np.ndarray) -> np.ndarray:
+    """A column's fields with ``None`` where a field reads as missing (:data:`NA_TEXT`);
+    a column without such a field is copied as it is (one pass over its distinct
+    hashes instead of a look-up per field)."""
+    if NA_TEXT.isdisjoint(fields):
+        return fields.copy()
+    missing = np.fromiter(map(NA_TEXT.__contains__, fields), bool, len(fields))
+    return np.where(missing, None, fields)
 
 
 @contextmanager
@@ -382,18 +403,25 @@ def _split_plain(text: str) -> tuple[list[str] | None, np.ndarray] | None:
     None for any other file or when the rows are not all as wide as the header."""
     if '"' in text:
         return None
+    ends = "\n"
     if "\r" in text:
-        if text.count("\r") != text.count("\r\n"):
+        crlf = text.count("\r\n")
+        if text.count("\r") != crlf:
             return None
-        text = text.replace("\r\n", "\n")
-    lines = [line for line in text.split("\n") if line]
+        if crlf == text.count("\n"):    # every line ends CR LF: split there
+            ends = "\r\n"
+        else:
+            text = text.replace("\r\n", "\n")
+    lines = text.split(ends)
+    if "" in lines:
+        lines = [line for line in lines if line]
     if not lines:
         return None, np.empty((0, 0), dtype=object)
     commas = lines[0].count(",")
     if set(map(str.count, lines, repeat(","))) != {commas}:
         return None
-    fields = np.array(",".join(lines[1:]).split(",") if len(lines) > 1 else [],
-                      dtype=object)
+    flat = ",".join(lines[1:]).split(",") if len(lines) > 1 else []
+    fields = np.fromiter(flat, dtype=object, count=len(flat))
     return lines[0].split(","), fields.reshape(len(lines) - 1, commas + 1)
 
 
@@ -417,13 +445,14 @@ def _split_csv(text: str) -> tuple[list[str] | None, np.ndarray]:
     return header, fields
 
 
-def read_table_columns(path: str | Path) -> Columns:
-    """A CSV file by :func:`read_columns`; a Parquet file (or a CSV compressed otherwise
-    than .gz, .bz2, .xz) by pandas, as the same columns."""
+def read_table_columns(path: str | Path, usecols: Iterable[str] | None = None) -> Columns:
+    """A CSV file by :func:`read_columns` (the columns of ``usecols`` alone, when given);
+    a Parquet file (or a CSV compressed otherwise than .gz, .bz2, .xz) by pandas, as the
+    same columns (all of them)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".pq", ".zip", ".zst"):
-        return read_columns(path)
+        return read_columns(path, usecols)
     if not path.exists():
         raise InputError(f"{path}: file not found")
     import pandas as pd

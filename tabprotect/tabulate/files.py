@@ -26,5 +26,10 @@ def read_table_file(path: Path, str_columns: Sequence[str] = ()) -> "pd.DataFram
 
 
 def read_microdata(path: Path, spec: MicrodataSpec) -> Columns:
-    """The microdata file's columns (codes and values as read; the checks convert them)."""
-    return read_table_columns(path)
+    """The microdata file's columns that the tabulation reads (codes and values as read;
+    the checks convert them); all of them when one is absent, for the check's message
+    that lists them."""
+    columns = read_table_columns(path, usecols=spec.columns)
+    if any(name not in columns for name in spec.columns):
+        columns = read_table_columns(path)
+    return columns

@@ -284,6 +284,10 @@ class OptimalOptions:
     #: race_min_seconds) and finished by the faster simplex
     race_lp_cap: float = 20.0
     race_min_seconds: float = 2e-3
+    #: attacker LPs with fewer columns always re-solve with the dual simplex: the race
+    #: times LPs of a fraction of a millisecond by noise, and the simplex it then picks
+    #: changes the cuts (degenerate optima), so the search's path, from call to call
+    race_min_cols: int = 200
     #: checks of this many primaries or more (no single-contributor attackers) start
     #: with a witness pass: a few aggregate LPs settle most primaries, the per-primary
     #: LPs run for the rest (None: never)

@@ -386,6 +386,9 @@ class HybridOracle(AttackerOracle):
         h = model.highs
         opt = self.options
         race, strategy, fast = call["race"], call["strategy"], call["fast"]
+        if h.getNumCol() < opt.race_min_cols:
+            # the dual simplex alone, its LPs kept out of the race's timing
+            race, strategy, fast = None, DUAL_SIMPLEX, None
         model.set_objective(indices=[k], values=[float(sign)], sense="max")
         S = highspy.HighsModelStatus
         left = self._time_left()
@@ -397,8 +400,9 @@ class HybridOracle(AttackerOracle):
         if ms == S.kTimeLimit and left is not None and (cap is None or left <= cap):
             raise DeadlineReached
         took = time.perf_counter() - t
-        call["lps"] += 1
-        call["secs"] += took
+        if race is not None:
+            call["lps"] += 1
+            call["secs"] += took
         if fast is not None and (ms == S.kTimeLimit or (
                 call["lps"] >= opt.race_trial_lps
                 and call["secs"] > opt.race_cap * race[fast] * call["lps"])):
