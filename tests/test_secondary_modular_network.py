@@ -358,7 +358,7 @@ def test_compiled_search_is_the_numpy_search(seed, shape, variant):
     load_kernel()
     after = 7 if variant == "switch" else 0
     runs = []
-    for limits in (dataclasses.replace(base, compiled=False),
+    for limits in (dataclasses.replace(base, compiled=False, certify_after=None),
                    dataclasses.replace(base, compiled_after=after, load_after=0)):
         search = _row_search(shape, seed, limits, first_only=variant == "first")
         pick = search.run()
@@ -378,7 +378,8 @@ def test_scalar_nodes_make_the_numpy_nodes_choices(seed, shape, variant):
     extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
     runs = []
     for below in (0, 10**9, SearchLimits().scalar_below):
-        limits = SearchLimits(compiled=False, scalar_below=below, **extra.get(variant, {}))
+        limits = SearchLimits(compiled=False, scalar_below=below, certify_after=None,
+                              **extra.get(variant, {}))
         search = _row_search(shape, seed, limits, first_only=variant == "first")
         pick = search.run()
         runs.append((None if pick is None else pick.tolist(), search.best_cost, search.nodes,

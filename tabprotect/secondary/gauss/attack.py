@@ -35,7 +35,7 @@ import scipy.sparse as sp
 
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
-from tabprotect.secondary.gauss.widths import WidthStep
+from tabprotect.secondary.gauss.widths import WidthStep, seconds_left
 from tabprotect.secondary.prune import Condition
 
 
@@ -72,6 +72,11 @@ class AttackStep(WidthStep):
         #: per cell the attacker it belongs to (-1: none); a class's smallest cell
         self.attacker = np.where(self.req.singleton, np.where(label >= 0, label, cells), -1)
         self.attacker_weight = attacker_weight * max(float(np.median(self.cost)), 1e-12)
+        # per component of the pattern its protection LP as a warm model, under the
+        # ``id`` of the component's relation rows (those rows, the model): the
+        # conditions of one component differ in column bounds (and costs) only
+        self._warm: dict[int, tuple] = {}
+        self._warm_pattern = -1    # the pattern's size the warm models belong to
 
     def conditions(self) -> list[Condition]:
         """The width step's conditions at their levels exactly, without its margin: on
@@ -205,6 +210,8 @@ class AttackStep(WidthStep):
         key = (widen, int(z.sum()))
         if self._labels.get("key") != key:
             self._labels = {"key": key}
+            if key[1] != self._warm_pattern:     # the pattern grew: new components
+                self._warm, self._warm_pattern = {}, key[1]
         labels = self._labels.get(widen)
         if labels is None or labels[cell] < 0:
             labels = self._label(mask)
@@ -246,8 +253,24 @@ class AttackStep(WidthStep):
         if lp is None:
             return None
         weights, A, lo, hi = lp
-        res, _ = self._run_lp(weights, A, lo, hi, deadline, self.lp_seconds,
-                              presolve=self.presolve)
+        # times the need, a positive factor that leaves the optimum where it is: over
+        # the pattern alone the costs are then the same from one condition to the next,
+        # so the warm basis stays dual feasible and only the bounds change
+        res = self._warm_lp(sub, weights * cond.need, A, lo, hi, deadline)
         if res.status != "optimal":
             return None
         return res.x[:len(cells)] - res.x[len(cells):]
+
+    def _warm_lp(self, sub: sp.csr_matrix, weights, A, lo, hi, deadline: float | None):
+        """One protection LP on the warm model of the component whose relation rows are
+        ``sub`` (the same object while the pattern stays the same, :meth:`_component`):
+        its costs and column bounds set, re-solved from the component's last basis
+        (no model set-up per condition)."""
+        rows, model = self._warm.get(id(sub), (None, None))
+        if rows is not sub:
+            model = self._lp_model(weights, A, lo, hi, presolve=self.presolve)
+            self._warm[id(sub)] = (sub, model)
+        else:
+            model.set_objective(c=weights)
+            model.set_col_bounds(np.arange(len(lo)), lo, hi)
+        return model.solve(time_limit=seconds_left(self.lp_seconds, deadline))

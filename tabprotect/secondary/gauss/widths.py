@@ -274,17 +274,27 @@ class WidthStep:
         for the fast LPs (on them HiGHS' presolve takes most of the time: a third to a
         fifth of it without; on the exact ones it changes which optimal vertex, and so
         which witness, is found)."""
+        model = self._lp_model(weights, A, lo, hi, presolve, iteration_limit)
+        res = model.solve(time_limit=seconds_left(seconds, deadline))
+        return res, int(model.highs.getInfo().simplex_iteration_count)
+
+    @staticmethod
+    def _lp_model(weights, A, lo, hi, presolve: bool = True,
+                  iteration_limit: int | None = None) -> HighsModel:
+        """The protection LP ``min weights @ y, A y = 0, lo <= y <= hi`` as a model."""
         lp = LinearProgram(c=weights, A=A, row_lower=np.zeros(A.shape[0]),
                            row_upper=np.zeros(A.shape[0]), col_lower=lo, col_upper=hi,
                            sense="min")
-        left = seconds if deadline is None else \
-            min(seconds, max(0.01, deadline - time.perf_counter()))
         options = {} if presolve else {"presolve": "off"}
         if iteration_limit is not None:
             options["simplex_iteration_limit"] = iteration_limit
-        model = HighsModel(lp, **options)
-        res = model.solve(time_limit=left)
-        return res, int(model.highs.getInfo().simplex_iteration_count)
+        return HighsModel(lp, **options)
+
+
+def seconds_left(seconds: float, deadline: float | None) -> float:
+    """``seconds``, or less where the deadline comes first (at least 0.01)."""
+    return seconds if deadline is None else \
+        min(seconds, max(0.01, deadline - time.perf_counter()))
 
 
 def _past(deadline: float | None) -> bool:

@@ -54,12 +54,18 @@ class SearchLimits:
     #: numpy nodes searched in the process before the kernel is loaded (numba's import
     #: and the kernel's cache cost about as much CPU as this many numpy nodes of a
     #: search with few rows; a node over many rows counts as several)
-    load_after: int = 5000
+    load_after: int = 8000
     #: a process's second and later modular calls load the kernel at their first
     #: network sub-table when its cache exists: a process protecting several tables
     #: repays the load (about 0.4 s CPU, once) over its calls, while a one-table run
     #: (the CLI) loads only after ``load_after`` numpy nodes
     load_when_warm: bool = True
+    #: numpy nodes after which a search over cut rows alone for the optimum, in a process
+    #: without the kernel, asks two MILPs whether its optimum is unique (then it is the
+    #: search's pattern: :mod:`.network_unique`); None: never.  Below it the search ends
+    #: sooner than the MILPs; above, the search takes thousands of nodes where the
+    #: MILPs take milliseconds, and the kernel's load (about 0.35 s CPU) is not needed
+    certify_after: int | None = 300
     #: load the kernel at the first network sub-table, compiling it where no cache
     #: exists (``ModularOptions.kernel="compiled"``)
     load_first: bool = False

@@ -35,6 +35,10 @@ search whose conditions are all listed) that passes a few nodes goes on in a com
 kernel (:mod:`.network_kernel`): the same search, node for node, at a fraction of the
 cost per node.
 
+Without the kernel, a search over cut rows alone for the optimum that passes a few
+hundred nodes asks two MILPs whether its optimum is unique (:mod:`.network_unique`);
+a unique optimum is the search's own pattern, so the search stops there.
+
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
 """
@@ -51,6 +55,7 @@ from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
 from tabprotect.secondary.modular.network_scalar import row_branch
+from tabprotect.secondary.modular.network_unique import unique_optimum
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
                                                         compiled_available, kernel_cached,
                                                         kernel_loaded, load_kernel,
@@ -147,6 +152,8 @@ class _Search:
             if pick is not None:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
+        if self._certified():
+            return self.best
         lim = self.limits
         weight = _node_weight(len(self.d))
         switch = lim.compiled_after if kernel_loaded() else \
@@ -160,6 +167,31 @@ class _Search:
         if compiled and self.gave_up and self.nodes > self.node_cap:
             self._run_compiled()    # a large search: the kernel searches it again
         return self.best if self.first_only or not self.gave_up else None
+
+    def _certified(self) -> bool:
+        """A search over the rows alone for the optimum that the loaded kernel will not
+        run: the first ``SearchLimits.certify_after`` nodes by numpy; a search still
+        going then is settled by :func:`.network_unique.unique_optimum` when its optimum
+        is unique (the pattern the search would find).  True when the search's answer is
+        known; else the search starts again under the usual policy."""
+        lim = self.limits
+        if (self.lazy or self.first_only or lim.certify_after is None
+                or (lim.compiled and kernel_loaded())):
+            return False
+        n = len(self.c)
+        self.node_cap = min(lim.certify_after, lim.max_nodes)
+        self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        _WORK.numpy_nodes += self.nodes * _node_weight(len(self.d))
+        if not self.gave_up:
+            return True
+        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline)
+        if pick is not None:
+            self.best, self.best_cost = pick, float(self.c[pick].sum())
+            self.gave_up = False
+            return True
+        self.best, self.best_cost, self.nodes, self.gave_up = None, np.inf, 0, False
+        self.node_cap, self.dominated = lim.max_nodes, None
+        return False
 
     def _run_compiled(self) -> None:
         """The search over the rows by the compiled kernel, from the start (the same

@@ -1,0 +1,121 @@
+"""The network search's pattern certified by two MILPs when the optimum is unique.
+
+The search over cut rows alone (:class:`.network_search._Search`) returns the first
+least-cost pattern in its depth-first order.  When one pattern costs strictly less than
+every other, that pattern is the search's answer whatever the order, so two small MILPs
+(HiGHS) can stand in for a long search:
+
+1. the covering problem ``min c'z, K z >= d - tol, z binary`` gives a pattern ``x``,
+   kept only if it meets every row as the search judges rows (slack within ``tol``,
+   with a margin for the order of the float sums);
+2. the same rows with ``x`` cut off (``sum_{x_e=1} (1 - z_e) + sum_{x_e=0} z_e >= 1``)
+   and the cost capped just above ``c'x`` must be infeasible: no other pattern costs as
+   little.  The cap's margin (``2e-9`` relative) exceeds the search's pruning tolerance
+   (``1e-9``), so no pattern the search could prefer escapes the proof.
+
+Anything else -- a tie, a time limit, a pattern meeting the rows only within HiGHS'
+tolerance -- gives None and the search runs as before.  On the sub-tables whose search
+takes thousands of nodes the two solves take milliseconds, so a process need not load
+the compiled kernel for them.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import HighsModel, LinearProgram
+
+#: relative margin of the cost cap in the proof of uniqueness (above the search's
+#: pruning tolerance of 1e-9, so a pattern the search might keep is never left out)
+COST_MARGIN = 2e-9
+#: relative margin by which the MILP's pattern must meet each row beyond the search's
+#: tolerance (the search sums a row's coefficients in another order)
+ROW_MARGIN = 1e-12
+
+
+def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
+                   deadline: float | None = None) -> np.ndarray | None:
+    """The least-cost pattern (bool over the columns of ``K``) meeting ``K z >= d``
+    within ``tol``, when every other pattern costs more (see the module docstring);
+    None when that is not shown (a tie, no pattern, the deadline).
+
+    Both MILPs start from the rows hardest to cover and add the rows their solution
+    misses (a MILP over some rows is a relaxation: its optimum met by every row is the
+    optimum, its infeasibility is the full problem's)."""
+    n = len(c)
+    if n == 0 or not len(d):
+        return None
+    lower = d - tol
+    rows = _hardest(K, lower)
+    x = None
+    for _ in range(MAX_ROUNDS):
+        res = _solve(K[rows], lower[rows], c, None, deadline)
+        if res is None or res.status != "optimal" or res.x is None:
+            return None
+        x = res.x > 0.5
+        short = d - K[:, x].sum(axis=1) > tol - ROW_MARGIN * np.maximum(1.0, d)
+        if not short.any():
+            break
+        rows = _more(rows, short)
+        if rows is None:        # met only within HiGHS' tolerance
+            return None
+    else:
+        return None
+    cost = float(c[x].sum())
+    cap = cost + COST_MARGIN * max(1.0, cost)
+    for _ in range(MAX_ROUNDS):
+        res = _solve(K[rows], lower[rows], c, (x, cap), deadline)
+        if res is None:
+            return None
+        if res.status == "infeasible":
+            return x
+        if res.status != "optimal" or res.x is None:
+            return None
+        z = res.x > 0.5
+        rows = _more(rows, K[:, z].sum(axis=1) < lower)
+        if rows is None:        # another pattern as cheap: a tie
+            return None
+    return None
+
+
+#: rows each MILP starts from (the hardest to cover)
+START_ROWS = 150
+#: rounds of added rows before the certificate is given up
+MAX_ROUNDS = 20
+
+
+def _hardest(K: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """The ``START_ROWS`` rows whose candidates cover the least of what they lack."""
+    if len(lower) <= START_ROWS:
+        return np.arange(len(lower))
+    room = K.sum(axis=1) / np.maximum(lower, 1e-300)
+    return np.sort(np.argsort(room, kind="stable")[:START_ROWS])
+
+
+def _more(rows: np.ndarray, missed: np.ndarray) -> np.ndarray | None:
+    """``rows`` with the ``missed`` rows (mask) added; None when none is new."""
+    new = np.setdiff1d(np.flatnonzero(missed), rows)
+    return None if not len(new) else np.union1d(rows, new)
+
+
+def _solve(K: np.ndarray, lower: np.ndarray, c: np.ndarray, cut, deadline: float | None):
+    """``min c'z, K z >= lower, z binary`` (with ``cut`` = (x, cap): ``z != x`` and
+    ``c'z <= cap``), with the time left before ``deadline`` (None: none left)."""
+    left = None
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+    n = len(c)
+    A, upper = sp.csr_matrix(K), np.full(len(lower), np.inf)
+    if cut is not None:
+        x, cap = cut
+        A = sp.vstack([A, sp.csr_matrix(np.where(x, -1.0, 1.0)), sp.csr_matrix(c)],
+                      format="csr")
+        lower = np.concatenate([lower, [1.0 - x.sum()], [-np.inf]])
+        upper = np.concatenate([upper, [np.inf], [cap]])
+    lp = LinearProgram(c=c.copy(), A=A, row_lower=lower, row_upper=upper,
+                       col_upper=np.ones(n), integrality=np.ones(n, bool))
+    return HighsModel(lp, threads=1, mip_gap=0.0, time_limit=left).solve(duals=False)

@@ -1,0 +1,108 @@
+"""The network search's pattern certified by two MILPs (modular/network_unique.py):
+the certified pattern is the search's own, checked against the plain search and brute
+force; ties and near-ties leave the answer to the search."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from test_secondary_modular_network import _row_search, _subtable
+from tabprotect.secondary.attack_requirements import Requirements
+from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.candidates import candidate_cells
+from tabprotect.secondary.modular.network_cuts import REL_TOL, SearchLimits
+from tabprotect.secondary.modular.network_search import network_pattern
+from tabprotect.secondary.modular.network_unique import unique_optimum
+from tabprotect.errors import InfeasibleRulesError
+
+
+def _brute(K, d, c):
+    """Every feasible pattern's cost, by enumeration (the search's row test)."""
+    tol = REL_TOL * np.maximum(1.0, d)
+    n = len(c)
+    out = []
+    for bits in itertools.product([False, True], repeat=n):
+        z = np.array(bits, dtype=bool)
+        if (d - K[:, z].sum(axis=1) <= tol).all():
+            out.append((float(c[z].sum()), z))
+    return out
+
+
+def test_certified_pattern_is_the_unique_brute_force_optimum():
+    """Random covering rows (small integer costs, so ties are common): a pattern is
+    returned exactly when one pattern costs least, and it is that pattern."""
+    rng = np.random.default_rng(5)
+    seen = {"unique": 0, "tie": 0}
+    for _ in range(60):
+        n, m = int(rng.integers(3, 10)), int(rng.integers(1, 8))
+        d = rng.choice([1.0, 3.0, 10.0, 250.0], size=m)
+        K = np.where(rng.random((m, n)) < 0.5, 0.0,
+                     rng.choice([1.0, 2.0, 5.0, 300.0], size=(m, n)))
+        K = np.minimum(K, d[:, None])
+        c = rng.integers(1, 4, size=n).astype(float)
+        feasible = _brute(K, d, c)
+        x = unique_optimum(K, d, REL_TOL * np.maximum(1.0, d), c)
+        if not feasible:
+            assert x is None
+            continue
+        costs = sorted(f[0] for f in feasible)
+        unique = len(costs) == 1 or costs[1] > costs[0]
+        seen["unique" if unique else "tie"] += 1
+        if unique:
+            best = min(feasible, key=lambda f: f[0])[1]
+            assert x is not None and x.tolist() == best.tolist()
+        else:
+            assert x is None
+    assert seen["unique"] >= 10 and seen["tie"] >= 3
+
+
+def test_a_tie_is_not_certified():
+    """Two patterns of equal cost: no certificate (the search picks by its order)."""
+    K = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    d = np.ones(2)
+    c = np.array([1.0, 2.0, 1.0])          # {1} and {0, 2} both cost 2
+    assert unique_optimum(K, d, REL_TOL * np.ones(2), c) is None
+    c = np.array([1.0, 1.5, 1.0])          # {1} alone is cheapest
+    assert unique_optimum(K, d, REL_TOL * np.ones(2), c).tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
+                                        (75, (5, 6)), (71, (5, 6)), (45, (6, 6)),
+                                        (3, (4, 7)), (9, (8,))])
+@pytest.mark.parametrize("after", [0, 5])
+def test_certified_search_finds_the_plain_searchs_pattern(seed, shape, after):
+    """The search settled by the certificate (from its first node, or after a few)
+    returns the plain search's pattern and cost."""
+    runs = []
+    for certify in (None, after):
+        limits = SearchLimits(compiled=False, certify_after=certify)
+        search = _row_search(shape, seed, limits)
+        pick = search.run()
+        runs.append((None if pick is None else pick.tolist(), search.best_cost))
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][1] == pytest.approx(runs[1][1], rel=1e-12)
+
+
+@pytest.mark.parametrize("seed,shape,singleton,spl", [(12, (5, 5), True, 0.0),
+                                                      (13, (4, 5), False, 0.4),
+                                                      (21, (6, 5), False, 0.0),
+                                                      (22, (5, 5), True, 0.0),
+                                                      (31, (7, 6), False, 0.0),
+                                                      (33, (6, 6), False, 0.2)])
+def test_sub_table_patterns_keep_with_the_certificate(seed, shape, singleton, spl):
+    """Whole sub-tables (row rounds, lazy conditions): the same pattern with every
+    optimum search certified as without the certificate."""
+    t = _subtable(shape, seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    got = []
+    for certify in (None, 0):
+        limits = SearchLimits(compiled=False, certify_after=certify)
+        try:
+            z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
+        except InfeasibleRulesError:
+            z = "infeasible"
+        got.append(z if isinstance(z, str) or z is None else np.flatnonzero(z).tolist())
+    assert got[0] == got[1]
