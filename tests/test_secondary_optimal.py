@@ -1041,7 +1041,7 @@ def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap):
     # verdicts, attack values and cuts must be the dual simplex oracle's, at fractional
     # points (capped separation and exact check) and at binary ones
     options = OptimalOptions(race_every=2, race_every_max=2, race_cap=cap, race_lp_cap=cap,
-                             race_trial_lps=1, race_min_seconds=0.0, race_min_cols=0)
+                             race_trial_lps=1, race_min_iterations=0, race_min_cols=0)
     table, req = _six_primary_singleton_table(seed)
     dual = AttackerOracle(table, req, simplex_strategy=1)
     raced = HybridOracle(table, req, simplex_strategy=1, options=options)
@@ -1051,15 +1051,34 @@ def test_raced_simplex_oracle_gives_the_dual_oracles_answers(seed, cap):
         "both simplex variants ran"
 
 
+def test_simplex_race_takes_the_same_route_every_run():
+    # the race scores each simplex by its iterations per LP, not by seconds: two oracles
+    # given the same points keep the same scores, so a run's cuts and tree do not
+    # depend on the machine's load (seconds would differ from run to run)
+    options = OptimalOptions(race_every=2, race_every_max=2, race_trial_lps=1,
+                             race_min_cols=0)
+    table, req = _six_primary_singleton_table(1)
+    raced = [HybridOracle(table, req, simplex_strategy=1, options=options)
+             for _ in range(2)]
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        z = np.where(table.status == "U", 1.0, rng.uniform(0.0, 1.0, table.n_cells))
+        for oracle in raced:
+            oracle.separate(z)
+            oracle.check(z > 0.5)
+    first, second = (o._race for o in raced)
+    assert set(first["sep"]) >= {1, 4}, "both simplex variants ran"
+    assert first == second
+
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_small_attacker_lps_leave_the_race_out(seed):
     # attacker LPs below race_min_cols columns re-solve with the dual simplex alone, even
-    # with a trial asked for at every call: no simplex is timed, and the search's path
+    # with a trial asked for at every call: no simplex is scored, and the search's path
     # (its cuts, LPs and nodes) is the same from call to call; the result is the
     # brute-force optimum with a pattern the audit accepts
     options = OptimalOptions(race_simplex=True, race_every=1, race_every_max=1,
-                             race_min_seconds=0.0)
+                             race_min_iterations=0)
     table, req = _six_primary_singleton_table(seed)
     raced = HybridOracle(table, req, simplex_strategy=1, options=options)
     _assert_oracles_agree(AttackerOracle(table, req, simplex_strategy=1), raced, table,
@@ -1077,6 +1096,7 @@ def test_small_attacker_lps_leave_the_race_out(seed):
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost),
                                                              rel=1e-6)
+
 
 def _dual_value(c, A, lam, lo, hi):
     """Weak-duality bound of ``max c y`` over ``A y = 0, lo <= y <= hi`` from row

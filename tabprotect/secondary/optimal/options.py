@@ -276,17 +276,18 @@ class OptimalOptions:
     #: race_every_max while the same one keeps winning
     race_every: int = 8
     race_every_max: int = 128
-    #: a trial is given up after race_trial_lps LPs slower than race_cap times the faster
-    #: one's time per LP ...
+    #: a trial is given up after race_trial_lps LPs with more than race_cap times the
+    #: faster one's simplex iterations per LP (iterations, not seconds: the same route
+    #: on a loaded machine as on an idle one) ...
     race_trial_lps: int = 4
     race_cap: float = 1.5
     #: ... and any one trial LP is stopped at race_lp_cap times that (at least
-    #: race_min_seconds) and finished by the faster simplex
+    #: race_min_iterations) and finished by the faster simplex
     race_lp_cap: float = 20.0
-    race_min_seconds: float = 2e-3
-    #: attacker LPs with fewer columns always re-solve with the dual simplex: the race
-    #: times LPs of a fraction of a millisecond by noise, and the simplex it then picks
-    #: changes the cuts (degenerate optima), so the search's path, from call to call
+    race_min_iterations: int = 300
+    #: attacker LPs with fewer columns always re-solve with the dual simplex: they take a
+    #: fraction of a millisecond either way, and the simplex the race picks changes their
+    #: (degenerate) optima and with them the cuts
     race_min_cols: int = 200
     #: checks of this many primaries or more (no single-contributor attackers) start
     #: with a witness pass: a few aggregate LPs settle most primaries, the per-primary

@@ -24,6 +24,8 @@ from tabprotect.secondary.repair import GreedyRepair
 #: HiGHS' simplex_strategy values of the dual and the primal simplex
 DUAL_SIMPLEX = 1
 PRIMAL_SIMPLEX = 4
+#: HiGHS' simplex_iteration_limit when none is wanted (its default)
+ITERATIONS_UNLIMITED = 2_147_483_647
 
 
 def clean(z):
@@ -133,14 +135,16 @@ class HybridOracle(AttackerOracle):
     answers are the same LPs' optima either way.
 
     Per oracle call (one check of a pattern, one separation round) all LPs re-solve with
-    the simplex of the lower time per LP so far, kept separately for checks and for the
-    separation: switching within a run of LPs is what costs (the dual simplex started
-    from a primal optimal basis needs far more iterations than from its own), while which
-    simplex is fast depends on the pattern.  Every ``race_every`` calls a trial call uses
-    the other one, given up for the rest of the call once its time per LP exceeds
-    ``race_cap`` times the faster one's; one trial LP is stopped at ``race_lp_cap`` times
-    that and finished by the faster simplex.  While the same simplex stays faster,
-    trials come twice as rarely each time (up to every ``race_every_max`` calls).
+    the simplex of the fewer simplex iterations per LP so far, kept separately for checks
+    and for the separation: switching within a run of LPs is what costs (the dual simplex
+    started from a primal optimal basis needs far more iterations than from its own),
+    while which simplex is fast depends on the pattern.  Every ``race_every`` calls a
+    trial call uses the other one, given up for the rest of the call once its iterations
+    per LP exceed ``race_cap`` times the faster one's; one trial LP is stopped at
+    ``race_lp_cap`` times that and finished by the faster simplex.  While the same simplex
+    stays faster, trials come twice as rarely each time (up to every ``race_every_max``
+    calls).  The race counts iterations, not seconds, so that a run takes the same route
+    (the same cuts, the same tree) on a loaded machine as on an idle one.
     Attacker LPs of at least ``merge_pairs_min_cols`` columns are solved as
     :class:`PairMergedModel`.
 
@@ -162,7 +166,7 @@ class HybridOracle(AttackerOracle):
                                       self.slot if self.options.share_separation_witnesses
                                       else None)
         self.last_x = None     # the primal optimum of the latest attacker LP
-        # seconds per LP of each simplex (by HiGHS strategy number) and the trial
+        # iterations per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)
         self._race = {"check": {"calls": 0}, "sep": {"calls": 0}}
         self._call: list = [None]
@@ -331,7 +335,7 @@ class HybridOracle(AttackerOracle):
         elif primal not in race:
             strategy, fast = primal, dual
         else:
-            fast = primal if race[primal] <= race[dual] else dual
+            fast = primal if race[primal] < race[dual] else dual
             strategy = fast
             if race["calls"] >= race.get("next_trial", 0):
                 strategy = dual if fast == primal else primal
@@ -342,7 +346,7 @@ class HybridOracle(AttackerOracle):
                 race["winner"] = fast
                 race["next_trial"] = race["calls"] + every
         self._call[0] = {"race": race, "strategy": strategy,
-                         "fast": fast if strategy != fast else None, "lps": 0, "secs": 0.0}
+                         "fast": fast if strategy != fast else None, "lps": 0, "work": 0}
 
     def _end(self) -> None:
         call, self._call[0] = self._call[0], None
@@ -352,7 +356,7 @@ class HybridOracle(AttackerOracle):
     @staticmethod
     def _record(call) -> None:
         race, strategy = call["race"], call["strategy"]
-        per_lp = call["secs"] / call["lps"]
+        per_lp = call["work"] / call["lps"]
         race[strategy] = per_lp if strategy not in race else 0.5 * (race[strategy] + per_lp)
 
     def _plain_solve(self, model, k, sign):
@@ -371,8 +375,12 @@ class HybridOracle(AttackerOracle):
 
     def _run_until(self, h, limit: float | None):
         """``h.run()`` stopped after ``limit`` seconds (None: none); its model status.
-        HiGHS' time limit counts the object's whole run time, not this run's."""
-        h.setOptionValue("time_limit", np.inf if limit is None else h.getRunTime() + limit)
+        HiGHS' time limit counts the object's whole run time, not this run's; without a
+        limit the option is left at infinity, where every run leaves it."""
+        if limit is None:
+            h.run()
+            return h.getModelStatus()
+        h.setOptionValue("time_limit", h.getRunTime() + limit)
         try:
             h.run()
             return h.getModelStatus()
@@ -387,40 +395,32 @@ class HybridOracle(AttackerOracle):
         opt = self.options
         race, strategy, fast = call["race"], call["strategy"], call["fast"]
         if h.getNumCol() < opt.race_min_cols:
-            # the dual simplex alone, its LPs kept out of the race's timing
+            # the dual simplex alone, its LPs kept out of the race's count
             race, strategy, fast = None, DUAL_SIMPLEX, None
         model.set_objective(indices=[k], values=[float(sign)], sense="max")
         S = highspy.HighsModelStatus
         left = self._time_left()
-        t = time.perf_counter()
         self._set_strategy(model, strategy)
         cap = (None if fast is None
-               else max(opt.race_min_seconds, opt.race_lp_cap * race[fast]))
-        ms = self._run_until(h, cap if left is None else min(left, cap or left))
-        if ms == S.kTimeLimit and left is not None and (cap is None or left <= cap):
-            raise DeadlineReached
-        took = time.perf_counter() - t
+               else max(opt.race_min_iterations, int(opt.race_lp_cap * race[fast])))
+        ms = self._run_capped(h, left, cap)
         if race is not None:
             call["lps"] += 1
-            call["secs"] += took
-        if fast is not None and (ms == S.kTimeLimit or (
+            call["work"] += self._iterations(h)
+        if fast is not None and (ms == S.kIterationLimit or (
                 call["lps"] >= opt.race_trial_lps
-                and call["secs"] > opt.race_cap * race[fast] * call["lps"])):
-            # the trial lost: its time so far is recorded, the faster one takes over
+                and call["work"] > opt.race_cap * race[fast] * call["lps"])):
+            # the trial lost: its work so far is recorded, the faster one takes over
             # from scratch (from the trial's basis the dual simplex stays slow for every
             # later LP of the model)
             self._record(call)
-            call.update(strategy=fast, fast=None, lps=0, secs=0.0)
+            call.update(strategy=fast, fast=None, lps=0, work=0)
             h.clearSolver()
             self._set_strategy(model, fast)
-            if ms == S.kTimeLimit:
-                left = self._time_left()
-                t = time.perf_counter()
-                ms = self._run_until(h, left)
-                if ms == S.kTimeLimit:
-                    raise DeadlineReached
+            if ms == S.kIterationLimit:
+                ms = self._run_capped(h, self._time_left(), None)
                 call["lps"] += 1
-                call["secs"] += time.perf_counter() - t
+                call["work"] += self._iterations(h)
         if ms == S.kUnbounded:
             return np.inf, None
         sol = h.getSolution() if ms == S.kOptimal else None
@@ -435,7 +435,27 @@ class HybridOracle(AttackerOracle):
             duals = model.full_duals(duals)
             x = model.sgn * x[model.cls]
         self.last_x = x
-        return float(h.getInfo().objective_function_value), duals
+        return float(h.getObjectiveValue()), duals
+
+    def _run_capped(self, h, left: float | None, cap: int | None):
+        """``h.run()`` within ``left`` seconds (DeadlineReached past them) and, with
+        ``cap``, at most ``cap`` simplex iterations; its model status."""
+        if cap is not None:
+            h.setOptionValue("simplex_iteration_limit", cap)
+        try:
+            ms = self._run_until(h, left)
+        finally:
+            if cap is not None:
+                h.setOptionValue("simplex_iteration_limit", ITERATIONS_UNLIMITED)
+        if ms == highspy.HighsModelStatus.kTimeLimit:
+            raise DeadlineReached
+        return ms
+
+    @staticmethod
+    def _iterations(h) -> int:
+        """The last run's simplex iterations, plus one: an LP solved without any still
+        counts."""
+        return 1 + int(h.getInfoValue("simplex_iteration_count")[1])
 
     @staticmethod
     def _set_strategy(model, strategy: int) -> None:
