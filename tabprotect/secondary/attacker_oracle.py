@@ -343,19 +343,21 @@ class AttackerOracle:
 
 
 class _SeparationLP:
-    """One component's capped attacker LP of :meth:`AttackerOracle.separate`, its model
-    built on the first solve (a component whose conditions are all met needs none)."""
+    """One component's capped attacker LP of :meth:`AttackerOracle.separate`, its model,
+    relations and cell positions found on the first solve (a component whose conditions
+    are all met needs none of them)."""
 
     def __init__(self, oracle: AttackerOracle, comp: np.ndarray, z: np.ndarray):
         self.oracle, self.comp, self.z = oracle, comp, z
-        self.rows, _ = oracle.component_rows.of(comp)
-        self.local = {int(c): k for k, c in enumerate(comp)}
-        self.model = None
+        self.rows = self.local = self.model = None
 
     def solve(self, s: int, p: int, sign: float, rhs: float, j: int, out: Check):
         """``(value, duals)`` of moving ``s`` by ``sign`` within the capped bounds
         (attacker ``j`` knows its own cell)."""
         oracle, comp, z, req = self.oracle, self.comp, self.z, self.oracle.req
+        if self.local is None:
+            self.rows, _ = oracle.component_rows.of(comp)
+            self.local = {int(c): k for k, c in enumerate(comp)}
         hi = np.minimum(req.up[comp], rhs) * z[comp]
         lo = -np.minimum(req.down[comp], rhs) * z[comp]
         if j >= 0:
