@@ -393,6 +393,13 @@ class AuditRepair:
             if len(added):
                 self._suppress(added)
             elif not (witnessed or (suppressed & ~before).any()):
+                if not self.milp and self.table.kind == "frequency":
+                    # the LP repair's witnesses hold already where an integer intruder
+                    # still narrows a primary: the MILP repair's witnesses take over
+                    self.milp = True
+                    self.notes.append(f"repair round {self.rounds}: no cell could be "
+                                      f"added; the MILP repair takes the next round")
+                    continue
                 self.notes.append(f"repair round {self.rounds}: no cell could be added")
                 break
             # a screen's re-audit leaves the final audit its reserve
