@@ -60,12 +60,22 @@ class SearchLimits:
     #: repays the load (about 0.4 s CPU, once) over its calls, while a one-table run
     #: (the CLI) loads only after ``load_after`` numpy nodes
     load_when_warm: bool = True
-    #: numpy nodes after which a search over cut rows alone for the optimum, in a process
-    #: without the kernel, asks two MILPs whether its optimum is unique (then it is the
-    #: search's pattern: :mod:`.network_unique`); None: never.  Below it the search ends
-    #: sooner than the MILPs; above, the search takes thousands of nodes where the
-    #: MILPs take milliseconds, and the kernel's load (about 0.35 s CPU) is not needed
-    certify_after: int | None = 300
+    #: numpy nodes per candidate after which a search over cut rows alone for the
+    #: optimum, in a process without the kernel, asks two MILPs whether its optimum is
+    #: unique (then it is the search's pattern: :mod:`.network_unique`); None: never.
+    #: The MILPs take about as long as this many nodes (some 45 us each): 3-15 ms on
+    #: 24-27 candidates, 8-40 ms on 46-53; a search that goes on takes thousands of
+    #: nodes, and without it the kernel's load (about 0.35 s CPU) is not needed
+    certify_after: int | None = 12
+    #: rows the certificate's MILPs start from, the hardest to cover (HiGHS' presolve of
+    #: thousands of dense rows takes longer than the search; the rows a solution misses
+    #: are added)
+    certify_rows: int = 150
+    #: times each MILP may be solved again with the rows it missed before the search
+    #: takes over
+    certify_rounds: int = 20
+    #: seconds for the certificate's solves (a hard MILP is left to the search)
+    certify_seconds: float = 1.0
     #: load the kernel at the first network sub-table, compiling it where no cache
     #: exists (``ModularOptions.kernel="compiled"``)
     load_first: bool = False

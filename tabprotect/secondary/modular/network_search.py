@@ -35,8 +35,8 @@ search whose conditions are all listed) that passes a few nodes goes on in a com
 kernel (:mod:`.network_kernel`): the same search, node for node, at a fraction of the
 cost per node.
 
-Without the kernel, a search over cut rows alone for the optimum that passes a few
-hundred nodes asks two MILPs whether its optimum is unique (:mod:`.network_unique`);
+Without the kernel, a search over cut rows alone for the optimum that passes a dozen
+nodes per candidate asks two MILPs whether its optimum is unique (:mod:`.network_unique`);
 a unique optimum is the search's own pattern, so the search stops there.
 
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
@@ -170,21 +170,23 @@ class _Search:
 
     def _certified(self) -> bool:
         """A search over the rows alone for the optimum that the loaded kernel will not
-        run: the first ``SearchLimits.certify_after`` nodes by numpy; a search still
-        going then is settled by :func:`.network_unique.unique_optimum` when its optimum
-        is unique (the pattern the search would find).  True when the search's answer is
-        known; else the search starts again under the usual policy."""
+        run: the first ``SearchLimits.certify_after`` nodes per candidate by numpy; a
+        search still going then is settled by :func:`.network_unique.unique_optimum`
+        when its optimum is unique (the pattern the search would find).  True when the
+        search's answer is known; else the search starts again under the usual policy."""
         lim = self.limits
         if (self.lazy or self.first_only or lim.certify_after is None
                 or (lim.compiled and kernel_loaded())):
             return False
         n = len(self.c)
-        self.node_cap = min(lim.certify_after, lim.max_nodes)
+        self.node_cap = min(lim.certify_after * n, lim.max_nodes)
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
         _WORK.numpy_nodes += self.nodes * _node_weight(len(self.d))
         if not self.gave_up:
             return True
-        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline)
+        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
+                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
+                              seconds=lim.certify_seconds)
         if pick is not None:
             self.best, self.best_cost = pick, float(self.c[pick].sum())
             self.gave_up = False

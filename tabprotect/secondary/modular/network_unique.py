@@ -36,21 +36,25 @@ ROW_MARGIN = 1e-12
 
 
 def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
-                   deadline: float | None = None) -> np.ndarray | None:
+                   deadline: float | None = None, *, start_rows: int = 150,
+                   rounds: int = 20, seconds: float = 1.0) -> np.ndarray | None:
     """The least-cost pattern (bool over the columns of ``K``) meeting ``K z >= d``
     within ``tol``, when every other pattern costs more (see the module docstring);
     None when that is not shown (a tie, no pattern, the deadline).
 
-    Both MILPs start from the rows hardest to cover and add the rows their solution
-    misses (a MILP over some rows is a relaxation: its optimum met by every row is the
-    optimum, its infeasibility is the full problem's)."""
+    Both MILPs start from the ``start_rows`` rows hardest to cover and add the rows
+    their solution misses, at most ``rounds`` times each (a MILP over some rows is a
+    relaxation: its optimum met by every row is the optimum, its infeasibility is the
+    full problem's); each solve gets at most ``seconds``."""
     n = len(c)
     if n == 0 or not len(d):
         return None
     lower = d - tol
-    rows = _hardest(K, lower)
+    rows = _hardest(K, lower, start_rows)
     x = None
-    for _ in range(MAX_ROUNDS):
+    until = time.perf_counter() + seconds
+    deadline = until if deadline is None else min(deadline, until)
+    for _ in range(rounds):
         res = _solve(K[rows], lower[rows], c, None, deadline)
         if res is None or res.status != "optimal" or res.x is None:
             return None
@@ -65,7 +69,7 @@ def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
         return None
     cost = float(c[x].sum())
     cap = cost + COST_MARGIN * max(1.0, cost)
-    for _ in range(MAX_ROUNDS):
+    for _ in range(rounds):
         res = _solve(K[rows], lower[rows], c, (x, cap), deadline)
         if res is None:
             return None
@@ -80,18 +84,12 @@ def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
     return None
 
 
-#: rows each MILP starts from (the hardest to cover)
-START_ROWS = 150
-#: rounds of added rows before the certificate is given up
-MAX_ROUNDS = 20
-
-
-def _hardest(K: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """The ``START_ROWS`` rows whose candidates cover the least of what they lack."""
-    if len(lower) <= START_ROWS:
+def _hardest(K: np.ndarray, lower: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` rows whose candidates cover the least of what they lack."""
+    if len(lower) <= count:
         return np.arange(len(lower))
     room = K.sum(axis=1) / np.maximum(lower, 1e-300)
-    return np.sort(np.argsort(room, kind="stable")[:START_ROWS])
+    return np.sort(np.argsort(room, kind="stable")[:count])
 
 
 def _more(rows: np.ndarray, missed: np.ndarray) -> np.ndarray | None:
