@@ -71,8 +71,11 @@ class AuditSettings:
     max_coalitions: int = 10_000
     #: integer audits: branch-and-bound LPs on the warm model per fractional bound or
     #: wanted integral table before the MILP solver takes over (a fresh MILP costs
-    #: as much as tens of warm re-solves on a small component)
-    integer_nodes: int = 200
+    #: as much as tens of warm re-solves on a small component; a search still open
+    #: after 60 mostly is a deep tree on a component of hundreds of cells, whose later
+    #: re-solves cost more each and where HiGHS' MILP, with its presolve and cuts,
+    #: answers in a fraction of the remaining nodes' time)
+    integer_nodes: int = 60
     #: integer verdict modes: where no integral table reaches a primary's goal, the
     #: goals between it and the value a witness attains (at most this many) are tried
     #: in turn for the exact bound, each a goal search that stops at its first table,
