@@ -675,7 +675,7 @@ def render(rows: list[dict], command: str, profile: bool) -> str:
                for t in r["tab"].values()} - {0}
     if repeats:
         out += [f"The CLI job cold: the median of {'/'.join(map(str, sorted(repeats)))} "
-                f"runs per code tree (`--cold-repeat`).", ""]
+                f"runs per code tree (`--cold-repeat`), the trees taking turns.", ""]
     warm_repeats = {len(t.get("warm", {}).get("call_runs", [])) for r in rows
                     for t in r["tab"].values()} - {0, 1}
     if warm_repeats:
@@ -867,8 +867,9 @@ def main(argv=None) -> int:
                     help="run the peer N times per case: the median wall, CPU and call "
                          "seconds (its pattern from the last run)")
     ap.add_argument("--cold-repeat", type=int, default=1, metavar="N",
-                    help="run the CLI job cold N times per code tree and report the median "
-                         "wall and CPU seconds (a loaded machine's noise)")
+                    help="run the CLI job cold N times per code tree, the trees taking "
+                         "turns, and report the median wall and CPU seconds (a loaded "
+                         "machine's noise)")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="[protect] time_limit of every case (default: the case's); "
                          "tau-Argus OPT's limit too, in minutes rounded up")
@@ -964,6 +965,17 @@ def main(argv=None) -> int:
     return 0
 
 
+def cold_runs(codes: dict[str, str], job: Path, cw: Path, args) -> dict[str, dict]:
+    """Each code tree's cold CLI runs (``--cold-repeat``), the trees taking turns (run i
+    of every tree before run i+1 of any): a change of the shared machine's load falls on
+    every tree alike.  The median row per tree; its outputs are its last run's."""
+    runs: dict[str, list] = {name: [] for name in codes}
+    for _ in range(args.cold_repeat):
+        for name, code in codes.items():
+            runs[name].append(run_cli(code, job, cw / f"out-{name}", args.timeout))
+    return {name: median_run(found) for name, found in runs.items()}
+
+
 def _run_tabprotect(case: Case, data: Path, cw: Path, table, levels, peer_row: dict,
                     codes: dict[str, str], args) -> dict:
     """One case with one method: each code tree cold and warm, each pattern judged."""
@@ -971,12 +983,10 @@ def _run_tabprotect(case: Case, data: Path, cw: Path, table, levels, peer_row: d
     job = write_inputs(case, data, cw)
     row = {"case": case.name, "cells": table.n_cells, "method": case.method,
            "primaries": int((table.status == "U").sum()), "tab": {}, **peer_row}
+    cold = cold_runs(codes, job, cw, args) if "cold" in args.modes else {}
     for code_name, code in codes.items():
-        tab = {"startup": run_startup(code), "cli": {}, "warm": {}}
+        tab = {"startup": run_startup(code), "cli": cold.get(code_name, {}), "warm": {}}
         out = cw / f"out-{code_name}"
-        if "cold" in args.modes:
-            tab["cli"] = median_run([run_cli(code, job, out, args.timeout)
-                                     for _ in range(args.cold_repeat)])
         if "warm" in args.modes:
             tab["warm"] = run_warm(code, job, cw, args.timeout, args.all_methods,
                                    args.warm_repeat)

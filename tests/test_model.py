@@ -133,6 +133,26 @@ def test_relation_matrix_3d_two_hierarchies_matches_brute_force():
         assert row.indices[row.data > 0].tolist() == [t.relation_total[r]]
 
 
+def test_relations_of_one_structure_are_equal_and_each_tables_own():
+    """Tables whose hierarchies share shape and edges (other codes; their relations are
+    kept by structure) get the brute-force relations each, and a change to one table's
+    matrix leaves the next table's alone."""
+    pairs = [("T", "N"), ("T", "S"), ("N", "N1"), ("N", "N2"), ("S", "S1")]
+    for prefix in ("a", "b", "c"):
+        region = Hierarchy.from_pairs([(prefix + p, prefix + c) for p, c in pairs])
+        size = Hierarchy.flat([prefix + "1", prefix + "2"])
+        t = Table.from_arrays({"region": region, "size": size}, np.zeros(6 * 3))
+        A = t.relations
+        got = set()
+        for r in range(A.shape[0]):
+            lo, hi = A.indptr[r], A.indptr[r + 1]
+            got.add(tuple(sorted(zip(A.indices[lo:hi].tolist(), A.data[lo:hi].tolist()))))
+        assert got == _brute_force_relations([region, size]) and A.shape[0] == len(got)
+        assert A.has_sorted_indices
+        A.data[:] = 7.0                 # this table's matrix only
+        t.relation_total[:] = -1
+
+
 def _random_leaf_table(hierarchies, rng, names=None):
     names = names or [f"d{k}" for k in range(len(hierarchies))]
     leaves = [h.leaves for h in hierarchies]

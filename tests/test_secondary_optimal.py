@@ -1071,6 +1071,21 @@ def test_simplex_race_takes_the_same_route_every_run():
     assert first == second
 
 
+
+@pytest.mark.parametrize("cost_name", ["unity", "value"])
+def test_plain_attacker_oracle_reaches_the_brute_force_optimum(cost_name):
+    # dual_oracle=False: the attacker LPs with HiGHS' own simplex choice (the plain
+    # oracle, without kept separation witnesses); the search still ends at the
+    # brute-force optimum with a pattern the audit accepts
+    table = hier_table(6, n_primary=2)
+    cost = cost_vector(table, cost_name)
+    out = benders(table, cost, Requirements.from_table(table, singleton=True),
+                  candidate_cells(table), options=OptimalOptions(dual_oracle=False))
+    assert out.proven_optimal
+    assert audit(table.replace(status=out.status), singleton=True).passed
+    assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost),
+                                                             rel=1e-6)
+
 @pytest.mark.parametrize("seed", [0, 3])
 def test_small_attacker_lps_leave_the_race_out(seed):
     # attacker LPs below race_min_cols columns re-solve with the dual simplex alone, even

@@ -5,12 +5,18 @@ each part.  ``relation_total[r]`` is the column of relation ``r``'s total cell.
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from tabprotect.model.hierarchy import Hierarchy
+
+#: the relations of product tables of at most this many cells are kept by the shape and
+#: parent-children edges of their hierarchies (a method's sub-tables repeat a few
+#: structures dozens of times; a look-up and a copy cost a fifth of a construction)
+KEPT_CELLS = 10_000
 
 
 def product_relations(hierarchies: Sequence[Hierarchy]) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -31,13 +37,30 @@ def product_relations(hierarchies: Sequence[Hierarchy]) -> tuple[sp.csr_matrix, 
     >>> A.toarray()
     array([[ 1., -1., -1.]])
     """
-    shape = tuple(len(h) for h in hierarchies)
+    structure = tuple((len(h), tuple((p, tuple(ch)) for p, ch in h.edges()))
+                      for h in hierarchies)
+    n = int(np.prod([size for size, _ in structure])) if structure else 1
+    if n > KEPT_CELLS:
+        return _relations(structure)
+    A, totals = _kept_relations(structure)
+    return A.copy(), totals.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_relations(structure: tuple) -> tuple[sp.csr_matrix, np.ndarray]:
+    """:func:`_relations` of a small table's structure, kept (callers get copies)."""
+    return _relations(structure)
+
+
+def _relations(structure: tuple) -> tuple[sp.csr_matrix, np.ndarray]:
+    """:func:`product_relations` of hierarchies given as (length, ((parent, children),
+    ...)) per dimension."""
+    shape = tuple(size for size, _ in structure)
     n = int(np.prod(shape)) if shape else 1
     cell_ids = np.arange(n, dtype=np.int64).reshape(shape)
     rows_parts, cols_parts, data_parts, totals = [], [], [], []
     next_row = 0
-    for d, h in enumerate(hierarchies):
-        edges = h.edges()
+    for d, (_, edges) in enumerate(structure):
         if not edges:
             continue
         # ids[j] = the cells with code j in dimension d, one per combination of the others

@@ -72,7 +72,8 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     s.stats.update(engine="benders", lower_bound=lower_bound, cost=best_cost,
                    master_cuts=s.master.n_cuts,
                    static_rows_held=int(s.master.static_in.sum()),
-                   sep_witness_skipped=int(getattr(s.oracle.witnesses, "skipped", 0)),
+                   sep_witness_skipped=int(getattr(getattr(s.oracle, "witnesses", None),
+                                                   "skipped", 0)),
                    seconds=time.perf_counter() - s.t0)
     s.report("done", 1.0)
     stopped = "node_limit" if s.stats.get("node_limit") else "time_limit"
