@@ -396,15 +396,19 @@ def test_scalar_nodes_keep_the_pattern_with_lazy_conditions(seed, singleton, spl
     t = _subtable((4, 5) if seed % 2 else (5, 5), seed, published=0.2, spl=spl)
     c = cost_vector(t, "value")
     req = Requirements.from_table(t, singleton=singleton)
-    got = []
-    for below in (0, 10**9):
-        limits = SearchLimits(compiled=False, scalar_below=below)
-        try:
-            z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
-        except InfeasibleRulesError:
-            z = "infeasible"
-        got.append(z if isinstance(z, str) or z is None else np.flatnonzero(z).tolist())
+    got = [sub_table_pattern(t, req, c, SearchLimits(compiled=False, scalar_below=below))
+           for below in (0, 10**9)]
     assert got[0] == got[1]
+
+
+def sub_table_pattern(t, req, c, limits: SearchLimits):
+    """The sub-table's pattern by the network search under ``limits``: its suppressed
+    positions, None when the search gives up, "infeasible" when the rules cannot be met."""
+    try:
+        z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
+    except InfeasibleRulesError:
+        return "infeasible"
+    return None if z is None else np.flatnonzero(z).tolist()
 
 
 def test_scalar_sums_are_numpys_sums():

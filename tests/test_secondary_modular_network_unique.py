@@ -8,14 +8,11 @@ import itertools
 import numpy as np
 import pytest
 
-from test_secondary_modular_network import _row_search, _subtable
+from test_secondary_modular_network import _row_search, _subtable, sub_table_pattern
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.base import cost_vector
-from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network_cuts import REL_TOL, SearchLimits
-from tabprotect.secondary.modular.network_search import network_pattern
 from tabprotect.secondary.modular.network_unique import unique_optimum
-from tabprotect.errors import InfeasibleRulesError
 
 
 def _brute(K, d, c):
@@ -97,12 +94,6 @@ def test_sub_table_patterns_keep_with_the_certificate(seed, shape, singleton, sp
     t = _subtable(shape, seed, published=0.2, spl=spl)
     c = cost_vector(t, "value")
     req = Requirements.from_table(t, singleton=singleton)
-    got = []
-    for certify in (None, 0):
-        limits = SearchLimits(compiled=False, certify_after=certify)
-        try:
-            z = network_pattern(t, req, c, candidate_cells(t), limits=limits)
-        except InfeasibleRulesError:
-            z = "infeasible"
-        got.append(z if isinstance(z, str) or z is None else np.flatnonzero(z).tolist())
+    got = [sub_table_pattern(t, req, c, SearchLimits(compiled=False, certify_after=certify))
+           for certify in (None, 0)]
     assert got[0] == got[1]
