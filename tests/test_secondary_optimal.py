@@ -1071,7 +1071,6 @@ def test_simplex_race_takes_the_same_route_every_run():
     assert first == second
 
 
-
 @pytest.mark.parametrize("cost_name", ["unity", "value"])
 def test_plain_attacker_oracle_reaches_the_brute_force_optimum(cost_name):
     # dual_oracle=False: the attacker LPs with HiGHS' own simplex choice (the plain
@@ -1085,6 +1084,7 @@ def test_plain_attacker_oracle_reaches_the_brute_force_optimum(cost_name):
     assert audit(table.replace(status=out.status), singleton=True).passed
     assert secondary_cost(out.status, cost) == pytest.approx(brute_force(table, cost),
                                                              rel=1e-6)
+
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_small_attacker_lps_leave_the_race_out(seed):
