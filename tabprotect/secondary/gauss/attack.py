@@ -227,8 +227,8 @@ class AttackStep(WidthStep):
     def _label(self, mask: np.ndarray) -> np.ndarray:
         """Per cell its component among the ``mask`` cells linked by relations (-1 off
         the mask)."""
-        # scipy's graph module loads scipy.linalg: only a run of the step pays for it
-        from scipy.sparse.csgraph import connected_components
+        # scipy's graph module would load scipy.linalg: the plain numpy one, same labels
+        from tabprotect.model.relations import connected_components
         n_rel, n = self.incidence.shape
         inc = self.incidence[:, np.flatnonzero(mask)].tocoo()
         cols = np.flatnonzero(mask)[inc.col]
