@@ -165,8 +165,9 @@ def connected_components(graph: sp.spmatrix, directed: bool = True) -> tuple[int
     order of each component's smallest node -- scipy's
     ``scipy.sparse.csgraph.connected_components(graph, directed, connection="weak")``,
     whose labels are the same.  Plain numpy (:func:`component_roots`): scipy's graph
-    module imports scipy.sparse.linalg and scipy.linalg, some 0.1 s of CPU that a run
-    otherwise never spends.  ``directed`` is scipy's; weak components do not depend on it.
+    module imports scipy.sparse.linalg and scipy.linalg (some 0.1 s of CPU), which a run
+    without compiled kernels otherwise never loads.  ``directed`` is scipy's; weak
+    components do not depend on it.
 
     Examples
     --------
