@@ -643,3 +643,61 @@ def test_withheld_figures_narrow_and_released_ones_do_not_on_small_tables(seed):
     result = protect(t, method="optimal", time_limit=20)
     assert result.passed
     _check(t, result.table.status, integer=integer)
+
+
+def _released_keep_every_interval(t, st, out) -> list[str]:
+    """The released figures of ``out`` narrow no primary's integer interval (the
+    independent MILPs); returns their names."""
+    figures = standard_figures(t, st)
+    forms = _forms(t, st, figures)
+    released = [k for k in figures if k in out]
+    base = _intervals(t, st, [], True)
+    assert _intervals(t, st, [forms[k] for k in released], True) == base
+    return released
+
+
+def test_a_check_foreseen_late_withholds_its_figures_at_once():
+    # a forecast that every integer check runs late (after its first timed search):
+    # the figures that need one are withheld for time long before the time limit, and
+    # what is released still narrows nothing by the independent MILPs
+    import time
+
+    from tabprotect.public_summary import Forecast
+    t, st = _random_3d_count_table(15)
+    start = time.monotonic()
+    out = public_summary(t, st, time_limit=600.0,
+                         forecast=Forecast(searches=1, witness_share=1e12))
+    assert time.monotonic() - start < 60.0
+    late = [k for k, why in out["withheld"].items() if why == REASONS["time"]]
+    assert late
+    released = _released_keep_every_interval(t, st, out)
+    exact = public_summary(t, st, time_limit=None)
+    assert any(k in exact for k in late)       # one the check without a limit releases
+    assert set(released) <= set(exact) - {"withheld"}
+
+
+@pytest.mark.parametrize("seed", [1, 15])
+def test_a_check_that_finishes_releases_as_without_a_time_limit(seed):
+    # the default forecast on checks that finish well within the limit: the same figures
+    # as without a limit, the released ones narrowing nothing by the independent MILPs
+    t, st = _random_3d_count_table(seed)
+    out = public_summary(t, st, time_limit=600.0)
+    assert out == public_summary(t, st, time_limit=None)
+    assert REASONS["time"] not in out["withheld"].values()
+    assert _released_keep_every_interval(t, st, out)
+
+
+def test_forecast_waits_for_its_searches_and_weighs_the_ends_left():
+    import time
+
+    from tabprotect.public_summary.systems import Forecast, SearchClock
+    clock = SearchClock()
+    f = Forecast(searches=2)
+    soon = time.monotonic() + 1.0
+    clock.add(10.0)
+    assert not f.late(clock, soon, 100, 100)          # one search timed: no forecast
+    assert not f.late(clock, None, 100, 100)          # no deadline
+    clock.add(10.0)
+    assert f.late(clock, soon, 100, 100)              # 10 s a search, 1 s left
+    assert not f.late(clock, time.monotonic() + 3600, 100, 100)
+    assert not f.late(clock, soon, 0, 0)              # nothing left to do

@@ -43,6 +43,7 @@ from tabprotect.errors import InputError
 from tabprotect.model.status import check_status, is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.checker import Checker
+from tabprotect.public_summary.systems import Forecast
 
 #: figures computed when none are given; each is a sum of absolute cell values
 STANDARD_FIGURES = ("value_suppressed", "value_secondary", "value_primary",
@@ -72,7 +73,8 @@ def standard_figures(table: Table, status=None) -> dict[str, float]:
 
 def public_summary(table: Table, status=None, figures: Mapping[str, float] | None = None, *,
                    forms: Mapping[str, np.ndarray] | None = None, integer: bool | None = None,
-                   time_limit: float | None = 60.0, tol: float = 1e-6, joint: int = 3) -> dict:
+                   time_limit: float | None = 60.0, tol: float = 1e-6, joint: int = 3,
+                   forecast: Forecast = Forecast()) -> dict:
     """Counts of the pattern and the figures that disclose nothing more than the table.
 
     Parameters
@@ -91,6 +93,8 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
         other components beside it, then in the whole system (each a certificate: the
         other components stay at the true table); changes only the time, never the
         figures released
+    forecast : integer tables: when a check is foreseen not to finish within
+        ``time_limit`` (its figure then withheld for time at once)
 
     Returns
     -------
@@ -110,7 +114,7 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
     if integer is None:
         integer = table.kind == "frequency"
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    checker = Checker(table, status, bool(integer), tol, deadline, joint)
+    checker = Checker(table, status, bool(integer), tol, deadline, joint, forecast)
     withheld: dict[str, str] = {}
     for name, value in figures.items():
         form = _form(name, float(value), table, status, forms.get(name))

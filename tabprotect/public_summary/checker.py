@@ -24,7 +24,8 @@ from tabprotect.model.table import Table
 from tabprotect.public_summary.base import IntegerEnds, WarmSystems
 from tabprotect.public_summary.moves import ComponentMoves
 from tabprotect.public_summary.shifted import shifted
-from tabprotect.public_summary.systems import (Bounds, Pace, Points, VertexOdds,
+from tabprotect.public_summary.systems import (Bounds, Forecast, Pace, Points,
+                                                SearchClock, VertexOdds,
                                                 independent_cells, integral,
                                                 integral_point_at, integral_vertex,
                                                 lagrange_bound)
@@ -38,8 +39,11 @@ class Checker:
     and the figures released so far as extra rows."""
 
     def __init__(self, table: Table, status, integer: bool, tol: float, deadline,
-                 joint: int = 3):
+                 joint: int = 3, forecast: Forecast = Forecast()):
         self.tol, self.deadline, self.integer = tol, deadline, integer
+        # integer tables: the searches of the ends without the figures, timed for the
+        # forecast of whether a check can finish (kept from one figure to the next)
+        self.forecast, self.clock = forecast, SearchClock()
         sup = is_suppressed(status)
         self.cells = np.flatnonzero(sup)
         self.value = table.value.astype(float)
@@ -238,19 +242,33 @@ class Checker:
                 pending = chosen[np.isnan(known[chosen])]
                 if len(pending) == 0:
                     break
-                if pace.hopeless(len(pending)):
+                if pace.hopeless(len(pending)) or self._foreseen_late(targets, open_):
                     return False
                 _, first = np.unique(self.comp[pending], return_index=True)
                 if not self._base_round(pending[first], pending, sense, known):
                     return False
         return True
 
+    def _foreseen_late(self, targets: np.ndarray, open_) -> bool:
+        """Integer tables: the targets' ends still open without the figures, and then
+        every end's witness with them, cannot be done before the deadline at the mean
+        search so far (:class:`~tabprotect.public_summary.systems.Forecast`)."""
+        if not self.integer:
+            return False
+        n_open = 0
+        for sense, known in (("min", self.base_lo), ("max", self.base_hi)):
+            chosen = targets if open_ is None else targets[open_[sense]]
+            n_open += int(np.isnan(known[chosen]).sum())
+        return self.forecast.late(self.clock, self.deadline, n_open, 2 * len(targets))
+
     def _integer_end(self, j: int, pending: np.ndarray, sense: str,
                      known: np.ndarray) -> bool:
         """Integer tables: the ``sense`` end of target ``j`` by the audit's warm solves
         of its component (:class:`~tabprotect.public_summary.base.IntegerEnds`), its
         table a witness for the other pending targets; False when out of time."""
+        start = time.monotonic()
         val, x = self.integer_ends().end(int(self.cells[j]), sense)
+        self.clock.add(time.monotonic() - start)
         if val is None:
             return False
         known[j] = val

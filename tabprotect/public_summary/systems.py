@@ -12,7 +12,8 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram, solve
 
 __all__ = ["integral", "integral_vertex", "integral_point_at", "lagrange_bound",
-           "independent_cells", "VertexOdds", "Pace", "Points", "Bounds"]
+           "independent_cells", "VertexOdds", "Pace", "Forecast", "SearchClock", "Points",
+           "Bounds"]
 
 
 def integral(x: np.ndarray) -> bool:
@@ -142,6 +143,44 @@ class Pace:
             then, before = self.seen[-2]
         done = before - open_ends
         return done <= 0 or now + (now - then) / done * open_ends > self.deadline
+
+
+@dataclasses.dataclass(frozen=True)
+class Forecast:
+    """How an integer table's check foresees, from the cost of its first searches of the
+    primaries' integer ends, that it cannot finish before the deadline (its figure is
+    then withheld for time at once, as it would be at the deadline).  The foreseen
+    seconds are the mean search's seconds times ``base_share`` searches per end still
+    open without the figures and ``witness_share`` per end of the check with them: both
+    shares lie below what the checks of the everyday 3-D count tables spend, so a check
+    foreseen late is later still."""
+
+    #: searches timed before any forecast: the first few are the dearest of a component
+    searches: int = 10
+    #: searches per open end without the figures (LP rounds and witnesses find the rest)
+    base_share: float = 0.25
+    #: searches' worth of work per end to make its end point a witness with the figures
+    witness_share: float = 0.1
+
+    def late(self, clock: "SearchClock", deadline, open_ends: int, ends: int) -> bool:
+        """Whether ``open_ends`` ends without the figures and then ``ends`` witnesses
+        with them cannot be done by ``deadline`` at ``clock``'s mean search."""
+        if deadline is None or clock.count < self.searches:
+            return False
+        need = clock.seconds / clock.count * (self.base_share * open_ends
+                                              + self.witness_share * ends)
+        return time.monotonic() + need > deadline
+
+
+class SearchClock:
+    """The number of searches of the primaries' integer ends and their wall seconds."""
+
+    def __init__(self):
+        self.count, self.seconds = 0, 0.0
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.seconds += seconds
 
 
 class Points:
