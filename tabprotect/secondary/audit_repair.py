@@ -160,7 +160,8 @@ class AuditRepair:
         added, within ``witness_search.share`` of what the repair may spend: the moves go
         to the next audit, which checks each.  Product tables; with the
         single-contributor attack, moves that leave each attacker's cells alone
-        (:mod:`~tabprotect.secondary.attack_witnesses`), without coalitions.  Returns
+        (:mod:`~tabprotect.secondary.attack_witnesses`; the moves found so far serve
+        first, e.g. gauss's attack step's), without coalitions.  Returns
         the primaries the moves reach by the search's own count (what the audit is
         expected to certify)."""
         ws = self.settings.witness_search
@@ -173,7 +174,8 @@ class AuditRepair:
         from tabprotect.secondary.witness_search import integral_witnesses
         if self.singleton:
             # against each attacker some move that leaves its cells alone
-            out = attack_witnesses(self.protected_table, open_, deadline, settings=ws)
+            out = attack_witnesses(self.protected_table, open_, deadline, settings=ws,
+                                   known=self.moves.matrix())
         else:
             out = integral_witnesses(self.protected_table, open_, deadline, settings=ws)
         self.moves.append(out.moves)
