@@ -33,8 +33,9 @@ class _Witness:
 
     __slots__ = ("cols", "y", "absy", "seen", "_src", "_room", "_at", "_mins")
 
-    def __init__(self, cols: np.ndarray, y: np.ndarray):
-        self.cols, self.y, self.absy = cols, y, np.abs(y)
+    def __init__(self, cols: np.ndarray, y: np.ndarray, absy: np.ndarray | None = None):
+        self.cols, self.y = cols, y
+        self.absy = np.abs(y) if absy is None else absy
         self.seen: dict[int, float] | None = None
         self._src = self._room = None
         self._at = self._mins = None
@@ -99,15 +100,18 @@ class WitnessStore:
         it moves, in the direction it moves it."""
         if self.keep <= 0:
             return
-        nz = np.abs(y) > ZERO * max(1.0, float(np.abs(y).max(initial=0.0)))
-        entry = _Witness(cols[nz], y[nz])
+        absy = np.abs(y)
+        nz = absy > ZERO * max(1.0, float(absy.max(initial=0.0)))
+        entry = _Witness(cols[nz], y[nz], absy[nz])
         self._keep_in(self._by, (p, sign), entry)
         if self.slot is not None:
             others = self.slot[entry.cols]
-            hit = (others >= 0) & (others != p)
-            signs = np.where(entry.y[hit] > 0, 1.0, -1.0)
+            hit = np.flatnonzero((others >= 0) & (others != p))
+            if not len(hit):
+                return
+            signs = [1.0 if v > 0 else -1.0 for v in entry.y[hit].tolist()]
             shared = self._shared
-            for key in zip(others[hit].tolist(), signs.tolist()):   # _keep_in, inline
+            for key in zip(others[hit].tolist(), signs):   # _keep_in, inline
                 kept = shared.get(key)
                 if kept is None:
                     kept = shared[key] = deque(maxlen=self.keep)
