@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from tabprotect.model.relations import connected_components
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
 from tabprotect.secondary.gauss.widths import WidthStep, seconds_left
@@ -227,8 +228,6 @@ class AttackStep(WidthStep):
     def _label(self, mask: np.ndarray) -> np.ndarray:
         """Per cell its component among the ``mask`` cells linked by relations (-1 off
         the mask)."""
-        # scipy's graph module loads scipy.linalg: only a run of the step pays for it
-        from scipy.sparse.csgraph import connected_components
         n_rel, n = self.incidence.shape
         inc = self.incidence[:, np.flatnonzero(mask)].tocoo()
         cols = np.flatnonzero(mask)[inc.col]
