@@ -97,3 +97,18 @@ def test_sub_table_patterns_keep_with_the_certificate(seed, shape, singleton, sp
     got = [sub_table_pattern(t, req, c, SearchLimits(compiled=False, certify_after=certify))
            for certify in (None, 0)]
     assert got[0] == got[1]
+
+
+def test_a_search_over_many_rows_is_certified_sooner():
+    """A node over 1,152 cut rows counts as 2.152 of a search over few rows: with three
+    nodes per candidate the certificate settles the search after 37 nodes, where the
+    plain search (the reference) takes 66 and a count by nodes alone would let it run
+    to its end; the answer is the plain search's."""
+    plain = _row_search((6, 6), 42, SearchLimits(compiled=False, certify_after=None))
+    want = plain.run()
+    assert len(plain.d) == 1152 and len(plain.c) == 26 and 3 * 26 > plain.nodes > 40
+    certified = _row_search((6, 6), 42, SearchLimits(compiled=False, certify_after=3))
+    got = certified.run()
+    assert got.tolist() == want.tolist()
+    assert certified.best_cost == pytest.approx(plain.best_cost, rel=1e-12)
+    assert certified.nodes <= 38        # the certificate ended the search
