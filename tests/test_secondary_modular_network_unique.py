@@ -55,6 +55,35 @@ def test_certified_pattern_is_the_unique_brute_force_optimum():
     assert seen["unique"] >= 10 and seen["tie"] >= 3
 
 
+def test_certified_from_a_known_pattern_is_the_brute_force_optimum():
+    """The search's pattern handed to the certificate: the unique optimum is returned
+    whichever feasible pattern it starts from (the optimum itself: the second MILP
+    alone; a dearer one: the cheaper pattern that MILP finds, or both MILPs), and no
+    pattern when several cost least."""
+    rng = np.random.default_rng(11)
+    seen = {"optimum": 0, "dearer": 0, "tie": 0}
+    for _ in range(60):
+        n, m = int(rng.integers(3, 10)), int(rng.integers(1, 8))
+        d = rng.choice([1.0, 3.0, 10.0, 250.0], size=m)
+        K = np.where(rng.random((m, n)) < 0.5, 0.0,
+                     rng.choice([1.0, 2.0, 5.0, 300.0], size=(m, n)))
+        K = np.minimum(K, d[:, None])
+        c = rng.integers(1, 4, size=n).astype(float)
+        feasible = sorted(_brute(K, d, c), key=lambda f: f[0])
+        if not feasible:
+            continue
+        unique = len(feasible) == 1 or feasible[1][0] > feasible[0][0]
+        for start in (feasible[0], feasible[-1]):
+            x = unique_optimum(K, d, REL_TOL * np.maximum(1.0, d), c, known=start[1].copy())
+            if unique:
+                assert x is not None and x.tolist() == feasible[0][1].tolist()
+                seen["optimum" if start[0] == feasible[0][0] else "dearer"] += 1
+            else:
+                assert x is None
+                seen["tie"] += 1
+    assert seen["optimum"] >= 10 and seen["dearer"] >= 10 and seen["tie"] >= 3
+
+
 def test_a_tie_is_not_certified():
     """Two patterns of equal cost: no certificate (the search picks by its order)."""
     K = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
