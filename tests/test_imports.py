@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 PACKAGES = ("tabprotect", "solvers")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -206,3 +208,40 @@ def test_a_modular_cli_job_imports_no_other_method(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(job), str(tmp_path / "out")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_cold_count_job_with_the_attack_step_loads_no_optional_scipy_module(tmp_path):
+    # gauss's attack step (a 3-D count table, single contributors as intruders) labels
+    # the pattern's components in plain numpy: the CLI job loads neither scipy's graph
+    # module nor scipy.linalg (some 0.1 s of a cold run), nor pandas, numba or the
+    # optional packages
+    from helpers import flat_count_table
+    from tabprotect.secondary.base import cost_vector
+    from tabprotect.secondary.gauss import gauss
+    t = flat_count_table((3, 3, 3), 12, 1.5)
+    assert gauss(t, cost_vector(t, "freq"), singleton=True).details["attack_lps"] > 0
+    cells = t.to_frame(("freq", "upl", "spl"))
+    cells["status"] = np.where(t.status == "U", "U", "")
+    cells.to_csv(tmp_path / "cells.csv", index=False)
+    hierarchies = "".join(f'[hierarchies.{d}]\nflat = true\ntotal = "T"\n' for d in "abc")
+    job = tmp_path / "job.toml"
+    job.write_text(f'[input]\ncells = "{tmp_path / "cells.csv"}"\n'
+                   'dimensions = ["a", "b", "c"]\nvalue = "freq"\nfreq = "freq"\n'
+                   'status = "status"\nupl = "upl"\nspl = "spl"\nkind = "frequency"\n'
+                   f'{hierarchies}[protect]\nmethod = "gauss"\ncost = "freq"\n'
+                   'singleton = true\n')
+    code = (
+        "import sys\n"
+        "import tabprotect.cli as cli\n"
+        "assert cli.main(['protect', sys.argv[1], '-o', sys.argv[2], '--quiet']) == 0\n"
+        "heavy = ('scipy.sparse.csgraph', 'scipy.sparse.linalg', 'scipy.linalg',\n"
+        "         'scipy.optimize', 'scipy.stats', 'pandas', 'numba', 'matplotlib',\n"
+        "         'pulp', 'dask')\n"
+        "print([m for m in heavy if m in sys.modules])\n")
+    env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", code, str(job), str(tmp_path / "out")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "[]"
+    assert (tmp_path / "out" / "published.csv").exists()

@@ -342,3 +342,23 @@ def test_linked_components_match_search(seed, share):
     assert sorted(c.tolist() for c in got) == _components_by_search(A, mask)
     assert sorted(np.concatenate(got).tolist()) == np.flatnonzero(mask).tolist() \
         if got else not mask.any()
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("seed", range(8))
+def test_connected_components_label_as_scipys_graph_module(seed, directed):
+    # the plain numpy components (gauss's attack step labels with them) against scipy's
+    # csgraph: the same count and the same label of every node, self-loops, isolated
+    # nodes and one-way edges included
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components as scipys
+    from tabprotect.model.relations import connected_components
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    m = int(rng.integers(0, 2 * n))
+    graph = sp.csr_matrix((np.ones(m), (rng.integers(0, n, m), rng.integers(0, n, m))),
+                          shape=(n, n))
+    count, labels = connected_components(graph, directed=directed)
+    want_count, want = scipys(graph, directed=directed, connection="weak")
+    assert count == want_count
+    assert labels.tolist() == want.tolist()

@@ -159,6 +159,32 @@ def component_roots(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
             parent = grand
 
 
+def connected_components(graph: sp.spmatrix, directed: bool = True) -> tuple[int, np.ndarray]:
+    """The weakly connected components of ``graph`` (a square sparse matrix; every stored
+    entry is an edge): their number and each node's label, numbered 0, 1, ... in the
+    order of each component's smallest node -- scipy's
+    ``scipy.sparse.csgraph.connected_components(graph, directed, connection="weak")``,
+    whose labels are the same.  Plain numpy (:func:`component_roots`): scipy's graph
+    module imports scipy.sparse.linalg and scipy.linalg (some 0.1 s of CPU), which a run
+    without compiled kernels otherwise never loads.  ``directed`` is scipy's; weak
+    components do not depend on it.
+
+    Examples
+    --------
+    >>> g = sp.csr_matrix(([1.0, 1.0], ([0, 3], [2, 1])), shape=(5, 5))
+    >>> n, labels = connected_components(g, directed=False)
+    >>> n, labels.tolist()
+    (3, [0, 1, 0, 1, 2])
+    """
+    coo = sp.coo_matrix(graph)
+    n = coo.shape[0]
+    if coo.shape != (n, n):
+        raise ValueError(f"a graph's matrix is square, not {coo.shape}")
+    roots = component_roots(coo.row, coo.col, n)
+    found, labels = np.unique(roots, return_inverse=True)
+    return len(found), labels.astype(np.int32).ravel()
+
+
 def masked_entries(A: sp.csr_matrix, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The positions in ``A``'s CSR arrays of its entries in the columns of ``mask``, and
     their rows: read off the arrays, since a column slice of a CSR matrix costs scipy's
