@@ -134,6 +134,21 @@ def test_infinite_value_and_overflowing_total(tmp_path, capsys):
     assert code == 2 and "overflows" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("column", ["upl", "lpl", "spl", "cost"])
+def test_negative_protection_level_or_cost_is_one_line(tmp_path, capsys, column):
+    """A protection level or cost is a size: a negative one (a sign error, a wrong column)
+    is bad input, not a primary cell the audit protects trivially."""
+    cells = CELLS.replace("status\n", f"status,{column}\n", 1).replace(
+        "N1,a,5,4,U", "N1,a,5,4,U,-2")
+    cells = "\n".join(line if line.count(",") == 5 else line + ",0"
+                      for line in cells.strip().splitlines()) + "\n"
+    job = JOB.replace('status = "status"', f'status = "status"\n{column} = "{column}"')
+    code, err = run_cli(["audit", str(write(tmp_path, job, cells))], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"row 2: {column} column '{column}' of cell (region=N1, size=a) is negative" in err
+    assert "-2" not in err
+
+
 def test_parquet_without_pyarrow_names_the_extra(tmp_path):
     job = write(tmp_path, JOB.replace('cells = "cells.csv"', 'cells = "cells.parquet"'))
     (tmp_path / "cells.parquet").write_bytes(b"PAR1")

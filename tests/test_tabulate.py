@@ -329,6 +329,19 @@ def test_bad_values_rejected(tmp_path):
         tabulate(tmp_path / "nope.csv", {"g": h}, "x")
 
 
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_sum_beyond_the_largest_float_is_rejected(engine):
+    """Finite contributions whose cell sum overflows: an error naming the cell, not a table
+    with an infinite total; the contributions themselves are not quoted."""
+    h = Hierarchy.flat(["a", "b"], total="T")
+    df = pd.DataFrame({"g": ["a", "b", "b"], "x": [1.5e308, 1.25e308, 1.0]})
+    with pytest.raises(InputError, match=r"the value of cell \(g=T\) overflows") as err:
+        tabulate(df, {"g": h}, "x", engine=engine)
+    assert "e+308" not in str(err.value) and "e308" not in str(err.value)
+    ok = tabulate(df.assign(x=[1e307, 1e307, 1.0]), {"g": h}, "x", engine=engine)
+    assert np.isfinite(ok.value).all()
+
+
 def test_correspondence_table_with_repeated_codes():
     corr = pd.DataFrame({"A10": ["AZ", "AZ", "AZ", "BE"], "A21": ["A", "A", "X", "B"],
                          "A88": ["01", "02", "X", "06"]})

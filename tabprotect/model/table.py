@@ -240,7 +240,9 @@ class Table:
         for key, col, fill in (("cost", cost, 1.0), ("lb", lb, 0.0), ("ub", ub, np.inf),
                                ("upl", upl, 0.0), ("lpl", lpl, 0.0), ("spl", spl, 0.0)):
             if col is not None:
-                kw[key] = scatter(column(col, key, allow_nan=(key == "ub")), fill)
+                # protection levels and costs are sizes: a negative one is a wrong column
+                kw[key] = scatter(column(col, key, allow_nan=(key == "ub"),
+                                         allow_negative=key in ("lb", "ub")), fill)
                 if key == "ub":
                     kw[key] = np.where(np.isnan(kw[key]), np.inf, kw[key])
         if top_cols:
