@@ -186,6 +186,18 @@ def test_bad_uploads(store):
                                         files[2]])
         assert r.status_code == 422 and "column 'region'" in r.json()["detail"]
         assert "S9" not in r.json()["detail"]      # a data field is named, not quoted
+        # a negative protection level: named, not quoted, and no job runs on it
+        bad = (DEMO / "cells.csv").read_bytes().replace(b"N1,B,310,2,U,46.5", b"N1,B,310,2,U,-46.5")
+        r = client.post("/jobs", files=[files[0], ("files", ("cells.csv", bad, "text/csv")),
+                                        files[2]])
+        assert r.status_code == 422 and "upl column 'upl'" in r.json()["detail"]
+        assert "46.5" not in r.json()["detail"]
+        # a time limit beyond the service's maximum: refused, and the message states the
+        # range it checks (0 itself is outside it)
+        spec = (DEMO / "job.toml").read_bytes() + b"\n[protect]\nmethod = \"gauss\"\ntime_limit = 1e6\n"
+        r = client.post("/jobs", files=[("spec", ("job.toml", spec, "application/toml"))]
+                        + files[1:])
+        assert r.status_code == 422 and "above 0 and at most" in r.json()["detail"]
         # not a file name we accept
         r = client.post("/jobs", files=files + [("files", ("../evil.sh", b"x", "text/plain"))])
         assert r.status_code == 422

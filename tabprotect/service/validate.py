@@ -141,7 +141,7 @@ def _check_time_limits(obj, where: tuple[str, ...], limit: float) -> None:
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= limit
                 if not ok:
                     raise HTTPException(422, f"spec: {_key_name(here)} must be a number of "
-                                             f"seconds from 0 to {limit:g} (the service's "
+                                             f"seconds above 0 and at most {limit:g} (the service's "
                                              f"maximum)")
             else:
                 _check_time_limits(v, here, limit)
