@@ -112,6 +112,30 @@ def test_non_utf8_job_file(tmp_path, capsys):
                                       f"{len(JOB.encode()) + 17})")
 
 
+@pytest.mark.parametrize("kind", ["hrc", "jj", "service config", "tokens file"])
+def test_non_utf8_input_file_is_one_line(tmp_path, capsys, kind):
+    """A Latin-1 hierarchy, JJ file or service setting: one line naming the file, exit 2."""
+    latin1 = "Z\xfcrich".encode("latin-1")
+    if kind == "hrc":
+        job = write(tmp_path, JOB.replace('pairs = "region.csv"', 'hrc = "region.hrc"'))
+        (tmp_path / "region.hrc").write_bytes(b"N\n@N1\n@N2\nS\n@" + latin1 + b"\n")
+        args, name = ["audit", str(job)], "region.hrc"
+    elif kind == "jj":
+        (tmp_path / "job.toml").write_text('[input]\njj = "t.jj"\n')
+        (tmp_path / "t.jj").write_bytes(b"0\n1\n0 5 1 s 0 9 0 0 0\n0\n# " + latin1 + b"\n")
+        args, name = ["audit", str(tmp_path / "job.toml")], "t.jj"
+    elif kind == "service config":
+        (tmp_path / "service.toml").write_bytes(b"[service]\nport = 9000  # " + latin1 + b"\n")
+        args, name = ["serve", "--config", str(tmp_path / "service.toml")], "service.toml"
+    else:
+        (tmp_path / "tokens.txt").write_bytes(b"token-" + latin1 + b"-0123456789\n")
+        (tmp_path / "service.toml").write_text('[service]\ntokens_file = "tokens.txt"\n')
+        args, name = ["serve", "--config", str(tmp_path / "service.toml")], "tokens.txt"
+    code, err = run_cli(args, capsys)
+    assert code == 2 and err.endswith(f"{name}: not UTF-8 text"), err
+    assert len(err.splitlines()) == 1 and "rich" not in err
+
+
 def test_status_words_are_mapped_and_others_are_errors(tmp_path, capsys):
     # 'primary' is U (suppressed), never P: the audit then judges it as a primary
     cells = CELLS.replace("N1,a,5,4,U", "N1,a,5,4,primary").replace("S,a,4,4,", "S,a,4,4,Safe")

@@ -57,7 +57,13 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
-    lines = [ln.strip() for ln in path.read_text().splitlines()]
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path.name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path.name or path}: cannot read ({exc.strerror})") from None
+    lines = [ln.strip() for ln in text.splitlines()]
     lines = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
     if len(lines) < 2:
         raise InputError(f"{path.name}: empty or truncated JJ file")
