@@ -18,12 +18,13 @@ from pathlib import Path
 from fastapi import HTTPException, UploadFile
 
 from tabprotect.errors import InputError
+from tabprotect.io.schema import SECTIONS
 from tabprotect.service.worker import strip_paths
 
 DATA_SUFFIXES = {".csv", ".parquet", ".pq"}
-FILE_SUFFIXES = DATA_SUFFIXES | {".hrc", ".txt", ".toml", ".json"}
-#: keys whose value is a file of the job (whatever its suffix)
-PATH_KEYS = {"cells", "pairs", "hrc", "file", "manual"}
+FILE_SUFFIXES = DATA_SUFFIXES | {".hrc", ".jj", ".txt", ".toml", ".json"}
+#: keys whose value is a file of the job (whatever its suffix): the schema's path keys
+PATH_KEYS = frozenset(k.name for s in SECTIONS.values() for k in s.keys if k.path)
 #: sections whose ``time_limit`` the service fills in when the spec gives none
 TIMED_SECTIONS = ("protect", "round")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
