@@ -72,6 +72,11 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
         n = int(lines[pos][1].split()[0])
     except (ValueError, IndexError):
         raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of cells") from None
+    # checked before any array of n cells is made: a huge count is not memory to take
+    if n < 0:
+        raise InputError(f"{path.name} line {lines[pos][0]}: the number of cells is negative")
+    if n > len(lines) - pos - 1:
+        raise InputError(f"{path.name}: file ends after {len(lines) - pos - 1} of {n} cells")
     pos += 1
     value = np.zeros(n)
     freq = np.full(n, np.nan)
