@@ -88,6 +88,16 @@ def test_hierarchy_columns_with_an_empty_code(tmp_path, capsys):
     assert "region.csv line 4: empty code in column 'grp'" in err, err
 
 
+def test_output_folder_that_is_a_file_is_one_line(tmp_path, capsys):
+    job = write_job(tmp_path)
+    (tmp_path / "taken").write_text("not a folder\n")
+    rc = main(["audit", str(job), "-o", str(tmp_path / "taken"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert "taken: cannot write the output folder there" in err
+    assert (tmp_path / "taken").read_text() == "not a folder\n"
+
+
 def test_table_too_large_for_memory_is_one_line(tmp_path, capsys):
     """Three dimensions of 60,000 codes: a product of 2*10^14 cells, more than a process can
     address, is one line naming the allocation, exit 2, not a MemoryError traceback."""
