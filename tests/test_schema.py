@@ -64,6 +64,8 @@ BAD_JOBS = {
                             r"\[protect\] time_limit: must be a finite number"),
     "negative time_limit": (JOB + "\n[audit]\ntime_limit = -1\n",
                             r"\[audit\] time_limit: must be > 0"),
+    "negative random seed": (JOB + '\n[round]\nbase = 5\nmethod = "random"\nseed = -5\n',
+                             r"\[round\] seed: must be >= 0"),
     "misspelt protect key": (JOB + "\n[protect]\ntime_limt = 5\n",
                              r"\[protect\]: unknown key 'time_limt'"),
     "unknown protect key": (JOB + "\n[protect]\nfoo = 1\n", r"\[protect\]: unknown key 'foo'"),

@@ -142,8 +142,8 @@ def _check_time_limits(obj, where: tuple[str, ...], limit: float) -> None:
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= limit
                 if not ok:
                     raise HTTPException(422, f"spec: {_key_name(here)} must be a number of "
-                                             f"seconds above 0 and at most {limit:g} (the service's "
-                                             f"maximum)")
+                                             f"seconds above 0 and at most {limit:g} (the "
+                                             f"service's maximum)")
             else:
                 _check_time_limits(v, here, limit)
     elif isinstance(obj, list):
