@@ -592,3 +592,54 @@ def test_vertex_odds_stop_looking_once_most_looks_fail():
     assert odds.worth()                  # two of four found one
     odds.record(False)
     assert not odds.worth()              # two of five: the MILP at once from here on
+
+
+def _past_deadline(checker) -> None:
+    """No time left for any solve of ``checker`` (its checks then end as "time")."""
+    import time
+    past = time.monotonic() - 1.0
+    checker.deadline = checker.base.deadline = checker.ext.deadline = past
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_a_figure_that_discloses_a_withheld_one_is_withheld_without_a_check(integer):
+    # the four suppressed cells add up to the published total: value_secondary is the
+    # total less the primary (it narrows), and value_primary tells the same; it is
+    # withheld as narrowing with no time left for a check, while a figure that does
+    # not disclose the withheld one runs out of time
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    t = _grid([3, 2, 3, 2], 2, 2, kind_freq=integer)
+    st = t.status.copy()
+    st[[4, 5, 7, 8]] = ["U", "M", "M", "M"]
+    t = _with_primaries(t, [4]).replace(status=st)
+    figures = standard_figures(t, st)
+    checker = Checker(t, st, integer, 1e-6, None)
+    form = {k: _form(k, v, t, st, None) for k, v in figures.items()}
+    assert checker.try_release(*form["value_suppressed"]) is None
+    assert checker.try_release(*form["value_secondary"]) == "narrows"
+    _past_deadline(checker)
+    assert checker.try_release(*form["value_primary"]) == "narrows"
+    one_cell = np.zeros(t.n_cells)
+    one_cell[5] = 1.0
+    assert checker.try_release(one_cell, float(t.value[5])) == "time"
+    # the independent intervals: value_primary alone narrows the primary
+    base = _intervals(t, st, [], integer)
+    more = _intervals(t, st, [_forms(t, st, figures)["value_primary"]], integer)
+    assert more[4] != pytest.approx(base[4])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_withheld_figures_narrow_and_released_ones_do_not_on_small_tables(seed):
+    # small 2-D tables, count (integer intervals) and magnitude, protected by the
+    # optimal method: every released figure narrows no primary and every withheld one
+    # narrows one, by the independent LPs and MILPs (_check)
+    rng = np.random.default_rng(100 + seed)
+    integer = seed % 2 == 1
+    rows, cols = 3, 4
+    t = _grid(rng.integers(1, 12, rows * cols), rows, cols, kind_freq=integer)
+    inner = [i for i in range(t.n_cells) if i // (cols + 1) > 0 and i % (cols + 1) > 0]
+    t = _with_primaries(t, rng.choice(inner, size=1 + seed % 3, replace=False))
+    result = protect(t, method="optimal", time_limit=20)
+    assert result.passed
+    _check(t, result.table.status, integer=integer)

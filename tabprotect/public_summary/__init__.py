@@ -13,7 +13,9 @@ system as one more published equation narrows no primary's feasibility interval
 tried in the order given and each is checked together with the ones already released, so
 two figures that disclose only together are not both released; a figure that the released
 ones determine (its equation a combination of theirs, such as a share of a released sum)
-tells the intruder nothing more and is released without an LP. A figure whose linear
+tells the intruder nothing more and is released without an LP; one from which, with the
+released ones, the intruder computes a figure withheld because it narrows a primary is
+withheld for that reason without an LP (it narrows at least as much). A figure whose linear
 form is not known, whose check does not finish in time, or that is not linear over the
 cells it sums (absolute values of cells that may be negative) is withheld: it stays in the
 confidential report only. Counts of cells, primaries and secondaries are released as they

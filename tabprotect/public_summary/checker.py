@@ -85,6 +85,9 @@ class Checker:
         # the same for released figures the published cells determine (constant over the
         # intruder's system: not a row of the later checks)
         self.determined: list[np.ndarray] = []
+        # per figure withheld because it narrows a primary: its coefficients over the
+        # unpublished cells (a later figure that discloses it narrows as much)
+        self.narrowing: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
         # solutions of the system without the figures, for _spanned (LP tables only)
@@ -123,6 +126,8 @@ class Checker:
             return None          # a function of published cells only
         if self._implied(free):
             return None          # the intruder computes it from the figures released
+        if self._discloses_withheld(free):
+            return "narrows"
         band = abs(truth - rhs) + 1e-12 * scale
         ranges = self._ranges(free, nz)
         if ranges is None:
@@ -145,6 +150,8 @@ class Checker:
             self._keep(ranges, free)
         else:
             self.ext.delete_row(new_row)
+            if reason == "narrows":
+                self.narrowing.append(free)
         return reason
 
     def _keep(self, ranges, free: np.ndarray) -> None:
@@ -155,11 +162,16 @@ class Checker:
         """The row's part over the unpublished cells is a combination of the released
         figures' parts: the intruder who knows those figures (and the published cells)
         computes this one, so it tells nothing more (its value agrees with the table)."""
-        if not self.released and not self.determined:
-            return False
-        R = np.array(self.released + self.determined).T
-        a = np.linalg.lstsq(R, free, rcond=None)[0]
-        return bool(np.abs(R @ a - free).max() <= 1e-9 * np.abs(free).max())
+        return _spans(self.released + self.determined, free)
+
+    def _discloses_withheld(self, free: np.ndarray) -> bool:
+        """With the figures released and this row, the intruder computes a figure
+        withheld because it narrows a primary: every table this row and the released
+        figures allow, that figure's row and the figures released at its check allow
+        too (the released ones only grow), so the primary is narrowed at least as much
+        and this figure is withheld for the same reason, without a check of its own."""
+        known = self.released + self.determined + [free]
+        return any(_spans(known, w) for w in self.narrowing)
 
     def _ranges(self, free: np.ndarray, nz: np.ndarray):
         """Per component, the least and largest value of the row's part over the intruder's
@@ -629,6 +641,15 @@ class Checker:
                     if pending[sense][k] and (reason := keeps(k, sense)) is not None:
                         return reason
         return None
+
+
+def _spans(rows: list[np.ndarray], w: np.ndarray) -> bool:
+    """``w`` is a linear combination of ``rows`` (up to rounding)."""
+    if not rows:
+        return False
+    R = np.array(rows).T
+    a = np.linalg.lstsq(R, w, rcond=None)[0]
+    return bool(np.abs(R @ a - w).max() <= 1e-9 * np.abs(w).max())
 
 
 def _magnitude(ends: np.ndarray) -> np.ndarray:
