@@ -178,6 +178,18 @@ def test_negative_protection_level_or_cost_is_one_line(tmp_path, capsys, column)
     assert "-2" not in err
 
 
+def test_freq_column_named_in_the_job_must_be_in_the_file(tmp_path, capsys):
+    """freq is optional in the file, but a column the job names is not: a misspelt header
+    would otherwise leave every contributor count unknown without a word."""
+    cells = CELLS.replace("value,freq,status", "value,frq,status")
+    code, _ = run_cli(["audit", str(write(tmp_path, cells=cells)), "--quiet"], capsys)
+    assert code == 0                       # freq not named: the file may leave it out
+    job = JOB.replace('status = "status"', 'status = "status"\nfreq = "freq"')
+    code, err = run_cli(["audit", str(write(tmp_path, job, cells)), "--quiet"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "cells.csv: freq column 'freq' not found (columns: region, size, value, frq" in err
+
+
 def test_parquet_without_pyarrow_names_the_extra(tmp_path):
     job = write(tmp_path, JOB.replace('cells = "cells.csv"', 'cells = "cells.parquet"'))
     (tmp_path / "cells.parquet").write_bytes(b"PAR1")

@@ -105,8 +105,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "general table with `cells`, instead of `dimensions`)"),
         Key("id", "string", "cell", doc="cell id column of `cells` with `relations`"),
         Key("value", default="value", doc="value column", **_COLUMN),
-        Key("freq", default="freq", doc="contributor-count column (optional in the file)",
-            **_COLUMN),
+        Key("freq", default="freq", doc="contributor-count column (optional in the file "
+            "unless the job names it)", **_COLUMN),
         Key("top", doc="prefix of the largest-contribution columns (`top1, top2, ...`)",
             **_COLUMN),
         Key("cost", doc="cost column (`[protect] cost = \"column\"`)", **_COLUMN),
