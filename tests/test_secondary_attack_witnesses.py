@@ -184,3 +184,30 @@ def test_protect_searches_the_attack_witnesses_before_the_first_audit():
     assert oracle_protected(res.confidential_table, singleton=True, integer=True)[
         t.status == "U"].all()
     assert any("integral witnesses against the attackers" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("seed,leaves", [(0, (4, 4, 3)), (1, (5, 4, 4))])
+def test_known_moves_serve_primaries_without_milps_and_the_audit_backs_them(seed, leaves):
+    # gauss's own integral moves handed to the search: the primaries they serve need no
+    # MILP; what the search counts as reached, the oracle protects, and a screen with
+    # only the true table and the moves certifies it
+    t = flat_count_table(leaves, seed, 2.0)
+    g = gauss(t, t.value.copy(), singleton=True)
+    t = t.replace(status=g.status)
+    prim = np.flatnonzero(t.status == "U")
+    alone = attack_witnesses(t, prim, None)
+    seeded = attack_witnesses(t, prim, None, known=g.moves)
+    assert g.moves.shape[0] > 0 and seeded.milps < alone.milps
+    truth = oracle_protected(t, singleton=True, integer=True)
+    assert truth[seeded.reached].all()
+    both = sp.vstack([g.moves, seeded.moves], format="csr")
+    screen = audit(t, singleton=True, integer=True, mode="screen", settings=BARE,
+                   moves=both)
+    assert screen.protected[seeded.reached].all()
+    # moves that break a relation serve nothing: the search is the one without them
+    broken = g.moves.tolil()
+    for r in range(broken.shape[0]):
+        broken[r, broken.rows[r][0]] = 0.0
+    spoiled = attack_witnesses(t, prim, None, known=broken.tocsr())
+    assert spoiled.milps == alone.milps
+    np.testing.assert_array_equal(spoiled.reached, alone.reached)

@@ -13,7 +13,8 @@ second with the cells of every attacker the moves so far all move held at their 
 values (where the box has no such move, one per such attacker instead). Against an
 attacker the first moves, the second holds; against any other, the first. A move
 serves every primary it takes far enough, against the attackers it leaves in place,
-so most primaries need no MILP of their own.
+so most primaries need no MILP of their own; nor do those the moves found before the
+search (the method's own, ``known``) already serve.
 
 A primary the box leaves unserved (its moves run outside the box, or every box move
 moves some attacker) gets one move per direction over its whole component, the cells
@@ -34,6 +35,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from solvers import solve
 from tabprotect.audit import required_interval
@@ -96,10 +98,14 @@ def attacker_classes(table: Table) -> np.ndarray:
 
 
 def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None,
-                     settings: WitnessSearchSettings | None = None) -> WitnessOutcome:
+                     settings: WitnessSearchSettings | None = None,
+                     known: sp.csr_matrix | None = None) -> WitnessOutcome:
     """Integral moves of ``table``'s pattern that serve the ``primaries`` against every
     single-contributor attacker (see the module docstring), until ``deadline``
-    (``time.perf_counter`` seconds; None: none). Product tables only."""
+    (``time.perf_counter`` seconds; None: none). Product tables only. ``known``: moves
+    found before (rows over every cell, e.g. the method's own witnesses): those that
+    are integral moves of the pattern within both directions' bounds serve primaries
+    first, which then need no MILP (the returned moves are the new ones only)."""
     s = settings or WitnessSearchSettings()
     n = table.n_cells
     empty = WitnessOutcome(sp_empty(n), np.zeros(0, np.int64), 0)
@@ -107,6 +113,8 @@ def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None
         return empty
     attacker = attacker_classes(table)
     served = _Served(table, attacker)
+    if known is not None:
+        _seed(table, served, known)
     rows: list[tuple[np.ndarray, np.ndarray]] = []
     milps = 0
     probe = BoxProbe(table, s, deadline)
@@ -120,6 +128,29 @@ def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None
     reached = np.array([p for p in np.asarray(primaries, dtype=np.int64).tolist()
                         if served.done(p)], dtype=np.int64)
     return WitnessOutcome(moves_matrix(rows, n), reached, milps)
+
+
+def _seed(table: Table, served: _Served, known: sp.csr_matrix) -> None:
+    """Serve the primaries by the moves ``known`` (rows over every cell) that are
+    integral moves of the pattern within both directions' bounds."""
+    v, lb, ub = table.value, table.lb, table.ub
+    hidden = table.suppressed
+    A = table.relations
+    for r in range(known.shape[0]):
+        lo, hi = known.indptr[r], known.indptr[r + 1]
+        cells, d = known.indices[lo:hi], known.data[lo:hi]
+        keep = d != 0
+        cells, d = cells[keep], np.round(d[keep])
+        if len(cells) == 0 or np.abs(known.data[lo:hi][keep] - d).max() > 1e-9 \
+                or not hidden[cells].all():
+            continue
+        x = v[cells]
+        if ((x + d < lb[cells]) | (x + d > ub[cells]) | (x - d < lb[cells])
+                | (x - d > ub[cells])).any():
+            continue
+        if np.abs(A[:, cells] @ d).max(initial=0.0) > 1e-9:
+            continue
+        served.add(cells, d)
 
 
 def _serve(table: Table, served: _Served, attacker: np.ndarray, cells: np.ndarray, p: int,

@@ -154,13 +154,17 @@ class AuditRepair:
             return np.zeros(0, np.int64)
         return np.flatnonzero(result.incomplete & (self.table.status == "U"))
 
-    def search_witnesses(self, open_: np.ndarray, integer: bool) -> np.ndarray:
+    def search_witnesses(self, open_: np.ndarray, integer: bool, known: bool = False
+                         ) -> np.ndarray:
         """Integral witnesses inside the pattern for the ``open_`` primaries of an
         integer audit (:mod:`~tabprotect.secondary.witness_search`), before any cell is
         added, within ``witness_search.share`` of what the repair may spend: the moves go
         to the next audit, which checks each.  Product tables; with the
         single-contributor attack, moves that leave each attacker's cells alone
-        (:mod:`~tabprotect.secondary.attack_witnesses`), without coalitions.  Returns
+        (:mod:`~tabprotect.secondary.attack_witnesses`; with ``known``, the moves found
+        so far serve first, e.g. gauss's attack step's before the first audit: after an
+        audit, the primaries it left open despite them are the search's), without
+        coalitions.  Returns
         the primaries the moves reach by the search's own count (what the audit is
         expected to certify)."""
         ws = self.settings.witness_search
@@ -173,7 +177,8 @@ class AuditRepair:
         from tabprotect.secondary.witness_search import integral_witnesses
         if self.singleton:
             # against each attacker some move that leaves its cells alone
-            out = attack_witnesses(self.protected_table, open_, deadline, settings=ws)
+            out = attack_witnesses(self.protected_table, open_, deadline, settings=ws,
+                                   known=self.moves.matrix() if known else None)
         else:
             out = integral_witnesses(self.protected_table, open_, deadline, settings=ws)
         self.moves.append(out.moves)
@@ -287,7 +292,7 @@ class AuditRepair:
                  if len(c) >= least]
         if large:
             cells = np.concatenate(large)
-            self.search_witnesses(cells[self.status[cells] == "U"], True)
+            self.search_witnesses(cells[self.status[cells] == "U"], True, known=True)
 
     def _screen(self) -> np.ndarray:
         """A small table in verdict mode: the cubes of the cube pass (a proof of

@@ -60,14 +60,16 @@ class AttackStep(WidthStep):
     (``attacker_weight``, a share of the median cost per unit: far dearer than a
     suppressed cell, far cheaper than a new one).  ``max_component``: a condition whose
     primary's component of the pattern has more cells is left to the audit (each of
-    its LPs spans the component)."""
+    its LPs spans the component).  ``lift``: a fractional witness's multiples up to
+    this one are tried as an integral move for the audit (:meth:`_lift`; 1: none)."""
 
     def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
-                 max_component: int | None = None, **kwargs):
+                 max_component: int | None = None, lift: int = 4, **kwargs):
         kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
         super().__init__(table, cost, singleton=True, **kwargs)
         self._labels: dict = {}
         self.max_component = max_component
+        self.lift = lift
         label = same_record(table, zeros_known=np.isin(table.status, ("P", "Z")))
         cells = np.arange(table.n_cells)
         #: per cell the attacker it belongs to (-1: none); a class's smallest cell
@@ -147,9 +149,9 @@ class AttackStep(WidthStep):
                 cells, dev = found
                 moved = np.abs(dev) > 1e-9 * max(1.0, cond.need)
                 z[cells[moved]] = True
-                step_ = np.round(dev[moved])
-                if np.abs(dev[moved] - step_).max(initial=0.0) <= 1e-6:
-                    self._integral.append((cells[moved], step_))
+                lifted = self._lift(cells[moved], dev[moved])
+                if lifted is not None:
+                    self._integral.append((cells[moved], lifted))
                 self._serve(cells[moved], dev[moved], conds, index, left)
             return found is not None
 
@@ -161,6 +163,24 @@ class AttackStep(WidthStep):
             if a in left[q] and not step({a}, widen=True):
                 return lps, False
         return lps, True
+
+    def _lift(self, cells: np.ndarray, dev: np.ndarray) -> np.ndarray | None:
+        """The witness ``dev`` on ``cells`` as an integral move for the audit: itself
+        when integral, else its least integral multiple up to ``lift``, or that
+        multiple's mirror image, that keeps every cell within its bounds (3-D count
+        tables' vertices are mostly half-integral; a multiple keeps the relations and
+        leaves the same attackers in place), or None."""
+        v, lb, ub = self.table.value[cells], self.table.lb[cells], self.table.ub[cells]
+        for k in range(1, self.lift + 1):
+            step = np.round(k * dev)
+            if np.abs(k * dev - step).max(initial=0.0) > 1e-6:
+                continue
+            if k == 1 or ((v + step >= lb) & (v + step <= ub)).all():
+                return step
+            if ((v - step >= lb) & (v - step <= ub)).all():
+                return -step
+            return None
+        return None
 
     def _serve(self, cells, dev, conds, index, left) -> None:
         """Every condition the witness ``dev`` (on ``cells``) or its mirror moves far
