@@ -102,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"tabprotect {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:
+        # numpy names the array's size and shape, never its content
+        if args.debug:
+            traceback.print_exc()
+        print(f"tabprotect {args.command}: error: not enough memory for this job "
+              f"({str(exc) or 'MemoryError'}); check its dimensions and hierarchies",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

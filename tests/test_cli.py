@@ -88,6 +88,34 @@ def test_hierarchy_columns_with_an_empty_code(tmp_path, capsys):
     assert "region.csv line 4: empty code in column 'grp'" in err, err
 
 
+def test_output_folder_that_is_a_file_is_one_line(tmp_path, capsys):
+    job = write_job(tmp_path)
+    (tmp_path / "taken").write_text("not a folder\n")
+    rc = main(["audit", str(job), "-o", str(tmp_path / "taken"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert "taken: cannot write the output folder there" in err
+    assert (tmp_path / "taken").read_text() == "not a folder\n"
+
+
+def test_table_too_large_for_memory_is_one_line(tmp_path, capsys):
+    """Three dimensions of 60,000 codes: a product of 2*10^14 cells, more than a process can
+    address, is one line naming the allocation, exit 2, not a MemoryError traceback."""
+    names = ["x", "y", "z"]
+    pairs = "parent,child\n" + "".join(f"T,c{i}\n" for i in range(60_000))
+    for d in names:
+        (tmp_path / f"{d}.csv").write_text(pairs)
+    (tmp_path / "cells.csv").write_text("x,y,z,value,freq\nc1,c1,c1,5,1\n")
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "cells.csv"\ndimensions = ["x", "y", "z"]\ncompute_totals = true\n'
+        + "".join(f'[hierarchies.{d}]\npairs = "{d}.csv"\n' for d in names)
+        + '[rules]\nfrequency = {n = 3, safety_range = 30}\n')
+    code = main(["primary", str(tmp_path / "job.toml"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("tabprotect primary: error: not enough memory for this job")
+
+
 def test_console_script_no_traceback(tmp_path):
     job = write_job(tmp_path, CELLS + "X9,s2,6,\n")
     # python -m tabprotect runs the command line as well as python -m tabprotect.cli

@@ -120,6 +120,8 @@ JJ_BAD = {
                               r"cell 2 \(line 5\) has a value above its upper bound"),
     "unknown cell": (lambda v, r: (v, r[:-1] + [(15, [12, 13, 99])]), r"line 27: cell 99 out of range"),
     "cell twice in a relation": (lambda v, r: (v, r[:-1] + [(15, [12, 13, 13])]), r"line 27: relation 7 lists cell 13 twice"),
+    "value not a number": (lambda v, r: ([float("nan") if i == 2 else x for i, x in enumerate(v)], r),
+                           r"t.jj: the value of cell 2 \(line 5\) is not finite"),
 }
 
 
@@ -142,6 +144,16 @@ def test_duplicated_jj_cell_is_one_line_exit_2(tmp_path, capsys):
                      r"t.jj line 6: cell 2 is duplicated")
 
 
+def test_negative_jj_protection_level_is_one_line_exit_2(tmp_path, capsys):
+    value, rel = _cells_and_relations()
+    write_jj_file(tmp_path / "t.jj", value, rel)
+    text = (tmp_path / "t.jj").read_text().replace(" u 0 1000 3 3 0", " u 0 1000 -3 -3 0")
+    (tmp_path / "t.jj").write_text(text)
+    (tmp_path / "job.toml").write_text(JJ_JOB.format(method="hypercube"))
+    _assert_one_line(capsys, main(["protect", str(tmp_path / "job.toml")]),
+                     r"t.jj: the lpl of cell 10 \(line 13\) is negative")
+
+
 PAIR_BAD = {
     "total 1 % off": (lambda c, r: (c.assign(amount=_off_by_one_percent(c.amount)), r),
                       r"cells.csv: relation '0' is not additive"),
@@ -153,6 +165,17 @@ PAIR_BAD = {
                      r"relations.csv row 5: cell 'c99' is not in cells.csv"),
     "cell twice in a relation": (lambda c, r: (c, pd.concat([r, r.iloc[[-1]]])),
                                  r"relations.csv row 34: relation '7' lists cell 'c15' twice"),
+    "coefficient not a number": (lambda c, r: (c, r.assign(coef=r.coef.astype(object).where(
+        r.index != 3, "one"))), r"relations.csv row 5: column 'coef' of relation '\d+' is missing or not a number"),
+    "coefficient missing": (lambda c, r: (c, r.assign(coef=r.coef.where(r.index != 3))),
+                            r"relations.csv row 5: column 'coef' of relation '\d+' is missing"),
+    "protection level not a number": (lambda c, r: (c.assign(upl=c.upl.astype(object).where(
+        c.index != 10, "3x")), r), r"cells.csv row 12: column 'upl' of cell 'c10' is (missing or )?not a number"),
+    "negative protection level": (lambda c, r: (c.assign(upl=-c.upl), r),
+                                  r"cells.csv: the upl of cell 'c10' is negative"),
+    "infinite value": (lambda c, r: (c.assign(amount=[float("inf") if i == 5 else x
+                                                      for i, x in enumerate(c.amount)]), r),
+                       r"cells.csv: the value of cell 'c5' is not finite"),
 }
 
 

@@ -58,6 +58,9 @@ def test_jj_reads_sdctable_layout_with_frequencies(tmp_path):
     ("0\n1\n0 5 1 q 0 9 0 0 0\n0\n", "unknown status 'q'"),
     ("0\n1\n0 5 1 s 0 9 0 0\n0\n", "expected 9 or 10 fields"),
     ("0\n2\n0 5 1 s 0 9 0 0 0\n0 5 1 s 0 9 0 0 0\n0\n", "cell 0 is duplicated"),
+    # a cell count the file cannot hold: refused before arrays of that size are made
+    ("0\n-1\n0\n", r"line 2: the number of cells is negative"),
+    ("0\n1000000000000\n0 5 1 s 0 9 0 0 0\n0\n", r"file ends after 2 of 1000000000000 cells"),
     ("0\n1\n0 5 1 s 0 9 0 0 0\n1\n0 2 : 0 (-1) 7 (1)\n", "cell 7 out of range"),
     # a total 1 % off the sum of its parts
     ("0\n3\n0 101 1 s 0 500 0 0 0\n1 60 1 s 0 500 0 0 0\n2 40 1 s 0 500 0 0 0\n1\n"

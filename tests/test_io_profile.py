@@ -89,3 +89,22 @@ def test_a_profile_path_that_cannot_be_written_is_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert f"--profile {tmp_path}: cannot write" in proc.stderr
+
+
+def test_a_profile_path_on_an_input_or_in_the_output_folder_is_refused(tmp_path, capsys):
+    """``--profile`` naming an input of the run (the cells file, the job file) or a file in
+    the output folder: one line, exit 2, before the run -- the input is unchanged and no
+    output folder is made."""
+    from tabprotect.cli import main
+    job = write_audit_job(tmp_path)
+    out = tmp_path / "out"
+    for target, why in ((tmp_path / "cells.csv", "an input of the run"),
+                        (job, "an input of the run"),
+                        (out / "profile.json", "inside the output folder")):
+        before = target.read_bytes() if target.exists() else None
+        code = main(["audit", str(job), "-o", str(out), "--quiet", "--profile", str(target)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert f"--profile {target}: {why}" in err
+        assert (target.read_bytes() if target.exists() else None) == before
+        assert not out.exists()

@@ -110,3 +110,52 @@ def test_the_search_with_and_without_the_skip_reaches_the_brute_force_optimum(se
             separation_witnesses=keep, share_separation_witnesses=share, engine="benders"))
         assert out.proven_optimal
         assert secondary_cost(out.status, cost) == pytest.approx(best, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_bounds_at_a_point_changed_in_place_follow_the_new_point(seed):
+    # each witness keeps its minima per point: after at_point() a point changed in
+    # place is a new point, and its bounds are judged by the LP at the changed point
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    oracle = HybridOracle(table, req, options=OptimalOptions())
+    z1, z2 = _points(table, req, seed)
+    oracle.separate(z1)
+    z = z1.copy()
+    store = oracle.witnesses
+    for p, s in enumerate(req.primary):     # the minima at z1, kept for z
+        store.bound(p, 1.0, int(s), -1, req.up, req.down, z, req.need_up[p])
+    z[:] = z2
+    store.at_point()
+    positive = 0
+    for p, s in enumerate(req.primary):
+        for sign, rhs in ((1.0, req.need_up[p]), (-1.0, req.need_down[p])):
+            for j in [-1] + [int(j) for j in np.flatnonzero(req.singleton) if j != s]:
+                b = store.bound(p, sign, int(s), j, req.up, req.down, z, rhs)
+                assert b <= _lp_max(table, req, z2, int(s), sign, rhs, j) + 1e-7 * rhs
+                positive += b > 0
+    assert positive > 0
+
+
+@pytest.mark.parametrize("seed", [1, 4, 8])
+def test_a_separation_at_a_point_changed_in_place_finds_the_violated_conditions(seed):
+    # the same array, lowered in place between two separations: every condition whose
+    # LP optimum falls short at the lowered point is found (none skipped on the
+    # witnesses' minima at the first point)
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    oracle = HybridOracle(table, req, options=OptimalOptions())
+    rng = np.random.default_rng(seed)
+    z = np.ones(table.n_cells)
+    oracle.separate(z)
+    z *= rng.uniform(0.05, 0.6, table.n_cells)
+    z[req.primary] = 1.0
+    got = set(oracle.separate(z).violated)
+    short = 0
+    for p, s in enumerate(req.primary):
+        for kind, sign, rhs in (("up", 1.0, req.need_up[p]), ("down", -1.0, req.need_down[p])):
+            for j in [-1] + [int(j) for j in np.flatnonzero(req.singleton) if j != s]:
+                if _lp_max(table, req, z, int(s), sign, rhs, j) < rhs * (1 - 1e-4):
+                    assert (int(s), kind, j) in got
+                    short += 1
+    assert short > 0    # the lowered point leaves conditions short

@@ -215,6 +215,17 @@ def test_manual_statuses_and_levels(tmp_path):
         apply_rules(t, [ManualStatus(bad)])
 
 
+@pytest.mark.parametrize("upl,lpl,column", [(-4.0, None, "upl"), ("4x", None, "upl"),
+                                            (4.0, float("inf"), "lpl")])
+def test_manual_level_that_is_not_a_size_is_an_error(upl, lpl, column):
+    """A manual U whose level is negative, not a number or infinite: an error naming the
+    row and column (a negative level was a primary cell protected by nothing)."""
+    t = cells([60.0, 10.0, 50.0], [6, 5, 5], [[10, 5]] * 3)
+    manual = pd.DataFrame({"g": ["c1"], "status": ["U"], "upl": [upl], "lpl": [lpl]})
+    with pytest.raises(InputError, match=rf"row 2, column '{column}': not a number >= 0"):
+        apply_rules(t, [ManualStatus(manual, 20)])
+
+
 def test_manual_u_without_levels_gets_safety_range():
     t = cells([60.0, 10.0, 50.0], [6, 5, 5], [[10, 5]] * 3)
     res = apply_rules(t, [ManualStatus(pd.DataFrame({"g": ["c1"], "status": ["u"]}), 20)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,8 @@ BAD_JOBS = {
                             r"\[protect\] time_limit: must be a finite number"),
     "negative time_limit": (JOB + "\n[audit]\ntime_limit = -1\n",
                             r"\[audit\] time_limit: must be > 0"),
+    "negative random seed": (JOB + '\n[round]\nbase = 5\nmethod = "random"\nseed = -5\n',
+                             r"\[round\] seed: must be >= 0"),
     "misspelt protect key": (JOB + "\n[protect]\ntime_limt = 5\n",
                              r"\[protect\]: unknown key 'time_limt'"),
     "unknown protect key": (JOB + "\n[protect]\nfoo = 1\n", r"\[protect\]: unknown key 'foo'"),
@@ -111,6 +114,30 @@ def test_non_utf8_job_file(tmp_path, capsys):
                                       f"{len(JOB.encode()) + 17})")
 
 
+@pytest.mark.parametrize("kind", ["hrc", "jj", "service config", "tokens file"])
+def test_non_utf8_input_file_is_one_line(tmp_path, capsys, kind):
+    """A Latin-1 hierarchy, JJ file or service setting: one line naming the file, exit 2."""
+    latin1 = "Z\xfcrich".encode("latin-1")
+    if kind == "hrc":
+        job = write(tmp_path, JOB.replace('pairs = "region.csv"', 'hrc = "region.hrc"'))
+        (tmp_path / "region.hrc").write_bytes(b"N\n@N1\n@N2\nS\n@" + latin1 + b"\n")
+        args, name = ["audit", str(job)], "region.hrc"
+    elif kind == "jj":
+        (tmp_path / "job.toml").write_text('[input]\njj = "t.jj"\n')
+        (tmp_path / "t.jj").write_bytes(b"0\n1\n0 5 1 s 0 9 0 0 0\n0\n# " + latin1 + b"\n")
+        args, name = ["audit", str(tmp_path / "job.toml")], "t.jj"
+    elif kind == "service config":
+        (tmp_path / "service.toml").write_bytes(b"[service]\nport = 9000  # " + latin1 + b"\n")
+        args, name = ["serve", "--config", str(tmp_path / "service.toml")], "service.toml"
+    else:
+        (tmp_path / "tokens.txt").write_bytes(b"token-" + latin1 + b"-0123456789\n")
+        (tmp_path / "service.toml").write_text('[service]\ntokens_file = "tokens.txt"\n')
+        args, name = ["serve", "--config", str(tmp_path / "service.toml")], "tokens.txt"
+    code, err = run_cli(args, capsys)
+    assert code == 2 and err.endswith(f"{name}: not UTF-8 text"), err
+    assert len(err.splitlines()) == 1 and "rich" not in err
+
+
 def test_status_words_are_mapped_and_others_are_errors(tmp_path, capsys):
     # 'primary' is U (suppressed), never P: the audit then judges it as a primary
     cells = CELLS.replace("N1,a,5,4,U", "N1,a,5,4,primary").replace("S,a,4,4,", "S,a,4,4,Safe")
@@ -130,8 +157,37 @@ def test_infinite_value_and_overflowing_total(tmp_path, capsys):
         "S,b,6,6", "S,b,inf,6")))], capsys)
     assert code == 2 and "row 7: value column 'value'" in err and "finite" in err
     huge = CELLS.replace("S,a,4,4", "S,a,1e308,4").replace("S,b,6,6", "S,b,1e308,6")
-    code, err = run_cli(["audit", str(write(tmp_path, cells=huge))], capsys)
+    with warnings.catch_warnings():     # a numpy warning would be more lines on stderr
+        warnings.simplefilter("error")
+        code, err = run_cli(["audit", str(write(tmp_path, cells=huge))], capsys)
     assert code == 2 and "overflows" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("column", ["upl", "lpl", "spl", "cost"])
+def test_negative_protection_level_or_cost_is_one_line(tmp_path, capsys, column):
+    """A protection level or cost is a size: a negative one (a sign error, a wrong column)
+    is bad input, not a primary cell the audit protects trivially."""
+    cells = CELLS.replace("status\n", f"status,{column}\n", 1).replace(
+        "N1,a,5,4,U", "N1,a,5,4,U,-2")
+    cells = "\n".join(line if line.count(",") == 5 else line + ",0"
+                      for line in cells.strip().splitlines()) + "\n"
+    job = JOB.replace('status = "status"', f'status = "status"\n{column} = "{column}"')
+    code, err = run_cli(["audit", str(write(tmp_path, job, cells))], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"row 2: {column} column '{column}' of cell (region=N1, size=a) is negative" in err
+    assert "-2" not in err
+
+
+def test_freq_column_named_in_the_job_must_be_in_the_file(tmp_path, capsys):
+    """freq is optional in the file, but a column the job names is not: a misspelt header
+    would otherwise leave every contributor count unknown without a word."""
+    cells = CELLS.replace("value,freq,status", "value,frq,status")
+    code, _ = run_cli(["audit", str(write(tmp_path, cells=cells)), "--quiet"], capsys)
+    assert code == 0                       # freq not named: the file may leave it out
+    job = JOB.replace('status = "status"', 'status = "status"\nfreq = "freq"')
+    code, err = run_cli(["audit", str(write(tmp_path, job, cells)), "--quiet"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "cells.csv: freq column 'freq' not found (columns: region, size, value, frq" in err
 
 
 def test_parquet_without_pyarrow_names_the_extra(tmp_path):

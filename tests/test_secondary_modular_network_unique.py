@@ -55,6 +55,35 @@ def test_certified_pattern_is_the_unique_brute_force_optimum():
     assert seen["unique"] >= 10 and seen["tie"] >= 3
 
 
+def test_certified_from_a_known_pattern_is_the_brute_force_optimum():
+    """The search's pattern handed to the certificate: the unique optimum is returned
+    whichever feasible pattern it starts from (the optimum itself: the second MILP
+    alone; a dearer one: the cheaper pattern that MILP finds, or both MILPs), and no
+    pattern when several cost least."""
+    rng = np.random.default_rng(11)
+    seen = {"optimum": 0, "dearer": 0, "tie": 0}
+    for _ in range(60):
+        n, m = int(rng.integers(3, 10)), int(rng.integers(1, 8))
+        d = rng.choice([1.0, 3.0, 10.0, 250.0], size=m)
+        K = np.where(rng.random((m, n)) < 0.5, 0.0,
+                     rng.choice([1.0, 2.0, 5.0, 300.0], size=(m, n)))
+        K = np.minimum(K, d[:, None])
+        c = rng.integers(1, 4, size=n).astype(float)
+        feasible = sorted(_brute(K, d, c), key=lambda f: f[0])
+        if not feasible:
+            continue
+        unique = len(feasible) == 1 or feasible[1][0] > feasible[0][0]
+        for start in (feasible[0], feasible[-1]):
+            x = unique_optimum(K, d, REL_TOL * np.maximum(1.0, d), c, known=start[1].copy())
+            if unique:
+                assert x is not None and x.tolist() == feasible[0][1].tolist()
+                seen["optimum" if start[0] == feasible[0][0] else "dearer"] += 1
+            else:
+                assert x is None
+                seen["tie"] += 1
+    assert seen["optimum"] >= 10 and seen["dearer"] >= 10 and seen["tie"] >= 3
+
+
 def test_a_tie_is_not_certified():
     """Two patterns of equal cost: no certificate (the search picks by its order)."""
     K = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
@@ -97,3 +126,18 @@ def test_sub_table_patterns_keep_with_the_certificate(seed, shape, singleton, sp
     got = [sub_table_pattern(t, req, c, SearchLimits(compiled=False, certify_after=certify))
            for certify in (None, 0)]
     assert got[0] == got[1]
+
+
+def test_a_search_over_many_rows_is_certified_sooner():
+    """A node over 1,152 cut rows counts as 2.152 of a search over few rows: with three
+    nodes per candidate the certificate settles the search after 37 nodes, where the
+    plain search (the reference) takes 66 and a count by nodes alone would let it run
+    to its end; the answer is the plain search's."""
+    plain = _row_search((6, 6), 42, SearchLimits(compiled=False, certify_after=None))
+    want = plain.run()
+    assert len(plain.d) == 1152 and len(plain.c) == 26 and 3 * 26 > plain.nodes > 40
+    certified = _row_search((6, 6), 42, SearchLimits(compiled=False, certify_after=3))
+    got = certified.run()
+    assert got.tolist() == want.tolist()
+    assert certified.best_cost == pytest.approx(plain.best_cost, rel=1e-12)
+    assert certified.nodes <= 38        # the certificate ended the search

@@ -146,6 +146,47 @@ def test_submit_poll_fetch(shared_url):
         assert client.get("/openapi.json").json()["paths"]["/jobs"]["post"]
 
 
+# a 3 x 3 table as a JJ file: cell 4 (value 2) is primary with protection levels 3
+JJ_VALUES = [60, 25, 35, 30, 2, 28, 30, 23, 7]
+JJ_RELATIONS = [(0, [1, 2]), (3, [4, 5]), (6, [7, 8]), (0, [3, 6]), (1, [4, 7]), (2, [5, 8])]
+
+
+def jj_text() -> str:
+    lines = ["0", str(len(JJ_VALUES))]
+    lines += [f"{i} {v} 1 {'u' if i == 4 else 's'} 0 1000 {'3 3' if i == 4 else '0 0'} 0"
+              for i, v in enumerate(JJ_VALUES)]
+    lines.append(str(len(JJ_RELATIONS)))
+    lines += [f"0 {len(p) + 1} : {t} (-1) " + " ".join(f"{c} (1)" for c in p)
+              for t, p in JJ_RELATIONS]
+    return "\n".join(lines) + "\n"
+
+
+def test_jj_job_runs_as_on_the_command_line(shared_url, tmp_path):
+    """A general table in tau-Argus' JJ format is accepted as an upload, and the service's
+    pattern is the command line's, passing an independent audit."""
+    from tabprotect.cli import main
+    from tabprotect.io.jj import read_jj
+    spec = b'[input]\njj = "t.jj"\n\n[protect]\nmethod = "gauss"\n'
+    (tmp_path / "t.jj").write_text(jj_text())
+    (tmp_path / "job.toml").write_bytes(spec + b"\n[output]\ndir = \"out\"\n")
+    assert main(["protect", str(tmp_path / "job.toml"), "--quiet"]) == 0
+    local = pd.read_csv(tmp_path / "out" / "published.csv")
+    with httpx.Client(base_url=shared_url, headers=AUTH, timeout=30) as client:
+        resp = client.post("/jobs", files=[("spec", ("job.toml", spec, "application/toml")),
+                                           ("files", ("t.jj", jj_text().encode(), "text/plain"))])
+        assert resp.status_code == 202, resp.text
+        rec = wait_finished(client, resp.json()["id"])
+        assert rec["state"] == "finished", rec["error"]
+        served = pd.read_csv(io.StringIO(client.get(f"/jobs/{rec['id']}/table").text))
+    pd.testing.assert_frame_equal(served, local)
+    table = read_jj(tmp_path / "t.jj")
+    hidden = served["status"].isin(["U", "M"]).to_numpy()
+    assert hidden.sum() >= 4
+    st = np.where(hidden, "M", "S")
+    st[4] = "U"
+    assert audit(table.replace(status=st)).passed
+
+
 def test_auth_failures(shared_url):
     with httpx.Client(base_url=shared_url, timeout=30) as client:
         assert client.get("/health").status_code == 200
@@ -186,6 +227,18 @@ def test_bad_uploads(store):
                                         files[2]])
         assert r.status_code == 422 and "column 'region'" in r.json()["detail"]
         assert "S9" not in r.json()["detail"]      # a data field is named, not quoted
+        # a negative protection level: named, not quoted, and no job runs on it
+        bad = (DEMO / "cells.csv").read_bytes().replace(b"N1,B,310,2,U,46.5", b"N1,B,310,2,U,-46.5")
+        r = client.post("/jobs", files=[files[0], ("files", ("cells.csv", bad, "text/csv")),
+                                        files[2]])
+        assert r.status_code == 422 and "upl column 'upl'" in r.json()["detail"]
+        assert "46.5" not in r.json()["detail"]
+        # a time limit beyond the service's maximum: refused, and the message states the
+        # range it checks (0 itself is outside it)
+        spec = (DEMO / "job.toml").read_bytes() + b"\n[protect]\nmethod = \"gauss\"\ntime_limit = 1e6\n"
+        r = client.post("/jobs", files=[("spec", ("job.toml", spec, "application/toml"))]
+                        + files[1:])
+        assert r.status_code == 422 and "above 0 and at most" in r.json()["detail"]
         # not a file name we accept
         r = client.post("/jobs", files=files + [("files", ("../evil.sh", b"x", "text/plain"))])
         assert r.status_code == 422

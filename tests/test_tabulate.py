@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -327,6 +328,21 @@ def test_bad_values_rejected(tmp_path):
         tabulate(tmp_path / "c.csv", {"g": h}, "x")
     with pytest.raises(InputError, match="not found"):
         tabulate(tmp_path / "nope.csv", {"g": h}, "x")
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_sum_beyond_the_largest_float_is_rejected(engine):
+    """Finite contributions whose cell sum overflows: an error naming the cell, not a table
+    with an infinite total; the contributions themselves are not quoted."""
+    h = Hierarchy.flat(["a", "b"], total="T")
+    df = pd.DataFrame({"g": ["a", "b", "b"], "x": [1.5e308, 1.25e308, 1.0]})
+    with pytest.raises(InputError, match=r"the value of cell \(g=T\) overflows") as err, \
+            warnings.catch_warnings():  # a numpy warning would be more lines on stderr
+        warnings.simplefilter("error")
+        tabulate(df, {"g": h}, "x", engine=engine)
+    assert "e+308" not in str(err.value) and "e308" not in str(err.value)
+    ok = tabulate(df.assign(x=[1e307, 1e307, 1.0]), {"g": h}, "x", engine=engine)
+    assert np.isfinite(ok.value).all()
 
 
 def test_correspondence_table_with_repeated_codes():

@@ -91,6 +91,9 @@ def execute(args, command: str, *, task: str, overrides: dict | None = None,
         gc.freeze()
     with stage("read job"):
         job = job or load_job(args.job)
+    if profile is not None:
+        _check_profile_path(args.profile, job.input_files(),
+                            job.output_folder(getattr(args, "output", None)))
     printer = None if getattr(args, "quiet", False) else ProgressPrinter(command)
     wall, cpu = time.perf_counter(), time.process_time()
     try:
@@ -108,6 +111,19 @@ def execute(args, command: str, *, task: str, overrides: dict | None = None,
     if profile is not None:
         profile.write(args.profile)
     return result, 0 if result.passed in (None, True) else 1
+
+
+def _check_profile_path(path, inputs, folder) -> None:
+    """``--profile FILE`` replaces no input of the run and stays out of the output folder
+    (whose trail lists every file in it); checked before the run."""
+    from pathlib import Path
+    from tabprotect.errors import InputError
+    target = Path(path).resolve()
+    if any(target == Path(p).resolve() for p in inputs):
+        raise InputError(f"--profile {path}: an input of the run; choose another file")
+    if target.is_relative_to(Path(folder).resolve()):
+        raise InputError(f"--profile {path}: inside the output folder, whose trail lists "
+                         f"every file in it; choose a file outside it")
 
 
 @contextlib.contextmanager

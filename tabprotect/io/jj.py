@@ -57,7 +57,13 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
-    lines = [ln.strip() for ln in path.read_text().splitlines()]
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path.name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path.name or path}: cannot read ({exc.strerror})") from None
+    lines = [ln.strip() for ln in text.splitlines()]
     lines = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
     if len(lines) < 2:
         raise InputError(f"{path.name}: empty or truncated JJ file")
@@ -66,6 +72,11 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
         n = int(lines[pos][1].split()[0])
     except (ValueError, IndexError):
         raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of cells") from None
+    # checked before any array of n cells is made: a huge count is not memory to take
+    if n < 0:
+        raise InputError(f"{path.name} line {lines[pos][0]}: the number of cells is negative")
+    if n > len(lines) - pos - 1:
+        raise InputError(f"{path.name}: file ends after {len(lines) - pos - 1} of {n} cells")
     pos += 1
     value = np.zeros(n)
     freq = np.full(n, np.nan)
@@ -166,6 +177,39 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     return table
 
 
+def _numbers(column, source: str, name: str, cell_name, blank: bool = True) -> np.ndarray:
+    """A numeric column of a general table's file; one :class:`InputError` line naming the
+    row and cell of the first entry that is not a number (or is blank when ``blank`` is
+    False).  The entry itself is not quoted: it may be a confidential value."""
+    from tabprotect.model.columns import parse_numbers
+    arr, bad = parse_numbers(column.to_numpy(dtype=object))
+    if not blank:
+        bad = bad | np.isnan(arr)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{source} row {r + 2}: column '{name}' of {cell_name(r)} is "
+                         f"{'missing or ' if not blank else ''}not a number")
+    return arr
+
+
+def _check_numbers(table: Table, source: str, cell_name) -> None:
+    """Finite values; finite, non-negative costs, protection levels and counts; bounds that
+    are numbers (an upper bound may be infinite)."""
+    checks = (("value", table.value, False), ("cost", table.cost, True),
+              ("lpl", table.lpl, True), ("upl", table.upl, True), ("spl", table.spl, True),
+              ("freq", np.nan_to_num(table.freq, nan=0.0), True),
+              ("lb", table.lb, False), ("ub", np.where(table.ub == np.inf, 0.0, table.ub), False))
+    for name, arr, sized in checks:
+        if arr is None:
+            continue
+        bad = ~np.isfinite(arr) | ((arr < 0) if sized else False)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "negative or not finite" if sized else "not finite"
+            raise InputError(f"{source}: the {name} of {cell_name(i)} is {what} "
+                             f"({int(bad.sum())} such cell(s))")
+
+
 def check_general(table: Table, source: str, tolerance: float = ADDITIVITY_TOLERANCE,
                   relation_name=None, cell_name=None) -> None:
     """Raise one :class:`InputError` line for the first cell outside its bounds or the first
@@ -173,6 +217,7 @@ def check_general(table: Table, source: str, tolerance: float = ADDITIVITY_TOLER
     ``max(1, |total|)``.  No value appears in the message (values may be confidential)."""
     relation_name = relation_name or (lambda r: f"relation {r}")
     cell_name = cell_name or table.cell_name
+    _check_numbers(table, source, cell_name)
     bad_bounds = table.lb > table.ub
     if bad_bounds.any():
         i = int(np.flatnonzero(bad_bounds)[0])
@@ -286,7 +331,8 @@ def read_cells_relations(cells: "str | Path | pd.DataFrame",
     if unknown.any():
         r = int(np.flatnonzero(unknown.to_numpy())[0])
         raise InputError(f"{rsrc} row {r + 2}: cell '{rcell.iloc[r]}' is not in {src}")
-    coef = rf["coef"].to_numpy(dtype=float)
+    coef = _numbers(rf["coef"], rsrc, "coef", lambda r: f"relation '{rf['rel'].iloc[r]}'",
+                    blank=False)
     # which sign marks the total: the sign that occurs once per relation in most relations
     neg_once = rf.assign(neg=coef < 0).groupby("rel")["neg"].sum().eq(1).mean()
     pos_once = rf.assign(pos=coef > 0).groupby("rel")["pos"].sum().eq(1).mean()
@@ -301,11 +347,12 @@ def read_cells_relations(cells: "str | Path | pd.DataFrame",
     A = sp.csr_matrix(sp.diags(sign) @ A)
     def col(name, default=None):
         if name in cf.columns:
-            return pd.to_numeric(cf[name], errors="coerce").to_numpy(dtype=float)
+            return _numbers(cf[name], src, name, lambda r: f"cell '{ids.iloc[r]}'",
+                            blank=name in ("freq", "ub"))
         return default
-    value = col("value")
-    if value is None:
+    if "value" not in cf.columns:
         raise InputError(f"{src}: column 'value' not found")
+    value = col("value")
     if np.isnan(value).any():
         r = int(np.flatnonzero(np.isnan(value))[0])
         raise InputError(f"{src} row {r + 2}: value of cell '{ids.iloc[r]}' is missing")

@@ -190,6 +190,9 @@ def build_table(job: Job, progress=None) -> Table:
                              f"(columns: {', '.join(frame.columns)})")
     hierarchies = {d: build_hierarchy(job, d, frame[d]) for d in dims}
     freq = spec.get("freq", "freq")
+    if "freq" in spec and freq not in frame.columns:    # named in the job: not optional
+        raise InputError(f"{path.name}: freq column '{freq}' not found "
+                         f"(columns: {', '.join(frame.columns)})")
     return Table.from_frame(
         frame, hierarchies, value=spec.get("value", "value"),
         freq=freq if freq in frame.columns else None,

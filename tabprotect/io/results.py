@@ -310,8 +310,12 @@ def write_files(folder: str | Path, frames: dict[str, Any], texts: dict[str, str
     and write the trail -- ``trail(staged_paths)`` -- last."""
     folder = Path(folder)
     _check_not_inputs(inputs, folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tabprotect-", dir=folder))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tabprotect-", dir=folder))
+    except OSError as exc:      # a file of that name, a read-only or full disk
+        raise InputError(f"{folder}: cannot write the output folder there "
+                         f"({exc.strerror or type(exc).__name__}); choose another (-o)") from None
     try:
         staged: dict[str, Path] = {}
         for key, frame in frames.items():

@@ -105,8 +105,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "general table with `cells`, instead of `dimensions`)"),
         Key("id", "string", "cell", doc="cell id column of `cells` with `relations`"),
         Key("value", default="value", doc="value column", **_COLUMN),
-        Key("freq", default="freq", doc="contributor-count column (optional in the file)",
-            **_COLUMN),
+        Key("freq", default="freq", doc="contributor-count column (optional in the file "
+            "unless the job names it)", **_COLUMN),
         Key("top", doc="prefix of the largest-contribution columns (`top1, top2, ...`)",
             **_COLUMN),
         Key("cost", doc="cost column (`[protect] cost = \"column\"`)", **_COLUMN),
@@ -224,7 +224,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("base", "integer", low=1, doc="the rounding base (required)"),
         Key("method", "string", "controlled",
             choices=("deterministic", "random", "controlled", "small-count")),
-        Key("seed", "integer", doc="random rounding seed (drawn and reported when absent)"),
+        Key("seed", "integer", low=0, doc="random rounding seed (drawn and reported when absent)"),
         Key("k_step", "integer", 0, low=0, doc="controlled: K-step relaxation"),
         Key("step_penalty", "number", low=0, doc="controlled: cost of a K step"),
         Key("threshold", "integer", low=1, doc="small-count: counts below it are rounded"),
@@ -266,7 +266,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("method", "string", choices=("pram", "invariant_pram", "swap")),
         Key("variables", "list of strings", doc="PRAM variables"),
         Key("variable", "string", doc="swap variable"),
-        Key("seed", "integer"),
+        Key("seed", "integer", low=0),
         Key("d", "number", 0.8, low=0, high=1, doc="generated PRAM matrix diagonal"),
         Key("a", "number", 1.0, low=0, doc="invariant PRAM"),
         Key("matrix", "table", doc="{variable = {true = {released = probability}}}"),
@@ -293,7 +293,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "geography"),
         Key("household", doc="household column (default: [microdata] household; absent: "
             "persons)", **_COLUMN),
-        Key("seed", "integer", doc="random seed"),
+        Key("seed", "integer", low=0, doc="random seed"),
     )),
     Section("cellkey", "the cell key method on tables of the microdata (docs/census.md)", (
         Key("D", "integer", 3, low=1, doc="largest change of a count"),
@@ -306,7 +306,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("ptable", "string", path=True, doc="tau-Argus ptable file (instead of D, V, js, "
             "pstay, mono)"),
         Key("key", "string", "rkey", doc="record-key column (added when absent)"),
-        Key("seed", "integer", doc="seed of added record keys"),
+        Key("seed", "integer", low=0, doc="seed of added record keys"),
         Key("tables", "list", [], doc="further linked tables: lists of dimension columns"),
         Key("m", "number", 0.1, low=0, low_open=True, high=1, doc="magnitude noise: share "
             "of the largest contribution"),

@@ -200,7 +200,9 @@ class Hierarchy:
         if isinstance(source, Path) or ("\n" not in str(source) and Path(str(source)).exists()):
             label = str(source)
             try:
-                text = Path(source).read_text()
+                text = Path(source).read_text(encoding="utf-8-sig")
+            except UnicodeDecodeError:
+                raise InputError(f"{Path(label).name}: not UTF-8 text") from None
             except OSError as exc:
                 raise InputError(f"{label}: cannot read ({exc.strerror})") from None
         else:

@@ -240,7 +240,9 @@ class Table:
         for key, col, fill in (("cost", cost, 1.0), ("lb", lb, 0.0), ("ub", ub, np.inf),
                                ("upl", upl, 0.0), ("lpl", lpl, 0.0), ("spl", spl, 0.0)):
             if col is not None:
-                kw[key] = scatter(column(col, key, allow_nan=(key == "ub")), fill)
+                # protection levels and costs are sizes: a negative one is a wrong column
+                kw[key] = scatter(column(col, key, allow_nan=(key == "ub"),
+                                         allow_negative=key in ("lb", "ub")), fill)
                 if key == "ub":
                     kw[key] = np.where(np.isnan(kw[key]), np.inf, kw[key])
         if top_cols:
@@ -257,20 +259,22 @@ class Table:
         hierarchies = [d.hierarchy for d in dims]
         A, rel_total = product_relations(hierarchies)
         leaf_mask = ModelMatrix(hierarchies).leaf_cells
-        if compute_totals:
-            computed_v = aggregate_leaves(v, hierarchies)
-            computed_f = aggregate_leaves(f, hierarchies) if f is not None else None
-            check = present & ~leaf_mask
-            _compare(source, dims, shape, "value", v, computed_v, check, tolerance)
-            if f is not None:
-                _compare(source, dims, shape, "freq", f, computed_f, check, tolerance)
-            v, f = computed_v, computed_f
-            if kw.get("top") is not None:
-                kw["top"] = _aggregate_top(kw["top"], hierarchies, leaf_mask)
-        else:
-            _check_additive(source, dims, shape, "value", A, rel_total, v, tolerance)
-            if f is not None:
-                _check_additive(source, dims, shape, "freq", A, rel_total, f, tolerance)
+        # a sum beyond the largest float is reported below as one line, not as a warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            if compute_totals:
+                computed_v = aggregate_leaves(v, hierarchies)
+                computed_f = aggregate_leaves(f, hierarchies) if f is not None else None
+                check = present & ~leaf_mask
+                _compare(source, dims, shape, "value", v, computed_v, check, tolerance)
+                if f is not None:
+                    _compare(source, dims, shape, "freq", f, computed_f, check, tolerance)
+                v, f = computed_v, computed_f
+                if kw.get("top") is not None:
+                    kw["top"] = _aggregate_top(kw["top"], hierarchies, leaf_mask)
+            else:
+                _check_additive(source, dims, shape, "value", A, rel_total, v, tolerance)
+                if f is not None:
+                    _check_additive(source, dims, shape, "freq", A, rel_total, f, tolerance)
         if kind is None:
             kind = ("frequency" if f is not None and np.allclose(v, f) and
                     np.allclose(v, np.round(v)) and (top_cols is None or not top_cols)

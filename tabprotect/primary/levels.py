@@ -79,7 +79,14 @@ class Levels:
         def col(name):
             if name not in frame.columns:
                 return np.full(len(idx), np.nan)
-            return parse_numbers(frame[name])[0]
+            vals, bad = parse_numbers(frame[name])
+            if name in ("upl", "lpl", "spl"):   # a level is a size: finite, not negative
+                bad = bad | np.isinf(vals) | (vals < 0)
+            if bad.any():
+                raise InputError(f"{rule.file_name} row {int(np.flatnonzero(bad)[0]) + 2}, "
+                                 f"column '{name}': not a number"
+                                 f"{' >= 0' if name in ('upl', 'lpl', 'spl') else ''}")
+            return vals
 
         mu, ml, ms, mlb, mub = (col(c) for c in ("upl", "lpl", "spl", "lb", "ub"))
         self.lb[idx] = np.where(np.isnan(mlb), self.lb[idx], mlb)

@@ -18,12 +18,13 @@ from pathlib import Path
 from fastapi import HTTPException, UploadFile
 
 from tabprotect.errors import InputError
+from tabprotect.io.schema import SECTIONS
 from tabprotect.service.worker import strip_paths
 
 DATA_SUFFIXES = {".csv", ".parquet", ".pq"}
-FILE_SUFFIXES = DATA_SUFFIXES | {".hrc", ".txt", ".toml", ".json"}
-#: keys whose value is a file of the job (whatever its suffix)
-PATH_KEYS = {"cells", "pairs", "hrc", "file", "manual"}
+FILE_SUFFIXES = DATA_SUFFIXES | {".hrc", ".jj", ".txt", ".toml", ".json"}
+#: keys whose value is a file of the job (whatever its suffix): the schema's path keys
+PATH_KEYS = frozenset(k.name for s in SECTIONS.values() for k in s.keys if k.path)
 #: sections whose ``time_limit`` the service fills in when the spec gives none
 TIMED_SECTIONS = ("protect", "round")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -141,8 +142,8 @@ def _check_time_limits(obj, where: tuple[str, ...], limit: float) -> None:
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= limit
                 if not ok:
                     raise HTTPException(422, f"spec: {_key_name(here)} must be a number of "
-                                             f"seconds from 0 to {limit:g} (the service's "
-                                             f"maximum)")
+                                             f"seconds above 0 and at most {limit:g} (the "
+                                             f"service's maximum)")
             else:
                 _check_time_limits(v, here, limit)
     elif isinstance(obj, list):

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from tabprotect.errors import InputError
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.relations import product_relations
 from tabprotect.model.table import Table, aggregate_leaves
@@ -61,7 +62,8 @@ def assemble(lv: Leaves, spec: MicrodataSpec, name: str) -> Table:
     n = int(np.prod(spec.shape))
 
     def agg(vals):
-        return aggregate_leaves(_scatter(lv.cell, vals, n), hierarchies)
+        with np.errstate(over="ignore", invalid="ignore"):   # an overflow is raised below
+            return aggregate_leaves(_scatter(lv.cell, vals, n), hierarchies)
 
     extra: dict[str, np.ndarray] = {}
     if spec.weight is not None:
@@ -89,7 +91,23 @@ def assemble(lv: Leaves, spec: MicrodataSpec, name: str) -> Table:
         for j in range(spec.top_k):
             extra[f"holding_top{j + 1}"] = htop[:, j]
     A, rel_total = product_relations(hierarchies)
-    return Table(value=agg(lv.value), freq=agg(lv.freq), relations=A, relation_total=rel_total,
-                 dimensions=tuple(spec.dims), top=top,
-                 cost=agg(lv.cost) if lv.cost is not None else None, kind=spec.kind,
-                 name=name, extra=extra)
+    table = Table(value=agg(lv.value), freq=agg(lv.freq), relations=A, relation_total=rel_total,
+                  dimensions=tuple(spec.dims), top=top,
+                  cost=agg(lv.cost) if lv.cost is not None else None, kind=spec.kind,
+                  name=name, extra=extra)
+    _check_finite(table)
+    return table
+
+
+def _check_finite(table: Table) -> None:
+    """Raise :class:`InputError` naming the first cell whose sum overflows (finite
+    contributions whose total exceeds the largest float): the cell, never its value."""
+    sums = {"value": table.value, "cost": table.cost,
+            "weighted count": table.extra.get("weighted_freq"),
+            "shadow": table.extra.get("shadow")}
+    for what, arr in sums.items():
+        if arr is not None and not np.isfinite(arr).all():
+            i = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise InputError(f"{table.name or 'microdata'}: the {what} of cell "
+                             f"{table.cell_name(i)} overflows (its contributions sum beyond "
+                             f"the largest number)")

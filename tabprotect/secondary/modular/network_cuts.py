@@ -63,9 +63,12 @@ class SearchLimits:
     #: numpy nodes per candidate after which a search over cut rows alone for the
     #: optimum, in a process without the kernel, asks two MILPs whether its optimum is
     #: unique (then it is the search's pattern: :mod:`.network_unique`); None: never.
-    #: The MILPs take about as long as this many nodes (some 45 us each): 3-15 ms on
-    #: 24-27 candidates, 8-40 ms on 46-53; a search that goes on takes thousands of
-    #: nodes, and without it the kernel's load (about 0.35 s CPU) is not needed
+    #: The MILPs take about as long as this many nodes of a search over few rows (some
+    #: 45 us each): 3-15 ms on 24-27 candidates, 8-40 ms on 46-53; a node over many
+    #: rows counts as several (1 + rows/1,000, as for ``load_after``: its time grows
+    #: with the rows, the MILPs' hardly, since they start from ``certify_rows``); a
+    #: search that goes on takes thousands of nodes, and without it the kernel's load
+    #: (about 0.35 s CPU) is not needed
     certify_after: int | None = 12
     #: rows the certificate's MILPs start from, the hardest to cover (HiGHS' presolve of
     #: thousands of dense rows takes longer than the search; the rows a solution misses

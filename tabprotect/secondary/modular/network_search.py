@@ -170,7 +170,8 @@ class _Search:
 
     def _certified(self) -> bool:
         """A search over the rows alone for the optimum that the loaded kernel will not
-        run: the first ``SearchLimits.certify_after`` nodes per candidate by numpy; a
+        run: the first ``SearchLimits.certify_after`` nodes per candidate by numpy (each
+        node counted by its cost, :func:`_node_weight`); a
         search still going then is settled by :func:`.network_unique.unique_optimum`
         when its optimum is unique (the pattern the search would find).  True when the
         search's answer is known; else the search starts again under the usual policy."""
@@ -179,14 +180,15 @@ class _Search:
                 or (lim.compiled and kernel_loaded())):
             return False
         n = len(self.c)
-        self.node_cap = min(lim.certify_after * n, lim.max_nodes)
+        weight = _node_weight(len(self.d))
+        self.node_cap = min(math.ceil(lim.certify_after * n / weight), lim.max_nodes)
         self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
-        _WORK.numpy_nodes += self.nodes * _node_weight(len(self.d))
+        _WORK.numpy_nodes += self.nodes * weight
         if not self.gave_up:
             return True
         pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
                               start_rows=lim.certify_rows, rounds=lim.certify_rounds,
-                              seconds=lim.certify_seconds)
+                              seconds=lim.certify_seconds, known=self.best)
         if pick is not None:
             self.best, self.best_cost = pick, float(self.c[pick].sum())
             self.gave_up = False

@@ -13,6 +13,13 @@ every other, that pattern is the search's answer whatever the order, so two smal
    little.  The cap's margin (``2e-9`` relative) exceeds the search's pruning tolerance
    (``1e-9``), so no pattern the search could prefer escapes the proof.
 
+When the search has already met a pattern (its best after the nodes it searched), that
+pattern stands in for the first MILP's: the second MILP alone shows it to be the unique
+optimum (the first MILP takes most of the certificate's time).  When the second MILP
+finds a cheaper pattern meeting every row instead, that pattern is the least-cost one
+(the MILP's optimum over all patterns but the search's), the first MILP's answer
+without it: the second MILP runs again for it.
+
 Anything else -- a tie, a time limit, a pattern meeting the rows only within HiGHS'
 tolerance -- gives None and the search runs as before.  On the sub-tables whose search
 takes thousands of nodes the two solves take milliseconds, so a process need not load
@@ -37,7 +44,8 @@ ROW_MARGIN = 1e-12
 
 def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
                    deadline: float | None = None, *, start_rows: int = 150,
-                   rounds: int = 20, seconds: float = 1.0) -> np.ndarray | None:
+                   rounds: int = 20, seconds: float = 1.0,
+                   known: np.ndarray | None = None) -> np.ndarray | None:
     """The least-cost pattern (bool over the columns of ``K``) meeting ``K z >= d``
     within ``tol``, when every other pattern costs more (see the module docstring);
     None when that is not shown (a tie, no pattern, the deadline).
@@ -45,43 +53,79 @@ def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
     Both MILPs start from the ``start_rows`` rows hardest to cover and add the rows
     their solution misses, at most ``rounds`` times each (a MILP over some rows is a
     relaxation: its optimum met by every row is the optimum, its infeasibility is the
-    full problem's); each solve gets at most ``seconds``."""
+    full problem's); each solve gets at most ``seconds``.  ``known``: a pattern that
+    meets every row within ``tol`` (the search's best so far), put to the second MILP
+    before any first one."""
     n = len(c)
     if n == 0 or not len(d):
         return None
     lower = d - tol
     rows = _hardest(K, lower, start_rows)
-    x = None
     until = time.perf_counter() + seconds
     deadline = until if deadline is None else min(deadline, until)
+    found = None
+    if known is not None:
+        alone, rows, z = _only_pattern(K, lower, c, known, rows, rounds, deadline)
+        if alone is not False:      # shown unique, or a tie or the deadline: settled
+            return None if alone is None else known.copy()
+        if _meets(K, d, tol, z):
+            found = z, rows
+    if found is None:
+        found = _least(K, d, tol, lower, c, rows, rounds, deadline)
+    if found is None:
+        return None
+    x, rows = found
+    return x if _only_pattern(K, lower, c, x, rows, rounds, deadline)[0] else None
+
+
+def _meets(K, d, tol, x) -> bool:
+    """``x`` meets every row as the search judges rows, with a margin for the order of
+    the float sums."""
+    return not (d - K[:, x].sum(axis=1) > tol - ROW_MARGIN * np.maximum(1.0, d)).any()
+
+
+def _least(K, d, tol, lower, c, rows, rounds, deadline):
+    """The first MILP: its least-cost pattern, kept when it meets every row as the
+    search judges rows, and the rows it ended with; None when there is none."""
+    x = None
     for _ in range(rounds):
         res = _solve(K[rows], lower[rows], c, None, deadline)
         if res is None or res.status != "optimal" or res.x is None:
             return None
         x = res.x > 0.5
         short = d - K[:, x].sum(axis=1) > tol - ROW_MARGIN * np.maximum(1.0, d)
-        if not short.any():
+        if not short.any():         # (_meets)
             break
         rows = _more(rows, short)
         if rows is None:        # met only within HiGHS' tolerance
             return None
     else:
         return None
+    return x, rows
+
+
+def _only_pattern(K, lower, c, x, rows, rounds, deadline):
+    """The second MILP: True when no pattern other than ``x`` meets the rows at a cost
+    up to ``COST_MARGIN`` above ``x``'s; False when one meets every row at a cost below
+    ``x``'s by more than that margin (``x`` is no optimum); None when neither is shown
+    (a tie, the deadline).  And the rows it ended with, and with False that pattern
+    (the least-cost one: the MILP's optimum)."""
     cost = float(c[x].sum())
-    cap = cost + COST_MARGIN * max(1.0, cost)
+    margin = COST_MARGIN * max(1.0, cost)
     for _ in range(rounds):
-        res = _solve(K[rows], lower[rows], c, (x, cap), deadline)
+        res = _solve(K[rows], lower[rows], c, (x, cost + margin), deadline)
         if res is None:
-            return None
+            return None, rows, None
         if res.status == "infeasible":
-            return x
+            return True, rows, None
         if res.status != "optimal" or res.x is None:
-            return None
+            return None, rows, None
         z = res.x > 0.5
-        rows = _more(rows, K[:, z].sum(axis=1) < lower)
-        if rows is None:        # another pattern as cheap: a tie
-            return None
-    return None
+        more = _more(rows, K[:, z].sum(axis=1) < lower)
+        if more is None:        # another pattern meets every row: cheaper, or a tie
+            return (False if float(c[z].sum()) < cost - margin else None), rows, z
+        rows = more
+    return None, rows, None
 
 
 def _hardest(K: np.ndarray, lower: np.ndarray, count: int) -> np.ndarray:

@@ -285,6 +285,7 @@ class HybridOracle(AttackerOracle):
         return self._raced("sep", self._timed_separate, z, **kw)
 
     def _timed_separate(self, z, **kw) -> Check:
+        self.witnesses.at_point()
         try:
             return AttackerOracle.separate(self, z, **kw)
         except DeadlineReached:

@@ -27,29 +27,50 @@ ZERO = 1e-9
 class _Witness:
     """One kept optimum over the cells where it is nonzero, with what its bounds need:
     ``|y|``, each cell's range in the direction it moves (from the ``up``/``down`` of
-    the first bound asked, recomputed when other arrays come) and ``y_s`` per cell
-    ``s`` asked about."""
+    the first bound asked, recomputed when other arrays come), ``y`` by cell once a
+    value is asked for, and per point ``z`` the two minima every bound at that point
+    is made of (:meth:`scale`)."""
 
-    __slots__ = ("cols", "y", "absy", "seen", "_src", "_room")
+    __slots__ = ("cols", "y", "absy", "seen", "_src", "_room", "_at", "_mins")
 
-    def __init__(self, cols: np.ndarray, y: np.ndarray):
-        self.cols, self.y, self.absy = cols, y, np.abs(y)
-        self.seen: dict[int, float] = {}
+    def __init__(self, cols: np.ndarray, y: np.ndarray, absy: np.ndarray | None = None):
+        self.cols, self.y = cols, y
+        self.absy = np.abs(y) if absy is None else absy
+        self.seen: dict[int, float] | None = None
         self._src = self._room = None
+        self._at = self._mins = None
 
     def value(self, s: int) -> float:
-        ys = self.seen.get(s)
-        if ys is None:
-            at = np.flatnonzero(self.cols == s)
-            ys = self.seen[s] = float(self.y[at[0]]) if len(at) else 0.0
-        return ys
+        """``y_s`` (0 off the kept cells)."""
+        seen = self.seen
+        if seen is None:
+            seen = self.seen = dict(zip(self.cols.tolist(), self.y.tolist()))
+        return seen.get(s, 0.0)
 
     def room(self, up: np.ndarray, down: np.ndarray) -> np.ndarray:
         """Per kept cell, its deviation range in the direction the optimum moves it."""
         if self._src is None or self._src[0] is not up or self._src[1] is not down:
             self._room = np.where(self.y > 0, up[self.cols], down[self.cols])
             self._src = (up, down)
+            self._at = None
         return self._room
+
+    def scale(self, up: np.ndarray, down: np.ndarray, z: np.ndarray, point: object,
+              rhs: float) -> float:
+        """The largest ``t <= 1`` with ``t w`` inside the bounds ``min(range, rhs) z``:
+        ``min_i min(range_i, rhs) z_i / |w_i|``, which is ``min(min_i range_i q_i, rhs
+        min_i q_i)`` with ``q = z / |w|``; the two minima are computed once per
+        ``point`` (a token that changes whenever ``z`` may have) and reused by every
+        level asked about there."""
+        room = self.room(up, down)
+        if self._at is not point:
+            q = z[self.cols] / self.absy
+            least = float(q.min(initial=np.inf))
+            # a cell at z = 0 leaves no room at all (and an infinite range times 0 is nan)
+            ranged = float((room * q).min(initial=np.inf)) if least > 0.0 else 0.0
+            self._mins, self._at = (ranged, least), point
+        ranged, least = self._mins
+        return min(1.0, ranged, rhs * least)
 
 
 class WitnessStore:
@@ -63,6 +84,15 @@ class WitnessStore:
         self._by: dict[tuple[int, float], deque] = {}
         self._shared: dict[tuple[int, float], deque] = {}
         self.skipped = 0
+        # the point the bounds are asked at (see at_point) and its token
+        self._z: np.ndarray | None = None
+        self._point = object()
+
+    def at_point(self, z: np.ndarray | None = None) -> None:
+        """A new point: the next bounds recompute each witness's minima (a separation
+        call starts with it, so that a point changed in place is never taken for the
+        last one)."""
+        self._z, self._point = z, object()
 
     def add(self, p: int, sign: float, cols: np.ndarray, y: np.ndarray) -> None:
         """Keep an optimum of primary slot ``p``'s LP in direction ``sign``; with
@@ -70,15 +100,18 @@ class WitnessStore:
         it moves, in the direction it moves it."""
         if self.keep <= 0:
             return
-        nz = np.abs(y) > ZERO * max(1.0, float(np.abs(y).max(initial=0.0)))
-        entry = _Witness(cols[nz], y[nz])
+        absy = np.abs(y)
+        nz = absy > ZERO * max(1.0, float(absy.max(initial=0.0)))
+        entry = _Witness(cols[nz], y[nz], absy[nz])
         self._keep_in(self._by, (p, sign), entry)
         if self.slot is not None:
             others = self.slot[entry.cols]
-            hit = (others >= 0) & (others != p)
-            signs = np.where(entry.y[hit] > 0, 1.0, -1.0)
+            hit = np.flatnonzero((others >= 0) & (others != p))
+            if not len(hit):
+                return
+            signs = [1.0 if v > 0 else -1.0 for v in entry.y[hit].tolist()]
             shared = self._shared
-            for key in zip(others[hit].tolist(), signs.tolist()):   # _keep_in, inline
+            for key in zip(others[hit].tolist(), signs):   # _keep_in, inline
                 kept = shared.get(key)
                 if kept is None:
                     kept = shared[key] = deque(maxlen=self.keep)
@@ -97,6 +130,9 @@ class WitnessStore:
         """The best lower bound on ``max sign * y_s`` over the LP with bounds
         ``-min(down, rhs) z <= y <= min(up, rhs) z`` (and ``y_j = 0`` for ``j >= 0``),
         or the first one found that reaches ``goal``."""
+        if z is not self._z:
+            self.at_point(z)
+        point = self._point
         best = 0.0
         for w in (*self._by.get((p, sign), ()), *self._shared.get((p, sign), ())):
             if best >= goal:
@@ -106,9 +142,6 @@ class WitnessStore:
                 continue
             if j >= 0 and w.value(j) != 0.0:     # the witness moves the attacker's cell
                 continue
-            # the largest t <= 1 with t w inside the bounds: each cell's range
-            # min(range, rhs) z over its |w|
-            t = min(1.0, float((np.minimum(w.room(up, down), rhs) * z[w.cols]
-                                / w.absy).min(initial=1.0)))
+            t = w.scale(up, down, z, point, rhs)
             best = max(best, max(t, 0.0) * val)
         return best
