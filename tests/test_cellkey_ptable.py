@@ -146,6 +146,21 @@ def test_bad_files_name_file_and_line(tmp_path, text, needle):
     assert "bad.txt" in str(e.value)
 
 
+def test_a_file_not_utf8_or_not_readable_is_one_line(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes("i;j;p;v\n0;0;1;0\n# r\xe9sum\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="latin.txt: ptable file is not UTF-8"):
+        read_ptable(path)
+    with pytest.raises(InputError, match="cannot read the ptable file"):
+        read_ptable(tmp_path)  # a folder: exists, but cannot be read as a file
+
+
+def test_a_utf8_bom_is_not_part_of_the_header(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbfi;j;p;v\n0;0;1;0\n1;0;0.5;-1\n1;1;0.5;0\n")
+    assert read_ptable(path).fractions(1) == {-1: F(1, 2), 0: F(1, 2)}
+
+
 @pytest.mark.parametrize("kw,needle", [({"D": 0, "V": 1}, "D must"), ({"D": 2, "V": 0}, "V must"),
                                        ({"D": 2, "V": 1, "js": 2}, "js must be smaller"),
                                        ({"D": 2, "V": 1, "pstay": 1.0}, "pstay")])

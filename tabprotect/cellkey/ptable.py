@@ -410,7 +410,13 @@ def read_ptable(path: str | Path) -> PTable:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: ptable file not found")
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: ptable file is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the ptable file ({exc.strerror})") from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise InputError(f"{path}: empty ptable file")
     head = [h.strip().strip('"').lower() for h in lines[0].split(";")]
