@@ -23,3 +23,17 @@ class InputError(ValueError):
 class InfeasibleRulesError(InputError):
     """The rules or a-priori statuses cannot be met (e.g. a primary cell that can only be
     protected by suppressing a cell marked ``P``)."""
+
+
+def read_input_text(path, what: str = "file") -> str:
+    """The text of the input file ``path`` (UTF-8, a byte-order mark dropped); a file that
+    is not UTF-8 or cannot be read (``what`` it is) is one :class:`InputError` naming it,
+    never quoting a byte of it."""
+    from pathlib import Path
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what} ({exc.strerror})") from None

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import linprog
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, read_input_text
 
 __all__ = ["PTableParams", "PTable", "count_ptable", "read_ptable", "write_ptable",
            "ptable_text"]
@@ -410,13 +410,7 @@ def read_ptable(path: str | Path) -> PTable:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: ptable file not found")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: ptable file is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the ptable file ({exc.strerror})") from None
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in read_input_text(path, "ptable file").splitlines() if ln.strip()]
     if not lines:
         raise InputError(f"{path}: empty ptable file")
     head = [h.strip().strip('"').lower() for h in lines[0].split(";")]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, read_input_text
 from tabprotect.model.relations import relations_from_triplets
 from tabprotect.model.table import Table, parse_status, read_frame
 
@@ -57,13 +57,7 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path.name}: not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{path.name or path}: cannot read ({exc.strerror})") from None
-    lines = [ln.strip() for ln in text.splitlines()]
+    lines = [ln.strip() for ln in read_input_text(path, "JJ file").splitlines()]
     lines = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
     if len(lines) < 2:
         raise InputError(f"{path.name}: empty or truncated JJ file")

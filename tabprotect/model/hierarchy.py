@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, read_input_text
 from tabprotect.model.columns import Columns, as_columns, text_values
 
 if TYPE_CHECKING:
@@ -199,12 +199,7 @@ class Hierarchy:
         label = "hrc"
         if isinstance(source, Path) or ("\n" not in str(source) and Path(str(source)).exists()):
             label = str(source)
-            try:
-                text = Path(source).read_text(encoding="utf-8-sig")
-            except UnicodeDecodeError:
-                raise InputError(f"{Path(label).name}: not UTF-8 text") from None
-            except OSError as exc:
-                raise InputError(f"{label}: cannot read ({exc.strerror})") from None
+            text = read_input_text(source, "hierarchy file")
         else:
             text = str(source)
         pairs: list[tuple[str, str]] = []

@@ -35,7 +35,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, read_input_text
 
 ENV_TOKENS = "TABPROTECT_TOKENS"          # comma-separated
 ENV_STORE = "TABPROTECT_STORE"
@@ -168,16 +168,8 @@ class ServiceConfig:
 def _read_tokens_file(path: Path) -> list[str]:
     if not path.is_file():
         raise InputError(f"{path.name}: tokens file not found")
-    return [line.strip() for line in _utf8_text(path).splitlines()
+    return [line.strip() for line in read_input_text(path, "tokens file").splitlines()
             if line.strip() and not line.startswith("#")]
-
-
-def _utf8_text(path: Path) -> str:
-    """The file's text; a file that is not UTF-8 is one line naming it (no byte of it)."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path.name}: not UTF-8 text") from None
 
 
 def _principals(spec: dict, source: str) -> list[Principal]:
@@ -225,7 +217,7 @@ def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
         if not path.is_file():
             raise InputError(f"{path.name}: service config not found")
         try:
-            spec = tomllib.loads(_utf8_text(path)).get("service", {})
+            spec = tomllib.loads(read_input_text(path, "service config")).get("service", {})
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path.name}: not valid TOML ({exc})") from None
         base = path.parent
