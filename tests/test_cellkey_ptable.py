@@ -149,7 +149,7 @@ def test_bad_files_name_file_and_line(tmp_path, text, needle):
 def test_a_file_not_utf8_or_not_readable_is_one_line(tmp_path):
     path = tmp_path / "latin.txt"
     path.write_bytes("i;j;p;v\n0;0;1;0\n# r\xe9sum\xe9\n".encode("latin-1"))
-    with pytest.raises(InputError, match="latin.txt: ptable file is not UTF-8"):
+    with pytest.raises(InputError, match="latin.txt: not UTF-8 text"):
         read_ptable(path)
     with pytest.raises(InputError, match="cannot read the ptable file"):
         read_ptable(tmp_path)  # a folder: exists, but cannot be read as a file

@@ -137,6 +137,19 @@ def test_no_import_cycle_between_package_modules():
     assert not gone, f"cycles fixed, remove them from KNOWN_CYCLES: {gone}"
 
 
+def _python(code: str, *args, keep_switch: bool = False) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new Python with this tree first on its path (``args`` as its
+    ``sys.argv[1:]``); TABPROTECT_NO_NUMBA unset unless ``keep_switch``, so that a test
+    of what a run does not import is not passed by the switch alone."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if not keep_switch:
+        env.pop("TABPROTECT_NO_NUMBA", None)
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
     # numba (the gauss kernels), scipy.stats (cta's rank correlation) and the optional
     # packages (plots, the PuLP backend, the service, Dask) are imported on first use, and
@@ -170,11 +183,7 @@ def test_a_non_gauss_run_imports_neither_numba_nor_scipy_stats():
         "[th.start() for th in threads]; [th.join() for th in threads]\n"
         "assert len(out) == 4 and all(r.passed for r in out), 'gauss in threads'\n"
         "assert len({tuple(r.status) for r in out}) == 1 and 'numba' in sys.modules\n")
-    env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _python(code)
 
 
 def test_a_modular_cli_job_imports_no_other_method(tmp_path):
@@ -204,10 +213,7 @@ def test_a_modular_cli_job_imports_no_other_method(tmp_path):
         "assert not loaded(), ('secondary', loaded())\n"
         "assert cli.main(['protect', sys.argv[1], '-o', sys.argv[2], '--quiet']) == 0\n"
         "assert loaded() == ['tabprotect.secondary.modular'], loaded()\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", code, str(job), str(tmp_path / "out")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _python(code, job, tmp_path / "out", keep_switch=True)
 
 
 def test_a_cold_count_job_with_the_attack_step_loads_no_optional_scipy_module(tmp_path):
@@ -238,10 +244,6 @@ def test_a_cold_count_job_with_the_attack_step_loads_no_optional_scipy_module(tm
         "         'scipy.optimize', 'scipy.stats', 'pandas', 'numba', 'matplotlib',\n"
         "         'pulp', 'dask')\n"
         "print([m for m in heavy if m in sys.modules])\n")
-    env = {k: v for k, v in os.environ.items() if k != "TABPROTECT_NO_NUMBA"}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", code, str(job), str(tmp_path / "out")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _python(code, job, tmp_path / "out")
     assert proc.stdout.splitlines()[-1] == "[]"
     assert (tmp_path / "out" / "published.csv").exists()

@@ -27,18 +27,23 @@ def _brute(K, d, c):
     return out
 
 
+def _random_cover(rng):
+    """Covering rows ``K z >= d`` of a few cells with small integer costs ``c`` (ties
+    common), each entry at most its row's demand."""
+    n, m = int(rng.integers(3, 10)), int(rng.integers(1, 8))
+    d = rng.choice([1.0, 3.0, 10.0, 250.0], size=m)
+    K = np.where(rng.random((m, n)) < 0.5, 0.0,
+                 rng.choice([1.0, 2.0, 5.0, 300.0], size=(m, n)))
+    return np.minimum(K, d[:, None]), d, rng.integers(1, 4, size=n).astype(float)
+
+
 def test_certified_pattern_is_the_unique_brute_force_optimum():
     """Random covering rows (small integer costs, so ties are common): a pattern is
     returned exactly when one pattern costs least, and it is that pattern."""
     rng = np.random.default_rng(5)
     seen = {"unique": 0, "tie": 0}
     for _ in range(60):
-        n, m = int(rng.integers(3, 10)), int(rng.integers(1, 8))
-        d = rng.choice([1.0, 3.0, 10.0, 250.0], size=m)
-        K = np.where(rng.random((m, n)) < 0.5, 0.0,
-                     rng.choice([1.0, 2.0, 5.0, 300.0], size=(m, n)))
-        K = np.minimum(K, d[:, None])
-        c = rng.integers(1, 4, size=n).astype(float)
+        K, d, c = _random_cover(rng)
         feasible = _brute(K, d, c)
         x = unique_optimum(K, d, REL_TOL * np.maximum(1.0, d), c)
         if not feasible:
@@ -63,12 +68,7 @@ def test_certified_from_a_known_pattern_is_the_brute_force_optimum():
     rng = np.random.default_rng(11)
     seen = {"optimum": 0, "dearer": 0, "tie": 0}
     for _ in range(60):
-        n, m = int(rng.integers(3, 10)), int(rng.integers(1, 8))
-        d = rng.choice([1.0, 3.0, 10.0, 250.0], size=m)
-        K = np.where(rng.random((m, n)) < 0.5, 0.0,
-                     rng.choice([1.0, 2.0, 5.0, 300.0], size=(m, n)))
-        K = np.minimum(K, d[:, None])
-        c = rng.integers(1, 4, size=n).astype(float)
+        K, d, c = _random_cover(rng)
         feasible = sorted(_brute(K, d, c), key=lambda f: f[0])
         if not feasible:
             continue
