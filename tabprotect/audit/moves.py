@@ -30,6 +30,25 @@ def mirror_share(value: np.ndarray, lb: np.ndarray, ub: np.ndarray,
         return float(min(1.0, np.min(room / np.abs(deviation))))
 
 
+def valid_rows(table: Table, H: sp.csr_matrix, free: np.ndarray) -> np.ndarray:
+    """Per row of ``H`` (moves over every cell, no stored zeros), whether it is a move:
+    nonzero somewhere, zero on every cell outside ``free`` and keeping every relation
+    within ``1e-7 max(1, max|d|)`` (the LP's own feasibility tolerance: moves from
+    deviation LPs keep the relations only that exactly)."""
+    nnz = np.diff(H.indptr)
+    outside = np.asarray(abs(H) @ (~free).astype(float)).ravel() > 0
+    residual = abs(table.relations @ H.T).tocsc()
+    worst = np.zeros(H.shape[0])
+    has = np.diff(residual.indptr) > 0
+    if residual.nnz:
+        worst[has] = np.maximum.reduceat(residual.data, residual.indptr[:-1][has])
+    size = np.zeros(H.shape[0])
+    if H.nnz:
+        rows_with = nnz > 0
+        size[rows_with] = np.maximum.reduceat(np.abs(H.data), H.indptr[:-1][rows_with])
+    return (nnz > 0) & ~outside & (worst <= 1e-7 * np.maximum(1.0, size))
+
+
 def split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray]
                 ) -> tuple[list, int, int]:
     """Check candidate moves (rows of ``moves``) and cut the valid ones into one sparse
@@ -48,19 +67,7 @@ def split_moves(table: Table, moves, free: np.ndarray, comps: list[np.ndarray]
                          f"not shape {H.shape}")
     H.eliminate_zeros()
     nnz = np.diff(H.indptr)
-    outside = np.asarray(abs(H) @ (~free).astype(float)).ravel() > 0
-    residual = abs(table.relations @ H.T).tocsc()
-    worst = np.zeros(H.shape[0])
-    has = np.diff(residual.indptr) > 0
-    if residual.nnz:
-        worst[has] = np.maximum.reduceat(residual.data, residual.indptr[:-1][has])
-    size = np.zeros(H.shape[0])
-    if H.nnz:
-        rows_with = nnz > 0
-        size[rows_with] = np.maximum.reduceat(np.abs(H.data), H.indptr[:-1][rows_with])
-    # (the LP's own feasibility tolerance: moves from deviation LPs keep the relations
-    # only that exactly)
-    ok = (nnz > 0) & ~outside & (worst <= 1e-7 * np.maximum(1.0, size))
+    ok = valid_rows(table, H, free)
     label = np.full(n, -1, dtype=np.int64)
     local = np.zeros(n, dtype=np.int64)
     for k, cells in enumerate(comps):

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from solvers import solve
 from tabprotect.audit import required_interval
 from tabprotect.audit.least_moves import goals, move_program, pinned
+from tabprotect.audit.moves import valid_rows
 from tabprotect.audit_result import meets_requirement
 from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
@@ -132,25 +133,21 @@ def attack_witnesses(table: Table, primaries: np.ndarray, deadline: float | None
 
 def _seed(table: Table, served: _Served, known: sp.csr_matrix) -> None:
     """Serve the primaries by the moves ``known`` (rows over every cell) that are
-    integral moves of the pattern within both directions' bounds."""
-    v, lb, ub = table.value, table.lb, table.ub
-    hidden = table.suppressed
-    A = table.relations
-    for r in range(known.shape[0]):
-        lo, hi = known.indptr[r], known.indptr[r + 1]
-        cells, d = known.indices[lo:hi], known.data[lo:hi]
-        keep = d != 0
-        cells, d = cells[keep], np.round(d[keep])
-        if len(cells) == 0 or np.abs(known.data[lo:hi][keep] - d).max() > 1e-9 \
-                or not hidden[cells].all():
-            continue
-        x = v[cells]
-        if ((x + d < lb[cells]) | (x + d > ub[cells]) | (x - d < lb[cells])
-                | (x - d > ub[cells])).any():
-            continue
-        if np.abs(A[:, cells] @ d).max(initial=0.0) > 1e-9:
-            continue
-        served.add(cells, d)
+    integral moves of the pattern (:func:`~tabprotect.audit.moves.valid_rows`) within
+    both directions' bounds."""
+    H = sp.csr_matrix(known, dtype=float)
+    H.eliminate_zeros()
+    d = np.round(H.data)
+    col = H.indices
+    x, lb, ub = table.value[col], table.lb[col], table.ub[col]
+    bad = ((np.abs(H.data - d) > 1e-9) | (x + d < lb) | (x + d > ub) | (x - d < lb)
+           | (x - d > ub))
+    row = np.repeat(np.arange(H.shape[0]), np.diff(H.indptr))
+    ok = valid_rows(table, H, table.suppressed) & (np.bincount(
+        row, weights=bad, minlength=H.shape[0]) == 0)
+    for r in np.flatnonzero(ok):
+        lo, hi = H.indptr[r], H.indptr[r + 1]
+        served.add(col[lo:hi], d[lo:hi])
 
 
 def _serve(table: Table, served: _Served, attacker: np.ndarray, cells: np.ndarray, p: int,
