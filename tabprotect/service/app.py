@@ -245,7 +245,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
         try:
             private_dir(folder / "input")
             sizes = save_uploads(files, folder / "input", config.max_files)
-            check_files(folder / "input", sizes, parsed, config.max_columns, config.max_rows)
+            check_files(folder / "input", sizes, parsed, config.max_columns, config.max_rows,
+                        config.max_cells)
             with submit_lock:    # the bound holds for concurrent submissions too
                 if store.pending(who.name) >= config.max_queued_per_principal:
                     raise busy

@@ -13,6 +13,7 @@ Example ``service.toml``::
     store = "/var/lib/tabprotect/jobs.sqlite"   # job records (SQLite); files next to it
     workers = 2                                 # jobs run at the same time
     max_request_mb = 200                        # per request (spec + uploads)
+    max_cells = 5000000                         # cells of a job's tables (422 above)
     upload_retention_hours = 24                 # uploaded inputs deleted this long after
                                                 # the job ended (0: right away)
     result_retention_days = 30                  # whole job (results too); 0 = keep
@@ -96,6 +97,8 @@ class ServiceConfig:
     max_files : most files in one submission
     max_columns : most columns in one uploaded data file (header read before parsing)
     max_rows : most data rows in one uploaded data file
+    max_cells : most cells the tables of one job may have (linked tables summed), counted
+        from the hierarchies' sizes before any table is made
     max_queued_per_principal : jobs queued or running per principal (429 above)
     max_time_limit : largest ``time_limit`` a job spec may give (seconds)
     max_job_seconds : a job running longer is stopped (its worker killed) and failed
@@ -120,6 +123,7 @@ class ServiceConfig:
     max_files: int = 20
     max_columns: int = 1000
     max_rows: int = 5_000_000
+    max_cells: int = 5_000_000
     max_queued_per_principal: int = 20
     max_time_limit: float = 3600.0
     max_job_seconds: float = 4 * 3600.0
@@ -146,7 +150,7 @@ class ServiceConfig:
         hashes = [p.token_sha256 for p in self.principals]
         if len(set(hashes)) != len(hashes):
             raise InputError("service: two principals have the same token")
-        for key in ("workers", "max_files", "max_columns", "max_rows",
+        for key in ("workers", "max_files", "max_columns", "max_rows", "max_cells",
                     "max_queued_per_principal", "max_attempts"):
             if getattr(self, key) < 1:
                 raise InputError(f"service: {key} must be at least 1")
@@ -193,6 +197,7 @@ def _principals(spec: dict, source: str) -> list[Principal]:
 
 _SCALARS = {"host": "host", "port": "port", "workers": "workers", "pool": "pool",
             "max_files": "max_files", "max_columns": "max_columns", "max_rows": "max_rows",
+            "max_cells": "max_cells",
             "max_queued_per_principal": "max_queued_per_principal",
             "max_time_limit": "max_time_limit", "max_job_seconds": "max_job_seconds",
             "heartbeat_seconds": "heartbeat_seconds", "lease_seconds": "lease_seconds",
