@@ -149,13 +149,13 @@ def check_cells(job: Job, tables: list[dict[str, Hierarchy]], where: str,
     Examples
     --------
     >>> job = load_job(spec={"input": {"cells": "c.csv", "dimensions": ["r"]}}, base=".")
-    >>> job.max_cells = 5
+    >>> job.max_cells = 8
     >>> h = Hierarchy.flat(["a", "b"], total="T")
     >>> check_cells(job, [{"r": h}, {"s": h}], "[input] dimensions")
     >>> check_cells(job, [{"r": h, "s": h}], "[input] dimensions")
     Traceback (most recent call last):
     ...
-    tabprotect.errors.TooLargeError: job [input] dimensions: the table(s) would have 9 cells (r 3 x s 3 codes), more than the limit of 5 cells (max_cells)
+    tabprotect.errors.TooLargeError: job [input] dimensions: the table(s) would have 9 cells (r 3 x s 3 codes), more than the limit of 8 cells (max_cells)
     """
     if job.max_cells is None:
         return
