@@ -51,6 +51,7 @@ from tabprotect.service.worker import OUT, RESULT_FILES, strip_paths
 log = logging.getLogger("tabprotect.service")
 
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+SAFE_PARAMETER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MEDIA_TYPES = {"table": "text/csv", "audit": "text/csv", "cells": "text/csv",
                "report": "text/html", "trail": "application/json",
                "summary": "application/json"}
@@ -107,6 +108,37 @@ class BodySizeLimit:
                                 (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+async def known_parameters(request: Request) -> None:
+    """Refuse (422, naming them) query parameters and form fields the endpoint does not
+    read: an option the service does not know is an error, never silently ignored."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    query, fields = _parameters(dependant)
+    where, known = "query parameter", query
+    unknown = set(request.query_params) - query
+    if not unknown and fields and \
+            request.headers.get("content-type", "").startswith("multipart/form-data"):
+        where, known = "form field", fields
+        unknown = set((await request.form()).keys()) - fields   # parsed once, cached
+    if unknown:
+        named = ", ".join(f"'{u}'" if SAFE_PARAMETER.match(u) else "(unprintable)"
+                          for u in sorted(unknown)[:5])
+        raise HTTPException(422, f"unknown {where}(s) {named} (known: "
+                                 f"{', '.join(sorted(known)) or 'none'})")
+
+
+def _parameters(dependant) -> tuple[set[str], set[str]]:
+    """The query parameters and body fields an endpoint and its dependencies read."""
+    query, body, stack = set(), set(), [dependant]
+    while stack:
+        d = stack.pop()
+        query |= {p.alias for p in d.query_params}
+        body |= {p.alias for p in d.body_params}
+        stack.extend(d.dependencies)
+    return query, body
 
 
 def _verdict(rec: dict) -> str | None:
@@ -177,8 +209,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.state.pool = pool
     bearer = HTTPBearer(auto_error=False)
 
-    def caller(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
-               ) -> Principal:
+    async def caller(request: Request,
+                     credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+                     ) -> Principal:
         given = hash_token(credentials.credentials).encode() if credentials else b""
         # compare with every principal's hash, in constant time, so timing reveals nothing
         found = None
@@ -188,6 +221,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         if credentials is None or found is None:
             raise HTTPException(401, "missing or invalid bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
+        await known_parameters(request)     # after the token: names are for callers only
         return found
 
     def own_job(job_id: str, who: Principal) -> dict[str, Any]:
@@ -210,7 +244,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             out["links"].update({k: f"{base}/{k}" for k in served})
         return out
 
-    @app.get("/health", tags=["service"])
+    @app.get("/health", tags=["service"], dependencies=[Depends(known_parameters)])
     def health() -> dict:
         """Liveness and the worker pool (no token needed)."""
         return {**pool.health(), "version": __version__}

@@ -1,7 +1,8 @@
-"""The service's size limits, probed as an attacker would: a few-byte upload whose
+"""The service probed as an attacker would: a few-byte upload whose
 hierarchies (or distinct codes, linked tables, kept contributions) would make a table of
 10^9 cells is refused by ``max_cells`` before the table is made, with one line naming the
-job's key and the limit and no value of the data; request values, CLI refusals likewise."""
+job's key and the limit and no value of the data; request values that are no flag and
+options the service does not know are errors, never ignored."""
 from __future__ import annotations
 
 import contextlib
@@ -177,3 +178,24 @@ def test_request_value_that_is_no_flag_is_refused_by_the_cli(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "request 'req' is not a flag" in err and "line 3" in err
     assert "maybe" not in err and "31337" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_query_parameters_and_form_fields_are_errors(store):
+    spec = cube_spec(2, dims=1)
+    with client(store) as http:
+        r = http.get("/jobs", params={"al": "true"})          # a typo of 'all'
+        assert r.status_code == 422 and "unknown query parameter(s) 'al'" in r.text
+        assert http.get("/health", params={"verbose": "1"}).status_code == 422
+        # an option sent as a form field is not taken silently, and no job is made
+        r = http.post("/jobs", files=parts(spec, {"cells.csv": cube_cells(dims=1)}),
+                      data={"time_limit": "5"})
+        assert r.status_code == 422 and "unknown form field(s) 'time_limit'" in r.text
+        r = http.post("/jobs", files=parts(spec, {"cells.csv": cube_cells(dims=1)})
+                      + [("file", ("x.csv", b"a\n1\n", "text/csv"))])  # 'file' for 'files'
+        assert r.status_code == 422 and "'file'" in r.text
+        assert http.get("/jobs").json() == []
+        assert http.post("/jobs", files=parts(spec, {"cells.csv": cube_cells(dims=1)})
+                         ).status_code == 202
+        # a caller without a token learns no parameter names
+        r = httpx.get(str(http.base_url) + "/jobs", params={"al": "true"})
+        assert r.status_code == 401 and "all" not in r.text
