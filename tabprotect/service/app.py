@@ -17,8 +17,8 @@ one principal, and a principal sees only its own jobs -- another's job is a 404)
 
 Errors are JSON ``{"detail": ...}`` with 400 (malformed request), 401 (no or wrong
 token), 404 (no such job of the caller), 409 (result not ready, job failed, or audit not
-passed), 413 (request too large), 422 (bad spec or file, tables above ``max_cells``, an unknown query parameter or form
-field), 429 (too many jobs queued).
+passed), 413 (request too large), 422 (bad spec or file, tables above ``max_cells``, an
+unknown query parameter or form field), 429 (too many jobs queued).
 No error body holds a request's content, a data value or a server path.
 """
 from __future__ import annotations
