@@ -199,3 +199,18 @@ def test_unknown_query_parameters_and_form_fields_are_errors(store):
         # a caller without a token learns no parameter names
         r = httpx.get(str(http.base_url) + "/jobs", params={"al": "true"})
         assert r.status_code == 401 and "all" not in r.text
+
+
+@pytest.mark.parametrize("hierarchy", ['levels = [1, 2]', 'columns = ["nuts1", "region"]'])
+def test_hierarchy_from_the_data_quotes_no_field(tmp_path, capsys, hierarchy):
+    # a record with a field missing puts its value into a code column; the hierarchy built
+    # from the data's codes names the column (and line), never the code
+    (tmp_path / "m.csv").write_text(f"nuts1,region,v\nA,A1,10\nA,A2,20\nB,B1,30\n"
+                                    f"{PLANTED},B1,5\nB,{PLANTED}\n")
+    (tmp_path / "job.toml").write_text('[microdata]\nfile = "m.csv"\ndimensions = ["region"]\n'
+                                       'response = "v"\nmissing = "zero"\n'
+                                       f'[hierarchies.region]\n{hierarchy}\ntotal = "T"\n'
+                                       '[rules.frequency]\nn = 2\n')
+    assert main(["primary", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'region'" in err and "31337" not in err, err

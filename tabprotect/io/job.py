@@ -186,6 +186,10 @@ def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None
         if codes_in_data is None:
             raise InputError(f"{label}: 'levels' needs the codes from the data")
         codes = [c for c in _distinct(codes_in_data) if c != total]
+        odd = sum(len(c) not in spec["levels"] for c in codes)
+        if odd:     # the codes are the data's: counted, not quoted
+            raise InputError(f"{label} levels: {odd} code(s) of the data's column '{name}' "
+                             f"have none of the level lengths {list(spec['levels'])}")
         return Hierarchy.from_levels(codes, spec["levels"], total=total, name=name)
     if "columns" in spec:
         frame = read_table_columns(job.resolve(spec["file"]))
