@@ -169,6 +169,19 @@ def test_max_cells_setting_is_checked(tmp_path):
     assert load_config(config).check().max_cells == 1234
 
 
+@pytest.mark.parametrize("line,key", [('workers = "2"', "workers"),
+                                      ("max_cells = 1e12", "max_cells"),
+                                      ('max_request_mb = "lots"', "max_request_mb"),
+                                      ("lease_seconds = true", "lease_seconds")])
+def test_service_setting_of_the_wrong_type_is_one_line(tmp_path, capsys, line, key):
+    config = tmp_path / "service.toml"
+    config.write_text(f'[service]\n{line}\n[service.principals.a]\n'
+                      f'token_sha256 = "{"0" * 64}"\n')
+    assert main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and key in err and "must be" in err, err
+
+
 def test_request_value_that_is_no_flag_is_refused_by_the_cli(tmp_path, capsys):
     (tmp_path / "m.csv").write_text(f"g,x,req\na,{PLANTED},yes\na,2,maybe\nb,3,no\n")
     (tmp_path / "job.toml").write_text('[microdata]\nfile = "m.csv"\ndimensions = ["g"]\n'

@@ -141,6 +141,17 @@ class ServiceConfig:
         return Path(self.store).parent / "jobs"
 
     def check(self) -> "ServiceConfig":
+        for key in _INTEGERS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"service: {key} must be an integer")
+        for key in _NUMBERS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"service: {key} must be a number")
+        for key in ("host", "pool", "log_level"):
+            if not isinstance(getattr(self, key), str):
+                raise InputError(f"service: {key} must be a string")
         if not self.principals:
             raise InputError(f"the service needs at least one API token: set {ENV_TOKENS} "
                              f"or [service.principals.NAME] token_sha256 in the config")
@@ -167,6 +178,22 @@ class ServiceConfig:
         if self.lease_seconds < 3 * self.heartbeat_seconds:
             raise InputError("service: lease_seconds must be at least 3 heartbeat_seconds")
         return self
+
+
+#: settings that are whole numbers, and those that are numbers (checked before use: a
+#: string in the TOML file is one line naming the key, not a traceback)
+_INTEGERS = ("port", "workers", "max_request_bytes", "max_files", "max_columns", "max_rows",
+             "max_cells", "max_queued_per_principal", "max_attempts")
+_NUMBERS = ("max_time_limit", "max_job_seconds", "heartbeat_seconds", "lease_seconds",
+            "upload_retention_seconds", "result_retention_seconds",
+            "cleanup_interval_seconds")
+
+
+def _number(spec: dict, key: str, source: str) -> float:
+    value = spec[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{source} [service]: {key} must be a number")
+    return float(value)
 
 
 def _read_tokens_file(path: Path) -> list[str]:
@@ -240,11 +267,14 @@ def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
             store = Path(spec["store"])
             values["store"] = store if store.is_absolute() else base / store
         if "max_request_mb" in spec:
-            values["max_request_bytes"] = int(float(spec["max_request_mb"]) * 2**20)
+            values["max_request_bytes"] = int(_number(spec, "max_request_mb", path.name)
+                                              * 2**20)
         if "upload_retention_hours" in spec:
-            values["upload_retention_seconds"] = float(spec["upload_retention_hours"]) * 3600
+            values["upload_retention_seconds"] = _number(spec, "upload_retention_hours",
+                                                         path.name) * 3600
         if "result_retention_days" in spec:
-            values["result_retention_seconds"] = float(spec["result_retention_days"]) * 86400
+            values["result_retention_seconds"] = _number(spec, "result_retention_days",
+                                                         path.name) * 86400
         principals += _principals(spec, path.name)
         if "tokens_file" in spec:
             tf = Path(spec["tokens_file"])
