@@ -6,6 +6,7 @@ options the service does not know are errors, never ignored."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import socket
 import threading
@@ -227,3 +228,50 @@ def test_hierarchy_from_the_data_quotes_no_field(tmp_path, capsys, hierarchy):
     assert main(["primary", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "column 'region'" in err and "31337" not in err, err
+
+
+TRAIL_SPEC = {"input": {"cells": "cells.csv", "dimensions": ["region", "size"],
+                        "status": "status", "upl": "upl", "lpl": "lpl",
+                        "compute_totals": True},
+              "hierarchies": {"region": {"codes": ["A", "B"], "total": "T"},
+                              "size": {"codes": ["s1", "s2"], "total": "T"}}}
+TRAIL_CELLS = ("region,size,value,status,upl,lpl\nA,s1,31337,U,400,400\nA,s2,500,M,0,0\n"
+               "B,s1,800,M,0,0\nB,s2,600,M,0,0\n")
+
+
+def test_trail_is_no_oracle_for_suppressed_values(store):
+    # the attacker holds the published table and the trail (archivable with it) and hashes
+    # every candidate of the one free suppressed value in the formats of the input and of
+    # the confidential cells.csv: no digest in the trail confirms a guess
+    with client(store) as http:
+        job_id = http.post("/jobs", files=parts(TRAIL_SPEC, {"cells.csv": TRAIL_CELLS})
+                           ).json()["id"]
+        deadline = time.monotonic() + 120
+        while http.get(f"/jobs/{job_id}").json()["state"] not in ("finished", "failed"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        published = http.get(f"/jobs/{job_id}/table").text
+        trail = http.get(f"/jobs/{job_id}/trail").text
+    rows = published.splitlines()
+    assert "A,s1,," in published and "31337" not in published + trail
+    head = [r for r in rows if ",T," in r or r.startswith("T,")]
+    value = {tuple(r.split(",")[:2]): r.split(",")[2] for r in head}
+    a_total, s1_total, b_total = (float(value[k]) for k in (("A", "T"), ("T", "s1"),
+                                                            ("B", "T")))
+    found = []
+    for x in range(int(a_total) + 1):
+        a2, b1 = int(a_total - x), int(s1_total - x)
+        b2 = int(b_total - b1)
+        cells = {("A", "s1"): (x, "U"), ("A", "s2"): (a2, "M"), ("B", "s1"): (b1, "M"),
+                 ("B", "s2"): (b2, "M")}
+        inner = [f"{r},{s},{v},{st}" for (r, s), (v, st) in cells.items()]
+        given = TRAIL_CELLS.splitlines()[0] + "\n" + "".join(
+            f"{r},{s},{v},{st},{400 if st == 'U' else 0},{400 if st == 'U' else 0}\n"
+            for (r, s), (v, st) in cells.items())
+        output = "\n".join(rows[0:1] + [r if ",," not in r else
+                                        next(c for c in inner if c.startswith(r[:5]))
+                                        for r in rows[1:]]) + "\n"
+        for text in (given, output):
+            if hashlib.sha256(text.encode()).hexdigest() in trail:
+                found.append(x)
+    assert found == []

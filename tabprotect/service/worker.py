@@ -11,7 +11,8 @@ The job's folder holds ``input/`` (the uploaded files, which the spec's plain fi
 name) and ``out/`` (results: the files of :data:`tabprotect.io.results.OUTPUT_FILES`,
 written by the same pipeline and writer as the command line). Results are written to
 ``work-<worker>/`` and renamed to ``out/`` in the same store transaction that marks the
-job finished; the trail, written last, lists the SHA-256 of every other output. What is stored as an error
+job finished; the trail, written last, lists every other output (the public ones with
+their SHA-256). What is stored as an error
 is the one-line :class:`~tabprotect.errors.InputError` message with folders stripped
 from any path, or only the exception's type.
 """
