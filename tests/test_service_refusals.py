@@ -142,6 +142,17 @@ def test_microdata_codes_linked_tables_and_kept_contributions_count(store):
         assert "top_k = 1000000" in detail
 
 
+def test_a_general_table_counts_its_cells(store):
+    jj = ("0\n3\n0 5 1 s 0 99 0 0 0\n1 2 1 u 0 99 1 1 0\n2 3 1 s 0 99 0 0 0\n1\n"
+          "0 3 : 0 (-1) 1 (1) 2 (1)\n")
+    spec = {"input": {"jj": "t.jj"}}
+    with client(store, max_cells=2) as http:
+        detail = refused(http.post("/jobs", files=parts(spec, {"t.jj": jj})), "[input] jj", 2)
+        assert "has 3 cells" in detail
+    with client(store, max_cells=3) as http:
+        assert http.post("/jobs", files=parts(spec, {"t.jj": jj})).status_code == 202
+
+
 def test_a_large_job_is_failed_by_the_worker_before_its_table_is_made(store):
     # uploads above the size built at submission: the worker refuses the table
     pad = {"pad.txt": b"x" * (5 * 2**20)}
