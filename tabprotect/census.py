@@ -55,8 +55,10 @@ def read_microdata(job: Job) -> pd.DataFrame:
     path = job.resolve(md["file"])
     if not path.exists():
         raise InputError(f"{job.label} [microdata]: microdata file {path.name} not found")
-    frame = read_table_file(path, [])
-    for c in _columns_needed(job):
+    needed = _columns_needed(job)
+    # as text from the file on: a code such as "06" keeps its leading zero
+    frame = read_table_file(path, needed)
+    for c in needed:
         if c not in frame.columns:
             raise InputError(f"{path.name}: column '{c}' not found (named in {job.label})")
         frame[c] = frame[c].astype(str).str.strip()

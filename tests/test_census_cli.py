@@ -158,3 +158,19 @@ def test_report_of_a_cell_key_run(tmp_path, capsys):
                    "there is no suppression pattern to audit"):
         assert needle in page, needle
     capsys.readouterr()
+
+
+def test_codes_with_leading_zeros_keep_them(tmp_path, capsys):
+    """Codes such as "01" are read as text: every record is tabulated under its own code
+    (a count read as a number would lose the zero and miss its hierarchy)."""
+    (tmp_path / "m.csv").write_text("area,kind\n" + "".join(
+        f"{a},{k}\n" for a in ("01", "02", "10") for k in ("05", "06") for _ in range(4)))
+    (tmp_path / "area.hrc").write_text("A\n@01\n@02\nB\n@10\n")
+    job = tmp_path / "job.toml"
+    job.write_text('[microdata]\nfile = "m.csv"\ndimensions = ["area", "kind"]\n\n'
+                   '[hierarchies.area]\nhrc = "area.hrc"\ntotal = "Total"\n\n'
+                   '[cellkey]\nD = 3\nV = 2.0\nseed = 5\n')
+    assert main(["cellkey", str(job), "--quiet"]) == 0
+    cells = pd.read_csv(tmp_path / "out" / "cells.csv", dtype=str, keep_default_na=False)
+    assert {"01", "02", "10"} <= set(cells.area) and {"05", "06"} <= set(cells.kind)
+    capsys.readouterr()

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tabprotect.audit_rounded.certificates import array_blocks, feasible_start, \
-    move_certificates
+    independent_inner_bounds, move_certificates
 from tabprotect.audit_rounded.component import ComponentAudit, Counters, check_fixed_rows
 from tabprotect.audit_rounded.local import LocalCertifier
 from tabprotect.audit_rounded.ranges import method_ranges, promised_cells
@@ -220,6 +220,9 @@ class _Bounds:
         free = box_lo < box_hi
         comps = linked_components(table.relations, free)
         check_fixed_rows(table, free, box_lo)
+        closed = independent_inner_bounds(table, box_lo, box_hi) if certificates else None
+        if closed is not None:      # no total's range binds: no LP at all
+            return closed[0], closed[1], len(comps), 2 * int(free.sum())
         # certificates without LPs: from one feasible integer table, feasible moves that
         # carry a cell to the end of its range prove that end is its exact bound
         start_point = feasible_start(table, candidates, box_lo, box_hi)

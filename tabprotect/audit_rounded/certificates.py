@@ -8,10 +8,11 @@ inside its ranges certify range ends: the move along one inner cell's totals
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from tabprotect.model.table import Table, aggregate_leaves
 
-__all__ = ["move_certificates", "array_blocks", "feasible_start"]
+__all__ = ["move_certificates", "array_blocks", "feasible_start", "independent_inner_bounds"]
 
 
 def move_certificates(table: Table, start: np.ndarray, lower: np.ndarray,
@@ -194,3 +195,40 @@ def feasible_start(table: Table, candidates, lower, upper) -> np.ndarray | None:
             continue
         return x
     return None
+
+
+def independent_inner_bounds(table: Table, lower: np.ndarray, upper: np.ndarray):
+    """Exact bounds without LPs when no total's range constrains the inner cells, else None.
+
+    Every total is the sum of the inner cells below it (the matrix ``S``, cells x inner
+    cells, built up the relations and checked against every relation: ``A S = 0``). When
+    each total's range contains the whole interval its inner cells' ranges allow
+    (``[S lower, S upper]``), every choice of integer inner cells inside their ranges is a
+    feasible table: the inner cells are independent, so their bounds are their range ends
+    and a total's bounds are the sums of its inner cells' ends (e.g. small-count rounding
+    and random rounding with totals from inner cells, whose totals have no own range).
+    Returns ``(lower, upper)`` of every cell."""
+    A = table.relations.tocsr()
+    totals = table.relation_total
+    if A.shape[0] == 0 or (totals < 0).any():
+        return None
+    n = table.n_cells
+    inner = np.flatnonzero(table.is_inner)
+    parts = (-A).multiply(A < 0).tocsr()                      # relations x cells, parts
+    first = np.unique(totals, return_index=True)[1]           # one relation per total
+    pick = sp.csr_matrix((np.ones(len(first)), (totals[first], first)), shape=(n, A.shape[0]))
+    base = sp.csr_matrix((np.ones(len(inner)), (inner, np.arange(len(inner)))),
+                         shape=(n, len(inner)))
+    S = base
+    for _ in range(n):                                        # one level per pass
+        nxt = (base + pick @ (parts @ S)).tocsr()
+        if nxt.nnz == S.nnz and abs(nxt - S).max() == 0:
+            break
+        S = nxt
+    if abs(A @ S).max() != 0:                                 # not totals of inner cells
+        return None
+    lo = S @ lower[inner]
+    hi = S @ upper[inner]
+    if (lo > hi).any() or (lower > lo).any() or (upper < hi).any():
+        return None                                           # a total's range binds
+    return lo, hi
