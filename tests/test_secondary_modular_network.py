@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -511,3 +512,47 @@ def test_compiled_max_flow_is_the_python_max_flow():
         assert float(got[0]) == ref[0] and (got[1] == ref[1]).all()
         cut_sides.add(int(ref[1].sum()))
     assert len(cut_sides) > 3
+
+
+@pytest.mark.parametrize("seed,shape,singleton,spl", [
+    (21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
+    (24, (5, 6), True, 0.0), (26, (6, 5), True, 0.2), (13, (4, 5), False, 0.4)])
+@pytest.mark.parametrize("certify_after", [1, 12])
+def test_capped_optimum_rounds_keep_the_plain_searchs_pattern(seed, shape, singleton, spl,
+                                                              certify_after):
+    """Optimum rounds that stop at their cap (a tight one: one node per candidate) hand
+    the sub-table to the full search with the rows found: the pattern is still the
+    plain search's, and scipy's LPs judge it protected."""
+    t = _subtable(shape, seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    cand = candidate_cells(t)
+    try:
+        plain = network_pattern(t, req, c, cand, limits=PLAIN)
+    except InfeasibleRulesError:
+        return
+    for cap in (True, False):
+        limits = SearchLimits(compiled=False, certify_after=certify_after, round_cap=cap)
+        z = network_pattern(t, req, c, cand, limits=limits)
+        assert z is not None and (z == plain).all()
+        assert protected(t, z, singleton=singleton).all()
+
+
+def test_round_limits_cap_only_optimum_rounds_without_the_kernel():
+    """An optimum round's search stops where it would ask the uniqueness MILPs (the
+    certificate's node count, no certificate, numpy); a first-pattern round, a search
+    with ``round_cap`` off and one where the kernel is loaded keep the rounds' limits."""
+    numpy_only = SearchLimits(certify_after=12, compiled=False)
+    search = _row_search((6, 6), 42, numpy_only)
+    search.lazy = [(0, int(search.prob.req.primary[0]), -1, 0.0, True)]
+    n, rows = len(search.c), len(search.d)
+    cap = math.ceil(12 * n / (1 + rows / 1000))
+    lim = search._round_limits(100, first_only=False)
+    assert (lim.max_nodes, lim.certify_after, lim.compiled) == (cap, None, False)
+    first = search._round_limits(100, first_only=True)
+    assert first == dataclasses.replace(numpy_only, max_nodes=numpy_only.max_nodes - 100)
+    search.limits = SearchLimits(round_cap=False)
+    assert search._round_limits(0, first_only=False) == SearchLimits(round_cap=False)
+    load_kernel()
+    search.limits = SearchLimits()
+    assert search._round_limits(0, first_only=False) == SearchLimits()

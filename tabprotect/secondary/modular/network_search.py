@@ -21,14 +21,16 @@ crossing the cuts of its flows).  Every pattern returned is checked again by max
 flows, condition by condition, unless every condition was a listed cut row (then
 meeting the rows is the proof).
 
-Two devices cut the nodes without changing the optimum found.  Row rounds: before the
+Two devices cut the nodes without changing the optimum found. Row rounds: before the
 full search, searches over the known rows alone (first their first patterns, then their
 optima) add the cut rows of the levels their patterns violate, so the full search starts
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
-optimum meeting every condition is the answer.  Dominance (when every condition is a
-cut row): a child taking a candidate that an earlier sibling -- left out there -- beats
-(strictly cheaper, covering at least as much of every short row) holds no optimum, since
-the swap gives a cheaper pattern of the parent.
+optimum meeting every condition is the answer (without the compiled kernel, an optimum
+round that passes the nodes after which its search would ask for the uniqueness MILPs
+ends the rounds: the full search, from the rows found, is then cheaper). Dominance (when
+every condition is a cut row): a child taking a candidate that an earlier sibling --
+left out there -- beats (strictly cheaper, covering at least as much of every short row)
+holds no optimum, since the swap gives a cheaper pattern of the parent.
 
 A search over cut rows alone (no lazy conditions: the rounds' searches and every
 search whose conditions are all listed) that passes a few nodes goes on in a compiled
@@ -228,14 +230,15 @@ class _Search:
         rounds, the rows near good patterns).  Then the search's optimum over the
         known rows, a lower bound: the levels it violates add their rows and the
         rounds repeat until it meets every condition -- then it is optimal.  None when
-        a width condition fails (no rows to add) or the rounds reach the node limit.
-        The rows known from the start make the full search's bounds stronger than rows
-        met one by one deep in the tree."""
+        a width condition fails (no rows to add), the rounds reach the node limit or
+        an optimum round stops at its cap (:meth:`_round_limits`).  The rows known
+        from the start make the full search's bounds stronger than rows met one by
+        one deep in the tree."""
         nodes = 0
         for first_only in (True, False):
             while nodes <= self.limits.max_nodes:
-                inner = _Search(self.prob, self.K, self.d, [], dataclasses.replace(
-                    self.limits, max_nodes=self.limits.max_nodes - nodes), self.deadline)
+                inner = _Search(self.prob, self.K, self.d, [],
+                                self._round_limits(nodes, first_only), self.deadline)
                 inner.first_only = first_only
                 pick = inner.run()
                 nodes += inner.nodes
@@ -249,6 +252,20 @@ class _Search:
                 if not (len(branch) and branch[0] == -1):
                     return None         # a width condition fails: branched on below
         return None
+
+    def _round_limits(self, nodes: int, first_only: bool) -> SearchLimits:
+        """A round's limits: the nodes the rounds have left; and where no kernel is
+        loaded (``SearchLimits.round_cap``), an optimum round's search stops where it
+        would ask the uniqueness MILPs (``certify_after`` nodes per candidate, counted
+        as there), by numpy: the rounds then end and the full search, with the rows
+        found, settles the sub-table."""
+        lim = dataclasses.replace(self.limits, max_nodes=self.limits.max_nodes - nodes)
+        if (first_only or not lim.round_cap or lim.certify_after is None
+                or (lim.compiled and kernel_loaded())):
+            return lim
+        cap = math.ceil(lim.certify_after * len(self.c) / _node_weight(len(self.d)))
+        return dataclasses.replace(lim, max_nodes=min(cap, lim.max_nodes),
+                                   certify_after=None, compiled=False)
 
     def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float,
               slack: np.ndarray) -> None:
