@@ -36,6 +36,10 @@ published exactly by design).  It flags
 
 How it stays fast and exact, in this order:
 
+0. **No binding total.**  When every total's range contains the sums of its inner cells'
+   range ends (small-count rounding; random rounding with totals from inner cells), the
+   inner cells are independent: their bounds are their range ends, a total's the sums.
+   See :func:`~tabprotect.audit_rounded.certificates.independent_inner_bounds`.
 1. **Certificates without LPs.**  The data owner knows a feasible integer table: the
    published values when they are additive and inside their ranges (controlled
    rounding), else the true table.  From it, feasible *moves* carry cells to their range
