@@ -36,17 +36,33 @@ def clean(z):
     return np.where(z < 1e-7, 0.0, z)
 
 
-class DeadlineModel:
-    """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none)."""
+class LPCount:
+    """LPs solved so far (attacker, repair and prune LPs): the search's work clock.
+    Unlike seconds it is the same on a loaded machine as on an idle one, so decisions
+    taken by it (the heuristics' share) give the same search, pattern and tree every
+    run."""
 
-    def __init__(self, model: HighsModel):
+    def __init__(self):
+        self.n = 0
+
+    def add(self, n: int) -> None:
+        self.n += int(n)
+
+
+class DeadlineModel:
+    """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none),
+    each solve counted in ``count``."""
+
+    def __init__(self, model: HighsModel, count: LPCount | None = None):
         self._model = model
         self.deadline: float | None = None
+        self.count = count if count is not None else LPCount()
 
     def __getattr__(self, name):
         return getattr(self._model, name)
 
     def solve(self, time_limit: float | None = None):
+        self.count.add(1)
         if self.deadline is not None:
             left = max(1e-3, self.deadline - time.perf_counter())
             time_limit = left if time_limit is None else min(time_limit, left)
@@ -58,8 +74,13 @@ class DeadlineRepair(GreedyRepair):
 
     The base class checks the deadline between LPs only, and one repair LP over the
     whole table can take seconds; a repair LP stopped by the deadline leaves its
-    condition unmet, like a repair that ran out of time between LPs.
+    condition unmet, like a repair that ran out of time between LPs.  Its LPs are
+    counted in ``count`` (the oracle's LPs are counted by the oracle).
     """
+
+    def __init__(self, *args, count: LPCount | None = None, **kw):
+        super().__init__(*args, **kw)
+        self.count = count if count is not None else LPCount()
 
     def run(self, suppressed: np.ndarray, *, deadline: float | None = None,
             primaries: np.ndarray | None = None, **kw) -> tuple[np.ndarray, list]:
@@ -69,7 +90,7 @@ class DeadlineRepair(GreedyRepair):
         suppressed the attacker's deviation there was 0 anyway), so its later rounds
         re-check those alone instead of every primary."""
         if self.model is None:
-            self.model = DeadlineModel(HighsModel(self.lp))
+            self.model = DeadlineModel(HighsModel(self.lp), self.count)
         self.model.deadline = deadline
         try:
             chk = self.oracle.check(suppressed, cuts=False, primaries=primaries,
@@ -88,28 +109,34 @@ class SafeOracle:
     warm re-solve of an attacker LP 'infeasible' although ``y = 0`` is always feasible.
     Such a check comes back incomplete (never 'protected', no cuts) and is counted in
     ``stats["oracle_errors"]``; the search then claims no optimality it relied on it
-    for.  Fractional points are cleaned first: bounds of 1e-9 are what trips HiGHS."""
+    for.  Fractional points are cleaned first: bounds of 1e-9 are what trips HiGHS.
+    Every call's LPs are counted in ``count``."""
 
-    def __init__(self, oracle: AttackerOracle, stats: dict):
+    def __init__(self, oracle: AttackerOracle, stats: dict, count: LPCount | None = None):
         self._oracle = oracle
         self._stats = stats
+        self.count = count if count is not None else LPCount()
 
     def __getattr__(self, name):
         return getattr(self._oracle, name)
 
     def check(self, z, **kw) -> Check:
         try:
-            return self._oracle.check(clean(z), **kw)
+            return self._counted(self._oracle.check(clean(z), **kw))
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
 
     def separate(self, z, **kw) -> Check:
         try:
-            return self._oracle.separate(clean(z), **kw)
+            return self._counted(self._oracle.separate(clean(z), **kw))
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
+
+    def _counted(self, out: Check) -> Check:
+        self.count.add(out.n_lp)
+        return out
 
     def separate_some(self, z, part: np.ndarray, **kw) -> Check:
         """:meth:`separate` for the primaries ``part`` (bool mask over the primaries'
@@ -120,7 +147,7 @@ class SafeOracle:
                                        need_down=np.where(part, req.need_down, 0.0),
                                        need_width=np.where(part, req.need_width, 0.0))
         try:
-            return view.separate(clean(z), **kw)
+            return self._counted(view.separate(clean(z), **kw))
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
