@@ -195,8 +195,10 @@ class AttackerOracle:
         req = self.req
         z = np.asarray(z, dtype=float)
         out = Check()
+        # primaries with no level (a view asking for some primaries only) need no LP
         want = np.zeros(self.table.n_cells, bool)
-        want[req.primary] = True
+        asked = (req.need_up > 0) | (req.need_down > 0) | (req.need_width > 0)
+        want[req.primary[asked]] = True
         for comp in components(self.A, np.flatnonzero(z > 1e-9)):
             targets = comp[want[comp]]
             if len(targets) == 0:

@@ -88,7 +88,8 @@ class DeadlineRepair(GreedyRepair):
         the repair works on the primaries it found short only (suppressing more never
         weakens a condition, a single contributor's included: before its cell was
         suppressed the attacker's deviation there was 0 anyway), so its later rounds
-        re-check those alone instead of every primary."""
+        re-check those alone instead of every primary, and its first round repairs the
+        shortfalls this check found."""
         if self.model is None:
             self.model = DeadlineModel(HighsModel(self.lp), self.count)
         self.model.deadline = deadline
@@ -99,6 +100,8 @@ class DeadlineRepair(GreedyRepair):
                 return np.asarray(suppressed, bool).copy(), []
             if chk.complete:
                 primaries = np.unique([s for s, _, _ in chk.violated]).astype(np.int64)
+                # its first round takes the shortfalls found here (not checked again)
+                kw["checked"] = chk
             return super().run(suppressed, deadline=deadline, primaries=primaries, **kw)
         finally:
             self.model.deadline = None
