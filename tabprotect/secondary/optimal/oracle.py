@@ -204,6 +204,9 @@ class HybridOracle(AttackerOracle):
         self._models: dict = {}
         self._models_held = 0
         self._deadline: float | None = None   # of the call under way
+        # the last active cells and their components (shared with views: the chunks of
+        # one node's separation group the same point's cells)
+        self._grouped: list = [None, None]
 
     def check(self, z, **kw) -> Check:
         return self._raced("check", self._witnessed_check, z, **kw)
@@ -278,6 +281,14 @@ class HybridOracle(AttackerOracle):
             out = AttackerOracle.check(self, z, primaries=targets[~done], **kw)
         out.n_lp += n_lp
         return out
+
+    def _components(self, active: np.ndarray) -> list[np.ndarray]:
+        """The components of ``active``, the last grouping reused when the cells are
+        the same (each chunk of a node's separation asks for the same point's)."""
+        key = np.asarray(active, np.int64).tobytes()
+        if self._grouped[0] != key:
+            self._grouped[:] = [key, super()._components(active)]
+        return self._grouped[1]
 
     def _component_model(self, comp, lo, hi):
         """The component's attacker LP, one model per component kept while their
