@@ -6,12 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from solvers import HighsModel
 from tabprotect.audit import audit
 from tabprotect.secondary import cost_vector
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, benders
 from tabprotect.secondary.optimal import heuristics
+from tabprotect.secondary.optimal.oracle import (DeadlineModel, DeadlineRepair, LPCount,
+                                                 SafeOracle)
 from tabprotect.secondary.optimal.search import Search
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
 
@@ -73,3 +76,37 @@ def test_repair_and_prune_lps_are_counted():
     assert s.lps.n > repaired
     assert audit(table.replace(status=np.where(pruned & ~s.fixed, "M", table.status)),
                  singleton=True).passed
+
+
+@pytest.mark.parametrize("seed", [1, 7, 16])
+def test_repair_from_its_first_check_takes_the_same_route_with_fewer_lps(seed):
+    # the repair's first round repairs the shortfalls of the full check it starts with
+    # instead of checking the short primaries again: the same protected pattern (judged
+    # by the audit), fewer attacker LPs
+    table = hier_table(seed, n_primary=3)
+    cost = cost_vector(table, "value")
+    req = Requirements.from_table(table, singleton=True)
+    cand = candidate_cells(table)
+    fixed = np.isin(table.status, ("U", "M"))
+    runs = []
+    for first in (False, True):
+        count = LPCount()
+        s = Search(table, cost, req, cand, time_limit=None, mip_gap=None, progress=None,
+                   options=OptimalOptions())
+        oracle = SafeOracle(s.oracle._oracle, {"oracle_errors": 0}, count)
+        repair = DeadlineRepair(table, req, cost, cand, oracle, count=count)
+        if first:
+            pattern, unmet = repair.run(fixed.copy())
+        else:   # the base class's loop: its first round checks the pattern itself
+            chk = oracle.check(fixed.copy(), cuts=False)
+            short = np.unique([c for c, _, _ in chk.violated]).astype(np.int64)
+            repair.model = DeadlineModel(HighsModel(repair.lp), count)
+            pattern, unmet = super(DeadlineRepair, repair).run(fixed.copy(),
+                                                                primaries=short)
+        runs.append((pattern, unmet, count.n))
+    (p0, u0, n0), (p1, u1, n1) = runs
+    assert not u0 and not u1
+    assert np.array_equal(p0, p1)
+    assert n1 < n0
+    status = np.where(p1 & ~fixed, "M", table.status)
+    assert audit(table.replace(status=status), singleton=True).passed
