@@ -509,25 +509,24 @@ class Checker:
         solve's row duals, the figures' rows dropped, bound the end without them
         (:meth:`_lagrange`): where that bound meets the end with the figures, the end is
         kept without an LP of its own. None, or the reason the check ends (``"time"``
-        also where the ends still open cannot be done by the deadline at the recent
-        pace: the figure is withheld then, as it would be at the deadline).
-
+        also where the open ends cannot be done by the deadline at the recent pace).
         Each solve starts from the basis of one optimum of the sum of the sense's open
         ends, not from the previous target's optimum: a vertex that favours all of them
         lies nearer each one's optimum (fewer simplex iterations in all)."""
         pace = Pace(self.deadline, int(pending["min"].sum() + pending["max"].sum()))
         for sense in ("min", "max"):
-            start = None
+            if not pending[sense].any():
+                continue
+            start = self._sum_basis(targets[pending[sense]], sense, witness)
+            if isinstance(start, str):
+                return start
             for k in np.flatnonzero(pending[sense]):
                 if not pending[sense][k]:
                     continue
                 if pace.hopeless(int(pending["min"].sum() + pending["max"].sum())):
                     return "time"
-                if start is None:
-                    start = self._sum_basis(targets[pending[sense]], sense, witness)
-                    if isinstance(start, str):
-                        return start
-                self.ext.restore(start)
+                if start is not None:
+                    self.ext.restore(start)
                 j = int(targets[k])
                 status, x, duals = self.ext.optimum([j], [1.0], sense, duals=True)
                 if status == "infeasible":
@@ -557,14 +556,16 @@ class Checker:
 
     def _sum_basis(self, cells: np.ndarray, sense: str, witness):
         """The basis of the extended system's optimum of the sum of ``cells`` in the
-        ``sense`` direction (its point a ``witness``), or the reason the check ends."""
+        ``sense`` direction (its point a ``witness``); None where the sum is unbounded
+        (no start: each solve starts from the last); or the reason the check ends."""
         status, x = self.ext.optimum(cells, np.ones(len(cells)), sense)
         if status == "infeasible":
             return "inconsistent"
-        if status not in ("optimal", "unbounded"):
+        if status == "unbounded":
+            return None
+        if status != "optimal":
             return "time"
-        if status == "optimal":
-            witness(x)
+        witness(x)
         return self.ext.basis()
 
     def _lagrange(self, j: int, sense: str, y: np.ndarray) -> float:
