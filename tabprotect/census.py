@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from tabprotect.errors import InputError
-from tabprotect.io.job import Job, build_hierarchy
+from tabprotect.io.job import Job, build_hierarchy, check_cells
 from tabprotect.tabulate import read_table_file
 
 __all__ = ["CensusRun", "read_microdata", "swap_job", "cellkey_job", "swap_settings",
@@ -156,12 +156,12 @@ def cellkey_job(job: Job, progress=None) -> CensusRun:
     out.data = data
     pt = settings.ptable()
     response = md.get("response")
-    hierarchies: dict = {}
-    for k, table_dims in enumerate([list(dims)] + [list(t) for t in ck.get("tables", [])]):
+    every = [list(dims)] + [list(t) for t in ck.get("tables", [])]
+    hierarchies = {d: build_hierarchy(job, d, data[d]) for d in dict.fromkeys(sum(every, []))}
+    check_cells(job, [{d: hierarchies[d] for d in t} for t in every],
+                "[microdata] dimensions and [cellkey] tables")
+    for k, table_dims in enumerate(every):
         say(f"table {k + 1}: tabulate and perturb")
-        for d in table_dims:
-            if d not in hierarchies:
-                hierarchies[d] = build_hierarchy(job, d, data[d])
         name = md.get("name", Path(md["file"]).stem) if k == 0 else "_x_".join(table_dims)
         table = tabulate_keys(data, {d: hierarchies[d] for d in table_dims},
                               response, key=settings.key, top_k=1, name=name,

@@ -25,6 +25,11 @@ class InfeasibleRulesError(InputError):
     protected by suppressing a cell marked ``P``)."""
 
 
+class TooLargeError(InputError):
+    """A job beyond a configured size limit (e.g. the service's ``max_cells``), refused
+    before the memory for it is taken; the message names the limit and the job's key."""
+
+
 def read_input_text(path, what: str = "file") -> str:
     """The text of the input file ``path`` (UTF-8, a byte-order mark dropped); a file that
     is not UTF-8 or cannot be read (``what`` it is) is one :class:`InputError` naming it,

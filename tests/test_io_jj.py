@@ -55,7 +55,7 @@ def test_jj_reads_sdctable_layout_with_frequencies(tmp_path):
 
 @pytest.mark.parametrize("text,msg", [
     ("0\n2\n0 5 1 s 0 9 0 0 0\n", "ends after 1 of 2 cells"),
-    ("0\n1\n0 5 1 q 0 9 0 0 0\n0\n", "unknown status 'q'"),
+    ("0\n1\n0 5 1 q 0 9 0 0 0\n0\n", "line 3: the status field is not one of s, u"),
     ("0\n1\n0 5 1 s 0 9 0 0\n0\n", "expected 9 or 10 fields"),
     ("0\n2\n0 5 1 s 0 9 0 0 0\n0 5 1 s 0 9 0 0 0\n0\n", "cell 0 is duplicated"),
     # a cell count the file cannot hold: refused before arrays of that size are made
@@ -80,6 +80,15 @@ def test_jj_bad_input(tmp_path, text, msg):
     p.write_text(text)
     with pytest.raises(InputError, match=msg):
         read_jj(p)
+
+
+def test_jj_status_error_quotes_no_field(tmp_path):
+    # the status field holds a number of the cell (a column exported in the wrong place)
+    p = tmp_path / "shifted.jj"
+    p.write_text("0\n1\n0 5 1 31337.77 0 99999 0 0 0\n0\n")
+    with pytest.raises(InputError, match="line 3: the status field") as err:
+        read_jj(p)
+    assert "31337" not in str(err.value) and "99999" not in str(err.value)
 
 
 def test_cells_relations_pair_castro_sign_convention():

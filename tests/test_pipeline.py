@@ -241,16 +241,23 @@ def test_failed_audit_writes_only_the_unsafe_file(tmp_path, capsys):
     assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no temporary left
 
 
-def test_trail_lists_checksums_of_every_output(tmp_path):
-    from tabprotect.io.results import sha256_file
+def test_trail_lists_every_output_and_checksums_of_the_public_ones(tmp_path):
+    from tabprotect.io.results import PUBLIC_OUTPUTS, sha256_file
     job_path = write_job(tmp_path / "job", "status+rules")
     out = tmp_path / "out"
     assert main(["report", str(job_path), "-o", str(out), "--quiet"]) == 0
     trail = json.loads((out / "trail.json").read_text())
     written = {p.name for p in out.iterdir()} - {"trail.json"}
     assert {o["file"] for o in trail["outputs"].values()} == written
-    for entry in trail["outputs"].values():
-        assert sha256_file(out / entry["file"]) == entry["sha256"]
+    assert {"published", "summary"} <= set(trail["outputs"])
+    for key, entry in trail["outputs"].items():
+        if key in PUBLIC_OUTPUTS:
+            assert sha256_file(out / entry["file"]) == entry["sha256"]
+        else:   # a confidential file's checksum would tell which guess of it is right
+            assert entry == {"file": entry["file"], "confidential": True}
+    digests = {sha256_file(p) for p in [*out.iterdir(), *job_path.parent.iterdir()]
+               if p.is_file() and p.name not in ("published.csv", "summary.json")}
+    assert not [d for d in digests if d in json.dumps(trail)]
     from importlib import metadata
     assert trail["versions"]["highspy"] == metadata.version("highspy")
 

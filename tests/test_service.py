@@ -1,5 +1,6 @@
 """The HTTP service, served by uvicorn on localhost and called with a real HTTP client."""
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -18,7 +19,6 @@ import uvicorn
 
 from tabprotect.audit import audit
 from tabprotect.io.job import build_table, load_job
-from tabprotect.io.results import sha256_file
 from tabprotect.service.app import create_app
 from tabprotect.service.config import load_config
 
@@ -136,9 +136,10 @@ def test_submit_poll_fetch(shared_url):
         assert report.headers["content-type"].startswith("text/html")
         assert '<table id="audit">' in report.text and "data:image/png;base64," in report.text
         trail = client.get(f"/jobs/{job_id}/trail").json()
-        uploaded = {i["file"]: i["sha256"] for i in trail["inputs"]}
-        with resources.as_file(DEMO / "cells.csv") as cells:
-            assert uploaded["cells.csv"] == sha256_file(cells)
+        uploaded = {i["file"]: i for i in trail["inputs"]}
+        assert uploaded["cells.csv"] == {"file": "cells.csv", "confidential": True}
+        assert trail["outputs"]["published"]["sha256"] == hashlib.sha256(
+            client.get(f"/jobs/{job_id}/table").content).hexdigest()
         assert any(j["id"] == job_id for j in client.get("/jobs").json())
         # a deleted job is gone
         assert client.delete(f"/jobs/{job_id}").json()["deleted"] is True

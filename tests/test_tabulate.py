@@ -269,6 +269,34 @@ def test_unknown_code_in_file_names_lines(tmp_path):
             tabulate(tmp_path / "m.csv", {"region": REGION}, "x", engine=engine)
 
 
+@pytest.mark.parametrize("flag", ["maybe", "2", "-1", "0.5", "oui"])
+def test_request_value_that_is_no_flag_is_an_error_naming_the_line(tmp_path, flag):
+    # the request rule must not read an unrecognised flag as "not set": both engines refuse
+    # it, name the column and the line, and never quote the record's values
+    df = pd.DataFrame({"g": ["a", "a", "b"], "x": [31337.77, 20.0, 5.0],
+                       "req": ["yes", flag, "0"]})
+    df.to_csv(tmp_path / "m.csv", index=False)
+    h = Hierarchy.flat(["a", "b"], total="T")
+    for engine in ("memory", "duckdb"):
+        with pytest.raises(InputError, match=r"m.csv line 3: request 'req' is not a flag "
+                                             r"\(1 record\(s\)") as err:
+            tabulate(tmp_path / "m.csv", {"g": h}, "x", request="req", engine=engine)
+        assert "31337" not in str(err.value) and f" {flag}" not in str(err.value)
+
+
+def test_request_flags_agree_between_engines(tmp_path):
+    # set: 1/true/yes/y/t in any case and the number 1; not set: 0/false/no/n/f, 0, empty
+    flags = ["1", "TRUE", "Yes", "y", "t", "1.0", "0", "false", "NO", "n", "F", "0.0", ""]
+    df = pd.DataFrame({"g": [f"c{i}" for i in range(len(flags))],
+                       "x": np.arange(1.0, len(flags) + 1), "req": flags})
+    df.to_csv(tmp_path / "m.csv", index=False)
+    h = Hierarchy.flat(list(df["g"]), total="T")
+    for engine in ("memory", "duckdb"):
+        t = tabulate(tmp_path / "m.csv", {"g": h}, "x", request="req", engine=engine)
+        got = [t.extra["request_max"][t.cell(c)] > 0 for c in df["g"]]
+        assert got == [True] * 6 + [False] * 7, engine
+
+
 def test_unknown_code_goes_to_configured_code():
     h = Hierarchy.flat(["a", "b", "99"], total="T")
     df = pd.DataFrame({"g": ["a", "zz", None, "b"], "x": [1.0, 2.0, 4.0, 8.0]})

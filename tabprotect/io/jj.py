@@ -109,7 +109,10 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
             cost[idx] = float(c)
             letter = s.lower()
             if letter not in _JJ_STATUS_IN:
-                raise InputError(f"{path.name} line {lineno}: unknown status '{s}'")
+                # the field is not quoted: in a line with a field too few or too many
+                # it holds a number of the cell
+                raise InputError(f"{path.name} line {lineno}: the status field is not one "
+                                 f"of s, u, m, z, p")
             status[idx] = _JJ_STATUS_IN[letter]
             lb[idx], ub[idx] = float(lo), float(hi)
             lpl[idx], upl[idx], spl[idx] = float(lp), float(up), float(sl)

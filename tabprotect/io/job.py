@@ -24,6 +24,7 @@ work; :func:`build_table` reads its cells file or tabulates its microdata.  See
 from __future__ import annotations
 
 import copy
+import math
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, TooLargeError
 from tabprotect.io.schema import check_job, file_keys
 from tabprotect.model import Hierarchy, Table, read_frame
 from tabprotect.model.columns import factorize, parse_numbers, read_table_columns, \
@@ -50,6 +51,8 @@ class Job:
     name: str = "job"
     # when set, every path of the job must resolve (symlinks followed) inside this folder
     root: Path | None = None
+    # when set, a job whose tables would hold more cells is refused before they are made
+    max_cells: int | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.spec.get(name, {})
@@ -131,6 +134,43 @@ def load_job(path: str | Path | None = None, spec: dict | None = None,
     return Job(spec=spec, base=Path(base or "."), path=Path(path) if path else None)
 
 
+#: largest contributions per cell that a tabulation keeps without counting extra cells
+TOPS_PER_CELL = 3
+
+
+def check_cells(job: Job, tables: list[dict[str, Hierarchy]], where: str,
+                top_k: int = 0) -> None:
+    """Refuse (one :class:`~tabprotect.errors.TooLargeError` line naming ``where``, the
+    job's key, and the limit) a job whose ``tables`` -- product tables given by their
+    hierarchies, linked tables summed -- would hold more than ``job.max_cells`` cells.
+    Computed from the hierarchies' sizes before any array of cells is made.  A tabulation
+    keeping ``top_k`` > 3 largest contributions per cell counts each cell top_k/3 times.
+
+    Examples
+    --------
+    >>> job = load_job(spec={"input": {"cells": "c.csv", "dimensions": ["r"]}}, base=".")
+    >>> job.max_cells = 8
+    >>> h = Hierarchy.flat(["a", "b"], total="T")
+    >>> check_cells(job, [{"r": h}, {"s": h}], "[input] dimensions")
+    >>> check_cells(job, [{"r": h, "s": h}], "[input] dimensions")
+    Traceback (most recent call last):
+    ...
+    tabprotect.errors.TooLargeError: job [input] dimensions: the table(s) would have 9 cells (r 3 x s 3 codes), more than the limit of 8 cells (max_cells)
+    """
+    if job.max_cells is None:
+        return
+    cells = sum(math.prod(len(h) for h in hs.values()) for hs in tables)
+    weighted = cells * max(top_k, TOPS_PER_CELL) / TOPS_PER_CELL
+    if weighted > job.max_cells:
+        sizes = "; ".join(" x ".join(f"{d} {len(h)}" for d, h in hs.items()) + " codes"
+                          for hs in tables)
+        tops = (f", each with top_k = {top_k} largest contributions (counted "
+                f"{top_k}/{TOPS_PER_CELL} times)" if top_k > TOPS_PER_CELL else "")
+        raise TooLargeError(f"{job.label} {where}: the table(s) would have {cells} cells "
+                            f"({sizes}){tops}, more than the limit of {job.max_cells} "
+                            f"cells (max_cells)")
+
+
 def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None) -> Hierarchy:
     """The hierarchy of dimension ``name`` from ``[hierarchies.NAME]`` (flat when absent)."""
     spec = job.section("hierarchies").get(name, {"flat": True})
@@ -146,6 +186,10 @@ def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None
         if codes_in_data is None:
             raise InputError(f"{label}: 'levels' needs the codes from the data")
         codes = [c for c in _distinct(codes_in_data) if c != total]
+        odd = sum(len(c) not in spec["levels"] for c in codes)
+        if odd:     # the codes are the data's: counted, not quoted
+            raise InputError(f"{label} levels: {odd} code(s) of the data's column '{name}' "
+                             f"have none of the level lengths {list(spec['levels'])}")
         return Hierarchy.from_levels(codes, spec["levels"], total=total, name=name)
     if "columns" in spec:
         frame = read_table_columns(job.resolve(spec["file"]))
@@ -189,6 +233,7 @@ def build_table(job: Job, progress=None) -> Table:
             raise InputError(f"{path.name}: dimension column '{d}' not found "
                              f"(columns: {', '.join(frame.columns)})")
     hierarchies = {d: build_hierarchy(job, d, frame[d]) for d in dims}
+    check_cells(job, [hierarchies], "[input] dimensions")
     freq = spec.get("freq", "freq")
     if "freq" in spec and freq not in frame.columns:    # named in the job: not optional
         raise InputError(f"{path.name}: freq column '{freq}' not found "
@@ -250,6 +295,10 @@ def general_table(job: Job) -> Table:
         table = read_cells_relations(frame.rename(columns=renamed),
                                      job.resolve(spec["relations"]), id_column=id_column,
                                      source=cells_path.name, tolerance=tolerance)
+    if job.max_cells is not None and table.n_cells > job.max_cells:
+        key = "jj" if "jj" in spec else "cells"
+        raise TooLargeError(f"{label} {key}: the table has {table.n_cells} cells, more than "
+                            f"the limit of {job.max_cells} cells (max_cells)")
     changes = {}
     if "kind" in spec:
         changes["kind"] = spec["kind"]
@@ -276,7 +325,7 @@ def tabulate_job(job: Job, progress=None) -> Table:
     >>> sorted(job.section("microdata"))
     ['dimensions', 'file']
     """
-    from tabprotect.tabulate import distinct_codes, tabulate
+    from tabprotect.tabulate import tabulate
     spec = job.section("microdata")
     label = f"{job.label} [microdata]"
     unknown = set(spec) - MICRODATA_KEYS - RISK_KEYS
@@ -289,8 +338,27 @@ def tabulate_job(job: Job, progress=None) -> Table:
     if not dims or not isinstance(dims, list):
         raise InputError(f"{label}: give 'dimensions' (a list of code columns)")
     path = job.resolve(spec["file"])
+    hierarchies = microdata_hierarchies(job, dims)
+    top_k = tops_kept(job)
+    check_cells(job, [hierarchies], "[microdata] dimensions", top_k=top_k)
+    return tabulate(path, hierarchies, spec.get("response"), kind=spec.get("kind"),
+                    weight=spec.get("weight"), holding=spec.get("holding"),
+                    shadow=spec.get("shadow"), cost=spec.get("cost"),
+                    request=spec.get("request"), top_k=top_k,
+                    unknown_code=spec.get("unknown_code"), missing=spec.get("missing", "error"),
+                    engine=spec.get("engine", "auto"), name=spec.get("name", path.stem),
+                    threads=spec.get("threads"), memory_limit=spec.get("memory_limit"),
+                    progress=progress)
+
+
+def microdata_hierarchies(job: Job, dims: list[str]) -> dict[str, Hierarchy]:
+    """The hierarchies of the microdata's columns ``dims`` (``[hierarchies.NAME]``;
+    ``levels`` and flat ones from the distinct codes of the file)."""
+    from tabprotect.tabulate import distinct_codes
+    spec = job.section("microdata")
+    path = job.resolve(spec["file"])
     if not path.exists():
-        raise InputError(f"{label}: microdata file {path} not found")
+        raise InputError(f"{job.label} [microdata]: microdata file {path} not found")
     hier_specs = job.section("hierarchies")
     hierarchies: dict[str, Hierarchy] = {}
     codes_cache: dict[str, np.ndarray] | None = None
@@ -302,26 +370,37 @@ def tabulate_job(job: Job, progress=None) -> Table:
             hierarchies[d] = hierarchy_from_correspondence(
                 frame, hs["columns"], total=str(hs.get("total", "Total")), name=d)
             continue
-        needs_codes = "levels" in hs or hs.get("flat", False) or not hs
         codes = None
-        if needs_codes:
+        if "levels" in hs or hs.get("flat", False) or not hs:
             if codes_cache is None:
                 codes_cache = distinct_codes(path, dims, spec.get("engine", "auto"))
             codes = codes_cache[d]
         hierarchies[d] = build_hierarchy(job, d, codes)
-    top_k = spec.get("top_k")
+    return hierarchies
+
+
+def tops_kept(job: Job) -> int:
+    """The largest contributions per cell the tabulation keeps: ``[microdata] top_k``, or
+    what the job's ``[rules]`` need (at least 3)."""
+    top_k = job.section("microdata").get("top_k")
     if top_k is None:
         from tabprotect.primary import rules_from_spec, top_k_needed
         rules = rules_from_spec(job.section("rules"), job) if "rules" in job.spec else []
         top_k = max(3, top_k_needed(rules))
-    return tabulate(path, hierarchies, spec.get("response"), kind=spec.get("kind"),
-                    weight=spec.get("weight"), holding=spec.get("holding"),
-                    shadow=spec.get("shadow"), cost=spec.get("cost"),
-                    request=spec.get("request"), top_k=int(top_k),
-                    unknown_code=spec.get("unknown_code"), missing=spec.get("missing", "error"),
-                    engine=spec.get("engine", "auto"), name=spec.get("name", path.stem),
-                    threads=spec.get("threads"), memory_limit=spec.get("memory_limit"),
-                    progress=progress)
+    return int(top_k)
+
+
+def check_microdata_cells(job: Job) -> None:
+    """:func:`check_cells` for a ``[microdata]`` job before anything is tabulated: its
+    table and, for the cell key method, the linked ``[cellkey] tables``."""
+    dims = job.section("microdata").get("dimensions")
+    tables = job.section("cellkey").get("tables", []) if "cellkey" in job.spec else []
+    if not isinstance(dims, list) or not all(isinstance(t, list) for t in tables):
+        return      # the run reports the malformed section
+    hierarchies = microdata_hierarchies(job, list(dict.fromkeys(dims + sum(tables, []))))
+    check_cells(job, [{d: hierarchies[d] for d in t} for t in [dims] + tables],
+                "[microdata] dimensions" + (" and [cellkey] tables" if tables else ""),
+                top_k=0 if "cellkey" in job.spec else tops_kept(job))
 
 
 def published_table(job: Job) -> Table:
@@ -348,6 +427,7 @@ def published_table(job: Job) -> Table:
         if col not in frame.columns:
             raise InputError(f"{path.name}: column '{col}' not found")
     hierarchies = {d: build_hierarchy(job, d, frame[d]) for d in dims}
+    check_cells(job, [hierarchies], "[input] dimensions")
     leaf_rows = np.ones(len(frame), dtype=bool)
     for d, h in hierarchies.items():
         pos = h.lookup(text_values(frame[d]))

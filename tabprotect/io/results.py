@@ -59,9 +59,15 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "report": ("report.html", "confidential: the report for the people who decide what is "
                "published (`report`, `demo`, `--report`)"),
     "summary": ("summary.json", "counts and the verdict, no cell value: safe to share"),
-    "trail": ("trail.json", "written last: input and output files with SHA-256 "
-              "checksums, the job as run, software versions, timings and the summary"),
+    "trail": ("trail.json", "written last: the input and output files (the public outputs "
+              "with SHA-256 checksums), the job as run, software versions, timings and the "
+              "summary"),
 }
+
+#: outputs that may be published, listed in the trail with size and SHA-256; the inputs
+#: and every other output are listed by name only: a checksum of a small confidential file
+#: is an oracle that tells which guess of its suppressed values is right
+PUBLIC_OUTPUTS = frozenset({"published", "summary", "ptable"})
 
 #: files of earlier versions a re-used output folder is cleared of as well
 _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_detail.csv",
@@ -70,8 +76,8 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
               "compare_report.json", "risk_records.csv", "risk_records_summary.json",
               "perturbed_matrices.csv", "perturbed_summary.json")
 
-__all__ = ["OUTPUT_FILES", "write_outputs", "write_files", "trail_record", "run_summary",
-           "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame"]
+__all__ = ["OUTPUT_FILES", "PUBLIC_OUTPUTS", "write_outputs", "write_files", "trail_record",
+           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -201,15 +207,17 @@ def audit_trail(run, outputs: dict[str, Path], summary: dict[str, Any] | None = 
                         timings=run.timings, notes=run.notes)
 
 
-def _file_entry(path: Path) -> dict[str, Any]:
+def _file_entry(path: Path, public: bool = False) -> dict[str, Any]:
+    if not public:
+        return {"file": path.name, "confidential": True}
     return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
                  summary: dict, *, timings: dict | None = None,
                  notes: list | None = None) -> dict[str, Any]:
-    """A trail: inputs and outputs (file name, size, SHA-256), parameters, versions,
-    timings, the summary and notes."""
+    """A trail: inputs and outputs (file name; size and SHA-256 of the public outputs,
+    :data:`PUBLIC_OUTPUTS`), parameters, versions, timings, the summary and notes."""
     return jsonable({
         "title": title,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -217,7 +225,7 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
         "inputs": [_file_entry(p) for p in map(Path, inputs) if p.is_file()],
         "parameters": parameters,
         "timings_seconds": timings or {},
-        "outputs": {k: _file_entry(p) for k, p in outputs.items()},
+        "outputs": {k: _file_entry(p, k in PUBLIC_OUTPUTS) for k, p in outputs.items()},
         "summary": summary,
         "notes": notes or [],
     })

@@ -253,21 +253,23 @@ class Hierarchy:
             if len(empty):          # line numbers of a file with one header line
                 raise InputError(f"{what} line {int(empty[0]) + 2}: empty code in column '{c}'")
         pairs: list[tuple[str, str]] = []
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, int]] = {}
         first_line: dict[tuple, int] = {}
         for i, row in enumerate(zip(*levels)):
             first_line.setdefault(row, i + 2)
         for row, row_no in first_line.items():
             prev = str(total)
-            for code in row:
+            for column, code in zip(columns, row):
                 if code == prev:
                     continue  # a code repeated at the next level passes through unchanged
                 if code in seen:
-                    if seen[code] != prev:
-                        raise InputError(f"{what} line {row_no}: code '{code}' has two "
-                                         f"parents ('{seen[code]}' and '{prev}')")
+                    if seen[code][0] != prev:
+                        # named by lines, not quoted: the table may be the microdata itself
+                        raise InputError(f"{what} line {row_no}: the code in column "
+                                         f"'{column}' has two parents (the other at line "
+                                         f"{seen[code][1]})")
                 else:
-                    seen[code] = prev
+                    seen[code] = (prev, row_no)
                     pairs.append((prev, code))
                 prev = code
         return cls.from_pairs(pairs, name=name, source=label or "hierarchy")

@@ -511,10 +511,11 @@ class Table:
         low = self.value < self.lb - 1e-9
         if low.any():
             i = int(np.flatnonzero(low)[0])
-            what = "negative" if self.lb[i] == 0 else "below its a-priori lower bound"
-            raise InputError(f"{source}: cell {self.cell_name(i)} has a {what} value "
-                             f"({int(low.sum())} such cell(s)); give a lower bound (lb column) "
-                             f"to allow it")
+            what = ("has a negative value" if self.lb[i] == 0
+                    else "is below its a-priori lower bound")
+            hint = "; give a lower bound (lb column) to allow it" if self.lb[i] == 0 else ""
+            raise InputError(f"{source}: cell {self.cell_name(i)} {what} "
+                             f"({int(low.sum())} such cell(s)){hint}")
         high = self.value > self.ub + 1e-9
         if high.any():
             i = int(np.flatnonzero(high)[0])

@@ -17,7 +17,8 @@ one principal, and a principal sees only its own jobs -- another's job is a 404)
 
 Errors are JSON ``{"detail": ...}`` with 400 (malformed request), 401 (no or wrong
 token), 404 (no such job of the caller), 409 (result not ready, job failed, or audit not
-passed), 413 (request too large), 422 (bad spec or file), 429 (too many jobs queued).
+passed), 413 (request too large), 422 (bad spec or file, tables above ``max_cells``, an
+unknown query parameter or form field), 429 (too many jobs queued).
 No error body holds a request's content, a data value or a server path.
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ from tabprotect.service.worker import OUT, RESULT_FILES, strip_paths
 log = logging.getLogger("tabprotect.service")
 
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+SAFE_PARAMETER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MEDIA_TYPES = {"table": "text/csv", "audit": "text/csv", "cells": "text/csv",
                "report": "text/html", "trail": "application/json",
                "summary": "application/json"}
@@ -107,6 +109,37 @@ class BodySizeLimit:
                                 (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+async def known_parameters(request: Request) -> None:
+    """Refuse (422, naming them) query parameters and form fields the endpoint does not
+    read: an option the service does not know is an error, never silently ignored."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    query, fields = _parameters(dependant)
+    where, known = "query parameter", query
+    unknown = set(request.query_params) - query
+    if not unknown and fields and \
+            request.headers.get("content-type", "").startswith("multipart/form-data"):
+        where, known = "form field", fields
+        unknown = set((await request.form()).keys()) - fields   # parsed once, cached
+    if unknown:
+        named = ", ".join(f"'{u}'" if SAFE_PARAMETER.match(u) else "(unprintable)"
+                          for u in sorted(unknown)[:5])
+        raise HTTPException(422, f"unknown {where}(s) {named} (known: "
+                                 f"{', '.join(sorted(known)) or 'none'})")
+
+
+def _parameters(dependant) -> tuple[set[str], set[str]]:
+    """The query parameters and body fields an endpoint and its dependencies read."""
+    query, body, stack = set(), set(), [dependant]
+    while stack:
+        d = stack.pop()
+        query |= {p.alias for p in d.query_params}
+        body |= {p.alias for p in d.body_params}
+        stack.extend(d.dependencies)
+    return query, body
 
 
 def _verdict(rec: dict) -> str | None:
@@ -177,8 +210,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.state.pool = pool
     bearer = HTTPBearer(auto_error=False)
 
-    def caller(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
-               ) -> Principal:
+    async def caller(request: Request,
+                     credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+                     ) -> Principal:
         given = hash_token(credentials.credentials).encode() if credentials else b""
         # compare with every principal's hash, in constant time, so timing reveals nothing
         found = None
@@ -188,6 +222,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         if credentials is None or found is None:
             raise HTTPException(401, "missing or invalid bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
+        await known_parameters(request)     # after the token: names are for callers only
         return found
 
     def own_job(job_id: str, who: Principal) -> dict[str, Any]:
@@ -210,7 +245,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             out["links"].update({k: f"{base}/{k}" for k in served})
         return out
 
-    @app.get("/health", tags=["service"])
+    @app.get("/health", tags=["service"], dependencies=[Depends(known_parameters)])
     def health() -> dict:
         """Liveness and the worker pool (no token needed)."""
         return {**pool.health(), "version": __version__}
@@ -245,7 +280,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
         try:
             private_dir(folder / "input")
             sizes = save_uploads(files, folder / "input", config.max_files)
-            check_files(folder / "input", sizes, parsed, config.max_columns, config.max_rows)
+            check_files(folder / "input", sizes, parsed, config.max_columns, config.max_rows,
+                        config.max_cells)
             with submit_lock:    # the bound holds for concurrent submissions too
                 if store.pending(who.name) >= config.max_queued_per_principal:
                     raise busy

@@ -13,6 +13,7 @@ Example ``service.toml``::
     store = "/var/lib/tabprotect/jobs.sqlite"   # job records (SQLite); files next to it
     workers = 2                                 # jobs run at the same time
     max_request_mb = 200                        # per request (spec + uploads)
+    max_cells = 5000000                         # cells of a job's tables (422 above)
     upload_retention_hours = 24                 # uploaded inputs deleted this long after
                                                 # the job ended (0: right away)
     result_retention_days = 30                  # whole job (results too); 0 = keep
@@ -96,6 +97,8 @@ class ServiceConfig:
     max_files : most files in one submission
     max_columns : most columns in one uploaded data file (header read before parsing)
     max_rows : most data rows in one uploaded data file
+    max_cells : most cells the tables of one job may have (linked tables summed), counted
+        from the hierarchies' sizes before any table is made
     max_queued_per_principal : jobs queued or running per principal (429 above)
     max_time_limit : largest ``time_limit`` a job spec may give (seconds)
     max_job_seconds : a job running longer is stopped (its worker killed) and failed
@@ -120,6 +123,7 @@ class ServiceConfig:
     max_files: int = 20
     max_columns: int = 1000
     max_rows: int = 5_000_000
+    max_cells: int = 5_000_000
     max_queued_per_principal: int = 20
     max_time_limit: float = 3600.0
     max_job_seconds: float = 4 * 3600.0
@@ -137,6 +141,17 @@ class ServiceConfig:
         return Path(self.store).parent / "jobs"
 
     def check(self) -> "ServiceConfig":
+        for key in _INTEGERS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"service: {key} must be an integer")
+        for key in _NUMBERS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"service: {key} must be a number")
+        for key in ("host", "pool", "log_level"):
+            if not isinstance(getattr(self, key), str):
+                raise InputError(f"service: {key} must be a string")
         if not self.principals:
             raise InputError(f"the service needs at least one API token: set {ENV_TOKENS} "
                              f"or [service.principals.NAME] token_sha256 in the config")
@@ -146,7 +161,7 @@ class ServiceConfig:
         hashes = [p.token_sha256 for p in self.principals]
         if len(set(hashes)) != len(hashes):
             raise InputError("service: two principals have the same token")
-        for key in ("workers", "max_files", "max_columns", "max_rows",
+        for key in ("workers", "max_files", "max_columns", "max_rows", "max_cells",
                     "max_queued_per_principal", "max_attempts"):
             if getattr(self, key) < 1:
                 raise InputError(f"service: {key} must be at least 1")
@@ -163,6 +178,22 @@ class ServiceConfig:
         if self.lease_seconds < 3 * self.heartbeat_seconds:
             raise InputError("service: lease_seconds must be at least 3 heartbeat_seconds")
         return self
+
+
+#: settings that are whole numbers, and those that are numbers (checked before use: a
+#: string in the TOML file is one line naming the key, not a traceback)
+_INTEGERS = ("port", "workers", "max_request_bytes", "max_files", "max_columns", "max_rows",
+             "max_cells", "max_queued_per_principal", "max_attempts")
+_NUMBERS = ("max_time_limit", "max_job_seconds", "heartbeat_seconds", "lease_seconds",
+            "upload_retention_seconds", "result_retention_seconds",
+            "cleanup_interval_seconds")
+
+
+def _number(spec: dict, key: str, source: str) -> float:
+    value = spec[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{source} [service]: {key} must be a number")
+    return float(value)
 
 
 def _read_tokens_file(path: Path) -> list[str]:
@@ -193,6 +224,7 @@ def _principals(spec: dict, source: str) -> list[Principal]:
 
 _SCALARS = {"host": "host", "port": "port", "workers": "workers", "pool": "pool",
             "max_files": "max_files", "max_columns": "max_columns", "max_rows": "max_rows",
+            "max_cells": "max_cells",
             "max_queued_per_principal": "max_queued_per_principal",
             "max_time_limit": "max_time_limit", "max_job_seconds": "max_job_seconds",
             "heartbeat_seconds": "heartbeat_seconds", "lease_seconds": "lease_seconds",
@@ -235,11 +267,14 @@ def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
             store = Path(spec["store"])
             values["store"] = store if store.is_absolute() else base / store
         if "max_request_mb" in spec:
-            values["max_request_bytes"] = int(float(spec["max_request_mb"]) * 2**20)
+            values["max_request_bytes"] = int(_number(spec, "max_request_mb", path.name)
+                                              * 2**20)
         if "upload_retention_hours" in spec:
-            values["upload_retention_seconds"] = float(spec["upload_retention_hours"]) * 3600
+            values["upload_retention_seconds"] = _number(spec, "upload_retention_hours",
+                                                         path.name) * 3600
         if "result_retention_days" in spec:
-            values["result_retention_seconds"] = float(spec["result_retention_days"]) * 86400
+            values["result_retention_seconds"] = _number(spec, "result_retention_days",
+                                                         path.name) * 86400
         principals += _principals(spec, path.name)
         if "tokens_file" in spec:
             tf = Path(spec["tokens_file"])

@@ -115,13 +115,13 @@ class WorkerPool:
             slot.process = ctx.Process(
                 target=process_main, name=f"tabprotect-worker-{worker}",
                 args=(str(self.store.path), worker, os.getpid(), cfg.heartbeat_seconds,
-                      POLL_SECONDS, cfg.log_level, cfg.dask))
+                      POLL_SECONDS, cfg.log_level, cfg.dask, cfg.max_cells))
             slot.process.start()
         else:
             slot.thread = threading.Thread(
                 target=work_loop, name=f"tabprotect-worker-{worker}", daemon=True,
                 args=(str(self.store.path), worker, cfg.heartbeat_seconds, POLL_SECONDS,
-                      self._threads_stop, None, cfg.dask))
+                      self._threads_stop, None, cfg.dask, cfg.max_cells))
             slot.thread.start()
         return slot
 

@@ -206,9 +206,10 @@ def check_shape(path: Path, max_columns: int, max_rows: int) -> None:
 
 
 def check_files(folder: Path, sizes: dict[str, int], spec: dict, max_columns: int,
-                max_rows: int) -> None:
-    """Shape limits first, then parse the data files (and small tables) for early 422s."""
-    from tabprotect.io.job import build_table, load_job
+                max_rows: int, max_cells: int | None = None) -> None:
+    """Shape limits first, then parse the data files (and small tables) for early 422s;
+    a small job whose tables would exceed ``max_cells`` is refused before they are made."""
+    from tabprotect.io.job import build_table, check_microdata_cells, load_job
     from tabprotect.model import read_frame
     for name in sizes:
         if Path(name).suffix.lower() in DATA_SUFFIXES:
@@ -217,10 +218,13 @@ def check_files(folder: Path, sizes: dict[str, int], spec: dict, max_columns: in
         for name in sizes:
             if Path(name).suffix.lower() in DATA_SUFFIXES:
                 read_frame(folder / name)
-        if "input" in spec and "microdata" not in spec and \
-                sum(sizes.values()) <= VALIDATE_TABLE_BYTES:
+        if sum(sizes.values()) <= VALIDATE_TABLE_BYTES:
             job = load_job(spec=spec, base=folder)
             job.root = folder
-            build_table(job)
+            job.max_cells = max_cells
+            if "microdata" in spec:
+                check_microdata_cells(job)
+            elif "input" in spec:
+                build_table(job)
     except InputError as exc:
         raise HTTPException(422, strip_paths(str(exc))) from None

@@ -11,7 +11,8 @@ The job's folder holds ``input/`` (the uploaded files, which the spec's plain fi
 name) and ``out/`` (results: the files of :data:`tabprotect.io.results.OUTPUT_FILES`,
 written by the same pipeline and writer as the command line). Results are written to
 ``work-<worker>/`` and renamed to ``out/`` in the same store transaction that marks the
-job finished; the trail, written last, lists the SHA-256 of every other output. What is stored as an error
+job finished; the trail, written last, lists every other output (the public ones with
+their SHA-256). What is stored as an error
 is the one-line :class:`~tabprotect.errors.InputError` message with folders stripped
 from any path, or only the exception's type.
 """
@@ -91,9 +92,10 @@ class Lease:
             return self.store.fail(self.job_id, error, self.worker)
 
 
-def run_claimed(lease: Lease, dask: str | None = None) -> str:
+def run_claimed(lease: Lease, dask: str | None = None, max_cells: int | None = None) -> str:
     """Run the job ``lease`` holds (its parallel work on the Dask scheduler at ``dask``,
-    if given); returns its final state (or ``"lost"``)."""
+    if given; tables of more than ``max_cells`` cells refused before they are made);
+    returns its final state (or ``"lost"``)."""
     from tabprotect.errors import InputError
 
     store, job_id, worker = lease.store, lease.job_id, lease.worker
@@ -103,7 +105,7 @@ def run_claimed(lease: Lease, dask: str | None = None) -> str:
     for stale in folder.glob("work-*"):     # left by a worker that died in this job
         shutil.rmtree(stale, ignore_errors=True)
     try:
-        result = _run(record, folder, work, lease, dask)
+        result = _run(record, folder, work, lease, dask, max_cells)
         done = lease.finish(result, commit=lambda: _move_into_place(work, folder / OUT))
         if not done:
             raise LeaseLost(job_id)
@@ -126,7 +128,8 @@ def run_claimed(lease: Lease, dask: str | None = None) -> str:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(record: dict, folder: Path, work: Path, lease: Lease, dask: str | None) -> dict:
+def _run(record: dict, folder: Path, work: Path, lease: Lease, dask: str | None,
+         max_cells: int | None) -> dict:
     from tabprotect.io.job import load_job
     from tabprotect.io.results import write_outputs
     from tabprotect.pipeline import run as run_pipeline
@@ -140,6 +143,7 @@ def _run(record: dict, folder: Path, work: Path, lease: Lease, dask: str | None)
     job = load_job(spec=spec, base=folder / "input")
     job.name = f"job {record['id'][:8]}"
     job.root = folder / "input"
+    job.max_cells = max_cells
     run = run_pipeline(job, progress=lambda step, frac: lease.progress(step, 0.9 * frac))
     lease.progress("report", 0.95)
     written = write_outputs(run, work, report=True)
@@ -192,7 +196,7 @@ class _Current:
 
 def work_loop(store_path: str, worker: str, heartbeat_seconds: float, poll_seconds: float,
               stop: threading.Event | None = None, parent_pid: int | None = None,
-              dask: str | None = None) -> None:
+              dask: str | None = None, max_cells: int | None = None) -> None:
     """Claim and run jobs until ``stop`` is set (threads) or the parent dies (processes)."""
     from tabprotect.service.store import JobStore
 
@@ -210,7 +214,7 @@ def work_loop(store_path: str, worker: str, heartbeat_seconds: float, poll_secon
             continue
         current.lease = Lease(store, job_id, worker)
         try:
-            run_claimed(current.lease, dask)
+            run_claimed(current.lease, dask, max_cells)
         finally:
             current.lease = None
 
@@ -230,7 +234,7 @@ def _watch(current: _Current, heartbeat_seconds: float, stop: threading.Event,
 
 def process_main(store_path: str, worker: str, parent_pid: int, heartbeat_seconds: float,
                  poll_seconds: float, log_level: str = "info",
-                 dask: str | None = None) -> None:
+                 dask: str | None = None, max_cells: int | None = None) -> None:
     """Entry point of a worker process."""
     _die_with_parent(parent_pid)
     os.umask(0o077)
@@ -239,7 +243,7 @@ def process_main(store_path: str, worker: str, parent_pid: int, heartbeat_second
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(levelname)s: %(message)s")
     work_loop(store_path, worker, heartbeat_seconds, poll_seconds, parent_pid=parent_pid,
-              dask=dask)
+              dask=dask, max_cells=max_cells)
 
 
 def _die_with_parent(parent_pid: int) -> None:

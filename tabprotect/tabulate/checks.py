@@ -90,16 +90,38 @@ def numeric_column(frame: Columns, col: str, what: str, source: str, file_rows: 
     return arr
 
 
-def flags(values: np.ndarray) -> np.ndarray:
-    """A request column as booleans: 1/true/yes/y/t (any case) are set, the rest not."""
+#: request-flag values that are set, and those that are not (text: any case, stripped;
+#: a missing value is not set); any other value is an error
+FLAG_SET = ("1", "true", "yes", "y", "t")
+FLAG_UNSET = ("0", "false", "no", "n", "f", "")
+
+
+def flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A request column as booleans, and the records whose value is no flag: set are
+    1/true/yes/y/t (any case) and the number 1; not set 0/false/no/n/f, the number 0 and
+    a missing value.
+
+    Examples
+    --------
+    >>> is_set, bad = flags(np.array(["Yes", "0", None, "maybe", "1.0"], dtype=object))
+    >>> is_set.tolist(), bad.tolist()
+    ([True, False, False, False, True], [False, False, False, True, False])
+    """
     arr = np.asarray(values)
     if arr.dtype.kind in "biuf":
-        return np.nan_to_num(arr.astype(float), nan=0.0) != 0
+        num = np.nan_to_num(arr.astype(float), nan=0.0)
+        return num == 1, (num != 0) & (num != 1)
     if len(arr) and all(isinstance(v, (bool, np.bool_)) or v is None for v in arr):
-        return np.array([bool(v) for v in arr], dtype=bool)
+        return np.array([bool(v) for v in arr], dtype=bool), np.zeros(len(arr), dtype=bool)
     text = text_values(arr)
     lower = np.char.lower(np.where(missing_mask(text), "", text).astype(str))
-    return np.isin(lower, ["1", "true", "yes", "y", "t"])
+    is_set = np.isin(lower, FLAG_SET)
+    other = ~is_set & ~np.isin(lower, FLAG_UNSET)
+    if other.any():
+        num, _ = parse_numbers(lower[other].astype(object))
+        is_set[np.flatnonzero(other)[num == 1]] = True
+        other[np.flatnonzero(other)[(num == 0) | (num == 1)]] = False
+    return is_set, other
 
 
 def check_columns(columns, spec: MicrodataSpec, source: str) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Dimension
-from tabprotect.tabulate.checks import code_positions
+from tabprotect.tabulate.checks import code_positions, flags
 from tabprotect.tabulate.files import is_parquet
 from tabprotect.tabulate.spec import MicrodataSpec
 from tabprotect.tabulate.frames import is_pandas_frame
@@ -88,6 +88,7 @@ def _number(s: "pd.Series") -> "pd.Series":
 
 def check_groups(res: pd.DataFrame, spec: MicrodataSpec, ncol: dict, src, label: str) -> None:
     """Raise on the first kind of bad record the grouped counts show."""
+    import pandas as pd
     if len(res) == 0:
         raise InputError(f"{label}: no records")
     for c, v in ncol.items():
@@ -109,6 +110,13 @@ def check_groups(res: pd.DataFrame, spec: MicrodataSpec, ncol: dict, src, label:
                                  f"missing ({int(res['n_missing'].sum())} record(s) with a "
                                  f"missing value: {_rows_text(src, rows)}); fill it or set "
                                  f"missing='zero' or 'drop'")
+    if "req_bad" in res and res["req_bad"].sum():
+        rows = _first_rows(src, spec.request, lambda s: pd.Series(
+            flags(s.to_numpy(dtype=object))[1], index=s.index))
+        raise InputError(f"{label} {_rows_text(src, rows[:1])}: request '{spec.request}' is "
+                         f"not a flag ({int(res['req_bad'].sum())} record(s): "
+                         f"{_rows_text(src, rows)}); give 1/true/yes or 0/false/no (or "
+                         f"leave it empty)")
     if spec.weight:
         if res["wnull"].sum():
             rows = _first_rows(src, spec.weight, lambda s: _number(s).isna())

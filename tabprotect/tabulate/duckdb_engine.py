@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from tabprotect.errors import InputError
-from tabprotect.tabulate.checks import check_columns
+from tabprotect.tabulate.checks import FLAG_SET, FLAG_UNSET, check_columns
 from tabprotect.tabulate.contributions import candidates_needed, holding_codes, \
     holding_sums, leaf_candidates
 from tabprotect.tabulate.duckdb_checks import check_groups, group_positions
@@ -77,6 +77,17 @@ def _zero(v: str) -> str:
     return f"coalesce({v}, 0)"
 
 
+def _request_columns(column: str) -> list[str]:
+    """``req`` (the flag is set) and ``req_bad`` (the value is no flag) of a request
+    column, by the rules of :func:`tabprotect.tabulate.checks.flags`."""
+    text = f"lower(trim(CAST({column} AS VARCHAR)))"
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    listed = ", ".join(f"'{v}'" for v in FLAG_SET + FLAG_UNSET)
+    return [f"({text} IN ({', '.join(repr(v) for v in FLAG_SET)}) OR {number} = 1) AS req",
+            f"({text} IS NOT NULL AND {text} NOT IN ({listed}) AND "
+            f"coalesce({number} NOT IN (0, 1), true)) AS req_bad"]
+
+
 @dataclass
 class _Query:
     """The SQL pieces of one tabulation of a DuckDB source."""
@@ -99,8 +110,7 @@ class _Query:
             num.append(f"({q(c)} IS NOT NULL AND TRY_CAST({q(c)} AS DOUBLE) IS NULL) AS bad{j}")
         wexpr = f"TRY_CAST({q(spec.weight)} AS DOUBLE)" if spec.weight else "CAST(1 AS DOUBLE)"
         inner = ", ".join(keys + num + [f"{wexpr} AS w"] + (
-            [f"lower(trim(CAST({q(spec.request)} AS VARCHAR))) IN ('1','true','yes','y','t',"
-             f"'1.0') AS req"] if spec.request else []))
+            _request_columns(q(spec.request)) if spec.request else []))
         kcols = ", ".join(f"k{i}" for i in range(len(spec.dims)))
         ncol = {c: f"v{j}" for j, c in enumerate(spec.numeric_columns)}
         anymiss = " OR ".join(f"{v} IS NULL" for v in ncol.values()) or "false"
@@ -117,6 +127,7 @@ class _Query:
         rv = ncol.get(spec.rule_var) if spec.rule_var else None
         if rv and spec.request:
             aggs.append(f"max({_zero(rv)}) FILTER (WHERE req AND {use}) AS req_max")
+            aggs.append("count(*) FILTER (WHERE req_bad) AS req_bad")
         elif spec.request:
             raise InputError("the request variable applies to magnitude tables (give a "
                              "response)")

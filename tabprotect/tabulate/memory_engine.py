@@ -108,7 +108,15 @@ def _records(frame: Columns, spec: MicrodataSpec, say: Progress, source: str,
             rows = np.flatnonzero(w <= 0)[:3]
             raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: weight "
                              f"'{spec.weight}' must be positive")
-    req = flags(frame[spec.request]) if spec.request is not None else None
+    req = None
+    if spec.request is not None:
+        req, bad = flags(frame[spec.request])
+        if bad.any():
+            rows = np.flatnonzero(bad)[:3]
+            raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: request "
+                             f"'{spec.request}' is not a flag ({int(bad.sum())} record(s): "
+                             f"{row_label(rows, frame.index, file_rows)}); give 1/true/yes "
+                             f"or 0/false/no (or leave it empty)")
     hold = holding_codes(frame[spec.holding]) if spec.holding is not None else None
     if req is not None and spec.kind != "magnitude":
         raise InputError("the request variable applies to magnitude tables (give a response)")
