@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -511,3 +512,53 @@ def test_compiled_max_flow_is_the_python_max_flow():
         assert float(got[0]) == ref[0] and (got[1] == ref[1]).all()
         cut_sides.add(int(ref[1].sum()))
     assert len(cut_sides) > 3
+
+
+@pytest.mark.parametrize("seed,shape,singleton,spl", [
+    (21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
+    (24, (5, 6), True, 0.0), (26, (6, 5), True, 0.2), (13, (4, 5), False, 0.4)])
+@pytest.mark.parametrize("certify_after", [1, 12])
+def test_capped_optimum_rounds_keep_the_plain_searchs_pattern(seed, shape, singleton, spl,
+                                                              certify_after):
+    """Optimum rounds that stop at their cap (a tight one: one node per candidate; from
+    the first round, after one certified round, never) hand the sub-table to the full
+    search with the rows found: the pattern is still the plain search's, and scipy's
+    LPs judge it protected."""
+    t = _subtable(shape, seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    cand = candidate_cells(t)
+    try:
+        plain = network_pattern(t, req, c, cand, limits=PLAIN)
+    except InfeasibleRulesError:
+        return
+    for certified in (0, 1, None):
+        limits = SearchLimits(compiled=False, certify_after=certify_after,
+                              certified_rounds=certified)
+        z = network_pattern(t, req, c, cand, limits=limits)
+        assert z is not None and (z == plain).all()
+        assert protected(t, z, singleton=singleton).all()
+
+
+def test_round_limits_cap_optimum_rounds_once_enough_were_certified():
+    """Once ``certified_rounds`` optimum rounds have asked the uniqueness MILPs, an
+    optimum round's search stops where it would ask them (the certificate's node
+    count, no certificate, numpy); a first-pattern round, an earlier optimum round, no
+    limit and a loaded kernel keep the rounds' limits."""
+    numpy_only = SearchLimits(certify_after=12, compiled=False, certified_rounds=2)
+    search = _row_search((6, 6), 42, numpy_only)
+    search.lazy = [(0, int(search.prob.req.primary[0]), -1, 0.0, True)]
+    n, rows = len(search.c), len(search.d)
+    cap = math.ceil(12 * n / (1 + rows / 1000))
+    assert search._certify_cap() == cap
+    kept = dataclasses.replace(numpy_only, max_nodes=numpy_only.max_nodes - 100)
+    lim = search._round_limits(100, first_only=False, certified=2)
+    assert (lim.max_nodes, lim.certify_after, lim.compiled) == (cap, None, False)
+    assert search._round_limits(100, first_only=False, certified=1) == kept
+    assert search._round_limits(100, first_only=True, certified=5) == kept
+    search.limits = SearchLimits(certified_rounds=None, compiled=False)
+    assert search._round_limits(0, False, 9) == search.limits
+    load_kernel()
+    search.limits = SearchLimits(certified_rounds=0)
+    assert search._certify_cap() is None
+    assert search._round_limits(0, False, 9) == search.limits

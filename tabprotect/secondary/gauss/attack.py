@@ -100,7 +100,12 @@ class AttackStep(WidthStep):
         z = np.asarray(suppressed, bool).copy()
         start = int(z.sum())
         conds = self.conditions()
-        index = {(c.cell, c.sign): q for q, c in enumerate(conds)}
+        # per cell its upward (row 0) and downward (row 1) condition (-1: none), and
+        # per condition its need: the witnesses' serving, array-wise
+        self._cond_of = np.full((2, self.table.n_cells), -1, np.int64)
+        for q, c in enumerate(conds):
+            self._cond_of[0 if c.sign > 0 else 1, c.cell] = q
+        self._need = np.asarray([c.need for c in conds], float)
         # per condition the attackers that every witness found so far moves (None: no
         # witness yet); settled when empty
         left: list[set | None] = [None] * len(conds)
@@ -118,7 +123,7 @@ class AttackStep(WidthStep):
                 timed_out = True
                 unmet += sum(1 for s in left[q:] if s is None or s)
                 break
-            n_lp, ok = self._settle(q, cond, z, conds, index, left, deadline)
+            n_lp, ok = self._settle(q, cond, z, left, deadline)
             lps += n_lp
             unmet += not ok
         return AttackOutcome(z, int(z.sum()) - start, lps, unmet, timed_out, skipped,
@@ -134,7 +139,7 @@ class AttackStep(WidthStep):
                               (np.concatenate(rows + empty), np.concatenate(cols + empty))),
                              shape=(len(self._integral), self.table.n_cells))
 
-    def _settle(self, q, cond, z, conds, index, left, deadline) -> tuple[int, bool]:
+    def _settle(self, q, cond, z, left, deadline) -> tuple[int, bool]:
         """Witnesses for condition ``q`` until no attacker is left: the first with the
         attackers free, then one with every attacker it moved kept in place, else one per
         such attacker; each over the pattern, with published cells too only where the
@@ -152,7 +157,7 @@ class AttackStep(WidthStep):
                 lifted = self._lift(cells[moved], dev[moved])
                 if lifted is not None:
                     self._integral.append((cells[moved], lifted))
-                self._serve(cells[moved], dev[moved], conds, index, left)
+                self._serve(cells[moved], dev[moved], left)
             return found is not None
 
         if left[q] is None and not step(set(), widen=True):
@@ -182,7 +187,7 @@ class AttackStep(WidthStep):
             return None
         return None
 
-    def _serve(self, cells, dev, conds, index, left) -> None:
+    def _serve(self, cells, dev, left) -> None:
         """Every condition the witness ``dev`` (on ``cells``) or its mirror moves far
         enough, scaled within the ranges, is served against the attackers it leaves in
         place."""
@@ -194,10 +199,12 @@ class AttackStep(WidthStep):
             room_minus = np.where(dev > 0, dn / dev, up / -dev).min(initial=np.inf)
         scales = [max(1.0, room_plus)] + ([-room_minus] if room_minus > 0 else [])
         for scale in scales:
-            for c, d in zip(cells.tolist(), (scale * dev).tolist()):
-                q = index.get((c, 1.0 if d > 0 else -1.0))
-                if q is None or abs(d) < (1 - 1e-9) * conds[q].need or (left[q] is not None
-                                                           and not left[q]):
+            d = scale * dev
+            qs = self._cond_of[np.where(d > 0, 0, 1), cells]
+            hit = qs >= 0
+            hit[hit] = np.abs(d[hit]) >= (1 - 1e-9) * self._need[qs[hit]]
+            for c, q in zip(cells[hit].tolist(), qs[hit].tolist()):
+                if left[q] is not None and not left[q]:
                     continue
                 against = moved - {int(self.attacker[c])}
                 left[q] = against if left[q] is None else left[q] & against

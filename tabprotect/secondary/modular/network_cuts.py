@@ -82,6 +82,12 @@ class SearchLimits:
     #: load the kernel at the first network sub-table, compiling it where no cache
     #: exists (``ModularOptions.kernel="compiled"``)
     load_first: bool = False
+    #: without the kernel, optimum rounds of the row rounds that may ask the uniqueness
+    #: MILPs; the next one that would (its search passing ``certify_after`` nodes per
+    #: candidate) ends the rounds and the full search starts from the rows found: round
+    #: after round those MILPs grow with the rows, and on a sub-table that needs many
+    #: of them they cost several times the full search (None: no limit)
+    certified_rounds: int | None = 4
 
 
 class Problem:

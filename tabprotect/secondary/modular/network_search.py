@@ -21,14 +21,16 @@ crossing the cuts of its flows).  Every pattern returned is checked again by max
 flows, condition by condition, unless every condition was a listed cut row (then
 meeting the rows is the proof).
 
-Two devices cut the nodes without changing the optimum found.  Row rounds: before the
+Two devices cut the nodes without changing the optimum found. Row rounds: before the
 full search, searches over the known rows alone (first their first patterns, then their
 optima) add the cut rows of the levels their patterns violate, so the full search starts
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
-optimum meeting every condition is the answer.  Dominance (when every condition is a
-cut row): a child taking a candidate that an earlier sibling -- left out there -- beats
-(strictly cheaper, covering at least as much of every short row) holds no optimum, since
-the swap gives a cheaper pattern of the parent.
+optimum meeting every condition is the answer (without the compiled kernel, once a few
+optimum rounds have asked for the uniqueness MILPs the next that would ends the rounds:
+the full search, from the rows found, is then cheaper). Dominance (when every condition
+is a cut row): a child taking a candidate that an earlier sibling -- left out there --
+beats (strictly cheaper, covering at least as much of every short row) holds no optimum,
+since the swap gives a cheaper pattern of the parent.
 
 A search over cut rows alone (no lazy conditions: the rounds' searches and every
 search whose conditions are all listed) that passes a few nodes goes on in a compiled
@@ -228,17 +230,21 @@ class _Search:
         rounds, the rows near good patterns).  Then the search's optimum over the
         known rows, a lower bound: the levels it violates add their rows and the
         rounds repeat until it meets every condition -- then it is optimal.  None when
-        a width condition fails (no rows to add) or the rounds reach the node limit.
-        The rows known from the start make the full search's bounds stronger than rows
-        met one by one deep in the tree."""
-        nodes = 0
+        a width condition fails (no rows to add), the rounds reach the node limit or
+        an optimum round stops at its cap (:meth:`_round_limits`).  The rows known
+        from the start make the full search's bounds stronger than rows met one by
+        one deep in the tree."""
+        nodes = certified = 0
         for first_only in (True, False):
             while nodes <= self.limits.max_nodes:
-                inner = _Search(self.prob, self.K, self.d, [], dataclasses.replace(
-                    self.limits, max_nodes=self.limits.max_nodes - nodes), self.deadline)
+                inner = _Search(self.prob, self.K, self.d, [],
+                                self._round_limits(nodes, first_only, certified),
+                                self.deadline)
                 inner.first_only = first_only
                 pick = inner.run()
                 nodes += inner.nodes
+                cap = None if first_only else self._certify_cap()
+                certified += cap is not None and inner.nodes > cap
                 if pick is None:        # gave up, or the rows alone are infeasible
                     return None
                 branch = self._lazy_branch(pick, np.zeros(len(pick), bool), every=True)
@@ -249,6 +255,28 @@ class _Search:
                 if not (len(branch) and branch[0] == -1):
                     return None         # a width condition fails: branched on below
         return None
+
+    def _certify_cap(self) -> int | None:
+        """The nodes after which a search over these rows for their optimum asks the
+        uniqueness MILPs (:meth:`_certified`); None where it does not (the kernel is
+        loaded, or ``certify_after`` is None)."""
+        lim = self.limits
+        if lim.certify_after is None or (lim.compiled and kernel_loaded()):
+            return None
+        return math.ceil(lim.certify_after * len(self.c) / _node_weight(len(self.d)))
+
+    def _round_limits(self, nodes: int, first_only: bool, certified: int) -> SearchLimits:
+        """A round's limits: the nodes the rounds have left; and once ``certified``
+        optimum rounds have asked the uniqueness MILPs
+        (``SearchLimits.certified_rounds``), an optimum round's search stops where it
+        would ask them (:meth:`_certify_cap`), by numpy: the rounds then end and the
+        full search, with the rows found, settles the sub-table."""
+        lim = dataclasses.replace(self.limits, max_nodes=self.limits.max_nodes - nodes)
+        cap = None if first_only else self._certify_cap()
+        if cap is None or lim.certified_rounds is None or certified < lim.certified_rounds:
+            return lim
+        return dataclasses.replace(lim, max_nodes=min(cap, lim.max_nodes),
+                                   certify_after=None, compiled=False)
 
     def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float,
               slack: np.ndarray) -> None:
