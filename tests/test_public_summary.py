@@ -169,14 +169,7 @@ def test_figures_released_on_a_table_with_many_primaries(seed):
     # 40 primaries in a 12x14 table with zeros: every figure is released, and each
     # keeps every primary's interval by the independent LPs (_check); most ends are
     # decided by outer or Lagrangian bounds (no base interval solved for them)
-    rng = np.random.default_rng(seed)
-    rows, cols = 12, 14
-    t = _grid(rng.integers(1, 300, rows * cols) * rng.integers(0, 2, rows * cols),
-              rows, cols)
-    inner = [i for i in range(t.n_cells)
-             if i // (cols + 1) > 0 and i % (cols + 1) > 0 and t.value[i] > 0]
-    t = _with_primaries(t, rng.choice(inner, size=40, replace=False), level=0.15)
-    st = protect(t, method="hypercube", singleton=False).table.status
+    t, st = _many_primaries_table(seed)
     res = _check(t, st)
     assert not res["withheld"]
     checker, refused = _checker_with_figures(t, st)
@@ -701,3 +694,55 @@ def test_forecast_waits_for_its_searches_and_weighs_the_ends_left():
     assert f.late(clock, soon, 100, 100)              # 10 s a search, 1 s left
     assert not f.late(clock, time.monotonic() + 3600, 100, 100)
     assert not f.late(clock, soon, 0, 0)              # nothing left to do
+
+
+def _many_primaries_table(seed):
+    """A 12x14 magnitude table with zeros and 40 primaries, protected by hypercube."""
+    rng = np.random.default_rng(seed)
+    rows, cols = 12, 14
+    t = _grid(rng.integers(1, 300, rows * cols) * rng.integers(0, 2, rows * cols),
+              rows, cols)
+    inner = [i for i in range(t.n_cells)
+             if i // (cols + 1) > 0 and i % (cols + 1) > 0 and t.value[i] > 0]
+    t = _with_primaries(t, rng.choice(inner, size=40, replace=False), level=0.15)
+    return t, protect(t, method="hypercube", singleton=False).table.status
+
+
+def test_a_figure_that_discloses_one_withheld_for_time_is_withheld_for_time():
+    # value_secondary's check finds no time left; with time again, value_primary (which
+    # with value_suppressed tells value_secondary) is withheld for time without a check,
+    # though the independent LPs show it narrows nothing (_check releases every
+    # figure), while a figure that discloses neither is checked
+    from tabprotect.public_summary import _form
+    from tabprotect.public_summary.checker import Checker
+    t, st = _many_primaries_table(0)
+    assert not _check(t, st)["withheld"]
+    figures = standard_figures(t, st)
+    form = {k: _form(k, v, t, st, None) for k, v in figures.items()}
+    checker = Checker(t, st, False, 1e-6, None)
+    assert checker.try_release(*form["value_suppressed"]) is None
+    _past_deadline(checker)
+    assert checker.try_release(*form["value_secondary"]) == "time"
+    checker.deadline = checker.base.deadline = checker.ext.deadline = None
+    assert checker.try_release(*form["value_primary"]) == "time"
+    one_cell = np.zeros(t.n_cells)
+    one_cell[np.flatnonzero(st == "M")[0]] = 1.0
+    assert checker.try_release(one_cell, float(t.value[one_cell > 0][0])) != "time"
+
+
+@pytest.mark.parametrize("limit", [0.02, 0.2])
+def test_a_magnitude_check_out_of_time_releases_a_subset(limit):
+    # a time limit that may stop the checks (each end's solve gives up once the pace
+    # cannot finish): whatever is released is released without a limit too, and the
+    # released figures together keep every primary's interval by the independent LPs
+    t, st = _many_primaries_table(2)
+    exact = public_summary(t, st, time_limit=None)
+    out = public_summary(t, st, time_limit=limit)
+    released = [k for k in standard_figures(t, st) if k in out]
+    assert set(released) <= set(exact)
+    assert set(out["withheld"]) >= set(exact["withheld"])
+    forms = _forms(t, st, standard_figures(t, st))
+    base = _intervals(t, st, [], False)
+    kept = _intervals(t, st, [forms[k] for k in released], False)
+    for j, ends in base.items():
+        assert kept[j] == pytest.approx(ends, rel=1e-6, abs=1e-6), j

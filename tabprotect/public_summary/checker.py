@@ -28,7 +28,7 @@ from tabprotect.public_summary.systems import (Bounds, Forecast, Pace, Points,
                                                 SearchClock, VertexOdds,
                                                 independent_cells, integral,
                                                 integral_point_at, integral_vertex,
-                                                lagrange_bound)
+                                                lagrange_bound, magnitude, spans)
 
 __all__ = ["Checker"]
 
@@ -53,9 +53,9 @@ class Checker:
         rows = np.flatnonzero(np.diff(sub.indptr) > 0)
         rhs = -np.asarray(A[rows] @ np.where(sup, 0.0, self.value), dtype=float)
         # relations that hold only up to rounding in the true table hold so for the intruder
-        magnitude = np.asarray(abs(A[rows]) @ np.abs(self.value), dtype=float)
+        size = np.asarray(abs(A[rows]) @ np.abs(self.value), dtype=float)
         band = 1.5 * np.abs(np.asarray(A[rows] @ self.value, dtype=float)) \
-            + 1e-12 * np.maximum(1.0, magnitude)
+            + 1e-12 * np.maximum(1.0, size)
         self.lp = LinearProgram(c=np.zeros(len(self.cells)), A=sub[rows],
                                 row_lower=rhs - band, row_upper=rhs + band,
                                 col_lower=table.lb[self.cells], col_upper=table.ub[self.cells])
@@ -92,6 +92,9 @@ class Checker:
         # per figure withheld because it narrows a primary: its coefficients over the
         # unpublished cells (a later figure that discloses it narrows as much)
         self.narrowing: list[np.ndarray] = []
+        # the same for figures withheld because their check did not finish in time: a
+        # later figure that discloses one is withheld for time too, without a check
+        self.late: list[np.ndarray] = []
         self.base_lo = np.full(len(self.cells), np.nan)
         self.base_hi = np.full(len(self.cells), np.nan)
         # solutions of the system without the figures, for _spanned (LP tables only)
@@ -130,11 +133,12 @@ class Checker:
             return None          # a function of published cells only
         if self._implied(free):
             return None          # the intruder computes it from the figures released
-        if self._discloses_withheld(free):
-            return "narrows"
+        if (reason := self._discloses_withheld(free)) is not None:
+            return reason
         band = abs(truth - rhs) + 1e-12 * scale
         ranges = self._ranges(free, nz)
         if ranges is None:
+            self.late.append(free)
             return "time"
         if np.all(ranges[1] - ranges[0] <= 1e-9 * scale):
             # constant over the intruder's system: the published cells determine it, so
@@ -156,6 +160,8 @@ class Checker:
             self.ext.delete_row(new_row)
             if reason == "narrows":
                 self.narrowing.append(free)
+            elif reason == "time":
+                self.late.append(free)
         return reason
 
     def _keep(self, ranges, free: np.ndarray) -> None:
@@ -166,16 +172,20 @@ class Checker:
         """The row's part over the unpublished cells is a combination of the released
         figures' parts: the intruder who knows those figures (and the published cells)
         computes this one, so it tells nothing more (its value agrees with the table)."""
-        return _spans(self.released + self.determined, free)
+        return spans(self.released + self.determined, free)
 
-    def _discloses_withheld(self, free: np.ndarray) -> bool:
-        """With the figures released and this row, the intruder computes a figure
-        withheld because it narrows a primary: every table this row and the released
-        figures allow, that figure's row and the figures released at its check allow
-        too (the released ones only grow), so the primary is narrowed at least as much
-        and this figure is withheld for the same reason, without a check of its own."""
+    def _discloses_withheld(self, free: np.ndarray) -> str | None:
+        """``"narrows"`` where, with the figures released and this row, the intruder
+        computes a figure withheld because it narrows a primary: every table this row
+        and the released figures allow, that figure's row and the figures released at
+        its check allow too (the released ones only grow), so the primary is narrowed at
+        least as much and this figure is withheld for the same reason, without a check
+        of its own; ``"time"`` where they disclose a figure whose check did not finish in
+        time (releasing this one tells that one too, which no check has shown safe)."""
         known = self.released + self.determined + [free]
-        return any(_spans(known, w) for w in self.narrowing)
+        if any(spans(known, w) for w in self.narrowing):
+            return "narrows"
+        return "time" if any(spans(known, w) for w in self.late) else None
 
     def _ranges(self, free: np.ndarray, nz: np.ndarray):
         """Per component, the least and largest value of the row's part over the intruder's
@@ -377,8 +387,8 @@ class Checker:
             most = np.array([np.where(at, F[:, [i]], -np.inf).max(axis=0)
                              for i in range(len(rows))])
             held = (least >= -tol) & (most <= tol)
-            spans = (least <= tol) & (most >= -tol)
-            ok = at.any(axis=0) & spans.all(axis=0) & ((~held).sum(axis=0) <= 1)
+            across = (least <= tol) & (most >= -tol)
+            ok = at.any(axis=0) & across.all(axis=0) & ((~held).sum(axis=0) <= 1)
             pending[sense][open_[ok]] = False
 
     def _holds(self, targets: np.ndarray, rows: list[np.ndarray]) -> str | None:
@@ -395,8 +405,8 @@ class Checker:
         pending = {"min": np.ones(len(targets), bool), "max": np.ones(len(targets), bool)}
         outer_lo, outer_hi = (b[targets] for b in self.outer())
         # each end's own scale: a loose bound at the other end must not widen it
-        slack_lo = self.tol * np.maximum(1.0, _magnitude(outer_lo))
-        slack_hi = self.tol * np.maximum(1.0, _magnitude(outer_hi))
+        slack_lo = self.tol * np.maximum(1.0, magnitude(outer_lo))
+        slack_hi = self.tol * np.maximum(1.0, magnitude(outer_hi))
         base: dict[str, np.ndarray] = {}
 
         def witness(x):
@@ -420,7 +430,7 @@ class Checker:
         if not self._base(targets, pending):
             return "time"
         lo, hi = self.base_lo[targets], self.base_hi[targets]
-        slack = self.tol * np.maximum(1.0, _magnitude(lo) + _magnitude(hi))
+        slack = self.tol * np.maximum(1.0, magnitude(lo) + magnitude(hi))
         base.update(lo=lo, hi=hi, slack=slack)
 
         def keeps(k: int, sense: str) -> str | None:
@@ -498,11 +508,25 @@ class Checker:
         """LP tables: each end still open gets its own solve with the figures, and the
         solve's row duals, the figures' rows dropped, bound the end without them
         (:meth:`_lagrange`): where that bound meets the end with the figures, the end is
-        kept without an LP of its own. None, or the reason the check ends."""
+        kept without an LP of its own. None, or the reason the check ends (``"time"``
+        also where the open ends cannot be done by the deadline at the recent pace).
+        Each solve starts from the basis of one optimum of the sum of the sense's open
+        ends, not from the previous target's optimum: a vertex that favours all of them
+        lies nearer each one's optimum (fewer simplex iterations in all)."""
+        pace = Pace(self.deadline, int(pending["min"].sum() + pending["max"].sum()))
         for sense in ("min", "max"):
+            if not pending[sense].any():
+                continue
+            start = self._sum_basis(targets[pending[sense]], sense, witness)
+            if isinstance(start, str):
+                return start
             for k in np.flatnonzero(pending[sense]):
                 if not pending[sense][k]:
                     continue
+                if pace.hopeless(int(pending["min"].sum() + pending["max"].sum())):
+                    return "time"
+                if start is not None:
+                    self.ext.restore(start)
                 j = int(targets[k])
                 status, x, duals = self.ext.optimum([j], [1.0], sense, duals=True)
                 if status == "infeasible":
@@ -524,11 +548,25 @@ class Checker:
                     return "time"
                 lo, hi = self.base_lo[j], self.base_hi[j]
                 end = lo if sense == "min" else hi
-                slack = self.tol * max(1.0, float(_magnitude(np.array([lo, hi])).sum()))
+                slack = self.tol * max(1.0, float(magnitude(np.array([lo, hi])).sum()))
                 if not (x[j] == end or abs(x[j] - end) <= slack):
                     return "narrows"
                 pending[sense][k] = False
         return None
+
+    def _sum_basis(self, cells: np.ndarray, sense: str, witness):
+        """The basis of the extended system's optimum of the sum of ``cells`` in the
+        ``sense`` direction (its point a ``witness``); None where the sum is unbounded
+        (no start: each solve starts from the last); or the reason the check ends."""
+        status, x = self.ext.optimum(cells, np.ones(len(cells)), sense)
+        if status == "infeasible":
+            return "inconsistent"
+        if status == "unbounded":
+            return None
+        if status != "optimal":
+            return "time"
+        witness(x)
+        return self.ext.basis()
 
     def _lagrange(self, j: int, sense: str, y: np.ndarray) -> float:
         """:func:`~tabprotect.public_summary.systems.lagrange_bound` of cell ``j`` over
@@ -660,16 +698,3 @@ class Checker:
                         return reason
         return None
 
-
-def _spans(rows: list[np.ndarray], w: np.ndarray) -> bool:
-    """``w`` is a linear combination of ``rows`` (up to rounding)."""
-    if not rows:
-        return False
-    R = np.array(rows).T
-    a = np.linalg.lstsq(R, w, rcond=None)[0]
-    return bool(np.abs(R @ a - w).max() <= 1e-9 * np.abs(w).max())
-
-
-def _magnitude(ends: np.ndarray) -> np.ndarray:
-    """``|ends|`` with unknown and infinite ends as 0 (the scale of a tolerance)."""
-    return np.abs(np.where(np.isfinite(ends), ends, 0.0))

@@ -13,7 +13,7 @@ from solvers import HighsModel, LinearProgram, solve
 
 __all__ = ["integral", "integral_vertex", "integral_point_at", "lagrange_bound",
            "independent_cells", "VertexOdds", "Pace", "Forecast", "SearchClock", "Points",
-           "Bounds"]
+           "Bounds", "spans", "magnitude"]
 
 
 def integral(x: np.ndarray) -> bool:
@@ -222,6 +222,14 @@ class Bounds:
         self.A, self.row_lower, self.row_upper = \
             self.A[keep], self.row_lower[keep], self.row_upper[keep]
 
+    def basis(self):
+        """The model's current simplex basis (for :meth:`restore`)."""
+        return self.model.highs.getBasis()
+
+    def restore(self, basis) -> None:
+        """Start the next solve from ``basis`` (one of :meth:`basis`, same rows)."""
+        self.model.highs.setBasis(basis)
+
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
@@ -261,3 +269,17 @@ class Bounds:
         if res.status != "optimal":
             return None, None
         return float(res.x[j]), res.x
+
+
+def spans(rows: list[np.ndarray], w: np.ndarray) -> bool:
+    """``w`` is a linear combination of ``rows`` (up to rounding)."""
+    if not rows:
+        return False
+    R = np.array(rows).T
+    a = np.linalg.lstsq(R, w, rcond=None)[0]
+    return bool(np.abs(R @ a - w).max() <= 1e-9 * np.abs(w).max())
+
+
+def magnitude(ends: np.ndarray) -> np.ndarray:
+    """``|ends|`` with unknown and infinite ends as 0 (the scale of a tolerance)."""
+    return np.abs(np.where(np.isfinite(ends), ends, 0.0))

@@ -165,7 +165,7 @@ class AttackerOracle:
         active = np.flatnonzero(z > 1e-9)
         want = np.zeros(self.table.n_cells, bool)
         want[req.primary if primaries is None else primaries] = True
-        for comp in components(self.A, active):
+        for comp in self._components(active):
             targets = comp[want[comp]]
             if len(targets) == 0:
                 continue
@@ -195,9 +195,11 @@ class AttackerOracle:
         req = self.req
         z = np.asarray(z, dtype=float)
         out = Check()
+        # primaries with no level (a view asking for some primaries only) need no LP
         want = np.zeros(self.table.n_cells, bool)
-        want[req.primary] = True
-        for comp in components(self.A, np.flatnonzero(z > 1e-9)):
+        asked = (req.need_up > 0) | (req.need_down > 0) | (req.need_width > 0)
+        want[req.primary[asked]] = True
+        for comp in self._components(np.flatnonzero(z > 1e-9)):
             targets = comp[want[comp]]
             if len(targets) == 0:
                 continue
@@ -232,6 +234,11 @@ class AttackerOracle:
                 if deadline is not None and time.perf_counter() > deadline:
                     return True
         return False
+
+    def _components(self, active: np.ndarray) -> list[np.ndarray]:
+        """The cells ``active`` grouped into components (a hook: the optimal method's
+        oracle keeps the last grouping)."""
+        return components(self.A, active)
 
     def _separation_met(self, p, kind, sign, s, j, z, rhs, min_violation) -> bool:
         """Whether a condition is known met at ``z`` without its LP (a hook: none here)."""

@@ -99,15 +99,20 @@ class GreedyRepair:
 
     def run(self, suppressed: np.ndarray, *, deadline: float | None = None,
             progress: Callable[[str, float], None] | None = None,
-            primaries: np.ndarray | None = None) -> tuple[np.ndarray, list]:
-        """Extend the mask ``suppressed``; returns it and the conditions left unmet."""
+            primaries: np.ndarray | None = None,
+            checked=None) -> tuple[np.ndarray, list]:
+        """Extend the mask ``suppressed``; returns it and the conditions left unmet.
+        ``checked``: the oracle's complete check of ``suppressed`` (for ``primaries``)
+        made already, which the first round uses instead of checking again."""
         suppressed = np.asarray(suppressed, bool).copy()
         unmet: list = []
         if self.model is None:
             self.model = HighsModel(self.lp)
         for _ in range(10_000):
-            check = self.oracle.check(suppressed, cuts=False, primaries=primaries,
-                                      deadline=deadline)
+            check, checked = checked, None
+            if check is None:
+                check = self.oracle.check(suppressed, cuts=False, primaries=primaries,
+                                          deadline=deadline)
             if check.ok:
                 return suppressed, []
             if not check.complete and not check.violated:

@@ -205,10 +205,10 @@ class BranchAndCut:
             return
         if opt.cleanup_incumbents and not self._optimal_now(c) and (
                 not opt.cleanup_within_share or heuristics.within_share(s)):
-            th = time.perf_counter()
+            th, w0 = time.perf_counter(), s.lps.n
             z = s.prune(z, s.share_deadline(opt.cleanup_share))
             c = s.cost_of(z)
-            s.stats["heuristic_seconds"] += time.perf_counter() - th
+            heuristics.spent(s, th, w0)
         s.best, s.best_cost = z, c
         s.report(f"B&C: incumbent {s.best_cost:.6g}", 0.5)
 

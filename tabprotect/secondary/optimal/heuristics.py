@@ -1,7 +1,7 @@
 """Upper bounds for the Benders search: the greedy repair of seeds (the primaries alone,
 rounded LP points, master patterns), pruning of what a repaired pattern does not need,
 the swap search around the incumbent, and the fallback repair when time runs out
-without a protected pattern.  Each stays within its share of the time."""
+without a protected pattern.  Each stays within its share of the work (LPs solved)."""
 from __future__ import annotations
 
 import time
@@ -24,7 +24,7 @@ def initial_incumbent(s: Search, start: np.ndarray | None,
     kept to be continued after the LP phase.  From a seed (an unfinished start) it gets
     ``seed_repair_share`` instead: a protected pattern is what the seed is for."""
     opt = s.options
-    th = time.perf_counter()
+    th, w0 = time.perf_counter(), s.lps.n
     if start is not None and state in (PROTECTED, UNCHECKED):
         s.best = np.asarray(start, bool) | s.fixed
         s.stats["start_check"] = state
@@ -49,21 +49,27 @@ def initial_incumbent(s: Search, start: np.ndarray | None,
             s.from_primaries = pattern.copy()
         else:  # the repair only ends without unmet conditions when protected
             s.best = s.prune(pattern, s.share_deadline(opt.prune_share))
-    s.stats["heuristic_seconds"] += time.perf_counter() - th
+    spent(s, th, w0)
     s.best_cost = s.cost_of(s.best) if s.best is not None else np.inf
 
 
 def within_share(s: Search) -> bool:
-    """The heuristics have used at most ``heuristic_share`` of the time so far (or no
-    protected pattern is known yet): they only feed the upper bound."""
-    return s.best is None or s.stats["heuristic_seconds"] <= s.options.heuristic_share * (
-        time.perf_counter() - s.t0)
+    """The heuristics have solved at most ``heuristic_share`` of the LPs so far (or no
+    protected pattern is known yet): they only feed the upper bound.  Counted in LPs,
+    not seconds, so that the same job takes the same search every run."""
+    return s.best is None or s.stats["heuristic_lps"] <= s.options.heuristic_share * s.lps.n
+
+
+def spent(s: Search, th: float, w0: int) -> None:
+    """Book a heuristic's seconds (since ``th``) and LPs (since the count was ``w0``)."""
+    s.stats["heuristic_seconds"] += time.perf_counter() - th
+    s.stats["heuristic_lps"] += s.lps.n - w0
 
 
 def improve(s: Search, seed: np.ndarray) -> None:
     """Repair a pattern, drop its redundant suppressions, keep it if cheaper.  The
     heuristic only feeds the upper bound: once an incumbent is known it keeps to
-    ``heuristic_share`` of the time used."""
+    ``heuristic_share`` of the LPs solved."""
     opt = s.options
     now = time.perf_counter()
     end = s.search_end()
@@ -71,14 +77,14 @@ def improve(s: Search, seed: np.ndarray) -> None:
         return
     if not within_share(s):
         return
-    th = time.perf_counter()
+    th, w0 = time.perf_counter(), s.lps.n
     pattern, unmet = s.repair.run(seed, deadline=end)
     s.keep_partial(pattern, unmet)
     # pruning costs one oracle check per suppression: only for promising patterns
     if not unmet and s.cost_of(pattern) < opt.prune_within * s.best_cost:
         pattern = s.prune(pattern, s.share_deadline(opt.prune_share))
         s.offer(pattern)
-    s.stats["heuristic_seconds"] += time.perf_counter() - th
+    spent(s, th, w0)
 
 
 def lp_point_incumbents(s: Search, zlp: np.ndarray, bound: float = 0.0) -> None:
@@ -105,7 +111,7 @@ def finish_primary_repair(s: Search, bound: float = 0.0) -> None:
             or s.closed(bound):
         return
     opt = s.options
-    th = time.perf_counter()
+    th, w0 = time.perf_counter(), s.lps.n
     by = None if s.time_limit is None else min(
         s.search_end(), th + opt.primary_repair_share * s.time_limit)
     pattern, unmet = s.repair.run(s.from_primaries, deadline=by)
@@ -115,14 +121,15 @@ def finish_primary_repair(s: Search, bound: float = 0.0) -> None:
         c = s.cost_of(pattern)
         s.stats["primary_repair_cost"] = c
         s.offer(pattern, c)
-    s.stats["heuristic_seconds"] += time.perf_counter() - th
+    spent(s, th, w0)
 
 
-def _swap_budget_spent(s: Search, th: float) -> bool:
-    now = time.perf_counter()
+def _swap_budget_spent(s: Search, w0: int) -> bool:
+    """With a time limit: past the deadline, or the heuristics' LPs with the swap
+    search's so far (since the count was ``w0``) above ``heuristic_share`` of all."""
     return s.deadline is not None and (
-        now >= s.deadline or s.stats["heuristic_seconds"] + (now - th)
-        > s.options.heuristic_share * (now - s.t0))
+        time.perf_counter() >= s.deadline
+        or s.stats["heuristic_lps"] + (s.lps.n - w0) > s.options.heuristic_share * s.lps.n)
 
 
 def _swap_once(s: Search, i: int, ban: np.ndarray, allowed: np.ndarray) -> bool:
@@ -153,11 +160,11 @@ def local_search(s: Search, bound: float = 0.0) -> None:
     """Swap search around the incumbent: publish one secondary again (dearest first),
     forbid it, repair what that breaks with the other cells and drop what the result
     does not need; a cheaper protected pattern becomes the incumbent and is searched in
-    turn.  Bounded like every heuristic by its share of the time; none once the
+    turn.  Bounded like every heuristic by its share of the LPs; none once the
     incumbent meets the lower ``bound``."""
     if not s.options.local_search or s.best is None or s.closed(bound):
         return
-    th = time.perf_counter()
+    th, w0 = time.perf_counter(), s.lps.n
     ban = np.zeros(s.table.n_cells, bool)
     allowed = s.repair.candidates
     try:
@@ -165,13 +172,13 @@ def local_search(s: Search, bound: float = 0.0) -> None:
             s.searched.add(s.best.tobytes())
             secs = np.flatnonzero(s.best & ~s.fixed)
             for i in secs[np.argsort(-s.cost[secs], kind="stable")]:
-                if _swap_budget_spent(s, th):
+                if _swap_budget_spent(s, w0):
                     return
                 if _swap_once(s, i, ban, allowed):
                     break  # search around the new incumbent
     finally:
         s.repair.candidates = allowed
-        s.stats["heuristic_seconds"] += time.perf_counter() - th
+        spent(s, th, w0)
 
 
 def fallback(s: Search, zlp: np.ndarray | None) -> None:

@@ -120,8 +120,9 @@ class OptimalOptions:
     round_time_limit: float = 3.0
 
     # ---- heuristics (upper bound)
-    #: at most this share of the elapsed time goes to the repair heuristics once a
-    #: protected pattern is known: they only feed the upper bound
+    #: at most this share of the LPs solved (attacker, repair and prune LPs) goes to the
+    #: repair heuristics once a protected pattern is known: they only feed the upper
+    #: bound; counted in LPs, not seconds, so the same job takes the same search
     heuristic_share: float = 0.25
     #: share of the time limit for the first repair from the primaries alone (big tables:
     #: the LP phase's points then seed the first incumbent instead)
@@ -191,7 +192,7 @@ class OptimalOptions:
     #: a new incumbent from a node is pruned (its redundant suppressions published again)
     cleanup_incumbents: bool = True
     #: node incumbents are cleaned up only while the heuristics keep within
-    #: heuristic_share of the time: a node's LP-optimal integral point seldom has a
+    #: heuristic_share of the LPs: a node's LP-optimal integral point seldom has a
     #: suppression to spare, and on tables the tree proves in seconds its clean-ups
     #: (each solving every attacker LP once) cost more than the tree
     cleanup_within_share: bool = True

@@ -36,17 +36,33 @@ def clean(z):
     return np.where(z < 1e-7, 0.0, z)
 
 
-class DeadlineModel:
-    """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none)."""
+class LPCount:
+    """LPs solved so far (attacker, repair and prune LPs): the search's work clock.
+    Unlike seconds it is the same on a loaded machine as on an idle one, so decisions
+    taken by it (the heuristics' share) give the same search, pattern and tree every
+    run."""
 
-    def __init__(self, model: HighsModel):
+    def __init__(self):
+        self.n = 0
+
+    def add(self, n: int) -> None:
+        self.n += int(n)
+
+
+class DeadlineModel:
+    """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none),
+    each solve counted in ``count``."""
+
+    def __init__(self, model: HighsModel, count: LPCount | None = None):
         self._model = model
         self.deadline: float | None = None
+        self.count = count if count is not None else LPCount()
 
     def __getattr__(self, name):
         return getattr(self._model, name)
 
     def solve(self, time_limit: float | None = None):
+        self.count.add(1)
         if self.deadline is not None:
             left = max(1e-3, self.deadline - time.perf_counter())
             time_limit = left if time_limit is None else min(time_limit, left)
@@ -58,8 +74,13 @@ class DeadlineRepair(GreedyRepair):
 
     The base class checks the deadline between LPs only, and one repair LP over the
     whole table can take seconds; a repair LP stopped by the deadline leaves its
-    condition unmet, like a repair that ran out of time between LPs.
+    condition unmet, like a repair that ran out of time between LPs.  Its LPs are
+    counted in ``count`` (the oracle's LPs are counted by the oracle).
     """
+
+    def __init__(self, *args, count: LPCount | None = None, **kw):
+        super().__init__(*args, **kw)
+        self.count = count if count is not None else LPCount()
 
     def run(self, suppressed: np.ndarray, *, deadline: float | None = None,
             primaries: np.ndarray | None = None, **kw) -> tuple[np.ndarray, list]:
@@ -67,9 +88,10 @@ class DeadlineRepair(GreedyRepair):
         the repair works on the primaries it found short only (suppressing more never
         weakens a condition, a single contributor's included: before its cell was
         suppressed the attacker's deviation there was 0 anyway), so its later rounds
-        re-check those alone instead of every primary."""
+        re-check those alone instead of every primary, and its first round repairs the
+        shortfalls this check found."""
         if self.model is None:
-            self.model = DeadlineModel(HighsModel(self.lp))
+            self.model = DeadlineModel(HighsModel(self.lp), self.count)
         self.model.deadline = deadline
         try:
             chk = self.oracle.check(suppressed, cuts=False, primaries=primaries,
@@ -78,6 +100,8 @@ class DeadlineRepair(GreedyRepair):
                 return np.asarray(suppressed, bool).copy(), []
             if chk.complete:
                 primaries = np.unique([s for s, _, _ in chk.violated]).astype(np.int64)
+                # its first round takes the shortfalls found here (not checked again)
+                kw["checked"] = chk
             return super().run(suppressed, deadline=deadline, primaries=primaries, **kw)
         finally:
             self.model.deadline = None
@@ -88,28 +112,34 @@ class SafeOracle:
     warm re-solve of an attacker LP 'infeasible' although ``y = 0`` is always feasible.
     Such a check comes back incomplete (never 'protected', no cuts) and is counted in
     ``stats["oracle_errors"]``; the search then claims no optimality it relied on it
-    for.  Fractional points are cleaned first: bounds of 1e-9 are what trips HiGHS."""
+    for.  Fractional points are cleaned first: bounds of 1e-9 are what trips HiGHS.
+    Every call's LPs are counted in ``count``."""
 
-    def __init__(self, oracle: AttackerOracle, stats: dict):
+    def __init__(self, oracle: AttackerOracle, stats: dict, count: LPCount | None = None):
         self._oracle = oracle
         self._stats = stats
+        self.count = count if count is not None else LPCount()
 
     def __getattr__(self, name):
         return getattr(self._oracle, name)
 
     def check(self, z, **kw) -> Check:
         try:
-            return self._oracle.check(clean(z), **kw)
+            return self._counted(self._oracle.check(clean(z), **kw))
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
 
     def separate(self, z, **kw) -> Check:
         try:
-            return self._oracle.separate(clean(z), **kw)
+            return self._counted(self._oracle.separate(clean(z), **kw))
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
+
+    def _counted(self, out: Check) -> Check:
+        self.count.add(out.n_lp)
+        return out
 
     def separate_some(self, z, part: np.ndarray, **kw) -> Check:
         """:meth:`separate` for the primaries ``part`` (bool mask over the primaries'
@@ -120,7 +150,7 @@ class SafeOracle:
                                        need_down=np.where(part, req.need_down, 0.0),
                                        need_width=np.where(part, req.need_width, 0.0))
         try:
-            return view.separate(clean(z), **kw)
+            return self._counted(view.separate(clean(z), **kw))
         except RuntimeError:
             self._stats["oracle_errors"] += 1
             return Check(complete=False)
@@ -174,6 +204,9 @@ class HybridOracle(AttackerOracle):
         self._models: dict = {}
         self._models_held = 0
         self._deadline: float | None = None   # of the call under way
+        # the last active cells and their components (shared with views: the chunks of
+        # one node's separation group the same point's cells)
+        self._grouped: list = [None, None]
 
     def check(self, z, **kw) -> Check:
         return self._raced("check", self._witnessed_check, z, **kw)
@@ -248,6 +281,14 @@ class HybridOracle(AttackerOracle):
             out = AttackerOracle.check(self, z, primaries=targets[~done], **kw)
         out.n_lp += n_lp
         return out
+
+    def _components(self, active: np.ndarray) -> list[np.ndarray]:
+        """The components of ``active``, the last grouping reused when the cells are
+        the same (each chunk of a node's separation asks for the same point's)."""
+        key = np.asarray(active, np.int64).tobytes()
+        if self._grouped[0] != key:
+            self._grouped[:] = [key, super()._components(active)]
+        return self._grouped[1]
 
     def _component_model(self, comp, lo, hi):
         """The component's attacker LP, one model per component kept while their

@@ -11,13 +11,14 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram
 from tabprotect.model.relations import component_roots
 from tabprotect.secondary.optimal.options import OptimalOptions
-from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX
+from tabprotect.secondary.optimal.oracle import DUAL_SIMPLEX, LPCount
 from tabprotect.secondary.attacker_oracle import AttackerOracle
 
 
 def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,
           deadline: float | None, hint: np.ndarray | None = None,
-          options: OptimalOptions | None = None) -> np.ndarray:
+          options: OptimalOptions | None = None, count: LPCount | None = None
+          ) -> np.ndarray:
     """Drop suppressions a protected pattern does not need, dearest first.
 
     With ``options.witness_prune`` the attacker solutions (witnesses) decide: a cell no
@@ -25,12 +26,13 @@ def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: 
     cell only needs the attacker LPs of the conditions whose witness moves it
     (:func:`witness_prune`); the result is confirmed by the oracle's full check.
     Otherwise (or when that confirmation fails) each removal is kept only when the
-    oracle's full check still finds every condition met."""
+    oracle's full check still finds every condition met.  The witness LPs are counted in
+    ``count`` (the oracle counts its own)."""
     opt = options if options is not None else OptimalOptions()
     if opt.witness_prune:
         try:
             out = witness_prune(oracle, pattern, fixed, cost, deadline, hint,
-                                max_entries=opt.witness_max_entries,
+                                max_entries=opt.witness_max_entries, count=count,
                                 warm_entries=opt.witness_warm_entries)
         except RuntimeError:
             out = None
@@ -88,7 +90,7 @@ class _Witnesses:
     the publications made since its last solve just before it is solved."""
 
     def __init__(self, oracle: AttackerOracle, pattern: np.ndarray, sup: np.ndarray,
-                 warm_entries: int = 0):
+                 warm_entries: int = 0, count: LPCount | None = None):
         req = self.req = oracle.req
         self.sup = sup
         n = self.n = len(sup)
@@ -109,6 +111,8 @@ class _Witnesses:
         self.shared: dict = {}
         #: the last witness (:meth:`solve`): its cells (positions in sup), signed moves
         self.last: tuple | None = None
+        #: the LPs solved (the search's work clock)
+        self.count = count if count is not None else LPCount()
 
     def _part(self, c: int) -> tuple:
         """Component ``c``'s cells (positions in ``sup``), their columns in ``y+ | y-``
@@ -204,9 +208,11 @@ class _Witnesses:
         cells = self.parts[int(self.comp[k])][0]
         m = len(cells)
         x = self._witness(model)
+        self.count.add(1)
         move = sign * float(x[t] - x[t + m])
         cap = self.cap(p, sign)
         if move < cap - self.req.tol[p]:
+            self.count.add(1)
             # the penalty may have held the move back: the exact optimum decides
             model.set_objective(self._objective(m, t, sign, 0.0), sense="max")
             x = self._witness(model)
@@ -274,7 +280,8 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
                   cost: np.ndarray, deadline: float | None,
                   hint: np.ndarray | None = None, *,
                   max_entries: int = 50_000_000,
-                  warm_entries: int = 500_000) -> np.ndarray | None:
+                  warm_entries: int = 500_000,
+                  count: LPCount | None = None) -> np.ndarray | None:
     """Witness-based pruning of a protected pattern (None when it is not protected, or
     when the witness map would exceed ``max_entries`` (condition, cell) entries).
 
@@ -283,13 +290,14 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     witnesses.  Publishing a cell ``i`` that a witness leaves at 0 keeps that witness
     feasible, so its optimum cannot drop: only conditions whose witness moves ``i`` are
     re-solved (with ``y_i = 0``); a cell no witness moves goes without any LP.
-    ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`).
+    ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`);
+    the LPs solved are counted in ``count``.
     """
     req = oracle.req
     sup = np.flatnonzero(pattern)
     if len(sup) == 0:
         return pattern.copy()
-    wit = _Witnesses(oracle, pattern, sup, warm_entries)
+    wit = _Witnesses(oracle, pattern, sup, warm_entries, count)
     is_prim = np.zeros(len(pattern), bool)
     is_prim[req.primary] = True
     groups = _condition_groups(req, pattern, sup)

@@ -14,7 +14,7 @@ from tabprotect.secondary.optimal.master import (Master, Unprotectable,
                                                  unprotectable_message)
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.oracle import (DUAL_SIMPLEX, DeadlineRepair, HybridOracle,
-                                                 SafeOracle)
+                                                 LPCount, SafeOracle)
 from tabprotect.secondary.optimal.prune import prune
 from tabprotect.secondary.optimal.support import SupportSeparator
 from tabprotect.secondary.attack_requirements import Requirements
@@ -43,6 +43,8 @@ class Search:
     cand, cand_idx, fixed : candidate mask (after the reduction), its indices, and the
         always-unpublished cells (primaries and cells already suppressed)
     t0, time_limit, deadline : the clock (``perf_counter`` seconds)
+    lps : the attacker, repair and prune LPs solved so far (:class:`~.oracle.LPCount`):
+        the work clock the heuristics' share is measured by
     oracle, repair : the attacker oracle and the greedy repair on it
     master : the master problem (set by :meth:`build_master`)
     best, best_cost : the incumbent (a protected pattern over all cells) and its cost
@@ -88,10 +90,12 @@ class Search:
         inner = (HybridOracle(table, req, simplex_strategy=DUAL_SIMPLEX, racing=racing,
                               options=options)
                  if options.dual_oracle else AttackerOracle(table, req, simplex_strategy=None))
-        self.oracle = SafeOracle(inner, self.stats)
-        self.repair = DeadlineRepair(table, req, cost, cand, self.oracle)
+        self.lps = LPCount()
+        self.oracle = SafeOracle(inner, self.stats, self.lps)
+        self.repair = DeadlineRepair(table, req, cost, cand, self.oracle, count=self.lps)
         self.stats.update({"rounds_lp": 0, "rounds_mip": 0, "cuts": 0, "lp_solves": 0,
-                           "heuristic_seconds": 0.0, "master_seconds": 0.0,
+                           "heuristic_seconds": 0.0, "heuristic_lps": 0,
+                           "master_seconds": 0.0,
                            "oracle_seconds": 0.0})
         self.best: np.ndarray | None = None
         self.best_cost = np.inf
@@ -153,7 +157,7 @@ class Search:
         if not (pattern & ~keep).any():
             return pattern.copy()
         return prune(self.oracle, pattern, keep, self.cost, deadline, self.lp_hint,
-                     options=self.options)
+                     options=self.options, count=self.lps)
 
     def pinned(self, pattern: np.ndarray) -> np.ndarray:
         """The suppressions of ``pattern`` that a cut of the master's pool needs: the

@@ -84,15 +84,26 @@ class WitnessStore:
         self._by: dict[tuple[int, float], deque] = {}
         self._shared: dict[tuple[int, float], deque] = {}
         self.skipped = 0
-        # the point the bounds are asked at (see at_point) and its token
+        # the point the bounds are asked at (see at_point), a copy of its values and
+        # its token
         self._z: np.ndarray | None = None
+        self._values: np.ndarray | None = None
         self._point = object()
 
     def at_point(self, z: np.ndarray | None = None) -> None:
-        """A new point: the next bounds recompute each witness's minima (a separation
-        call starts with it, so that a point changed in place is never taken for the
-        last one)."""
-        self._z, self._point = z, object()
+        """The point the next bounds are asked at.  Without ``z`` (a separation call
+        starts so) the next bound compares its point with the last one by value, so
+        that a point changed in place is never taken for the last one; a point equal
+        to the last keeps its token, and each witness's minima computed there (the
+        chunks of one node's separation ask at the same point), any other is new."""
+        if z is None:
+            self._z = None
+            return
+        last = self._values
+        if last is not None and last.shape == z.shape and np.array_equal(last, z):
+            self._z = z
+            return
+        self._z, self._values, self._point = z, np.array(z, dtype=float), object()
 
     def add(self, p: int, sign: float, cols: np.ndarray, y: np.ndarray) -> None:
         """Keep an optimum of primary slot ``p``'s LP in direction ``sign``; with
