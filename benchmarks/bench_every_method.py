@@ -27,19 +27,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from bench_peers import CASES, write_inputs  # noqa: E402
+from bench_peers import CASES, timed_process, write_inputs  # noqa: E402
 
 #: the tables: name -> (bench_peers case whose job gives the table, cells)
 TABLES = {"ent-2d": ("ent-2d-p-opt", 962), "cnt-2d": ("cnt-2d", 625),
@@ -83,16 +81,9 @@ def cold(code: str, command: str, job: Path, out: Path, timeout: float) -> dict:
     """The command in a new process: wall and CPU seconds (process tree)."""
     env = dict(os.environ, PYTHONPATH=code)
     cmd = [sys.executable, "-m", "tabprotect", command, str(job), "-o", str(out), "--quiet"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, env=env, cwd=code, capture_output=True, text=True,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
+    p, row = timed_process(cmd, env, code, timeout)
+    if p is None:
         return {"error": f"over {timeout:.0f} s"}
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    row = {"wall": time.perf_counter() - t0,
-           "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)}
     if p.returncode not in (0, 1):
         row["error"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
     return row

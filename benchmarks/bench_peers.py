@@ -350,6 +350,22 @@ def install(code: str, dest: Path, methods: list[str]) -> str:
     return str(dest)
 
 
+def timed_process(cmd: list[str], env: dict, cwd: str, timeout: float):
+    """Run ``cmd``; (the completed process, {"wall", "cpu"} seconds of its process tree),
+    or (None, {}) when it passes ``timeout``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, {}
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return p, {"wall": wall, "cpu": (after.ru_utime + after.ru_stime) -
+               (before.ru_utime + before.ru_stime)}
+
+
 def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     """``tabprotect protect job.toml`` in a new process (the user's cold run)."""
     env = dict(os.environ, PYTHONPATH=code)
@@ -357,17 +373,10 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     cmd = [sys.executable, "-m", "tabprotect.cli", "protect", str(job), "-o", str(out),
            "--quiet"] + (["--profile", str(out.parent / f"{out.name}-profile.json")]
                          if profiled else [])
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, env=env, cwd=code, capture_output=True, text=True,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
+    p, row = timed_process(cmd, env, code, timeout)
+    if p is None:
         return {"error": f"timeout after {timeout:.0f} s"}
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    row = {"wall": wall, "cpu": (after.ru_utime + after.ru_stime) -
-           (before.ru_utime + before.ru_stime), "exit": p.returncode}
+    row["exit"] = p.returncode
     profile = out.parent / f"{out.name}-profile.json"
     if profiled and p.returncode in (0, 1) and profile.exists():
         row["stages"] = cold_stages(json.loads(profile.read_text()))

@@ -137,6 +137,20 @@ def test_search_matches_the_compact_milp(seed, singleton, spl):
 PLAIN = SearchLimits(row_rounds=False, dominance=False)
 
 
+def _plain_case(shape, seed, spl, singleton):
+    """A random sub-table, its requirements, costs and candidates, and the plain search's
+    pattern (None where its rules cannot be met)."""
+    t = _subtable(shape, seed, published=0.2, spl=spl)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    cand = candidate_cells(t)
+    try:
+        plain = network_pattern(t, req, c, cand, limits=PLAIN)
+    except InfeasibleRulesError:
+        plain = None
+    return t, req, c, cand, plain
+
+
 @pytest.mark.parametrize("seed,shape,singleton,spl", [
     (21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
     (24, (5, 6), True, 0.0), (25, (3, 7), False, 0.0), (26, (6, 5), True, 0.2),
@@ -147,13 +161,8 @@ def test_row_rounds_and_dominance_keep_the_plain_searchs_pattern(seed, shape, si
                                                                  spl):
     """The rows found in rounds and the dominated children left out change the work,
     not the optimum: the pattern is the plain search's, and scipy's LPs judge it."""
-    t = _subtable(shape, seed, published=0.2, spl=spl)
-    c = cost_vector(t, "value")
-    req = Requirements.from_table(t, singleton=singleton)
-    cand = candidate_cells(t)
-    try:
-        plain = network_pattern(t, req, c, cand, limits=PLAIN)
-    except InfeasibleRulesError:
+    t, req, c, cand, plain = _plain_case(shape, seed, spl, singleton)
+    if plain is None:
         with pytest.raises(InfeasibleRulesError):
             network_pattern(t, req, c, cand)
         return
@@ -524,13 +533,8 @@ def test_capped_optimum_rounds_keep_the_plain_searchs_pattern(seed, shape, singl
     the first round, after one certified round, never) hand the sub-table to the full
     search with the rows found: the pattern is still the plain search's, and scipy's
     LPs judge it protected."""
-    t = _subtable(shape, seed, published=0.2, spl=spl)
-    c = cost_vector(t, "value")
-    req = Requirements.from_table(t, singleton=singleton)
-    cand = candidate_cells(t)
-    try:
-        plain = network_pattern(t, req, c, cand, limits=PLAIN)
-    except InfeasibleRulesError:
+    t, req, c, cand, plain = _plain_case(shape, seed, spl, singleton)
+    if plain is None:
         return
     for certified in (0, 1, None):
         limits = SearchLimits(compiled=False, certify_after=certify_after,

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from tabprotect.errors import InputError
 from tabprotect.io.job import load_job
 from tabprotect.service.config import hash_token
 
+import service_server
+
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789",
           "ops": "ops-token-0123456789"}
 LEGACY = "legacy-token-0123456789"
@@ -38,12 +39,6 @@ START_SECONDS = 60.0
 def auth(name: str) -> dict:
     token = LEGACY if name == "legacy" else TOKENS[name]
     return {"Authorization": f"Bearer {token}"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def children(pid: int) -> list[int]:
@@ -88,7 +83,7 @@ class Server:
         self.seen: set[int] = set()
 
     def start(self) -> "Server":
-        self.port = free_port()
+        self.port = service_server.free_port()
         lines = ["[service]", 'host = "127.0.0.1"', f"port = {self.port}",
                  f'store = "{self.store}"', 'log_level = "warning"']
         lines += [f"{k} = {json.dumps(v)}" for k, v in self.settings.items()]

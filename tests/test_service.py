@@ -4,8 +4,6 @@ import hashlib
 import io
 import json
 import os
-import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -15,12 +13,13 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-import uvicorn
 
 from tabprotect.audit import audit
 from tabprotect.io.job import build_table, load_job
 from tabprotect.service.app import create_app
 from tabprotect.service.config import load_config
+
+import service_server
 
 TOKEN = "test-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -28,32 +27,11 @@ DEMO = resources.files("tabprotect") / "data" / "demo_audit"
 TIMEOUT = 60.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serve(store: Path, **settings):
     """Run the app with uvicorn in a background thread; yield its base URL."""
-    port = free_port()
-    config = load_config(tokens=[TOKEN], store=store, port=port,
-                         **{"workers": 2, "pool": "process", **settings})
-    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "server did not stop"
+    with service_server.serve(store, TOKEN, **{"workers": 2, "pool": "process", **settings}) as url:
+        yield url
 
 
 def demo_files(status_changes: dict | None = None) -> list:

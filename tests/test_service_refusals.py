@@ -8,52 +8,30 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import socket
-import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.io.job import build_table, load_job
-from tabprotect.service.app import create_app
 from tabprotect.service.config import load_config
+
+import service_server
 
 TOKEN = "limits-token-0123456789"
 PLANTED = "31337.77"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def client(store: Path, **settings):
     """The app (a thread pool) served by uvicorn on localhost; yields an httpx client."""
-    port = free_port()
-    config = load_config(tokens=[TOKEN], store=store, port=port,
-                         **{"workers": 1, "pool": "thread", **settings})
-    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
-                          headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-            yield http
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with service_server.serve(store, TOKEN, **{"workers": 1, "pool": "thread", **settings}) as url, \
+            httpx.Client(base_url=url, timeout=60,
+                         headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        yield http
 
 
 def parts(spec: dict, uploads: dict[str, str | bytes]) -> list:

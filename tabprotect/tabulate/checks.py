@@ -59,34 +59,36 @@ def _reject_totals(index, codes: np.ndarray, uniq: np.ndarray, pos_u: np.ndarray
                          f"({row_label(rows, index, file_rows)})")
 
 
+def records_error(source: str, mask: np.ndarray, index, file_rows: bool, what: str,
+                  hint: str = "") -> InputError:
+    """One line for the records where ``mask`` holds: the first named, then how many and
+    the first three (rows or file lines, never a value)."""
+    rows = np.flatnonzero(mask)[:3]
+    return InputError(f"{source} {row_label(rows[:1], index, file_rows)}: {what} "
+                      f"({int(mask.sum())} record(s): {row_label(rows, index, file_rows)})"
+                      f"{hint}")
+
+
 def numeric_column(frame: Columns, col: str, what: str, source: str, file_rows: bool,
                    allow_missing: bool) -> np.ndarray:
     """The column as floats (NaN where missing); non-numeric, infinite, negative values and
     (unless allowed) missing ones are errors."""
     arr, bad = parse_numbers(frame[col])
     if bad.any():
-        rows = np.flatnonzero(bad)[:3]
-        raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: "
-                         f"{what} '{col}' is not a number "
-                         f"({int(bad.sum())} record(s): {row_label(rows, frame.index, file_rows)})")
+        raise records_error(source, bad, frame.index, file_rows,
+                            f"{what} '{col}' is not a number")
     if np.isinf(arr).any():
         rows = np.flatnonzero(np.isinf(arr))[:3]
         raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: {what} "
                          f"'{col}' is infinite")
     nan = np.isnan(arr)
     if nan.any() and not allow_missing:
-        rows = np.flatnonzero(nan)[:3]
-        raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: {what} "
-                         f"'{col}' is missing ({int(nan.sum())} record(s): "
-                         f"{row_label(rows, frame.index, file_rows)}); fill it or set "
-                         f"missing='zero' or 'drop'")
+        raise records_error(source, nan, frame.index, file_rows, f"{what} '{col}' is missing",
+                            "; fill it or set missing='zero' or 'drop'")
     neg = arr < 0
     if neg.any():
-        rows = np.flatnonzero(neg)[:3]
-        raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: {what} "
-                         f"'{col}' is negative ({int(neg.sum())} record(s): "
-                         f"{row_label(rows, frame.index, file_rows)}); the sensitivity rules "
-                         f"need non-negative contributions")
+        raise records_error(source, neg, frame.index, file_rows, f"{what} '{col}' is negative",
+                            "; the sensitivity rules need non-negative contributions")
     return arr
 
 

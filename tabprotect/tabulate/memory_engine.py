@@ -17,7 +17,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.model.columns import Columns, as_columns
 from tabprotect.tabulate.checks import check_columns, code_positions, flags, numeric_column, \
-    row_label
+    records_error, row_label
 from tabprotect.tabulate.contributions import candidates_needed, holding_codes, \
     holding_sums, leaf_candidates
 from tabprotect.tabulate.engine import EngineSettings, Leaves, Progress, Source
@@ -112,11 +112,9 @@ def _records(frame: Columns, spec: MicrodataSpec, say: Progress, source: str,
     if spec.request is not None:
         req, bad = flags(frame[spec.request])
         if bad.any():
-            rows = np.flatnonzero(bad)[:3]
-            raise InputError(f"{source} {row_label(rows[:1], frame.index, file_rows)}: request "
-                             f"'{spec.request}' is not a flag ({int(bad.sum())} record(s): "
-                             f"{row_label(rows, frame.index, file_rows)}); give 1/true/yes "
-                             f"or 0/false/no (or leave it empty)")
+            raise records_error(source, bad, frame.index, file_rows,
+                                f"request '{spec.request}' is not a flag",
+                                "; give 1/true/yes or 0/false/no (or leave it empty)")
     hold = holding_codes(frame[spec.holding]) if spec.holding is not None else None
     if req is not None and spec.kind != "magnitude":
         raise InputError("the request variable applies to magnitude tables (give a response)")
