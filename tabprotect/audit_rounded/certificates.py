@@ -8,7 +8,6 @@ inside its ranges certify range ends: the move along one inner cell's totals
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from tabprotect.model.table import Table, aggregate_leaves
 
@@ -200,35 +199,26 @@ def feasible_start(table: Table, candidates, lower, upper) -> np.ndarray | None:
 def independent_inner_bounds(table: Table, lower: np.ndarray, upper: np.ndarray):
     """Exact bounds without LPs when no total's range constrains the inner cells, else None.
 
-    Every total is the sum of the inner cells below it (the matrix ``S``, cells x inner
-    cells, built up the relations and checked against every relation: ``A S = 0``). When
+    Every cell of a product table is the sum of the inner cells below it (its model
+    matrix ``K``, cells x inner cells; checked against every relation: ``A K = 0``). When
     each total's range contains the whole interval its inner cells' ranges allow
-    (``[S lower, S upper]``), every choice of integer inner cells inside their ranges is a
+    (``[K lower, K upper]``), every choice of integer inner cells inside their ranges is a
     feasible table: the inner cells are independent, so their bounds are their range ends
     and a total's bounds are the sums of its inner cells' ends (e.g. small-count rounding
     and random rounding with totals from inner cells, whose totals have no own range).
-    Returns ``(lower, upper)`` of every cell."""
-    A = table.relations.tocsr()
-    totals = table.relation_total
-    if A.shape[0] == 0 or (totals < 0).any():
+    Returns ``(lower, upper)`` of every cell; None for general tables (no model matrix)."""
+    A = table.relations
+    if A.shape[0] == 0 or not table.dimensions:
         return None
-    n = table.n_cells
+    model = table.model_matrix
+    if not np.array_equal(model.leaf_cells, table.is_inner):
+        return None
     inner = np.flatnonzero(table.is_inner)
-    parts = (-A).multiply(A < 0).tocsr()                      # relations x cells, parts
-    first = np.unique(totals, return_index=True)[1]           # one relation per total
-    pick = sp.csr_matrix((np.ones(len(first)), (totals[first], first)), shape=(n, A.shape[0]))
-    base = sp.csr_matrix((np.ones(len(inner)), (inner, np.arange(len(inner)))),
-                         shape=(n, len(inner)))
-    S = base
-    for _ in range(n):                                        # one level per pass
-        nxt = (base + pick @ (parts @ S)).tocsr()
-        if nxt.nnz == S.nnz and abs(nxt - S).max() == 0:
-            break
-        S = nxt
-    if abs(A @ S).max() != 0:                                 # not totals of inner cells
+    K = model.sparse()
+    if abs(A @ K).max() != 0:                                 # not totals of inner cells
         return None
-    lo = S @ lower[inner]
-    hi = S @ upper[inner]
+    lo = K @ lower[inner]
+    hi = K @ upper[inner]
     if (lo > hi).any() or (lower > lo).any() or (upper < hi).any():
         return None                                           # a total's range binds
     return lo, hi
