@@ -886,7 +886,9 @@ def main(argv=None) -> int:
                     help="seconds before a tabprotect process is stopped")
     ap.add_argument("--peer-timeout", type=float, default=1800.0)
     ap.add_argument("--work", default=None, help="scratch folder (default: a new temp dir)")
-    ap.add_argument("--out", default=str(HERE / "results" / "peers.md"))
+    ap.add_argument("--out", default=None,
+                    help="the table's file (default: peers.md in the scratch folder; the "
+                         "results kept in benchmarks/results/ are written only when named)")
     ap.add_argument("--json", default=None, help="also write the raw rows as JSON")
     ap.add_argument("--from-json", nargs="+", default=None, metavar="JSON",
                     help="run nothing: write one table from the rows of earlier runs' "
@@ -901,6 +903,9 @@ def main(argv=None) -> int:
         child_tabprotect(args)
         return 0
     if args.from_json:
+        args.out = args.out or str(Path(args.work or tempfile.mkdtemp(prefix="bench_peers_"))
+                                   / "peers.md")
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         rows = [r for f in args.from_json for r in json.loads(Path(f).read_text())]
         commands = list(dict.fromkeys(r.get("command", "") for r in rows))
         Path(args.out).write_text(render(rows, "\n".join(c for c in commands if c),
@@ -914,6 +919,7 @@ def main(argv=None) -> int:
     from tabprotect.io.job import build_table, load_job
     shared = Path(args.data).resolve()
     work = Path(args.work or tempfile.mkdtemp(prefix="bench_peers_"))
+    args.out = args.out or str(work / "peers.md")
     codes = {"this": str(ROOT)}
     if args.base:
         codes = {"base": str(Path(args.base).resolve()), "this": str(ROOT)}
