@@ -353,7 +353,8 @@ class HybridOracle(AttackerOracle):
     def _separation_solved(self, p: int, sign: float, comp: np.ndarray) -> None:
         """Keep the LP's optimum (``last_x``, local to ``comp``) for later rounds."""
         if self.witnesses.keep > 0 and self.last_x is not None:
-            self.witnesses.add(p, sign, comp, np.asarray(self.last_x, float))
+            self.witnesses.add(p, sign, int(self.req.primary[p]), comp,
+                               np.asarray(self.last_x, float))
 
     def _raced(self, context: str, call, z, **kw) -> Check:
         """``call(z, **kw)`` as one raced oracle call of ``context``, its LPs stopped at
