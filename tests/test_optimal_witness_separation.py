@@ -12,6 +12,7 @@ from scipy.optimize import linprog
 from tabprotect.secondary import cost_vector
 from tabprotect.secondary.optimal import OptimalOptions, optimal
 from tabprotect.secondary.optimal.oracle import HybridOracle
+from tabprotect.secondary.optimal.witness_separation import COMPACT_MIN, WitnessStore
 from tabprotect.secondary.attack_requirements import Requirements
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
 
@@ -105,9 +106,11 @@ def test_the_search_with_and_without_the_skip_reaches_the_brute_force_optimum(se
     table = hier_table(seed, n_primary=2, freq_one=True)
     cost = cost_vector(table, "value")
     best = brute_force(table, cost, singleton=True)
-    for keep, share in ((0, False), (3, False), (3, True)):
+    for keep, share, negated in ((0, False, False), (3, False, False), (3, True, False),
+                                 (3, True, True)):
         out = optimal(table, cost, singleton=True, options=OptimalOptions(
-            separation_witnesses=keep, share_separation_witnesses=share, engine="benders"))
+            separation_witnesses=keep, share_separation_witnesses=share,
+            negated_separation_witnesses=negated, engine="benders"))
         assert out.proven_optimal
         assert secondary_cost(out.status, cost) == pytest.approx(best, rel=1e-9)
 
@@ -159,3 +162,82 @@ def test_a_separation_at_a_point_changed_in_place_finds_the_violated_conditions(
                     assert (int(s), kind, j) in got
                     short += 1
     assert short > 0    # the lowered point leaves conditions short
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_negated_witnesses_bound_the_other_direction_within_the_lp_optimum(seed):
+    # the same LP optima at one point (scipy's) kept with and without their negations:
+    # at a second point the bounds with them never exceed the LP's optimum, are at
+    # least the bounds without them, and above them somewhere
+    table = hier_table(seed, n_primary=3)
+    req = Requirements.from_table(table, singleton=False)
+    A = table.relations.toarray()
+    slot = np.full(table.n_cells, -1)
+    slot[req.primary] = np.arange(len(req.primary))
+    stores = {n: WitnessStore(3, slot, negated=n) for n in (False, True)}
+    z1, z2 = _points(table, req, seed)
+    for p, s in enumerate(req.primary):
+        for sign, rhs in ((1.0, req.need_up[p]), (-1.0, req.need_down[p])):
+            c = np.zeros(table.n_cells)
+            c[s] = -sign
+            res = linprog(c, A_eq=A, b_eq=np.zeros(A.shape[0]), method="highs",
+                          bounds=list(zip(-np.minimum(req.down, rhs) * z1,
+                                          np.minimum(req.up, rhs) * z1)))
+            assert res.status == 0
+            for store in stores.values():
+                store.add(p, sign, int(s), np.arange(table.n_cells), res.x)
+    gained = 0
+    for p, s in enumerate(req.primary):
+        for sign, rhs in ((1.0, req.need_up[p]), (-1.0, req.need_down[p])):
+            plain, both = (stores[n].bound(p, sign, int(s), -1, req.up, req.down, z2, rhs)
+                           for n in (False, True))
+            assert both <= _lp_max(table, req, z2, int(s), sign, rhs, -1) + 1e-7 * rhs
+            assert both >= plain
+            gained += both > plain + 1e-9 * rhs
+    assert gained > 0
+
+
+def _scaled(cols, y, s, sign, up, down, z, rhs) -> float:
+    """sign * t * y_s for the largest t <= 1 with t y inside the capped bounds at z."""
+    cap = np.minimum(np.where(y > 0, up[cols], down[cols]), rhs) * z[cols]
+    t = min(1.0, float((cap / np.abs(y)).min()))
+    at = np.flatnonzero(cols == s)
+    return max(t, 0.0) * sign * float(y[at[0]]) if len(at) else 0.0
+
+
+def test_bounds_after_the_unheld_witnesses_are_dropped_follow_the_latest_witnesses():
+    # many more witnesses than the deques hold (so the store drops the unheld ones and
+    # numbers the rest anew): each bound is the best scaled latest witness, recomputed
+    # here from the witnesses themselves, over both directions
+    rng = np.random.default_rng(5)
+    n, n_prim, keep = 12, 3, 2
+    slot = np.full(n, -1)
+    slot[:n_prim] = np.arange(n_prim)
+    up, down = rng.uniform(0.5, 3.0, n), rng.uniform(0.5, 3.0, n)
+    store = WitnessStore(keep, slot, negated=True)
+    latest: dict = {}       # (slot, sign, own) -> the latest witnesses moving it so
+    for k in range(3 * COMPACT_MIN):
+        p, sign = int(rng.integers(n_prim)), float(rng.choice([-1.0, 1.0]))
+        cols = np.sort(rng.choice(n, size=5, replace=False))
+        cols[0] = p
+        cols = np.unique(cols)
+        y = rng.uniform(-2.0, 2.0, len(cols))
+        y[cols == p] = sign * rng.uniform(0.5, 2.0)
+        store.add(p, sign, p, cols, y)
+        for q, v in zip(slot[cols], y):
+            if q >= 0:    # a primary's own optima and the others' are kept apart
+                key = (int(q), sign, True) if q == p else (int(q), 1.0 if v > 0 else -1.0,
+                                                            False)
+                latest[key] = ([(cols, y)] + latest.get(key, []))[:keep]
+        if k % 97 == 0 or k == 3 * COMPACT_MIN - 1:
+            z = rng.uniform(0.0, 1.0, n)
+            z[:n_prim] = 1.0
+            for q in range(n_prim):
+                for sign2 in (1.0, -1.0):
+                    rhs = 1.0
+                    want = max([_scaled(c, f * w, q, sign2, up, down, z, rhs)
+                                for f in (1.0, -1.0) for own in (True, False)
+                                for c, w in latest.get((q, f * sign2, own), [])] + [0.0])
+                    got = store.bound(q, sign2, q, -1, up, down, z, rhs)
+                    assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+    assert len(store._cols) < 3 * COMPACT_MIN     # the unheld ones were dropped

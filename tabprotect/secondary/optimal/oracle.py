@@ -194,7 +194,8 @@ class HybridOracle(AttackerOracle):
         # earlier separation optima, to skip the LPs they show met (shared with views)
         self.witnesses = WitnessStore(self.options.separation_witnesses,
                                       self.slot if self.options.share_separation_witnesses
-                                      else None)
+                                      else None,
+                                      negated=self.options.negated_separation_witnesses)
         self.last_x = None     # the primal optimum of the latest attacker LP
         # iterations per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)

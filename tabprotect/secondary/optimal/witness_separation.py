@@ -22,6 +22,9 @@ import numpy as np
 
 #: |w_j| below this (relative to the witness's largest entry) counts as w_j = 0
 ZERO = 1e-9
+#: the witnesses no deque holds any more are dropped once this many are kept (or twice
+#: as many as were held at the last drop): memory stays proportional to the held ones
+COMPACT_MIN = 1024
 
 
 class WitnessStore:
@@ -33,11 +36,12 @@ class WitnessStore:
     moves), so that the two minima every bound at a point is made of (:meth:`bound`)
     are computed for all witnesses at once, once per point.  Each key's deque holds
     ``(id, y_s)`` with ``y_s`` the witness's value at the key's primary.  Witnesses no
-    deque holds any more are dropped once they outnumber the held ones."""
+    deque holds any more are dropped from time to time (:meth:`_compact`)."""
 
-    def __init__(self, keep: int, slot: np.ndarray | None = None):
+    def __init__(self, keep: int, slot: np.ndarray | None = None, negated: bool = False):
         self.keep = keep
         self.slot = slot
+        self.negated = negated     # the other direction's witnesses count, negated
         # a primary's own optima, and those of other primaries' LPs that move it
         self._by: dict[tuple[int, float], deque] = {}
         self._shared: dict[tuple[int, float], deque] = {}
@@ -47,25 +51,29 @@ class WitnessStore:
         self._z: np.ndarray | None = None
         self._values: np.ndarray | None = None
         self._point = object()
-        # the witnesses by id: cells, values, |values|, deques holding each, and a
-        # cell -> value map made when a single-contributor attacker asks
+        # the witnesses by id: cells, values, |values|, and a cell -> value map made
+        # when a single-contributor attacker asks
         self._cols: list[np.ndarray] = []
         self._y: list[np.ndarray] = []
         self._absy: list[np.ndarray] = []
-        self._refs: list[int] = []
         self._seen: dict[int, dict] = {}
-        self._held = 0
+        # witnesses kept before the unheld ones are dropped (see _compact)
+        self._next_compact = COMPACT_MIN
         # flat arrays over witnesses [0, len(_starts)), and each one's first entry
         self._flat_cols = np.zeros(0, np.int64)
         self._flat_absy = np.zeros(0)
         self._flat_pos = np.zeros(0, bool)
         self._starts: list[int] = []
         self._flat_n = 0
-        self._room: np.ndarray | None = None    # by flat entry, for _room_src
+        # by flat entry, for _room_src: the range in the direction each entry moves,
+        # and in the other one
+        self._room: np.ndarray | None = None
+        self._room_neg: np.ndarray | None = None
         self._room_src: tuple | None = None
         # the minima at the point _mins_at for witnesses [0, len(_ranged))
         self._mins_at: object | None = None
         self._ranged: list[float] = []
+        self._ranged_neg: list[float] = []
         self._least: list[float] = []
 
     def at_point(self, z: np.ndarray | None = None) -> None:
@@ -88,29 +96,32 @@ class WitnessStore:
         ``s``) LP in direction ``sign``; with ``slot`` (cell -> primary slot, -1 for
         none) it also serves every other primary it moves, in the direction it moves
         it."""
-        if self.keep <= 0:
+        keep = self.keep
+        if keep <= 0:
             return
         absy = np.abs(y)
         nz = absy > ZERO * max(1.0, float(absy.max(initial=0.0)))
         wc, wy = cols[nz], y[nz]
-        if len(wc) == 0:
-            # moves nothing: it bounds nothing, but takes its place among the latest
-            self._hold(self._by, (p, sign), -1, 0.0)
-            return
-        wid = len(self._cols)
-        self._cols.append(wc)
-        self._y.append(wy)
-        self._absy.append(absy[nz])
-        self._refs.append(0)
+        wid = len(self._cols) if len(wc) else -1   # -1: moves nothing, bounds nothing
         at = np.flatnonzero(wc == s)
-        ys = float(wy[at[0]]) if len(at) else 0.0
-        self._hold(self._by, (p, sign), wid, ys)
-        if self.slot is not None:
-            others = self.slot[wc]
-            hit = np.flatnonzero((others >= 0) & (others != p))
-            for q, v in zip(others[hit].tolist(), wy[hit].tolist()):
-                self._hold(self._shared, (q, 1.0 if v > 0 else -1.0), wid, v)
-        if len(self._cols) - self._held > max(256, self._held):
+        own = [((p, sign), float(wy[at[0]]) if len(at) else 0.0)]
+        if wid >= 0:
+            self._cols.append(wc)
+            self._y.append(wy)
+            self._absy.append(absy[nz])
+            if self.slot is not None:
+                others = self.slot[wc]
+                hit = np.flatnonzero((others >= 0) & (others != p))
+                vals = wy[hit].tolist()
+                own += zip(zip(others[hit].tolist(), [1.0 if v > 0 else -1.0 for v in vals]),
+                           vals)
+        for n, (key, v) in enumerate(own):
+            book = self._by if n == 0 else self._shared
+            kept = book.get(key)
+            if kept is None:
+                kept = book[key] = deque(maxlen=keep)
+            kept.appendleft((wid, v))
+        if len(self._cols) > self._next_compact:
             self._compact()
 
     def _value(self, wid: int, cell: int) -> float:
@@ -121,84 +132,100 @@ class WitnessStore:
                                               self._y[wid].tolist()))
         return seen.get(cell, 0.0)
 
-    def _hold(self, book: dict, key: tuple[int, float], wid: int, ys: float) -> None:
-        """``(wid, ys)`` first among ``key``'s witnesses in ``book``, the oldest beyond
-        ``keep`` dropped."""
-        kept = book.get(key)
-        if kept is None:
-            kept = book[key] = deque(maxlen=self.keep)
-        elif len(kept) == self.keep:
-            self._release(kept[-1][0])
-        kept.appendleft((wid, ys))
-        if wid >= 0:
-            if self._refs[wid] == 0:
-                self._held += 1
-            self._refs[wid] += 1
-
-    def _release(self, wid: int) -> None:
-        if wid >= 0:
-            self._refs[wid] -= 1
-            if self._refs[wid] == 0:
-                self._held -= 1
-
     def _compact(self) -> None:
-        """Drop the witnesses no deque holds; the others are numbered anew."""
-        alive = [w for w, r in enumerate(self._refs) if r > 0]
+        """Drop the witnesses no deque holds; the others are numbered anew.  The next
+        compaction comes once as many witnesses again have been kept."""
+        held = {w for book in (self._by, self._shared) for kept in book.values()
+                for w, _ in kept}
+        alive = sorted(w for w in held if w >= 0)
         new = {w: k for k, w in enumerate(alive)}
+        new[-1] = -1
         self._cols = [self._cols[w] for w in alive]
         self._y = [self._y[w] for w in alive]
         self._absy = [self._absy[w] for w in alive]
-        self._refs = [self._refs[w] for w in alive]
         self._seen = {new[w]: d for w, d in self._seen.items() if w in new}
         for book in (self._by, self._shared):
             for kept in book.values():
-                items = [(new[w] if w >= 0 else -1, v) for w, v in kept]
+                items = [(new[w], v) for w, v in kept]
                 kept.clear()
                 kept.extend(items)
         self._flat_cols, self._flat_absy = np.zeros(0, np.int64), np.zeros(0)
         self._flat_pos = np.zeros(0, bool)
         self._starts, self._flat_n = [], 0
-        self._room = self._room_src = self._mins_at = None
-        self._ranged, self._least = [], []
+        self._room = self._room_neg = self._room_src = self._mins_at = None
+        self._ranged, self._ranged_neg, self._least = [], [], []
+        self._next_compact = max(COMPACT_MIN, 2 * len(alive))
 
     def _minima(self, up: np.ndarray, down: np.ndarray, z: np.ndarray) -> None:
-        """Each witness's two minima at the current point (see :meth:`bound`): for all
-        witnesses when the point or the ranges are new, else for those kept since."""
+        """Each witness's minima at the current point (see :meth:`bound`): for all
+        witnesses at once (the flat arrays) when the point or the ranges are new, else
+        one by one for those kept since."""
         n = len(self._cols)
-        if self._flat_n < n:            # the new witnesses join the flat arrays
-            size = len(self._flat_cols)
-            lengths = [len(c) for c in self._cols[self._flat_n:]]
-            self._starts += (size + np.cumsum([0] + lengths[:-1])).tolist()
-            ys = np.concatenate(self._y[self._flat_n:])
-            self._flat_cols = np.concatenate([self._flat_cols,
-                                              *self._cols[self._flat_n:]])
-            self._flat_absy = np.concatenate([self._flat_absy, *self._absy[self._flat_n:]])
-            self._flat_pos = np.concatenate([self._flat_pos, ys > 0])
-            if self._room is not None:
-                new_cols = self._flat_cols[size:]
-                self._room = np.concatenate([self._room, np.where(
-                    self._flat_pos[size:], up[new_cols], down[new_cols])])
-            self._flat_n = n
-        if self._room_src is None or self._room_src[0] is not up \
-                or self._room_src[1] is not down:
-            self._room = np.where(self._flat_pos, up[self._flat_cols], down[self._flat_cols])
-            self._room_src = (up, down)
-            self._mins_at = None
-        if self._mins_at is not self._point:
-            self._mins_at, self._ranged, self._least = self._point, [], []
-        first = len(self._ranged)
-        if first >= n:
+        if self._room_src is not None and self._room_src[0] is up \
+                and self._room_src[1] is down and self._mins_at is self._point:
+            for wid in range(len(self._ranged), n):
+                self._one_minima(wid, up, down, z)
             return
-        a = self._starts[first]
-        seg = np.asarray(self._starts[first:n], np.int64) - a
-        q = z[self._flat_cols[a:]] / self._flat_absy[a:]
+        self._flatten(up, down)
+        self._mins_at = self._point
+        seg = np.asarray(self._starts, np.int64)
+        if not len(seg):
+            self._ranged, self._ranged_neg, self._least = [], [], []
+            return
+        q = z[self._flat_cols] / self._flat_absy
         least = np.minimum.reduceat(q, seg)
-        with np.errstate(invalid="ignore"):
-            ranged = np.minimum.reduceat(self._room[a:] * q, seg)
         # a cell at z = 0 leaves no room at all (and an infinite range times 0 is nan)
-        ranged = np.where(least > 0.0, ranged, 0.0)
-        self._ranged += ranged.tolist()
-        self._least += least.tolist()
+        room = least > 0.0
+        with np.errstate(invalid="ignore"):
+            self._ranged = np.where(room, np.minimum.reduceat(self._room * q, seg),
+                                    0.0).tolist()
+            self._ranged_neg = np.where(
+                room, np.minimum.reduceat(self._room_neg * q, seg), 0.0).tolist() \
+                if self.negated else []
+        self._least = least.tolist()
+
+    def _flatten(self, up: np.ndarray, down: np.ndarray) -> None:
+        """The flat arrays over every witness, with each entry's range in the direction
+        it moves and in the other one (the negated witness) from ``up`` and ``down``."""
+        n, old = len(self._cols), self._flat_n
+        if old < n:
+            self._starts += (len(self._flat_cols) + np.cumsum(
+                [0] + [len(c) for c in self._cols[old:n - 1]])).tolist()
+            self._flat_cols = np.concatenate([self._flat_cols, *self._cols[old:]])
+            self._flat_absy = np.concatenate([self._flat_absy, *self._absy[old:]])
+            self._flat_pos = np.concatenate([self._flat_pos,
+                                             *(y > 0 for y in self._y[old:])])
+            self._flat_n = n
+        if self._room_src is not None and self._room_src[0] is up \
+                and self._room_src[1] is down:
+            if old == n:
+                return
+            at = self._starts[old]     # the new entries only
+        else:
+            at, self._room, self._room_neg = 0, np.zeros(0), np.zeros(0)
+            self._room_src = (up, down)
+        cols, pos = self._flat_cols[at:], self._flat_pos[at:]
+        at_up, at_down = up[cols], down[cols]
+        self._room = np.concatenate([self._room, np.where(pos, at_up, at_down)])
+        self._room_neg = np.concatenate([self._room_neg, np.where(pos, at_down, at_up)])
+
+    def _one_minima(self, wid: int, up: np.ndarray, down: np.ndarray, z: np.ndarray
+                    ) -> None:
+        """:meth:`_minima` of witness ``wid`` alone (kept since the point's minima)."""
+        cols, y = self._cols[wid], self._y[wid]
+        q = z[cols] / self._absy[wid]
+        least = float(q.min())
+        pos = y > 0
+        at_up, at_down = up[cols], down[cols]
+        if least > 0.0:
+            ranged = float((np.where(pos, at_up, at_down) * q).min())
+            neg = float((np.where(pos, at_down, at_up) * q).min()) if self.negated else 0.0
+        else:
+            ranged = neg = 0.0
+        self._ranged.append(ranged)
+        if self.negated:
+            self._ranged_neg.append(neg)
+        self._least.append(least)
 
     def bound(self, p: int, sign: float, s: int, j: int, up: np.ndarray,
               down: np.ndarray, z: np.ndarray, rhs: float, goal: float = np.inf) -> float:
@@ -208,26 +235,36 @@ class WitnessStore:
 
         A kept witness ``w`` scales into those bounds by the largest ``t <= 1`` with
         ``t w`` inside them: ``min_i min(range_i, rhs) z_i / |w_i|``, which is
-        ``min(min_i range_i q_i, rhs min_i q_i)`` with ``q = z / |w|``; the two minima
-        are computed once per point and serve every level asked about there."""
+        ``min(min_i range_i q_i, rhs min_i q_i)`` with ``q = z / |w|``; the minima are
+        computed once per point and serve every level asked about there.  With
+        ``negated``, the witnesses kept for the other direction count too, negated
+        (``A w = 0`` holds for ``-w`` as well; each cell's range is then the one of the
+        direction ``-w`` moves it)."""
         if z is not self._z:
             self.at_point(z)
         best = 0.0
-        ranged = least = None
-        for wid, ys in (*self._by.get((p, sign), ()), *self._shared.get((p, sign), ())):
-            if best >= goal:
-                break
-            val = sign * ys
-            if val <= best:
-                continue
-            if j >= 0 and self._value(wid, j) != 0.0:   # the witness moves the attacker's cell
-                continue
-            if ranged is None or wid >= len(ranged):
-                if self._mins_at is not self._point or wid >= len(self._ranged) \
-                        or self._room_src is None or self._room_src[0] is not up \
-                        or self._room_src[1] is not down:
-                    self._minima(up, down, z)
-                ranged, least = self._ranged, self._least
-            t = min(1.0, ranged[wid], rhs * least[wid])
-            best = max(best, max(t, 0.0) * val)
+        ready = False
+        key = (p, sign)
+        passes = [(1.0, (*self._by.get(key, ()), *self._shared.get(key, ())))]
+        if self.negated:
+            key = (p, -sign)
+            passes.append((-1.0, (*self._by.get(key, ()), *self._shared.get(key, ()))))
+        for flip, kept in passes:
+            for wid, ys in kept:
+                if best >= goal:
+                    return best
+                val = sign * flip * ys
+                if val <= best:
+                    continue
+                if j >= 0 and self._value(wid, j) != 0.0:   # it moves the attacker's cell
+                    continue
+                if not ready:
+                    if self._mins_at is not self._point or len(self._ranged) < len(self._cols) \
+                            or self._room_src is None or self._room_src[0] is not up \
+                            or self._room_src[1] is not down:
+                        self._minima(up, down, z)
+                    ready = True
+                ranged = self._ranged[wid] if flip > 0 else self._ranged_neg[wid]
+                t = min(1.0, ranged, rhs * self._least[wid])
+                best = max(best, max(t, 0.0) * val)
         return best
