@@ -309,7 +309,7 @@ class OptimalOptions:
     #: an optimum also serves the other primaries it moves (as many again per primary
     #: and direction): a cycle through several primaries proves each of them
     share_separation_witnesses: bool = True
-    #: the optima kept for the other direction count too, negated (``-w`` is a deviation
+    #: the optima kept for the other direction count too, negated (-w is a deviation
     #: as well): a primary's down optimum often proves its up level at the next point
     negated_separation_witnesses: bool = True
 
