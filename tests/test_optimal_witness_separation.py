@@ -66,10 +66,12 @@ def test_witness_bounds_never_exceed_the_lp_optimum(seed, share):
 def test_witness_bounds_at_the_point_they_were_solved_at_reach_the_lp_optimum(seed):
     # a condition's own optimum, kept at the point it was solved at, scales by t = 1:
     # its bound is the LP's optimum (or, when an earlier optimum skipped the LP, at
-    # least the level the skip asked for) -- the bound is not needlessly weak
+    # least the level the skip asked for) -- the bound is not needlessly weak (every
+    # optimum kept: separation_witness_slack None)
     table = hier_table(seed, n_primary=3)
     req = Requirements.from_table(table, singleton=False)
-    oracle = HybridOracle(table, req, options=OptimalOptions(share_separation_witnesses=False))
+    oracle = HybridOracle(table, req, options=OptimalOptions(
+        share_separation_witnesses=False, separation_witness_slack=None))
     z1, _ = _points(table, req, seed)
     oracle.separate(z1)
     for p, s in enumerate(req.primary):
@@ -79,6 +81,34 @@ def test_witness_bounds_at_the_point_they_were_solved_at_reach_the_lp_optimum(se
             b = oracle.witnesses.bound(p, sign, int(s), -1, req.up, req.down, z1, rhs)
             want = min(_lp_max(table, req, z1, int(s), sign, rhs, -1), rhs * (1 - 1e-6))
             assert b >= want - 1e-7 * rhs
+
+
+@pytest.mark.parametrize("seed", [1, 4, 8])
+def test_a_witness_too_small_for_every_level_is_not_kept(seed):
+    # with separation_witness_slack an optimum joins a primary's witnesses only when it
+    # moves it by (1 - slack) of its smaller level: scaled by t <= 1 nothing smaller
+    # proves a level; the optima that are kept bound their LPs within the optimum
+    table = hier_table(seed, n_primary=3)
+    req = Requirements.from_table(table, singleton=False)
+    slack = 1e-3
+    oracle = HybridOracle(table, req, options=OptimalOptions(separation_witness_slack=slack))
+    z1, z2 = _points(table, req, seed)
+    oracle.separate(z1)
+    store = oracle.witnesses
+    least = np.minimum(np.where(req.need_up > 0, req.need_up, np.inf),
+                       np.where(req.need_down > 0, req.need_down, np.inf))
+    kept = 0
+    for p, s in enumerate(req.primary):
+        for sign in (1.0, -1.0):
+            for book in (store._by, store._shared):
+                for wid, ys in book.get((p, sign), ()):
+                    assert abs(ys) >= (1 - slack) * least[p] - 1e-12
+                    kept += 1
+            rhs = req.need_up[p] if sign > 0 else req.need_down[p]
+            if rhs > 0:
+                b = store.bound(p, sign, int(s), -1, req.up, req.down, z2, rhs)
+                assert b <= _lp_max(table, req, z2, int(s), sign, rhs, -1) + 1e-7 * rhs
+    assert kept > 0
 
 
 @pytest.mark.parametrize("seed", [1, 4, 8])
@@ -106,11 +136,13 @@ def test_the_search_with_and_without_the_skip_reaches_the_brute_force_optimum(se
     table = hier_table(seed, n_primary=2, freq_one=True)
     cost = cost_vector(table, "value")
     best = brute_force(table, cost, singleton=True)
-    for keep, share, negated in ((0, False, False), (3, False, False), (3, True, False),
-                                 (3, True, True)):
+    for keep, share, negated, slack in ((0, False, False, None), (3, False, False, None),
+                                        (3, True, False, None), (3, True, True, None),
+                                        (3, True, True, 1e-3)):
         out = optimal(table, cost, singleton=True, options=OptimalOptions(
             separation_witnesses=keep, share_separation_witnesses=share,
-            negated_separation_witnesses=negated, engine="benders"))
+            negated_separation_witnesses=negated, separation_witness_slack=slack,
+            engine="benders"))
         assert out.proven_optimal
         assert secondary_cost(out.status, cost) == pytest.approx(best, rel=1e-9)
 

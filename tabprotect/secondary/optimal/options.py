@@ -312,6 +312,10 @@ class OptimalOptions:
     #: the optima kept for the other direction count too, negated (-w is a deviation
     #: as well): a primary's down optimum often proves its up level at the next point
     negated_separation_witnesses: bool = True
+    #: a witness is kept for a primary only when it moves it by at least (1 - this) times
+    #: the primary's smaller level (None: any move): t <= 1, so a smaller move proves
+    #: nothing at a violation tolerance below this, and would push out those that do
+    separation_witness_slack: float | None = 1e-3
 
     def replace(self, **changes) -> "OptimalOptions":
         """A copy with ``changes`` (unknown names are an error)."""

@@ -195,7 +195,8 @@ class HybridOracle(AttackerOracle):
         self.witnesses = WitnessStore(self.options.separation_witnesses,
                                       self.slot if self.options.share_separation_witnesses
                                       else None,
-                                      negated=self.options.negated_separation_witnesses)
+                                      negated=self.options.negated_separation_witnesses,
+                                      reach=self._witness_reach())
         self.last_x = None     # the primal optimum of the latest attacker LP
         # iterations per LP of each simplex (by HiGHS strategy number) and the trial
         # schedule, by context; shared with copies of the oracle (views)
@@ -211,6 +212,19 @@ class HybridOracle(AttackerOracle):
 
     def check(self, z, **kw) -> Check:
         return self._raced("check", self._witnessed_check, z, **kw)
+
+    def _witness_reach(self) -> np.ndarray | None:
+        """Per primary slot, the least move a kept separation witness must make of it
+        (``1 - separation_witness_slack`` times its smaller level; 0 with a width, whose
+        bound adds up smaller moves); None: every witness is kept."""
+        slack = self.options.separation_witness_slack
+        if slack is None:
+            return None
+        req = self.req
+        least = np.minimum(np.where(req.need_up > 0, req.need_up, np.inf),
+                           np.where(req.need_down > 0, req.need_down, np.inf))
+        least = np.where(np.isfinite(least), least, 0.0)
+        return np.where(req.need_width > 0, 0.0, (1.0 - slack) * least)
 
     def _check_component(self, comp, targets, z, out, cuts, deadline, first_only):
         try:

@@ -38,9 +38,14 @@ class WitnessStore:
     ``(id, y_s)`` with ``y_s`` the witness's value at the key's primary.  Witnesses no
     deque holds any more are dropped from time to time (:meth:`_compact`)."""
 
-    def __init__(self, keep: int, slot: np.ndarray | None = None, negated: bool = False):
+    def __init__(self, keep: int, slot: np.ndarray | None = None, negated: bool = False,
+                 reach: np.ndarray | None = None):
         self.keep = keep
         self.slot = slot
+        # per primary slot, the least move a witness needs to count for it at all
+        # (None: any): smaller ones are not kept for it, where they would only push
+        # out the witnesses that can prove something
+        self.reach = reach
         self.negated = negated     # the other direction's witnesses count, negated
         # a primary's own optima, and those of other primaries' LPs that move it
         self._by: dict[tuple[int, float], deque] = {}
@@ -104,25 +109,42 @@ class WitnessStore:
         wc, wy = cols[nz], y[nz]
         wid = len(self._cols) if len(wc) else -1   # -1: moves nothing, bounds nothing
         at = np.flatnonzero(wc == s)
-        own = [((p, sign), float(wy[at[0]]) if len(at) else 0.0)]
-        if wid >= 0:
-            self._cols.append(wc)
-            self._y.append(wy)
-            self._absy.append(absy[nz])
-            if self.slot is not None:
-                others = self.slot[wc]
-                hit = np.flatnonzero((others >= 0) & (others != p))
-                vals = wy[hit].tolist()
-                own += zip(zip(others[hit].tolist(), [1.0 if v > 0 else -1.0 for v in vals]),
-                           vals)
-        for n, (key, v) in enumerate(own):
-            book = self._by if n == 0 else self._shared
-            kept = book.get(key)
-            if kept is None:
-                kept = book[key] = deque(maxlen=keep)
-            kept.appendleft((wid, v))
+        ys = float(wy[at[0]]) if len(at) else 0.0
+        reach = self.reach
+        if reach is None or abs(ys) >= reach[p]:
+            self._keep_in(self._by, (p, sign), wid, ys)
+        if wid < 0:
+            return
+        hit = ()
+        if self.slot is not None:
+            others = self.slot[wc]
+            hit = (others >= 0) & (others != p)
+            if reach is not None:
+                hit[hit] = np.abs(wy[hit]) >= reach[others[hit]]
+            hit = np.flatnonzero(hit)
+        if reach is not None and abs(ys) < reach[p] and not len(hit):
+            return                                   # it counts for no primary
+        self._cols.append(wc)
+        self._y.append(wy)
+        self._absy.append(absy[nz])
+        if len(hit):
+            shared = self._shared
+            for q, v in zip(others[hit].tolist(), wy[hit].tolist()):
+                key = (q, 1.0 if v > 0 else -1.0)
+                kept = shared.get(key)
+                if kept is None:
+                    kept = shared[key] = deque(maxlen=keep)
+                kept.appendleft((wid, v))
         if len(self._cols) > self._next_compact:
             self._compact()
+
+    def _keep_in(self, book: dict, key: tuple, wid: int, ys: float) -> None:
+        """``(wid, ys)`` first among ``key``'s witnesses in ``book``, the oldest beyond
+        ``keep`` dropped."""
+        kept = book.get(key)
+        if kept is None:
+            kept = book[key] = deque(maxlen=self.keep)
+        kept.appendleft((wid, ys))
 
     def _value(self, wid: int, cell: int) -> float:
         """Witness ``wid``'s value at ``cell`` (0 off its cells)."""
@@ -242,29 +264,33 @@ class WitnessStore:
         direction ``-w`` moves it)."""
         if z is not self._z:
             self.at_point(z)
+        if self._mins_at is not self._point or len(self._ranged) < len(self._cols) \
+                or self._room_src is None or self._room_src[0] is not up \
+                or self._room_src[1] is not down:
+            self._minima(up, down, z)
         best = 0.0
-        ready = False
-        key = (p, sign)
-        passes = [(1.0, (*self._by.get(key, ()), *self._shared.get(key, ())))]
-        if self.negated:
-            key = (p, -sign)
-            passes.append((-1.0, (*self._by.get(key, ()), *self._shared.get(key, ()))))
-        for flip, kept in passes:
-            for wid, ys in kept:
-                if best >= goal:
-                    return best
-                val = sign * flip * ys
-                if val <= best:
+        least = self._least
+        for flip in ((1.0, -1.0) if self.negated else (1.0,)):
+            key = (p, sign * flip)
+            ranged = self._ranged if flip > 0 else self._ranged_neg
+            scale = sign * flip
+            for kept in (self._by.get(key), self._shared.get(key)):
+                if not kept:
                     continue
-                if j >= 0 and self._value(wid, j) != 0.0:   # it moves the attacker's cell
-                    continue
-                if not ready:
-                    if self._mins_at is not self._point or len(self._ranged) < len(self._cols) \
-                            or self._room_src is None or self._room_src[0] is not up \
-                            or self._room_src[1] is not down:
-                        self._minima(up, down, z)
-                    ready = True
-                ranged = self._ranged[wid] if flip > 0 else self._ranged_neg[wid]
-                t = min(1.0, ranged, rhs * self._least[wid])
-                best = max(best, max(t, 0.0) * val)
+                for wid, ys in kept:
+                    val = scale * ys
+                    if val <= best:
+                        continue
+                    if j >= 0 and self._value(wid, j) != 0.0:   # it moves the attacker's cell
+                        continue
+                    t = ranged[wid]
+                    cap = rhs * least[wid]
+                    if cap < t:
+                        t = cap
+                    if t > 1.0:
+                        t = 1.0
+                    if t * val > best:
+                        best = t * val
+                        if best >= goal:
+                            return best
         return best
