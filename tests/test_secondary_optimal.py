@@ -642,6 +642,25 @@ def test_gauss_start_on_a_general_table_is_proven_by_gauss_witnesses(seed):
     assert audit(table, unpublished=found.pattern, singleton=True).passed
 
 
+@pytest.mark.parametrize("seed", [1, 4])
+def test_gauss_start_without_swaps_reaches_the_same_optimum(seed):
+    # a general table, the gauss start forced on: with few primaries its gauss runs no
+    # swap pass (a dearer start on these seeds); the search still proves the optimum
+    # found with the swaps, and both patterns pass the independent LP oracle
+    table = linked(((2, 3), (3,), (4,), (3,)), seed=seed)
+    cost = cost_vector(table, "value")
+    base = OptimalOptions(engine="benders", gauss_start_min_candidates=0)
+    plain = optimal(table, cost, options=base)
+    swapped = optimal(table, cost, options=base.replace(gauss_start_swaps_min_primaries=None))
+    assert plain.details["gauss_start_swaps"] is False
+    assert swapped.details["gauss_start_swaps"] is True
+    assert plain.proven_optimal and swapped.proven_optimal
+    assert secondary_cost(plain.status, cost) == pytest.approx(
+        secondary_cost(swapped.status, cost), rel=1e-9)
+    for out in (plain, swapped):
+        assert lp_oracle.protected(table.replace(status=out.status), singleton=True).all()
+
+
 @pytest.mark.slow     # timing-sensitive: the gauss start must finish within a 0.5-s wall limit
 @pytest.mark.parametrize("seed", [2, 5])
 def test_binding_time_limit_on_a_general_table_keeps_the_start(seed):
