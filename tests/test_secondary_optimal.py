@@ -642,12 +642,11 @@ def test_gauss_start_on_a_general_table_is_proven_by_gauss_witnesses(seed):
     assert audit(table, unpublished=found.pattern, singleton=True).passed
 
 
-@pytest.mark.parametrize("seed", [1, 4])
-def test_gauss_start_without_swaps_reaches_the_same_optimum(seed):
+def test_gauss_start_without_swaps_reaches_the_same_optimum():
     # a general table, the gauss start forced on: with few primaries its gauss runs no
-    # swap pass (a dearer start on these seeds); the search still proves the optimum
+    # swap pass (a dearer start on this table); the search still proves the optimum
     # found with the swaps, and both patterns pass the independent LP oracle
-    table = linked(((2, 3), (3,), (4,), (3,)), seed=seed)
+    table = linked(((2, 3), (3,), (4,), (3,)), seed=4)
     cost = cost_vector(table, "value")
     base = OptimalOptions(engine="benders", gauss_start_min_candidates=0)
     plain = optimal(table, cost, options=base)
