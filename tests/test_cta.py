@@ -102,9 +102,13 @@ def test_argus_example_least_adjustment_is_15_each_way_besides_the_cell_itself()
         assert others == pytest.approx(15.0)          # the manual's 15
         assert res.objective == pytest.approx(20.0)   # with the cell's own 5
         independent_check(t, res.adjusted, ~t.is_inner)
-    free = protect(t, method="cta", cost="unity", fix_totals=True)
+    free = protect(t, method="cta", cost="unity", fix_totals=True, directions="free")
     assert free.proven_optimal and free.objective == pytest.approx(20.0)
-    assert free.mip_gap == 0.0
+    assert 0.0 <= free.mip_gap <= CTAOptions().mip_gap
+    auto = protect(t, method="cta", cost="unity", fix_totals=True)
+    assert auto.solver_status == "heuristic" and not auto.proven_optimal
+    assert auto.objective == pytest.approx(20.0) and auto.passed
+    independent_check(t, auto.adjusted, ~t.is_inner)
 
 
 def test_argus_example_l2_is_the_rank_one_projection():
@@ -139,7 +143,7 @@ def test_milp_matches_brute_force_over_directions(seed):
         with pytest.raises(InputError):
             cta(t, cost=cost, fix_totals=fix_totals)
         return
-    res = cta(t, cost=cost, fix_totals=fix_totals, mip_gap=0.0)
+    res = cta(t, cost=cost, fix_totals=fix_totals, mip_gap=0.0, directions="free")
     assert res.proven_optimal and res.passed
     assert res.objective == pytest.approx(best, rel=1e-6, abs=1e-9)
     independent_check(t, res.adjusted, fixed)
@@ -307,7 +311,7 @@ def test_time_limit_returns_the_best_adjustment_with_its_gap():
     status[sens] = "U"
     level = np.where(status == "U", np.maximum(1.0, 0.3 * t.value), 0.0)
     t = t.replace(status=status, upl=level, lpl=level)
-    res = cta(t, time_limit=2.0, options=CTAOptions(mip_gap=0.0))
+    res = cta(t, time_limit=2.0, options=CTAOptions(mip_gap=0.0, directions="free"))
     assert res.seconds < 2.0 + 3.0
     assert res.passed
     assert res.proven_optimal or res.mip_gap is not None

@@ -123,6 +123,9 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     objective = float(weights @ (np.abs(d) if opts.distance == "L1" else d * d))
     if not audit.passed:
         notes.append("the adjusted table did NOT pass its audit: do not publish it")
+    if opts.search == "heuristic" and problem.k:
+        notes.append("directions chosen by the heuristic, not proven the best: directions "
+                     "= free runs the MILP that proves the least distance")
     if opts.search in ("up", "down", "given") and adj.proven_optimal:
         notes.append(f"optimal for the {opts.search} directions (other directions were "
                      f"not searched)")
