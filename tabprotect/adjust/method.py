@@ -158,7 +158,8 @@ def _search(problem: CTAProblem, budget: Budget, opts: CTAOptions,
 def _published_values(table: Table, problem: CTAProblem, adj: Adjustment, scale: float,
                       integer: bool) -> np.ndarray:
     """The true values plus the search's changes, back in the table's units; whole
-    numbers for integer changes; solver noise below 1e-9 of a cell's scale dropped."""
+    numbers for integer changes; solver noise below 1e-9 of a cell's scale dropped (a
+    change of that size, and a bound passed by that much)."""
     net = adj.net.copy()
     if integer:
         net = np.round(net)
@@ -167,4 +168,10 @@ def _published_values(table: Table, problem: CTAProblem, adj: Adjustment, scale:
         net[np.abs(net) <= 1e-9 * np.maximum(1.0, np.abs(x))] = 0.0
     adjusted = table.value.astype(float).copy()
     adjusted[problem.cols] += net * scale
+    if problem.options.bounds == "table":
+        # a bound passed by solver noise (e.g. -1e-11 for a cell at lb = 0) is the bound
+        noise = 1e-9 * np.maximum(1.0, np.abs(table.value))
+        low = (adjusted < table.lb) & (adjusted >= table.lb - noise)
+        high = (adjusted > table.ub) & (adjusted <= table.ub + noise)
+        adjusted[low], adjusted[high] = table.lb[low], table.ub[high]
     return adjusted

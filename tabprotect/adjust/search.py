@@ -205,9 +205,11 @@ class DirectionSearch:
         cols, _, _ = self.p.cell_bounds(s, bool(up[s]))
         _, lo, hi = self.p.cell_bounds(s, not up[s])
         r = rc[cols]
-        new = np.where(r >= 0, r * np.asarray(lo), r * np.asarray(hi))
-        return float(objective - r @ x[cols] + np.nan_to_num(new, nan=0.0,
-                                                             neginf=-np.inf).sum())
+        least = np.zeros(len(cols))           # min of r d over the new bounds of d
+        rise, fall = r > 0, r < 0
+        least[rise] = r[rise] * np.asarray(lo)[rise]
+        least[fall] = r[fall] * np.asarray(hi)[fall]
+        return float(objective - r @ x[cols] + least.sum())
 
     def _balanced_start(self, model: HighsModel, up: np.ndarray, res: SolveResult,
                         budget: Budget) -> tuple[np.ndarray, SolveResult]:
