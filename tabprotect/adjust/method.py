@@ -56,7 +56,7 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     >>> st = t.status.copy(); st[4] = "U"
     >>> t = t.replace(status=st, upl=np.where(st == "U", 2.0, 0.0),
     ...               lpl=np.where(st == "U", 2.0, 0.0))
-    >>> res = cta(t, cost="unity", fix_totals=True)
+    >>> res = cta(t, cost="unity", fix_totals=True, directions="free")
     >>> res.passed, round(res.objective, 6), res.proven_optimal
     (True, 8.0, True)
     """
