@@ -292,6 +292,13 @@ class CTAProblem:
             imbalance[rows] = now + a * (self.up_level[s] if up[s] else -self.down_level[s])
         return up
 
+    def protects(self, net: np.ndarray, up: np.ndarray, tol: float = 1e-9) -> bool:
+        """Each sensitive cell's net change reaches its level in direction ``up``."""
+        d = net[self.sens_col]
+        slack = tol * np.maximum(1.0, np.abs(self.x[self.sensitive]))
+        return bool(np.all(np.where(up, d >= self.up_level - slack,
+                                    -d >= self.down_level - slack)))
+
     def within_caps(self, net: np.ndarray, tol: float = 1e-9) -> bool:
         """The net changes keep every bound, the ones left out of the model included."""
         slack = tol * np.maximum(1.0, np.abs(self.x[self.cols]))

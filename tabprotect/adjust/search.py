@@ -26,6 +26,9 @@ HEURISTIC_SHARE = 0.3
 #: stall on the L2 relaxation until its time limit; the L1 relaxation's directions
 #: are taken then)
 RELAX_SHARE = 0.25
+#: the least time the LP re-solve of the MILP's directions gets (past the budget when
+#: the MILP used all of it)
+POLISH_SECONDS = 5.0
 #: a relative gap below this is the solvers' rounding noise, reported as 0
 GAP_NOISE = 1e-9
 #: a flip is kept when it lowers the distance by more than this, relative
@@ -301,13 +304,18 @@ class DirectionSearch:
         """The MILP's directions solved again as one fixed-direction LP: its protection
         then holds by column bounds, not through ``M b`` within the integrality
         tolerance (with large ``M`` a binary at 1e-7 would let a "down" cell move up a
-        little); None when that LP has no solution."""
+        little). Without that LP's optimum, the MILP's own values when they keep every
+        level; else None."""
         up = res.x[2 * self.p.m:] > 0.5
-        lp = solve(self.p.fixed_lp(up), time_limit=self.limit(),
-                   mip_gap=self.p.options.mip_gap)
-        if lp.status != "optimal":
+        left = self.limit()
+        lp = solve(self.p.fixed_lp(up), mip_gap=self.p.options.mip_gap,
+                   time_limit=None if left is None else max(left, POLISH_SECONDS))
+        if lp.status == "optimal":
+            net = self.p.net(lp.x)
+        elif self.p.protects(self.p.net(res.x), up):
+            net = self.p.net(res.x)         # the MILP's own values keep every level
+        else:
             return None
-        net = self.p.net(lp.x)
         return Adjustment(net=net, up=up, objective=self.p.objective(net), lower_bound=None,
                           proven_optimal=False, solver_status=lp.status,
                           details={"solves": 1})
