@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
@@ -232,6 +232,7 @@ def test_heuristic_states_a_true_gap_and_free_reaches_the_optimum(seed):
        three_d=st.booleans(), bounded=st.booleans())
 def test_adjusted_tables_are_additive_protected_and_bounded(seed, distance, directions,
                                                             three_d, bounded):
+    assume(not (distance == "L2" and directions == "free"))   # no mixed-integer QP
     rng = np.random.default_rng(seed)
     if three_d:
         dims = {f"d{i}": Hierarchy.flat([f"{i}{j}" for j in range(int(rng.integers(2, 4)))],
