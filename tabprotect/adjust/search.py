@@ -149,44 +149,17 @@ class DirectionSearch:
         model = HighsModel(self.p.fixed_lp(up), mip_gap=self.p.options.mip_gap)
         res = model.solve(self.limit(budget))
         flip_seconds = max(FLIP_MIN_SECONDS, FLIP_TIME_FACTOR * res.runtime)
-        tries, stalled = 1, 0
+        tries = 1
         if self.p.split:      # one more LP (an L2 QP re-solve can take long)
             up, res = self._balanced_start(model, up, res, budget)
             tries += 1
         if not res.has_solution:
             up, res, tries = self._first_feasible(model, up, budget)
-        best_x, best = res.x, self.p.objective(self.p.net(res.x))
         order = np.argsort(np.abs(b - 0.5), kind="stable")   # least decided first
         order = order[self.p.can_up[order] & self.p.can_down[order]]
-        flips = skipped = 0
-        rc = _reduced_costs(res, self.p)
-        for _ in range(flip_rounds):
-            improved = False
-            for s in order:
-                if budget.expired():
-                    break
-                gain = FLIP_GAIN * max(1.0, abs(best))
-                if rc is not None and self._flip_bound(rc, best_x, best, up, s) \
-                        >= best - gain + FLIP_BOUND_TOL * max(1.0, abs(best)):
-                    skipped += 1     # the flip cannot pay: no re-solve
-                    continue
-                up[s] = ~up[s]
-                self._set_direction(model, up, s)
-                left = self.limit(budget)
-                res = model.solve(flip_seconds if left is None else min(left, flip_seconds))
-                tries += 1
-                stalled += res.status.startswith("time_limit")
-                value = self.p.objective(self.p.net(res.x)) \
-                    if res.status == "optimal" else np.inf
-                if value < best - gain:
-                    best, best_x, improved = value, res.x, True
-                    rc = _reduced_costs(res, self.p)
-                    flips += 1
-                else:
-                    up[s] = ~up[s]
-                    self._set_direction(model, up, s)
-            if not improved or budget.expired():
-                break
+        best_x, best, counts = self._flips(model, up, order, res, flip_rounds, budget,
+                                           flip_seconds)
+        stalled = counts["flips_dropped"]
         if budget.expired():
             self.notes.append("time limit reached during the direction flips")
         if stalled:
@@ -196,8 +169,45 @@ class DirectionSearch:
         lb = bound if bound is not None and bound <= best else None
         return Adjustment(net=net, up=up.copy(), objective=best, lower_bound=lb,
                           proven_optimal=False, solver_status="heuristic",
-                          details={"solves": tries + 1, "flips_kept": flips,
-                                   "flips_dropped": stalled, "flips_skipped": skipped})
+                          details={"solves": tries + 1 + counts.pop("solves"), **counts})
+
+    def _flips(self, model: HighsModel, up: np.ndarray, order: np.ndarray,
+               res: SolveResult, rounds: int, budget: Budget, flip_seconds: float):
+        """Passes over ``order`` flipping one direction at a time (``up`` and ``model``
+        follow), a flip kept when the distance falls; one whose dual bound shows it
+        cannot pay is skipped without a re-solve. The best solution, its distance and
+        counts."""
+        best_x, best = res.x, self.p.objective(self.p.net(res.x))
+        counts = {"solves": 0, "flips_kept": 0, "flips_dropped": 0, "flips_skipped": 0}
+        rc = _reduced_costs(res, self.p)
+        for _ in range(rounds):
+            improved = False
+            for s in order:
+                if budget.expired():
+                    break
+                gain = FLIP_GAIN * max(1.0, abs(best))
+                if rc is not None and self._flip_bound(rc, best_x, best, up, s) \
+                        >= best - gain + FLIP_BOUND_TOL * max(1.0, abs(best)):
+                    counts["flips_skipped"] += 1
+                    continue
+                up[s] = ~up[s]
+                self._set_direction(model, up, s)
+                left = self.limit(budget)
+                res = model.solve(flip_seconds if left is None else min(left, flip_seconds))
+                counts["solves"] += 1
+                counts["flips_dropped"] += res.status.startswith("time_limit")
+                value = self.p.objective(self.p.net(res.x)) \
+                    if res.status == "optimal" else np.inf
+                if value < best - gain:
+                    best, best_x, improved = value, res.x, True
+                    rc = _reduced_costs(res, self.p)
+                    counts["flips_kept"] += 1
+                else:
+                    up[s] = ~up[s]
+                    self._set_direction(model, up, s)
+            if not improved or budget.expired():
+                break
+        return best_x, best, counts
 
     def _flip_bound(self, rc: np.ndarray, x: np.ndarray, objective: float,
                     up: np.ndarray, s: int) -> float:
