@@ -456,6 +456,12 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool,
     result.method = best.label
     result.published = best.published
     result.audit = best.audit
+    if best.published is None:
+        # the best publishes changed values (rounding, cta): the run is written, reported
+        # and summarised as a run of that kind, with its values as the published table
+        from tabprotect.compare import ROUNDING
+        result.rounded = best.rounded
+        result.kind = "rounding" if best.method in ROUNDING else "adjustment"
     result.notes.append(f"published table and audit of '{best.label}', the passing method "
                         f"with the least information loss among the runs of its kind "
                         f"(suppression, or changed values), the kind of the first passing "
