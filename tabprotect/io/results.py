@@ -37,10 +37,11 @@ if TYPE_CHECKING:
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
                   "suppressed; the rounded value for rounding, the adjusted value for "
-                  "cta), freq, status (no freq or status for rounding and cta). Written "
-                  "only when the audit passed"),
+                  "cta), freq, status: S, P or Z where published, X for every "
+                  "suppressed cell, primary and secondary alike (no freq or status for "
+                  "rounding and cta). Written only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
-               "failed (exit code 1): never publish it"),
+               "failed (exit code 1), with U and M to show what failed: never publish it"),
     "primary": ("primary.csv", "confidential: every cell with its status, the rule that "
                 "made it unsafe and its protection levels (`primary`)"),
     "cells": ("cells.csv", "confidential: every cell's true value, freq and final status "
@@ -237,8 +238,16 @@ def published_frame(run) -> "pd.DataFrame | None":
     return None if columns is None else columns.to_pandas()
 
 
-def published_columns(run) -> Columns | None:
-    """:func:`published_frame` as :class:`~tabprotect.model.columns.Columns` (written)."""
+#: the status of a suppressed cell in the published table: one letter for primary and
+#: secondary cells, since telling them apart narrows what an intruder can derive (a primary
+#: of the threshold rule in a frequency table holds 1 to n-1), which the audit does not model
+SUPPRESSED_LETTER = "X"
+
+
+def published_columns(run, show_primaries: bool = False) -> Columns | None:
+    """:func:`published_frame` as :class:`~tabprotect.model.columns.Columns` (written);
+    suppressed cells have the status :data:`SUPPRESSED_LETTER` unless ``show_primaries``
+    (the pattern of a failed audit, never published)."""
     if run.kind in ("rounding", "adjustment"):
         frame = run.table.to_columns(())
         frame["value"] = np.asarray(run.rounded)
@@ -250,6 +259,8 @@ def published_columns(run) -> Columns | None:
     frame = table.to_columns(("value", "freq", "status"))
     frame["value"] = np.where(hidden, np.nan, table.value)
     frame["freq"] = np.where(hidden, np.nan, table.freq)
+    if not show_primaries:
+        frame["status"] = np.where(hidden, SUPPRESSED_LETTER, table.status)
     if np.isnan(table.freq[~hidden]).all():
         frame = frame.drop(["freq"])
     return frame
@@ -267,9 +278,10 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, A
         return frames
     if run.rules is not None:
         frames["primary"] = run.rules.to_columns()
-    pub = published_columns(run)
+    publishable = run.passed in (True, None)
+    pub = published_columns(run, show_primaries=not publishable)
     if pub is not None:
-        frames["published" if run.passed in (True, None) else "unsafe"] = pub
+        frames["published" if publishable else "unsafe"] = pub
     if run.kind in ("rounding", "adjustment"):
         cells = run.table.to_columns(("value", "freq", "status") if run.kind == "adjustment"
                                      else ("value", "freq"))
