@@ -421,6 +421,9 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
         elif name == "compare":
             _check_table(section, values, where, {})
             _check_compare_methods(values.get("methods", []), where)
+        elif name == "round":
+            _check_table(section, values, where, {})
+            _check_round_keys(values, values.get("method", "controlled"), where)
         else:
             _check_table(section, values, where, {})
 
@@ -442,6 +445,21 @@ def _check_rules(section: Section, values: dict, label: str) -> None:
             _check_table(rule_section, entry, _where(label, f"rules.{name}"), {})
 
 
+#: [round] keys that one rounding method alone reads (rounding and its audit); given with
+#: another method they would be ignored, so they are refused
+ROUND_METHOD_KEYS = {"seed": "random", "margins_from_interior": "random",
+                     "k_step": "controlled", "step_penalty": "controlled",
+                     "weights": "controlled", "partition": "controlled",
+                     "mip_gap": "controlled", "threshold": "small-count"}
+
+
+def _check_round_keys(values: dict, method: Any, where: str) -> None:
+    for key, owner in ROUND_METHOD_KEYS.items():
+        if key in values and method != owner:
+            raise InputError(f"{where}: '{key}' applies to {owner} rounding only (the "
+                             f"method is {method})")
+
+
 def _check_compare_methods(methods: list, where: str) -> None:
     for i, entry in enumerate(methods):
         if isinstance(entry, str):
@@ -460,6 +478,7 @@ def _check_compare_methods(methods: list, where: str) -> None:
             rest = {k: v for k, v in entry.items() if k not in ("method", "label")}
             _check_table(Section("round", "", tuple(keys.values())), rest,
                          f"{where} methods[{i}]", {})
+            _check_round_keys(rest, rest.get("type", "controlled"), f"{where} methods[{i}]")
             continue
         rest = {k: v for k, v in entry.items() if k not in ("label",)}
         _check_table(SECTIONS["protect"], rest, f"{where} methods[{i}]",
