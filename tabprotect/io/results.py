@@ -120,6 +120,28 @@ def _metadata_version(name: str) -> str | None:
         return None
 
 
+#: keys whose values are secret: a random method's seed repeats its draws, and with the
+#: draws known the published values narrow (a random rounding's uniform for a cell, with
+#: the direction it was rounded, bounds the cell's remainder; PRAM's, with the published
+#: category, the true one); the operator's terminal shows it, the public outputs do not
+SECRET_KEYS = frozenset({"seed", "param_seed"})
+WITHHELD = "withheld (secret: it repeats the random draws)"
+
+
+def without_secrets(obj):
+    """``obj`` (dicts and lists) with the value of every :data:`SECRET_KEYS` key withheld.
+
+    >>> without_secrets({"round": {"base": 5, "seed": 7}})["round"]["seed"][:8]
+    'withheld'
+    """
+    if isinstance(obj, dict):
+        return {k: WITHHELD if k in SECRET_KEYS and v is not None else without_secrets(v)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [without_secrets(v) for v in obj]
+    return obj
+
+
 def jsonable(obj):
     """Plain JSON values (numpy scalars and arrays, paths; non-finite numbers -> null)."""
     if isinstance(obj, dict):
@@ -176,7 +198,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                     "pinned_small_values", "complete"):
             if key in s:
                 out[f"audit_{key}" if key in ("mode", "complete") else key] = s[key]
-    for key in ("proven_optimal", "repaired", "changed_cells", "additive", "param_seed"):
+    for key in ("proven_optimal", "repaired", "changed_cells", "additive"):
         if key in run.results and not isinstance(run.results[key], (dict, list)):
             out[key] = run.results[key]
     if run.rules is not None:
@@ -194,7 +216,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
         out["figures"] = {k: v for k, v in figures.items()
                           if k not in ("cells", "primary", "secondary", "suppressed")}
     out["seconds"] = round(sum(run.timings.values()), 3)
-    return jsonable(out)
+    return jsonable(without_secrets(out))
 
 
 def audit_trail(run, outputs: dict[str, Path], summary: dict[str, Any] | None = None
@@ -224,10 +246,10 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
         "inputs": [_file_entry(p) for p in map(Path, inputs) if p.is_file()],
-        "parameters": parameters,
+        "parameters": without_secrets(parameters),
         "timings_seconds": timings or {},
         "outputs": {k: _file_entry(p, k in PUBLIC_OUTPUTS) for k, p in outputs.items()},
-        "summary": summary,
+        "summary": without_secrets(summary),
         "notes": notes or [],
     })
 

@@ -1,0 +1,93 @@
+"""A random method's seed stays out of the public outputs (summary.json, trail.json,
+published.csv): with it an intruder repeats the draws.  For random rounding that bounds
+each cell's remainder, shown here from the published file and the draws alone."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from tabprotect.cli import main
+
+SEED = 918273645
+
+ROUND_JOB = """[input]
+cells = "cells.csv"
+dimensions = ["r", "c"]
+compute_totals = true
+kind = "frequency"
+
+[hierarchies.r]
+codes = ["r1", "r2", "r3"]
+
+[hierarchies.c]
+codes = ["a", "b", "c"]
+
+[round]
+base = 10
+method = "random"
+seed = {seed}
+"""
+
+PERTURB_JOB = """[microdata]
+file = "micro.csv"
+keys = ["region", "sex"]
+
+[perturb]
+method = "pram"
+variables = ["sex"]
+d = 0.8
+seed = {seed}
+"""
+
+CELLKEY_JOB = """[microdata]
+file = "micro.csv"
+dimensions = ["region", "sex"]
+
+[cellkey]
+D = 2
+V = 1.0
+seed = {seed}
+"""
+
+
+def test_random_rounding_seed_is_not_published(tmp_path, capsys):
+    rows = [f"r{i},{c},{v},{v}" for i, vals in enumerate([[13, 27, 4], [8, 51, 16],
+                                                           [33, 2, 19]], start=1)
+            for c, v in zip("abc", vals)]
+    (tmp_path / "cells.csv").write_text("r,c,value,freq\n" + "\n".join(rows) + "\n")
+    (tmp_path / "job.toml").write_text(ROUND_JOB.format(seed=SEED))
+    assert main(["round", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out")]) == 0
+    assert f"seed: {SEED}" in capsys.readouterr().out      # the operator's terminal
+    out = tmp_path / "out"
+    for name in ("summary.json", "trail.json", "published.csv"):
+        assert str(SEED) not in (out / name).read_text(), name
+    trail = json.loads((out / "trail.json").read_text())
+    assert trail["parameters"]["round"]["seed"].startswith("withheld")
+    # why: with the seed, each cell's uniform draw and its published value bound the true
+    # value more tightly than the rounding base (up: remainder > u * base; down: <= u * base)
+    pub = pd.read_csv(out / "published.csv", dtype=str)
+    cells = pd.read_csv(out / "cells.csv", dtype={"r": str, "c": str})
+    u = np.random.default_rng(SEED).random(len(pub))
+    true = cells["value"].to_numpy(float)
+    rounded = pub["value"].to_numpy(float)
+    low = np.floor(true / 10) * 10
+    up = rounded > low
+    remainder = true - low
+    assert np.all(np.where(up, remainder > u * 10, remainder <= u * 10 + 1e-9))
+
+
+def test_pram_and_cellkey_seeds_are_not_published(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"region": rng.choice(["N", "S", "E"], 60),
+                          "sex": rng.choice(["f", "m"], 60)})
+    frame.to_csv(tmp_path / "micro.csv", index=False)
+    for command, job in (("perturb", PERTURB_JOB), ("cellkey", CELLKEY_JOB)):
+        (tmp_path / f"{command}.toml").write_text(job.format(seed=SEED))
+        folder = tmp_path / command
+        assert main([command, str(tmp_path / f"{command}.toml"), "-o", str(folder),
+                     "--quiet"]) == 0
+        for name in ("summary.json", "trail.json"):
+            assert str(SEED) not in (folder / name).read_text(), (command, name)
+    capsys.readouterr()
