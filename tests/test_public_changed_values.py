@@ -1,6 +1,7 @@
-"""A random method's seed stays out of the public outputs (summary.json, trail.json,
-published.csv): with it an intruder repeats the draws.  For random rounding that bounds
-each cell's remainder, shown here from the published file and the draws alone."""
+"""What the public outputs (summary.json, trail.json, published.csv) of a method that
+changes values keep to themselves: a random method's seed (with it an intruder repeats the
+draws; for random rounding that bounds each cell's remainder, shown here from the published
+file and the draws alone) and how many cells changed (none changed is every cell exact)."""
 from __future__ import annotations
 
 import json
@@ -91,3 +92,20 @@ def test_pram_and_cellkey_seeds_are_not_published(tmp_path, capsys):
         for name in ("summary.json", "trail.json"):
             assert str(SEED) not in (folder / name).read_text(), (command, name)
     capsys.readouterr()
+
+
+def test_rounding_summary_does_not_count_unchanged_cells(tmp_path, capsys):
+    # every count a multiple of the base: the rounded table is the true one
+    (tmp_path / "cells.csv").write_text("r,c,value,freq\nr1,a,10,10\nr1,b,20,20\n"
+                                        "r2,a,30,30\nr2,b,40,40\n")
+    job = ROUND_JOB.format(seed=0).replace('codes = ["r1", "r2", "r3"]', 'codes = ["r1", "r2"]')
+    job = job.replace('codes = ["a", "b", "c"]', 'codes = ["a", "b"]')
+    (tmp_path / "job.toml").write_text(job.replace('method = "random"\nseed = 0',
+                                                   'method = "controlled"'))
+    assert main(["round", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out"),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    cells = pd.read_csv(tmp_path / "out" / "cells.csv")
+    assert (cells["published"] == cells["value"]).all()
+    for name in ("summary.json", "trail.json"):
+        assert "changed_cells" not in (tmp_path / "out" / name).read_text()
