@@ -29,6 +29,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.io.output import write_frame
 from tabprotect.model.columns import Columns
+from tabprotect.results import SUPPRESSED_LETTER
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -260,12 +261,6 @@ def published_frame(run) -> "pd.DataFrame | None":
     """The publishable table: codes, value (blank when unpublished), freq, status."""
     columns = published_columns(run)
     return None if columns is None else columns.to_pandas()
-
-
-#: the status of a suppressed cell in the published table: one letter for primary and
-#: secondary cells, since telling them apart narrows what an intruder can derive (a primary
-#: of the threshold rule in a frequency table holds 1 to n-1), which the audit does not model
-SUPPRESSED_LETTER = "X"
 
 
 def published_columns(run, show_primaries: bool = False) -> Columns | None:
