@@ -426,6 +426,35 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
             _check_round_keys(values, values.get("method", "controlled"), where)
         else:
             _check_table(section, values, where, {})
+    _check_dimension_names(spec, label)
+
+
+def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
+    """A dimension named twice in one list, and a ``[hierarchies.NAME]`` for no column the
+    job names (it would be ignored), are errors naming the key."""
+    named: set[str] = set()
+    for section, key in (("input", "dimensions"), ("microdata", "dimensions"),
+                         ("microdata", "keys")):
+        values = spec.get(section, {}).get(key)
+        if isinstance(values, list):
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise InputError(f"{_where(label, section, key)}: {twice[0]!r} is named "
+                                 f"twice")
+            named.update(map(str, values))
+    for table in spec.get("cellkey", {}).get("tables", []) or []:
+        if isinstance(table, list):
+            named.update(map(str, table))
+    geography = spec.get("swap", {}).get("geography")
+    if isinstance(geography, str):
+        named.add(geography)
+    hierarchies = spec.get("hierarchies", {})
+    if not named or not isinstance(hierarchies, dict):
+        return
+    unused = sorted(set(hierarchies) - named)
+    if unused:
+        raise InputError(f"{label} [hierarchies.{unused[0]}]: '{unused[0]}' is not a "
+                         f"dimension of the job (named: {', '.join(sorted(named))})")
 
 
 def _check_rules(section: Section, values: dict, label: str) -> None:
