@@ -367,6 +367,10 @@ def _round_step(result: Run, job: Job, steps: _Steps) -> None:
     result.rounded = np.asarray(res.rounded, dtype=float)
     result.results = {k: v for k, v in res.summary().items() if k != "cells"}
     result.notes.extend(res.notes or [])
+    if "rules" in job.spec:
+        result.notes.append("the job's [rules] are not applied: rounding gives no cell a "
+                            "protection level, and its audit checks the rounding's ranges "
+                            "only (to protect primary cells, use [protect])")
     if np.any(np.abs(result.table.value - np.round(result.table.value)) > 1e-9):
         result.notes.append("the table has non-integer values: they are rounded like "
                             "counts, and the audit's integer intervals assume counts")

@@ -429,6 +429,19 @@ def test_cli_round_refuses_an_option_its_method_ignores(tmp_path, capsys, option
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_round_says_it_does_not_apply_the_rules(tmp_path, capsys):
+    import json
+
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(job.read_text() + "\n[rules.frequency]\nn = 150\n")
+    assert main(["round", str(job), "--quiet"]) == 0
+    assert "[rules] are not applied" in capsys.readouterr().out
+    notes = json.loads((tmp_path / "out" / "trail.json").read_text())["notes"]
+    assert any("[rules] are not applied" in n for n in notes)
+
+
 # ---------------------------------------------------------------- sifting
 #: sifting from the first free cell on: small tables take the large-LP path
 ALWAYS_SIFT = RoundingSettings(sifting_min_columns=1)
