@@ -490,6 +490,10 @@ def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None)
                  + (" after targeted swapping" if census.swap is not None else ""),
                  attacker="intruder who knows the ptable")
     result.census = census
+    if "rules" in job.spec:
+        result.notes.append("the job's [rules] are not applied: the cell key method gives no "
+                            "cell a protection level (to protect primary cells, use "
+                            "[protect])")
     result.published = first.published_table
     result.results = {"cellkey": summary(census)}
     with steps("information loss", 0.9):

@@ -109,3 +109,17 @@ def test_rounding_summary_does_not_count_unchanged_cells(tmp_path, capsys):
     assert (cells["published"] == cells["value"]).all()
     for name in ("summary.json", "trail.json"):
         assert "changed_cells" not in (tmp_path / "out" / name).read_text()
+
+
+def test_cellkey_summary_does_not_count_changed_cells(tmp_path, capsys):
+    frame = pd.DataFrame({"region": ["N"] * 9 + ["S"] * 3, "sex": list("fm") * 6})
+    frame.to_csv(tmp_path / "micro.csv", index=False)
+    job = CELLKEY_JOB.format(seed=SEED) + "\n[rules.frequency]\nn = 3\n"
+    (tmp_path / "job.toml").write_text(job)
+    assert main(["cellkey", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert " changed;" in out                              # the operator's terminal
+    assert "[rules] are not applied" in out                 # the rules protect nothing here
+    for name in ("summary.json", "trail.json"):
+        assert "cells_changed" not in (tmp_path / "out" / name).read_text()

@@ -51,6 +51,8 @@ def run_cellkey(args) -> int:
         sw = s["swap"]
         print(f"swap: {sw['households_moved']} of {sw['households']} households moved "
               f"(rate {sw['rate']:.3f})")
+    for note in result.notes:
+        print(f"  note: {note}")
     return code
 
 

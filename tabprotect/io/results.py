@@ -143,6 +143,26 @@ def without_secrets(obj):
     return obj
 
 
+#: figures that compare the true values with the published ones: how many cells a method
+#: changed (none changed is every cell exact) and by how much in all; the confidential
+#: report and the terminal show them, summary.json and the trail do not
+TRUE_VALUE_FIGURES = frozenset({"changed_cells", "cells_changed", "total_change"})
+
+
+def without_true_value_figures(obj):
+    """``obj`` (dicts and lists) without the :data:`TRUE_VALUE_FIGURES` keys.
+
+    >>> without_true_value_figures({"tables": [{"cells": 9, "cells_changed": 0}]})
+    {'tables': [{'cells': 9}]}
+    """
+    if isinstance(obj, dict):
+        return {k: without_true_value_figures(v) for k, v in obj.items()
+                if k not in TRUE_VALUE_FIGURES}
+    if isinstance(obj, (list, tuple)):
+        return [without_true_value_figures(v) for v in obj]
+    return obj
+
+
 def jsonable(obj):
     """Plain JSON values (numpy scalars and arrays, paths; non-finite numbers -> null)."""
     if isinstance(obj, dict):
@@ -199,9 +219,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                     "pinned_small_values", "complete"):
             if key in s:
                 out[f"audit_{key}" if key in ("mode", "complete") else key] = s[key]
-    # not changed_cells: it compares the true values with the published ones (a rounded
-    # table with none changed is every cell exact)
-    for key in ("proven_optimal", "repaired", "additive"):
+    for key in ("proven_optimal", "repaired", "additive"):     # no TRUE_VALUE_FIGURES
         if key in run.results and not isinstance(run.results[key], (dict, list)):
             out[key] = run.results[key]
     if run.rules is not None:
@@ -211,7 +229,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                            "error": bool(r.get("error"))}
                           for r in run.comparison.to_dict(orient="records")]
     if run.kind == "cellkey":
-        out["cellkey"] = run.results.get("cellkey")
+        out["cellkey"] = without_true_value_figures(run.results.get("cellkey"))
     if run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary
         limit = budget.seconds(sum(run.timings.values()))
