@@ -570,7 +570,9 @@ def test_round_limits_cap_optimum_rounds_once_enough_were_certified():
     load_kernel()
     search.limits = SearchLimits(certified_rounds=0)
     assert search._certify_cap() is None
-    assert search._round_limits(0, False, 9) == search.limits
+    lim = search.limits      # compiled rounds: uncapped, with their own budget
+    assert search._round_limits(0, False, 9) == dataclasses.replace(
+        lim, max_nodes=lim.max_nodes * lim.compiled_round_factor)
 
 
 _LOAD_CASES = [(21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
