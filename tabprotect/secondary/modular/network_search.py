@@ -26,8 +26,9 @@ full search, searches over the known rows alone (first their first patterns, the
 optima) add the cut rows of the levels their patterns violate, so the full search starts
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
 optimum meeting every condition is the answer (without the compiled kernel, once a few
-optimum rounds have asked for the uniqueness MILPs the next that would ends the rounds:
-the full search, from the rows found, is then cheaper). Dominance (when every condition
+optimum rounds have asked for the uniqueness MILPs, the kernel is loaded from its cache
+and the rounds go on compiled; without a cache the next round that would ask them ends
+the rounds: the full search, from the rows found, is then cheaper). Dominance (when every condition
 is a cut row): a child taking a candidate that an earlier sibling -- left out there --
 beats (strictly cheaper, covering at least as much of every short row) holds no optimum,
 since the swap gives a cheaper pattern of the parent.
@@ -230,8 +231,10 @@ class _Search:
         rounds, the rows near good patterns).  Then the search's optimum over the
         known rows, a lower bound: the levels it violates add their rows and the
         rounds repeat until it meets every condition -- then it is optimal.  None when
-        a width condition fails (no rows to add), the rounds reach the node limit or
-        an optimum round stops at its cap (:meth:`_round_limits`).  The rows known
+        a width condition fails (no rows to add), the rounds reach their node budget
+        (:meth:`_round_budget`) or an optimum round stops at its cap
+        (:meth:`_round_limits`; the kernel, when loaded for the rounds by
+        :meth:`_load_for_rounds`, runs them uncapped instead).  The rows known
         from the start make the full search's bounds stronger than rows met one by
         one deep in the tree."""
         nodes = certified = 0
