@@ -59,7 +59,7 @@ def write_job(tmp_path, extra: str = ""):
 
 
 def test_protect_command_publishes_the_adjusted_table(tmp_path, capsys):
-    job = write_job(tmp_path)
+    job = write_job(tmp_path, 'directions = "free"\n')
     rc = main(["protect", str(job), "--report"])
     capsys.readouterr()
     assert rc == 0
