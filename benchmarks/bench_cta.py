@@ -1,10 +1,12 @@
 """Controlled tabular adjustment on Castro's ten benchmark tables
 (../shared/benchmarks/castro; loaded and made additive by benchmarks/castro.py).
 
-Three runs per table, each ``cta(table, cost="relative", time_limit=T, ...)`` (weights
+Four runs per table, each ``cta(table, cost="relative", time_limit=T, ...)`` (weights
 1 / |value|, the weights of Castro's L2 instances; bounds from the files' deviation
 bounds; fixed cells: zero cells and lb == ub):
 
+* ``L1 heuristic``: the default directions (``auto``): the rounded relaxation's or the
+  balanced directions, improved by single flips; gap against the relaxation's bound;
 * ``L1 free``: the MILP over every sensitive cell's direction, started from the heuristic;
   objective, proven optimal or the gap against HiGHS' bound at the time limit;
 * ``L2 heuristic``: the QP relaxation's directions improved by single flips; gap against
@@ -35,7 +37,8 @@ from tabprotect.adjust import cta  # noqa: E402
 from tabprotect.errors import InputError  # noqa: E402
 
 #: label -> CTAOptions fields
-RUNS = {"L1 free": {"distance": "L1", "directions": "free"},
+RUNS = {"L1 heuristic": {"distance": "L1", "directions": "heuristic"},
+        "L1 free": {"distance": "L1", "directions": "free"},
         "L2 heuristic": {"distance": "L2", "directions": "heuristic"},
         "L2 up": {"distance": "L2", "directions": "up"}}
 

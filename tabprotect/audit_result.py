@@ -129,11 +129,13 @@ class AuditResult:
 
     def published(self) -> "pd.DataFrame":
         """What the intruder was given: codes, ``value`` (NaN where unpublished) and
-        ``status``."""
+        ``status`` (:data:`~tabprotect.results.SUPPRESSED_LETTER` where unpublished)."""
+        from tabprotect.results import SUPPRESSED_LETTER
         if self.table is None:
             raise ValueError("this audit holds no table")
         out = self.table.to_frame(("value", "status"))
         out["value"] = np.where(self.unpublished, np.nan, self.table.value)
+        out["status"] = np.where(self.unpublished, SUPPRESSED_LETTER, self.table.status)
         return out
 
     @property

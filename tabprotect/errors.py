@@ -42,3 +42,24 @@ def read_input_text(path, what: str = "file") -> str:
         raise InputError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+
+
+def column_names(columns) -> str:
+    """The header of an input file for a message: its column names, or -- when one of
+    them reads as a number, so the first line is likely a data row (a file without a
+    header, or another delimiter) -- only how many there are, never quoting a field.
+
+    Examples
+    --------
+    >>> column_names(["region", "size", "value"])
+    'columns: region, size, value'
+    >>> column_names(["N1", "small", "120.5"])
+    '3 columns; the first line holds a number: is the header line missing?'
+    """
+    import re
+    names = [str(c) for c in columns]
+    number = re.compile(r"[+-]?(\d+([.,]\d*)?|[.,]\d+)([eE][+-]?\d+)?")
+    if any(number.fullmatch(field) for name in names for field in re.split(r"[;\t| ]+", name)):
+        return (f"{len(names)} column{'s' if len(names) != 1 else ''}; the first line "
+                "holds a number: is the header line missing?")
+    return "columns: " + ", ".join(names)

@@ -367,6 +367,10 @@ def _round_step(result: Run, job: Job, steps: _Steps) -> None:
     result.rounded = np.asarray(res.rounded, dtype=float)
     result.results = {k: v for k, v in res.summary().items() if k != "cells"}
     result.notes.extend(res.notes or [])
+    if "rules" in job.spec:
+        result.notes.append("the job's [rules] are not applied: rounding gives no cell a "
+                            "protection level, and its audit checks the rounding's ranges "
+                            "only (to protect primary cells, use [protect])")
     if np.any(np.abs(result.table.value - np.round(result.table.value)) > 1e-9):
         result.notes.append("the table has non-integer values: they are rounded like "
                             "counts, and the audit's integer intervals assume counts")
@@ -456,6 +460,12 @@ def _compare_step(result: Run, job: Job, steps: _Steps, main: bool,
     result.method = best.label
     result.published = best.published
     result.audit = best.audit
+    if best.published is None:
+        # the best publishes changed values (rounding, cta): the run is written, reported
+        # and summarised as a run of that kind, with its values as the published table
+        from tabprotect.compare import ROUNDING
+        result.rounded = best.rounded
+        result.kind = "rounding" if best.method in ROUNDING else "adjustment"
     result.notes.append(f"published table and audit of '{best.label}', the passing method "
                         f"with the least information loss among the runs of its kind "
                         f"(suppression, or changed values), the kind of the first passing "
@@ -480,6 +490,10 @@ def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None)
                  + (" after targeted swapping" if census.swap is not None else ""),
                  attacker="intruder who knows the ptable")
     result.census = census
+    if "rules" in job.spec:
+        result.notes.append("the job's [rules] are not applied: the cell key method gives no "
+                            "cell a protection level (to protect primary cells, use "
+                            "[protect])")
     result.published = first.published_table
     result.results = {"cellkey": summary(census)}
     with steps("information loss", 0.9):

@@ -160,6 +160,8 @@ def _fmt(x, decimals: int | None = None) -> str:
         if np.isinf(f):
             return "inf" if f > 0 else "-inf"
         text = format_number(f, decimals)
+        if "e" in text:  # very small or large magnitudes keep their exponent form
+            return text
         whole, dot, frac = text.partition(".")
         sign = "-" if whole.startswith("-") else ""
         return f"{sign}{int(whole.lstrip('-')):,}{dot}{frac}"

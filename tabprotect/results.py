@@ -95,7 +95,27 @@ def published_table(table: Table, values: np.ndarray | None = None) -> Table:
                          spl=np.zeros(n), cost=None, extra={})
 
 
+#: the status of a suppressed cell in a published table: one letter for primary and
+#: secondary cells, since telling them apart narrows what an intruder can derive (a primary
+#: of the threshold rule in a frequency table holds 1 to n-1), which the audit does not model
+SUPPRESSED_LETTER = "X"
+
+
 def publication_frame(table: Table, with_status: bool = True) -> pd.DataFrame:
     """The published frame of a table made by :func:`published_table`: code columns,
-    ``value`` (NaN where suppressed) and ``status``."""
-    return table.to_frame(("value", "status") if with_status else ("value",))
+    ``value`` (NaN where suppressed) and ``status`` (:data:`SUPPRESSED_LETTER` where
+    suppressed, primary or secondary).
+
+    Examples
+    --------
+    >>> from tabprotect.model import Hierarchy, Table
+    >>> t = Table.from_arrays({"x": Hierarchy.flat(["a", "b"], total="T")}, [9, 4, 5],
+    ...                       status=["S", "U", "M"])
+    >>> publication_frame(published_table(t))["status"].tolist()
+    ['S', 'X', 'X']
+    """
+    frame = table.to_frame(("value", "status") if with_status else ("value",))
+    if with_status:
+        frame["status"] = np.where(is_suppressed(table.status), SUPPRESSED_LETTER,
+                                   table.status)
+    return frame

@@ -91,3 +91,19 @@ def test_information_loss_figures():
     assert m["relations_order_kept"] == 1.0
     m = adjustment_loss(t, moved(t, -2.0))   # r1 (6, 4) -> (4, 6): order swapped
     assert m["relations_order_kept"] < 1.0 and m["spearman"] < 1.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_spearman_is_scipys_with_ties(seed):
+    from scipy.stats import spearmanr
+    rng = np.random.default_rng(seed)
+    r = Hierarchy.flat([f"r{i}" for i in range(6)], total="T")
+    c = Hierarchy.flat([f"c{j}" for j in range(5)], total="T")
+    inner = rng.integers(0, 4, size=(6, 5)).astype(float)      # many ties
+    full = np.zeros((7, 6))
+    full[1:, 1:] = inner
+    full[0, 1:], full[1:, 0], full[0, 0] = inner.sum(0), inner.sum(1), inner.sum()
+    t = Table.from_arrays({"r": r, "c": c}, full.ravel())
+    y = t.value + rng.integers(-1, 2, size=t.n_cells)
+    m = adjustment_loss(t, y)
+    assert m["spearman"] == pytest.approx(spearmanr(t.value, y).statistic, abs=1e-12)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
@@ -62,30 +62,35 @@ def independent_check(table: Table, y: np.ndarray, fixed: np.ndarray, tol=1e-6) 
     assert np.allclose(y[fixed], x[fixed], atol=tol)
 
 
-def brute_force_l1(table: Table, weights: np.ndarray, fixed: np.ndarray) -> float:
-    """The least weighted L1 adjustment over every choice of directions, each choice one
-    LP (scipy linprog): variables p, q >= 0 with y = x + p - q."""
+def l1_for_directions(table: Table, weights: np.ndarray, fixed: np.ndarray,
+                      ups) -> float:
+    """The least weighted L1 adjustment for one choice of directions (``ups``, one per
+    sensitive cell), one LP (scipy linprog): variables p, q >= 0 with y = x + p - q;
+    inf when the directions admit none."""
     x, A = table.value, table.relations.toarray()
     n = len(x)
     sens = np.flatnonzero((table.status == "U") & ((table.upl > 0) | (table.lpl > 0)))
-    best = np.inf
-    for ups in itertools.product((True, False), repeat=len(sens)):
-        lo_p, hi_p = np.zeros(n), np.where(fixed, 0.0, np.inf)
-        lo_q, hi_q = np.zeros(n), np.where(fixed, 0.0, np.maximum(x - table.lb, 0))
-        for s, up in zip(sens, ups):
-            if up:
-                lo_p[s], hi_q[s] = table.upl[s], 0.0
-            else:
-                lo_q[s], hi_p[s] = table.lpl[s], 0.0
-        if np.any(lo_q > hi_q) or np.any(lo_p > hi_p):
-            continue
-        res = linprog(np.concatenate([weights, weights]), A_eq=np.hstack([A, -A]),
-                      b_eq=np.zeros(A.shape[0]),
-                      bounds=list(zip(np.concatenate([lo_p, lo_q]),
-                                      np.concatenate([hi_p, hi_q]))), method="highs")
-        if res.status == 0:
-            best = min(best, res.fun)
-    return best
+    lo_p, hi_p = np.zeros(n), np.where(fixed, 0.0, np.inf)
+    lo_q, hi_q = np.zeros(n), np.where(fixed, 0.0, np.maximum(x - table.lb, 0))
+    for s, up in zip(sens, ups):
+        if up:
+            lo_p[s], hi_q[s] = table.upl[s], 0.0
+        else:
+            lo_q[s], hi_p[s] = table.lpl[s], 0.0
+    if np.any(lo_q > hi_q) or np.any(lo_p > hi_p):
+        return np.inf
+    res = linprog(np.concatenate([weights, weights]), A_eq=np.hstack([A, -A]),
+                  b_eq=np.zeros(A.shape[0]),
+                  bounds=list(zip(np.concatenate([lo_p, lo_q]),
+                                  np.concatenate([hi_p, hi_q]))), method="highs")
+    return res.fun if res.status == 0 else np.inf
+
+
+def brute_force_l1(table: Table, weights: np.ndarray, fixed: np.ndarray) -> float:
+    """The least weighted L1 adjustment over every choice of directions."""
+    k = int(((table.status == "U") & ((table.upl > 0) | (table.lpl > 0))).sum())
+    return min((l1_for_directions(table, weights, fixed, ups)
+                for ups in itertools.product((True, False), repeat=k)), default=np.inf)
 
 
 # ---------------------------------------------------------------- the worked example
@@ -102,9 +107,13 @@ def test_argus_example_least_adjustment_is_15_each_way_besides_the_cell_itself()
         assert others == pytest.approx(15.0)          # the manual's 15
         assert res.objective == pytest.approx(20.0)   # with the cell's own 5
         independent_check(t, res.adjusted, ~t.is_inner)
-    free = protect(t, method="cta", cost="unity", fix_totals=True)
+    free = protect(t, method="cta", cost="unity", fix_totals=True, directions="free")
     assert free.proven_optimal and free.objective == pytest.approx(20.0)
-    assert free.mip_gap == 0.0
+    assert 0.0 <= free.mip_gap <= CTAOptions().mip_gap
+    auto = protect(t, method="cta", cost="unity", fix_totals=True)
+    assert auto.solver_status == "heuristic" and not auto.proven_optimal
+    assert auto.objective == pytest.approx(20.0) and auto.passed
+    independent_check(t, auto.adjusted, ~t.is_inner)
 
 
 def test_argus_example_l2_is_the_rank_one_projection():
@@ -139,7 +148,7 @@ def test_milp_matches_brute_force_over_directions(seed):
         with pytest.raises(InputError):
             cta(t, cost=cost, fix_totals=fix_totals)
         return
-    res = cta(t, cost=cost, fix_totals=fix_totals, mip_gap=0.0)
+    res = cta(t, cost=cost, fix_totals=fix_totals, mip_gap=0.0, directions="free")
     assert res.proven_optimal and res.passed
     assert res.objective == pytest.approx(best, rel=1e-6, abs=1e-9)
     independent_check(t, res.adjusted, fixed)
@@ -149,13 +158,81 @@ def test_milp_matches_brute_force_over_directions(seed):
         assert best >= heur.objective * (1 - heur.mip_gap) - 1e-6 * max(1.0, best)
 
 
+def random_case(seed: int, most: int = 5):
+    """A random 2-D table with up to ``most`` sensitive inner cells, its weights and fixed
+    cells."""
+    rng = np.random.default_rng(seed)
+    r, c = rng.integers(2, 5, size=2)
+    inner = rng.integers(1, 40, size=(r, c)).astype(float)
+    k = int(rng.integers(2, min(most, r * c) + 1))
+    cells = rng.choice(r * c, size=k, replace=False)
+    sens = [divmod(int(i), int(c)) for i in cells]
+    t = product_table(inner, sens, [max(1.0, np.floor(0.3 * inner[i, j])) for i, j in sens])
+    fix_totals = bool(rng.integers(2))
+    cost = ["unity", "relative"][int(rng.integers(2))]
+    fixed = ~t.is_inner if fix_totals else np.zeros(t.n_cells, bool)
+    weights = np.ones(t.n_cells) if cost == "unity" else 1.0 / np.abs(t.value)
+    return t, cost, weights, fix_totals, fixed, rng
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_flip_skipped_by_its_dual_bound_could_not_have_paid(seed):
+    # the heuristic skips a flip's re-solve when the bound from the current LP's reduced
+    # costs is not below the current distance: that bound must be below the flipped
+    # directions' least distance, solved here by scipy's linprog
+    from solvers import solve
+    from tabprotect.adjust.problem import CTAProblem
+    from tabprotect.adjust.search import DirectionSearch
+    from tabprotect.budget import Budget
+    t, cost, weights, fix_totals, fixed, rng = random_case(seed)
+    p = CTAProblem(t, weights, CTAOptions(fix_totals=fix_totals))
+    search = DirectionSearch(p, Budget(None))
+    checked = 0
+    for ups in itertools.product((True, False), repeat=p.k):
+        up = np.where(p.can_up & p.can_down, ups, p.can_up)
+        res = solve(p.fixed_lp(up))
+        if res.status != "optimal":
+            continue
+        value = p.objective(p.net(res.x))
+        for s in np.flatnonzero(p.can_up & p.can_down):
+            bound = search._flip_bound(res.reduced_costs, res.x, value, up, int(s))
+            flipped = up.copy()
+            flipped[s] = ~flipped[s]
+            exact = l1_for_directions(t, weights, fixed, flipped) / p.unit
+            assert bound <= exact + 1e-7 * max(1.0, abs(exact))
+            checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_heuristic_states_a_true_gap_and_free_reaches_the_optimum(seed):
+    t, cost, weights, fix_totals, fixed, _ = random_case(seed, most=6)
+    best = brute_force_l1(t, weights, fixed)
+    if not np.isfinite(best):
+        return
+    heur = cta(t, cost=cost, fix_totals=fix_totals)        # auto: the heuristic
+    assert heur.solver_status == "heuristic" and heur.passed
+    independent_check(t, heur.adjusted, fixed)
+    assert heur.objective == pytest.approx(
+        float(weights @ np.abs(heur.adjusted - t.value)), rel=1e-9, abs=1e-12)
+    assert heur.objective >= best - 1e-6 * max(1.0, best)
+    if heur.mip_gap is not None:
+        assert best >= heur.objective * (1 - heur.mip_gap) - 1e-6 * max(1.0, best)
+    free = cta(t, cost=cost, fix_totals=fix_totals, directions="free")
+    assert free.proven_optimal and 0.0 <= free.mip_gap <= CTAOptions().mip_gap
+    assert best >= free.objective * (1 - free.mip_gap) - 1e-6 * max(1.0, best)
+    assert free.objective <= heur.objective * (1 + 1e-9) + 1e-12
+    independent_check(t, free.adjusted, fixed)
+
+
 # ---------------------------------------------------------------- properties
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), distance=st.sampled_from(["L1", "L2"]),
-       directions=st.sampled_from(["auto", "heuristic", "up", "down"]),
+       directions=st.sampled_from(["auto", "free", "heuristic", "up", "down"]),
        three_d=st.booleans(), bounded=st.booleans())
 def test_adjusted_tables_are_additive_protected_and_bounded(seed, distance, directions,
                                                             three_d, bounded):
+    assume(not (distance == "L2" and directions == "free"))   # no mixed-integer QP
     rng = np.random.default_rng(seed)
     if three_d:
         dims = {f"d{i}": Hierarchy.flat([f"{i}{j}" for j in range(int(rng.integers(2, 4)))],
@@ -307,7 +384,7 @@ def test_time_limit_returns_the_best_adjustment_with_its_gap():
     status[sens] = "U"
     level = np.where(status == "U", np.maximum(1.0, 0.3 * t.value), 0.0)
     t = t.replace(status=status, upl=level, lpl=level)
-    res = cta(t, time_limit=2.0, options=CTAOptions(mip_gap=0.0))
+    res = cta(t, time_limit=2.0, options=CTAOptions(mip_gap=0.0, directions="free"))
     assert res.seconds < 2.0 + 3.0
     assert res.passed
     assert res.proven_optimal or res.mip_gap is not None

@@ -59,7 +59,7 @@ def write_job(tmp_path, extra: str = ""):
 
 
 def test_protect_command_publishes_the_adjusted_table(tmp_path, capsys):
-    job = write_job(tmp_path)
+    job = write_job(tmp_path, 'directions = "free"\n')
     rc = main(["protect", str(job), "--report"])
     capsys.readouterr()
     assert rc == 0
@@ -107,6 +107,33 @@ def test_compare_lays_cta_beside_suppression_and_rounding(tmp_path):
     assert frame.loc["cta", "l1"] == pytest.approx(20.0)
     assert frame.loc["cta", "primary_unprotected"] == 0
     assert frame["error"].isna().all()
+
+
+@pytest.mark.parametrize("first, kind", [('"cta"', "adjustment"),
+                                         ('{method = "rounding", base = 5}', "rounding")])
+def test_compare_command_publishes_a_best_run_that_changes_values(tmp_path, capsys, first,
+                                                                  kind):
+    # the first passing method decides the kind of the best run: here one that publishes
+    # changed values, written as published.csv and checked here from that file alone
+    job = write_job(tmp_path, f'\n[compare]\nmethods = [{first}, "optimal"]\n')
+    rc = main(["compare", str(job), "--report"])
+    assert rc == 0, capsys.readouterr().err
+    out = tmp_path / "out"
+    pub = pd.read_csv(out / "published.csv", dtype={"row": str, "col": str})
+    assert list(pub.columns) == ["row", "col", "value"] and pub["value"].notna().all()
+    v = pub.set_index(["row", "col"])["value"]
+    rows, cols = ("M1", "M2", "M3"), ("P1", "P2", "P3")
+    for r in rows:        # additive in both directions
+        assert v[[(r, c) for c in cols]].sum() == pytest.approx(v[(r, "Total")])
+    for c in cols + ("Total",):
+        assert v[[(r, c) for r in rows]].sum() == pytest.approx(v[("Total", c)])
+    if kind == "adjustment":
+        assert abs(v[("M2", "P3")] - 40) >= 5 - 1e-6    # moved by its protection level
+    else:
+        assert (v % 5 == 0).all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kind"] == kind and summary["verdict"] == "PASSED"
+    assert (out / "report.html").is_file()
 
 
 def test_the_service_listing_counts_no_suppressed_cell_for_an_adjustment(tmp_path):

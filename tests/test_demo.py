@@ -60,6 +60,16 @@ def test_full_demo_job_with_fast_method(tmp_path, capsys):
     check_full_demo(out_dir, capsys.readouterr().out)
 
 
+@pytest.mark.parametrize("option", [["--method", "gauss"], ["--time-limit", "5"]])
+def test_audit_demo_refuses_protect_options(tmp_path, capsys, option):
+    # the audit demo has no [protect]: the option would be ignored
+    out_dir = tmp_path / "x"
+    assert main(["demo", "--job", "demo_audit", "--output", str(out_dir), *option]) == 2
+    err = capsys.readouterr().err
+    assert option[0] in err and "[protect]" in err and len(err.strip().splitlines()) == 1
+    assert not out_dir.exists()
+
+
 @pytest.mark.slow
 def test_default_demo_under_a_minute(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -21,6 +21,10 @@ def test_readme_python_example_runs_and_is_protected(capsys):
     assert independent.passed
     assert (result.table.status == "U").any() and (result.table.status == "M").any()
     assert np.array_equal(independent.lower, result.audit.lower)
+    # what the example prints: the published view hides which cells are primary, and the
+    # intervals show no negative zero
+    printed = capsys.readouterr().out
+    assert "-0.0" not in printed and set(result.published()["status"]) <= {"S", "X", "P", "Z"}
 
 
 def test_readme_quick_start_matches_ci():

@@ -340,3 +340,10 @@ def test_failed_comparison_says_failed_and_publishes_nothing(tmp_path):
     assert len(rows) == 3 and rows[1][rows[0].index("audit")] == "FAILED"
     assert max(len(c) for r in rows for c in r) <= 120
     assert "published" not in files
+
+
+@pytest.mark.parametrize("x, text", [(2e-15, "2e-15"), (1.5e20, "1.5e+20"),
+                                     (-3.5e-7, "-3.5e-07"), (1234.5, "1,234.5")])
+def test_report_numbers_in_exponent_form_are_shown_as_such(x, text):
+    from tabprotect.report import _fmt
+    assert _fmt(x) == text

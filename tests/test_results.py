@@ -61,6 +61,8 @@ def test_protect_result_exposes_the_published_table_by_default():
     assert np.isnan(res.table.value[hidden]).all() and np.isnan(res.table.freq[hidden]).all()
     assert np.isnan(res.table.top[hidden]).all()
     assert (res.table.upl == 0).all()     # levels derive from the contributions
+    # which suppressed cells are primary is not published either
+    assert set(res.published()["status"][hidden]) == {"X"}
     # the confidential table says so, and holds the true values
     assert res.confidential_table.value[t.cell("2", "b")] == PLANTED
     full = res.to_frame(confidential=True)

@@ -416,6 +416,32 @@ def test_cli_round_report_option(tmp_path, capsys):
     assert json.loads((tmp_path / "out" / "trail.json").read_text())["outputs"]["report"]
 
 
+@pytest.mark.parametrize("options, key", [(["--seed", "3"], "seed"),
+                                          (["--threshold", "3"], "threshold"),
+                                          (["--method", "random", "--k-step", "1"], "k_step"),
+                                          (["--method", "small-count", "--seed", "1"], "seed")])
+def test_cli_round_refuses_an_option_its_method_ignores(tmp_path, capsys, options, key):
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    assert main(["round", str(tmp_path / "job.toml"), *options]) == 2
+    err = capsys.readouterr().err
+    assert f"[round]: '{key}' applies to" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_round_says_it_does_not_apply_the_rules(tmp_path, capsys):
+    import json
+
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(job.read_text() + "\n[rules.frequency]\nn = 150\n")
+    assert main(["round", str(job), "--quiet"]) == 0
+    assert "[rules] are not applied" in capsys.readouterr().out
+    notes = json.loads((tmp_path / "out" / "trail.json").read_text())["notes"]
+    assert any("[rules] are not applied" in n for n in notes)
+
+
 # ---------------------------------------------------------------- sifting
 #: sifting from the first free cell on: small tables take the large-LP path
 ALWAYS_SIFT = RoundingSettings(sifting_min_columns=1)

@@ -78,6 +78,10 @@ BAD_JOBS = {
     "unknown section": (JOB + "\n[bogus]\nx = 1\n", r"unknown section \[bogus\]"),
     "hierarchy key": (JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ntotl = "T"'),
                       r"\[hierarchies.region\]: unknown key 'totl'"),
+    "hierarchy of no dimension": (JOB + '\n[hierarchies.regoin]\nflat = true\n',
+                                  r"\[hierarchies.regoin\]: 'regoin' is not a dimension"),
+    "dimension named twice": (JOB.replace('["region", "size"]', '["region", "region"]'),
+                              r"\[input\] dimensions: 'region' is named twice"),
 }
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -565,4 +570,89 @@ def test_round_limits_cap_optimum_rounds_once_enough_were_certified():
     load_kernel()
     search.limits = SearchLimits(certified_rounds=0)
     assert search._certify_cap() is None
-    assert search._round_limits(0, False, 9) == search.limits
+    lim = search.limits      # compiled rounds: uncapped, with their own budget
+    assert search._round_limits(0, False, 9) == dataclasses.replace(
+        lim, max_nodes=lim.max_nodes * lim.compiled_round_factor)
+
+
+_LOAD_CASES = [(21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
+               (24, (5, 6), True, 0.0), (26, (6, 5), True, 0.2), (13, (4, 5), False, 0.4)]
+
+_ROUNDS_IN_A_NEW_PROCESS = """
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+from test_secondary_modular_network import _LOAD_CASES, _plain_case
+from tabprotect.secondary.modular.network_cuts import SearchLimits
+from tabprotect.secondary.modular.network_kernel import kernel_loaded
+from tabprotect.secondary.modular.network_search import network_pattern
+after = None if sys.argv[1] == "none" else int(sys.argv[1])
+limits = SearchLimits(certify_after=1, max_free_nodes=3, load_after_rounds=after)
+out = []
+for seed, shape, singleton, spl in _LOAD_CASES:
+    t, req, c, cand, _ = _plain_case(shape, seed, spl, singleton)
+    z = network_pattern(t, req, c, cand, limits=limits)
+    out.append([kernel_loaded(), None if z is None else np.flatnonzero(z).tolist()])
+print(json.dumps(out))
+"""
+
+
+def _rounds_in_a_new_process(load_after_rounds) -> list:
+    """Per case of ``_LOAD_CASES``, in one new process (the kernel cached, not loaded):
+    whether the kernel is loaded after its search and the pattern's cells."""
+    load_kernel()                       # (fills the cache the new process reads)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    out = subprocess.run([sys.executable, "-c", _ROUNDS_IN_A_NEW_PROCESS,
+                          str(load_after_rounds).lower(), str(root / "tests")], env=env,
+                         capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_rounds_load_the_cached_kernel_after_certified_rounds_with_the_same_pattern():
+    """Optimum rounds that needed the uniqueness MILPs load the cached kernel
+    (``load_after_rounds``) and go on compiled: the pattern is the plain search's,
+    judged protected by scipy's LPs; with ``load_after_rounds=None`` no search loads
+    it (the rows met one by one: at most three free nodes are listed)."""
+    loading = _rounds_in_a_new_process(1)
+    assert any(loaded for loaded, _ in loading)
+    assert not any(loaded for loaded, _ in _rounds_in_a_new_process(None))
+    for (seed, shape, singleton, spl), (_, cells) in zip(_LOAD_CASES, loading):
+        t, req, c, cand, plain = _plain_case(shape, seed, spl, singleton)
+        if plain is None:
+            continue
+        assert cells == np.flatnonzero(plain).tolist()
+        assert protected(t, plain, singleton=singleton).all()
+
+
+@pytest.mark.parametrize("seed,shape,singleton,spl", _LOAD_CASES)
+@pytest.mark.parametrize("max_nodes", [40, 400])
+def test_compiled_rounds_keep_the_plain_searchs_pattern(seed, shape, singleton, spl,
+                                                        max_nodes):
+    """Rounds run by the loaded kernel, with their budget (``max_nodes`` times
+    ``compiled_round_factor``, from one time to ten) and a tight ``max_nodes``: the
+    pattern, when the search finds one within its nodes, is the plain search's, and
+    scipy's LPs judge it protected."""
+    load_kernel()
+    t, req, c, cand, plain = _plain_case(shape, seed, spl, singleton)
+    if plain is None:
+        return
+    for factor in (1, 10):
+        limits = SearchLimits(max_free_nodes=3, max_nodes=max_nodes,
+                              compiled_round_factor=factor)
+        z = network_pattern(t, req, c, cand, limits=limits)
+        if z is not None:
+            assert (z == plain).all()
+            assert protected(t, z, singleton=singleton).all()
+
+
+def test_round_budget_is_the_compiled_factor_once_the_kernel_runs_the_rounds():
+    numpy_only = SearchLimits(compiled=False, max_nodes=300, compiled_round_factor=7)
+    search = _row_search((6, 6), 42, numpy_only)
+    assert search._round_budget() == 300
+    assert search._round_limits(100, first_only=True, certified=0).max_nodes == 200
+    load_kernel()
+    search.limits = dataclasses.replace(numpy_only, compiled=True)
+    assert search._round_budget() == 2100
+    assert search._round_limits(100, first_only=True, certified=0).max_nodes == 2000

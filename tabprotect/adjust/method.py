@@ -56,7 +56,7 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     >>> st = t.status.copy(); st[4] = "U"
     >>> t = t.replace(status=st, upl=np.where(st == "U", 2.0, 0.0),
     ...               lpl=np.where(st == "U", 2.0, 0.0))
-    >>> res = cta(t, cost="unity", fix_totals=True)
+    >>> res = cta(t, cost="unity", fix_totals=True, directions="free")
     >>> res.passed, round(res.objective, 6), res.proven_optimal
     (True, 8.0, True)
     """
@@ -123,6 +123,9 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     objective = float(weights @ (np.abs(d) if opts.distance == "L1" else d * d))
     if not audit.passed:
         notes.append("the adjusted table did NOT pass its audit: do not publish it")
+    if opts.search == "heuristic" and problem.k:
+        notes.append("directions chosen by the heuristic, not proven the best: directions "
+                     "= free runs the MILP that proves the least distance")
     if opts.search in ("up", "down", "given") and adj.proven_optimal:
         notes.append(f"optimal for the {opts.search} directions (other directions were "
                      f"not searched)")
@@ -155,7 +158,8 @@ def _search(problem: CTAProblem, budget: Budget, opts: CTAOptions,
 def _published_values(table: Table, problem: CTAProblem, adj: Adjustment, scale: float,
                       integer: bool) -> np.ndarray:
     """The true values plus the search's changes, back in the table's units; whole
-    numbers for integer changes; solver noise below 1e-9 of a cell's scale dropped."""
+    numbers for integer changes; solver noise below 1e-9 of a cell's scale dropped (a
+    change of that size, and a bound passed by that much)."""
     net = adj.net.copy()
     if integer:
         net = np.round(net)
@@ -164,4 +168,10 @@ def _published_values(table: Table, problem: CTAProblem, adj: Adjustment, scale:
         net[np.abs(net) <= 1e-9 * np.maximum(1.0, np.abs(x))] = 0.0
     adjusted = table.value.astype(float).copy()
     adjusted[problem.cols] += net * scale
+    if problem.options.bounds == "table":
+        # a bound passed by solver noise (e.g. -1e-11 for a cell at lb = 0) is the bound
+        noise = 1e-9 * np.maximum(1.0, np.abs(table.value))
+        low = (adjusted < table.lb) & (adjusted >= table.lb - noise)
+        high = (adjusted > table.ub) & (adjusted <= table.ub + noise)
+        adjusted[low], adjusted[high] = table.lb[low], table.ub[high]
     return adjusted

@@ -210,7 +210,11 @@ class CTAProblem:
         note = ""
         if incumbent is not None and np.isfinite(incumbent):
             w = self.weight[j]
-            reach = incumbent / w if self.options.distance == "L1" else np.sqrt(incumbent / w)
+            # every other sensitive cell costs at least its cheaper level: what is left
+            # of the incumbent for this one
+            least = self.least_costs()
+            left = np.maximum(incumbent - (least.sum() - least), 0.0) / w
+            reach = left if self.options.distance == "L1" else np.sqrt(left)
             reach = 1.001 * reach + 1e-9
             up, down = np.minimum(up, reach), np.minimum(down, reach)
         elif not (np.isfinite(up).all() and np.isfinite(down).all()):
@@ -222,6 +226,14 @@ class CTAProblem:
         up = np.where(self.can_up, np.maximum(up, self.up_level), 0.0)
         down = np.where(self.can_down, np.maximum(down, self.down_level), 0.0)
         return up, down, note
+
+    def least_costs(self) -> np.ndarray:
+        """Each sensitive cell's least share of the distance: its weight times the
+        smaller level among the directions its bounds allow (squared for L2)."""
+        level = np.minimum(np.where(self.can_up, self.up_level, np.inf),
+                           np.where(self.can_down, self.down_level, np.inf))
+        power = 1.0 if self.options.distance == "L1" else 2.0
+        return self.weight[self.sens_col] * level ** power
 
     def direction_model(self, m_up: np.ndarray, m_down: np.ndarray,
                         relaxed: bool, linear: bool = False) -> LinearProgram:
@@ -260,6 +272,32 @@ class CTAProblem:
         return LinearProgram(c=np.concatenate([c, np.zeros(k)]), A=A, row_lower=row_lo,
                              row_upper=row_hi, col_lower=lo, col_upper=hi,
                              integrality=integ, hessian=hess)
+
+    def balanced_directions(self, order: np.ndarray) -> np.ndarray:
+        """Directions chosen one sensitive cell at a time (in ``order``), each the one
+        that leaves the relations' running imbalance (the sum of the chosen changes in
+        each relation) smallest: cells of one relation then tend to move in opposite
+        directions and compensate each other instead of moving the cells around them."""
+        S = self.A[:, self.sens_col].tocsc()
+        imbalance = np.zeros(S.shape[0])
+        up = self.can_up.copy()
+        for s in order:
+            rows = S.indices[S.indptr[s]:S.indptr[s + 1]]
+            a = S.data[S.indptr[s]:S.indptr[s + 1]]
+            now = imbalance[rows]
+            if self.can_up[s] and self.can_down[s]:
+                rise = np.abs(now + a * self.up_level[s]).sum()
+                fall = np.abs(now - a * self.down_level[s]).sum()
+                up[s] = rise <= fall
+            imbalance[rows] = now + a * (self.up_level[s] if up[s] else -self.down_level[s])
+        return up
+
+    def protects(self, net: np.ndarray, up: np.ndarray, tol: float = 1e-9) -> bool:
+        """Each sensitive cell's net change reaches its level in direction ``up``."""
+        d = net[self.sens_col]
+        slack = tol * np.maximum(1.0, np.abs(self.x[self.sensitive]))
+        return bool(np.all(np.where(up, d >= self.up_level - slack,
+                                    -d >= self.down_level - slack)))
 
     def within_caps(self, net: np.ndarray, tol: float = 1e-9) -> bool:
         """The net changes keep every bound, the ones left out of the model included."""

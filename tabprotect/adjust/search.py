@@ -26,8 +26,16 @@ HEURISTIC_SHARE = 0.3
 #: stall on the L2 relaxation until its time limit; the L1 relaxation's directions
 #: are taken then)
 RELAX_SHARE = 0.25
+#: the least time the LP re-solve of the MILP's directions gets (past the budget when
+#: the MILP used all of it)
+POLISH_SECONDS = 5.0
+#: a relative gap below this is the solvers' rounding noise, reported as 0
+GAP_NOISE = 1e-9
 #: a flip is kept when it lowers the distance by more than this, relative
 FLIP_GAIN = 1e-9
+#: a flip is skipped without a re-solve when the dual bound on its distance is at least
+#: the current one less the gain plus this much, relative (room for the duals' noise)
+FLIP_BOUND_TOL = 1e-7
 #: a flip's re-solve may take this many times the first solve (at least
 #: FLIP_MIN_SECONDS); past it the flip is dropped: HiGHS' QP solver can stall on a
 #: warm re-solve until its time limit
@@ -57,14 +65,14 @@ class Adjustment:
 
     @property
     def gap(self) -> float | None:
-        """``(objective - lower_bound) / objective`` (0 when optimal; None: unknown)."""
-        if self.proven_optimal:
-            return 0.0
+        """``(objective - lower_bound) / objective`` (None: no bound known; 0 for an
+        optimum without a bound, e.g. of fixed directions)."""
         if self.lower_bound is None:
-            return None
+            return 0.0 if self.proven_optimal else None
         if self.objective <= 0:
             return 0.0
-        return max(0.0, (self.objective - self.lower_bound) / self.objective)
+        gap = (self.objective - self.lower_bound) / self.objective
+        return gap if gap > GAP_NOISE else 0.0
 
 
 class DirectionSearch:
@@ -141,34 +149,17 @@ class DirectionSearch:
         model = HighsModel(self.p.fixed_lp(up), mip_gap=self.p.options.mip_gap)
         res = model.solve(self.limit(budget))
         flip_seconds = max(FLIP_MIN_SECONDS, FLIP_TIME_FACTOR * res.runtime)
-        tries, stalled = 1, 0
+        tries = 1
+        if self.p.split:      # one more LP (an L2 QP re-solve can take long)
+            up, res = self._balanced_start(model, up, res, budget)
+            tries += 1
         if not res.has_solution:
             up, res, tries = self._first_feasible(model, up, budget)
-        best_x, best = res.x, self.p.objective(self.p.net(res.x))
         order = np.argsort(np.abs(b - 0.5), kind="stable")   # least decided first
         order = order[self.p.can_up[order] & self.p.can_down[order]]
-        flips = 0
-        for _ in range(flip_rounds):
-            improved = False
-            for s in order:
-                if budget.expired():
-                    break
-                up[s] = ~up[s]
-                self._set_direction(model, up, s)
-                left = self.limit(budget)
-                res = model.solve(flip_seconds if left is None else min(left, flip_seconds))
-                tries += 1
-                stalled += res.status.startswith("time_limit")
-                value = self.p.objective(self.p.net(res.x)) \
-                    if res.status == "optimal" else np.inf
-                if value < best - FLIP_GAIN * max(1.0, abs(best)):
-                    best, best_x, improved = value, res.x, True
-                    flips += 1
-                else:
-                    up[s] = ~up[s]
-                    self._set_direction(model, up, s)
-            if not improved or budget.expired():
-                break
+        best_x, best, counts = self._flips(model, up, order, res, flip_rounds, budget,
+                                           flip_seconds)
+        stalled = counts["flips_dropped"]
         if budget.expired():
             self.notes.append("time limit reached during the direction flips")
         if stalled:
@@ -178,8 +169,83 @@ class DirectionSearch:
         lb = bound if bound is not None and bound <= best else None
         return Adjustment(net=net, up=up.copy(), objective=best, lower_bound=lb,
                           proven_optimal=False, solver_status="heuristic",
-                          details={"solves": tries + 1, "flips_kept": flips,
-                                   "flips_dropped": stalled})
+                          details={"solves": tries + 1 + counts.pop("solves"), **counts})
+
+    def _flips(self, model: HighsModel, up: np.ndarray, order: np.ndarray,
+               res: SolveResult, rounds: int, budget: Budget, flip_seconds: float):
+        """Passes over ``order`` flipping one direction at a time (``up`` and ``model``
+        follow), a flip kept when the distance falls; one whose dual bound shows it
+        cannot pay is skipped without a re-solve. The best solution, its distance and
+        counts."""
+        best_x, best = res.x, self.p.objective(self.p.net(res.x))
+        counts = {"solves": 0, "flips_kept": 0, "flips_dropped": 0, "flips_skipped": 0}
+        rc = _reduced_costs(res, self.p)
+        for _ in range(rounds):
+            improved = False
+            for s in order:
+                if budget.expired():
+                    break
+                gain = FLIP_GAIN * max(1.0, abs(best))
+                if rc is not None and self._flip_bound(rc, best_x, best, up, s) \
+                        >= best - gain + FLIP_BOUND_TOL * max(1.0, abs(best)):
+                    counts["flips_skipped"] += 1
+                    continue
+                up[s] = ~up[s]
+                self._set_direction(model, up, s)
+                left = self.limit(budget)
+                res = model.solve(flip_seconds if left is None else min(left, flip_seconds))
+                counts["solves"] += 1
+                counts["flips_dropped"] += res.status.startswith("time_limit")
+                value = self.p.objective(self.p.net(res.x)) \
+                    if res.status == "optimal" else np.inf
+                if value < best - gain:
+                    best, best_x, improved = value, res.x, True
+                    rc = _reduced_costs(res, self.p)
+                    counts["flips_kept"] += 1
+                else:
+                    up[s] = ~up[s]
+                    self._set_direction(model, up, s)
+            if not improved or budget.expired():
+                break
+        return best_x, best, counts
+
+    def _flip_bound(self, rc: np.ndarray, x: np.ndarray, objective: float,
+                    up: np.ndarray, s: int) -> float:
+        """A lower bound on the distance after flipping sensitive cell ``s``, from the
+        reduced costs ``rc`` of the current directions' optimal LP (solution ``x``, value
+        ``objective``): its row duals stay feasible for the flipped LP, which changes
+        only the bounds of ``s``'s two columns (weak duality)."""
+        cols, _, _ = self.p.cell_bounds(s, bool(up[s]))
+        _, lo, hi = self.p.cell_bounds(s, not up[s])
+        r = rc[cols]
+        least = np.zeros(len(cols))           # min of r d over the new bounds of d
+        rise, fall = r > 0, r < 0
+        least[rise] = r[rise] * np.asarray(lo)[rise]
+        least[fall] = r[fall] * np.asarray(hi)[fall]
+        return float(objective - r @ x[cols] + least.sum())
+
+    def _balanced_start(self, model: HighsModel, up: np.ndarray, res: SolveResult,
+                        budget: Budget) -> tuple[np.ndarray, SolveResult]:
+        """The better of the rounded relaxation's directions (``up``, solved in ``res``)
+        and the balanced ones (:meth:`CTAProblem.balanced_directions`, cells in table
+        order: the cells of a relation are decided one after the other); ``model`` is
+        left at the directions returned."""
+        trial = self.p.balanced_directions(np.arange(self.p.k))
+        changed = np.flatnonzero(trial != up)
+        if len(changed) == 0:
+            return up, res
+        for s in changed:
+            self._set_direction(model, trial, int(s))
+        other = model.solve(self.limit(budget))
+        if other.status == "optimal" and (res.status != "optimal" or self._value(other)
+                                          < self._value(res)):
+            return trial, other
+        for s in changed:
+            self._set_direction(model, up, int(s))
+        return up, res
+
+    def _value(self, res: SolveResult) -> float:
+        return self.p.objective(self.p.net(res.x))
 
     def _set_direction(self, model: HighsModel, up: np.ndarray, s: int) -> None:
         model.set_col_bounds(*self.p.cell_bounds(s, bool(up[s])))
@@ -223,15 +289,15 @@ class DirectionSearch:
         details = {"milp": res.log_summary}
         if start is not None:
             details["heuristic_objective"] = start.objective
-        if res.has_solution:
-            net = self.p.net(res.x)
-            value = self.p.objective(net)
-            if start is None or value <= start.objective * (1 + 1e-9) + 1e-12:
-                up = res.x[2 * self.p.m:] > 0.5
-                bound = _dual_bound(model)
-                return Adjustment(net=net, up=up, objective=value,
-                                  lower_bound=bound, proven_optimal=res.status == "optimal",
-                                  solver_status=res.status, details=details)
+        bound = _dual_bound(model) if res.has_solution or start is not None else None
+        found = self._polish(res) if res.has_solution else None
+        if found is not None and (start is None or found.objective
+                                  <= start.objective * (1 + 1e-9) + 1e-12):
+            found.lower_bound = None if bound is None else min(bound, found.objective)
+            found.proven_optimal = res.status == "optimal"
+            found.solver_status = res.status
+            found.details = {**details, "solves": found.details["solves"]}
+            return found
         if start is None:
             raise InputError(self._no_solution(res, "the MILP"))
         self.notes.append("the MILP found no better adjustment within the time limit: the "
@@ -243,6 +309,26 @@ class DirectionSearch:
         start.solver_status = "time_limit" if res.status.startswith("time_limit") \
             else res.status
         return start
+
+    def _polish(self, res: SolveResult) -> Adjustment | None:
+        """The MILP's directions solved again as one fixed-direction LP: its protection
+        then holds by column bounds, not through ``M b`` within the integrality
+        tolerance (with large ``M`` a binary at 1e-7 would let a "down" cell move up a
+        little). Without that LP's optimum, the MILP's own values when they keep every
+        level; else None."""
+        up = res.x[2 * self.p.m:] > 0.5
+        left = self.limit()
+        lp = solve(self.p.fixed_lp(up), mip_gap=self.p.options.mip_gap,
+                   time_limit=None if left is None else max(left, POLISH_SECONDS))
+        if lp.status == "optimal":
+            net = self.p.net(lp.x)
+        elif self.p.protects(self.p.net(res.x), up):
+            net = self.p.net(res.x)         # the MILP's own values keep every level
+        else:
+            return None
+        return Adjustment(net=net, up=up, objective=self.p.objective(net), lower_bound=None,
+                          proven_optimal=False, solver_status=lp.status,
+                          details={"solves": 1})
 
     def _full_vector(self, adj: Adjustment) -> np.ndarray:
         m = self.p.m
@@ -258,6 +344,15 @@ class DirectionSearch:
                     "solves them" if self.p.options.distance == "L2" else "")
             return f"cta: the solver failed on {what} (solve error){hint}"
         return f"cta: {what} found no adjustment ({res.status}; time limit too short?)"
+
+
+def _reduced_costs(res: SolveResult, problem: CTAProblem) -> np.ndarray | None:
+    """The reduced costs of an optimal fixed-direction LP (None for a QP or a MIP, whose
+    bound the flips do not use)."""
+    if res.status != "optimal" or res.reduced_costs is None or not problem.split \
+            or problem.options.integer or len(res.reduced_costs) != 2 * problem.m:
+        return None
+    return res.reduced_costs
 
 
 def _dual_bound(model: HighsModel) -> float | None:

@@ -51,6 +51,8 @@ def run_cellkey(args) -> int:
         sw = s["swap"]
         print(f"swap: {sw['households_moved']} of {sw['households']} households moved "
               f"(rate {sw['rate']:.3f})")
+    for note in result.notes:
+        print(f"  note: {note}")
     return code
 
 
@@ -62,7 +64,7 @@ def add_swap_arguments(p) -> None:
 def run_swap(args) -> int:
     from tabprotect.census import swap_job
     from tabprotect.io.job import load_job
-    from tabprotect.io.results import jsonable, trail_record, write_files
+    from tabprotect.io.results import jsonable, trail_record, without_secrets, write_files
     job = load_job(args.job)
     if args.seed is not None:
         job = job.merged({"swap": {"seed": args.seed}})
@@ -70,7 +72,7 @@ def run_swap(args) -> int:
         from tabprotect.errors import InputError
         raise InputError(f"{job.label}: no [swap] section")
     data, res = swap_job(job)
-    summary = jsonable(res.summary())
+    summary = without_secrets(jsonable(res.summary()))
     folder = job.output_folder(args.output)
     files = write_files(folder, {"perturbed": data}, {"summary": json.dumps(summary, indent=2)},
                         lambda staged: trail_record(job.label, job.input_files(), job.spec,

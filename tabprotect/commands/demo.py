@@ -61,12 +61,21 @@ def bundled_job(name: str | None = None) -> tuple[str, object]:
     raise InputError(f"demo job {name or DEMO_JOBS} not found in the installed package")
 
 
+def _protects(folder) -> bool:
+    """Whether the bundled job in ``folder`` has a ``[protect]`` section."""
+    import tomllib
+    return "protect" in tomllib.loads((folder / "job.toml").read_text(encoding="utf-8"))
+
+
 def run(args) -> int:
     from tabprotect.commands.common import execute
     from tabprotect.io.job import load_job
 
     start = time.perf_counter()
     name, folder = bundled_job(args.job)
+    if (args.method or args.time_limit is not None) and not _protects(folder):
+        raise InputError(f"demo --job {name}: --method and --time-limit set [protect] keys; "
+                         f"this job has no [protect] (it audits a given pattern)")
     out = Path(args.output or ("tabprotect-demo" if name == "demo"
                                else f"tabprotect-{name}")).resolve()
     job_dir = out / "job"

@@ -47,12 +47,14 @@ def _read(path: Path) -> pd.DataFrame:
 
 def _write(job, args, frames: dict, summary: dict) -> dict:
     """Write the outputs (names of docs/jobs.md) into the output folder, trail last."""
-    from tabprotect.io.results import trail_record, write_files
+    from tabprotect.io.results import (trail_record, without_secrets,
+                                       without_true_value_figures, write_files)
     folder = job.output_folder(getattr(args, "output", None))
-    text = json.dumps(_jsonable(summary), indent=2, default=str)
+    public = without_true_value_figures(without_secrets(_jsonable(summary)))
+    text = json.dumps(public, indent=2, default=str)
     return write_files(folder, frames, {"summary": text},
                        lambda staged: trail_record(job.label, job.input_files(), job.spec,
-                                                   staged, _jsonable(summary)),
+                                                   staged, public),
                        inputs=job.input_files())
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from tabprotect.errors import InputError, TooLargeError
+from tabprotect.errors import InputError, TooLargeError, column_names
 from tabprotect.io.schema import check_job, file_keys
 from tabprotect.model import Hierarchy, Table, read_frame
 from tabprotect.model.columns import factorize, parse_numbers, read_table_columns, \
@@ -231,13 +231,13 @@ def build_table(job: Job, progress=None) -> Table:
     for d in dims:
         if d not in frame.columns:
             raise InputError(f"{path.name}: dimension column '{d}' not found "
-                             f"(columns: {', '.join(frame.columns)})")
+                             f"({column_names(frame.columns)})")
     hierarchies = {d: build_hierarchy(job, d, frame[d]) for d in dims}
     check_cells(job, [hierarchies], "[input] dimensions")
     freq = spec.get("freq", "freq")
     if "freq" in spec and freq not in frame.columns:    # named in the job: not optional
         raise InputError(f"{path.name}: freq column '{freq}' not found "
-                         f"(columns: {', '.join(frame.columns)})")
+                         f"({column_names(frame.columns)})")
     return Table.from_frame(
         frame, hierarchies, value=spec.get("value", "value"),
         freq=freq if freq in frame.columns else None,

@@ -29,6 +29,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.io.output import write_frame
 from tabprotect.model.columns import Columns
+from tabprotect.results import SUPPRESSED_LETTER
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,10 +38,11 @@ if TYPE_CHECKING:
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
                   "suppressed; the rounded value for rounding, the adjusted value for "
-                  "cta), freq, status (no freq or status for rounding and cta). Written "
-                  "only when the audit passed"),
+                  "cta), freq, status: S, P or Z where published, X for every "
+                  "suppressed cell, primary and secondary alike (no freq or status for "
+                  "rounding and cta). Written only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
-               "failed (exit code 1): never publish it"),
+               "failed (exit code 1), with U and M to show what failed: never publish it"),
     "primary": ("primary.csv", "confidential: every cell with its status, the rule that "
                 "made it unsafe and its protection levels (`primary`)"),
     "cells": ("cells.csv", "confidential: every cell's true value, freq and final status "
@@ -119,6 +121,49 @@ def _metadata_version(name: str) -> str | None:
         return None
 
 
+#: keys whose values are secret: a random method's seed repeats its draws, and with the
+#: draws known the published values narrow (a random rounding's uniform for a cell, with
+#: the direction it was rounded, bounds the cell's remainder; PRAM's, with the published
+#: category, the true one); the operator's terminal shows it, the public outputs do not
+SECRET_KEYS = frozenset({"seed", "param_seed"})
+WITHHELD = "withheld (secret: it repeats the random draws)"
+
+
+def without_secrets(obj):
+    """``obj`` (dicts and lists) with the value of every :data:`SECRET_KEYS` key withheld.
+
+    >>> without_secrets({"round": {"base": 5, "seed": 7}})["round"]["seed"][:8]
+    'withheld'
+    """
+    if isinstance(obj, dict):
+        return {k: WITHHELD if k in SECRET_KEYS and v is not None else without_secrets(v)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [without_secrets(v) for v in obj]
+    return obj
+
+
+#: figures that compare the true values with the published ones: how many cells (or PRAM
+#: records) a method changed (none changed is every one exact) and by how much in all; the
+#: confidential report and the terminal show them, summary.json and the trail do not
+TRUE_VALUE_FIGURES = frozenset({"changed_cells", "cells_changed", "total_change",
+                                "n_changed"})
+
+
+def without_true_value_figures(obj):
+    """``obj`` (dicts and lists) without the :data:`TRUE_VALUE_FIGURES` keys.
+
+    >>> without_true_value_figures({"tables": [{"cells": 9, "cells_changed": 0}]})
+    {'tables': [{'cells': 9}]}
+    """
+    if isinstance(obj, dict):
+        return {k: without_true_value_figures(v) for k, v in obj.items()
+                if k not in TRUE_VALUE_FIGURES}
+    if isinstance(obj, (list, tuple)):
+        return [without_true_value_figures(v) for v in obj]
+    return obj
+
+
 def jsonable(obj):
     """Plain JSON values (numpy scalars and arrays, paths; non-finite numbers -> null)."""
     if isinstance(obj, dict):
@@ -175,7 +220,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                     "pinned_small_values", "complete"):
             if key in s:
                 out[f"audit_{key}" if key in ("mode", "complete") else key] = s[key]
-    for key in ("proven_optimal", "repaired", "changed_cells", "additive", "param_seed"):
+    for key in ("proven_optimal", "repaired", "additive"):     # no TRUE_VALUE_FIGURES
         if key in run.results and not isinstance(run.results[key], (dict, list)):
             out[key] = run.results[key]
     if run.rules is not None:
@@ -185,7 +230,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                            "error": bool(r.get("error"))}
                           for r in run.comparison.to_dict(orient="records")]
     if run.kind == "cellkey":
-        out["cellkey"] = run.results.get("cellkey")
+        out["cellkey"] = without_true_value_figures(run.results.get("cellkey"))
     if run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary
         limit = budget.seconds(sum(run.timings.values()))
@@ -193,7 +238,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
         out["figures"] = {k: v for k, v in figures.items()
                           if k not in ("cells", "primary", "secondary", "suppressed")}
     out["seconds"] = round(sum(run.timings.values()), 3)
-    return jsonable(out)
+    return jsonable(without_secrets(out))
 
 
 def audit_trail(run, outputs: dict[str, Path], summary: dict[str, Any] | None = None
@@ -223,10 +268,10 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
         "inputs": [_file_entry(p) for p in map(Path, inputs) if p.is_file()],
-        "parameters": parameters,
+        "parameters": without_secrets(parameters),
         "timings_seconds": timings or {},
         "outputs": {k: _file_entry(p, k in PUBLIC_OUTPUTS) for k, p in outputs.items()},
-        "summary": summary,
+        "summary": without_secrets(summary),
         "notes": notes or [],
     })
 
@@ -237,8 +282,10 @@ def published_frame(run) -> "pd.DataFrame | None":
     return None if columns is None else columns.to_pandas()
 
 
-def published_columns(run) -> Columns | None:
-    """:func:`published_frame` as :class:`~tabprotect.model.columns.Columns` (written)."""
+def published_columns(run, show_primaries: bool = False) -> Columns | None:
+    """:func:`published_frame` as :class:`~tabprotect.model.columns.Columns` (written);
+    suppressed cells have the status :data:`SUPPRESSED_LETTER` unless ``show_primaries``
+    (the pattern of a failed audit, never published)."""
     if run.kind in ("rounding", "adjustment"):
         frame = run.table.to_columns(())
         frame["value"] = np.asarray(run.rounded)
@@ -250,6 +297,8 @@ def published_columns(run) -> Columns | None:
     frame = table.to_columns(("value", "freq", "status"))
     frame["value"] = np.where(hidden, np.nan, table.value)
     frame["freq"] = np.where(hidden, np.nan, table.freq)
+    if not show_primaries:
+        frame["status"] = np.where(hidden, SUPPRESSED_LETTER, table.status)
     if np.isnan(table.freq[~hidden]).all():
         frame = frame.drop(["freq"])
     return frame
@@ -267,9 +316,10 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, A
         return frames
     if run.rules is not None:
         frames["primary"] = run.rules.to_columns()
-    pub = published_columns(run)
+    publishable = run.passed in (True, None)
+    pub = published_columns(run, show_primaries=not publishable)
     if pub is not None:
-        frames["published" if run.passed in (True, None) else "unsafe"] = pub
+        frames["published" if publishable else "unsafe"] = pub
     if run.kind in ("rounding", "adjustment"):
         cells = run.table.to_columns(("value", "freq", "status") if run.kind == "adjustment"
                                      else ("value", "freq"))

@@ -421,8 +421,40 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
         elif name == "compare":
             _check_table(section, values, where, {})
             _check_compare_methods(values.get("methods", []), where)
+        elif name == "round":
+            _check_table(section, values, where, {})
+            _check_round_keys(values, values.get("method", "controlled"), where)
         else:
             _check_table(section, values, where, {})
+    _check_dimension_names(spec, label)
+
+
+def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
+    """A dimension named twice in one list, and a ``[hierarchies.NAME]`` for no column the
+    job names (it would be ignored), are errors naming the key."""
+    named: set[str] = set()
+    for section, key in (("input", "dimensions"), ("microdata", "dimensions"),
+                         ("microdata", "keys")):
+        values = spec.get(section, {}).get(key)
+        if isinstance(values, list):
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise InputError(f"{_where(label, section, key)}: {twice[0]!r} is named "
+                                 f"twice")
+            named.update(map(str, values))
+    for table in spec.get("cellkey", {}).get("tables", []) or []:
+        if isinstance(table, list):
+            named.update(map(str, table))
+    geography = spec.get("swap", {}).get("geography")
+    if isinstance(geography, str):
+        named.add(geography)
+    hierarchies = spec.get("hierarchies", {})
+    if not named or not isinstance(hierarchies, dict):
+        return
+    unused = sorted(set(hierarchies) - named)
+    if unused:
+        raise InputError(f"{label} [hierarchies.{unused[0]}]: '{unused[0]}' is not a "
+                         f"dimension of the job (named: {', '.join(sorted(named))})")
 
 
 def _check_rules(section: Section, values: dict, label: str) -> None:
@@ -440,6 +472,21 @@ def _check_rules(section: Section, values: dict, label: str) -> None:
         rule_section = Section(f"rules.{name}", "", tuple(keys.values()))
         for entry in entries:
             _check_table(rule_section, entry, _where(label, f"rules.{name}"), {})
+
+
+#: [round] keys that one rounding method alone reads (rounding and its audit); given with
+#: another method they would be ignored, so they are refused
+ROUND_METHOD_KEYS = {"seed": "random", "margins_from_interior": "random",
+                     "k_step": "controlled", "step_penalty": "controlled",
+                     "weights": "controlled", "partition": "controlled",
+                     "mip_gap": "controlled", "threshold": "small-count"}
+
+
+def _check_round_keys(values: dict, method: Any, where: str) -> None:
+    for key, owner in ROUND_METHOD_KEYS.items():
+        if key in values and method != owner:
+            raise InputError(f"{where}: '{key}' applies to {owner} rounding only (the "
+                             f"method is {method})")
 
 
 def _check_compare_methods(methods: list, where: str) -> None:
@@ -460,6 +507,7 @@ def _check_compare_methods(methods: list, where: str) -> None:
             rest = {k: v for k, v in entry.items() if k not in ("method", "label")}
             _check_table(Section("round", "", tuple(keys.values())), rest,
                          f"{where} methods[{i}]", {})
+            _check_round_keys(rest, rest.get("type", "controlled"), f"{where} methods[{i}]")
             continue
         rest = {k: v for k, v in entry.items() if k not in ("label",)}
         _check_table(SECTIONS["protect"], rest, f"{where} methods[{i}]",

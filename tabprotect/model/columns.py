@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, column_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,8 +108,8 @@ class Columns:
         try:
             return self._data[name]
         except KeyError:
-            raise InputError(f"column '{name}' not found (columns: "
-                             f"{', '.join(self._data)})") from None
+            raise InputError(f"column '{name}' not found "
+                             f"({column_names(self._data)})") from None
 
     def __setitem__(self, name: str, values) -> None:
         arr = np.asarray(values)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from tabprotect.errors import InputError, read_input_text
+from tabprotect.errors import InputError, column_names, read_input_text
 from tabprotect.model.columns import Columns, as_columns, text_values
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class Hierarchy:
         absent = [c for c in columns if c not in frame.columns]
         if absent:
             raise InputError(f"{what}: column(s) {absent} not found "
-                             f"(columns: {', '.join(map(str, frame.columns))})")
+                             f"({column_names(frame.columns)})")
         levels = [text_values(np.asarray(frame[c], dtype=object)) for c in columns]
         for c, v in zip(columns, levels):
             empty = np.flatnonzero(np.equal(v, None) | np.equal(v, ""))

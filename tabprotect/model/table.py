@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, column_names
 from tabprotect.model.columns import (Columns, as_columns, parse_numbers,
                                       read_table_columns, text_values)
 from tabprotect.model.hierarchy import Hierarchy
@@ -175,7 +175,7 @@ class Table:
         for col in names + [value]:
             if col not in frame.columns:
                 raise InputError(f"{source}: column '{col}' not found "
-                                 f"(columns: {', '.join(map(str, frame.columns))})")
+                                 f"({column_names(frame.columns)})")
         for opt, label in ((cost, "cost"), (lb, "lb"), (ub, "ub"), (status, "status"),
                            (upl, "upl"), (lpl, "lpl"), (spl, "spl"), *[(e, "extra") for e in extra]):
             if opt is not None and opt not in frame.columns:

@@ -131,7 +131,7 @@ class ProtectResult:
         # an interval audit's ``lower, upper``; a verdict audit's bounds on them
         out["published"] = ~sup
         for name, col in self.audit.columns().items():
-            out[name] = np.where(sup, col, np.nan)
+            out[name] = np.where(sup, col, np.nan) + 0.0    # + 0.0: no -0.0 from a solver
         if confidential:
             out["confidential_value"] = t.value
             out["confidential_freq"] = t.freq

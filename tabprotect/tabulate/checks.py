@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, column_names
 from tabprotect.model.columns import Columns, factorize, missing_mask, parse_numbers, \
     text_values
 from tabprotect.model.table import Dimension
@@ -130,4 +130,4 @@ def check_columns(columns, spec: MicrodataSpec, source: str) -> None:
     missing = [c for c in spec.columns if c not in columns]
     if missing:
         raise InputError(f"{source}: column(s) {missing} not found "
-                         f"(columns: {', '.join(map(str, columns))})")
+                         f"({column_names(columns)})")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, column_names
 from tabprotect.tabulate.checks import FLAG_SET, FLAG_UNSET, check_columns
 from tabprotect.tabulate.contributions import candidates_needed, holding_codes, \
     holding_sums, leaf_candidates
@@ -69,8 +69,17 @@ def _source_sql(con, src, dims: Sequence[str]) -> str:
     return f"read_csv('{path}', header = true, types = {{{types}}})"
 
 
-def _columns_of(con, source_sql: str) -> list[str]:
-    return [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source_sql}").fetchall()]
+def _columns_of(con, source_sql: str, label: str) -> list[str]:
+    """The source's column names; a CSV file without a column the job names (the typed
+    read fails) is described again untyped, so the caller names what is missing."""
+    for sql in (source_sql, source_sql.split(", types = ")[0] + ")"):
+        try:
+            return [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {sql}").fetchall()]
+        except Exception as exc:  # duckdb raises its own error types
+            error = str(exc).splitlines()[0]
+        if ", types = " not in source_sql:
+            break
+    raise InputError(f"{label}: cannot read ({error})")
 
 
 def _zero(v: str) -> str:
@@ -174,10 +183,7 @@ def duckdb_leaves(source: Source, spec: MicrodataSpec, settings: EngineSettings,
     label = source.name if isinstance(source, Path) else "microdata"
     try:
         sql_source = _source_sql(con, source, [d.name for d in spec.dims])
-        try:
-            cols = _columns_of(con, sql_source)
-        except Exception as exc:  # duckdb raises its own error types
-            raise InputError(f"{label}: cannot read ({str(exc).splitlines()[0]})") from None
+        cols = _columns_of(con, sql_source, label)
         check_columns(cols, spec, label)
         query = _Query.make(sql_source, spec)
         res, cand = _run(con, query, spec.top_k, label, say)
@@ -246,11 +252,11 @@ def distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, np.ndarray]:
     con = _connect(None, None)
     try:
         source = _source_sql(con, path, dims)
-        cols = _columns_of(con, source)
+        cols = _columns_of(con, source, path.name)
         missing = [d for d in dims if d not in cols]
         if missing:
             raise InputError(f"{path.name}: dimension column(s) {missing} not found "
-                             f"(columns: {', '.join(cols)})")
+                             f"({column_names(cols)})")
         out = {}
         for d in dims:
             rows = con.execute(f"SELECT DISTINCT trim(CAST({_quote(d)} AS VARCHAR)) FROM "

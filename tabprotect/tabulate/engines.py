@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tabprotect.errors import InputError
+from tabprotect.errors import InputError, column_names
 from tabprotect.model.columns import read_table_columns, text_values
 from tabprotect.tabulate.engine import Engine, Source
 from tabprotect.tabulate.frames import is_dask_frame
@@ -98,6 +98,6 @@ def distinct_codes(path: Path, dims: Sequence[str], engine: str = "auto"
     missing = [d for d in dims if d not in columns]
     if missing:
         raise InputError(f"{Path(path).name}: dimension column(s) {missing} not found "
-                         f"(columns: {', '.join(columns.columns)})")
+                         f"({column_names(columns.columns)})")
     return {d: np.array(sorted({c for c in text_values(columns[d]) if c is not None}),
                         dtype=object) for d in dims}

@@ -88,6 +88,14 @@ class SearchLimits:
     #: after round those MILPs grow with the rows, and on a sub-table that needs many
     #: of them they cost several times the full search (None: no limit)
     certified_rounds: int | None = 4
+    #: optimum rounds that needed the uniqueness MILPs after which the kernel is loaded
+    #: (from its cache, never compiled) and the rounds go on compiled, without those
+    #: MILPs (None: never; the rounds then end at ``certified_rounds`` in the full
+    #: search by numpy)
+    load_after_rounds: int | None = 4
+    #: the row rounds' node budget when the loaded kernel runs them: ``max_nodes``
+    #: times this (a compiled node costs a few percent of a numpy node)
+    compiled_round_factor: int = 10
 
 
 class Problem:

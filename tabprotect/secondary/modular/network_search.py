@@ -26,8 +26,9 @@ full search, searches over the known rows alone (first their first patterns, the
 optima) add the cut rows of the levels their patterns violate, so the full search starts
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
 optimum meeting every condition is the answer (without the compiled kernel, once a few
-optimum rounds have asked for the uniqueness MILPs the next that would ends the rounds:
-the full search, from the rows found, is then cheaper). Dominance (when every condition
+optimum rounds have asked for the uniqueness MILPs, the kernel is loaded from its cache
+and the rounds go on compiled; without a cache the next round that would ask them ends
+the rounds: the full search, from the rows found, is then cheaper). Dominance (when every condition
 is a cut row): a child taking a candidate that an earlier sibling -- left out there --
 beats (strictly cheaper, covering at least as much of every short row) holds no optimum,
 since the swap gives a cheaper pattern of the parent.
@@ -230,13 +231,17 @@ class _Search:
         rounds, the rows near good patterns).  Then the search's optimum over the
         known rows, a lower bound: the levels it violates add their rows and the
         rounds repeat until it meets every condition -- then it is optimal.  None when
-        a width condition fails (no rows to add), the rounds reach the node limit or
-        an optimum round stops at its cap (:meth:`_round_limits`).  The rows known
+        a width condition fails (no rows to add), the rounds reach their node budget
+        (:meth:`_round_budget`) or an optimum round stops at its cap
+        (:meth:`_round_limits`; the kernel, when loaded for the rounds by
+        :meth:`_load_for_rounds`, runs them uncapped instead).  The rows known
         from the start make the full search's bounds stronger than rows met one by
         one deep in the tree."""
         nodes = certified = 0
         for first_only in (True, False):
-            while nodes <= self.limits.max_nodes:
+            while nodes <= self._round_budget():
+                if not first_only and self._load_for_rounds(certified):
+                    nodes = 0           # the compiled rounds' own budget
                 inner = _Search(self.prob, self.K, self.d, [],
                                 self._round_limits(nodes, first_only, certified),
                                 self.deadline)
@@ -256,6 +261,28 @@ class _Search:
                     return None         # a width condition fails: branched on below
         return None
 
+    def _round_budget(self) -> int:
+        """The nodes the row rounds may search: ``max_nodes``, times
+        ``SearchLimits.compiled_round_factor`` when the loaded kernel runs them."""
+        lim = self.limits
+        if lim.compiled and kernel_loaded():
+            return lim.max_nodes * lim.compiled_round_factor
+        return lim.max_nodes
+
+    def _load_for_rounds(self, certified: int) -> bool:
+        """Load the kernel (from its cache) once ``certified`` optimum rounds have needed
+        the uniqueness MILPs (``SearchLimits.load_after_rounds``): the rounds go on
+        compiled, without those MILPs; True when it was loaded now."""
+        lim = self.limits
+        if (not lim.compiled or lim.load_after_rounds is None or kernel_loaded()
+                or certified < lim.load_after_rounds or not compiled_available()
+                or not kernel_cached()):
+            return False
+        loading = load_kernel()
+        if self.deadline is not None:
+            self.deadline += loading    # (once per process: not the search's own time)
+        return True
+
     def _certify_cap(self) -> int | None:
         """The nodes after which a search over these rows for their optimum asks the
         uniqueness MILPs (:meth:`_certified`); None where it does not (the kernel is
@@ -271,7 +298,7 @@ class _Search:
         (``SearchLimits.certified_rounds``), an optimum round's search stops where it
         would ask them (:meth:`_certify_cap`), by numpy: the rounds then end and the
         full search, with the rows found, settles the sub-table."""
-        lim = dataclasses.replace(self.limits, max_nodes=self.limits.max_nodes - nodes)
+        lim = dataclasses.replace(self.limits, max_nodes=self._round_budget() - nodes)
         cap = None if first_only else self._certify_cap()
         if cap is None or lim.certified_rounds is None or certified < lim.certified_rounds:
             return lim
