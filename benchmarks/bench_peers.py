@@ -39,6 +39,7 @@ The table is written to ``--out`` (Markdown) with the command that made it.
 from __future__ import annotations
 
 import argparse
+import csv
 import fnmatch
 import json
 import math
@@ -383,8 +384,11 @@ def run_cli(code: str, job: Path, out: Path, timeout: float) -> dict:
     summary = out / "summary.json"
     if summary.exists():
         s = json.loads(summary.read_text())
-        row["secondary"] = s.get("status_counts", {}).get("M")
         row["verdict"] = s.get("verdict")
+    cells = out / "cells.csv"      # the confidential cells: summary.json has no U/M split
+    if cells.exists():
+        with cells.open(newline="") as f:
+            row["secondary"] = sum(r.get("status") == "M" for r in csv.DictReader(f))
     if p.returncode not in (0, 1):
         row["error"] = (p.stderr.strip().splitlines() or ["?"])[-1][:200]
     return row

@@ -490,6 +490,9 @@ def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None)
                  + (" after targeted swapping" if census.swap is not None else ""),
                  attacker="intruder who knows the ptable")
     result.census = census
+    if "seed" in job.section("cellkey") and not census.keys_added:
+        result.notes.append(f"[cellkey] seed is not used: the records carry their keys "
+                            f"(column '{s.key}'), and those keys decide the perturbation")
     if "rules" in job.spec:
         result.notes.append("the job's [rules] are not applied: the cell key method gives no "
                             "cell a protection level (to protect primary cells, use "

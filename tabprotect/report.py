@@ -515,6 +515,10 @@ def render_html(run: Run) -> str:
         _verdict_html(run),
         "<h2>Summary</h2>", _summary_html(run),
     ]
+    if run.rules is not None:
+        sections += ["<h2>Primary rules</h2>",
+                     _frame_html(pd.DataFrame(run.rules.summary_rows()), "rules",
+                                 code_columns={"rule"})]
     if publishable:
         sections += ["<h2>Published table</h2>", _published_html(run)]
     elif run.kind == "compare":

@@ -81,6 +81,13 @@ def test_cellkey_job_publishes_each_cell_once(tmp_path, capsys):
     assert main(["cellkey", str(rel / "job.toml"), "--quiet"]) == 0
     again = _published(rel / "out")
     assert (again.value == pub.value).all()
+    # the records carry keys: the job's seed is unused, and the result says so (by its
+    # key, not its value)
+    first = json.loads((out / "trail.json").read_text())["notes"]
+    notes = json.loads((rel / "out" / "trail.json").read_text())["notes"]
+    unused = [n for n in notes if "[cellkey] seed" in n]
+    assert not [n for n in first if "[cellkey] seed" in n]
+    assert len(unused) == 1 and "'rkey'" in unused[0] and "11" not in unused[0]
     capsys.readouterr()
 
 

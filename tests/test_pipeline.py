@@ -278,8 +278,11 @@ def test_summary_has_no_cell_value(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert not {"value_suppressed", "value_secondary", "cost"} & set(summary)
     figures = summary["figures"]
-    for name in ("value_suppressed", "value_secondary", "value_primary"):
+    for name in ("value_suppressed", "share_value_suppressed"):
         assert (name in figures) != (name in figures["withheld"])
+    # the primary/secondary split is not shared, released or withheld
+    for name in ("value_secondary", "value_primary"):
+        assert name not in figures and name not in figures["withheld"]
 
 
 def test_audit_with_rules_judges_the_given_pattern(tmp_path):
@@ -316,8 +319,8 @@ def test_summary_figures_not_checked_within_the_budget_are_withheld(tmp_path):
     checked = run_summary(result)["figures"]
     hurried = run_summary(result, SummaryBudget(share=0.0, least=0.0, most=0.0))["figures"]
     assert set(checked["withheld"].values()) <= {REASONS["narrows"]}
-    assert "value_secondary" in checked or "value_secondary" in checked["withheld"]
-    assert hurried["withheld"].get("value_secondary") == REASONS["time"]
+    assert "value_suppressed" in checked or "value_suppressed" in checked["withheld"]
+    assert hurried["withheld"].get("value_suppressed") == REASONS["time"]
     for name in hurried:
         if name != "withheld":
             assert hurried[name] == checked[name]

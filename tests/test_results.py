@@ -67,6 +67,10 @@ def test_protect_result_exposes_the_published_table_by_default():
     assert res.confidential_table.value[t.cell("2", "b")] == PLANTED
     full = res.to_frame(confidential=True)
     assert np.isclose(full["confidential_value"], PLANTED).any()
+    # to_frame() is the shareable view: one letter for suppressed cells; the confidential
+    # view has the primaries
+    assert set(res.to_frame()["status"][hidden]) == {"X"}
+    assert (full["status"][hidden].to_numpy() == res.status[hidden]).all()
 
 
 def test_rounding_result_holds_rounded_values_only_by_default():

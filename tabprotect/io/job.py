@@ -238,14 +238,32 @@ def build_table(job: Job, progress=None) -> Table:
     if "freq" in spec and freq not in frame.columns:    # named in the job: not optional
         raise InputError(f"{path.name}: freq column '{freq}' not found "
                          f"({column_names(frame.columns)})")
+    value = spec.get("value", "value")
+    if spec.get("kind") == "frequency":
+        # a frequency table's value is its count: the freq column defaults to it
+        freq = freq if freq in frame.columns else value
+        check_counts(frame, path.name, [c for c in dict.fromkeys((value, freq))
+                                        if c in frame.columns])
     return Table.from_frame(
-        frame, hierarchies, value=spec.get("value", "value"),
+        frame, hierarchies, value=value,
         freq=freq if freq in frame.columns else None,
         top=spec.get("top"), cost=spec.get("cost"), lb=spec.get("lb"), ub=spec.get("ub"),
         status=spec.get("status"), upl=spec.get("upl"), lpl=spec.get("lpl"),
         spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=spec.get("compute_totals", False),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
         name=spec.get("name", path.stem), source=path.name)
+
+
+def check_counts(frame, source: str, columns: list[str]) -> None:
+    """The columns of a frequency table's counts hold whole numbers: the first that does
+    not is named by file, row and column (never by its value)."""
+    for col in columns:
+        numbers, bad = parse_numbers(np.asarray(frame[col]))
+        fraction = ~bad & np.isfinite(numbers) & (numbers != np.round(numbers))
+        if fraction.any():
+            row = int(np.flatnonzero(fraction)[0]) + 2     # the header is row 1
+            raise InputError(f"{source} row {row}, column '{col}': not a whole number (a "
+                             f"frequency table holds counts)")
 
 
 #: [input] keys naming a column of a cells + relations pair, read under the reader's names

@@ -202,6 +202,20 @@ class SummaryBudget:
         return min(self.most, max(self.least, self.share * run_seconds))
 
 
+#: the value figures a summary may release: those of all suppressed cells together (the
+#: primary/secondary split stays in the confidential report: where every suppressed cell
+#: is a primary, a zero secondary value tells an intruder so)
+PUBLIC_FIGURES = ("value_suppressed", "share_value_suppressed")
+
+
+def _published_letters(run) -> "np.ndarray | None":
+    """The status letters of published.csv (X for every suppressed cell), or None where
+    the published table has no status column (rounding, cta, cell key)."""
+    if run.kind in ("rounding", "adjustment", "cellkey") or run.published is None:
+        return None
+    return np.where(run.unpublished, SUPPRESSED_LETTER, run.published.status)
+
+
 def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     """What a run may tell outside the confidential report: counts, the verdict, the
     method, the attacker model, times and, under ``figures``, the value figures of the
@@ -212,8 +226,10 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": run.kind, "method": run.method, "attacker": run.attacker,
         "verdict": run.verdict, "cells": int(run.table.n_cells),
-        "status_counts": {s: int((status == s).sum()) for s in "SUMPZ"},
     }
+    letters = _published_letters(run)
+    if letters is not None:
+        out["status_counts"] = {s: int((letters == s).sum()) for s in "SXPZ"}
     if run.audit is not None:
         s = run.audit.summary()
         for key in ("mode", "unprotected_primary", "exactly_disclosed", "narrower_than_method",
@@ -223,8 +239,6 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     for key in ("proven_optimal", "repaired", "additive"):     # no TRUE_VALUE_FIGURES
         if key in run.results and not isinstance(run.results[key], (dict, list)):
             out[key] = run.results[key]
-    if run.rules is not None:
-        out["rules"] = run.rules.summary_rows()
     if run.comparison is not None:
         out["methods"] = [{"label": r["label"], "audit_passed": r.get("audit_passed"),
                            "error": bool(r.get("error"))}
@@ -234,7 +248,10 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     if run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary
         limit = budget.seconds(sum(run.timings.values()))
-        figures = public_summary(run.published, status, time_limit=limit)
+        from tabprotect.public_summary import standard_figures
+        shared = {k: v for k, v in standard_figures(run.published, status).items()
+                  if k in PUBLIC_FIGURES}
+        figures = public_summary(run.published, status, shared, time_limit=limit)
         out["figures"] = {k: v for k, v in figures.items()
                           if k not in ("cells", "primary", "secondary", "suppressed")}
     out["seconds"] = round(sum(run.timings.values()), 3)

@@ -106,7 +106,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("id", "string", "cell", doc="cell id column of `cells` with `relations`"),
         Key("value", default="value", doc="value column", **_COLUMN),
         Key("freq", default="freq", doc="contributor-count column (optional in the file "
-            "unless the job names it)", **_COLUMN),
+            "unless the job names it; with `kind = \"frequency\"` absent: the value column, "
+            "the count; counts must be whole numbers)", **_COLUMN),
         Key("top", doc="prefix of the largest-contribution columns (`top1, top2, ...`)",
             **_COLUMN),
         Key("cost", doc="cost column (`[protect] cost = \"column\"`)", **_COLUMN),

@@ -122,12 +122,18 @@ class ProtectResult:
         audit no interval but the bounds ``min_at_least, min_at_most, max_at_least,
         max_at_most`` on its ends (:class:`~tabprotect.audit.VerdictAudit`).
 
-        ``confidential=True`` adds ``confidential_value`` and ``confidential_freq``: the
-        true values of every cell (not for publication).
+        ``status`` is :data:`~tabprotect.results.SUPPRESSED_LETTER` for every suppressed
+        cell, primary and secondary alike, as in published.csv (which are primaries is
+        confidential). ``confidential=True`` shows the letters U and M and adds
+        ``confidential_value`` and ``confidential_freq``: the true values of every cell
+        (not for publication).
         """
+        from tabprotect.results import SUPPRESSED_LETTER
         t = self.confidential_table
         out = self.table.to_frame(("value", "freq", "status"))
         sup = t.suppressed
+        if not confidential:
+            out["status"] = np.where(sup, SUPPRESSED_LETTER, out["status"])
         # an interval audit's ``lower, upper``; a verdict audit's bounds on them
         out["published"] = ~sup
         for name, col in self.audit.columns().items():

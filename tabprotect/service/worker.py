@@ -154,14 +154,14 @@ def _run(record: dict, folder: Path, work: Path, lease: Lease, dask: str | None,
 
 
 def public_result(run, shared: dict) -> dict:
-    """What the job listing may show: the verdict, counts, solver state, timings and the
+    """What the job listing may show: the verdict, counts (cells, suppressed), solver state, timings and the
     figures that :func:`~tabprotect.public_summary.public_summary` released for the
     run's shareable summary ``shared`` (``summary.json``)."""
     status = run.status
     # an adjustment run (cta) publishes every cell: nothing is suppressed
     hidden = 0 if run.kind == "adjustment" else int(((status == "U") | (status == "M")).sum())
-    summary = {"cells": int(run.table.n_cells), "primary": int((status == "U").sum()),
-               "secondary": int((status == "M").sum()), "suppressed": hidden,
+    # the number of suppressed cells only: which of them are primaries stays confidential
+    summary = {"cells": int(run.table.n_cells), "suppressed": hidden,
                **shared.get("figures", {"withheld": {}})}
     out = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
            "summary": summary}

@@ -1,0 +1,89 @@
+"""What the public outputs tell an intruder about which suppressed cells are primaries: in
+a pattern of primaries only, published.csv, summary.json, trail.json and the service's job
+record must read as they would for any pattern with the same number of suppressed cells
+(a count of secondaries, per-rule counts or the value of the secondaries alone would say
+that every X is a primary)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from tabprotect.cli import main
+from tabprotect.io.job import load_job
+from tabprotect.io.results import write_outputs
+from tabprotect.pipeline import run as run_pipeline
+from tabprotect.service.worker import public_result
+
+JOB = """[input]
+cells = "cells.csv"
+dimensions = ["r", "c"]
+compute_totals = true
+
+[hierarchies.r]
+codes = ["r1", "r2", "r3"]
+
+[hierarchies.c]
+codes = ["a", "b", "c"]
+
+[rules.frequency]
+n = 3
+
+[protect]
+method = "optimal"
+cost = "unity"
+
+[output]
+dir = "out"
+"""
+
+# the four cells of r1..r2 x a..b hold 2 contributors each (primaries) and protect one
+# another: the pattern has no secondary
+CELLS = ("r,c,value,freq\nr1,a,100,2\nr1,b,200,2\nr1,c,2000,20\nr2,a,210,2\nr2,b,90,2\n"
+         "r2,c,3000,30\nr3,a,4000,40\nr3,b,5000,50\nr3,c,6000,60\n")
+
+#: keys that split the suppressed cells into primaries and secondaries
+SPLIT_KEYS = {"primary", "secondary", "n_secondary", "rules", "value_primary",
+              "value_secondary", "U", "M"}
+
+
+def _keys(obj) -> set[str]:
+    if isinstance(obj, dict):
+        return set(obj).union(*(_keys(v) for v in obj.values()))
+    if isinstance(obj, list):
+        return set().union(*(_keys(v) for v in obj)) if obj else set()
+    return set()
+
+
+def _write(tmp_path):
+    (tmp_path / "job.toml").write_text(JOB)
+    (tmp_path / "cells.csv").write_text(CELLS)
+
+
+def test_public_outputs_do_not_tell_a_pattern_of_primaries_only(tmp_path, capsys):
+    _write(tmp_path)
+    assert main(["protect", str(tmp_path / "job.toml"), "--report", "--quiet"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    cells = pd.read_csv(out / "cells.csv", dtype={"r": str, "c": str})
+    # the confidential side: four primaries, no secondary (the premise of the test)
+    assert (cells["status"] == "U").sum() == 4 and (cells["status"] == "M").sum() == 0
+    pub = pd.read_csv(out / "published.csv", dtype={"r": str, "c": str})
+    assert set(pub["status"]) <= {"S", "X", "P", "Z"}
+    summary = json.loads((out / "summary.json").read_text())
+    trail = json.loads((out / "trail.json").read_text())
+    for public in (summary, trail["summary"]):
+        assert not _keys(public) & SPLIT_KEYS, sorted(_keys(public) & SPLIT_KEYS)
+        assert public["status_counts"] == {"S": 12, "X": 4, "P": 0, "Z": 0}
+    # the per-rule counts stay in the confidential report
+    assert 'id="rules"' in (out / "report.html").read_text()
+
+
+def test_service_job_record_does_not_tell_primaries_from_secondaries(tmp_path):
+    _write(tmp_path)
+    job = load_job(tmp_path / "job.toml")
+    run = run_pipeline(job)
+    written = write_outputs(run, tmp_path / "work", report=False)
+    record = public_result(run, json.loads(written["summary"].read_text()))
+    assert not _keys(record) & SPLIT_KEYS, sorted(_keys(record) & SPLIT_KEYS)
+    assert record["summary"]["suppressed"] == 4 and record["audit_passed"] is True
