@@ -91,8 +91,11 @@ class AttackStep(WidthStep):
             k = c.slot
             level = req.need_up[k] if c.sign > 0 else req.need_down[k]
             rng = req.up[c.cell] if c.sign > 0 else req.down[c.cell]
-            need = min(max(float(level), 0.5 * float(req.need_width[k])), float(rng))
-            out.append(Condition(c.cell, k, c.sign, need))
+            other = req.down[c.cell] if c.sign > 0 else req.up[c.cell]
+            need = min(max(float(level), 0.5 * float(req.need_width[k]),
+                           float(req.need_width[k] - other)), float(rng))
+            if need > 0:   # no room (a count 1 at its bound 1): met where the cell is
+                out.append(Condition(c.cell, k, c.sign, need))
         return out
 
     def run(self, suppressed: np.ndarray, deadline: float | None = None) -> AttackOutcome:

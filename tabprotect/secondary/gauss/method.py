@@ -71,8 +71,9 @@ class GaussOptions:
                "primary's levels against each single contributor, with singleton): on "
                "count tables of 3 or more dimensions without the width step, where the "
                "elimination's no-exact-disclosure leaves intervals 1.5 wide against one "
-               "count-1 cell; in 2-D none was found short (peers' 25^2, the property "
-               "test), and the step's LPs there only certify"})
+               "count-1 cell, and on count tables whose primaries have a positive lower "
+               "bound (empty cells published), where the elimination ignores the bound; "
+               "other 2-D tables: none was found short, the step's LPs only certify"})
     attack_max_component: int = field(default=1_000, metadata={
         "why": "the attack step leaves to the audit the primaries whose component of the "
                "pattern has more cells: each of its LPs spans the component (a 10^4-cell "
@@ -263,8 +264,7 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             add_plain_seconds(time.perf_counter() - t_run)
     status[run.secondary] = "M"
     if singleton and (attack == "always" or (attack == "counts" and "widths_unmet" not in
-                                             details and table.kind == "frequency"
-                                             and len(table.dimensions) >= 3)):
+                                             details and _attacked_counts(table))):
         left = attack_seconds if deadline is None else \
             attack_share * max(0.0, deadline - time.perf_counter())
         status, moves = _attack_step(table, status, cost, time.perf_counter() + left,
@@ -307,6 +307,16 @@ def _widths_proven(table: Table, details: dict) -> bool:
     answered by it, and there the elimination runs as well)."""
     return ("widths_unmet" in details and details["widths_unmet"] == 0
             and not details["widths_timed_out"] and table.kind != "frequency")
+
+
+def _attacked_counts(table: Table) -> bool:
+    """Whether ``attack="counts"`` runs the attack step: a count table of three or more
+    dimensions, or one whose primaries have a positive a-priori lower bound (a published
+    empty cell makes every other count at least 1, and the elimination alone does not
+    see a bound)."""
+    if table.kind != "frequency":
+        return False
+    return len(table.dimensions) >= 3 or bool((table.lb[table.status == "U"] > 0).any())
 
 
 def _attack_step(table: Table, status: np.ndarray, cost: np.ndarray, deadline: float,
