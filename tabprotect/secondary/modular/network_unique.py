@@ -20,8 +20,10 @@ finds a cheaper pattern meeting every row instead, that pattern is the least-cos
 (the MILP's optimum over all patterns but the search's), the first MILP's answer
 without it: the second MILP runs again for it.
 
-Anything else -- a tie, a time limit, a pattern meeting the rows only within HiGHS'
-tolerance -- gives None and the search runs as before.  On the sub-tables whose search
+Anything else -- a tie, a MILP stopped by its node limit or by the method's deadline, a
+pattern meeting the rows only within HiGHS' tolerance -- gives None and the search runs
+as before.  The limit is a count of branch-and-bound nodes, not seconds, so that the
+answer does not depend on the machine's load.  On the sub-tables whose search
 takes thousands of nodes the two solves take milliseconds, so a process need not load
 the compiled kernel for them.
 """
