@@ -25,7 +25,7 @@ from tabprotect.secondary.optimal import OptimalOptions, benders, optimal
 from tabprotect.secondary.optimal.cuts import (BridgelessRows, cover_cuts, reduce_candidates,
                                                rounded_cut)
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
-from tabprotect.secondary.optimal.oracle import DeadlineRepair, HybridOracle
+from tabprotect.secondary.optimal.oracle import DeadlineRepair, HybridOracle, LPCount
 from tabprotect.secondary.optimal.prune import prune, witness_prune
 from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
@@ -642,6 +642,24 @@ def test_gauss_start_on_a_general_table_is_proven_by_gauss_witnesses(seed):
     assert audit(table, unpublished=found.pattern, singleton=True).passed
 
 
+def test_gauss_start_without_swaps_reaches_the_same_optimum():
+    # a general table, the gauss start forced on: with few primaries its gauss runs no
+    # swap pass (a dearer start on this table); the search still proves the optimum
+    # found with the swaps, and both patterns pass the independent LP oracle
+    table = linked(((2, 3), (3,), (4,), (3,)), seed=4)
+    cost = cost_vector(table, "value")
+    base = OptimalOptions(engine="benders", gauss_start_min_candidates=0)
+    plain = optimal(table, cost, options=base)
+    swapped = optimal(table, cost, options=base.replace(gauss_start_swaps_min_primaries=None))
+    assert plain.details["gauss_start_swaps"] is False
+    assert swapped.details["gauss_start_swaps"] is True
+    assert plain.proven_optimal and swapped.proven_optimal
+    assert secondary_cost(plain.status, cost) == pytest.approx(
+        secondary_cost(swapped.status, cost), rel=1e-9)
+    for out in (plain, swapped):
+        assert lp_oracle.protected(table.replace(status=out.status), singleton=True).all()
+
+
 @pytest.mark.slow     # timing-sensitive: the gauss start must finish within a 0.5-s wall limit
 @pytest.mark.parametrize("seed", [2, 5])
 def test_binding_time_limit_on_a_general_table_keeps_the_start(seed):
@@ -730,6 +748,35 @@ def test_witness_prune_takes_the_same_decisions_as_the_check_by_check_prune(seed
     assert out is not None
     assert audit(table, unpublished=out, singleton=True).passed
     assert (out == plain).all()
+
+
+@pytest.mark.parametrize("seed,freq_one,witness", [(2, False, True), (3, True, True),
+                                                   (5, True, False)])
+def test_prune_below_a_lower_bound_takes_the_same_decisions(seed, freq_one, witness):
+    # the brute-force optimum is a lower bound on every protected pattern's cost: a
+    # prune told how far the pattern is above it skips the removals that would go below
+    # it (they cannot leave it protected), so it ends where the prune without the bound
+    # does, with fewer LPs; with no slack (a pattern at the bound) it solves none
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    oracle = AttackerOracle(table, req)
+    full = fixed | candidate_cells(table)
+    options = OptimalOptions(witness_prune=witness)
+    slack = float(cost[full & ~fixed].sum()) - brute_force(table, cost)
+    counts = [LPCount(), LPCount()]
+    free = prune(oracle, full, fixed, cost, None, options=options, count=counts[0])
+    bound = prune(oracle, full, fixed, cost, None, options=options, count=counts[1],
+                  slack=slack)
+    assert (bound == free).all()
+    assert audit(table, unpublished=bound, singleton=True).passed
+    assert counts[1].n <= counts[0].n
+    at_bound = LPCount()
+    assert (cost[full & ~fixed] > 0).all()
+    again = prune(oracle, full, fixed, cost, None, options=options, count=at_bound,
+                  slack=0.0)
+    assert (again == full).all() and at_bound.n == 0
 
 
 # ---------------------------------------------------------------- branching, cut purge

@@ -114,6 +114,7 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
         s.report(f"LP round {s.stats['rounds_lp']}: bound {res.objective:.6g}", 0.2)
     out.result = res
     s.stats["root_bound"] = out.lower_bound
+    s.lower_bound = max(s.lower_bound, out.lower_bound)
     s.stats["root_seconds"] = time.perf_counter() - s.t0
     if res is not None and res.status == "optimal":
         out.zlp = np.clip(res.x[: master.k], 0.0, 1.0)

@@ -132,6 +132,14 @@ def _uses_gauss_start(req: Requirements, cand: np.ndarray, opt: OptimalOptions) 
             or (least is not None and len(req.primary) >= least))
 
 
+def _start_swaps(req: Requirements, opt: OptimalOptions) -> bool:
+    """Whether the gauss start runs gauss's swap pass: on tables with many primaries,
+    where the start is often the result; with few, the search after it finds cheaper
+    patterns than the swaps in less time than they take."""
+    least = opt.gauss_start_swaps_min_primaries
+    return least is None or len(req.primary) >= least
+
+
 def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleton: bool,
                         time_limit, mip_gap, progress, start) -> MethodOutcome:
     """Benders, on large tables (no start given) from the gauss start, which gets
@@ -149,11 +157,13 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
     end = None if time_limit is None else t0 + time_limit
     started = found = seed = None
     state = None
+    swaps = _start_swaps(req, opt)
     if start is None and _uses_gauss_start(req, cand, opt):
         found = gauss_start(table, cost, req, cand, singleton=singleton,
                             time_limit=None if time_limit is None
                             else opt.gauss_start_share * time_limit,
-                            widths_share=opt.gauss_start_widths_share, options=opt)
+                            widths_share=opt.gauss_start_widths_share,
+                            swaps=swaps, options=opt)
         started = time.perf_counter() - t0
         if found is not None:
             # a finished start is the first incumbent (checked or not); an unfinished
@@ -183,6 +193,7 @@ def _benders_with_start(table, cost, req, cand, opt: OptimalOptions, *, singleto
         out.details["gauss_start_cells"] = int(start.sum()) if start is not None else 0
         out.details["gauss_seed_cells"] = int(seed.sum()) if seed is not None else 0
         out.details["gauss_start_state"] = state
+        out.details["gauss_start_swaps"] = swaps
     if start is not None:
         out.details["start_cost"] = _secondary_cost(table, cost, np.asarray(start, bool))
     return out

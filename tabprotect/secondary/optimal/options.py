@@ -66,6 +66,10 @@ class OptimalOptions:
     #: runs first (see lp_before_repair_min_cells) and its rounded points give a first
     #: incumbent as cheap as gauss's repaired pattern, without the start's repair
     gauss_start_min_primaries: int | None = 300
+    #: the start's gauss runs its swap pass from this many primaries on (None: always):
+    #: there the search rarely finishes and the start is often the result; with fewer
+    #: the search finds the cheaper patterns itself and the swap LPs only cost time
+    gauss_start_swaps_min_primaries: int | None = 300
     #: share of the time limit the gauss start may use (it ends early when gauss does):
     #: all of it, as gauss alone gets: a start that finishes is the pattern the result
     #: never costs more than, and on tables where gauss needs the whole limit a start cut

@@ -17,9 +17,13 @@ from tabprotect.secondary.attacker_oracle import AttackerOracle
 
 def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: np.ndarray,
           deadline: float | None, hint: np.ndarray | None = None,
-          options: OptimalOptions | None = None, count: LPCount | None = None
-          ) -> np.ndarray:
+          options: OptimalOptions | None = None, count: LPCount | None = None,
+          slack: float | None = None) -> np.ndarray:
     """Drop suppressions a protected pattern does not need, dearest first.
+
+    ``slack`` is how far the pattern's cost is above a lower bound on every protected
+    pattern's cost (None: no bound): the removals it leaves are all a prune can make,
+    so a cell dearer than what is left of it is never tried (no LP: it stays).
 
     With ``options.witness_prune`` the attacker solutions (witnesses) decide: a cell no
     witness moves can go at once (every witness stays feasible), and removing a moved
@@ -33,7 +37,7 @@ def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: 
         try:
             out = witness_prune(oracle, pattern, fixed, cost, deadline, hint,
                                 max_entries=opt.witness_max_entries, count=count,
-                                warm_entries=opt.witness_warm_entries)
+                                warm_entries=opt.witness_warm_entries, slack=slack)
         except RuntimeError:
             out = None
         if out is not None and (out == pattern).all():
@@ -47,13 +51,35 @@ def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: 
             return out
     pattern = pattern.copy()
     extra = np.flatnonzero(pattern & ~fixed)
+    left = _Slack(slack, cost[pattern & ~fixed])
     for i in extra[removal_order(cost[extra], None if hint is None else hint[extra])]:
         if deadline is not None and time.perf_counter() >= deadline:
             break
+        if not left.allows(cost[i]):
+            continue
         pattern[i] = False
         if not oracle.check(pattern, cuts=False, first_only=True, deadline=deadline).ok:
             pattern[i] = True
+        else:
+            left.take(cost[i])
     return pattern
+
+
+class _Slack:
+    """What a lower bound leaves a prune to remove: a removal that would take the
+    pattern's cost below the bound cannot leave it protected.  The margin (relative to
+    the pattern's cost) keeps rounding in the bound and the sums from ruling out a
+    removal that lands on the bound."""
+
+    def __init__(self, slack: float | None, costs: np.ndarray):
+        self.left = np.inf if slack is None else float(slack)
+        self.margin = 1e-6 * max(1.0, float(np.abs(costs).sum()))
+
+    def allows(self, c: float) -> bool:
+        return c <= self.left + self.margin
+
+    def take(self, c: float) -> None:
+        self.left -= c
 
 
 def removal_order(cost: np.ndarray, hint: np.ndarray | None) -> np.ndarray:
@@ -281,7 +307,8 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
                   hint: np.ndarray | None = None, *,
                   max_entries: int = 50_000_000,
                   warm_entries: int = 500_000,
-                  count: LPCount | None = None) -> np.ndarray | None:
+                  count: LPCount | None = None,
+                  slack: float | None = None) -> np.ndarray | None:
     """Witness-based pruning of a protected pattern (None when it is not protected, or
     when the witness map would exceed ``max_entries`` (condition, cell) entries).
 
@@ -291,15 +318,21 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     feasible, so its optimum cannot drop: only conditions whose witness moves ``i`` are
     re-solved (with ``y_i = 0``); a cell no witness moves goes without any LP.
     ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`);
-    the LPs solved are counted in ``count``.
+    the LPs solved are counted in ``count``.  A cell dearer than what ``slack`` (see
+    :func:`prune`) leaves is not tried; with no cell left to try no LP is solved.
     """
     req = oracle.req
     sup = np.flatnonzero(pattern)
     if len(sup) == 0:
         return pattern.copy()
-    wit = _Witnesses(oracle, pattern, sup, warm_entries, count)
     is_prim = np.zeros(len(pattern), bool)
     is_prim[req.primary] = True
+    left = _Slack(slack, cost[pattern & ~fixed])
+    order = np.flatnonzero(~fixed[sup] & ~is_prim[sup])
+    order = order[np.array([left.allows(c) for c in cost[sup[order]]], bool)]
+    if len(order) == 0:
+        return pattern.copy()
+    wit = _Witnesses(oracle, pattern, sup, warm_entries, count)
     groups = _condition_groups(req, pattern, sup)
     if groups is None:
         return None
@@ -318,12 +351,13 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     # dearest first; a cell no witness moves goes at no cost in its turn (not all such
     # cells at once up front: with sparse witnesses that would publish cheap cells
     # before the dear ones and leave a dearer pattern)
-    order = np.flatnonzero(~fixed[sup] & ~is_prim[sup])
     order = order[removal_order(cost[sup[order]],
                                 None if hint is None else hint[sup[order]])]
     for k in order:
         if deadline is not None and time.perf_counter() >= deadline:
             break
+        if not left.allows(cost[sup[k]]):
+            continue
         wit.publish([k])
         # only the LPs whose witness moves k: the others keep their optimum
         new = _resolve(wit, groups, lps, np.flatnonzero(uses[:, k]), moves, uses, plain)
@@ -331,6 +365,7 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
             wit.restore(k)
             continue
         out[sup[k]] = False
+        left.take(cost[sup[k]])
         for r, (move, used) in new.items():
             g, sign = lps[r]
             moves[g, int(sign < 0)] = move

@@ -48,6 +48,8 @@ class Search:
     oracle, repair : the attacker oracle and the greedy repair on it
     master : the master problem (set by :meth:`build_master`)
     best, best_cost : the incumbent (a protected pattern over all cells) and its cost
+    lower_bound : a lower bound on every protected pattern's cost (the LP phase's, once
+        it ran; 0 before): a prune never tries a removal that would go below it
     lp_hint : the root LP point over all cells once known (prunes try the cells it needs
         least first among equal costs)
     partial : the latest unfinished repair (the fallback continues it)
@@ -98,6 +100,7 @@ class Search:
                            "master_seconds": 0.0,
                            "oracle_seconds": 0.0})
         self.best: np.ndarray | None = None
+        self.lower_bound = 0.0
         self.best_cost = np.inf
         self.lp_hint = np.zeros(table.n_cells)
         self.partial: np.ndarray | None = None
@@ -152,12 +155,14 @@ class Search:
 
     def prune(self, pattern: np.ndarray, deadline: float | None) -> np.ndarray:
         """``pattern`` without the suppressions it does not need; the cells a pool cut
-        pins (:meth:`pinned`) are never tried, and with none left no LP is solved."""
+        pins (:meth:`pinned`) are never tried, nor those whose removal would take the
+        cost below :attr:`lower_bound`, and with none left no LP is solved."""
         keep = self.fixed | self.pinned(pattern)
         if not (pattern & ~keep).any():
             return pattern.copy()
         return prune(self.oracle, pattern, keep, self.cost, deadline, self.lp_hint,
-                     options=self.options, count=self.lps)
+                     options=self.options, count=self.lps,
+                     slack=self.cost_of(pattern) - self.lower_bound)
 
     def pinned(self, pattern: np.ndarray) -> np.ndarray:
         """The suppressions of ``pattern`` that a cut of the master's pool needs: the

@@ -39,12 +39,13 @@ class Start:
 
 def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
                 singleton: bool, time_limit: float | None,
-                widths_share: float = 0.5,
+                widths_share: float = 0.5, swaps: bool = True,
                 options: OptimalOptions | None = None) -> Start | None:
     """The gauss pattern with what it leaves unprotected repaired, within ``time_limit``
-    seconds in all (``widths_share`` of them for gauss's width step); None when gauss
-    gives no pattern.  The check and the repair use the search's oracle with
-    ``options`` (its witness pass among them; default settings when None).
+    seconds in all (``widths_share`` of them for gauss's width step; ``swaps``: gauss's
+    swap pass after its pruning pass); None when gauss gives no pattern.  The check and
+    the repair use the search's oracle with ``options`` (its witness pass among them;
+    default settings when None).
 
     A pattern gauss's witnesses prove is protected as it is (no check).  Otherwise one
     oracle check finds the primaries the gauss pattern leaves short; the repair then
@@ -55,7 +56,7 @@ def gauss_start(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     deadline = None if time_limit is None else t0 + time_limit
     try:
         out = gauss(table, np.asarray(cost, dtype=float), time_limit=time_limit,
-                    singleton=singleton, widths_share=widths_share)
+                    singleton=singleton, widths_share=widths_share, swaps=swaps)
     except (InfeasibleRulesError, InputError):
         return None   # the search itself reports what cannot be protected
     pattern = np.isin(np.asarray(out.status), ("U", "M"))
