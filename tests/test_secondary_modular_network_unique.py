@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from lp_oracle import protected
 from test_secondary_modular_network import _row_search, _subtable, sub_table_pattern
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.base import cost_vector
@@ -141,3 +142,44 @@ def test_a_search_over_many_rows_is_certified_sooner():
     assert got.tolist() == want.tolist()
     assert certified.best_cost == pytest.approx(plain.best_cost, rel=1e-12)
     assert certified.nodes <= 38        # the certificate ended the search
+
+
+def test_a_milp_stopped_by_its_node_limit_certifies_nothing():
+    """The certificate's MILPs stop at ``nodes`` branch-and-bound nodes (a count of
+    work, not seconds): with none allowed no pattern is certified, run after run, where
+    the default limit certifies the brute-force optimum."""
+    rng = np.random.default_rng(0)
+    n, m = 16, 24
+    d = rng.choice([1.0, 2.0], size=m)
+    K = np.where(rng.random((m, n)) < 0.7, 0.0, rng.choice([1.0, 2.0], size=(m, n)))
+    K = np.minimum(K, d[:, None])
+    c = rng.integers(10, 100, size=n) + rng.random(n)
+    tol = REL_TOL * np.maximum(1.0, d)
+    every = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1 == 1      # all patterns
+    feasible = every[(d[:, None] - K @ every.T <= tol[:, None]).all(axis=0)]
+    costs = feasible @ c
+    assert len(costs) > 1 and np.sort(costs)[1] > costs.min()         # a unique optimum
+    best = feasible[np.argmin(costs)]
+    assert unique_optimum(K, d, tol, c).tolist() == best.tolist()
+    for _ in range(2):
+        assert unique_optimum(K, d, tol, c, nodes=0) is None
+
+
+@pytest.mark.parametrize("seed,shape,singleton", [(42, (6, 6), False), (22, (5, 5), True),
+                                                  (31, (7, 6), False)])
+def test_sub_table_patterns_keep_when_the_certificate_hits_its_node_limit(seed, shape,
+                                                                         singleton):
+    """Every certificate stopped by its node limit (``certify_nodes=0``): the search
+    decides, and its pattern is the plain search's, the same in two runs and protected
+    by the LP oracle's judgement."""
+    t = _subtable(shape, seed, published=0.2)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    plain = sub_table_pattern(t, req, c, SearchLimits(compiled=False, certify_after=None))
+    stopped = [sub_table_pattern(t, req, c, SearchLimits(compiled=False, certify_after=0,
+                                                         certify_nodes=0))
+               for _ in range(2)]
+    assert isinstance(plain, list) and stopped[0] == stopped[1] == plain
+    z = np.isin(t.status, ("U", "M"))
+    z[plain] = True
+    assert protected(t, z, singleton=singleton).all()

@@ -77,8 +77,10 @@ class SearchLimits:
     #: times each MILP may be solved again with the rows it missed before the search
     #: takes over
     certify_rounds: int = 20
-    #: seconds for the certificate's solves (a hard MILP is left to the search)
-    certify_seconds: float = 1.0
+    #: branch-and-bound nodes for each of the certificate's solves (HiGHS'
+    #: ``mip_max_nodes``; a hard MILP is left to the search): a count of work, not
+    #: seconds, so that the pattern does not depend on the machine's load
+    certify_nodes: int = 500
     #: load the kernel at the first network sub-table, compiling it where no cache
     #: exists (``ModularOptions.kernel="compiled"``)
     load_first: bool = False

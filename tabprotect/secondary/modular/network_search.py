@@ -191,7 +191,7 @@ class _Search:
             return True
         pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
                               start_rows=lim.certify_rows, rounds=lim.certify_rounds,
-                              seconds=lim.certify_seconds, known=self.best)
+                              nodes=lim.certify_nodes, known=self.best)
         if pick is not None:
             self.best, self.best_cost = pick, float(self.c[pick].sum())
             self.gave_up = False

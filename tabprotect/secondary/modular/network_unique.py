@@ -20,8 +20,10 @@ finds a cheaper pattern meeting every row instead, that pattern is the least-cos
 (the MILP's optimum over all patterns but the search's), the first MILP's answer
 without it: the second MILP runs again for it.
 
-Anything else -- a tie, a time limit, a pattern meeting the rows only within HiGHS'
-tolerance -- gives None and the search runs as before.  On the sub-tables whose search
+Anything else -- a tie, a MILP stopped by its node limit or by the method's deadline, a
+pattern meeting the rows only within HiGHS' tolerance -- gives None and the search runs
+as before.  The limit is a count of branch-and-bound nodes, not seconds, so that the
+answer does not depend on the machine's load.  On the sub-tables whose search
 takes thousands of nodes the two solves take milliseconds, so a process need not load
 the compiled kernel for them.
 """
@@ -44,7 +46,7 @@ ROW_MARGIN = 1e-12
 
 def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
                    deadline: float | None = None, *, start_rows: int = 150,
-                   rounds: int = 20, seconds: float = 1.0,
+                   rounds: int = 20, nodes: int = 500,
                    known: np.ndarray | None = None) -> np.ndarray | None:
     """The least-cost pattern (bool over the columns of ``K``) meeting ``K z >= d``
     within ``tol``, when every other pattern costs more (see the module docstring);
@@ -53,7 +55,9 @@ def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
     Both MILPs start from the ``start_rows`` rows hardest to cover and add the rows
     their solution misses, at most ``rounds`` times each (a MILP over some rows is a
     relaxation: its optimum met by every row is the optimum, its infeasibility is the
-    full problem's); each solve gets at most ``seconds``.  ``known``: a pattern that
+    full problem's); each solve searches at most ``nodes`` branch-and-bound nodes (HiGHS'
+    ``mip_max_nodes``: a work limit, so the answer does not depend on the machine's
+    load).  ``known``: a pattern that
     meets every row within ``tol`` (the search's best so far), put to the second MILP
     before any first one."""
     n = len(c)
@@ -61,21 +65,19 @@ def unique_optimum(K: np.ndarray, d: np.ndarray, tol: np.ndarray, c: np.ndarray,
         return None
     lower = d - tol
     rows = _hardest(K, lower, start_rows)
-    until = time.perf_counter() + seconds
-    deadline = until if deadline is None else min(deadline, until)
     found = None
     if known is not None:
-        alone, rows, z = _only_pattern(K, lower, c, known, rows, rounds, deadline)
+        alone, rows, z = _only_pattern(K, lower, c, known, rows, rounds, deadline, nodes)
         if alone is not False:      # shown unique, or a tie or the deadline: settled
             return None if alone is None else known.copy()
         if _meets(K, d, tol, z):
             found = z, rows
     if found is None:
-        found = _least(K, d, tol, lower, c, rows, rounds, deadline)
+        found = _least(K, d, tol, lower, c, rows, rounds, deadline, nodes)
     if found is None:
         return None
     x, rows = found
-    return x if _only_pattern(K, lower, c, x, rows, rounds, deadline)[0] else None
+    return x if _only_pattern(K, lower, c, x, rows, rounds, deadline, nodes)[0] else None
 
 
 def _meets(K, d, tol, x) -> bool:
@@ -84,12 +86,12 @@ def _meets(K, d, tol, x) -> bool:
     return not (d - K[:, x].sum(axis=1) > tol - ROW_MARGIN * np.maximum(1.0, d)).any()
 
 
-def _least(K, d, tol, lower, c, rows, rounds, deadline):
+def _least(K, d, tol, lower, c, rows, rounds, deadline, nodes):
     """The first MILP: its least-cost pattern, kept when it meets every row as the
     search judges rows, and the rows it ended with; None when there is none."""
     x = None
     for _ in range(rounds):
-        res = _solve(K[rows], lower[rows], c, None, deadline)
+        res = _solve(K[rows], lower[rows], c, None, deadline, nodes)
         if res is None or res.status != "optimal" or res.x is None:
             return None
         x = res.x > 0.5
@@ -104,7 +106,7 @@ def _least(K, d, tol, lower, c, rows, rounds, deadline):
     return x, rows
 
 
-def _only_pattern(K, lower, c, x, rows, rounds, deadline):
+def _only_pattern(K, lower, c, x, rows, rounds, deadline, nodes):
     """The second MILP: True when no pattern other than ``x`` meets the rows at a cost
     up to ``COST_MARGIN`` above ``x``'s; False when one meets every row at a cost below
     ``x``'s by more than that margin (``x`` is no optimum); None when neither is shown
@@ -113,7 +115,7 @@ def _only_pattern(K, lower, c, x, rows, rounds, deadline):
     cost = float(c[x].sum())
     margin = COST_MARGIN * max(1.0, cost)
     for _ in range(rounds):
-        res = _solve(K[rows], lower[rows], c, (x, cost + margin), deadline)
+        res = _solve(K[rows], lower[rows], c, (x, cost + margin), deadline, nodes)
         if res is None:
             return None, rows, None
         if res.status == "infeasible":
@@ -142,9 +144,11 @@ def _more(rows: np.ndarray, missed: np.ndarray) -> np.ndarray | None:
     return None if not len(new) else np.union1d(rows, new)
 
 
-def _solve(K: np.ndarray, lower: np.ndarray, c: np.ndarray, cut, deadline: float | None):
+def _solve(K: np.ndarray, lower: np.ndarray, c: np.ndarray, cut, deadline: float | None,
+           nodes: int):
     """``min c'z, K z >= lower, z binary`` (with ``cut`` = (x, cap): ``z != x`` and
-    ``c'z <= cap``), with the time left before ``deadline`` (None: none left)."""
+    ``c'z <= cap``) within ``nodes`` branch-and-bound nodes and the time left before
+    ``deadline`` (None: none left)."""
     left = None
     if deadline is not None:
         left = deadline - time.perf_counter()
@@ -160,4 +164,5 @@ def _solve(K: np.ndarray, lower: np.ndarray, c: np.ndarray, cut, deadline: float
         upper = np.concatenate([upper, [np.inf], [cap]])
     lp = LinearProgram(c=c.copy(), A=A, row_lower=lower, row_upper=upper,
                        col_upper=np.ones(n), integrality=np.ones(n, bool))
-    return HighsModel(lp, threads=1, mip_gap=0.0, time_limit=left).solve(duals=False)
+    return HighsModel(lp, threads=1, mip_gap=0.0, time_limit=left,
+                      mip_max_nodes=int(nodes)).solve(duals=False)

@@ -4,7 +4,6 @@ sub-table's primaries its suppressed cells leave unprotected."""
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -78,9 +77,12 @@ class OptimalSubtableSolver:
 
         ``short``: the primaries the current pattern leaves unprotected, when known;
         only they need the feasibility check (more suppression never unprotects a
-        primary).  ``deadline``: ``time.perf_counter()`` value the heuristic must not
-        pass.  ``fast``: the certified heuristic's first pass on any sub-table (no MILP,
-        no reverse pass).  ``net``: the sub-table's network when the caller has it
+        primary).  ``deadline``: ``time.perf_counter()`` value of the method's budget
+        (the user's ``time_limit``), the only clock the network search and the heuristic
+        read: their own limits count work (nodes, LPs), so the pattern does not depend on
+        the machine's load; ``time_limit`` bounds the optimal method's MILP alone.
+        ``fast``: the certified heuristic's first pass on any sub-table (no MILP, no
+        reverse pass).  ``net``: the sub-table's network when the caller has it
         (:meth:`Network.of` of its relations).
 
         Raises :class:`~tabprotect.errors.InfeasibleRulesError` when the sub-table's
@@ -90,20 +92,19 @@ class OptimalSubtableSolver:
         todo = req.primary if short is None else np.asarray(short, dtype=np.int64)
         size = 0 if fast else self.heuristic_size
         if uses_heuristic(len(req.primary), sub.n_cells, size, self.min_primaries):
-            return self._heuristic(sub, req, cost, todo, time_limit, deadline,
+            return self._heuristic(sub, req, cost, todo, deadline,
                                    prune=not fast)
         if self.network:
             z = network_pattern(sub, req, cost, candidate_cells(sub),
                                 limits=SearchLimits(compiled=self.kernel != "python",
                                                     load_first=self.kernel == "compiled"),
-                                deadline=None if time_limit is None
-                                else time.perf_counter() + time_limit, net=net)
+                                deadline=deadline, net=net)
             if z is not None:   # exact, without a MILP (a network sub-table)
                 status = sub.status.copy()
                 status[z & ~np.isin(status, ("U", "M"))] = "M"
                 return status
         if not self.milp:
-            return self._heuristic(sub, req, cost, todo, time_limit, deadline, prune=True)
+            return self._heuristic(sub, req, cost, todo, deadline, prune=True)
         movable = np.isin(sub.status, ("S", "U", "M")) & (sub.ub > sub.lb)
         # a movable cube proves a primary protectable without any LP
         todo = todo[~cube_protected(sub, req, movable, todo)]
@@ -132,7 +133,7 @@ class OptimalSubtableSolver:
         return cube_pattern(sub, req, cost) if self.seed else None
 
     def _heuristic(self, sub: Table, req: Requirements, cost: np.ndarray,
-                   todo: np.ndarray, time_limit: float | None, deadline: float | None,
+                   todo: np.ndarray, deadline: float | None,
                    prune: bool) -> np.ndarray:
         """:func:`certified_pattern` for the conditions of the ``todo`` primaries, then
         (single-contributor attackers) the greedy repair of what they still need."""
@@ -140,12 +141,9 @@ class OptimalSubtableSolver:
         only = np.isin(req.primary, todo)
         if not only.all():  # conditions of the short primaries only
             req = _restricted(req, only)
-        prune_by = None if time_limit is None else time.perf_counter() + time_limit
-        if deadline is not None:
-            prune_by = deadline if prune_by is None else min(prune_by, deadline)
         try:
             z, _ = certified_pattern(sub, req, cost, hidden=hidden, deadline=deadline,
-                                     prune=prune, prune_by=prune_by)
+                                     prune=prune, prune_by=deadline)
         except Unreachable as exc:
             raise InfeasibleRulesError(f"sub-table cannot be protected: {exc}") from None
         if self.singleton and req.singleton.any():
@@ -153,7 +151,7 @@ class OptimalSubtableSolver:
             # single-contributor attackers still need (checked by attacker LPs)
             full = Requirements.from_table(sub, singleton=True)
             z, _ = GreedyRepair(sub, full, cost, candidate_cells(sub)).run(
-                z, deadline=prune_by)
+                z, deadline=deadline)
         status = sub.status.copy()
         status[z & ~hidden] = "M"
         return status
