@@ -73,3 +73,13 @@ def test_ragged_microdata_read_by_duckdb(tmp_path, capsys):
     (tmp_path / "micro.csv").write_text("\n".join(records) + "\n")
     err = run_cli(tmp_path, capsys, MICRO_JOB.format(engine="duckdb"))
     assert "micro.csv" in err
+
+
+@pytest.mark.parametrize("bad", ["extra_field", "open_quote"])
+def test_malformed_rows_read_by_duckdb_are_named_as_such(tmp_path, capsys, bad):
+    records = ["id,region,size,turnover"] + RECORDS
+    records[3] += f",{SECRET}" if bad == "extra_field" else f',"{SECRET}'
+    (tmp_path / "micro.csv").write_text("\n".join(records) + "\n")
+    err = run_cli(tmp_path, capsys, MICRO_JOB.format(engine="duckdb"))
+    assert "micro.csv" in err and "header line" in err and 'engine = "memory"' in err
+    assert "not found" not in err      # every column the job names is in the header

@@ -246,9 +246,8 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     if run.kind == "cellkey":
         out["cellkey"] = without_true_value_figures(run.results.get("cellkey"))
     if run.kind in ("suppression", "audit", "compare") and run.published is not None:
-        from tabprotect.public_summary import public_summary
+        from tabprotect.public_summary import public_summary, standard_figures
         limit = budget.seconds(sum(run.timings.values()))
-        from tabprotect.public_summary import standard_figures
         shared = {k: v for k, v in standard_figures(run.published, status).items()
                   if k in PUBLIC_FIGURES}
         figures = public_summary(run.published, status, shared, time_limit=limit)

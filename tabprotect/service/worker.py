@@ -154,9 +154,10 @@ def _run(record: dict, folder: Path, work: Path, lease: Lease, dask: str | None,
 
 
 def public_result(run, shared: dict) -> dict:
-    """What the job listing may show: the verdict, counts (cells, suppressed), solver state, timings and the
-    figures that :func:`~tabprotect.public_summary.public_summary` released for the
-    run's shareable summary ``shared`` (``summary.json``)."""
+    """What the job listing may show: the verdict, counts (cells, suppressed), solver
+    state, timings and the figures that
+    :func:`~tabprotect.public_summary.public_summary` released for the run's shareable
+    summary ``shared`` (``summary.json``)."""
     status = run.status
     # an adjustment run (cta) publishes every cell: nothing is suppressed
     hidden = 0 if run.kind == "adjustment" else int(((status == "U") | (status == "M")).sum())

@@ -69,17 +69,37 @@ def _source_sql(con, src, dims: Sequence[str]) -> str:
     return f"read_csv('{path}', header = true, types = {{{types}}})"
 
 
-def _columns_of(con, source_sql: str, label: str) -> list[str]:
+def _columns_of(con, source_sql: str, label: str, path=None) -> list[str]:
     """The source's column names; a CSV file without a column the job names (the typed
-    read fails) is described again untyped, so the caller names what is missing."""
+    read fails) is described again untyped, so the caller names what is missing. Where
+    that untyped read does not find the file's own header line (``path``), DuckDB could
+    not make out the file's rows: one line saying so, never a row's text."""
     for sql in (source_sql, source_sql.split(", types = ")[0] + ")"):
         try:
-            return [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {sql}").fetchall()]
+            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {sql}").fetchall()]
         except Exception as exc:  # duckdb raises its own error types
             error = str(exc).splitlines()[0]
-        if ", types = " not in source_sql:
-            break
+            if ", types = " not in source_sql:
+                break
+            continue
+        if sql != source_sql and path is not None and cols != _csv_header(path):
+            raise InputError(f"{label}: DuckDB cannot make out its rows as CSV under the "
+                             f"header line (a row with another number of fields, or an "
+                             f"unclosed quote?); engine = \"memory\" names the row")
+        return cols
     raise InputError(f"{label}: cannot read ({error})")
+
+
+def _csv_header(path) -> list[str]:
+    """The names on a CSV file's first line (gzip-compressed files too)."""
+    import csv
+    import gzip
+    import io
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        line = f.readline()
+    text = io.StringIO(line.decode("utf-8-sig", errors="replace"))
+    return [name.strip() for name in next(csv.reader(text), [])]
 
 
 def _zero(v: str) -> str:
@@ -183,7 +203,8 @@ def duckdb_leaves(source: Source, spec: MicrodataSpec, settings: EngineSettings,
     label = source.name if isinstance(source, Path) else "microdata"
     try:
         sql_source = _source_sql(con, source, [d.name for d in spec.dims])
-        cols = _columns_of(con, sql_source, label)
+        cols = _columns_of(con, sql_source, label,
+                           source if isinstance(source, Path) else None)
         check_columns(cols, spec, label)
         query = _Query.make(sql_source, spec)
         res, cand = _run(con, query, spec.top_k, label, say)
@@ -252,7 +273,7 @@ def distinct_codes(path: Path, dims: Sequence[str]) -> dict[str, np.ndarray]:
     con = _connect(None, None)
     try:
         source = _source_sql(con, path, dims)
-        cols = _columns_of(con, source, path.name)
+        cols = _columns_of(con, source, path.name, path)
         missing = [d for d in dims if d not in cols]
         if missing:
             raise InputError(f"{path.name}: dimension column(s) {missing} not found "
