@@ -5,7 +5,7 @@ The target: a 1,000-cell table through the command line cold in under 3 s, the P
 warm in under 0.5 s. Each case is one job file built from the everyday tables of
 ``bench_peers.py`` (``--data``, the folder of ``enterprise/`` and ``counts/``):
 
-* ``round-<method>`` -- ``tabprotect round`` with base 5 (seed 7; small-count threshold 5)
+* ``round-<method>`` -- ``tabprotect round`` with base 5 (random: seed 7; small-count: threshold 5)
   on the 625-cell and 2,197-cell count tables, and on the 962-cell region x industry
   frequency table of the enterprise microdata; the rounded-table audit on (the default);
 * ``cta`` -- ``tabprotect protect`` with method ``cta`` on the 962-cell p% magnitude table
@@ -62,7 +62,9 @@ def jobs(data: Path, work: Path) -> dict[tuple, Path]:
             else text.split("[protect]")[0]
         if command == "round":
             body = head.replace('response = "turnover"\n', "") + (
-                f'[round]\nbase = 5\nmethod = "{method}"\nseed = 7\nthreshold = 5\n')
+                f'[round]\nbase = 5\nmethod = "{method}"\n'
+                + ("seed = 7\n" if method == "random" else "")
+                + ("threshold = 5\n" if method == "small-count" else ""))
         elif command == "cellkey":
             body = head.replace('response = "turnover"\n', "") + (
                 "[cellkey]\nD = 3\nV = 2.0\njs = 2\nseed = 11\n")

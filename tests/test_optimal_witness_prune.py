@@ -1,8 +1,9 @@
 """The witness prune on patterns whose suppressions fall into several components, with
 several primaries in each: each attacker LP spans its primary's component alone, and a
-witness that already moves another primary far enough stands for that primary's LP.
-Neither may change a decision: the result is the check-by-check prune's, protected by
-the independent LP oracle, and minimal."""
+witness that already moves another primary far enough stands for that primary's LP (so
+does its negation, for the other direction, where it fits the cells' ranges).  None of
+these may change a decision: the result is the check-by-check prune's, protected by the
+independent LP oracle, and minimal."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,15 +20,17 @@ from tabprotect.secondary.optimal.prune import _cell_components, prune, witness_
 N = 9        # inner rows and columns; blocks of 3 x 3 on the diagonal
 
 
-def _block_table(seed: int) -> tuple[Table, np.ndarray]:
-    """A 10 x 10 table (9 x 9 inner cells and totals) with two primaries in each of the
-    three diagonal 3 x 3 blocks, and the pattern suppressing those blocks whole: the
+def _block_table(seed: int, low: int = 10, down: float = 0.3
+                 ) -> tuple[Table, np.ndarray]:
+    """A 10 x 10 table (9 x 9 inner cells from ``low`` up, and totals) with two
+    primaries in each of the three diagonal 3 x 3 blocks (upper level 0.3, lower level
+    ``down`` times the value), and the pattern suppressing those blocks whole: the
     blocks share no row or column, so they are separate components."""
     rng = np.random.default_rng(seed)
     rows = Hierarchy.flat([f"r{i}" for i in range(N)], total="T")
     cols = Hierarchy.flat([f"c{i}" for i in range(N)], total="T")
     table = Table.from_arrays({"r": rows, "c": cols},
-                              _with_totals(rng.integers(10, 40, size=(N, N))))
+                              _with_totals(rng.integers(low, 40, size=(N, N))))
     status = table.status.copy()
     pattern = np.zeros(table.n_cells, bool)
     for b in range(3):
@@ -37,7 +40,8 @@ def _block_table(seed: int) -> tuple[Table, np.ndarray]:
         first, second = rng.choice(inner, size=2, replace=False)
         status[[first, second]] = "U"
     level = np.where(status == "U", np.round(0.3 * table.value + 1), 0.0)
-    return table.replace(status=status, upl=level, lpl=level), pattern
+    lower = np.where(status == "U", np.round(down * table.value + 1), 0.0)
+    return table.replace(status=status, upl=level, lpl=lower), pattern
 
 
 def _with_totals(inner: np.ndarray) -> np.ndarray:
@@ -50,9 +54,13 @@ def _with_totals(inner: np.ndarray) -> np.ndarray:
     return full.ravel()
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_witness_prune_over_components_takes_the_check_by_check_decisions(seed):
-    table, pattern = _block_table(seed)
+@pytest.mark.parametrize("seed, low, down", [(0, 10, 0.3), (1, 10, 0.3), (2, 10, 0.3),
+                                             (3, 10, 0.3), (4, 1, 0.1), (5, 1, 0.1),
+                                             (6, 1, 0.6), (7, 1, 0.6)])
+def test_witness_prune_over_components_takes_the_check_by_check_decisions(seed, low, down):
+    """Small values leave some cells little room downwards (a witness's negation may not
+    fit), and unequal levels give a primary's directions different caps."""
+    table, pattern = _block_table(seed, low, down)
     req = Requirements.from_table(table, singleton=False)
     oracle = AttackerOracle(table, req)
     assert oracle.check(pattern, cuts=False).ok

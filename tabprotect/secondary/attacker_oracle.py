@@ -224,7 +224,8 @@ class AttackerOracle:
                 for kind, sign, rhs in req.levels(p):
                     if self._separation_met(p, kind, sign, s, j, z, rhs, min_violation):
                         continue
-                    cut = lp.cut(s, p, kind, sign, rhs, j, out)
+                    cut = self._condition_cut(lp, s, p, kind, sign, rhs, j, out,
+                                              min_violation)
                     if cut is None:
                         continue
                     lhs = float(np.minimum(cut.coef, rhs) @ z[cut.cols])
@@ -243,6 +244,11 @@ class AttackerOracle:
     def _separation_met(self, p, kind, sign, s, j, z, rhs, min_violation) -> bool:
         """Whether a condition is known met at ``z`` without its LP (a hook: none here)."""
         return False
+
+    def _condition_cut(self, lp, s, p, kind, sign, rhs, j, out: Check, min_violation):
+        """The cut of one condition from its separation LP, or None (a hook: the optimal
+        method's oracle builds none where the LP meets the level)."""
+        return lp.cut(s, p, kind, sign, rhs, j, out)
 
     def _separation_solved(self, p: int, sign: float, comp: np.ndarray) -> None:
         """Called after each separation LP with an optimum (a hook: nothing here)."""

@@ -18,7 +18,7 @@ from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.options import OptimalOptions
 from tabprotect.secondary.optimal.witness_check import witness_certified
 from tabprotect.secondary.optimal.witness_separation import WitnessStore
-from tabprotect.secondary.attacker_oracle import AttackerOracle, Check, _SeparationLP
+from tabprotect.secondary.attacker_oracle import AttackerOracle, Check
 from tabprotect.secondary.repair import GreedyRepair
 
 #: HiGHS' simplex_strategy values of the dual and the primal simplex
@@ -347,41 +347,18 @@ class HybridOracle(AttackerOracle):
         except DeadlineReached:
             return Check(complete=False)
 
-    def _separate_component(self, comp, targets, z, out: Check, deadline, min_violation
-                            ) -> bool:
-        """:meth:`AttackerOracle._separate_component`, with no cut built from an up or
-        down LP whose optimum meets the level within ``min_violation``: at the LP's
-        optimal duals the cut's left-hand side at ``z`` is that optimum (strong
-        duality), so such a cut is not violated (capping a coefficient at the level can
-        only lower it where a cell's multiplier exceeds one; that cut is left out, which
-        only weakens the bound).  True when the deadline stopped it."""
-        req = self.req
-        lp = _SeparationLP(self, comp, z)
-        attackers = [-1] + ([int(j) for j in comp[req.singleton[comp]]]
-                            if req.singleton.any() else [])
-        for j in attackers:
-            for s in targets:
-                if s == j:
-                    continue
-                s, p = int(s), self.slot[s]
-                for kind, sign, rhs in req.levels(p):
-                    if self._separation_met(p, kind, sign, s, j, z, rhs, min_violation):
-                        continue
-                    floor = rhs * (1.0 - min_violation)
-                    if kind == "width":
-                        cut = lp.cut(s, p, kind, sign, rhs, j, out)
-                    else:
-                        val, duals = lp.solve(s, p, sign, rhs, j, out)
-                        cut = None if duals is None or val >= floor else \
-                            self._cut(s, sign, duals, lp.rows, rhs, kind, j)
-                    if cut is None:
-                        continue
-                    if float(np.minimum(cut.coef, rhs) @ z[cut.cols]) < floor:
-                        out.violated.append((s, kind, j))
-                        out.cuts.append(cut)
-                if deadline is not None and time.perf_counter() > deadline:
-                    return True
-        return False
+    def _condition_cut(self, lp, s, p, kind, sign, rhs, j, out: Check, min_violation):
+        """No cut from an up or down LP whose optimum meets the level within
+        ``min_violation``: at the LP's optimal duals the cut's left-hand side at the point
+        is that optimum (strong duality), so such a cut is not violated (capping a
+        coefficient at the level can only lower it where a cell's multiplier exceeds one;
+        that cut is left out, which only weakens the bound)."""
+        if kind == "width":
+            return lp.cut(s, p, kind, sign, rhs, j, out)
+        val, duals = lp.solve(s, p, sign, rhs, j, out)
+        if duals is None or val >= rhs * (1.0 - min_violation):
+            return None
+        return self._cut(s, sign, duals, lp.rows, rhs, kind, j)
 
     def _separation_met(self, p, kind, sign, s, j, z, rhs, min_violation) -> bool:
         """A condition an earlier separation optimum, scaled into the current bounds,

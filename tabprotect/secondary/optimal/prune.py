@@ -379,12 +379,18 @@ def _first_witnesses(wit: _Witnesses, groups: list, lps: list, plain: dict,
     outside intruder's witness for one primary is a feasible attacker move for every
     primary it moves: one that moves primary ``p`` as far as ``p``'s row asks serves as
     that row's witness too (any feasible move meeting the level does; the capped LP
-    only makes witnesses sparse), and the row's LP is not solved."""
+    only makes witnesses sparse), and the row's LP is not solved; so does its negation
+    where it fits the cells' ranges.  The rows go by decreasing cap: a witness moves
+    the other primaries on its cycles about as far as its own, which serves those whose
+    cap is no larger.  The rows of one primary and direction keep their order (the
+    outside intruder's first, see :func:`_solve_row`)."""
     is_prim = np.zeros(wit.n, bool)
     is_prim[wit.local[wit.req.primary]] = True
     #: primary's position in sup -> [(row, its signed move in that row's witness)]
     reach: dict = {}
-    for r, (g, sign) in enumerate(lps):
+    caps = [wit.cap(groups[g][0], sign) for g, sign in lps]
+    for r in sorted(range(len(lps)), key=lambda r: (-caps[r], r)):
+        g, sign = lps[r]
         if deadline is not None and time.perf_counter() >= deadline:
             return False
         p, j = groups[g]
@@ -401,8 +407,13 @@ def _first_witnesses(wit: _Witnesses, groups: list, lps: list, plain: dict,
                                                       moves, uses)
         if j < 0:
             cells, signed = wit.last
+            # its negation is a move too (A y = 0) when each cell's move fits the range
+            # of the other direction
+            back = np.where(signed > 0, wit.cur_hi[cells + wit.n], wit.cur_hi[cells])
+            flips = (1.0, -1.0) if (np.abs(signed) <= back).all() else (1.0,)
             for t in np.flatnonzero(is_prim[cells] & (signed != 0)):
-                reach.setdefault(int(cells[t]), []).append((r, float(signed[t])))
+                for flip in flips:
+                    reach.setdefault(int(cells[t]), []).append((r, flip * float(signed[t])))
     return True
 
 
