@@ -5,7 +5,10 @@ import numpy as np
 from lp_oracle import intervals
 from tabprotect.audit import audit
 from tabprotect.model import Hierarchy, Table
+from tabprotect.model.structure import product_structure
+from tabprotect.primary import FrequencyRule, apply_rules
 from tabprotect.secondary import protect
+from tabprotect.secondary.subtables import Split, subtable_table
 
 BLOCK = [5, 6, 9, 10]     # (1,a) (1,b) (2,a) (2,b): a 2x2 block of count-1 primaries
 
@@ -75,3 +78,27 @@ def test_replace_derives_the_bound_from_the_given_one():
     assert t2.lb[0] == 2.0 and (t2.lb[1:] == 1).all()
     assert t2.replace(empty="suppress").lb.tolist() == lb.tolist()
     assert (t2.replace(empty="suppress").replace(empty="publish").lb == t2.lb).all()
+
+
+def test_rule_levels_stay_the_rules_and_the_policy_moves_only_the_bound():
+    # a count 1 with a lower level 1: the rule's level is kept whatever the policy; with
+    # empty="suppress" its bound is 0 again, and the level asks for the interval to reach 0
+    h = Hierarchy.flat(["a", "b", "c"], total="T")
+    t = Table.from_arrays({"g": h}, [13, 1, 2, 10], freq=[13, 1, 2, 10], kind="frequency")
+    r = apply_rules(t, [FrequencyRule(3, safety_range=0)]).table
+    assert r.lb.tolist() == [1, 1, 1, 1] and r.lpl.tolist() == [0, 1, 1, 0]
+    s = r.replace(empty="suppress")
+    assert s.lb.tolist() == [0, 0, 0, 0] and s.lpl.tolist() == [0, 1, 1, 0]
+
+
+def test_derived_tables_keep_the_policy_and_the_given_bound():
+    for empty, bound in (("publish", 1.0), ("suppress", 0.0)):
+        t = _block_table(empty=empty)
+        sub = subtable_table(t, Split(t).subtable((0, 0)))
+        general = Table.from_relations(t.value, t.relations, freq=t.freq, kind=t.kind,
+                                       status=t.status, empty=empty)
+        rebuilt = product_structure(general, (4, 4))
+        for derived in (sub, rebuilt):
+            assert derived.empty == empty
+            assert (derived.lb[derived.value >= 1] == bound).all()
+            assert (derived.replace(empty="suppress").lb == 0).all()

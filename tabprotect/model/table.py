@@ -136,14 +136,17 @@ class Table:
         self.__dict__["_given_lb"] = self.lb
         set_("lb", self.known_lb(self.lb))
 
+    @property
+    def given_lb(self) -> np.ndarray:
+        """The a-priori lower bounds as given, before :meth:`known_lb` raised them."""
+        return self.__dict__["_given_lb"]
+
     def known_lb(self, lb: np.ndarray) -> np.ndarray:
-        """The intruder's lower bounds from the given ones: in a frequency table with its
-        empty cells published, a cell not shown ``Z`` is non-empty: its count is at least
-        1 (a lower protection requirement reaching below 1 is met at 1).  A non-``Z`` cell
-        of value 0 keeps its bound; magnitude tables and ``empty="suppress"`` keep all."""
-        if self.kind != "frequency" or self.empty != "publish":
-            return lb
-        raise_ = (self.status != EMPTY) & (self.value >= 1) & (lb < 1)
+        """The intruder's lower bounds from the given ``lb``: in a count table whose empty
+        cells are published, a cell not ``Z`` with a count of at least 1 is at least 1;
+        magnitude tables, ``empty="suppress"`` and non-``Z`` zeros keep their bounds."""
+        raise_ = ((self.status != EMPTY) & (self.value >= 1) & (lb < 1)
+                  & (self.kind == "frequency") & (self.empty == "publish"))
         return np.where(raise_, 1.0, lb) if raise_.any() else lb
 
     # ------------------------------------------------------------ constructors
@@ -486,10 +489,9 @@ class Table:
         return _cell_name_flat(self.dimensions, self.shape, int(i))
 
     def replace(self, **changes) -> "Table":
-        """A new Table with some fields replaced (the original is unchanged).  The
-        intruder's lower bounds are derived again from the given ones (:meth:`known_lb`),
-        so a change of ``kind``, ``empty`` or ``status`` moves them."""
-        changes.setdefault("lb", self.__dict__.get("_given_lb", self.lb))
+        """A new Table with some fields replaced (the original is unchanged); ``lb`` is
+        :attr:`given_lb` unless given, so the raised bounds follow the new fields."""
+        changes.setdefault("lb", self.given_lb)
         new = dataclasses.replace(self, **changes)
         for attr in ("positions", "labels", "is_inner", "depth"):
             if attr in self.__dict__ and "dimensions" not in changes \
@@ -561,10 +563,6 @@ def _as_dimensions(dimensions) -> list[Dimension]:
             dims.append(Dimension(k, h))
         return dims
     return list(dimensions)
-
-
-def _dimension_names(dimensions) -> list[str]:
-    return [d.name for d in _as_dimensions(dimensions)]
 
 
 def _top_columns(frame: Columns, top, source: str) -> list[str] | None:
