@@ -105,3 +105,21 @@ def test_audit_command_states_the_policy(tmp_path, capsys):
     assert main(["audit", _job(tmp_path / "key", '[audit]\nempty = "suppress"\n')]) == 0
     assert main(["audit", _job(tmp_path / "both", '[audit]\nempty = "suppress"\n'),
                  "--empty", "publish"]) == 1
+
+
+def test_gauss_attack_step_below_three_dimensions_takes_the_primaries_the_bound_holds():
+    # upper level 1 and sliding width 2: a count 1 at its bound 1 has no range down, a
+    # count 2 has the half width's 1; only the count-1 primaries get the step's LPs
+    from tabprotect.secondary.base import cost_vector
+    from tabprotect.secondary.gauss.attack import AttackStep
+    t = flat_count_table((5, 6), 3)
+    prim = t.status == "U"
+    assert (t.value[prim] == 1).any() and (t.value[prim] == 2).any()
+    cost = cost_vector(t, "value")
+    only = {c.cell for c in AttackStep(t, cost, bound_only=True).conditions()}
+    every = {c.cell for c in AttackStep(t, cost).conditions()}
+    assert only == set(np.flatnonzero(prim & (t.value == 1)).tolist())
+    assert every == set(np.flatnonzero(prim).tolist())
+    # with bound 0 (empty cells may be suppressed) no primary is held back
+    loose = t.replace(empty="suppress")
+    assert not AttackStep(loose, cost, bound_only=True).conditions()
