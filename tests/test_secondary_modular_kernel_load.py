@@ -148,3 +148,21 @@ def test_the_loads_objects_skip_the_young_generations():
     assert young < 5000 and before == after == 0
     young, before, after = got["frozen"]
     assert young < 5000 and after > before + 50_000
+
+
+def test_a_networks_flow_runs_the_specialisation_the_load_compiled():
+    """A network's memoised (read-only) ends reach the compiled flow with the array
+    flags of the load's warm-up call: numba compiles no second specialisation (seconds
+    of a user's first run) at the first flow, and the flow is the Python one."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabprotect.secondary.modular.network import Network, max_flow
+    load_kernel()
+    net = Network.of(sp.csr_matrix([[1.0, -1.0, -1.0, 0.0], [0.0, 1.0, 0.0, -1.0]]))
+    assert not net.tail.flags.writeable
+    fwd, bwd = np.array([2.0, 1.5, 4.0, 0.5]), np.array([1.0, 3.0, 0.25, 2.0])
+    total, side = net.flow(fwd, bwd, 1, 0, (0,))
+    ref_total, ref_side = max_flow(net.capacities(fwd, bwd, (0,)).tolist(), 1, 0)
+    assert total == ref_total and (side == ref_side).all()
+    assert len(network_kernel.flow_compiled.signatures) == 1
