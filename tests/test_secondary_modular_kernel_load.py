@@ -154,8 +154,9 @@ def test_the_loads_objects_skip_the_young_generations():
 
 def test_a_networks_flow_runs_the_specialisation_the_load_compiled():
     """A network's memoised (read-only) ends reach the compiled flow with the array
-    flags of the load's warm-up call: numba compiles no second specialisation (seconds
-    of a user's first run) at the first flow, and the flow is the Python one."""
+    flags of the load's warm-up call: numba compiles no second specialisation (most of
+    a second's CPU in a user's first run) at the first flow, and the flow is the
+    Python one."""
     import numpy as np
     import scipy.sparse as sp
 

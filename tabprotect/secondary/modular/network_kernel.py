@@ -186,7 +186,7 @@ def _load(njit) -> None:
                ends, 1, 1.0, 1.0, 1)
     # read-only ends, as a network's (memoised) tail and head: numba compiles one
     # specialisation per array flag, so a writable warm-up would leave the real
-    # calls' specialisation to compile (seconds) at the first flow
+    # calls' specialisation to compile (most of a second's CPU) at the first flow
     tail, head = ends.copy(), cells.copy()
     tail.flags.writeable = head.flags.writeable = False
     flow_compiled(tail, head, np.ones(1), np.ones(1), ends[:0], 2, 0, 1, 1e-12)
