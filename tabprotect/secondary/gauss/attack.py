@@ -312,4 +312,4 @@ class AttackStep(WidthStep):
         else:
             model.set_objective(c=weights)
             model.set_col_bounds(np.arange(len(lo)), lo, hi)
-        return model.solve(time_limit=seconds_left(self.lp_seconds, deadline))
+        return model.solve(time_limit=seconds_left(self.lp_seconds, deadline), duals=False)

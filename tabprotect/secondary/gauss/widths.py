@@ -275,7 +275,7 @@ class WidthStep:
         fifth of it without; on the exact ones it changes which optimal vertex, and so
         which witness, is found)."""
         model = self._lp_model(weights, A, lo, hi, presolve, iteration_limit)
-        res = model.solve(time_limit=seconds_left(seconds, deadline))
+        res = model.solve(time_limit=seconds_left(seconds, deadline), duals=False)
         return res, int(model.highs.getInfo().simplex_iteration_count)
 
     @staticmethod
