@@ -12,6 +12,11 @@ PROTECTED = "P"   # must be published (never suppressed)
 EMPTY = "Z"       # empty/zero cell, published
 LETTERS = (SAFE, PRIMARY, SECONDARY, PROTECTED, EMPTY)
 SUPPRESSED = (PRIMARY, SECONDARY)
+#: the status of a suppressed cell in every view that is not explicitly confidential: one
+#: letter for primary and secondary cells, since telling them apart narrows what an
+#: intruder can derive (a primary of the threshold rule in a frequency table holds 1 to
+#: n-1), which the audit does not model
+SUPPRESSED_LETTER = "X"
 
 
 def check_status(status, n: int, source: str = "status") -> np.ndarray:

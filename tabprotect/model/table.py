@@ -23,7 +23,8 @@ from tabprotect.model.columns import (Columns, as_columns, parse_numbers,
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
-from tabprotect.model.status import EMPTY, SAFE, check_status
+from tabprotect.model.status import (EMPTY, SAFE, SUPPRESSED_LETTER, check_status,
+                                     is_suppressed)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -477,12 +478,20 @@ class Table:
                 new.__dict__[attr] = self.__dict__[attr]
         return new
 
-    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status")) -> "pd.DataFrame":
-        """Cells as a long DataFrame: code columns, then the requested arrays."""
-        return self.to_columns(columns).to_pandas()
+    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status"), *,
+                 confidential: bool = False) -> "pd.DataFrame":
+        """Cells as a long DataFrame: code columns, then the requested arrays.
 
-    def to_columns(self, columns: Sequence[str] = ("value", "freq", "status")) -> Columns:
-        """Cells as :class:`Columns`: code columns (text), then the requested arrays."""
+        ``status`` is :data:`~tabprotect.model.status.SUPPRESSED_LETTER` for every
+        suppressed cell, primary and secondary alike (which are primaries is
+        confidential); ``confidential=True`` shows the letters U and M (a cells file to
+        read back as a job's input needs them)."""
+        return self.to_columns(columns, confidential=confidential).to_pandas()
+
+    def to_columns(self, columns: Sequence[str] = ("value", "freq", "status"), *,
+                   confidential: bool = False) -> Columns:
+        """Cells as :class:`Columns`: code columns (text), then the requested arrays
+        (``status`` as in :meth:`to_frame`)."""
         if self.dimensions:
             out = Columns({d.name: np.asarray(d.hierarchy.codes, dtype=object)[p]
                            for d, p in zip(self.dimensions, self.positions)})
@@ -495,6 +504,8 @@ class Table:
                     out[f"top{j + 1}"] = self.top[:, j]
             elif c in self.extra:
                 out[c] = self.extra[c]
+            elif c == "status" and not confidential:
+                out[c] = np.where(is_suppressed(self.status), SUPPRESSED_LETTER, self.status)
             else:
                 out[c] = getattr(self, c)
         return out
@@ -524,7 +535,8 @@ class Table:
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{d.name}[{len(d.hierarchy)}]" for d in self.dimensions) or "general"
-        counts = {s: int((self.status == s).sum()) for s in "SUMPZ" if (self.status == s).any()}
+        shown = np.where(is_suppressed(self.status), SUPPRESSED_LETTER, self.status)
+        counts = {s: int((shown == s).sum()) for s in "SXPZ" if (shown == s).any()}
         return (f"Table({self.name + ': ' if self.name else ''}{dims}, {self.kind}, "
                 f"cells={self.n_cells}, relations={self.n_relations}, status={counts})")
 
