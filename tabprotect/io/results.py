@@ -310,7 +310,7 @@ def published_columns(run, show_primaries: bool = False) -> Columns | None:
         return None
     table = run.published
     hidden = run.unpublished
-    frame = table.to_columns(("value", "freq", "status"))
+    frame = table.to_columns(("value", "freq", "status"), confidential=True)
     frame["value"] = np.where(hidden, np.nan, table.value)
     frame["freq"] = np.where(hidden, np.nan, table.freq)
     if not show_primaries:
@@ -338,11 +338,12 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, A
         frames["published" if publishable else "unsafe"] = pub
     if run.kind in ("rounding", "adjustment"):
         cells = run.table.to_columns(("value", "freq", "status") if run.kind == "adjustment"
-                                     else ("value", "freq"))
+                                     else ("value", "freq"), confidential=True)
         cells["published"] = np.asarray(run.rounded)
         frames["cells"] = cells
     elif run.published is not None:
-        frames["cells"] = run.published.to_columns(("value", "freq", "status"))
+        frames["cells"] = run.published.to_columns(("value", "freq", "status"),
+                                                   confidential=True)
     if run.audit is not None and (run.kind in ("rounding", "audit-rounded", "adjustment")
                                   or hasattr(run.audit, "range_lower")):   # a rounded table's
         frames["audit"] = run.audit.to_frame(table=run.table,
