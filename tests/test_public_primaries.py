@@ -87,3 +87,29 @@ def test_service_job_record_does_not_tell_primaries_from_secondaries(tmp_path):
     record = public_result(run, json.loads(written["summary"].read_text()))
     assert not _keys(record) & SPLIT_KEYS, sorted(_keys(record) & SPLIT_KEYS)
     assert record["summary"]["suppressed"] == 4 and record["audit_passed"] is True
+
+
+def test_trail_withholds_the_notes_that_count_primaries(tmp_path):
+    from helpers import flat_count_table
+
+    from tabprotect.pipeline import Run
+    from tabprotect.secondary import protect
+    from tabprotect.secondary.protect_settings import ProtectSettings
+    from tabprotect.secondary.repair_options import WitnessSearchSettings
+
+    # every component counts as large: the witness search runs and notes how many open
+    # primaries its moves reach
+    t = flat_count_table((5, 4, 4), 1, 2.0)
+    res = protect(t, method="gauss", cost="value", singleton=True,
+                  settings=ProtectSettings(interval_audit_max_work=0,
+                                           witness_search=WitnessSearchSettings(
+                                               attack_min_cells=0)))
+    counting = [n for n in res.notes if "primaries" in n and any(c.isdigit() for c in n)]
+    assert res.passed and counting          # the premise: the run counted primaries
+    run = Run(t, kind="suppression", method="gauss", published=res.confidential_table,
+              audit=res.audit, notes=list(res.notes) + ["a note without a count"])
+    write_outputs(run, tmp_path)
+    notes = json.loads((tmp_path / "trail.json").read_text())["notes"]
+    assert len(notes) == len(run.notes) and "a note without a count" in notes
+    assert not set(counting) & set(notes)
+    assert not [n for n in notes if "primar" in n and any(c.isdigit() for c in n)]

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -79,7 +80,8 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
               "perturbed_matrices.csv", "perturbed_summary.json")
 
 __all__ = ["OUTPUT_FILES", "PUBLIC_OUTPUTS", "write_outputs", "write_files", "trail_record",
-           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame"]
+           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame",
+           "public_notes"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -162,6 +164,24 @@ def without_true_value_figures(obj):
     if isinstance(obj, (list, tuple)):
         return [without_true_value_figures(v) for v in obj]
     return obj
+
+
+#: a note that counts primary cells (how many a repair round found short, the witnesses
+#: reached, a check multiplied by the candidates) with a number: beside the number of X in
+#: published.csv it can say every suppressed cell is a primary
+_PRIMARY_COUNT = re.compile(r"primar", re.IGNORECASE)
+WITHHELD_NOTE = "withheld: a note that counts primary cells (the report shows it)"
+
+
+def public_notes(notes) -> list[str]:
+    """``notes`` as the trail gives them: a note that counts primary cells is withheld
+    (the terminal and the confidential report show it).
+
+    >>> public_notes(["repair round 1: settled 3 of 4 short primaries", "partitioned"])
+    ['withheld: a note that counts primary cells (the report shows it)', 'partitioned']
+    """
+    return [WITHHELD_NOTE if _PRIMARY_COUNT.search(n) and re.search(r"\d", n) else n
+            for n in map(str, notes)]
 
 
 def jsonable(obj):
@@ -288,7 +308,7 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
         "timings_seconds": timings or {},
         "outputs": {k: _file_entry(p, k in PUBLIC_OUTPUTS) for k, p in outputs.items()},
         "summary": without_secrets(summary),
-        "notes": notes or [],
+        "notes": public_notes(notes or []),
     })
 
 
