@@ -113,3 +113,24 @@ def test_trail_withholds_the_notes_that_count_primaries(tmp_path):
     assert len(notes) == len(run.notes) and "a note without a count" in notes
     assert not set(counting) & set(notes)
     assert not [n for n in notes if "primar" in n and any(c.isdigit() for c in n)]
+
+
+def test_trail_withholds_the_rules_of_a_pattern_of_primaries_only(tmp_path, capsys):
+    # an audit of the rules' statuses (no [protect]): every X is a primary, and the rule's
+    # threshold would bound each one's count to 1..n-1, narrower than the audit's interval
+    _write(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.replace('[protect]\nmethod = "optimal"\ncost = "unity"\n', "")
+                   .replace("n = 3", "n = 7"))
+    assert main(["audit", str(job), "--quiet"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    cells = pd.read_csv(out / "cells.csv", dtype={"r": str, "c": str})
+    assert set(cells["status"]) == {"S", "U"}      # the premise: primaries only
+    trail = json.loads((out / "trail.json").read_text())
+    assert trail["parameters"]["rules"].startswith("withheld")
+    assert trail["parameters"]["input"]["dimensions"] == ["r", "c"]   # the rest is kept
+    for name in ("trail.json", "summary.json"):
+        public = json.loads((out / name).read_text())
+        assert not _keys(public) & {"frequency", "n"}, name
+        assert "frequency" not in json.dumps(public), name

@@ -81,7 +81,7 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
 
 __all__ = ["OUTPUT_FILES", "PUBLIC_OUTPUTS", "write_outputs", "write_files", "trail_record",
            "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame",
-           "public_notes"]
+           "public_notes", "public_parameters"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -143,6 +143,26 @@ def without_secrets(obj):
     if isinstance(obj, (list, tuple)):
         return [without_secrets(v) for v in obj]
     return obj
+
+
+#: the job's [rules] in the trail: with a cell known to be a primary, a rule's parameters
+#: bound its value or count (a count of 1 to n-1 under the threshold rule), which the audit
+#: does not model; a pattern of primaries only (an audit of the rules' statuses) says every
+#: suppressed cell is one. Withheld in every trail, so that withholding says nothing
+WITHHELD_RULES = ("withheld (confidential: a rule's parameters bound the value of a cell "
+                  "known to be a primary; the report shows them)")
+
+
+def public_parameters(parameters: dict) -> dict:
+    """The job as run, as the trail gives it: seeds and the [rules] section withheld.
+
+    >>> public_parameters({"rules": {"frequency": {"n": 3}}, "protect": {}})["rules"][:8]
+    'withheld'
+    """
+    out = without_secrets(parameters)
+    if isinstance(out, dict) and "rules" in out:
+        out["rules"] = WITHHELD_RULES
+    return out
 
 
 #: figures that compare the true values with the published ones: how many cells (or PRAM
@@ -304,7 +324,7 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
         "inputs": [_file_entry(p) for p in map(Path, inputs) if p.is_file()],
-        "parameters": without_secrets(parameters),
+        "parameters": public_parameters(parameters),
         "timings_seconds": timings or {},
         "outputs": {k: _file_entry(p, k in PUBLIC_OUTPUTS) for k, p in outputs.items()},
         "summary": without_secrets(summary),
