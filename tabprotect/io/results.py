@@ -50,7 +50,9 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
               "(rounding, cta: and the published value)"),
     "audit": ("audit.csv", "confidential: what an intruder can derive for each unpublished "
               "cell (rounding: each cell), the required protection and the verdict"),
-    "comparison": ("compare.csv", "one row per method of a comparison"),
+    "comparison": ("compare.csv", "confidential: one row per method of a comparison (the "
+                   "secondaries' count and value beside all suppressed cells' give the "
+                   "primaries')"),
     "risk": ("risk.csv", "microdata (`risk`): the disclosure risk of each record, no key "
              "values"),
     "perturbed": ("perturbed.csv", "microdata (`perturb`, `swap`; `cellkey` when it swapped "
