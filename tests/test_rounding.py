@@ -429,6 +429,38 @@ def test_cli_round_refuses_an_option_its_method_ignores(tmp_path, capsys, option
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("options, extra, key", [
+    (["--no-audit", "--published", "margins"], "", "published"),
+    (["--no-audit"], "small_max = 3\n", "small_max"),
+    (["--published", "margins"], "audit = false\n", "published")])
+def test_cli_round_refuses_an_audit_option_without_the_audit(tmp_path, capsys, options,
+                                                            extra, key):
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(job.read_text().replace('method = "controlled"\n',
+                                           'method = "controlled"\n' + extra))
+    assert main(["round", str(job), *options]) == 2
+    err = capsys.readouterr().err
+    assert f"[round]: '{key}' applies to the audit" in err
+    assert len(err.strip().splitlines()) == 1 and "362" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_small_count_rounding_takes_its_mip_gap(tmp_path, capsys):
+    import json
+
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(job.read_text().replace(
+        'method = "controlled"\n', 'method = "small-count"\nthreshold = 150\nmip_gap = 0.01\n'))
+    assert main(["round", str(job), "--quiet"]) == 0
+    capsys.readouterr()
+    pub = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert pub["verdict"] == "PASSED"
+
+
 def test_cli_round_says_it_does_not_apply_the_rules(tmp_path, capsys):
     import json
 

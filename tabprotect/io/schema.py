@@ -475,19 +475,21 @@ def _check_rules(section: Section, values: dict, label: str) -> None:
             _check_table(rule_section, entry, _where(label, f"rules.{name}"), {})
 
 
-#: [round] keys that one rounding method alone reads (rounding and its audit); given with
-#: another method they would be ignored, so they are refused
-ROUND_METHOD_KEYS = {"seed": "random", "margins_from_interior": "random",
-                     "k_step": "controlled", "step_penalty": "controlled",
-                     "weights": "controlled", "partition": "controlled",
-                     "mip_gap": "controlled", "threshold": "small-count"}
+#: [round] keys that some rounding methods alone read (rounding and its audit); given with
+#: another method they would be ignored, so they are refused (``mip_gap``: the MILPs of
+#: controlled and small-count rounding)
+ROUND_METHOD_KEYS = {"seed": ("random",), "margins_from_interior": ("random",),
+                     "k_step": ("controlled",), "step_penalty": ("controlled",),
+                     "weights": ("controlled",), "partition": ("controlled",),
+                     "mip_gap": ("controlled", "small-count"),
+                     "threshold": ("small-count",)}
 
 
 def _check_round_keys(values: dict, method: Any, where: str) -> None:
-    for key, owner in ROUND_METHOD_KEYS.items():
-        if key in values and method != owner:
-            raise InputError(f"{where}: '{key}' applies to {owner} rounding only (the "
-                             f"method is {method})")
+    for key, owners in ROUND_METHOD_KEYS.items():
+        if key in values and method not in owners:
+            raise InputError(f"{where}: '{key}' applies to {' and '.join(owners)} rounding "
+                             f"only (the method is {method})")
 
 
 def _check_compare_methods(methods: list, where: str) -> None:
