@@ -82,6 +82,12 @@ BAD_JOBS = {
                                   r"\[hierarchies.regoin\]: 'regoin' is not a dimension"),
     "dimension named twice": (JOB.replace('["region", "size"]', '["region", "region"]'),
                               r"\[input\] dimensions: 'region' is named twice"),
+    "cost column without the column cost": (
+        JOB + '\n[protect]\ncost = "unity"\ncost_column = "w"\n',
+        r"\[protect\]: 'cost_column' applies to cost = \"column\" only \(the cost is unity\)"),
+    "cost column of a compared method": (
+        JOB + '\n[compare]\nmethods = [{method = "gauss", cost_column = "w"}]\n',
+        r"\[compare\] methods\[0\]: 'cost_column' applies to cost = \"column\" only"),
 }
 
 

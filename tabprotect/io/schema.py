@@ -419,6 +419,7 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
             _check_rules(section, values, label)
         elif name == "protect":
             _check_table(section, values, where, _method_keys(values, where))
+            _check_cost_column(values, where)
         elif name == "compare":
             _check_table(section, values, where, {})
             _check_compare_methods(values.get("methods", []), where)
@@ -515,6 +516,16 @@ def _check_compare_methods(methods: list, where: str) -> None:
         rest = {k: v for k, v in entry.items() if k not in ("label",)}
         _check_table(SECTIONS["protect"], rest, f"{where} methods[{i}]",
                      _method_keys(rest, f"{where} methods[{i}]"))
+        _check_cost_column(rest, f"{where} methods[{i}]")
+
+
+def _check_cost_column(values: dict, where: str) -> None:
+    """``cost_column`` is read by ``cost = "column"`` alone (otherwise it would be
+    ignored)."""
+    if "cost_column" in values and values.get("cost") != "column":
+        cost = values.get("cost")
+        raise InputError(f"{where}: 'cost_column' applies to cost = \"column\" only (the "
+                         f"cost is {cost if cost is not None else 'the default'})")
 
 
 def method_option_keys(method: str) -> dict[str, Key]:
