@@ -132,10 +132,12 @@ def test_a_general_table_counts_its_cells(store):
 
 
 def test_a_large_job_is_failed_by_the_worker_before_its_table_is_made(store):
-    # uploads above the size built at submission: the worker refuses the table
-    pad = {"pad.txt": b"x" * (5 * 2**20)}
+    # uploads above the size built at submission (a long column no key reads): the worker
+    # refuses the table
+    lines = cube_cells().splitlines()
+    padded = f"{lines[0]},pad\n{lines[1]},{'x' * (5 * 2**20)}\n"
     with client(store, max_cells=1_000_000) as http:
-        r = http.post("/jobs", files=parts(cube_spec(999), {"cells.csv": cube_cells(), **pad}))
+        r = http.post("/jobs", files=parts(cube_spec(999), {"cells.csv": padded}))
         assert r.status_code == 202, r.text
         job_id = r.json()["id"]
         deadline = time.monotonic() + 60
@@ -264,3 +266,56 @@ def test_trail_is_no_oracle_for_suppressed_values(store):
             if hashlib.sha256(text.encode()).hexdigest() in trail:
                 found.append(x)
     assert found == []
+
+
+def _finished(http: httpx.Client, job_id: str) -> dict:
+    deadline = time.monotonic() + 120
+    while (rec := http.get(f"/jobs/{job_id}").json())["state"] not in ("finished", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return rec
+
+
+def test_an_upload_no_key_names_is_refused(store):
+    with client(store) as http:
+        r = http.post("/jobs", files=parts(TRAIL_SPEC, {"cells.csv": TRAIL_CELLS,
+                                                        "notes.csv": "a\n1\n"}))
+        assert r.status_code == 422, r.text
+        detail = r.json()["detail"]
+        assert "'notes.csv'" in detail and "named by no key" in detail
+        assert "31337" not in detail and http.get("/jobs").json() == []
+
+
+def test_a_bad_row_is_the_command_lines_one_line(store, tmp_path, capsys):
+    bad = TRAIL_CELLS.replace("A,s2,500,M,0,0", "A,s2,500,M,0,0,31337")
+    with client(store) as http:
+        r = http.post("/jobs", files=parts(TRAIL_SPEC, {"cells.csv": bad}))
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert "\n" not in detail and "31337" not in detail
+    # the same words as the command line's
+    (tmp_path / "cells.csv").write_text(bad)
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "cells.csv"\ndimensions = ["region", "size"]\nstatus = "status"\n'
+        'upl = "upl"\nlpl = "lpl"\ncompute_totals = true\n[hierarchies.region]\n'
+        'codes = ["A", "B"]\ntotal = "T"\n[hierarchies.size]\ncodes = ["s1", "s2"]\n'
+        'total = "T"\n')
+    assert main(["audit", str(tmp_path / "job.toml"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(detail), (err, detail)
+
+
+def test_a_failed_pattern_releases_no_value_figure(store):
+    # the planted primary is the one suppressed cell: any value figure of the pattern is
+    # its value, and a failed pattern has no published table for the checks to hold to
+    spec = {**TRAIL_SPEC, "input": {**TRAIL_SPEC["input"]}}
+    cells = TRAIL_CELLS.replace(",M,", ",S,")
+    with client(store) as http:
+        rec = _finished(http, http.post("/jobs", files=parts(spec, {"cells.csv": cells})
+                                        ).json()["id"])
+        summary = http.get(f"/jobs/{rec['id']}/summary").json()
+    assert rec["state"] == "finished" and rec["result"]["audit_passed"] is False
+    for public in (rec["result"]["summary"], summary["figures"]):
+        assert "value_suppressed" not in public and "share_value_suppressed" not in public
+        assert set(public["withheld"]) == {"value_suppressed", "share_value_suppressed"}
+    assert "31337" not in json.dumps(rec) + json.dumps(summary)

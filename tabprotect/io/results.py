@@ -248,6 +248,8 @@ class SummaryBudget:
 #: primary/secondary split stays in the confidential report: where every suppressed cell
 #: is a primary, a zero secondary value tells an intruder so)
 PUBLIC_FIGURES = ("value_suppressed", "share_value_suppressed")
+#: why a pattern whose audit did not pass releases no figure
+NOT_PUBLISHED = "the audit did not pass: the pattern is not published"
 
 
 def _published_letters(run) -> "np.ndarray | None":
@@ -287,7 +289,12 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                           for r in run.comparison.to_dict(orient="records")]
     if run.kind == "cellkey":
         out["cellkey"] = without_true_value_figures(run.results.get("cellkey"))
-    if run.kind in ("suppression", "audit", "compare") and run.published is not None:
+    if run.kind in ("suppression", "audit", "compare") and run.published is not None \
+            and run.passed is not True:
+        # the checks compare with the published table, and a failed pattern is not
+        # published: its figures would be all an intruder has (one suppressed cell's value)
+        out["figures"] = {"withheld": {name: NOT_PUBLISHED for name in PUBLIC_FIGURES}}
+    elif run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary, standard_figures
         limit = budget.seconds(sum(run.timings.values()))
         shared = {k: v for k, v in standard_figures(run.published, status).items()
