@@ -82,6 +82,15 @@ BAD_JOBS = {
                                   r"\[hierarchies.regoin\]: 'regoin' is not a dimension"),
     "dimension named twice": (JOB.replace('["region", "size"]', '["region", "region"]'),
                               r"\[input\] dimensions: 'region' is named twice"),
+    "two sources of a hierarchy": (
+        JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ncodes = ["N1", "N2"]'),
+        r"\[hierarchies.region\]: give one of .*, not pairs and codes"),
+    "a key of another hierarchy source": (
+        JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\nlead = "#"'),
+        r"\[hierarchies.region\]: 'lead' goes with 'hrc'"),
+    "a total the pairs do not have": (
+        JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ntotal = "T"'),
+        r"\[hierarchies.region\] total: the root of region.csv is not 'T'"),
     "cost column without the column cost": (
         JOB + '\n[protect]\ncost = "unity"\ncost_column = "w"\n',
         r"\[protect\]: 'cost_column' applies to cost = \"column\" only \(the cost is unity\)"),

@@ -178,7 +178,11 @@ def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None
     label = f"{job.label} [hierarchies.{name}]"
     if "pairs" in spec:
         pairs = read_table_columns(job.resolve(spec["pairs"]))
-        return Hierarchy.from_pairs(pairs, name=name, source=Path(spec["pairs"]).name)
+        h = Hierarchy.from_pairs(pairs, name=name, source=Path(spec["pairs"]).name)
+        if "total" in spec and h.root != total:     # the pairs name their own root
+            raise InputError(f"{label} total: the root of {Path(spec['pairs']).name} is "
+                             f"not '{total}' (the pairs name the total: leave total out)")
+        return h
     if "hrc" in spec:
         return Hierarchy.from_hrc(job.resolve(spec["hrc"]), total=total,
                                   lead=spec.get("lead", "@"), name=name)

@@ -398,9 +398,10 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, A
         frames["audit"] = run.audit.to_frame(table=run.table,
                                              only_flagged=audit_flagged_only)
     elif run.audit is not None:
-        frames["audit"] = run.audit.to_columns(
-            table=run.published if run.published is not None else run.table,
-            only_unpublished=not audit_all_cells)
+        table = run.published if run.published is not None else run.table
+        audit = run.audit.to_columns(table=table)
+        audit["status"] = table.status           # a confidential file: the letters U and M
+        frames["audit"] = audit if audit_all_cells else audit.rows(run.audit.unpublished)
     if run.comparison is not None:
         frames["comparison"] = run.comparison
     return frames

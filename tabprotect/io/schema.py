@@ -415,6 +415,8 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
                 if not isinstance(keys, dict):
                     raise InputError(f"{where}: [{name}.{sub}] must be a table")
                 _check_table(section, keys, _where(label, f"{name}.{sub}"), {})
+                if name == "hierarchies":
+                    _check_hierarchy_source(keys, _where(label, f"{name}.{sub}"))
         elif section.shape == "rules":
             _check_rules(section, values, label)
         elif name == "protect":
@@ -429,6 +431,25 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
         else:
             _check_table(section, values, where, {})
     _check_dimension_names(spec, label)
+
+
+#: the keys that give a hierarchy, and the keys that go with one of them only
+HIERARCHY_SOURCES = ("pairs", "hrc", "levels", "columns", "codes", "flat")
+HIERARCHY_COMPANIONS = {"lead": "hrc", "file": "columns"}
+
+
+def _check_hierarchy_source(keys: dict, where: str) -> None:
+    """One source per hierarchy (a second would be ignored), and a key that goes with
+    another source only (``lead`` with ``hrc``, ``file`` with ``columns``) given with it."""
+    given = [k for k in HIERARCHY_SOURCES if k in keys and keys[k] is not False]
+    if len(given) > 1:
+        raise InputError(f"{where}: give one of {', '.join(HIERARCHY_SOURCES)}, not "
+                         f"{' and '.join(given)} (the others would be ignored)")
+    for key, source in HIERARCHY_COMPANIONS.items():
+        if key in keys and source not in keys:
+            raise InputError(f"{where}: '{key}' goes with '{source}', which is not given")
+    if "columns" in keys and "file" not in keys:
+        raise InputError(f"{where}: 'columns' needs 'file' (the correspondence table)")
 
 
 def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
