@@ -197,6 +197,22 @@ def test_negative_protection_level_or_cost_is_one_line(tmp_path, capsys, column)
     assert "-2" not in err
 
 
+@pytest.mark.parametrize("tops, words", [("2,3", "the largest contributions first"),
+                                         ("7,1", "largest contribution is above its value")])
+def test_top_columns_out_of_order_or_above_the_value_are_one_line(tmp_path, capsys, tops,
+                                                                   words):
+    # N2,b (value 9) gets the bad contributions; every other cell a valid pair
+    lines = CELLS.strip().splitlines()
+    cells = "\n".join([lines[0] + ",top1,top2"] + [
+        line + ("," + tops.replace("7,", "97,") if line.startswith("N2,b") else ",1,0")
+        for line in lines[1:]]) + "\n"
+    job = JOB.replace('status = "status"', 'status = "status"\ntop = "top"')
+    code, err = run_cli(["audit", str(write(tmp_path, job, cells))], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "cells.csv: cell (region=N2, size=b)" in err and words in err, err
+    assert "97" not in err and not (tmp_path / "out").exists()
+
+
 def test_freq_column_named_in_the_job_must_be_in_the_file(tmp_path, capsys):
     """freq is optional in the file, but a column the job names is not: a misspelt header
     would otherwise leave every contributor count unknown without a word."""
