@@ -134,3 +134,41 @@ def test_trail_withholds_the_rules_of_a_pattern_of_primaries_only(tmp_path, caps
         public = json.loads((out / name).read_text())
         assert not _keys(public) & {"frequency", "n"}, name
         assert "frequency" not in json.dumps(public), name
+
+
+def test_margins_only_audit_counts_every_blank_cell_as_suppressed(tmp_path, capsys):
+    # an audit with only the margins published: published.csv blanks every inner cell, and
+    # the summary and the job record describe that pattern (the primaries' own value or
+    # count would split the blanks into primaries and the rest)
+    _write(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.replace('[protect]\nmethod = "optimal"\ncost = "unity"\n', ""))
+    assert main(["audit", str(job), "--published-only-margins", "--quiet"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    pub = pd.read_csv(out / "published.csv", dtype={"r": str, "c": str})
+    cells = pd.read_csv(out / "cells.csv", dtype={"r": str, "c": str})
+    blank = pub["value"].isna().to_numpy()
+    assert blank.sum() == 9 and (cells["status"] == "U").sum() == 4     # the premise
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status_counts"]["X"] == 9
+    blank_value = cells["value"].to_numpy()[blank].sum()
+    released = summary["figures"].get("value_suppressed")
+    assert released is None or released == blank_value
+    assert released != cells["value"][cells["status"] == "U"].sum()
+    run = run_pipeline(load_job(job), overrides={"audit": {"published": "margins"}})
+    written = write_outputs(run, tmp_path / "work")
+    record = public_result(run, json.loads(written["summary"].read_text()))
+    assert record["summary"]["suppressed"] == 9
+
+
+def test_rounding_audited_on_the_margins_publishes_the_margins_only(tmp_path, capsys):
+    _write(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.replace('[protect]\nmethod = "optimal"\ncost = "unity"\n',
+                               '[round]\nbase = 10\n').replace("[rules.frequency]\nn = 3\n", ""))
+    assert main(["round", str(job), "--published", "margins", "--quiet"]) == 0
+    capsys.readouterr()
+    pub = pd.read_csv(tmp_path / "out" / "published.csv", dtype={"r": str, "c": str})
+    inner = (pub["r"] != "Total") & (pub["c"] != "Total")
+    assert pub["value"][inner].isna().all() and pub["value"][~inner].notna().all()

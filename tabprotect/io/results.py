@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 #: key -> (file name, what it holds); the confidential files hold true cell values
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
-                  "suppressed; the rounded value for rounding, the adjusted value for "
-                  "cta), freq, status: S, P or Z where published, X for every "
+                  "suppressed or, with published = \"margins\", an inner cell; the rounded "
+                  "value for rounding, the adjusted value for cta), freq, status: S, P or Z where published, X for every "
                   "suppressed cell, primary and secondary alike (no freq or status for "
                   "rounding and cta). Written only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
@@ -266,7 +266,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     pattern that :func:`tabprotect.public_summary.public_summary` releases (each checked
     by the LP audit as one more published equation; the others are listed as withheld,
     among them any whose check does not finish within ``budget``)."""
-    status = run.status
+    status = pattern_status(run) if run.published is not None else run.status
     out: dict[str, Any] = {
         "kind": run.kind, "method": run.method, "attacker": run.attacker,
         "verdict": run.verdict, "cells": int(run.table.n_cells),
@@ -353,7 +353,7 @@ def published_columns(run, show_primaries: bool = False) -> Columns | None:
     (the pattern of a failed audit, never published)."""
     if run.kind in ("rounding", "adjustment"):
         frame = run.table.to_columns(())
-        frame["value"] = np.asarray(run.rounded)
+        frame["value"] = np.where(published_mask(run), np.asarray(run.rounded), np.nan)
         return frame
     if run.published is None:
         return None
@@ -367,6 +367,28 @@ def published_columns(run, show_primaries: bool = False) -> Columns | None:
     if np.isnan(table.freq[~hidden]).all():
         frame = frame.drop(["freq"])
     return frame
+
+
+def published_mask(run) -> np.ndarray:
+    """The cells whose value published.csv gives: those the audit saw published (a
+    rounding audited with ``published = "margins"``: the margins only; suppression: the
+    cells not suppressed; a run without a published pattern, such as primary rules
+    alone: every cell, since it suppresses none)."""
+    if run.kind in ("suppression", "audit", "compare") and run.published is not None:
+        return ~np.asarray(run.unpublished, bool)
+    seen = getattr(run.audit, "is_published", None)
+    if run.kind in ("rounding", "adjustment", "audit-rounded") and seen is not None:
+        return np.asarray(seen, bool)
+    return np.ones(run.table.n_cells, bool)
+
+
+def pattern_status(run) -> np.ndarray:
+    """The status letters of the published pattern: a cell the audit took as unpublished
+    without a suppression status (``[audit] published = "margins"``) counts as suppressed
+    (M), so that the public figures are checked against what is published."""
+    status = run.status
+    hidden = np.asarray(run.unpublished, bool) & ~np.isin(status, ("U", "M"))
+    return np.where(hidden, "M", status) if hidden.any() else status
 
 
 def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, Any]:

@@ -158,10 +158,10 @@ def public_result(run, shared: dict) -> dict:
     state, timings and the figures that
     :func:`~tabprotect.public_summary.public_summary` released for the run's shareable
     summary ``shared`` (``summary.json``)."""
-    status = run.status
-    # an adjustment run (cta) publishes every cell: nothing is suppressed
-    hidden = 0 if run.kind == "adjustment" else int(((status == "U") | (status == "M")).sum())
-    # the number of suppressed cells only: which of them are primaries stays confidential
+    from tabprotect.io.results import published_mask
+    # the cells published.csv leaves blank (every X; a rounding audited with only the
+    # margins published: the inner cells): which of them are primaries stays confidential
+    hidden = int((~published_mask(run)).sum())
     summary = {"cells": int(run.table.n_cells), "suppressed": hidden,
                **shared.get("figures", {"withheld": {}})}
     out = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
