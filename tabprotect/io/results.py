@@ -56,7 +56,9 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "risk": ("risk.csv", "microdata (`risk`): the disclosure risk of each record, no key "
              "values"),
     "perturbed": ("perturbed.csv", "microdata (`perturb`, `swap`; `cellkey` when it swapped "
-                  "or added record keys): the records as released, with their record keys"),
+                  "or added record keys): the records after perturbation, with their record "
+                  "keys, for later runs; confidential when it holds record keys (with the "
+                  "published ptable they give every cell's noise)"),
     "ptable": ("ptable.txt", "`cellkey`: the perturbation table in tau-Argus format "
                "(public: it is published with the tables)"),
     "matrices": ("matrices.csv", "microdata (`perturb`): the transition matrices used "
