@@ -91,6 +91,9 @@ BAD_JOBS = {
     "a total the pairs do not have": (
         JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ntotal = "T"'),
         r"\[hierarchies.region\] total: the root of region.csv is not 'T'"),
+    "group check along no dimension": (
+        JOB + '\n[rules.group]\ndimensions = ["sz"]\n',
+        r"\[rules.group\] dimensions: 'sz' is not a dimension of the table"),
     "cost column without the column cost": (
         JOB + '\n[protect]\ncost = "unity"\ncost_column = "w"\n',
         r"\[protect\]: 'cost_column' applies to cost = \"column\" only \(the cost is unity\)"),

@@ -471,6 +471,7 @@ def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
     geography = spec.get("swap", {}).get("geography")
     if isinstance(geography, str):
         named.add(geography)
+    _check_group_dimensions(spec, label)
     hierarchies = spec.get("hierarchies", {})
     if not named or not isinstance(hierarchies, dict):
         return
@@ -478,6 +479,19 @@ def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
     if unused:
         raise InputError(f"{label} [hierarchies.{unused[0]}]: '{unused[0]}' is not a "
                          f"dimension of the job (named: {', '.join(sorted(named))})")
+
+
+def _check_group_dimensions(spec: dict[str, Any], label: str) -> None:
+    """``[rules.group] dimensions`` names dimensions of the table."""
+    group = spec.get("rules", {}).get("group")
+    table = spec.get("input", spec.get("microdata", {})).get("dimensions")
+    if not isinstance(group, dict) or not isinstance(table, list):
+        return
+    wanted = group.get("dimensions")
+    unknown = [d for d in (wanted if isinstance(wanted, list) else []) if d not in table]
+    if unknown:
+        raise InputError(f"{_where(label, 'rules.group', 'dimensions')}: {unknown[0]!r} is "
+                         f"not a dimension of the table ({', '.join(map(str, table))})")
 
 
 def _check_rules(section: Section, values: dict, label: str) -> None:
