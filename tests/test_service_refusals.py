@@ -18,6 +18,7 @@ from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.io.job import build_table, load_job
 from tabprotect.service.config import load_config
+from tabprotect.service.store import JobStore
 
 import service_server
 
@@ -319,3 +320,38 @@ def test_a_failed_pattern_releases_no_value_figure(store):
         assert "value_suppressed" not in public and "share_value_suppressed" not in public
         assert set(public["withheld"]) == {"value_suppressed", "share_value_suppressed"}
     assert "31337" not in json.dumps(rec) + json.dumps(summary)
+
+
+class StepLog(JobStore):
+    """A store that keeps every step a worker records (the listing shows the last)."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.steps: list[str] = []
+
+    def progress(self, job_id, worker, step, fraction):
+        self.steps.append(step)
+        return super().progress(job_id, worker, step, fraction)
+
+
+def test_the_listed_step_carries_no_figure_of_the_pattern(tmp_path):
+    # the optimal method reports its cost bound and best cost (the secondaries' value) in
+    # its progress messages; the step the listing shows (also to the admin) names the stage
+    from tabprotect.service.worker import Lease, run_claimed
+    folder = tmp_path / "job"
+    (folder / "input").mkdir(parents=True)
+    (folder / "input" / "cells.csv").write_text(
+        "region,size,value,freq\nN1,small,120,12\nN1,large,800,5\nN2,small,45,6\n"
+        "N2,large,300,2\nS1,small,210,20\nS1,large,7331.19,1\nS2,small,95,9\n"
+        "S2,large,640,7\n")
+    (folder / "input" / "region.hrc").write_text("N\n@N1\n@N2\nS\n@S1\n@S2\n")
+    spec = {"input": {"cells": "cells.csv", "dimensions": ["region", "size"],
+                      "compute_totals": True},
+            "hierarchies": {"region": {"hrc": "region.hrc"}},
+            "rules": {"frequency": {"n": 3, "safety_range": 30}},
+            "protect": {"method": "optimal"}}
+    store = StepLog(tmp_path / "jobs.sqlite")
+    job_id = store.create(spec, ["cells.csv", "region.hrc"], folder, owner="tester")
+    assert store.claim("w") == job_id and run_claimed(Lease(store, job_id, "w")) == "finished"
+    assert any(s.startswith("LP round") for s in store.steps)     # the method reported
+    assert not [s for s in store.steps if ":" in s or "bound" in s or "best" in s]

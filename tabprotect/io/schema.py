@@ -448,8 +448,6 @@ def _check_hierarchy_source(keys: dict, where: str) -> None:
     for key, source in HIERARCHY_COMPANIONS.items():
         if key in keys and source not in keys:
             raise InputError(f"{where}: '{key}' goes with '{source}', which is not given")
-    if "columns" in keys and "file" not in keys:
-        raise InputError(f"{where}: 'columns' needs 'file' (the correspondence table)")
 
 
 def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
