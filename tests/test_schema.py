@@ -94,6 +94,9 @@ BAD_JOBS = {
     "group check along no dimension": (
         JOB + '\n[rules.group]\ndimensions = ["sz"]\n',
         r"\[rules.group\] dimensions: 'sz' is not a dimension of the table"),
+    "a duckdb key with another engine": (
+        JOB + '\n[microdata]\nfile = "m.csv"\nengine = "memory"\nthreads = 4\n',
+        r"\[microdata\]: 'threads' applies to the duckdb engine only \(the engine is memory\)"),
     "cost column without the column cost": (
         JOB + '\n[protect]\ncost = "unity"\ncost_column = "w"\n',
         r"\[protect\]: 'cost_column' applies to cost = \"column\" only \(the cost is unity\)"),

@@ -428,6 +428,9 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
         elif name == "round":
             _check_table(section, values, where, {})
             _check_round_keys(values, values.get("method", "controlled"), where)
+        elif name == "microdata":
+            _check_table(section, values, where, {})
+            _check_engine_keys(values, where)
         else:
             _check_table(section, values, where, {})
     _check_dimension_names(spec, label)
@@ -524,6 +527,18 @@ def _check_round_keys(values: dict, method: Any, where: str) -> None:
         if key in values and method not in owners:
             raise InputError(f"{where}: '{key}' applies to {' and '.join(owners)} rounding "
                              f"only (the method is {method})")
+
+
+#: [microdata] keys the DuckDB engine alone reads (``auto`` may choose it)
+DUCKDB_KEYS = ("threads", "memory_limit")
+
+
+def _check_engine_keys(values: dict, where: str) -> None:
+    engine = values.get("engine", "auto")
+    for key in DUCKDB_KEYS:
+        if key in values and engine not in ("auto", "duckdb"):
+            raise InputError(f"{where}: '{key}' applies to the duckdb engine only (the "
+                             f"engine is {engine})")
 
 
 def _check_compare_methods(methods: list, where: str) -> None:
