@@ -30,6 +30,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.io.output import write_frame
 from tabprotect.model.columns import Columns
+from tabprotect.model.status import is_suppressed
 from tabprotect.results import SUPPRESSED_LETTER
 
 if TYPE_CHECKING:
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
                   "suppressed or, with published = \"margins\", an inner cell; the rounded "
-                  "value for rounding, the adjusted value for cta), freq, status: S, P or Z where published, X for every "
+                  "value for rounding, the adjusted value for cta), freq, status: S, P or "
+                  "Z where published, X for every "
                   "suppressed cell, primary and secondary alike (no freq or status for "
                   "rounding and cta). Written only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
@@ -84,8 +86,8 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
               "perturbed_matrices.csv", "perturbed_summary.json")
 
 __all__ = ["OUTPUT_FILES", "PUBLIC_OUTPUTS", "write_outputs", "write_files", "trail_record",
-           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame",
-           "public_notes", "public_parameters"]
+           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions",
+           "published_frame", "public_notes", "public_parameters"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -389,7 +391,7 @@ def pattern_status(run) -> np.ndarray:
     without a suppression status (``[audit] published = "margins"``) counts as suppressed
     (M), so that the public figures are checked against what is published."""
     status = run.status
-    hidden = np.asarray(run.unpublished, bool) & ~np.isin(status, ("U", "M"))
+    hidden = np.asarray(run.unpublished, bool) & ~is_suppressed(status)
     return np.where(hidden, "M", status) if hidden.any() else status
 
 
