@@ -175,6 +175,10 @@ def test_status_words_are_mapped_and_others_are_errors(tmp_path, capsys):
     code, err = run_cli(["audit", str(write(tmp_path, cells=bad))], capsys)
     assert code == 2 and "cells.csv row 5, column 'status': not a status" in err
     assert "Pending" not in err
+    # a published table read back: its X says suppressed, not primary or secondary
+    code, err = run_cli(["audit", str(write(tmp_path, cells=CELLS.replace(",U\n", ",X\n")))],
+                        capsys)
+    assert code == 2 and "row 2, column 'status'" in err and "X, published.csv's" in err
 
 
 def test_infinite_value_and_overflowing_total(tmp_path, capsys):

@@ -649,8 +649,11 @@ def parse_status(column, source: str, name: str = "status") -> np.ndarray:
     bad = ~np.isin(letters.astype(str), ("", "S", "U", "M", "P", "Z"))
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
+        # X is a published table's letter for any suppressed cell: it does not say which
+        hint = ("; X, published.csv's letter for every suppressed cell, does not say "
+                "primary or secondary" if letters[r] == SUPPRESSED_LETTER else "")
         raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
-                         f"S U M P Z, or {', '.join(STATUS_WORDS)})")
+                         f"S U M P Z, or {', '.join(STATUS_WORDS)}{hint})")
     return letters.astype("<U1")
 
 
