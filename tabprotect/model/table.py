@@ -24,7 +24,7 @@ from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
 from tabprotect.model.status import (EMPTY, SAFE, SUPPRESSED_LETTER, check_status,
-                                     is_suppressed)
+                                     is_suppressed, parse_status)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -652,34 +652,6 @@ def _check_additive(source, dims, shape, what, A, rel_total, values, tolerance,
         raise InputError(f"{source}: total cell {name} is not the sum of its parts ({what}; "
                          f"{int(bad.sum())} non-additive relation(s); missing totals can be "
                          f"computed with compute_totals)")
-
-
-#: status words accepted in a status column besides the letters S U M P Z
-STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
-                "protected": "P", "empty": "Z"}
-
-
-def parse_status(column, source: str, name: str = "status") -> np.ndarray:
-    """A status column as letters: S U M P Z (any case), the words of
-    :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
-    text = text_values(np.asarray(column, dtype=object))
-    letters = np.array([_status_letter(t) for t in text], dtype=object)
-    bad = ~np.isin(letters.astype(str), ("", "S", "U", "M", "P", "Z"))
-    if bad.any():
-        r = int(np.flatnonzero(bad)[0])
-        # X is a published table's letter for any suppressed cell: it does not say which
-        hint = ("; X, published.csv's letter for every suppressed cell, does not say "
-                "primary or secondary" if letters[r] == SUPPRESSED_LETTER else "")
-        raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
-                         f"S U M P Z, or {', '.join(STATUS_WORDS)}{hint})")
-    return letters.astype("<U1")
-
-
-def _status_letter(text: str | None) -> str:
-    if not text:
-        return ""
-    lower = text.lower()
-    return STATUS_WORDS.get(lower, lower.upper() if len(lower) == 1 else "?")
 
 
 def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> "pd.DataFrame":
