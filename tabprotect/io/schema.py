@@ -434,7 +434,10 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
             _check_round_keys(values, values.get("method", "controlled"), where)
         elif name == "microdata":
             _check_table(section, values, where, {})
-            _check_engine_keys(values, where)
+            for key in DUCKDB_KEYS:         # read by DuckDB alone (which auto may choose)
+                if key in values and values.get("engine", "auto") not in ("auto", "duckdb"):
+                    raise InputError(f"{where}: '{key}' applies to the duckdb engine only "
+                                     f"(the engine is {values['engine']})")
         else:
             _check_table(section, values, where, {})
     _check_dimension_names(spec, label)
@@ -533,16 +536,8 @@ def _check_round_keys(values: dict, method: Any, where: str) -> None:
                              f"only (the method is {method})")
 
 
-#: [microdata] keys the DuckDB engine alone reads (``auto`` may choose it)
+#: [microdata] keys the DuckDB engine alone reads
 DUCKDB_KEYS = ("threads", "memory_limit")
-
-
-def _check_engine_keys(values: dict, where: str) -> None:
-    engine = values.get("engine", "auto")
-    for key in DUCKDB_KEYS:
-        if key in values and engine not in ("auto", "duckdb"):
-            raise InputError(f"{where}: '{key}' applies to the duckdb engine only (the "
-                             f"engine is {engine})")
 
 
 def _check_compare_methods(methods: list, where: str) -> None:
@@ -575,9 +570,8 @@ def _check_cost_column(values: dict, where: str) -> None:
     """``cost_column`` is read by ``cost = "column"`` alone (otherwise it would be
     ignored)."""
     if "cost_column" in values and values.get("cost") != "column":
-        cost = values.get("cost")
         raise InputError(f"{where}: 'cost_column' applies to cost = \"column\" only (the "
-                         f"cost is {cost if cost is not None else 'the default'})")
+                         f"cost is {values.get('cost', 'the default')})")
 
 
 def method_option_keys(method: str) -> dict[str, Key]:
