@@ -347,6 +347,53 @@ def test_small_count_minimises_aggregate_deviation_small_case():
     assert res.rounded[0] == 10
 
 
+def brute_force_small_count(t: Table, base: int, threshold: int) -> float:
+    """The least sum of ``|published - true|`` over the totals other than the grand total,
+    over every choice of ``round(sum of small counts / base)`` small inner cells to round up
+    (the totals recomputed from the inner cells each time)."""
+    x = t.value.astype(float)
+    inner = leaf_mask(t)
+    small = np.flatnonzero(inner & (x > 0) & (x < threshold))
+    up = int(np.floor(x[small].sum() / base + 0.5))
+    totals = ~inner
+    totals[t.cell(*["T"] * len(t.dimensions))] = False
+    best = np.inf
+    for chosen in itertools.combinations(small, up):
+        r = x.copy()
+        r[small] = 0.0
+        r[list(chosen)] = base
+        best = min(best, np.abs(totals_from_inner(t, r) - x)[totals].sum())
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_count_is_the_brute_force_optimum(seed):
+    # 2-D and 3-D tables with hierarchies: the aggregate deviation of the result is the
+    # least over all choices of the cells rounded up
+    rng = np.random.default_rng(seed)
+    if seed % 2:
+        hs = {"x": hierarchy("two-level", 4, "x"), "y": hierarchy("two-level", 3, "y"),
+              "z": hierarchy("flat", 2, "z")}
+    else:
+        hs = {"x": hierarchy("two-level", 4, "x"), "y": hierarchy("two-level", 5, "y")}
+    n = int(np.prod([h.is_leaf.sum() for h in hs.values()]))
+    inner = np.where(rng.random(n) < 0.5, rng.integers(1, 5, n), rng.choice([0, 5, 7, 12], n))
+    t = product_table(hs, inner.astype(float))
+    base, threshold = 5, 5
+    res = round_table(t, base, "small-count", threshold=threshold, audit=False)
+    r, x = res.rounded, t.value
+    m = leaf_mask(t)
+    small = m & (x > 0) & (x < threshold)
+    assert set(np.unique(r[small])) <= {0.0, base}
+    assert np.array_equal(r[m & ~small], x[m & ~small])
+    assert np.array_equal(r, totals_from_inner(t, r))
+    assert (r[small] > 0).sum() == int(np.floor(x[small].sum() / base + 0.5))
+    totals = ~m
+    totals[t.cell(*["T"] * len(hs))] = False
+    assert np.abs(r - x)[totals].sum() == brute_force_small_count(t, base, threshold)
+    assert res.proven_optimal
+
+
 # ---------------------------------------------------------------- input errors
 def test_bad_inputs():
     t = a4_table()

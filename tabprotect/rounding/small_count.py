@@ -37,28 +37,11 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     is_agg = ~inner
     S = agg[is_agg][:, np.flatnonzero(small_local)].tocsr()  # aggregates x small cells
     xs = out_inner[small_local]
-    # deviation of aggregate t: b * sum_{i in t} d_i - sum_{i in t} x_i
-    shift = S @ xs
-    keep = np.diff(S.indptr) > 0
-    S, shift = S[keep], shift[keep]
-    n_agg = S.shape[0]
+    weight = np.ones(S.shape[0])
+    n_terms = float(np.count_nonzero(np.diff(S.indptr)))  # aggregates with a small cell
+    weight[np.flatnonzero(is_agg) == _grand_total(table)] = max(1.0, n_terms)
     target_up = int(np.floor(xs.sum() / base + 0.5))
-    # variables: d (n_small, binary), e (n_agg, >= |b S d - shift|)
-    agg_weight = np.ones(n_agg)
-    totals = np.flatnonzero(is_agg)[keep]
-    agg_weight[totals == _grand_total(table)] = max(1.0, float(n_agg))
-    I = sp.identity(n_agg, format="csr")
-    upper_rows = sp.hstack([base * S, -I])   # b S d - e <= shift
-    lower_rows = sp.hstack([base * S, I])    # b S d + e >= shift
-    count_row = sp.hstack([sp.csr_matrix(np.ones((1, n_small))), sp.csr_matrix((1, n_agg))])
-    A = sp.vstack([upper_rows, lower_rows, count_row]).tocsr()
-    lo = np.concatenate([np.full(n_agg, -np.inf), shift, [target_up]])
-    hi = np.concatenate([shift, np.full(n_agg, np.inf), [target_up]])
-    c = np.concatenate([np.zeros(n_small), agg_weight])
-    lp = LinearProgram(c=c, A=A, row_lower=lo, row_upper=hi,
-                       col_lower=np.zeros(n_small + n_agg),
-                       col_upper=np.concatenate([np.ones(n_small), np.full(n_agg, np.inf)]),
-                       integrality=np.concatenate([np.ones(n_small, bool), np.zeros(n_agg, bool)]))
+    lp = _deviation_program(S, xs, weight, base, target_up)
     res = solve(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads)
     if not res.has_solution:
         raise InputError(f"small-count rounding: the solver stopped without a solution "
@@ -67,6 +50,68 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
     return rounded, "MILP", res.status == "optimal"
+
+
+def _deviation_program(S: sp.csr_matrix, xs: np.ndarray, weight: np.ndarray, base: int,
+                       target_up: int) -> LinearProgram:
+    """The MILP: binary ``d`` (small cell up), ``sum d = target_up``, minimising
+    ``sum_t weight_t |base k_t - s_t|`` with ``k_t = (S d)_t``, ``s_t = (S xs)_t``.
+
+    Aggregates with the same small cells are one term (weights added); an aggregate with
+    one small cell ``i`` costs ``x_i + (base - 2 x_i) d_i``, linear in ``d``. Every other
+    aggregate has a deviation variable ``e_t`` above the convex hull of ``|base k - s_t|``
+    over integer ``k``: the two lines ``+-(base k - s_t)`` and the chord between
+    ``k = f_t = floor(s_t / base)`` and ``f_t + 1``, ``e_t >= r_t + (base - 2 r_t)(k - f_t)``
+    (``r_t = s_t - base f_t``). The chord cuts off the relaxation's fractional ``k`` at no
+    cost, so the LP bound is that of the aggregates taken one by one.
+    """
+    S, weight = _merge_duplicate_rows(S, weight)
+    n_small = S.shape[1]
+    sizes = np.diff(S.indptr)
+    single = sizes == 1
+    c = np.zeros(n_small)
+    cell = S.indices[S.indptr[:-1][single]]
+    np.add.at(c, cell, weight[single] * (base - 2.0 * xs[cell]))
+    offset = float(weight[single] @ xs[cell])
+    S, w = S[~single], weight[~single]
+    s = S @ xs
+    f = np.floor(s / base + TOL)
+    r = s - base * f
+    slope = base - 2.0 * r
+    n_agg = S.shape[0]
+    eye = sp.identity(n_agg, format="csr")
+    A = sp.vstack([sp.hstack([base * S, -eye]),            # e >= base k - s
+                   sp.hstack([base * S, eye]),             # e >= s - base k
+                   sp.hstack([-sp.diags(slope) @ S, eye]),  # e >= the chord
+                   sp.hstack([sp.csr_matrix(np.ones((1, n_small))),
+                              sp.csr_matrix((1, n_agg))])]).tocsr()
+    inf = np.full(n_agg, np.inf)
+    return LinearProgram(
+        c=np.concatenate([c, w]), A=A, offset=offset,
+        row_lower=np.concatenate([-inf, s, r - slope * f, [target_up]]),
+        row_upper=np.concatenate([s, inf, inf, [target_up]]),
+        col_lower=np.zeros(n_small + n_agg),
+        col_upper=np.concatenate([np.ones(n_small), inf]),
+        integrality=np.concatenate([np.ones(n_small, bool), np.zeros(n_agg, bool)]))
+
+
+def _merge_duplicate_rows(S: sp.csr_matrix, weight: np.ndarray):
+    """The distinct non-empty rows of the 0/1 matrix ``S``, each with the sum of the
+    weights of its copies."""
+    S = S.tocsr()
+    S.sort_indices()
+    index: dict[bytes, int] = {}
+    rows, merged = [], []
+    for t in range(S.shape[0]):
+        lo, hi = S.indptr[t], S.indptr[t + 1]
+        if lo == hi:
+            continue
+        j = index.setdefault(S.indices[lo:hi].tobytes(), len(rows))
+        if j == len(rows):
+            rows.append(t)
+            merged.append(0.0)
+        merged[j] += weight[t]
+    return S[rows], np.asarray(merged)
 
 
 def _grand_total(table: Table) -> int:
