@@ -42,9 +42,14 @@ from bench_peers import CASES, timed_process, write_inputs  # noqa: E402
 #: the tables: name -> (bench_peers case whose job gives the table, cells)
 TABLES = {"ent-2d": ("ent-2d-p-opt", 962), "cnt-2d": ("cnt-2d", 625),
           "cnt-3d": ("cnt-3d", 2197)}
+#: 3-D count tables beyond the shared ones, for how rounding scales: name -> (leaves per
+#: group in each of the three dimensions, generator seed); written by ``peer_variants``
+GENERATED = {"cnt-3d-2744": ((3, 3, 4), 61), "cnt-3d-3375": ((3, 4, 4), 62),
+             "cnt-3d-4913": ((4, 4, 5), 63)}
 ROUNDING = ("deterministic", "random", "controlled", "small-count")
 #: the cases: (table, command, method)
 RUNS = ([(t, "round", m) for t in ("cnt-2d", "ent-2d", "cnt-3d") for m in ROUNDING]
+        + [(t, "round", m) for t in GENERATED for m in ("controlled", "small-count")]
         + [("ent-2d", "protect", "cta"), ("cnt-2d", "protect", "cta"),
            ("ent-2d", "cellkey", "cellkey")])
 
@@ -55,6 +60,8 @@ def jobs(data: Path, work: Path) -> dict[tuple, Path]:
     base = {}
     for table, (case, _) in TABLES.items():
         base[table] = write_inputs(by_name[case], data, work / table).read_text()
+    for table, case in generated_cases(work / "generated").items():
+        base[table] = write_inputs(case, work / "generated", work / table).read_text()
     out = {}
     for table, command, method in RUNS:
         text = base[table]
@@ -77,6 +84,20 @@ def jobs(data: Path, work: Path) -> dict[tuple, Path]:
         path.write_text(body)
         out[(table, command, method)] = path
     return out
+
+
+def generated_cases(folder: Path) -> dict:
+    """The :data:`GENERATED` tables' leaf files in ``folder/counts`` and their cases (count
+    tables with the shared 3-D table's columns)."""
+    from bench_peers import Case
+    from peer_variants import CountShape, write_counts
+    cases = {}
+    for table, (groups, seed) in GENERATED.items():
+        shape = CountShape((groups,) * 3, 0.2)
+        write_counts(shape, seed, folder / "counts" / f"{table}.csv")
+        cases[table] = Case(table, "counts", ("dim1", "dim2", "dim3"), "gauss",
+                            source=f"{table}.csv", cells=shape.cells())
+    return cases
 
 
 def cold(code: str, command: str, job: Path, out: Path, timeout: float) -> dict:
@@ -167,7 +188,9 @@ def main(argv=None) -> int:
     for (table, command, method), job in files.items():
         if args.cases and f"{table}:{method}" not in args.cases:
             continue
-        row = {"table": table, "cells": TABLES[table][1], "command": command,
+        cells = TABLES[table][1] if table in TABLES else \
+            (1 + len(GENERATED[table][0]) + sum(GENERATED[table][0])) ** 3
+        row = {"table": table, "cells": cells, "command": command,
                "method": method}
         for prefix, code in codes.items():
             if "cold" in args.modes:
