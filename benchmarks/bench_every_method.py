@@ -8,14 +8,17 @@ warm in under 0.5 s. Each case is one job file built from the everyday tables of
 * ``round-<method>`` -- ``tabprotect round`` with base 5 (random: seed 7; small-count: threshold 5)
   on the 625-cell and 2,197-cell count tables, and on the 962-cell region x industry
   frequency table of the enterprise microdata; the rounded-table audit on (the default);
+  controlled and small-count rounding also on generated 3-D count tables of 2,744, 3,375
+  and 4,913 cells (:data:`GENERATED`), for how they scale beyond 1,000 cells;
 * ``cta`` -- ``tabprotect protect`` with method ``cta`` on the 962-cell p% magnitude table
   and on the 625-cell count table (the count table's small-count problem);
 * ``cellkey`` -- ``tabprotect cellkey`` on the enterprise microdata (region x industry,
   962 cells; D 3, V 2, js 2).
 
 Cold: the command in a new process (``python -m tabprotect``), wall and CPU seconds of the
-process tree. Warm: ``pipeline.run(job)`` in one process after a first run of the same job,
-the median of ``--warm-repeat`` runs, wall and CPU. ``--base`` runs a second code tree
+process tree, and the audit's verdict (exit code 0 or 1). Warm: ``pipeline.run(job)`` in one process after a first run of the same job,
+the median of ``--warm-repeat`` runs, wall and CPU, and the audit's verdict (of the first
+run). ``--base`` runs a second code tree
 interleaved with this one (each case: this tree, then the base), for CPU ratios on a loaded
 machine. A case that runs longer than ``--timeout`` seconds is reported as such.
 
@@ -109,6 +112,8 @@ def cold(code: str, command: str, job: Path, out: Path, timeout: float) -> dict:
         return {"error": f"over {timeout:.0f} s"}
     if p.returncode not in (0, 1):
         row["error"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
+    elif command != "cellkey":
+        row["passed"] = p.returncode == 0  # exit code 1: the audit failed
     return row
 
 
@@ -117,14 +122,16 @@ import json, statistics, sys, time
 from tabprotect import pipeline
 from tabprotect.io.job import load_job
 job = load_job(sys.argv[1])
-pipeline.run(job)
+run = pipeline.run(job)
+passed = getattr(getattr(run, "audit", None), "passed", None)
 walls, cpus = [], []
 for _ in range(int(sys.argv[2])):
     t0, c0 = time.perf_counter(), time.process_time()
     pipeline.run(job)
     walls.append(time.perf_counter() - t0)
     cpus.append(time.process_time() - c0)
-print(json.dumps({"wall": statistics.median(walls), "cpu": statistics.median(cpus)}))
+print(json.dumps({"wall": statistics.median(walls), "cpu": statistics.median(cpus),
+                  "passed": None if passed is None else bool(passed)}))
 """
 
 
@@ -147,7 +154,8 @@ def fmt(row: dict | None) -> str:
         return "-"
     if "error" in row:
         return row["error"]
-    return f"{row['wall']:.2f} ({row['cpu']:.2f})"
+    verdict = {True: ", audit passed", False: ", audit FAILED"}.get(row.get("passed"), "")
+    return f"{row['wall']:.2f} ({row['cpu']:.2f}){verdict}"
 
 
 def render(rows: list[dict], command: str, has_base: bool) -> str:
