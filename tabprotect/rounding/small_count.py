@@ -3,6 +3,7 @@ which go up); every aggregate is the sum of its rounded inner cells."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,6 +58,7 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
     of it), else the MILP started from that choice."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
     relaxed = solve(dataclasses.replace(lp, integrality=None), time_limit=time_limit,
@@ -72,8 +74,9 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
         return d, "LP relaxation, swaps (meets the LP bound)", True
     if mip_gap is not None and value - bound <= mip_gap * abs(value):
         return d, "LP relaxation, swaps (within mip_gap of the LP bound)", False
-    model = HighsModel(lp, threads=threads, time_limit=time_limit, mip_gap=mip_gap)
-    model.set_start(np.concatenate([d, terms.deviation(terms.S @ d)]))
+    remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
+    model = HighsModel(lp, threads=threads, time_limit=remaining, mip_gap=mip_gap)
+    model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
     res = model.solve(duals=False)
     if not res.has_solution:
         _no_solution(res.status)
