@@ -125,6 +125,7 @@ class AuditResult:
         """The settings the audit applied (``settings``: its :class:`AuditSettings`)."""
         return {"mode": self.mode, "singleton": self.singleton, "integer": self.integer,
                 "coalition": self.coalition,
+                "empty": None if self.table is None else self.table.empty,
                 "settings": None if self.settings is None else self.settings.as_dict()}
 
     def published(self) -> "pd.DataFrame":

@@ -418,6 +418,9 @@ def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> N
                          f"[input] or [audit] published = \"margins\"")
     singleton = bool(opts.get("singleton", False))
     coalition = opts.get("coalition")
+    empty = opts.get("empty", "publish")
+    if table.empty != empty:   # the intruder knows the policy (Table.known_lb)
+        table = result.table = table.replace(empty=empty)
     with steps("audit", 0.3):
         result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
                              singleton=singleton, time_limit=opts.get("time_limit"),

@@ -100,29 +100,30 @@ def _brute_attacked(t, singleton: bool, coalition: int = 0) -> np.ndarray:
     return out
 
 
-def _tiny_pattern(seed: int, leaves: tuple[int, ...]):
+def _tiny_pattern(seed: int, leaves: tuple[int, ...], empty: str):
     """A random count pattern (``test_audit_modes``) with more secondaries, the grand
-    total published (every enumerated cell stays below it)."""
+    total published (every enumerated cell stays below it); with ``empty="publish"``
+    every suppressed count is at least 1 (``Table.lb``), with ``"suppress"`` at least 0."""
     rng = np.random.default_rng(seed)
     t = _pattern(rng, _flat_table(rng, leaves, "frequency"), "frequency")
     status = t.status.copy()
     status[(status == "S") & (rng.random(t.n_cells) < 0.35)] = "M"
     status[int(np.argmax(t.value))] = "S"
-    return t.replace(status=status)
+    return t.replace(status=status, empty=empty)
 
 
 # patterns where primaries the outside intruder leaves safe meet single contributors
-# and coalitions of two, in group passes and alone
-CASES = [(6, (3, 3)), (8, (3, 3)), (8, (4, 3)), (15, (4, 3)), (6, (3, 2, 2)),
-         (15, (3, 2, 2))]
+# and coalitions of two, in group passes and alone, at the bounds 1 and 0
+CASES = [(6, (3, 3), "publish"), (8, (3, 3), "suppress"), (39, (4, 3), "publish"),
+         (15, (4, 3), "suppress"), (6, (3, 2, 2), "publish"), (15, (3, 2, 2), "suppress")]
 
 
-@pytest.mark.parametrize("seed,leaves", CASES)
-def test_integer_attackers_alone_and_in_groups_match_brute_force(seed, leaves):
+@pytest.mark.parametrize("seed,leaves,empty", CASES)
+def test_integer_attackers_alone_and_in_groups_match_brute_force(seed, leaves, empty):
     # where the outside intruder already leaves a primary short, no attacker is asked
     # (as in the audit); elsewhere every mode, with and without group passes, flags
     # exactly the primaries some attacker narrows below the requirement
-    t = _tiny_pattern(seed, leaves)
+    t = _tiny_pattern(seed, leaves, empty)
     safe = (t.status == "U") & audit(t, integer=True).protected
     assert safe.any()
     groups_run = 0
@@ -145,7 +146,8 @@ def test_two_attackers_pin_together_what_neither_pins_alone():
     # a 2x3 count table (row 0: three single contributors, row 1: counts of 2), every
     # margin published: cell (0,0) moves with (0,1) or with (0,2). The contributor of
     # (0,1) or of (0,2) alone leaves it [0, 2]; both together pin it. So a group's pass
-    # can only certify, and attackers sharing a relation go to different groups.
+    # can only certify, and attackers sharing a relation go to different groups. Empty
+    # cells may be suppressed (bound 0): at bound 1 row 0 is pinned for every intruder.
     rows = Hierarchy.flat(["r0", "r1"], total="T")
     cols = Hierarchy.flat(["c0", "c1", "c2"], total="T")
     inner = np.array([[1, 1, 1], [2, 2, 2]], float)
@@ -156,7 +158,7 @@ def test_two_attackers_pin_together_what_neither_pins_alone():
     status = np.full(12, "S")
     status[[5, 6, 7, 9, 10, 11]] = ["U", "M", "M", "M", "M", "M"]
     t = Table.from_arrays({"r": rows, "c": cols}, v, v.copy(), kind="frequency",
-                          status=status, upl=np.where(np.arange(12) == target, 1.0, 0.0))
+                          empty="suppress", status=status, upl=np.where(np.arange(12) == target, 1.0, 0.0))
     idx, X = _integral_tables(t, np.isin(t.status, ("U", "M")))
     col = {int(c): i for i, c in enumerate(idx)}
     for known, lo, hi in ((partners[:1], 0, 2), (partners[1:], 0, 2), (partners, 1, 1)):
@@ -168,12 +170,12 @@ def test_two_attackers_pin_together_what_neither_pins_alone():
     assert res.protected[target] and not res.attacked[target]
 
 
-@pytest.mark.parametrize("seed,leaves", CASES[:4])
-def test_attacker_passes_stopped_early_leave_primaries_undecided(seed, leaves):
+@pytest.mark.parametrize("seed,leaves,empty", CASES[:4])
+def test_attacker_passes_stopped_early_leave_primaries_undecided(seed, leaves, empty):
     # with no time for the attackers' passes, a primary they did not finish is
     # undecided (incomplete, not protected), never attacked; the shortfalls brute
     # force finds are each attacked or undecided, and a finished audit flags them all
-    t = _tiny_pattern(seed, leaves)
+    t = _tiny_pattern(seed, leaves, empty)
     safe = (t.status == "U") & audit(t, integer=True).protected
     truth = _brute_attacked(t, singleton=True)
     for mode in ("intervals", "verdict"):

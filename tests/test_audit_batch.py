@@ -103,11 +103,12 @@ def test_stacked_verdict_modes_are_the_lp_audits(seed, mode):
 
 
 def _brute_force(t: Table, unpublished: np.ndarray, caps):
-    """Every integral table the intruder cannot rule out (cell ``k`` at most ``caps[k]``),
-    enumerated."""
+    """Every integral table the intruder cannot rule out (cell ``k`` from its a-priori
+    lower bound ``t.lb`` to ``caps[k]``), enumerated."""
     A = t.relations.toarray()
     cells = np.flatnonzero(unpublished)
-    grids = np.stack(np.meshgrid(*[np.arange(c + 1) for c in caps], indexing="ij"),
+    grids = np.stack(np.meshgrid(*[np.arange(int(t.lb[s]), c + 1) for s, c in zip(cells, caps)],
+                                 indexing="ij"),
                      axis=-1).reshape(-1, len(cells))
     base = t.value.copy()
     base[cells] = 0
@@ -180,7 +181,8 @@ def test_a_stack_out_of_time_never_passes():
 
 def test_stacked_3d_blocks_match_brute_force():
     # two 2x2x2 sub-cubes of a 4x4x4 count table hidden behind their published line sums
-    # (two components, each with two integral tables): the integer bounds are theirs
+    # (two components, each with two integral tables): the integer bounds are theirs.
+    # The sub-cubes hide empty cells, so empty cells may be suppressed: bound 0
     hs = {d: Hierarchy.flat([f"{d}{i}" for i in range(4)], total="T") for d in "abc"}
     inner = np.zeros((4, 4, 4))
     parity = np.indices((2, 2, 2)).sum(axis=0) % 2
@@ -195,7 +197,7 @@ def test_stacked_3d_blocks_match_brute_force():
     leaf = np.zeros((5, 5, 5), bool)
     leaf[1:, 1:, 1:] = True
     t = Table.from_arrays(hs, aggregate_leaves(full.ravel(), list(hs.values())),
-                          kind="frequency")
+                          kind="frequency", empty="suppress")
     grid = np.arange(t.n_cells).reshape(5, 5, 5)
     unpublished = np.zeros(t.n_cells, bool)
     unpublished[grid[1:3, 1:3, 1:3].ravel()] = True
@@ -265,7 +267,7 @@ def _two_hidden_cubes(seed: int) -> Table:
     full[1:3, 1:3, 1:3] += 1      # no zero in the hidden cubes (zeros are published)
     full[3:5, 3:5, 3:5] += 1
     t = Table.from_arrays(hs, aggregate_leaves(full.ravel(), list(hs.values())),
-                          kind="frequency")
+                          kind="frequency", empty="suppress")
     grid = np.arange(t.n_cells).reshape(5, 5, 5)
     st_ = np.where(t.value == 0, "Z", "S").astype("<U1")
     for cube in (grid[1:3, 1:3, 1:3].ravel(), grid[3:5, 3:5, 3:5].ravel()):

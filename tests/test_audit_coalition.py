@@ -39,13 +39,27 @@ def test_two_single_contributors_together_disclose_what_neither_does_alone():
 
 
 def test_count_coalition_knows_its_own_records_only():
-    # counts: a coalition of two records, one in b and one in c, knows b >= 1 and
-    # c >= 1, so a <= 3, short of the 1 + 3 its level asks for; no record knows that
-    # it is alone in its cell unless the cell holds no other (freq == its members)
-    t = one_way([1, 2, 2], [1, 2, 2], ["U", "M", "M"], [3, 0, 0], kind="frequency")
+    # counts whose cells may be empty when suppressed (bound 0): a coalition of two
+    # records, one in b and one in c, knows b >= 1 and c >= 1, so a <= 3, short of the
+    # 1 + 3 its level asks for; no record knows that it is alone in its cell unless the
+    # cell holds no other (freq == its members)
+    t = one_way([1, 2, 2], [1, 2, 2], ["U", "M", "M"], [3, 0, 0], kind="frequency"
+                ).replace(empty="suppress")
     assert audit(t, singleton=True).passed
     res = audit(t, coalition=2)
     assert not res.passed
+    assert oracle_protected(t, coalition=2, integer=True).tolist() == res.protected.tolist()
+
+
+def test_count_coalition_beyond_the_published_bound_one():
+    # empty cells published: everyone knows b >= 1 and c >= 1 (a <= 5, as the level 4
+    # asks); one record in each of b and c knows no more, two records of b know b >= 2
+    # (a <= 4)
+    t = one_way([1, 3, 3], [1, 3, 3], ["U", "M", "M"], [4, 0, 0], kind="frequency")
+    assert t.lb[1:].tolist() == [1.0, 1.0, 1.0]
+    assert audit(t, singleton=True).passed
+    res = audit(t, coalition=2)
+    assert not res.passed and res.attacked[1]
     assert oracle_protected(t, coalition=2, integer=True).tolist() == res.protected.tolist()
 
 

@@ -13,8 +13,9 @@ from tabprotect.secondary import protect
 
 
 def _systems(shape, seed):
-    t = synthetic.count_table(shape, seed=seed)
-    res = protect(t, method="gauss", cost="freq", repair=False)
+    # suppressed counts may be 0 (bound 0): fractional LP optima, so the search branches
+    t = synthetic.count_table(shape, seed=seed).replace(empty="suppress")
+    res = protect(t, method="gauss", cost="freq", repair=False, empty="suppress")
     table = t.replace(status=res.status)
     hidden = table.suppressed
     builder = SystemBuilder(table, hidden, dual_min_vars=10**9)

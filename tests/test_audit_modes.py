@@ -237,7 +237,9 @@ def _gauss_count_pattern(seed: int, leaves: tuple[int, ...], singleton: bool = F
     prim = (t.value >= 1) & (t.value <= 2)
     st_ = np.where(t.value == 0, "Z", "S").astype("<U1")
     st_[prim] = "U"
-    t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0))
+    # empty="suppress": a suppressed count may be 0, so gauss's pattern protects some
+    t = t.replace(status=st_, upl=np.where(prim, 1.0, 0.0), spl=np.where(prim, 2.0, 0.0),
+                  empty="suppress")
     return t.replace(status=gauss(t, t.value.copy(), singleton=singleton).status)
 
 

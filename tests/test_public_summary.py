@@ -492,7 +492,7 @@ def test_integer_ends_of_3d_count_tables(seed):
     _check(t, st, integer=True)
 
 
-@pytest.mark.parametrize("seed", [15, 16, 17, 71])
+@pytest.mark.parametrize("seed", [2, 3, 15, 17])
 def test_end_points_leaning_toward_the_figures_where_no_move_makes_them_up(seed):
     # tables where some end point moves the figures' parts further than the other
     # components make up, and a table at the same end leaning toward the parts' truth
@@ -656,7 +656,7 @@ def test_a_check_foreseen_late_withholds_its_figures_at_once():
     import time
 
     from tabprotect.public_summary import Forecast
-    t, st = _random_3d_count_table(15)
+    t, st = _random_3d_count_table(124)
     start = time.monotonic()
     out = public_summary(t, st, time_limit=600.0,
                          forecast=Forecast(searches=1, witness_share=1e12))

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import kernel_cached, load_kernel
 
@@ -148,3 +150,84 @@ def test_the_loads_objects_skip_the_young_generations():
     assert young < 5000 and before == after == 0
     young, before, after = got["frozen"]
     assert young < 5000 and after > before + 50_000
+
+
+def test_a_networks_flow_runs_the_specialisation_the_load_compiled():
+    """A network's memoised (read-only) ends reach the compiled flow with the array
+    flags of the load's warm-up call: numba compiles no second specialisation (most of
+    a second's CPU in a user's first run) at the first flow, and the flow is the
+    Python one."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabprotect.secondary.modular.network import Network, max_flow
+    load_kernel()
+    net = Network.of(sp.csr_matrix([[1.0, -1.0, -1.0, 0.0], [0.0, 1.0, 0.0, -1.0]]))
+    assert not net.tail.flags.writeable
+    fwd, bwd = np.array([2.0, 1.5, 4.0, 0.5]), np.array([1.0, 3.0, 0.25, 2.0])
+    total, side = net.flow(fwd, bwd, 1, 0, (0,))
+    ref_total, ref_side = max_flow(net.capacities(fwd, bwd, (0,)).tolist(), 1, 0)
+    assert total == ref_total and (side == ref_side).all()
+    assert len(network_kernel.flow_compiled.signatures) == 1
+
+
+_NK_JOB = """[microdata]
+file = "{ent}/micro.csv.gz"
+dimensions = ["region", "industry"]
+response = "turnover"
+
+[hierarchies.region]
+hrc = "{ent}/region.hrc"
+
+[hierarchies.industry]
+hrc = "{ent}/industry.hrc"
+
+[rules.frequency]
+n = 3
+safety_range = 10
+
+[[rules.dominance]]
+n = 1
+k = 80
+
+[protect]
+method = "modular"
+cost = "value"
+singleton = false
+kernel = "{kernel}"
+"""
+
+
+@pytest.mark.slow
+def test_a_load_within_the_run_keeps_the_pattern_of_a_run_that_never_loads(tmp_path):
+    """The peer benchmark's 2-D NK enterprise table of seed 24 (1,260 cells), whose
+    optimum rounds need the uniqueness MILPs: the one-table CLI run loads the cached
+    kernel part-way through its sub-tables and publishes the same cells as a run that
+    never loads it, and the LP audit passes both."""
+    import csv
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from peer_variants import write_variant
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    write_variant(24, tmp_path / "data")
+    _cache_folder()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TABPROTECT_NO_NUMBA", None)
+    cells, loads = {}, {}
+    for kernel in ("auto", "python"):
+        job = tmp_path / f"{kernel}.toml"
+        job.write_text(_NK_JOB.format(ent=tmp_path / "data" / "enterprise", kernel=kernel))
+        out = subprocess.run(
+            [sys.executable, "-c", _CLI, "protect", str(job), "-o", str(tmp_path / kernel),
+             "--quiet", "--profile", str(tmp_path / f"{kernel}.json")],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        summary = json.loads((tmp_path / kernel / "summary.json").read_text())
+        assert summary["verdict"] == "PASSED"
+        with (tmp_path / kernel / "cells.csv").open(newline="") as f:
+            cells[kernel] = [row["status"] for row in csv.DictReader(f)]
+        profile = json.loads((tmp_path / f"{kernel}.json").read_text())
+        loads[kernel] = [w for w in profile["within"] if "kernel" in w["part"]]
+    assert loads["auto"] and not loads["python"]
+    assert cells["auto"] == cells["python"] and cells["auto"].count("M") > 100

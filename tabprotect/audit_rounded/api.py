@@ -53,6 +53,9 @@ def _assumed(rounded, base, method, k_step, threshold, margins_from_interior,
             k_step = int(rounded.params.get("k_step", 0)) if rounded.max_steps > 0 else 0
     else:
         raise InputError("audit_rounded: give a RoundingResult or a Table of rounded values")
+    # a rounded publication shows every cell's number, an empty one as 0 like a count
+    # rounded to 0: the intruder does not know which counts are non-empty
+    table = table.replace(empty="suppress")
     if base is None or method is None:
         raise InputError("audit_rounded: give the rounding base and method")
     base = int(base)

@@ -16,6 +16,7 @@ EXAMPLES = """  tabprotect audit job.toml                  status column of the 
   tabprotect audit job.toml --singleton      also attack as each single contributor
   tabprotect audit job.toml --published-only-margins   audit "only margins published"
   tabprotect audit job.toml --verdict-only --workers 2   large patterns: verdict only
+  tabprotect audit job.toml --empty suppress  empty cells were suppressed too (an X may be 0)
 """
 
 
@@ -35,13 +36,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="processes for independent components (default 1)")
     p.add_argument("--all-cells", action="store_true", help="write every cell to audit.csv, "
                    "not only the unpublished ones")
+    p.add_argument("--empty", choices=("publish", "suppress"), default=None,
+                   help="the publication's empty cells (default publish, as protect's): "
+                        "shown Z, so a suppressed count is at least 1; or suppressed too")
 
 
 def run(args) -> int:
     overrides = {"audit": {
         "integer": args.integer, "singleton": args.singleton, "time_limit": args.time_limit,
         "published": "margins" if args.published_only_margins else None,
-        "mode": "verdict" if args.verdict_only else None, "workers": args.workers}}
+        "mode": "verdict" if args.verdict_only else None, "workers": args.workers,
+        "empty": args.empty}}
     result, code = execute(args, "audit", task="audit", overrides=overrides,
                            audit_all_cells=args.all_cells)
     print_summary(result)

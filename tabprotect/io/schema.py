@@ -203,7 +203,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("repair", "boolean", True, doc="repair audit shortfalls by further suppression"),
         Key("mip_gap", "number", low=0, high=1, doc="relative MILP gap to stop at"),
         Key("empty", "string", "publish", choices=("publish", "suppress"),
-            doc="may empty cells be secondary suppressions"),
+            doc="may empty cells be secondary suppressions; publish (shown Z) also tells "
+                "the intruder that a suppressed count is at least 1 (docs/audit.md)"),
         Key("audit_mode", "string", "auto", choices=("auto", "intervals", "verdict"),
             doc="audit of the final pattern"),
         Key("audit_workers", "integer", 1, low=1, doc="processes for the audit"),
@@ -220,6 +221,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("mode", "string", "intervals", choices=("intervals", "verdict"),
             doc="verdict: only whether each primary is protected"),
         Key("workers", "integer", 1, low=1, doc="processes for independent components"),
+        Key("empty", "string", "publish", choices=("publish", "suppress"),
+            doc="the publication's empty cells, as [protect] empty: publish (shown Z) tells "
+                "the intruder that a suppressed count is at least 1; suppress: it may be 0"),
     )),
     Section("round", "rounding (docs/rounding.md)", (
         Key("base", "integer", low=1, doc="the rounding base (required)"),

@@ -240,7 +240,8 @@ def product_structure(table: Table, shape: tuple[int, ...] | None = None,
     extra = {key_: np.asarray(v)[source] for key_, v in table.extra.items()}
     extra["source_cell"] = source
     return Table.from_arrays(dims, table.value[source], table.freq[source],
-                             top=take(table.top), cost=take(table.cost), lb=take(table.lb),
+                             top=take(table.top), cost=take(table.cost),
+                             lb=take(table.given_lb), empty=table.empty,
                              ub=take(table.ub), status=take(table.status),
                              upl=take(table.upl), lpl=take(table.lpl), spl=take(table.spl),
                              kind=table.kind, name=table.name, extra=extra)

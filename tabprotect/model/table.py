@@ -63,10 +63,11 @@ class Table:
     dimensions : the dimensions of a product table (empty for a general table)
     top : (cells x k) largest contributions, descending, or None
     cost : suppression cost per cell or None (the method's cost function decides)
-    lb, ub : attacker's a-priori bounds (default 0 and +inf)
+    lb, ub : attacker's a-priori bounds (default 0 and +inf; ``lb`` raised by :meth:`known_lb`)
     status : tau-Argus letters S U M P Z per cell
     upl, lpl, spl : upper, lower and sliding protection levels (value units)
     kind : ``"magnitude"`` or ``"frequency"``
+    empty : ``"publish"`` (empty cells shown ``Z``) or ``"suppress"`` (they may be ``X``)
     extra : further per-cell arrays (e.g. shadow variable, holding-level top contributions)
 
     Examples
@@ -96,6 +97,8 @@ class Table:
     spl: np.ndarray | None = None
     kind: str = "magnitude"
     name: str = ""
+    # the intruder's knowledge of empty cells: with "publish" a suppressed count is >= 1
+    empty: str = "publish"
     extra: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -128,6 +131,23 @@ class Table:
         set_("relation_total", np.asarray(self.relation_total, dtype=np.int64))
         if self.kind not in ("magnitude", "frequency"):
             raise InputError(f"table kind must be 'magnitude' or 'frequency', not {self.kind!r}")
+        if self.empty not in ("publish", "suppress"):
+            raise InputError(f"empty must be 'publish' or 'suppress', not {self.empty!r}")
+        self.__dict__["_given_lb"] = self.lb
+        set_("lb", self.known_lb(self.lb))
+
+    @property
+    def given_lb(self) -> np.ndarray:
+        """The a-priori lower bounds as given, before :meth:`known_lb` raised them."""
+        return self.__dict__["_given_lb"]
+
+    def known_lb(self, lb: np.ndarray) -> np.ndarray:
+        """The intruder's lower bounds from the given ``lb``: in a count table whose empty
+        cells are published, a cell not ``Z`` with a count of at least 1 is at least 1;
+        magnitude tables, ``empty="suppress"`` and non-``Z`` zeros keep their bounds."""
+        raise_ = ((self.status != EMPTY) & (self.value >= 1) & (lb < 1)
+                  & (self.kind == "frequency") & (self.empty == "publish"))
+        return np.where(raise_, 1.0, lb) if raise_.any() else lb
 
     # ------------------------------------------------------------ constructors
     @classmethod
@@ -469,7 +489,9 @@ class Table:
         return _cell_name_flat(self.dimensions, self.shape, int(i))
 
     def replace(self, **changes) -> "Table":
-        """A new Table with some fields replaced (the original is unchanged)."""
+        """A new Table with some fields replaced (the original is unchanged); ``lb`` is
+        :attr:`given_lb` unless given, so the raised bounds follow the new fields."""
+        changes.setdefault("lb", self.given_lb)
         new = dataclasses.replace(self, **changes)
         for attr in ("positions", "labels", "is_inner", "depth"):
             if attr in self.__dict__ and "dimensions" not in changes \
@@ -541,10 +563,6 @@ def _as_dimensions(dimensions) -> list[Dimension]:
             dims.append(Dimension(k, h))
         return dims
     return list(dimensions)
-
-
-def _dimension_names(dimensions) -> list[str]:
-    return [d.name for d in _as_dimensions(dimensions)]
 
 
 def _top_columns(frame: Columns, top, source: str) -> list[str] | None:

@@ -1,7 +1,8 @@
 """Protection levels: what the rules found per cell, combined into statuses and levels.
 
 A cell's UPL is the largest over the rules that fire, its LPL the same, capped so that
-``value - LPL >= lb``; the SPL is 0 unless a manual file gives one.  A-priori statuses of
+``value - LPL >= lb`` (the bound as given, ``Table.given_lb``: the one the publication's
+empty cells raise, ``Table.lb``, meets a level reaching below it there); the SPL is 0 unless a manual file gives one.  A-priori statuses of
 the input table are kept (``U`` stays unsafe with reason ``apriori``, ``P`` protected);
 manual ``S`` and ``P`` win over every rule.
 """
@@ -28,7 +29,8 @@ class Levels:
     upl: np.ndarray
     lpl: np.ndarray
     spl: np.ndarray
-    lb: np.ndarray                 # a-priori bounds (a manual file may change them)
+    lb: np.ndarray                 # a-priori bounds as given (a manual file may change
+    #                                them; the table raises them where empty cells show)
     ub: np.ndarray
     force_safe: np.ndarray         # manual S
     protected: np.ndarray          # P in the input table or a manual file
@@ -41,7 +43,7 @@ class Levels:
         n = table.n_cells
         zeros = np.zeros(n)
         lv = cls(np.zeros(n, dtype=bool), zeros.copy(), zeros.copy(), zeros.copy(),
-                 table.lb.copy(), table.ub.copy(), np.zeros(n, dtype=bool),
+                 table.given_lb.copy(), table.ub.copy(), np.zeros(n, dtype=bool),
                  table.status == PROTECTED, [[] for _ in range(n)], {})
         apriori_u = table.status == PRIMARY
         if apriori_u.any():

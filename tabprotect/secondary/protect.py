@@ -151,6 +151,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     if cost is None:
         cost = "value"
     spec, opts, settings = _checked(table, method, options, empty, settings, keywords)
+    if table.empty != empty:   # the intruder knows the policy: Table.known_lb
+        table = table.replace(empty=empty)
     coalition = check_coalition(table, coalition, singleton)
     params = {"cost": cost if isinstance(cost, str) else "array", "time_limit": time_limit,
               "singleton": singleton, "repair": repair, "empty": empty,

@@ -45,14 +45,15 @@ class Condition:
 
 def conditions(table: Table, req: Requirements) -> list[Condition]:
     """Per primary its upward and downward conditions (a sliding level asks at least
-    half of it each way), with a small margin over the level, never beyond the cell's
-    range; the largest primaries first (upwards before downwards)."""
+    half of it each way, and what the other way's range cannot give: a count 1 at its
+    bound 1 takes the whole width upwards), with a small margin over the level, never
+    beyond the cell's range; the largest primaries first (upwards before downwards)."""
     out = []
     for k, s in enumerate(req.primary):
         half = 0.5 * req.need_width[k]
-        for sign, need, rng in ((1.0, req.need_up[k], req.up[s]),
-                                (-1.0, req.need_down[k], req.down[s])):
-            need = max(float(need), float(half))
+        for sign, need, rng, other in ((1.0, req.need_up[k], req.up[s], req.down[s]),
+                                       (-1.0, req.need_down[k], req.down[s], req.up[s])):
+            need = max(float(need), float(half), float(req.need_width[k] - other))
             if need <= 0:
                 continue
             need = min(need * (1 + 1e-6) + req.tol[k], float(rng))

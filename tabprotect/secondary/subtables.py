@@ -228,7 +228,8 @@ def subtable_table(table: Table, sub: SubTable, **arrays) -> Table:
                                                        name=dim.name)))
     cells = sub.cells
     fields = {"value": table.value[cells], "freq": table.freq[cells],
-              "lb": table.lb[cells], "ub": table.ub[cells], "status": table.status[cells],
+              "lb": table.given_lb[cells], "ub": table.ub[cells], "status": table.status[cells],
+              "empty": table.empty,
               "upl": table.upl[cells], "lpl": table.lpl[cells], "spl": table.spl[cells]}
     if table.cost is not None:
         fields["cost"] = table.cost[cells]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from tabprotect.model.relations import connected_components
+from tabprotect.model.relations import component_roots, masked_entries
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
 from tabprotect.secondary.gauss.widths import WidthStep, seconds_left
@@ -61,12 +61,17 @@ class AttackStep(WidthStep):
     suppressed cell, far cheaper than a new one).  ``max_component``: a condition whose
     primary's component of the pattern has more cells is left to the audit (each of
     its LPs spans the component).  ``lift``: a fractional witness's multiples up to
-    this one are tried as an integral move for the audit (:meth:`_lift`; 1: none)."""
+    this one are tried as an integral move for the audit (:meth:`_lift`; 1: none).
+    ``bound_only``: only the primaries whose range one way is short of their level or
+    half their width that way (:meth:`bites`: a count 1 at its bound 1), where the
+    elimination, blind to the bounds, falls short; the audit judges the others."""
 
     def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
-                 max_component: int | None = None, lift: int = 4, **kwargs):
+                 max_component: int | None = None, lift: int = 4, bound_only: bool = False,
+                 **kwargs):
         kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
         super().__init__(table, cost, singleton=True, **kwargs)
+        self.bound_only = bound_only
         self._labels: dict = {}
         self.max_component = max_component
         self.lift = lift
@@ -91,9 +96,21 @@ class AttackStep(WidthStep):
             k = c.slot
             level = req.need_up[k] if c.sign > 0 else req.need_down[k]
             rng = req.up[c.cell] if c.sign > 0 else req.down[c.cell]
-            need = min(max(float(level), 0.5 * float(req.need_width[k])), float(rng))
-            out.append(Condition(c.cell, k, c.sign, need))
+            other = req.down[c.cell] if c.sign > 0 else req.up[c.cell]
+            need = min(max(float(level), 0.5 * float(req.need_width[k]),
+                           float(req.need_width[k] - other)), float(rng))
+            # no room (a count 1 at its bound 1): met where the cell is
+            if need > 0 and (not self.bound_only or self.bites(k)):
+                out.append(Condition(c.cell, k, c.sign, need))
         return out
+
+    def bites(self, k: int) -> bool:
+        """Whether primary ``k``'s range (its bounds) one way is short of its level or of
+        half its width that way, so that the other way must give more."""
+        req, s = self.req, self.req.primary[k]
+        half = 0.5 * float(req.need_width[k])
+        return bool(req.down[s] < max(float(req.need_down[k]), half) - 1e-9
+                    or req.up[s] < max(float(req.need_up[k]), half) - 1e-9)
 
     def run(self, suppressed: np.ndarray, deadline: float | None = None) -> AttackOutcome:
         """Extend the pattern ``suppressed`` until every condition has its witnesses."""
@@ -253,16 +270,12 @@ class AttackStep(WidthStep):
         return comp
 
     def _label(self, mask: np.ndarray) -> np.ndarray:
-        """Per cell its component among the ``mask`` cells linked by relations (-1 off
-        the mask)."""
+        """Per cell its component among the ``mask`` cells linked by relations, named by
+        a node of it (-1 off the mask): read off the incidence's arrays, no graph built."""
         n_rel, n = self.incidence.shape
-        inc = self.incidence[:, np.flatnonzero(mask)].tocoo()
-        cols = np.flatnonzero(mask)[inc.col]
-        graph = sp.csr_matrix((np.ones(inc.nnz), (inc.row, n_rel + cols)),
-                              shape=(n_rel + n, n_rel + n))
-        _, lab = connected_components(graph, directed=False)
-        labels = np.where(mask, lab[n_rel:], -1)
-        return labels
+        at, rows = masked_entries(self.incidence, mask)
+        roots = component_roots(rows, n_rel + self.incidence.indices[at], n_rel + n)
+        return np.where(mask, roots[n_rel:], -1)
 
     def _solve_attack(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
                       keep: np.ndarray | None, deadline: float | None):

@@ -71,8 +71,11 @@ class GaussOptions:
                "primary's levels against each single contributor, with singleton): on "
                "count tables of 3 or more dimensions without the width step, where the "
                "elimination's no-exact-disclosure leaves intervals 1.5 wide against one "
-               "count-1 cell; in 2-D none was found short (peers' 25^2, the property "
-               "test), and the step's LPs there only certify"})
+               "count-1 cell; on other count tables whose primaries have a positive lower "
+               "bound (empty cells published), for the primaries whose range one way is "
+               "short of their level (a count 1 at its bound 1; the elimination ignores "
+               "the bound: fewer LPs and cells than every primary's, the audit judges the "
+               "rest); elsewhere none was found short, the step's LPs only certify"})
     attack_max_component: int = field(default=1_000, metadata={
         "why": "the attack step leaves to the audit the primaries whose component of the "
                "pattern has more cells: each of its LPs spans the component (a 10^4-cell "
@@ -263,12 +266,14 @@ def gauss(table: Table, cost: np.ndarray, *, time_limit: float | None = None,
             add_plain_seconds(time.perf_counter() - t_run)
     status[run.secondary] = "M"
     if singleton and (attack == "always" or (attack == "counts" and "widths_unmet" not in
-                                             details and table.kind == "frequency"
-                                             and len(table.dimensions) >= 3)):
+                                             details and _attacked_counts(table))):
         left = attack_seconds if deadline is None else \
             attack_share * max(0.0, deadline - time.perf_counter())
+        # where only the bound asks for the step (attack="counts" below three
+        # dimensions), its LPs are for the primaries the bound holds back
         status, moves = _attack_step(table, status, cost, time.perf_counter() + left,
-                                     attack_max_component, details)
+                                     attack_max_component, details,
+                                     attack == "counts" and len(table.dimensions) < 3)
     if prune == "always" or (prune == "general" and not table.dimensions):
         end = start + (prune_seconds if time_limit is None else time_limit)
         status, proofs = _prune_step(table, status, cost, singleton, width_witnesses, end,
@@ -309,13 +314,24 @@ def _widths_proven(table: Table, details: dict) -> bool:
             and not details["widths_timed_out"] and table.kind != "frequency")
 
 
+def _attacked_counts(table: Table) -> bool:
+    """Whether ``attack="counts"`` runs the attack step: a count table of three or more
+    dimensions, or one whose primaries have a positive a-priori lower bound (a published
+    empty cell makes every other count at least 1, and the elimination alone does not
+    see a bound)."""
+    if table.kind != "frequency":
+        return False
+    return len(table.dimensions) >= 3 or bool((table.lb[table.status == "U"] > 0).any())
+
+
 def _attack_step(table: Table, status: np.ndarray, cost: np.ndarray, deadline: float,
-                 max_component: int, details: dict):
-    """The attack step on the pattern; record what it did.  Returns the pattern and
-    the step's integral witnesses (for the audit's integer intruder of a count table:
-    checked there, they certify most primaries against most attackers without an LP)."""
+                 max_component: int, details: dict, bound_only: bool = False):
+    """The attack step on the pattern (``bound_only``: see :class:`.AttackStep`); record
+    what it did.  Returns the pattern and the step's integral witnesses (for the audit's
+    integer intruder of a count table: checked there, they certify most primaries
+    against most attackers without an LP)."""
     t0 = time.perf_counter()
-    out = AttackStep(table, cost, max_component=max_component).run(
+    out = AttackStep(table, cost, max_component=max_component, bound_only=bound_only).run(
         np.isin(status, ("U", "M")), deadline=deadline)
     status = status.copy()
     status[out.suppressed & ~np.isin(status, ("U", "M"))] = "M"

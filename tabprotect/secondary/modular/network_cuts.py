@@ -51,10 +51,12 @@ class SearchLimits:
     #: numpy nodes before the loaded kernel takes over (a search this small ends before
     #: the kernel's set-up pays)
     compiled_after: int = 0
-    #: numpy nodes searched in the process before the kernel is loaded (numba's import
-    #: and the kernel's cache cost about as much CPU as this many numpy nodes of a
-    #: search with few rows; a node over many rows counts as several)
-    load_after: int = 8000
+    #: numpy nodes searched in the process before the kernel is loaded: numba's import
+    #: and the kernel's cache cost about as much CPU as 8,000 numpy nodes of a search
+    #: with few rows, and the kernel also takes over the cut listings, flows and
+    #: certificates around those nodes, about as much work again (a node over many
+    #: rows counts as several)
+    load_after: int = 4000
     #: a process's second and later modular calls load the kernel at their first
     #: network sub-table when its cache exists: a process protecting several tables
     #: repays the load (about 0.4 s CPU, once) over its calls, while a one-table run
@@ -93,8 +95,9 @@ class SearchLimits:
     #: optimum rounds that needed the uniqueness MILPs after which the kernel is loaded
     #: (from its cache, never compiled) and the rounds go on compiled, without those
     #: MILPs (None: never; the rounds then end at ``certified_rounds`` in the full
-    #: search by numpy)
-    load_after_rounds: int | None = 4
+    #: search by numpy): on the tables measured, a sub-table whose optimum rounds need
+    #: them at all needs them round after round, so the first such round loads
+    load_after_rounds: int | None = 1
     #: the row rounds' node budget when the loaded kernel runs them: ``max_nodes``
     #: times this (a compiled node costs a few percent of a numpy node)
     compiled_round_factor: int = 10

@@ -184,7 +184,12 @@ def _load(njit) -> None:
     ends, cells = np.array([0], np.int64), np.array([1], np.int64)
     _list_rows(ends, cells, np.ones(1), np.ones(1), ends, cells, np.ones(1), np.ones(1),
                ends, 1, 1.0, 1.0, 1)
-    flow_compiled(ends, cells, np.ones(1), np.ones(1), ends[:0], 2, 0, 1, 1e-12)
+    # read-only ends, as a network's (memoised) tail and head: numba compiles one
+    # specialisation per array flag, so a writable warm-up would leave the real
+    # calls' specialisation to compile (most of a second's CPU) at the first flow
+    tail, head = ends.copy(), cells.copy()
+    tail.flags.writeable = head.flags.writeable = False
+    flow_compiled(tail, head, np.ones(1), np.ones(1), ends[:0], 2, 0, 1, 1e-12)
 
 
 def load_seconds() -> tuple[float, float]:
