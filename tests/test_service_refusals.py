@@ -355,3 +355,17 @@ def test_the_listed_step_carries_no_figure_of_the_pattern(tmp_path):
     assert store.claim("w") == job_id and run_claimed(Lease(store, job_id, "w")) == "finished"
     assert any(s.startswith("LP round") for s in store.steps)     # the method reported
     assert not [s for s in store.steps if ":" in s or "bound" in s or "best" in s]
+
+
+@pytest.mark.parametrize("token, message", [("x" * 15, "at least 16 characters"),
+                                            ("change-me-0123456789", "placeholder")])
+def test_short_and_placeholder_tokens_are_refused(tmp_path, token, message, capsys):
+    from tabprotect.service.config import load_config
+    with pytest.raises(InputError, match=message):
+        load_config(tokens=(token,))
+    (tmp_path / "tokens.txt").write_text(token + "\n")
+    (tmp_path / "service.toml").write_text('[service]\ntokens_file = "tokens.txt"\n')
+    assert main(["serve", "--config", str(tmp_path / "service.toml")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and token not in err and "Traceback" not in err
+    assert load_config(tokens=("x" * 16,)).principals
