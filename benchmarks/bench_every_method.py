@@ -8,14 +8,17 @@ warm in under 0.5 s. Each case is one job file built from the everyday tables of
 * ``round-<method>`` -- ``tabprotect round`` with base 5 (random: seed 7; small-count: threshold 5)
   on the 625-cell and 2,197-cell count tables, and on the 962-cell region x industry
   frequency table of the enterprise microdata; the rounded-table audit on (the default);
+  controlled and small-count rounding also on generated 3-D count tables of 2,744, 3,375
+  and 4,913 cells (:data:`GENERATED`), for how they scale beyond 1,000 cells;
 * ``cta`` -- ``tabprotect protect`` with method ``cta`` on the 962-cell p% magnitude table
   and on the 625-cell count table (the count table's small-count problem);
 * ``cellkey`` -- ``tabprotect cellkey`` on the enterprise microdata (region x industry,
   962 cells; D 3, V 2, js 2).
 
 Cold: the command in a new process (``python -m tabprotect``), wall and CPU seconds of the
-process tree. Warm: ``pipeline.run(job)`` in one process after a first run of the same job,
-the median of ``--warm-repeat`` runs, wall and CPU. ``--base`` runs a second code tree
+process tree, and the audit's verdict (exit code 0 or 1). Warm: ``pipeline.run(job)`` in one process after a first run of the same job,
+the median of ``--warm-repeat`` runs, wall and CPU, and the audit's verdict (of the first
+run). ``--base`` runs a second code tree
 interleaved with this one (each case: this tree, then the base), for CPU ratios on a loaded
 machine. A case that runs longer than ``--timeout`` seconds is reported as such.
 
@@ -42,9 +45,14 @@ from bench_peers import CASES, timed_process, write_inputs  # noqa: E402
 #: the tables: name -> (bench_peers case whose job gives the table, cells)
 TABLES = {"ent-2d": ("ent-2d-p-opt", 962), "cnt-2d": ("cnt-2d", 625),
           "cnt-3d": ("cnt-3d", 2197)}
+#: 3-D count tables beyond the shared ones, for how rounding scales: name -> (leaves per
+#: group in each of the three dimensions, generator seed); written by ``peer_variants``
+GENERATED = {"cnt-3d-2744": ((3, 3, 4), 61), "cnt-3d-3375": ((3, 4, 4), 62),
+             "cnt-3d-4913": ((4, 4, 5), 63)}
 ROUNDING = ("deterministic", "random", "controlled", "small-count")
 #: the cases: (table, command, method)
 RUNS = ([(t, "round", m) for t in ("cnt-2d", "ent-2d", "cnt-3d") for m in ROUNDING]
+        + [(t, "round", m) for t in GENERATED for m in ("controlled", "small-count")]
         + [("ent-2d", "protect", "cta"), ("cnt-2d", "protect", "cta"),
            ("ent-2d", "cellkey", "cellkey")])
 
@@ -55,6 +63,8 @@ def jobs(data: Path, work: Path) -> dict[tuple, Path]:
     base = {}
     for table, (case, _) in TABLES.items():
         base[table] = write_inputs(by_name[case], data, work / table).read_text()
+    for table, case in generated_cases(work / "generated").items():
+        base[table] = write_inputs(case, work / "generated", work / table).read_text()
     out = {}
     for table, command, method in RUNS:
         text = base[table]
@@ -79,6 +89,20 @@ def jobs(data: Path, work: Path) -> dict[tuple, Path]:
     return out
 
 
+def generated_cases(folder: Path) -> dict:
+    """The :data:`GENERATED` tables' leaf files in ``folder/counts`` and their cases (count
+    tables with the shared 3-D table's columns)."""
+    from bench_peers import Case
+    from peer_variants import CountShape, write_counts
+    cases = {}
+    for table, (groups, seed) in GENERATED.items():
+        shape = CountShape((groups,) * 3, 0.2)
+        write_counts(shape, seed, folder / "counts" / f"{table}.csv")
+        cases[table] = Case(table, "counts", ("dim1", "dim2", "dim3"), "gauss",
+                            source=f"{table}.csv", cells=shape.cells())
+    return cases
+
+
 def cold(code: str, command: str, job: Path, out: Path, timeout: float) -> dict:
     """The command in a new process: wall and CPU seconds (process tree)."""
     env = dict(os.environ, PYTHONPATH=code)
@@ -88,6 +112,8 @@ def cold(code: str, command: str, job: Path, out: Path, timeout: float) -> dict:
         return {"error": f"over {timeout:.0f} s"}
     if p.returncode not in (0, 1):
         row["error"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
+    elif command != "cellkey":
+        row["passed"] = p.returncode == 0  # exit code 1: the audit failed
     return row
 
 
@@ -96,14 +122,16 @@ import json, statistics, sys, time
 from tabprotect import pipeline
 from tabprotect.io.job import load_job
 job = load_job(sys.argv[1])
-pipeline.run(job)
+run = pipeline.run(job)
+passed = getattr(getattr(run, "audit", None), "passed", None)
 walls, cpus = [], []
 for _ in range(int(sys.argv[2])):
     t0, c0 = time.perf_counter(), time.process_time()
     pipeline.run(job)
     walls.append(time.perf_counter() - t0)
     cpus.append(time.process_time() - c0)
-print(json.dumps({"wall": statistics.median(walls), "cpu": statistics.median(cpus)}))
+print(json.dumps({"wall": statistics.median(walls), "cpu": statistics.median(cpus),
+                  "passed": None if passed is None else bool(passed)}))
 """
 
 
@@ -126,7 +154,8 @@ def fmt(row: dict | None) -> str:
         return "-"
     if "error" in row:
         return row["error"]
-    return f"{row['wall']:.2f} ({row['cpu']:.2f})"
+    verdict = {True: ", audit passed", False: ", audit FAILED"}.get(row.get("passed"), "")
+    return f"{row['wall']:.2f} ({row['cpu']:.2f}){verdict}"
 
 
 def render(rows: list[dict], command: str, has_base: bool) -> str:
@@ -167,7 +196,9 @@ def main(argv=None) -> int:
     for (table, command, method), job in files.items():
         if args.cases and f"{table}:{method}" not in args.cases:
             continue
-        row = {"table": table, "cells": TABLES[table][1], "command": command,
+        cells = TABLES[table][1] if table in TABLES else \
+            (1 + len(GENERATED[table][0]) + sum(GENERATED[table][0])) ** 3
+        row = {"table": table, "cells": cells, "command": command,
                "method": method}
         for prefix, code in codes.items():
             if "cold" in args.modes:

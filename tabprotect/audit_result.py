@@ -193,7 +193,8 @@ class AuditResult:
         :class:`IntervalAudit`; the four bound columns for a :class:`VerdictAudit`),
         ``required_lower, required_upper, protected, exact``.
 
-        ``value`` and ``freq`` are blank (NaN) for unpublished cells unless
+        ``value`` and ``freq`` are blank (NaN) for unpublished cells and ``status`` is
+        :data:`~tabprotect.results.SUPPRESSED_LETTER` for every suppressed cell unless
         ``confidential=True``. ``table`` labels the rows (default: the audited table);
         ``only_unpublished`` keeps the rows of unpublished cells only."""
         return self.to_columns(confidential, table=table,
@@ -206,7 +207,7 @@ class AuditResult:
         table = self.table if table is None else table
         if table is None:
             raise ValueError("this audit holds no table: call to_frame(table=...)")
-        out = table.to_columns(("value", "freq", "status"))
+        out = table.to_columns(("value", "freq", "status"), confidential=confidential)
         if not confidential:
             out["value"] = np.where(self.unpublished, np.nan, out["value"])
             out["freq"] = np.where(self.unpublished, np.nan, out["freq"])

@@ -313,6 +313,10 @@ def _protect_step(result: Run, job: Job, steps: _Steps, executor: Any = None) ->
         result.notes.append("the pattern failed its audit against single-contributor "
                             "attackers included; singleton = false in [protect] protects "
                             "against outside intruders only")
+    if "audit" in job.spec:
+        result.notes.append("[audit] is read by `tabprotect audit` (a given pattern); "
+                            "protect audits its own pattern against the attacker of "
+                            "[protect] (singleton, coalition, empty)")
     if method == "optimal" and not res.proven_optimal:
         result.notes.append("the optimal method stopped before proving optimality (time "
                             "limit): the pattern is the best found, and it is audited")

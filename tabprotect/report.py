@@ -237,7 +237,7 @@ def _published_html(run: Run, table_id: str = "published") -> str:
                 if shape[0] > MAX_TABLE_ROWS else "")
         return (legend + f'<div class="scroll"><table id="{table_id}"><thead><tr>{head}</tr>'
                 f'</thead><tbody>{"".join(body)}</tbody></table></div>{note}')
-    frame = table.to_frame(("status",))
+    frame = table.to_frame(("status",), confidential=True)
     frame.insert(len(frame.columns) - 1, "published", shown_value)
     codes = list(table.dimension_names)
     rows = []
@@ -277,7 +277,7 @@ def _audit_html(run: Run) -> str:
     if unpublished is None:
         unpublished = audit.upper > audit.lower
     d = _value_decimals(run.table)
-    frame = table.to_frame(("status", "value"))
+    frame = table.to_frame(("status", "value"), confidential=True)
     bounds = getattr(audit, "figures", "intervals") == "bounds"
     if bounds:
         # a verdict audit: bounds on the interval ends, never the interval
@@ -317,7 +317,7 @@ def _adjustments_html(run: Run) -> str:
     cells first, failures on top."""
     table, audit = run.table, run.audit
     d = max(_value_decimals(table), 2)
-    frame = table.to_frame(("status", "value"))
+    frame = table.to_frame(("status", "value"), confidential=True)
     frame["published"] = run.rounded
     change = run.rounded - table.value
     frame["change"] = change

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tabprotect.model.status import is_suppressed
+from tabprotect.model.status import SUPPRESSED_LETTER as _SUPPRESSED_LETTER, is_suppressed
 from tabprotect.model.table import Table
 
 if TYPE_CHECKING:
@@ -95,10 +95,9 @@ def published_table(table: Table, values: np.ndarray | None = None) -> Table:
                          spl=np.zeros(n), cost=None, extra={})
 
 
-#: the status of a suppressed cell in a published table: one letter for primary and
-#: secondary cells, since telling them apart narrows what an intruder can derive (a primary
-#: of the threshold rule in a frequency table holds 1 to n-1), which the audit does not model
-SUPPRESSED_LETTER = "X"
+#: the status of a suppressed cell in a published table (see
+#: :data:`tabprotect.model.status.SUPPRESSED_LETTER`)
+SUPPRESSED_LETTER = _SUPPRESSED_LETTER
 
 
 def publication_frame(table: Table, with_status: bool = True) -> pd.DataFrame:
@@ -114,8 +113,4 @@ def publication_frame(table: Table, with_status: bool = True) -> pd.DataFrame:
     >>> publication_frame(published_table(t))["status"].tolist()
     ['S', 'X', 'X']
     """
-    frame = table.to_frame(("value", "status") if with_status else ("value",))
-    if with_status:
-        frame["status"] = np.where(is_suppressed(table.status), SUPPRESSED_LETTER,
-                                   table.status)
-    return frame
+    return table.to_frame(("value", "status") if with_status else ("value",))

@@ -371,9 +371,9 @@ def test_the_service_worker_runs_jobs_on_its_cluster(client, tmp_path):
     got = from_files(via_worker(job, tmp_path, dask=client.scheduler.address))
     assert got["verdict"] == expected["verdict"]
     np.testing.assert_array_equal(got["pattern"], expected["pattern"])
-    assert load_config(tokens=("a-long-token",), dask="tcp://h:8786").dask == "tcp://h:8786"
+    assert load_config(tokens=("a-long-token-0123",), dask="tcp://h:8786").dask == "tcp://h:8786"
     with pytest.raises(InputError, match="dask must be a scheduler address"):
-        load_config(tokens=("a-long-token",), dask="h:8786").check()
+        load_config(tokens=("a-long-token-0123",), dask="h:8786").check()
 
 
 def test_the_service_refuses_a_submitted_cluster(tmp_path):

@@ -224,6 +224,14 @@ def test_status_column_and_rules_are_combined(tmp_path):
     assert check.passed and not check.exact[t.status == "U"].any()
 
 
+def test_protect_says_it_does_not_read_an_audit_section(tmp_path):
+    job_path = write_job(tmp_path / "job", "status+rules")
+    assert not any("[audit]" in n for n in run(job_path).notes)
+    job_path.write_text(job_path.read_text() + '\n[audit]\nsingleton = true\n')
+    assert any(n.startswith("[audit] is read by `tabprotect audit`")
+               for n in run(job_path, task="protect").notes)
+
+
 def test_failed_audit_writes_only_the_unsafe_file(tmp_path, capsys):
     folder = tmp_path / "job"
     job_path = write_job(folder, "audit-only")

@@ -197,7 +197,9 @@ def test_report_command_on_bundled_job(tmp_path, capsys):
     audit_csv = pd.read_csv(tmp_path / "audit.csv")
     published = pd.read_csv(tmp_path / "published.csv")
     # suppressed values are blank in the published file
-    assert published.loc[published["status"].isin(["U", "M"]), "value"].isna().all()
+    hidden = published["status"] == "X"
+    assert hidden.any() and published.loc[hidden, "value"].isna().all()
+    assert published.loc[~hidden, "value"].notna().all()
     assert audit_csv["protected"].all()
 
 

@@ -73,6 +73,27 @@ def test_protect_result_exposes_the_published_table_by_default():
     assert (full["status"][hidden].to_numpy() == res.status[hidden]).all()
 
 
+def test_every_table_view_shows_one_letter_for_suppressed_cells_unless_confidential():
+    from tabprotect.audit import audit
+    res = protect(magnitude_table(), method="optimal", cost="value")
+    hidden = np.isin(res.status, ("U", "M"))
+    assert {"U", "M"} <= set(res.status)
+    tables = {"published": res.table, "confidential": res.confidential_table}
+    for name, table in tables.items():
+        for frame in (table.to_frame(), table.to_frame(("value", "freq", "status")),
+                      table.to_columns(("status",)).to_pandas()):
+            assert set(frame["status"][hidden]) == {"X"}, name
+            assert (frame["status"][~hidden] == "S").all(), name
+        full = table.to_frame(("status",), confidential=True)
+        assert (full["status"].to_numpy() == res.status).all(), name
+        # the repr counts suppressed cells as one letter too
+        assert "'U'" not in repr(table) and "'M'" not in repr(table), name
+        assert f"'X': {int(hidden.sum())}" in repr(table), name
+    a = audit(res.confidential_table)
+    assert set(a.to_frame()["status"][hidden]) == {"X"}
+    assert (a.to_frame(confidential=True)["status"].to_numpy() == res.status).all()
+
+
 def test_rounding_result_holds_rounded_values_only_by_default():
     t = count_table()
     res = round_table(t, 5, "controlled")

@@ -347,6 +347,110 @@ def test_small_count_minimises_aggregate_deviation_small_case():
     assert res.rounded[0] == 10
 
 
+def brute_force_small_count(t: Table, base: int, threshold: int) -> float:
+    """The least sum of ``|published - true|`` over the totals other than the grand total,
+    over every choice of ``round(sum of small counts / base)`` small inner cells to round up
+    (the totals recomputed from the inner cells each time)."""
+    x = t.value.astype(float)
+    inner = leaf_mask(t)
+    small = np.flatnonzero(inner & (x > 0) & (x < threshold))
+    up = int(np.floor(x[small].sum() / base + 0.5))
+    totals = ~inner
+    totals[t.cell(*["T"] * len(t.dimensions))] = False
+    best = np.inf
+    for chosen in itertools.combinations(small, up):
+        r = x.copy()
+        r[small] = 0.0
+        r[list(chosen)] = base
+        best = min(best, np.abs(totals_from_inner(t, r) - x)[totals].sum())
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_count_is_the_brute_force_optimum(seed):
+    # 2-D and 3-D tables with hierarchies: the aggregate deviation of the result is the
+    # least over all choices of the cells rounded up
+    rng = np.random.default_rng(seed)
+    if seed % 2:
+        hs = {"x": hierarchy("two-level", 4, "x"), "y": hierarchy("two-level", 3, "y"),
+              "z": hierarchy("flat", 2, "z")}
+    else:
+        hs = {"x": hierarchy("two-level", 4, "x"), "y": hierarchy("two-level", 5, "y")}
+    n = int(np.prod([h.is_leaf.sum() for h in hs.values()]))
+    inner = np.where(rng.random(n) < 0.5, rng.integers(1, 5, n), rng.choice([0, 5, 7, 12], n))
+    t = product_table(hs, inner.astype(float))
+    base, threshold = 5, 5
+    res = round_table(t, base, "small-count", threshold=threshold, audit=False)
+    r, x = res.rounded, t.value
+    m = leaf_mask(t)
+    small = m & (x > 0) & (x < threshold)
+    assert set(np.unique(r[small])) <= {0.0, base}
+    assert np.array_equal(r[m & ~small], x[m & ~small])
+    assert np.array_equal(r, totals_from_inner(t, r))
+    assert (r[small] > 0).sum() == int(np.floor(x[small].sum() / base + 0.5))
+    totals = ~m
+    totals[t.cell(*["T"] * len(hs))] = False
+    assert np.abs(r - x)[totals].sum() == brute_force_small_count(t, base, threshold)
+    assert res.proven_optimal
+
+
+def small_count_case(seed: int):
+    """A 3-D table with hierarchies and about a dozen small counts (base 5, threshold 5)."""
+    rng = np.random.default_rng(seed)
+    hs = {"x": hierarchy("two-level", 4, "x"), "y": hierarchy("two-level", 3, "y"),
+          "z": hierarchy("flat", 2, "z")}
+    n = int(np.prod([h.is_leaf.sum() for h in hs.values()]))
+    inner = np.where(rng.random(n) < 0.5, rng.integers(1, 5, n), rng.choice([0, 5, 7, 12], n))
+    return product_table(hs, inner.astype(float))
+
+
+def aggregate_deviation(t: Table, rounded: np.ndarray) -> float:
+    """Sum over the totals but the grand total of |published - true|, totals recomputed."""
+    totals = ~leaf_mask(t)
+    totals[t.cell(*["T"] * len(t.dimensions))] = False
+    return float(np.abs(totals_from_inner(t, rounded) - t.value)[totals].sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_count_within_mip_gap_of_the_brute_force_optimum(seed):
+    t = small_count_case(seed)
+    best = brute_force_small_count(t, 5, 5)
+    res = round_table(t, 5, "small-count", threshold=5, mip_gap=0.2, audit=False)
+    # the objective's other terms (grand total, one-cell totals' constants) only add to
+    # both sides: the aggregate deviation is at most best / (1 - gap)
+    assert best <= aggregate_deviation(t, res.rounded) <= best / (1 - 0.2) + 1e-9
+    assert np.array_equal(res.rounded, totals_from_inner(t, res.rounded))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_small_count_swap_search_ends_where_no_swap_helps(seed):
+    from tabprotect.rounding.small_count import _deviation_terms, aggregation_matrix
+    from tabprotect.rounding.small_count_search import swap_search
+    t = small_count_case(seed)
+    x, inner = t.value, leaf_mask(t)
+    small = np.flatnonzero(inner & (x > 0) & (x < 5))
+    S = aggregation_matrix(t, inner)[~inner][:, np.flatnonzero((x > 0)[inner] & (x < 5)[inner])]
+    terms = _deviation_terms(S.tocsr(), x[small], np.ones(S.shape[0]), 5)
+    rng = np.random.default_rng(seed)
+    start = np.zeros(len(small))
+    start[rng.choice(len(small), len(small) // 2, replace=False)] = 1.0
+
+    def published(d):
+        r = x.copy()
+        r[small] = 5.0 * d
+        return r
+
+    d = swap_search(terms, start)
+    assert d.sum() == start.sum()
+    now = aggregate_deviation(t, published(d))
+    assert now <= aggregate_deviation(t, published(start))
+    for i in np.flatnonzero(d == 1):
+        for j in np.flatnonzero(d == 0):
+            swapped = d.copy()
+            swapped[i], swapped[j] = 0.0, 1.0
+            assert aggregate_deviation(t, published(swapped)) >= now
+
+
 # ---------------------------------------------------------------- input errors
 def test_bad_inputs():
     t = a4_table()
@@ -427,6 +531,38 @@ def test_cli_round_refuses_an_option_its_method_ignores(tmp_path, capsys, option
     err = capsys.readouterr().err
     assert f"[round]: '{key}' applies to" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("options, extra, key", [
+    (["--no-audit", "--published", "margins"], "", "published"),
+    (["--no-audit"], "small_max = 3\n", "small_max"),
+    (["--published", "margins"], "audit = false\n", "published")])
+def test_cli_round_refuses_an_audit_option_without_the_audit(tmp_path, capsys, options,
+                                                            extra, key):
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(job.read_text().replace('method = "controlled"\n',
+                                           'method = "controlled"\n' + extra))
+    assert main(["round", str(job), *options]) == 2
+    err = capsys.readouterr().err
+    assert f"[round]: '{key}' applies to the audit" in err
+    assert len(err.strip().splitlines()) == 1 and "362" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_small_count_rounding_takes_its_mip_gap(tmp_path, capsys):
+    import json
+
+    from tabprotect.cli import main
+    _write_a6_job(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(job.read_text().replace(
+        'method = "controlled"\n', 'method = "small-count"\nthreshold = 150\nmip_gap = 0.01\n'))
+    assert main(["round", str(job), "--quiet"]) == 0
+    capsys.readouterr()
+    pub = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert pub["verdict"] == "PASSED"
 
 
 def test_cli_round_says_it_does_not_apply_the_rules(tmp_path, capsys):

@@ -82,6 +82,27 @@ BAD_JOBS = {
                                   r"\[hierarchies.regoin\]: 'regoin' is not a dimension"),
     "dimension named twice": (JOB.replace('["region", "size"]', '["region", "region"]'),
                               r"\[input\] dimensions: 'region' is named twice"),
+    "two sources of a hierarchy": (
+        JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ncodes = ["N1", "N2"]'),
+        r"\[hierarchies.region\]: give one of .*, not pairs and codes"),
+    "a key of another hierarchy source": (
+        JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\nlead = "#"'),
+        r"\[hierarchies.region\]: 'lead' goes with 'hrc'"),
+    "a total the pairs do not have": (
+        JOB.replace('pairs = "region.csv"', 'pairs = "region.csv"\ntotal = "T"'),
+        r"\[hierarchies.region\] total: the root of region.csv is not 'T'"),
+    "group check along no dimension": (
+        JOB + '\n[rules.group]\ndimensions = ["sz"]\n',
+        r"\[rules.group\] dimensions: 'sz' is not a dimension of the table"),
+    "a duckdb key with another engine": (
+        JOB + '\n[microdata]\nfile = "m.csv"\nengine = "memory"\nthreads = 4\n',
+        r"\[microdata\]: 'threads' applies to the duckdb engine only \(the engine is memory\)"),
+    "cost column without the column cost": (
+        JOB + '\n[protect]\ncost = "unity"\ncost_column = "w"\n',
+        r"\[protect\]: 'cost_column' applies to cost = \"column\" only \(the cost is unity\)"),
+    "cost column of a compared method": (
+        JOB + '\n[compare]\nmethods = [{method = "gauss", cost_column = "w"}]\n',
+        r"\[compare\] methods\[0\]: 'cost_column' applies to cost = \"column\" only"),
 }
 
 
@@ -154,6 +175,10 @@ def test_status_words_are_mapped_and_others_are_errors(tmp_path, capsys):
     code, err = run_cli(["audit", str(write(tmp_path, cells=bad))], capsys)
     assert code == 2 and "cells.csv row 5, column 'status': not a status" in err
     assert "Pending" not in err
+    # a published table read back: its X says suppressed, not primary or secondary
+    code, err = run_cli(["audit", str(write(tmp_path, cells=CELLS.replace(",U\n", ",X\n")))],
+                        capsys)
+    assert code == 2 and "row 2, column 'status'" in err and "X, published.csv's" in err
 
 
 def test_infinite_value_and_overflowing_total(tmp_path, capsys):
@@ -180,6 +205,22 @@ def test_negative_protection_level_or_cost_is_one_line(tmp_path, capsys, column)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"row 2: {column} column '{column}' of cell (region=N1, size=a) is negative" in err
     assert "-2" not in err
+
+
+@pytest.mark.parametrize("tops, words", [("2,3", "the largest contributions first"),
+                                         ("7,1", "largest contribution is above its value")])
+def test_top_columns_out_of_order_or_above_the_value_are_one_line(tmp_path, capsys, tops,
+                                                                   words):
+    # N2,b (value 9) gets the bad contributions; every other cell a valid pair
+    lines = CELLS.strip().splitlines()
+    cells = "\n".join([lines[0] + ",top1,top2"] + [
+        line + ("," + tops.replace("7,", "97,") if line.startswith("N2,b") else ",1,0")
+        for line in lines[1:]]) + "\n"
+    job = JOB.replace('status = "status"', 'status = "status"\ntop = "top"')
+    code, err = run_cli(["audit", str(write(tmp_path, job, cells))], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "cells.csv: cell (region=N2, size=b)" in err and words in err, err
+    assert "97" not in err and not (tmp_path / "out").exists()
 
 
 def test_freq_column_named_in_the_job_must_be_in_the_file(tmp_path, capsys):

@@ -344,6 +344,27 @@ def test_summaries_disclose_no_value(server, alice_job):
     assert pinned[0] == pytest.approx(float(PLANTED))
 
 
+def test_health_tells_a_client_without_a_token_counts_only(server, alice_job):
+    # a failed job of bob's with a file name and an error of its own beside alice's job
+    with server.client("bob") as bob:
+        bad = planted_cells(400).replace("A,s1,", "A,", 1)
+        failing = bob.post("/jobs", files=files(bad))
+        assert failing.status_code == 422
+    health = httpx.get(server.url + "/health", timeout=10)
+    assert health.status_code == 200
+    body = health.json()
+    # liveness, the pool and how many jobs wait or run: no job, owner, file or message
+    assert set(body) == {"status", "pool", "workers", "workers_alive", "workers_replaced",
+                         "jobs_queued", "jobs_running", "version"}
+    assert all(isinstance(v, int) for k, v in body.items()
+               if k not in ("status", "pool", "version"))
+    for secret in (alice_job, alice_job[:8], "alice", "bob", "cells.csv", "31337",
+                   str(server.folder)):
+        assert secret not in health.text, secret
+    # nor does the server's log hold a value
+    assert "31337" not in (server.folder / "server.log").read_text(errors="replace")
+
+
 # ---------------------------------------------------------------- 5. messages
 def test_error_bodies_hold_no_data_and_no_server_path(server):
     bodies = []

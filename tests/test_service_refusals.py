@@ -18,6 +18,7 @@ from tabprotect.cli import main
 from tabprotect.errors import InputError
 from tabprotect.io.job import build_table, load_job
 from tabprotect.service.config import load_config
+from tabprotect.service.store import JobStore
 
 import service_server
 
@@ -132,10 +133,12 @@ def test_a_general_table_counts_its_cells(store):
 
 
 def test_a_large_job_is_failed_by_the_worker_before_its_table_is_made(store):
-    # uploads above the size built at submission: the worker refuses the table
-    pad = {"pad.txt": b"x" * (5 * 2**20)}
+    # uploads above the size built at submission (a long column no key reads): the worker
+    # refuses the table
+    lines = cube_cells().splitlines()
+    padded = f"{lines[0]},pad\n{lines[1]},{'x' * (5 * 2**20)}\n"
     with client(store, max_cells=1_000_000) as http:
-        r = http.post("/jobs", files=parts(cube_spec(999), {"cells.csv": cube_cells(), **pad}))
+        r = http.post("/jobs", files=parts(cube_spec(999), {"cells.csv": padded}))
         assert r.status_code == 202, r.text
         job_id = r.json()["id"]
         deadline = time.monotonic() + 60
@@ -264,3 +267,105 @@ def test_trail_is_no_oracle_for_suppressed_values(store):
             if hashlib.sha256(text.encode()).hexdigest() in trail:
                 found.append(x)
     assert found == []
+
+
+def _finished(http: httpx.Client, job_id: str) -> dict:
+    deadline = time.monotonic() + 120
+    while (rec := http.get(f"/jobs/{job_id}").json())["state"] not in ("finished", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return rec
+
+
+def test_an_upload_no_key_names_is_refused(store):
+    with client(store) as http:
+        r = http.post("/jobs", files=parts(TRAIL_SPEC, {"cells.csv": TRAIL_CELLS,
+                                                        "notes.csv": "a\n1\n"}))
+        assert r.status_code == 422, r.text
+        detail = r.json()["detail"]
+        assert "'notes.csv'" in detail and "named by no key" in detail
+        assert "31337" not in detail and http.get("/jobs").json() == []
+
+
+def test_a_bad_row_is_the_command_lines_one_line(store, tmp_path, capsys):
+    bad = TRAIL_CELLS.replace("A,s2,500,M,0,0", "A,s2,500,M,0,0,31337")
+    with client(store) as http:
+        r = http.post("/jobs", files=parts(TRAIL_SPEC, {"cells.csv": bad}))
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert "\n" not in detail and "31337" not in detail
+    # the same words as the command line's
+    (tmp_path / "cells.csv").write_text(bad)
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "cells.csv"\ndimensions = ["region", "size"]\nstatus = "status"\n'
+        'upl = "upl"\nlpl = "lpl"\ncompute_totals = true\n[hierarchies.region]\n'
+        'codes = ["A", "B"]\ntotal = "T"\n[hierarchies.size]\ncodes = ["s1", "s2"]\n'
+        'total = "T"\n')
+    assert main(["audit", str(tmp_path / "job.toml"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(detail), (err, detail)
+
+
+def test_a_failed_pattern_releases_no_value_figure(store):
+    # the planted primary is the one suppressed cell: any value figure of the pattern is
+    # its value, and a failed pattern has no published table for the checks to hold to
+    spec = {**TRAIL_SPEC, "input": {**TRAIL_SPEC["input"]}}
+    cells = TRAIL_CELLS.replace(",M,", ",S,")
+    with client(store) as http:
+        rec = _finished(http, http.post("/jobs", files=parts(spec, {"cells.csv": cells})
+                                        ).json()["id"])
+        summary = http.get(f"/jobs/{rec['id']}/summary").json()
+    assert rec["state"] == "finished" and rec["result"]["audit_passed"] is False
+    for public in (rec["result"]["summary"], summary["figures"]):
+        assert "value_suppressed" not in public and "share_value_suppressed" not in public
+        assert set(public["withheld"]) == {"value_suppressed", "share_value_suppressed"}
+    assert "31337" not in json.dumps(rec) + json.dumps(summary)
+
+
+class StepLog(JobStore):
+    """A store that keeps every step a worker records (the listing shows the last)."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.steps: list[str] = []
+
+    def progress(self, job_id, worker, step, fraction):
+        self.steps.append(step)
+        return super().progress(job_id, worker, step, fraction)
+
+
+def test_the_listed_step_carries_no_figure_of_the_pattern(tmp_path):
+    # the optimal method reports its cost bound and best cost (the secondaries' value) in
+    # its progress messages; the step the listing shows (also to the admin) names the stage
+    from tabprotect.service.worker import Lease, run_claimed
+    folder = tmp_path / "job"
+    (folder / "input").mkdir(parents=True)
+    (folder / "input" / "cells.csv").write_text(
+        "region,size,value,freq\nN1,small,120,12\nN1,large,800,5\nN2,small,45,6\n"
+        "N2,large,300,2\nS1,small,210,20\nS1,large,7331.19,1\nS2,small,95,9\n"
+        "S2,large,640,7\n")
+    (folder / "input" / "region.hrc").write_text("N\n@N1\n@N2\nS\n@S1\n@S2\n")
+    spec = {"input": {"cells": "cells.csv", "dimensions": ["region", "size"],
+                      "compute_totals": True},
+            "hierarchies": {"region": {"hrc": "region.hrc"}},
+            "rules": {"frequency": {"n": 3, "safety_range": 30}},
+            "protect": {"method": "optimal"}}
+    store = StepLog(tmp_path / "jobs.sqlite")
+    job_id = store.create(spec, ["cells.csv", "region.hrc"], folder, owner="tester")
+    assert store.claim("w") == job_id and run_claimed(Lease(store, job_id, "w")) == "finished"
+    assert any(s.startswith("LP round") for s in store.steps)     # the method reported
+    assert not [s for s in store.steps if ":" in s or "bound" in s or "best" in s]
+
+
+@pytest.mark.parametrize("token, message", [("x" * 15, "at least 16 characters"),
+                                            ("change-me-0123456789", "placeholder")])
+def test_short_and_placeholder_tokens_are_refused(tmp_path, token, message, capsys):
+    from tabprotect.service.config import load_config
+    with pytest.raises(InputError, match=message):
+        load_config(tokens=(token,))
+    (tmp_path / "tokens.txt").write_text(token + "\n")
+    (tmp_path / "service.toml").write_text('[service]\ntokens_file = "tokens.txt"\n')
+    assert main(["serve", "--config", str(tmp_path / "service.toml")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and token not in err and "Traceback" not in err
+    assert load_config(tokens=("x" * 16,)).principals

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from tabprotect.commands.common import add_job_arguments, execute
+from tabprotect.errors import InputError
 
 ROUND_EXAMPLES = """  tabprotect round job.toml                     method and base from [round]
   tabprotect round job.toml --method random --seed 7 --base 3
@@ -59,9 +60,24 @@ def _overrides(args) -> dict:
     return {"round": keys}
 
 
+#: [round] keys the audit of the rounded table alone reads
+AUDIT_KEYS = ("published", "small_max")
+
+
 def run_round(args) -> int:
-    result, code = execute(args, "round", task="round", overrides=_overrides(args),
-                           report=args.report)
+    from tabprotect.io.job import load_job
+    job = load_job(args.job)
+    overrides = _overrides(args)
+    section = {**job.section("round"),
+               **{k: v for k, v in overrides["round"].items() if v is not None}}
+    if not section.get("audit", True):
+        unused = [k for k in AUDIT_KEYS if k in section]
+        if unused:
+            where = "--no-audit" if getattr(args, "no_audit", False) else "audit = false"
+            raise InputError(f"{job.label} [round]: '{unused[0]}' applies to the audit of "
+                             f"the rounded table, which {where} skips")
+    result, code = execute(args, "round", task="round", overrides=overrides,
+                           report=args.report, job=job)
     _print_rounding(result)
     return code
 

@@ -178,7 +178,11 @@ def build_hierarchy(job: Job, name: str, codes_in_data: np.ndarray | None = None
     label = f"{job.label} [hierarchies.{name}]"
     if "pairs" in spec:
         pairs = read_table_columns(job.resolve(spec["pairs"]))
-        return Hierarchy.from_pairs(pairs, name=name, source=Path(spec["pairs"]).name)
+        h = Hierarchy.from_pairs(pairs, name=name, source=Path(spec["pairs"]).name)
+        if "total" in spec and h.root != total:     # the pairs name their own root
+            raise InputError(f"{label} total: the root of {Path(spec['pairs']).name} is "
+                             f"not '{total}' (the pairs name the total: leave total out)")
+        return h
     if "hrc" in spec:
         return Hierarchy.from_hrc(job.resolve(spec["hrc"]), total=total,
                                   lead=spec.get("lead", "@"), name=name)
@@ -244,14 +248,42 @@ def build_table(job: Job, progress=None) -> Table:
         freq = freq if freq in frame.columns else value
         check_counts(frame, path.name, [c for c in dict.fromkeys((value, freq))
                                         if c in frame.columns])
-    return Table.from_frame(
+    return check_top(Table.from_frame(
         frame, hierarchies, value=value,
         freq=freq if freq in frame.columns else None,
         top=spec.get("top"), cost=spec.get("cost"), lb=spec.get("lb"), ub=spec.get("ub"),
         status=spec.get("status"), upl=spec.get("upl"), lpl=spec.get("lpl"),
         spl=spec.get("spl"), extra=list(spec.get("extra", [])), compute_totals=spec.get("compute_totals", False),
         tolerance=float(spec.get("tolerance", 1e-6)), kind=spec.get("kind"),
-        name=spec.get("name", path.stem), source=path.name)
+        name=spec.get("name", path.stem), source=path.name), path.name)
+
+
+def check_top(table: Table, source: str) -> Table:
+    """A cells file's largest contributions come largest first, and on a table without
+    negative values none exceeds its cell's value (the rules would read them as given);
+    the first cell that breaks this is named by its codes, never by a value."""
+    top = table.top
+    if top is None or top.shape[1] == 0:
+        return table
+    rising = (np.diff(top, axis=1) > 1e-9 * np.maximum(1.0, np.abs(top[:, :-1]))).any(1)
+    if rising.any():
+        i = _first(rising, table)
+        raise InputError(f"{source}: cell {table.cell_name(i)}: the top columns must hold "
+                         f"the largest contributions first ({int(rising.sum())} cell(s) "
+                         f"with a later one larger)")
+    if (table.lb >= 0).all():
+        above = top[:, 0] > table.value + 1e-9 * np.maximum(1.0, np.abs(table.value))
+        if above.any():
+            i = _first(above, table)
+            raise InputError(f"{source}: cell {table.cell_name(i)}: its largest contribution "
+                             f"is above its value ({int(above.sum())} such cell(s))")
+    return table
+
+
+def _first(mask: np.ndarray, table: Table) -> int:
+    """The first cell of ``mask``, an inner cell (a row of the file) where one is in it."""
+    inner = mask & table.is_inner
+    return int(np.flatnonzero(inner if inner.any() else mask)[0])
 
 
 def check_counts(frame, source: str, columns: list[str]) -> None:

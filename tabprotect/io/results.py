@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,7 @@ import numpy as np
 from tabprotect.errors import InputError
 from tabprotect.io.output import write_frame
 from tabprotect.model.columns import Columns
+from tabprotect.model.status import is_suppressed
 from tabprotect.results import SUPPRESSED_LETTER
 
 if TYPE_CHECKING:
@@ -37,8 +39,9 @@ if TYPE_CHECKING:
 #: key -> (file name, what it holds); the confidential files hold true cell values
 OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "published": ("published.csv", "the publishable table: codes, value (blank when "
-                  "suppressed; the rounded value for rounding, the adjusted value for "
-                  "cta), freq, status: S, P or Z where published, X for every "
+                  "suppressed or, with published = \"margins\", an inner cell; the rounded "
+                  "value for rounding, the adjusted value for cta), freq, status: S, P or "
+                  "Z where published, X for every "
                   "suppressed cell, primary and secondary alike (no freq or status for "
                   "rounding and cta). Written only when the audit passed"),
     "unsafe": ("UNSAFE-not-for-publication.csv", "the same columns for a run whose audit "
@@ -49,11 +52,15 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
               "(rounding, cta: and the published value)"),
     "audit": ("audit.csv", "confidential: what an intruder can derive for each unpublished "
               "cell (rounding: each cell), the required protection and the verdict"),
-    "comparison": ("compare.csv", "one row per method of a comparison"),
+    "comparison": ("compare.csv", "confidential: one row per method of a comparison (the "
+                   "secondaries' count and value beside all suppressed cells' give the "
+                   "primaries')"),
     "risk": ("risk.csv", "microdata (`risk`): the disclosure risk of each record, no key "
              "values"),
     "perturbed": ("perturbed.csv", "microdata (`perturb`, `swap`; `cellkey` when it swapped "
-                  "or added record keys): the records as released, with their record keys"),
+                  "or added record keys): the records after perturbation, with their record "
+                  "keys, for later runs; confidential when it holds record keys (with the "
+                  "published ptable they give every cell's noise)"),
     "ptable": ("ptable.txt", "`cellkey`: the perturbation table in tau-Argus format "
                "(public: it is published with the tables)"),
     "matrices": ("matrices.csv", "microdata (`perturb`): the transition matrices used "
@@ -79,7 +86,8 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
               "perturbed_matrices.csv", "perturbed_summary.json")
 
 __all__ = ["OUTPUT_FILES", "PUBLIC_OUTPUTS", "write_outputs", "write_files", "trail_record",
-           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions", "published_frame"]
+           "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions",
+           "published_frame", "public_notes", "public_parameters"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -143,6 +151,26 @@ def without_secrets(obj):
     return obj
 
 
+#: the job's [rules] in the trail: with a cell known to be a primary, a rule's parameters
+#: bound its value or count (a count of 1 to n-1 under the threshold rule), which the audit
+#: does not model; a pattern of primaries only (an audit of the rules' statuses) says every
+#: suppressed cell is one. Withheld in every trail, so that withholding says nothing
+WITHHELD_RULES = ("withheld (confidential: a rule's parameters bound the value of a cell "
+                  "known to be a primary; the report shows them)")
+
+
+def public_parameters(parameters: dict) -> dict:
+    """The job as run, as the trail gives it: seeds and the [rules] section withheld.
+
+    >>> public_parameters({"rules": {"frequency": {"n": 3}}, "protect": {}})["rules"][:8]
+    'withheld'
+    """
+    out = without_secrets(parameters)
+    if isinstance(out, dict) and "rules" in out:
+        out["rules"] = WITHHELD_RULES
+    return out
+
+
 #: figures that compare the true values with the published ones: how many cells (or PRAM
 #: records) a method changed (none changed is every one exact) and by how much in all; the
 #: confidential report and the terminal show them, summary.json and the trail do not
@@ -162,6 +190,24 @@ def without_true_value_figures(obj):
     if isinstance(obj, (list, tuple)):
         return [without_true_value_figures(v) for v in obj]
     return obj
+
+
+#: a note that counts primary cells (how many a repair round found short, the witnesses
+#: reached, a check multiplied by the candidates) with a number: beside the number of X in
+#: published.csv it can say every suppressed cell is a primary
+_PRIMARY_COUNT = re.compile(r"primar", re.IGNORECASE)
+WITHHELD_NOTE = "withheld: a note that counts primary cells (the report shows it)"
+
+
+def public_notes(notes) -> list[str]:
+    """``notes`` as the trail gives them: a note that counts primary cells is withheld
+    (the terminal and the confidential report show it).
+
+    >>> public_notes(["repair round 1: settled 3 of 4 short primaries", "partitioned"])
+    ['withheld: a note that counts primary cells (the report shows it)', 'partitioned']
+    """
+    return [WITHHELD_NOTE if _PRIMARY_COUNT.search(n) and re.search(r"\d", n) else n
+            for n in map(str, notes)]
 
 
 def jsonable(obj):
@@ -206,6 +252,8 @@ class SummaryBudget:
 #: primary/secondary split stays in the confidential report: where every suppressed cell
 #: is a primary, a zero secondary value tells an intruder so)
 PUBLIC_FIGURES = ("value_suppressed", "share_value_suppressed")
+#: why a pattern whose audit did not pass releases no figure
+NOT_PUBLISHED = "the audit did not pass: the pattern is not published"
 
 
 def _published_letters(run) -> "np.ndarray | None":
@@ -222,7 +270,7 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     pattern that :func:`tabprotect.public_summary.public_summary` releases (each checked
     by the LP audit as one more published equation; the others are listed as withheld,
     among them any whose check does not finish within ``budget``)."""
-    status = run.status
+    status = pattern_status(run) if run.published is not None else run.status
     out: dict[str, Any] = {
         "kind": run.kind, "method": run.method, "attacker": run.attacker,
         "verdict": run.verdict, "cells": int(run.table.n_cells),
@@ -245,7 +293,12 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                           for r in run.comparison.to_dict(orient="records")]
     if run.kind == "cellkey":
         out["cellkey"] = without_true_value_figures(run.results.get("cellkey"))
-    if run.kind in ("suppression", "audit", "compare") and run.published is not None:
+    if run.kind in ("suppression", "audit", "compare") and run.published is not None \
+            and run.passed is not True:
+        # the checks compare with the published table, and a failed pattern is not
+        # published: its figures would be all an intruder has (one suppressed cell's value)
+        out["figures"] = {"withheld": {name: NOT_PUBLISHED for name in PUBLIC_FIGURES}}
+    elif run.kind in ("suppression", "audit", "compare") and run.published is not None:
         from tabprotect.public_summary import public_summary, standard_figures
         limit = budget.seconds(sum(run.timings.values()))
         shared = {k: v for k, v in standard_figures(run.published, status).items()
@@ -284,11 +337,11 @@ def trail_record(title: str, inputs, parameters: dict, outputs: dict[str, Path],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
         "inputs": [_file_entry(p) for p in map(Path, inputs) if p.is_file()],
-        "parameters": without_secrets(parameters),
+        "parameters": public_parameters(parameters),
         "timings_seconds": timings or {},
         "outputs": {k: _file_entry(p, k in PUBLIC_OUTPUTS) for k, p in outputs.items()},
         "summary": without_secrets(summary),
-        "notes": notes or [],
+        "notes": public_notes(notes or []),
     })
 
 
@@ -304,13 +357,13 @@ def published_columns(run, show_primaries: bool = False) -> Columns | None:
     (the pattern of a failed audit, never published)."""
     if run.kind in ("rounding", "adjustment"):
         frame = run.table.to_columns(())
-        frame["value"] = np.asarray(run.rounded)
+        frame["value"] = np.where(published_mask(run), np.asarray(run.rounded), np.nan)
         return frame
     if run.published is None:
         return None
     table = run.published
     hidden = run.unpublished
-    frame = table.to_columns(("value", "freq", "status"))
+    frame = table.to_columns(("value", "freq", "status"), confidential=True)
     frame["value"] = np.where(hidden, np.nan, table.value)
     frame["freq"] = np.where(hidden, np.nan, table.freq)
     if not show_primaries:
@@ -318,6 +371,28 @@ def published_columns(run, show_primaries: bool = False) -> Columns | None:
     if np.isnan(table.freq[~hidden]).all():
         frame = frame.drop(["freq"])
     return frame
+
+
+def published_mask(run) -> np.ndarray:
+    """The cells whose value published.csv gives: those the audit saw published (a
+    rounding audited with ``published = "margins"``: the margins only; suppression: the
+    cells not suppressed; a run without a published pattern, such as primary rules
+    alone: every cell, since it suppresses none)."""
+    if run.kind in ("suppression", "audit", "compare") and run.published is not None:
+        return ~np.asarray(run.unpublished, bool)
+    seen = getattr(run.audit, "is_published", None)
+    if run.kind in ("rounding", "adjustment", "audit-rounded") and seen is not None:
+        return np.asarray(seen, bool)
+    return np.ones(run.table.n_cells, bool)
+
+
+def pattern_status(run) -> np.ndarray:
+    """The status letters of the published pattern: a cell the audit took as unpublished
+    without a suppression status (``[audit] published = "margins"``) counts as suppressed
+    (M), so that the public figures are checked against what is published."""
+    status = run.status
+    hidden = np.asarray(run.unpublished, bool) & ~is_suppressed(status)
+    return np.where(hidden, "M", status) if hidden.any() else status
 
 
 def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, Any]:
@@ -338,19 +413,21 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, A
         frames["published" if publishable else "unsafe"] = pub
     if run.kind in ("rounding", "adjustment"):
         cells = run.table.to_columns(("value", "freq", "status") if run.kind == "adjustment"
-                                     else ("value", "freq"))
+                                     else ("value", "freq"), confidential=True)
         cells["published"] = np.asarray(run.rounded)
         frames["cells"] = cells
     elif run.published is not None:
-        frames["cells"] = run.published.to_columns(("value", "freq", "status"))
+        frames["cells"] = run.published.to_columns(("value", "freq", "status"),
+                                                   confidential=True)
     if run.audit is not None and (run.kind in ("rounding", "audit-rounded", "adjustment")
                                   or hasattr(run.audit, "range_lower")):   # a rounded table's
         frames["audit"] = run.audit.to_frame(table=run.table,
                                              only_flagged=audit_flagged_only)
     elif run.audit is not None:
-        frames["audit"] = run.audit.to_columns(
-            table=run.published if run.published is not None else run.table,
-            only_unpublished=not audit_all_cells)
+        table = run.published if run.published is not None else run.table
+        audit = run.audit.to_columns(table=table)
+        audit["status"] = table.status           # a confidential file: the letters U and M
+        frames["audit"] = audit if audit_all_cells else audit.rows(run.audit.unpublished)
     if run.comparison is not None:
         frames["comparison"] = run.comparison
     return frames

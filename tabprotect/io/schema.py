@@ -419,19 +419,45 @@ def check_job(spec: dict[str, Any], label: str = "job") -> None:
                 if not isinstance(keys, dict):
                     raise InputError(f"{where}: [{name}.{sub}] must be a table")
                 _check_table(section, keys, _where(label, f"{name}.{sub}"), {})
+                if name == "hierarchies":
+                    _check_hierarchy_source(keys, _where(label, f"{name}.{sub}"))
         elif section.shape == "rules":
             _check_rules(section, values, label)
         elif name == "protect":
             _check_table(section, values, where, _method_keys(values, where))
+            _check_cost_column(values, where)
         elif name == "compare":
             _check_table(section, values, where, {})
             _check_compare_methods(values.get("methods", []), where)
         elif name == "round":
             _check_table(section, values, where, {})
             _check_round_keys(values, values.get("method", "controlled"), where)
+        elif name == "microdata":
+            _check_table(section, values, where, {})
+            for key in DUCKDB_KEYS:         # read by DuckDB alone (which auto may choose)
+                if key in values and values.get("engine", "auto") not in ("auto", "duckdb"):
+                    raise InputError(f"{where}: '{key}' applies to the duckdb engine only "
+                                     f"(the engine is {values['engine']})")
         else:
             _check_table(section, values, where, {})
     _check_dimension_names(spec, label)
+
+
+#: the keys that give a hierarchy, and the keys that go with one of them only
+HIERARCHY_SOURCES = ("pairs", "hrc", "levels", "columns", "codes", "flat")
+HIERARCHY_COMPANIONS = {"lead": "hrc", "file": "columns"}
+
+
+def _check_hierarchy_source(keys: dict, where: str) -> None:
+    """One source per hierarchy (a second would be ignored), and a key that goes with
+    another source only (``lead`` with ``hrc``, ``file`` with ``columns``) given with it."""
+    given = [k for k in HIERARCHY_SOURCES if k in keys and keys[k] is not False]
+    if len(given) > 1:
+        raise InputError(f"{where}: give one of {', '.join(HIERARCHY_SOURCES)}, not "
+                         f"{' and '.join(given)} (the others would be ignored)")
+    for key, source in HIERARCHY_COMPANIONS.items():
+        if key in keys and source not in keys:
+            raise InputError(f"{where}: '{key}' goes with '{source}', which is not given")
 
 
 def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
@@ -453,6 +479,7 @@ def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
     geography = spec.get("swap", {}).get("geography")
     if isinstance(geography, str):
         named.add(geography)
+    _check_group_dimensions(spec, label)
     hierarchies = spec.get("hierarchies", {})
     if not named or not isinstance(hierarchies, dict):
         return
@@ -460,6 +487,19 @@ def _check_dimension_names(spec: dict[str, Any], label: str) -> None:
     if unused:
         raise InputError(f"{label} [hierarchies.{unused[0]}]: '{unused[0]}' is not a "
                          f"dimension of the job (named: {', '.join(sorted(named))})")
+
+
+def _check_group_dimensions(spec: dict[str, Any], label: str) -> None:
+    """``[rules.group] dimensions`` names dimensions of the table."""
+    group = spec.get("rules", {}).get("group")
+    table = spec.get("input", spec.get("microdata", {})).get("dimensions")
+    if not isinstance(group, dict) or not isinstance(table, list):
+        return
+    wanted = group.get("dimensions")
+    unknown = [d for d in (wanted if isinstance(wanted, list) else []) if d not in table]
+    if unknown:
+        raise InputError(f"{_where(label, 'rules.group', 'dimensions')}: {unknown[0]!r} is "
+                         f"not a dimension of the table ({', '.join(map(str, table))})")
 
 
 def _check_rules(section: Section, values: dict, label: str) -> None:
@@ -479,19 +519,25 @@ def _check_rules(section: Section, values: dict, label: str) -> None:
             _check_table(rule_section, entry, _where(label, f"rules.{name}"), {})
 
 
-#: [round] keys that one rounding method alone reads (rounding and its audit); given with
-#: another method they would be ignored, so they are refused
-ROUND_METHOD_KEYS = {"seed": "random", "margins_from_interior": "random",
-                     "k_step": "controlled", "step_penalty": "controlled",
-                     "weights": "controlled", "partition": "controlled",
-                     "mip_gap": "controlled", "threshold": "small-count"}
+#: [round] keys that some rounding methods alone read (rounding and its audit); given with
+#: another method they would be ignored, so they are refused (``mip_gap``: the MILPs of
+#: controlled and small-count rounding)
+ROUND_METHOD_KEYS = {"seed": ("random",), "margins_from_interior": ("random",),
+                     "k_step": ("controlled",), "step_penalty": ("controlled",),
+                     "weights": ("controlled",), "partition": ("controlled",),
+                     "mip_gap": ("controlled", "small-count"),
+                     "threshold": ("small-count",)}
 
 
 def _check_round_keys(values: dict, method: Any, where: str) -> None:
-    for key, owner in ROUND_METHOD_KEYS.items():
-        if key in values and method != owner:
-            raise InputError(f"{where}: '{key}' applies to {owner} rounding only (the "
-                             f"method is {method})")
+    for key, owners in ROUND_METHOD_KEYS.items():
+        if key in values and method not in owners:
+            raise InputError(f"{where}: '{key}' applies to {' and '.join(owners)} rounding "
+                             f"only (the method is {method})")
+
+
+#: [microdata] keys the DuckDB engine alone reads
+DUCKDB_KEYS = ("threads", "memory_limit")
 
 
 def _check_compare_methods(methods: list, where: str) -> None:
@@ -517,6 +563,15 @@ def _check_compare_methods(methods: list, where: str) -> None:
         rest = {k: v for k, v in entry.items() if k not in ("label",)}
         _check_table(SECTIONS["protect"], rest, f"{where} methods[{i}]",
                      _method_keys(rest, f"{where} methods[{i}]"))
+        _check_cost_column(rest, f"{where} methods[{i}]")
+
+
+def _check_cost_column(values: dict, where: str) -> None:
+    """``cost_column`` is read by ``cost = "column"`` alone (otherwise it would be
+    ignored)."""
+    if "cost_column" in values and values.get("cost") != "column":
+        raise InputError(f"{where}: 'cost_column' applies to cost = \"column\" only (the "
+                         f"cost is {values.get('cost', 'the default')})")
 
 
 def method_option_keys(method: str) -> dict[str, Key]:

@@ -23,7 +23,8 @@ from tabprotect.model.columns import (Columns, as_columns, parse_numbers,
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
-from tabprotect.model.status import EMPTY, SAFE, check_status
+from tabprotect.model.status import (EMPTY, SAFE, SUPPRESSED_LETTER, check_status,
+                                     is_suppressed, parse_status)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -499,12 +500,20 @@ class Table:
                 new.__dict__[attr] = self.__dict__[attr]
         return new
 
-    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status")) -> "pd.DataFrame":
-        """Cells as a long DataFrame: code columns, then the requested arrays."""
-        return self.to_columns(columns).to_pandas()
+    def to_frame(self, columns: Sequence[str] = ("value", "freq", "status"), *,
+                 confidential: bool = False) -> "pd.DataFrame":
+        """Cells as a long DataFrame: code columns, then the requested arrays.
 
-    def to_columns(self, columns: Sequence[str] = ("value", "freq", "status")) -> Columns:
-        """Cells as :class:`Columns`: code columns (text), then the requested arrays."""
+        ``status`` is :data:`~tabprotect.model.status.SUPPRESSED_LETTER` for every
+        suppressed cell, primary and secondary alike (which are primaries is
+        confidential); ``confidential=True`` shows the letters U and M (a cells file to
+        read back as a job's input needs them)."""
+        return self.to_columns(columns, confidential=confidential).to_pandas()
+
+    def to_columns(self, columns: Sequence[str] = ("value", "freq", "status"), *,
+                   confidential: bool = False) -> Columns:
+        """Cells as :class:`Columns`: code columns (text), then the requested arrays
+        (``status`` as in :meth:`to_frame`)."""
         if self.dimensions:
             out = Columns({d.name: np.asarray(d.hierarchy.codes, dtype=object)[p]
                            for d, p in zip(self.dimensions, self.positions)})
@@ -517,6 +526,8 @@ class Table:
                     out[f"top{j + 1}"] = self.top[:, j]
             elif c in self.extra:
                 out[c] = self.extra[c]
+            elif c == "status" and not confidential:
+                out[c] = np.where(is_suppressed(self.status), SUPPRESSED_LETTER, self.status)
             else:
                 out[c] = getattr(self, c)
         return out
@@ -546,7 +557,8 @@ class Table:
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{d.name}[{len(d.hierarchy)}]" for d in self.dimensions) or "general"
-        counts = {s: int((self.status == s).sum()) for s in "SUMPZ" if (self.status == s).any()}
+        shown = np.where(is_suppressed(self.status), SUPPRESSED_LETTER, self.status)
+        counts = {s: int((shown == s).sum()) for s in "SXPZ" if (shown == s).any()}
         return (f"Table({self.name + ': ' if self.name else ''}{dims}, {self.kind}, "
                 f"cells={self.n_cells}, relations={self.n_relations}, status={counts})")
 
@@ -640,31 +652,6 @@ def _check_additive(source, dims, shape, what, A, rel_total, values, tolerance,
         raise InputError(f"{source}: total cell {name} is not the sum of its parts ({what}; "
                          f"{int(bad.sum())} non-additive relation(s); missing totals can be "
                          f"computed with compute_totals)")
-
-
-#: status words accepted in a status column besides the letters S U M P Z
-STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
-                "protected": "P", "empty": "Z"}
-
-
-def parse_status(column, source: str, name: str = "status") -> np.ndarray:
-    """A status column as letters: S U M P Z (any case), the words of
-    :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
-    text = text_values(np.asarray(column, dtype=object))
-    letters = np.array([_status_letter(t) for t in text], dtype=object)
-    bad = ~np.isin(letters.astype(str), ("", "S", "U", "M", "P", "Z"))
-    if bad.any():
-        r = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
-                         f"S U M P Z, or {', '.join(STATUS_WORDS)})")
-    return letters.astype("<U1")
-
-
-def _status_letter(text: str | None) -> str:
-    if not text:
-        return ""
-    lower = text.lower()
-    return STATUS_WORDS.get(lower, lower.upper() if len(lower) == 1 else "?")
 
 
 def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> "pd.DataFrame":

@@ -69,7 +69,7 @@ class PrimaryResult:
 
     def to_columns(self, only_unsafe: bool = False) -> Columns:
         """:meth:`to_frame` as :class:`~tabprotect.model.columns.Columns`."""
-        out = self.table.to_columns(("value", "freq", "status"))
+        out = self.table.to_columns(("value", "freq", "status"), confidential=True)
         out["reason"] = self.reason
         out["upl"] = self.table.upl
         out["lpl"] = self.table.lpl

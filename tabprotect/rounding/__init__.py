@@ -33,6 +33,9 @@ and the remainder ``r = x - floor_b(x)``:
   ``b``; every published aggregate is the sum of its rounded inner cells.  Which small cells
   go up is chosen by a MILP that keeps the number rounded up equal to the rounded sum of the
   small counts and minimises the aggregates' absolute deviations (the grand total most).
+  Each aggregate's deviation lies above the convex hull of ``|b k - s|`` over integer
+  ``k``, so the LP relaxation is tight (integral on two-way tables); elsewhere swaps improve
+  the relaxation's choice, which starts the branch and bound.
 
 Every result carries its deviation and, unless ``audit=False``, the rounded-table audit
 (:func:`tabprotect.audit_rounded.audit_rounded`): what an intruder can derive from the
@@ -40,7 +43,8 @@ published values.
 
 Modules: ``api`` (``round_table``), ``result`` (``RoundingResult``), ``settings``
 (``RoundingSettings``), ``simple`` (deterministic and random), ``controlled``,
-``partition`` and ``sifting`` (controlled rounding), ``small_count``, ``checks``.
+``partition`` and ``sifting`` (controlled rounding), ``small_count`` and
+``small_count_search`` (small-count rounding), ``checks``.
 """
 from tabprotect.rounding.api import round_table
 from tabprotect.rounding.controlled import ControlledRounder

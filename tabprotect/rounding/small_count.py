@@ -2,13 +2,17 @@
 which go up); every aggregate is the sum of its rounded inner cells."""
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
-from solvers import LinearProgram, solve
+from solvers import HighsModel, LinearProgram, solve
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.rounding.result import TOL
+from tabprotect.rounding.small_count_search import DeviationTerms, relaxed_choice, swap_search
 
 __all__ = ["small_count_round", "aggregation_matrix", "aggregate_from_inner"]
 
@@ -37,36 +41,125 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     is_agg = ~inner
     S = agg[is_agg][:, np.flatnonzero(small_local)].tocsr()  # aggregates x small cells
     xs = out_inner[small_local]
-    # deviation of aggregate t: b * sum_{i in t} d_i - sum_{i in t} x_i
-    shift = S @ xs
-    keep = np.diff(S.indptr) > 0
-    S, shift = S[keep], shift[keep]
-    n_agg = S.shape[0]
+    weight = np.ones(S.shape[0])
+    n_terms = float(np.count_nonzero(np.diff(S.indptr)))  # aggregates with a small cell
+    weight[np.flatnonzero(is_agg) == _grand_total(table)] = max(1.0, n_terms)
     target_up = int(np.floor(xs.sum() / base + 0.5))
-    # variables: d (n_small, binary), e (n_agg, >= |b S d - shift|)
-    agg_weight = np.ones(n_agg)
-    totals = np.flatnonzero(is_agg)[keep]
-    agg_weight[totals == _grand_total(table)] = max(1.0, float(n_agg))
-    I = sp.identity(n_agg, format="csr")
-    upper_rows = sp.hstack([base * S, -I])   # b S d - e <= shift
-    lower_rows = sp.hstack([base * S, I])    # b S d + e >= shift
-    count_row = sp.hstack([sp.csr_matrix(np.ones((1, n_small))), sp.csr_matrix((1, n_agg))])
-    A = sp.vstack([upper_rows, lower_rows, count_row]).tocsr()
-    lo = np.concatenate([np.full(n_agg, -np.inf), shift, [target_up]])
-    hi = np.concatenate([shift, np.full(n_agg, np.inf), [target_up]])
-    c = np.concatenate([np.zeros(n_small), agg_weight])
-    lp = LinearProgram(c=c, A=A, row_lower=lo, row_upper=hi,
-                       col_lower=np.zeros(n_small + n_agg),
-                       col_upper=np.concatenate([np.ones(n_small), np.full(n_agg, np.inf)]),
-                       integrality=np.concatenate([np.ones(n_small, bool), np.zeros(n_agg, bool)]))
-    res = solve(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads)
-    if not res.has_solution:
-        raise InputError(f"small-count rounding: the solver stopped without a solution "
-                         f"({res.status}); give a longer time_limit")
-    d = np.round(res.x[:n_small])
+    terms = _deviation_terms(S, xs, weight, base)
+    d, path, optimal = _choose(terms, target_up, time_limit=time_limit, mip_gap=mip_gap,
+                               threads=threads)
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
-    return rounded, "MILP", res.status == "optimal"
+    return rounded, path, optimal
+
+
+def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
+            threads) -> tuple[np.ndarray, str, bool]:
+    """Which small cells go up: the relaxation when its vertex is integral, else the
+    swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
+    of it), else the MILP started from that choice."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    lp = _deviation_program(terms, target_up)
+    n = len(terms.c)
+    relaxed = solve(dataclasses.replace(lp, integrality=None), time_limit=time_limit,
+                    threads=threads)
+    if not relaxed.has_solution:
+        _no_solution(relaxed.status)
+    d = relaxed_choice(relaxed.x[:n], target_up)
+    if np.abs(relaxed.x[:n] - d).max(initial=0.0) <= 1e-6:
+        return d, "LP relaxation (integral vertex)", True
+    d = swap_search(terms, d)
+    value, bound = terms.value(d), relaxed.objective
+    if value <= _least_value_above(terms, bound):
+        return d, "LP relaxation, swaps (meets the LP bound)", True
+    if mip_gap is not None and value - bound <= mip_gap * abs(value):
+        return d, "LP relaxation, swaps (within mip_gap of the LP bound)", False
+    remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
+    model = HighsModel(lp, threads=threads, time_limit=remaining, mip_gap=mip_gap)
+    model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
+    res = model.solve(duals=False)
+    if not res.has_solution:
+        _no_solution(res.status)
+    return np.round(res.x[:n]), "MILP", res.status == "optimal"
+
+
+def _least_value_above(terms: DeviationTerms, bound: float) -> float:
+    """The least deviation a choice can have given the LP bound: the bound rounded up when
+    every coefficient is an integer (the deviation is then an integer)."""
+    data = np.concatenate([terms.s, terms.w, terms.c, [terms.offset]])
+    if np.all(data == np.round(data)):
+        return float(np.ceil(bound - 1e-6))
+    return bound + 1e-6 * max(1.0, abs(bound))
+
+
+def _no_solution(status: str):
+    raise InputError(f"small-count rounding: the solver stopped without a solution "
+                     f"({status}); give a longer time_limit")
+
+
+def _deviation_terms(S: sp.csr_matrix, xs: np.ndarray, weight: np.ndarray,
+                     base: int) -> DeviationTerms:
+    """``sum_t weight_t |base (S d)_t - (S xs)_t|`` as :class:`DeviationTerms`: aggregates
+    with the same small cells one term (weights added); an aggregate with one small cell
+    ``i`` costs ``x_i + (base - 2 x_i) d_i``, linear in ``d``."""
+    S, weight = _merge_duplicate_rows(S, weight)
+    single = np.diff(S.indptr) == 1
+    c = np.zeros(S.shape[1])
+    cell = S.indices[S.indptr[:-1][single]]
+    np.add.at(c, cell, weight[single] * (base - 2.0 * xs[cell]))
+    offset = float(weight[single] @ xs[cell])
+    S = S[~single]
+    return DeviationTerms(S, S @ xs, weight[~single], c, offset, base)
+
+
+def _deviation_program(terms: DeviationTerms, target_up: int) -> LinearProgram:
+    """The MILP: binary ``d`` (small cell up), ``sum d = target_up``, minimising ``terms``.
+
+    Every aggregate of ``terms.S`` has a deviation variable ``e_t`` above the convex hull
+    of ``|base k - s_t|`` over integer ``k``: the two lines ``+-(base k - s_t)`` and the
+    chord between ``k = f_t = floor(s_t / base)`` and ``f_t + 1``,
+    ``e_t >= r_t + (base - 2 r_t)(k - f_t)`` (``r_t = s_t - base f_t``). The chord cuts
+    off the relaxation's fractional ``k`` at no cost, so the LP bound is that of the
+    aggregates taken one by one.
+    """
+    S, s, base = terms.S, terms.s, terms.base
+    n_small, n_agg = S.shape[1], S.shape[0]
+    f = np.floor(s / base + TOL)
+    r = s - base * f
+    slope = base - 2.0 * r
+    eye = sp.identity(n_agg, format="csr")
+    A = sp.vstack([sp.hstack([base * S, -eye]),            # e >= base k - s
+                   sp.hstack([base * S, eye]),             # e >= s - base k
+                   sp.hstack([-sp.diags(slope) @ S, eye]),  # e >= the chord
+                   sp.hstack([sp.csr_matrix(np.ones((1, n_small))),
+                              sp.csr_matrix((1, n_agg))])]).tocsr()
+    inf = np.full(n_agg, np.inf)
+    return LinearProgram(
+        c=np.concatenate([terms.c, terms.w]), A=A, offset=terms.offset,
+        row_lower=np.concatenate([-inf, s, r - slope * f, [target_up]]),
+        row_upper=np.concatenate([s, inf, inf, [target_up]]),
+        col_lower=np.zeros(n_small + n_agg),
+        col_upper=np.concatenate([np.ones(n_small), inf]),
+        integrality=np.concatenate([np.ones(n_small, bool), np.zeros(n_agg, bool)]))
+
+
+def _merge_duplicate_rows(S: sp.csr_matrix, weight: np.ndarray):
+    """The distinct non-empty rows of the 0/1 matrix ``S``, each with the sum of the
+    weights of its copies."""
+    S = S.tocsr()
+    S.sort_indices()
+    index: dict[bytes, int] = {}
+    rows, merged = [], []
+    for t in range(S.shape[0]):
+        lo, hi = S.indptr[t], S.indptr[t + 1]
+        if lo == hi:
+            continue
+        j = index.setdefault(S.indices[lo:hi].tobytes(), len(rows))
+        if j == len(rows):
+            rows.append(t)
+            merged.append(0.0)
+        merged[j] += weight[t]
+    return S[rows], np.asarray(merged)
 
 
 def _grand_total(table: Table) -> int:

@@ -128,12 +128,9 @@ class ProtectResult:
         ``confidential_value`` and ``confidential_freq``: the true values of every cell
         (not for publication).
         """
-        from tabprotect.results import SUPPRESSED_LETTER
         t = self.confidential_table
-        out = self.table.to_frame(("value", "freq", "status"))
+        out = self.table.to_frame(("value", "freq", "status"), confidential=confidential)
         sup = t.suppressed
-        if not confidential:
-            out["status"] = np.where(sup, SUPPRESSED_LETTER, out["status"])
         # an interval audit's ``lower, upper``; a verdict audit's bounds on them
         out["published"] = ~sup
         for name, col in self.audit.columns().items():

@@ -72,11 +72,21 @@ class Principal:
     admin: bool = False
 
 
+# a bearer token is the whole of a caller's identity: short ones are guessable
+MIN_TOKEN_LENGTH = 16
+# the placeholder of older examples, refused so a copied example does not become a login
+PLACEHOLDER_TOKEN = "change-me"
+
+
 def token_principal(token: str) -> Principal:
     """The principal of a plain token (``TABPROTECT_TOKENS``, ``tokens_file``): named after
     a hash of the token, so its jobs stay its own across restarts."""
-    if len(token) < 8:
-        raise InputError("API tokens must be at least 8 characters long")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise InputError(f"API tokens must be at least {MIN_TOKEN_LENGTH} characters long")
+    if token.startswith(PLACEHOLDER_TOKEN):
+        raise InputError("API token: the documentation's placeholder is not a token; "
+                         "make one, e.g. python3 -c 'import secrets; "
+                         "print(secrets.token_urlsafe(24))'")
     digest = hash_token(token)
     return Principal(name="token-" + hash_token("principal:" + digest)[:12],
                      token_sha256=digest)

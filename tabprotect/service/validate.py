@@ -124,6 +124,13 @@ def check_spec(spec: dict, uploaded: set[str], folder: Path, max_time_limit: flo
             raise HTTPException(422, f"spec: {_key_name(where)} names {named}, which was not "
                                      f"uploaded (uploaded: "
                                      f"{', '.join(sorted(uploaded)) or 'none'})")
+    named = {value for _, value in _strings(spec)}
+    unused = sorted(name for name in uploaded if name not in named)
+    if unused:
+        shown = ", ".join(f"'{n}'" if SAFE_NAME.match(n) else "(unprintable)"
+                          for n in unused[:5])
+        raise HTTPException(422, f"file(s) {shown} uploaded but named by no key of the spec "
+                                 f"(it would be ignored)")
     _check_time_limits(spec, (), max_time_limit)
     for section in TIMED_SECTIONS:
         if isinstance(spec.get(section), dict):
@@ -210,14 +217,14 @@ def check_files(folder: Path, sizes: dict[str, int], spec: dict, max_columns: in
     """Shape limits first, then parse the data files (and small tables) for early 422s;
     a small job whose tables would exceed ``max_cells`` is refused before they are made."""
     from tabprotect.io.job import build_table, check_microdata_cells, load_job
-    from tabprotect.model import read_frame
+    from tabprotect.model.columns import read_table_columns
     for name in sizes:
         if Path(name).suffix.lower() in DATA_SUFFIXES:
             check_shape(folder / name, max_columns, max_rows)
     try:
         for name in sizes:
             if Path(name).suffix.lower() in DATA_SUFFIXES:
-                read_frame(folder / name)
+                read_table_columns(folder / name)     # the command line's reader
         if sum(sizes.values()) <= VALIDATE_TABLE_BYTES:
             job = load_job(spec=spec, base=folder)
             job.root = folder

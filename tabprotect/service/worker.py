@@ -57,6 +57,18 @@ def strip_paths(text: str) -> str:
     return _ABS_PATH.sub("", text)
 
 
+def public_step(step: str) -> str:
+    """The stage a progress message names, without what follows its colon: a method's
+    messages carry figures of the pattern (the optimal method's cost bound and best cost
+    are the value of the secondaries, which the public summary withholds), and the job's
+    step is listed to the admin principal too.
+
+    >>> public_step("LP round 3: bound 40074.8")
+    'LP round 3'
+    """
+    return step.split(":", 1)[0].strip()
+
+
 class LeaseLost(Exception):
     """The store no longer lists this worker as running the job."""
 
@@ -77,6 +89,7 @@ class Lease:
         return not self.lost
 
     def progress(self, step: str, fraction: float) -> None:
+        step = public_step(step)
         if self.lost or not self.store.progress(self.job_id, self.worker, step, fraction):
             self.lost = True
             raise LeaseLost(self.job_id)
@@ -158,10 +171,10 @@ def public_result(run, shared: dict) -> dict:
     state, timings and the figures that
     :func:`~tabprotect.public_summary.public_summary` released for the run's shareable
     summary ``shared`` (``summary.json``)."""
-    status = run.status
-    # an adjustment run (cta) publishes every cell: nothing is suppressed
-    hidden = 0 if run.kind == "adjustment" else int(((status == "U") | (status == "M")).sum())
-    # the number of suppressed cells only: which of them are primaries stays confidential
+    from tabprotect.io.results import published_mask
+    # the cells published.csv leaves blank (every X; a rounding audited with only the
+    # margins published: the inner cells): which of them are primaries stays confidential
+    hidden = int((~published_mask(run)).sum())
     summary = {"cells": int(run.table.n_cells), "suppressed": hidden,
                **shared.get("figures", {"withheld": {}})}
     out = {"kind": run.kind, "method": run.method, "audit_passed": run.passed,
