@@ -14,6 +14,7 @@ command-line options are given as ``overrides`` (job keys, e.g. ``{"protect":
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,25 +222,44 @@ def _run(job: Job, task: str, progress: Progress | None, executor: Any) -> Run:
                  inputs=job.input_files(), timings=steps.timings, cpu_timings=steps.cpu)
     if task == "primary" or ("rules" in job.spec and task in ("protect", "audit",
                                                                "compare")):
-        with steps("primary rules", 0.1):
+        with steps("primary rules", 0.1), _in_section(job, "rules"):
             _primary_step(result, job, keep_secondaries=task == "audit")
     if task == "primary":
         result.kind = "primary"
         return result
     if task == "protect":
-        _protect_step(result, job, steps, executor)
+        with _in_section(job, "protect"):
+            _protect_step(result, job, steps, executor)
     elif task == "round":
-        _round_step(result, job, steps)
+        with _in_section(job, "round"):
+            _round_step(result, job, steps)
     elif task == "audit-rounded":
-        _audit_rounded_step(result, job, steps)
+        with _in_section(job, "audit"):
+            _audit_rounded_step(result, job, steps)
     elif task == "compare":
-        _compare_step(result, job, steps, main=True, executor=executor)
+        with _in_section(job, "compare"):
+            _compare_step(result, job, steps, main=True, executor=executor)
     else:
-        _audit_step(result, job, steps, executor)
+        with _in_section(job, "audit"):
+            _audit_step(result, job, steps, executor)
     if task in ("protect", "audit") and "compare" in job.spec:
-        _compare_step(result, job, steps, main=False, executor=executor)
+        with _in_section(job, "compare"):
+            _compare_step(result, job, steps, main=False, executor=executor)
     _info_step(result, job, steps)
     return result
+
+
+@contextlib.contextmanager
+def _in_section(job: Job, section: str):
+    """A refusal from within a step names the job and the section whose settings the step
+    read, unless it names the job already."""
+    try:
+        yield
+    except InputError as exc:
+        message = str(exc)
+        if len(exc.args) == 1 and not message.startswith(job.label):
+            exc.args = (f"{job.label} [{section}]: {message}",)
+        raise
 
 
 def _text_progress(progress: Progress | None):

@@ -334,3 +334,19 @@ def test_summary_figures_not_checked_within_the_budget_are_withheld(tmp_path):
             assert hurried[name] == checked[name]
     budget = SummaryBudget(share=0.5, least=2.0, most=60.0)
     assert [budget.seconds(s) for s in (1.0, 30.0, 500.0)] == [2.0, 15.0, 60.0]
+
+
+@pytest.mark.parametrize("section, extra, message", [
+    ("rules", "[rules.group]\ndimensions = [\"region\"]\n", "group-disclosure"),
+    ("protect", "", "coalition=2 needs"),
+])
+def test_a_refusal_within_a_step_names_the_job_and_its_section(tmp_path, capsys, section,
+                                                               extra, message):
+    job_path = write_job(tmp_path / "job", "status+rules")
+    text = job_path.read_text() + extra
+    if section == "protect":
+        text = text.replace("singleton = false", "coalition = 2")
+    job_path.write_text(text)
+    assert main(["protect", str(job_path), "-o", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"job.toml [{section}]: " in err[0] and message in err[0]
