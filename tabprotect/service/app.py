@@ -183,7 +183,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     --------
     >>> import tempfile, pathlib
     >>> from tabprotect.service.config import load_config
-    >>> cfg = load_config(tokens=["a-long-token"],
+    >>> cfg = load_config(tokens=["a-long-token-0123"],
     ...                   store=pathlib.Path(tempfile.mkdtemp()) / "jobs.sqlite")
     >>> sorted(r.path for r in create_app(cfg).routes if "{job_id}" in r.path)[:2]
     ['/jobs/{job_id}', '/jobs/{job_id}']

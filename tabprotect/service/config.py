@@ -248,7 +248,7 @@ def load_config(path: str | Path | None = None, **overrides) -> ServiceConfig:
 
     Examples
     --------
-    >>> load_config(tokens=("a-long-token",), port=9000).port
+    >>> load_config(tokens=("a-long-token-0123",), port=9000).port
     9000
     """
     values: dict = {}
