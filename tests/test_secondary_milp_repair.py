@@ -194,20 +194,6 @@ def test_repair_loop_on_a_count_table_passes_the_integer_oracle():
     assert lp_oracle.protected(loop.protected_table, integer=True).all()
 
 
-@pytest.mark.slow
-def test_a_count_round_that_adds_no_cell_hands_over_to_the_milp_repair():
-    # "auto" leaves the MILP repair off under the single-contributor attack; on this
-    # 4-D count table gauss's pattern leaves two primaries that only an integer intruder
-    # narrows, and the LP repair's round adds no cell for them: the MILP repair takes
-    # the next round (before, the loop stopped there with the pattern FAILED), and the
-    # final pattern holds against the integer intruder and every single contributor
-    t = flat_count_table((4, 4, 4, 3), seed=108, mean=2.0)
-    res = protect(t, method="gauss", cost="freq", singleton=True, time_limit=60)
-    assert any("the MILP repair takes the next round" in n for n in res.notes)
-    assert res.passed
-    assert lp_oracle.protected(res.confidential_table, singleton=True, integer=True).all()
-
-
 def test_a_spent_milp_round_leaves_its_primaries_to_the_lp_repair():
     # with no time for MILPs (and no time limit on the call) the round hands every
     # short primary to the LP repair instead of giving it the dearer quick answer:
