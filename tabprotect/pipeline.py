@@ -395,9 +395,6 @@ def _round_step(result: Run, job: Job, steps: _Steps) -> None:
         result.notes.append("the job's [rules] are not applied: rounding gives no cell a "
                             "protection level, and its audit checks the rounding's ranges "
                             "only (to protect primary cells, use [protect])")
-    if np.any(np.abs(result.table.value - np.round(result.table.value)) > 1e-9):
-        result.notes.append("the table has non-integer values: they are rounded like "
-                            "counts, and the audit's integer intervals assume counts")
     if opts.get("audit", True):
         with steps("audit", 0.6):
             result.audit = audit_rounded(res, published=_published_mask(result.table, opts),
