@@ -436,3 +436,22 @@ def test_values_with_decimals_are_audited_on_their_grid():
     assert audit.true_inside.all()
     assert audit.params["grid"] == pytest.approx(0.1)
     assert any("grid of 0.1" in n for n in audit.notes)
+
+
+@pytest.mark.parametrize("inner, grid", [([1.5, 7.2, 0.4, 12.0], 0.1), ([1, 7, 0, 12], 1.0)])
+def test_small_count_hull_note_is_in_the_tables_units(inner, grid):
+    # small-count, base 3 > threshold 2: the true values a published 3 may stand for are,
+    # on the values' grid, those in (0, 2) (rounded up to 3 or down to 0) and 3 itself; the
+    # note names their least, the largest below the threshold and the hull, in the values'
+    # own units (not in the audit's scaled integers)
+    hs = {"r": Hierarchy.flat(["A", "B"], total="T"), "c": Hierarchy.flat(["x", "y"], total="T")}
+    full = np.zeros((3, 3))
+    full[1:, 1:] = np.reshape(inner, (2, 2))          # the totals come first in each code list
+    table = Table.from_arrays(hs, aggregate_leaves(full.ravel(), list(hs.values())))
+    audit = round_table(table, 3, "small-count", threshold=2).audit
+    grid_values = np.round(np.arange(0, 5 + grid / 2, grid), 6)
+    below = grid_values[(grid_values > 0) & (grid_values < 2)]
+    small = f"{below.min():g}" if below.min() == below.max() else f"{below.min():g}..{below.max():g}"
+    expected = (f"a published 3 means {small} or exactly 3; the audit uses the hull "
+                f"[{below.min():g}, 3]")
+    assert any(expected in n for n in audit.notes), audit.notes

@@ -130,14 +130,12 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     box_lo, box_hi = _boxes(table, is_pub, r_lo, r_hi)
     notes: list[str] = []
     if method == "small-count" and case.threshold is not None and base > case.threshold:
-        t = case.threshold
-        notes.append(f"small-count with base {base} > threshold {t}: a published "
-                     f"{base} means 1..{t - 1} or exactly {base}; the audit uses the "
-                     f"hull [1, {base}] (intervals may be reported wider than they are)")
+        notes.append(_hull_note(base, case.threshold, scale))
     if np.any(box_lo > box_hi):
         i = int(np.flatnonzero(box_lo > box_hi)[0])
         raise InputError(f"audit_rounded: cell {table.cell_name(i)} has an empty range "
-                         f"(published value inconsistent with base {base} and method {method})")
+                         f"(published value inconsistent with base {base / scale:g} and method "
+                         f"{method})")
     counters = Counters()
     deadline = None if time_limit is None else start + time_limit
     bounds = _Bounds(table, box_lo, box_hi, counters, deadline, threads, settings)
@@ -174,6 +172,16 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         params={"base": base, "method": method, "k_step": case.k_step,
                 "small_max": int(small_max), "published": int(is_pub.sum()),
                 **({"grid": 1 / scale} if scale != 1 else {}), **settings.recorded()})
+
+
+def _hull_note(base: int, threshold: int, scale: int) -> str:
+    """The note on small-count's hull, in the table's units (``base`` and ``threshold`` are
+    on the grid of ``1 / scale``)."""
+    b, unit, t_top = (f"{x / scale:g}" for x in (base, 1, threshold - 1))
+    small = unit if unit == t_top else f"{unit}..{t_top}"
+    return (f"small-count with base {b} > threshold {threshold / scale:g}: a published {b} "
+            f"means {small} or exactly {b}; the audit uses the hull [{unit}, {b}] "
+            f"(intervals may be reported wider than they are)")
 
 
 #: the finest grid of true values the audit takes (decimals); values with more decimals are
