@@ -455,3 +455,28 @@ def test_small_count_hull_note_is_in_the_tables_units(inner, grid):
     expected = (f"a published 3 means {small} or exactly 3; the audit uses the hull "
                 f"[{below.min():g}, 3]")
     assert any(expected in n for n in audit.notes), audit.notes
+
+
+def _small_count_job(tmp_path, extra: str = "") -> str:
+    (tmp_path / "pub.csv").write_text(
+        "row,col,value\nA,x,3\nA,y,7\nB,x,0\nB,y,12\n")
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "pub.csv"\ndimensions = ["row", "col"]\ncompute_totals = true\n\n'
+        '[round]\nbase = 3\nmethod = "small-count"\nthreshold = 2\n' + extra
+        + '\n[output]\ndir = "out"\n')
+    return str(tmp_path / "job.toml")
+
+
+def test_cli_audit_rounded_prints_the_audits_notes(tmp_path, capsys):
+    import json
+
+    from tabprotect.cli import main
+    # the audit's notes (here: small-count's hull, base 3 > threshold 2) reach the terminal
+    # as they reach the trail, as with `round`
+    assert main(["audit-rounded", _small_count_job(tmp_path), "--quiet"]) in (0, 1)
+    out = capsys.readouterr().out
+    notes = json.loads((tmp_path / "out" / "trail.json").read_text())["notes"]
+    assert any("hull" in n for n in notes)
+    for n in notes:
+        assert f"note: {n}" in out
+

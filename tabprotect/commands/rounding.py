@@ -86,6 +86,8 @@ def run_audit(args) -> int:
     result, code = execute(args, "audit-rounded", task="audit-rounded",
                            overrides=_overrides(args), audit_flagged_only=args.flagged_only)
     _print_audit(result.audit)
+    for n in result.notes:
+        print(f"  note: {n}")
     return code
 
 
