@@ -395,6 +395,7 @@ def _round_step(result: Run, job: Job, steps: _Steps) -> None:
         result.notes.append("the job's [rules] are not applied: rounding gives no cell a "
                             "protection level, and its audit checks the rounding's ranges "
                             "only (to protect primary cells, use [protect])")
+    _unused_audit_note(result, job)
     if opts.get("audit", True):
         with steps("audit", 0.6):
             result.audit = audit_rounded(res, published=_published_mask(result.table, opts),
@@ -421,9 +422,31 @@ def _audit_rounded_step(result: Run, job: Job, steps: _Steps) -> None:
             margins_from_interior=opts.get("margins_from_interior"),
             small_max=int(opts.get("small_max", 2)), time_limit=opts.get("time_limit"))
     result.kind = "audit-rounded"
+    _unused_audit_note(result, job)
     result.method = f"{method} rounding, base {opts['base']}"
     result.rounded = table.value.copy()
     result.notes.extend(result.audit.notes or [])
+
+
+def _nothing_to_audit(job: Job) -> str:
+    """The error of an audit of statuses without suppressed cells; a job whose [protect]
+    or [round] step this task does not run is pointed to the task that does."""
+    steps = [s for s in ("protect", "round") if s in job.spec]
+    if steps:
+        return (f"{job.label}: nothing to audit: the audit task audits the input's "
+                f"suppressed cells (status U or M) and there are none; the job's [{steps[0]}] "
+                f"step is run by its own task ({steps[0]}, or report)")
+    return (f"{job.label}: nothing to audit: no [protect] or [round] step and no suppressed "
+            f"cells (status U or M); give a status column in [input] or [audit] published = "
+            f"\"margins\"")
+
+
+def _unused_audit_note(result: Run, job: Job) -> None:
+    """A rounded table's audit takes its settings from [round]: say so when [audit] is
+    given, whose keys (published, small_max, ...) would otherwise be silently ignored."""
+    if "audit" in job.spec:
+        result.notes.append("the job's [audit] section is not used: a rounded table's audit "
+                            "takes its settings (published, small_max) from [round]")
 
 
 def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> None:
@@ -434,9 +457,7 @@ def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> N
     if opts.get("published", "all") == "margins":
         unpublished = table.is_inner.copy()
     elif not table.suppressed.any():
-        raise InputError(f"{job.label}: nothing to audit: no [protect] or [round] step and "
-                         f"no suppressed cells (status U or M); give a status column in "
-                         f"[input] or [audit] published = \"margins\"")
+        raise InputError(_nothing_to_audit(job))
     singleton = bool(opts.get("singleton", False))
     coalition = opts.get("coalition")
     empty = opts.get("empty", "publish")

@@ -480,3 +480,12 @@ def test_cli_audit_rounded_prints_the_audits_notes(tmp_path, capsys):
     for n in notes:
         assert f"note: {n}" in out
 
+
+def test_rounding_jobs_say_that_audit_section_is_not_used(tmp_path, capsys):
+    from tabprotect.cli import main
+    # [audit] published = "margins" does not make the rounded table's audit a margins-only
+    # one (that is [round] published): the run says so rather than ignore it silently
+    job = _small_count_job(tmp_path, '\n[audit]\npublished = "margins"\n')
+    for command in ("audit-rounded", "round"):
+        assert main([command, job, "--quiet", "-o", str(tmp_path / command)]) in (0, 1)
+        assert "[audit] section is not used" in capsys.readouterr().out

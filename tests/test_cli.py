@@ -256,3 +256,16 @@ def test_the_command_table_names_every_command_and_its_module():
         assert _discover(name)[name] == every[name]
     args = build_parser("protect").parse_args(["protect", "job.toml", "--quiet"])
     assert args.command == "protect" and args.quiet and args.job == "job.toml"
+
+
+def test_audit_of_a_rounding_job_points_to_its_task(tmp_path, capsys):
+    # `tabprotect audit` audits the input's suppressed cells; on a job whose step is
+    # [round] the one-line error names that step's task instead of saying it has none
+    (tmp_path / "cells.csv").write_text("row,col,value\nA,x,3\nA,y,7\nB,x,0\nB,y,12\n")
+    (tmp_path / "job.toml").write_text(
+        '[input]\ncells = "cells.csv"\ndimensions = ["row", "col"]\ncompute_totals = true\n'
+        '\n[round]\nbase = 3\n')
+    assert main(["audit", str(tmp_path / "job.toml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "no [protect] or [round] step" not in err and "[round] step is run by" in err
