@@ -316,6 +316,22 @@ def test_random_rounding_margins_from_interior_is_additive():
     assert res.additive
 
 
+def test_random_rounding_margins_from_interior_note_matches_the_table():
+    # totals summed from rounded inner cells are multiples of the base (the note must not
+    # say otherwise), and their deviations add up: over a few seeds some total lies a base
+    # or more from its true value, which the note says
+    t = a4_table()
+    inner = leaf_mask(t)
+    far = False
+    for seed in range(10):
+        res = round_table(t, 5, "random", seed=seed, margins_from_interior=True, audit=False)
+        assert np.all(res.rounded % 5 == 0)
+        far |= bool(np.any(np.abs(res.rounded - t.value)[~inner] >= 5))
+        assert not any("not multiples" in n for n in res.notes), res.notes
+        assert any("a base or more from its true value" in n for n in res.notes)
+    assert far
+
+
 # ---------------------------------------------------------------- deterministic / small count
 def test_deterministic_tie_rule_half_up():
     assert deterministic_round(np.array([2, 6, 1, 5, 7]), 4).tolist() == [4, 8, 0, 4, 8]

@@ -161,8 +161,8 @@ def _method_notes(method: str, params: dict[str, Any], base: int, additive: bool
     if method == "random" and not margins and not additive:
         notes.append("random rounding of every cell independently is not additive")
     if method == "random" and margins:
-        notes.append("totals are sums of rounded inner cells: additive, but totals are not "
-                     "multiples of the base")
+        notes.append("totals are sums of rounded inner cells: additive, but a total may lie "
+                     "a base or more from its true value (its parts' deviations add up)")
     if method == "small-count":
         notes.append(f"only inner counts 0 < x < {params['threshold']} were rounded (to 0 or "
                      f"{base}); aggregates are sums of the rounded inner cells")
