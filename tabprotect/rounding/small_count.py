@@ -19,13 +19,18 @@ __all__ = ["small_count_round", "aggregation_matrix", "aggregate_from_inner"]
 
 def small_count_round(table: Table, base: int, threshold: int, *,
                       time_limit: float | None = None, mip_gap: float | None = None,
-                      threads: int | None = 1) -> tuple[np.ndarray, str, bool]:
+                      threads: int | None = 1,
+                      search_seconds: float | None = None) -> tuple[np.ndarray, str, bool]:
     """Round inner counts ``0 < x < threshold`` to 0 or ``base``; aggregates follow.
 
     The number of small cells rounded up is fixed to ``round(sum of small counts / base)``
     (so the grand total stays within ``base/2`` of the sum's share), and the MILP picks
     which ones minimising the sum over aggregates of ``|published - true|`` (the grand
     total weighted by the number of aggregates, so it is kept closest).
+
+    ``time_limit`` is the wall-clock budget of the whole choice; without it branch and
+    bound stops after ``search_seconds`` (None: when it proves the optimum). A choice not
+    proven optimal has its gap to the relaxation's bound in the solver path.
 
     Returns the rounded values of every cell, the solver path and whether optimal.
     """
@@ -46,23 +51,27 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     weight[np.flatnonzero(is_agg) == _grand_total(table)] = max(1.0, n_terms)
     target_up = int(np.floor(xs.sum() / base + 0.5))
     terms = _deviation_terms(S, xs, weight, base)
+    if time_limit is None:
+        time_limit = search_seconds
     d, path, optimal = _choose(terms, target_up, time_limit=time_limit, mip_gap=mip_gap,
-                               threads=threads)
+                               threads=threads, ipm=len(table.dimensions) >= 3)
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
     return rounded, path, optimal
 
 
 def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
-            threads) -> tuple[np.ndarray, str, bool]:
+            threads, ipm: bool = False) -> tuple[np.ndarray, str, bool]:
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
     of it), else the MILP started from that choice."""
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
+    # interior point with crossover (a vertex) is several times faster than simplex on
+    # 3-D tables; two-way tables keep simplex's vertex (the same rounding as before)
     relaxed = solve(dataclasses.replace(lp, integrality=None), time_limit=time_limit,
-                    threads=threads)
+                    threads=threads, **({"solver": "ipm"} if ipm else {}))
     if not relaxed.has_solution:
         _no_solution(relaxed.status)
     d = relaxed_choice(relaxed.x[:n], target_up)
@@ -79,8 +88,18 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
     model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
     res = model.solve(duals=False)
     if not res.has_solution:
-        _no_solution(res.status)
-    return np.round(res.x[:n]), "MILP", res.status == "optimal"
+        return d, _within("LP relaxation, swaps", value, bound), False
+    better = np.round(res.x[:n])
+    if res.status == "optimal":
+        return better, "MILP", True
+    value = min(value, terms.value(better))
+    best = better if terms.value(better) <= value else d
+    return best, _within("MILP", value, bound), False
+
+
+def _within(steps: str, value: float, bound: float) -> str:
+    gap = max(0.0, value - bound) / max(abs(value), 1e-9)
+    return f"{steps} (within {100 * gap:.2f} % of the LP bound)"
 
 
 def _least_value_above(terms: DeviationTerms, bound: float) -> float:
