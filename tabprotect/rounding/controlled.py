@@ -43,6 +43,8 @@ class ControlledRounder:
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
         self.settings = settings
         self.sifting_log: SiftedLPResult | None = None
+        # without a time limit, branch and bound of every part together stops here
+        self.search_end: float | None = None
 
     # -- orchestration
     def run(self, k_step: int, penalty: float, partition, partition_min_cells: int):
@@ -195,8 +197,9 @@ class ControlledRounder:
         lp = LinearProgram(c=c, A=M, row_lower=rhs, row_upper=rhs,
                            col_lower=np.zeros(len(cols)), col_upper=np.ones(len(cols)),
                            offset=float(self.w[cols] @ rem))
-        found = search_rounding(lp, deadline=self.deadline,
-                                budget=float(self.settings.search_seconds),
+        if self.search_end is None:
+            self.search_end = time.perf_counter() + self.settings.search_seconds
+        found = search_rounding(lp, deadline=self.deadline, search_end=self.search_end,
                                 mip_gap=self.mip_gap, threads=self.threads)
         if found.up is None:
             if found.optimal:
@@ -208,8 +211,8 @@ class ControlledRounder:
         vals[cols] += self.base * found.up
         if found.optimal:
             return vals, f"MILP ({found.steps})", True
-        return vals, f"MILP ({found.steps}; within {100 * found.gap:.2f} % of the LP " \
-                     f"bound)", False
+        return vals, f"MILP ({found.steps}; within {100 * found.gap:.2f} % of the bound)", \
+            False
 
     def _sifted(self, c, M, rhs, cols, base_vals, label, network):
         """The LP relaxation by sifting, started from every cell's individually best

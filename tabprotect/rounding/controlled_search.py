@@ -41,11 +41,11 @@ class SearchOutcome:
     steps: str
 
 
-def search_rounding(lp: LinearProgram, *, deadline: float | None, budget: float,
+def search_rounding(lp: LinearProgram, *, deadline: float | None, search_end: float,
                     mip_gap: float | None, threads) -> SearchOutcome:
     """Round the 0/1 program ``lp`` (objective with the deviation's constant in its
-    offset) by the steps of the module docstring; ``deadline`` (perf_counter seconds) ends
-    every step, ``budget`` bounds step 4 when there is no deadline."""
+    offset) by the steps of the module docstring; ``deadline`` (perf_counter seconds, the
+    time limit) ends every step, ``search_end`` ends step 4 when there is no deadline."""
     n = lp.n_cols
     relaxed = solve(dataclasses.replace(lp, integrality=None), solver="ipm",
                     time_limit=_left(deadline), threads=threads)
@@ -58,28 +58,39 @@ def search_rounding(lp: LinearProgram, *, deadline: float | None, budget: float,
     if integral.all():
         return SearchOutcome(np.round(x), True, 0.0, "LP relaxation (integral vertex)")
     mip = dataclasses.replace(lp, integrality=np.ones(n, dtype=bool))
-    # a relative gap of 1 ends branch and bound once the root has a bound and a solution
-    first = solve(mip, mip_lp_solver="ipm", mip_rel_gap=1.0,
+    # a relative gap of 1 ends branch and bound once the root has a bound and a solution;
+    # one node at most, so a root without a solution hands over to step 4
+    first = solve(mip, mip_lp_solver="ipm", mip_rel_gap=1.0, mip_max_nodes=1,
                   time_limit=_left(deadline), threads=threads)
     if first.status == "infeasible":
         return SearchOutcome(None, True, 0.0, "MILP infeasible")
-    if not first.has_solution:
-        return SearchOutcome(None, False, np.inf, f"MILP {first.status}")
-    up, value = np.round(first.x), first.objective
-    up, value = _neighbourhood(mip, x, integral, up, value, deadline, threads)
-    steps = "LP relaxation, first rounding, neighbourhood search"
-    if _closed(lp, value, bound, mip_gap):
-        return SearchOutcome(up, value <= _least_above(lp, bound), _gap(value, bound), steps)
-    end = time.perf_counter() + budget if deadline is None else deadline
+    steps = "LP relaxation"
+    up, value = None, np.inf
+    if first.has_solution:
+        up, value = _neighbourhood(mip, x, integral, np.round(first.x), first.objective,
+                                   deadline, threads)
+        steps += ", first rounding, neighbourhood search"
+        if _closed(lp, value, bound, mip_gap):
+            return SearchOutcome(up, value <= _least_above(lp, bound), _gap(value, bound),
+                                 steps)
+    end = search_end if deadline is None else deadline
     model = HighsModel(mip, threads=threads, mip_gap=mip_gap)
-    model.set_start(up)
+    if up is not None:
+        model.set_start(up)
     res = model.solve(time_limit=_left(end), duals=False)
+    steps += ", branch and bound"
+    if res.status == "infeasible":
+        return SearchOutcome(None, True, 0.0, steps)
+    if res.status == "optimal":  # within mip_gap when one is given
+        return SearchOutcome(np.round(res.x), mip_gap is None, res.mip_gap or 0.0, steps)
+    if up is None and not res.has_solution:
+        return SearchOutcome(None, False, np.inf, steps)
+    gap = _gap(value, bound)
     if res.has_solution and res.objective <= value:
         up, value = np.round(res.x), res.objective
-    optimal = res.status == "optimal" and mip_gap is None
-    return SearchOutcome(up, optimal or value <= _least_above(lp, bound),
-                         0.0 if optimal else _gap(value, bound),
-                         steps + ", branch and bound")
+        # branch and bound's own bound (cuts, branching) is at least the relaxation's
+        gap = min(_gap(value, bound), res.mip_gap if res.mip_gap is not None else np.inf)
+    return SearchOutcome(up, value <= _least_above(lp, bound), gap, steps)
 
 
 def _neighbourhood(mip: LinearProgram, x, integral, up, value, deadline, threads):

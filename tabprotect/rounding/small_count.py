@@ -51,21 +51,22 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     weight[np.flatnonzero(is_agg) == _grand_total(table)] = max(1.0, n_terms)
     target_up = int(np.floor(xs.sum() / base + 0.5))
     terms = _deviation_terms(S, xs, weight, base)
-    if time_limit is None:
-        time_limit = search_seconds
     d, path, optimal = _choose(terms, target_up, time_limit=time_limit, mip_gap=mip_gap,
-                               threads=threads, ipm=len(table.dimensions) >= 3)
+                               threads=threads, search_seconds=search_seconds,
+                               ipm=len(table.dimensions) >= 3)
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
     return rounded, path, optimal
 
 
-def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
-            threads, ipm: bool = False) -> tuple[np.ndarray, str, bool]:
+def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threads,
+            search_seconds: float | None = None,
+            ipm: bool = False) -> tuple[np.ndarray, str, bool]:
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
-    of it), else the MILP started from that choice."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    of it), else the MILP started from that choice (``time_limit``, else
+    ``search_seconds``, wall-clock seconds: the budget)."""
+    start = time.perf_counter()
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
     # interior point with crossover (a vertex) is several times faster than simplex on
@@ -83,23 +84,24 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
         return d, "LP relaxation, swaps (meets the LP bound)", True
     if mip_gap is not None and value - bound <= mip_gap * abs(value):
         return d, "LP relaxation, swaps (within mip_gap of the LP bound)", False
-    remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
+    budget = time_limit if time_limit is not None else search_seconds
+    remaining = None if budget is None else max(1.0, start + budget - time.perf_counter())
     model = HighsModel(lp, threads=threads, time_limit=remaining, mip_gap=mip_gap)
     model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
     res = model.solve(duals=False)
-    if not res.has_solution:
-        return d, _within("LP relaxation, swaps", value, bound), False
-    better = np.round(res.x[:n])
     if res.status == "optimal":
-        return better, "MILP", True
-    value = min(value, terms.value(better))
-    best = better if terms.value(better) <= value else d
-    return best, _within("MILP", value, bound), False
+        return np.round(res.x[:n]), "MILP", True
+    gap = _gap(value, bound)
+    if res.has_solution and terms.value(np.round(res.x[:n])) <= value:
+        d = np.round(res.x[:n])
+        value = terms.value(d)
+        # branch and bound's own bound (cuts, branching) is at least the relaxation's
+        gap = min(_gap(value, bound), res.mip_gap if res.mip_gap is not None else np.inf)
+    return d, f"MILP (within {100 * gap:.2f} % of the bound)", False
 
 
-def _within(steps: str, value: float, bound: float) -> str:
-    gap = max(0.0, value - bound) / max(abs(value), 1e-9)
-    return f"{steps} (within {100 * gap:.2f} % of the LP bound)"
+def _gap(value: float, bound: float) -> float:
+    return max(0.0, value - bound) / max(abs(value), 1e-9)
 
 
 def _least_value_above(terms: DeviationTerms, bound: float) -> float:
