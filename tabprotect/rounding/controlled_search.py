@@ -74,11 +74,17 @@ def search_rounding(lp: LinearProgram, *, deadline: float | None, search_end: fl
             return SearchOutcome(up, value <= _least_above(lp, bound), _gap(value, bound),
                                  steps)
     end = search_end if deadline is None else deadline
+    return _branch_and_bound(mip, up, value, bound, end, mip_gap, threads,
+                             steps + ", branch and bound")
+
+
+def _branch_and_bound(mip: LinearProgram, up, value, bound, end, mip_gap, threads,
+                      steps) -> SearchOutcome:
+    """Step 4: the whole model from ``up`` (None: no start) until ``end``."""
     model = HighsModel(mip, threads=threads, mip_gap=mip_gap)
     if up is not None:
         model.set_start(up)
     res = model.solve(time_limit=_left(end), duals=False)
-    steps += ", branch and bound"
     if res.status == "infeasible":
         return SearchOutcome(None, True, 0.0, steps)
     if res.status == "optimal":  # within mip_gap when one is given
@@ -90,7 +96,7 @@ def search_rounding(lp: LinearProgram, *, deadline: float | None, search_end: fl
         up, value = np.round(res.x), res.objective
         # branch and bound's own bound (cuts, branching) is at least the relaxation's
         gap = min(_gap(value, bound), res.mip_gap if res.mip_gap is not None else np.inf)
-    return SearchOutcome(up, value <= _least_above(lp, bound), gap, steps)
+    return SearchOutcome(up, value <= _least_above(mip, bound), gap, steps)
 
 
 def _neighbourhood(mip: LinearProgram, x, integral, up, value, deadline, threads):
