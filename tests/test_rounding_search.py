@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabprotect.errors import InputError
 from tabprotect.rounding import RoundingSettings, ZeroRestrictedInfeasible, round_table
 from test_rounding import (adjacent, aggregate_deviation, brute_force_small_count,
                            enumerate_controlled, hierarchical_tables, leaf_mask,
