@@ -111,11 +111,12 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
             raise InputError("small-count rounding: threshold must be at least 1")
         params["threshold"] = thr
         params["time_limit"] = time_limit
-        search = (RoundingSettings() if settings is None else settings).search_seconds
-        params["search_seconds"] = search
-        rounded, path, optimal = small_count_round(table, base, thr, time_limit=time_limit,
-                                                   mip_gap=mip_gap, threads=threads,
-                                                   search_seconds=search)
+        settings = RoundingSettings() if settings is None else settings
+        params["search_seconds"] = settings.search_seconds
+        params["ipm_min_columns"] = settings.ipm_min_columns
+        rounded, path, optimal = small_count_round(
+            table, base, thr, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+            search_seconds=settings.search_seconds, ipm_min_columns=settings.ipm_min_columns)
     rounded = np.asarray(rounded, dtype=float)
     additive = is_additive(table, rounded)
     notes.extend(_method_notes(method, params, base, additive))

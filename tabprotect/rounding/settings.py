@@ -26,6 +26,10 @@ class RoundingSettings:
     #: the rounding of a table whose relaxation is fractional (3-D tables can need hours
     #: to prove the minimum); the rounding found and its gap to the bound are reported
     search_seconds: int = 30
+    #: small-count rounding of a table of 3+ dimensions whose program has at least this
+    #: many columns solves its relaxation by interior point (with crossover): several
+    #: times faster than simplex there; below it simplex's vertex starts the swaps better
+    ipm_min_columns: int = 5_000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

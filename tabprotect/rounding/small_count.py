@@ -19,8 +19,8 @@ __all__ = ["small_count_round", "aggregation_matrix", "aggregate_from_inner"]
 
 def small_count_round(table: Table, base: int, threshold: int, *,
                       time_limit: float | None = None, mip_gap: float | None = None,
-                      threads: int | None = 1,
-                      search_seconds: float | None = None) -> tuple[np.ndarray, str, bool]:
+                      threads: int | None = 1, search_seconds: float | None = None,
+                      ipm_min_columns: int | None = None) -> tuple[np.ndarray, str, bool]:
     """Round inner counts ``0 < x < threshold`` to 0 or ``base``; aggregates follow.
 
     The number of small cells rounded up is fixed to ``round(sum of small counts / base)``
@@ -30,7 +30,9 @@ def small_count_round(table: Table, base: int, threshold: int, *,
 
     ``time_limit`` is the wall-clock budget of the whole choice; without it branch and
     bound stops after ``search_seconds`` (None: when it proves the optimum). A choice not
-    proven optimal has its gap to the relaxation's bound in the solver path.
+    proven optimal has its gap to the relaxation's bound in the solver path. A table of
+    three or more dimensions whose program has ``ipm_min_columns`` columns or more has its
+    relaxation solved by interior point (None: always simplex).
 
     Returns the rounded values of every cell, the solver path and whether optimal.
     """
@@ -53,7 +55,8 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     terms = _deviation_terms(S, xs, weight, base)
     d, path, optimal = _choose(terms, target_up, time_limit=time_limit, mip_gap=mip_gap,
                                threads=threads, search_seconds=search_seconds,
-                               ipm=len(table.dimensions) >= 3)
+                               ipm_min_columns=ipm_min_columns
+                               if len(table.dimensions) >= 3 else None)
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
     return rounded, path, optimal
@@ -61,7 +64,7 @@ def small_count_round(table: Table, base: int, threshold: int, *,
 
 def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threads,
             search_seconds: float | None = None,
-            ipm: bool = False) -> tuple[np.ndarray, str, bool]:
+            ipm_min_columns: int | None = None) -> tuple[np.ndarray, str, bool]:
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
     of it), else the MILP started from that choice (``time_limit``, else
@@ -70,7 +73,8 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threa
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
     # interior point with crossover (a vertex) is several times faster than simplex on
-    # 3-D tables; two-way tables keep simplex's vertex (the same rounding as before)
+    # large 3-D programs; elsewhere simplex's vertex starts the swaps as well or better
+    ipm = ipm_min_columns is not None and lp.n_cols >= ipm_min_columns
     relaxed = solve(dataclasses.replace(lp, integrality=None), time_limit=time_limit,
                     threads=threads, **({"solver": "ipm"} if ipm else {}))
     if not relaxed.has_solution:
