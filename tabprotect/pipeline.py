@@ -395,9 +395,6 @@ def _round_step(result: Run, job: Job, steps: _Steps) -> None:
         result.notes.append("the job's [rules] are not applied: rounding gives no cell a "
                             "protection level, and its audit checks the rounding's ranges "
                             "only (to protect primary cells, use [protect])")
-    if np.any(np.abs(result.table.value - np.round(result.table.value)) > 1e-9):
-        result.notes.append("the table has non-integer values: they are rounded like "
-                            "counts, and the audit's integer intervals assume counts")
     if opts.get("audit", True):
         with steps("audit", 0.6):
             result.audit = audit_rounded(res, published=_published_mask(result.table, opts),
@@ -445,6 +442,7 @@ def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> N
     empty = opts.get("empty", "publish")
     if table.empty != empty:   # the intruder knows the policy (Table.known_lb)
         table = result.table = table.replace(empty=empty)
+    table = result.table = _rule_bound(result, table)
     with steps("audit", 0.3):
         result.audit = audit(table, unpublished=unpublished, integer=opts.get("integer"),
                              singleton=singleton, time_limit=opts.get("time_limit"),
@@ -458,6 +456,33 @@ def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> N
     result.published = table
     result.results = {k: v for k, v in result.audit.summary().items()
                       if k in ("mode", "unprotected_primary", "exactly_disclosed")}
+
+
+def _rule_bound(result: Run, table: Table) -> Table:
+    """``table`` with the bound an intruder who knows the rule reads off a pattern of
+    primaries only: in a frequency table whose every suppressed cell is a primary of
+    minimum-frequency rules alone, each suppressed count is below the largest threshold.
+
+    A pattern with a secondary, an a-priori status or another rule says nothing of a single
+    ``X``, and a weighted or holding count does not bound the cell's value: unchanged then.
+    """
+    from tabprotect.primary import FrequencyRule
+    rules = result.rules
+    suppressed = table.suppressed
+    if rules is None or table.kind != "frequency" or not suppressed.any():
+        return table
+    plain = {r.label: r.n for r in rules.rules
+             if isinstance(r, FrequencyRule) and not (r.holding or r.weighted)}
+    reasons = rules.reason[suppressed]
+    if not plain or not all(r and set(r.split("+")) <= plain.keys() for r in reasons):
+        return table
+    if not np.array_equal(table.value[suppressed], table.freq[suppressed]):
+        return table
+    ub = np.where(suppressed, np.minimum(table.ub, max(plain.values()) - 1), table.ub)
+    result.notes.append("the pattern holds primaries of the minimum-frequency rule only: "
+                        "an intruder who knows the rule bounds each suppressed count below "
+                        "its threshold, and the audit models that bound")
+    return table.replace(ub=ub)
 
 
 def _compare_step(result: Run, job: Job, steps: _Steps, main: bool,

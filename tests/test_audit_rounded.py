@@ -414,3 +414,25 @@ def test_settings_refuse_non_positive_values():
         RoundedAuditSettings(local_mip_seconds=0)
     with pytest.raises(ValueError, match="local_lp_batch"):
         RoundedAuditSettings(local_lp_batch=0)
+
+
+# ---------------------------------------------------------------- values with decimals
+def test_values_with_decimals_are_audited_on_their_grid():
+    # turnover-like values with one decimal, deterministic rounding to base 1: the intruder
+    # who knows the precision sees each true value on the grid 0.1; the audit's intervals
+    # are the min and max over every grid table, found by enumeration in tenths
+    hs = {"r": Hierarchy.flat(["A", "B"], total="T"), "c": Hierarchy.flat(["x", "y"], total="T")}
+    inner = [1.2, 2.7, 0.4, 3.5]
+    table = Table.from_arrays(hs, aggregate_leaves(
+        np.pad(np.reshape(inner, (2, 2)), ((0, 1), (0, 1))).ravel(), list(hs.values())))
+    res = round_table(table, 1, "deterministic")
+    audit = res.audit
+    a = res.rounded_table.value
+    lo10 = np.ceil((a - 0.5) * 10 - 1e-9)          # x in [a - b/2, a + b/2), in tenths
+    hi10 = np.ceil((a + 0.5) * 10 - 1e-9) - 1
+    tenths = product_table(hs, np.round(np.array(inner) * 10))
+    blo, bhi = brute_force_intervals(tenths, lo10, hi10, cap=60)
+    assert np.allclose(audit.lower, blo / 10) and np.allclose(audit.upper, bhi / 10)
+    assert audit.true_inside.all()
+    assert audit.params["grid"] == pytest.approx(0.1)
+    assert any("grid of 0.1" in n for n in audit.notes)

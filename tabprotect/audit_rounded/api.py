@@ -117,6 +117,9 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     settings = RoundedAuditSettings() if settings is None else settings
     case = _assumed(rounded, base, method, k_step, threshold, margins_from_interior,
                     true_values)
+    scale = _grid_scale(case.true_values)
+    if scale != 1:
+        case = _scaled(case, scale)
     table, base, method = case.table, case.base, case.method
     n = table.n_cells
     a = table.value.astype(float)
@@ -148,9 +151,15 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     narrower = is_pub & np.isfinite(r_hi) & ((lower > r_lo + TOL) | (upper < r_hi - TOL))
     single = np.abs(upper - lower) <= TOL
     exact = single & (promised | ~is_pub)
-    pinned = (lower >= 1 - TOL) & (upper <= small_max + TOL)
     inside = _true_inside(table, case.true_values, lower, upper, notes)
-    tv = case.true_values
+    if scale != 1:
+        notes.append(f"the true values have decimals: the audit takes them on their grid of "
+                     f"{1 / scale:g} (as an intruder who knows their precision)")
+        a, r_lo, r_hi, box_lo, box_hi, lower, upper = (
+            x / scale for x in (a, r_lo, r_hi, box_lo, box_hi, lower, upper))
+        table, base = _unscaled(case, scale)
+    pinned = (lower >= 1 - TOL) & (upper <= small_max + TOL)
+    tv = case.true_values if scale == 1 else case.true_values / scale
     return RoundedAuditResult(
         published_array=np.where(is_pub, a, np.nan), range_lower=np.where(is_pub, r_lo, box_lo),
         range_upper=np.where(is_pub, r_hi, box_hi), lower=lower, upper=upper,
@@ -164,7 +173,50 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
         true_values=None if tv is None else np.asarray(tv, dtype=float),
         params={"base": base, "method": method, "k_step": case.k_step,
                 "small_max": int(small_max), "published": int(is_pub.sum()),
-                **settings.recorded()})
+                **({"grid": 1 / scale} if scale != 1 else {}), **settings.recorded()})
+
+
+#: the finest grid of true values the audit takes (decimals); values with more decimals are
+#: taken on this grid, which the intervals' tolerance absorbs
+MAX_DECIMALS = 6
+
+
+def _grid_scale(true_values) -> int:
+    """``10**d`` for the fewest decimals ``d`` that the true values have (1: integers).
+
+    The audit's intervals are integer intervals: values with decimals are audited on
+    their own grid, scaled to integers, as an intruder who knows their precision sees them
+    (a finer grid than the intruder knows only narrows the intervals: the audit errs on the
+    safe side).
+
+    >>> _grid_scale(np.array([3.0, 12.0])), _grid_scale(np.array([285.3, 70.25]))
+    (1, 100)
+    """
+    if true_values is None:
+        return 1
+    v = np.asarray(true_values, dtype=float)
+    v = v[np.isfinite(v)]
+    for d in range(MAX_DECIMALS + 1):
+        x = v * 10 ** d
+        if np.all(np.abs(x - np.round(x)) <= 1e-6 + 1e-12 * np.abs(x)):
+            return 10 ** d
+    return 10 ** MAX_DECIMALS
+
+
+def _scaled(case: _Assumed, scale: int) -> _Assumed:
+    """The case in units of the true values' grid: every value, bound and the base times
+    ``scale``; the true values exact integers on it."""
+    t = case.table
+    table = t.replace(value=t.value * scale, lb=t.given_lb * scale, ub=t.ub * scale)
+    return _Assumed(table, case.base * scale, case.method, case.k_step,
+                    None if case.threshold is None else case.threshold * scale,
+                    case.margins_from_interior, np.round(case.true_values * scale))
+
+
+def _unscaled(case: _Assumed, scale: int) -> tuple[Table, int]:
+    t = case.table
+    return (t.replace(value=t.value / scale, lb=t.given_lb / scale, ub=t.ub / scale),
+            case.base // scale)
 
 
 def _published_mask(published, n: int) -> np.ndarray:

@@ -152,8 +152,8 @@ def without_secrets(obj):
 
 #: the job's [rules] in the trail: with a cell known to be a primary, a rule's parameters
 #: bound its value or count (a count of 1 to n-1 under the threshold rule), which the audit
-#: does not model; a pattern of primaries only (an audit of the rules' statuses) says every
-#: suppressed cell is one. Withheld in every trail, so that withholding says nothing
+#: models only for a pattern of primaries only (an audit of the rules' statuses). Withheld
+#: in every trail, so that withholding says nothing
 WITHHELD_RULES = ("withheld (confidential: a rule's parameters bound the value of a cell "
                   "known to be a primary; the report shows them)")
 
