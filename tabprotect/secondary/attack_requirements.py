@@ -66,7 +66,15 @@ class Requirements:
         under a width: that way's level, half the width, and the part of the width the
         other way's range cannot give (a count 1 at its lower bound 1 takes the whole
         width upwards).  ``width``: the width asked (None: ``need_width``; 0: the level
-        alone).  Not capped by the way's own range; no margin."""
+        alone).  Not capped by the way's own range; no margin.
+
+        >>> one = lambda v: np.array([v])
+        >>> r = Requirements(up=one(9.0), down=one(0.0), primary=one(0), need_up=one(1.0),
+        ...                  need_down=one(0.0), need_width=one(2.0),
+        ...                  singleton=one(False), tol=one(0.0))
+        >>> r.way_need(0, 1.0), r.way_need(0, -1.0), r.way_need(0, 1.0, width=0.0)
+        (2.0, 1.0, 1.0)
+        """
         s = self.primary[p]
         if sign > 0:
             level, other = self.need_up[p], self.down[s]
