@@ -300,3 +300,22 @@ def test_a_count_round_that_adds_no_cell_hands_over_to_the_milp_repair():
     assert (final.suppressed & ~given.suppressed).any()
     assert final.suppressed[given.suppressed].all()
     assert lp_oracle.protected(final, singleton=True, integer=True).all()
+
+
+def test_a_repair_told_not_to_use_milps_stops_where_the_lp_round_adds_no_cell():
+    # the same pattern with the MILP repair switched off (enabled=False): no handover, and
+    # the loop ends with the pattern short against the integer intruder, said so
+    t, pattern = _odd_cycle_counts()
+    notes: list[str] = []
+    settings = ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))
+    loop = AuditRepair(t, cost_vector(t, "freq"), pattern,
+                       req=Requirements.from_table(t, singleton=True),
+                       cand=candidate_cells(t), settings=settings,
+                       budget=Budget(60), singleton=True, mode="intervals", large=False,
+                       repair=True, workers=1, progress=None, notes=notes,
+                       stage=StageClock({}))
+    res = loop.run()
+    assert not any("the MILP repair takes" in n for n in notes), notes
+    assert not any("MILP(s)" in n for n in notes), notes
+    assert not res.passed
+    assert not lp_oracle.protected(loop.protected_table, singleton=True, integer=True).all()

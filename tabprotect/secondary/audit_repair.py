@@ -400,7 +400,8 @@ class AuditRepair:
             if len(added):
                 self._suppress(added)
             elif not (witnessed or (suppressed & ~before).any()):
-                if not self.milp and self.table.kind == "frequency":
+                if (not self.milp and self.table.kind == "frequency"
+                        and self.settings.milp_repair.enabled == "auto"):
                     # the LP repair's witnesses hold already where an integer intruder
                     # still narrows a primary: the MILP repair's witnesses take over
                     self.milp = True
