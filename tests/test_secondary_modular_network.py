@@ -21,7 +21,8 @@ from tabprotect.model import synthetic
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
-from tabprotect.secondary.modular.network_cuts import Problem, SearchLimits, cut_rows_both
+from tabprotect.secondary.modular.network_cuts import (Problem, SearchLimits, _subset_bits,
+                                                      cut_rows_both)
 from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
 from tabprotect.secondary.modular.network_scalar import pairwise_sum
@@ -498,6 +499,17 @@ def test_compiled_cut_listing_is_the_numpy_listing(seed, shape):
                 assert (r_def == g_def).all()
                 listed += len(r_def)
     assert listed > 0
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 7])
+def test_listed_subsets_are_every_subset_of_the_free_nodes(n):
+    """The cut listing's rows of flags are every subset of ``n`` free nodes once, row
+    ``m`` holding the bits of ``m``, and the shared rows cannot be written."""
+    bits = _subset_bits(n)
+    assert bits.shape == (2 ** n, n) and not bits.flags.writeable
+    for m in range(2 ** n):
+        assert bits[m].tolist() == [bool((m >> i) & 1) for i in range(n)]
+    assert len({tuple(row) for row in bits.tolist()}) == 2 ** n
 
 
 def test_kernel_sums_are_numpys_sums():

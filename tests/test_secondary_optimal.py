@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 
+import highspy
 import numpy as np
 import scipy.sparse as sp
 import pytest
@@ -832,6 +833,48 @@ def test_tree_search_reaches_the_brute_force_optimum(seed, cost_name, n_primary,
     if key not in _TREE_OPTIMA:
         _TREE_OPTIMA[key] = brute_force(table, cost)
     assert secondary_cost(out.status, cost) == pytest.approx(_TREE_OPTIMA[key], rel=1e-6)
+
+
+def _statuses(seq) -> list[int]:
+    return [int(v) for v in seq]
+
+
+def test_saved_basis_gains_basic_slacks_and_loses_deleted_rows():
+    # a node's saved basis restored after cuts were appended: the statuses saved, each
+    # appended row's slack basic, and the re-solve from it reaches the cold optimum;
+    # rows deleted by a purge leave it only when their slacks were basic
+    from tabprotect.secondary.optimal.master import BASIC, SavedBasis
+    rng = np.random.default_rng(3)
+    n, m = 12, 6
+    A = sp.csr_matrix(rng.integers(0, 2, size=(m, n)).astype(float))
+    lp = LinearProgram(c=rng.uniform(1, 5, n), A=A, row_lower=np.ones(m),
+                       row_upper=np.full(m, np.inf), col_upper=np.ones(n))
+    model = HighsModel(lp)
+    assert model.solve().status == "optimal"
+    saved = SavedBasis(model.highs.getBasis(), n)
+    cols, rows = _statuses(saved.basis.col_status), _statuses(saved.basis.row_status)
+    R = sp.csr_matrix(rng.integers(0, 2, size=(3, n)).astype(float))
+    model.add_rows(R, np.ones(3), np.full(3, np.inf))
+    cold = HighsModel(LinearProgram(c=lp.c, A=sp.vstack([A, R]).tocsr(),
+                                    row_lower=np.ones(m + 3),
+                                    row_upper=np.full(m + 3, np.inf), col_upper=np.ones(n)))
+    model.solve()   # the model's basis moves on
+    assert saved.extend_rows(m + 3) and not saved.extend_rows(m + 2)
+    assert model.highs.setBasis(saved.basis) != highspy.HighsStatus.kError
+    back = model.highs.getBasis()
+    assert _statuses(back.col_status) == cols
+    assert _statuses(back.row_status) == rows + [BASIC] * 3
+    assert model.solve().objective == pytest.approx(cold.solve().objective, rel=1e-9)
+    status = np.array(rows + [BASIC] * 3)
+    keep = np.ones(m + 3, bool)
+    keep[[int(np.flatnonzero(status == BASIC)[0]), m + 1]] = False
+    assert saved.keep_rows(keep)
+    assert _statuses(saved.basis.row_status) == status[keep].tolist()
+    nonbasic = np.flatnonzero(status[keep] != BASIC)
+    assert len(nonbasic)   # a binding row of the optimum
+    drop = np.ones(int(keep.sum()), bool)
+    drop[nonbasic[0]] = False
+    assert not saved.keep_rows(drop)
 
 
 def _bridgeless_patterns(table: Table) -> list[np.ndarray]:

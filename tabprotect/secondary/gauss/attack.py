@@ -95,11 +95,8 @@ class AttackStep(WidthStep):
         out = []
         for c in super().conditions():
             k = c.slot
-            level = req.need_up[k] if c.sign > 0 else req.need_down[k]
             rng = req.up[c.cell] if c.sign > 0 else req.down[c.cell]
-            other = req.down[c.cell] if c.sign > 0 else req.up[c.cell]
-            need = min(max(float(level), 0.5 * float(req.need_width[k]),
-                           float(req.need_width[k] - other)), float(rng))
+            need = min(req.way_need(k, c.sign), float(rng))
             # no room (a count 1 at its bound 1): met where the cell is
             if need > 0 and (not self.bound_only or self.bites(k)):
                 out.append(Condition(c.cell, k, c.sign, need))

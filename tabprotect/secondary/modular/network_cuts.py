@@ -10,6 +10,7 @@ below list the rows of one condition.  The search over these rows is
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,36 +167,43 @@ def cut_row(prob: Problem, side: np.ndarray, s: int, j: int, need: float
     """The row of one cut (``side``: its source side) of a condition of ``s`` against
     attacker ``j``; no row when the suppressed cells meet it.  Raises
     InfeasibleRulesError when all candidates cannot meet it."""
-    edges = np.flatnonzero(prob.available)
+    edges = prob.available.nonzero()[0]
     edges = edges[(edges != s) & (edges != j)]
-    rows, deficit = _rows(prob, side[None, :], edges, need)
-    return rows, deficit
+    return _rows(prob, edges, need, _split_crossing(prob, side[None, :], edges))
 
 
 def _crossing(prob: Problem, side: np.ndarray, edges: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """Which of ``edges`` leave the source sides ``side`` (cuts x nodes) tail first
-    (forwards) and head first (backwards)."""
-    t, h = prob.net.tail[edges], prob.net.head[edges]
-    return side[:, t] & ~side[:, h], side[:, h] & ~side[:, t]
+    (forwards) and head first (backwards): each end's column gathered once."""
+    at_tail, at_head = side[:, prob.net.tail[edges]], side[:, prob.net.head[edges]]
+    return at_tail & ~at_head, at_head & ~at_tail
 
 
-def _rows(prob: Problem, side: np.ndarray | None, edges: np.ndarray, need: float,
-          crossing: tuple[np.ndarray, np.ndarray] | None = None
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the cuts ``side`` (cuts x nodes, source sides; or their ``crossing``
-    edges) over ``edges``: the coefficients of the candidates capped at each cut's
-    deficit, and the deficits."""
-    tol = REL_TOL * max(1.0, need)
-    fwd, bwd = _crossing(prob, side, edges) if crossing is None else crossing
+def _split_crossing(prob: Problem, side: np.ndarray, edges: np.ndarray) -> tuple:
+    """:func:`_crossing` of the suppressed (fixed) ``edges`` and of the candidate ones,
+    each over its own columns: ``((fwd, bwd) fixed, (fwd, bwd) candidates)``, the
+    columns :func:`_rows` reads, without gathering them from the whole crossing."""
     is_fixed = prob.fixed[edges]
-    deficit = need - _coefficients(prob, fwd, bwd, edges, is_fixed).sum(axis=1)
+    return (_crossing(prob, side, edges[is_fixed]),
+            _crossing(prob, side, edges[~is_fixed]))
+
+
+def _rows(prob: Problem, edges: np.ndarray, need: float, crossing: tuple
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the cuts whose ``crossing`` edges (:func:`_split_crossing`: forwards and
+    backwards, of the fixed ``edges`` and of the candidate ones) are given: the
+    coefficients of the candidates capped at each cut's deficit, and the deficits."""
+    tol = REL_TOL * max(1.0, need)
+    (fwd_fixed, bwd_fixed), (fwd_cand, bwd_cand) = crossing
+    is_fixed = prob.fixed[edges]
+    deficit = need - _coefficients(prob, fwd_fixed, bwd_fixed, edges[is_fixed]).sum(axis=1)
     short = deficit > tol
     deficit = deficit[short]
     rows = np.zeros((len(deficit), len(prob.cand_idx)))
-    cand_edges = ~is_fixed
-    rows[:, prob.column[edges[cand_edges]]] = _coefficients(prob, fwd[short], bwd[short],
-                                                            edges, cand_edges)
+    cand_edges = edges[~is_fixed]
+    rows[:, prob.column[cand_edges]] = _coefficients(prob, fwd_cand[short],
+                                                     bwd_cand[short], cand_edges)
     rows = np.minimum(rows, deficit[:, None])
     if (rows.sum(axis=1) < deficit - tol).any():
         raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
@@ -203,12 +211,11 @@ def _rows(prob: Problem, side: np.ndarray | None, edges: np.ndarray, need: float
     return rows, deficit
 
 
-def _coefficients(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarray,
-                  which: np.ndarray) -> np.ndarray:
-    """What the ``which`` of ``edges`` carry across each cut: the upper range forwards,
-    the lower backwards (an edge crosses a cut one way at most), else 0."""
-    e = edges[which]
-    return np.where(fwd[:, which], prob.up[e], np.where(bwd[:, which], prob.down[e], 0.0))
+def _coefficients(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarray
+                  ) -> np.ndarray:
+    """What ``edges`` carry across each cut (``fwd``, ``bwd``: cuts x edges): the upper
+    range forwards, the lower backwards (an edge crosses a cut one way at most), else 0."""
+    return np.where(fwd, prob.up[edges], np.where(bwd, prob.down[edges], 0.0))
 
 
 def own_range_check(prob: Problem, s: int, kind: str, need: float) -> None:
@@ -226,10 +233,11 @@ def cut_rows(prob: Problem, s: int, kind: str, need: float, j: int,
 
     Raises InfeasibleRulesError when some cut cannot be met by all candidates."""
     own_range_check(prob, s, kind, need)
-    edges = np.flatnonzero(prob.available)
+    edges = prob.available.nonzero()[0]
     edges = edges[(edges != s) & (edges != j)]
     side = _cut_sides(prob, s, kind, edges, limits)
-    return None if side is None else _rows(prob, side, edges, need)
+    return None if side is None else _rows(prob, edges, need,
+                                           _split_crossing(prob, side, edges))
 
 
 def _cut_sides(prob: Problem, s: int, kind: str, edges: np.ndarray, limits: SearchLimits
@@ -241,14 +249,23 @@ def _cut_sides(prob: Problem, s: int, kind: str, edges: np.ndarray, limits: Sear
     touched = np.zeros(net.n_nodes, bool)
     touched[net.tail[edges]] = touched[net.head[edges]] = True
     touched[[src, snk]] = False
-    free = np.flatnonzero(touched)
+    free = touched.nonzero()[0]
     if len(free) > limits.max_free_nodes:
         return None
-    masks = np.arange(2 ** len(free))
-    side = np.zeros((len(masks), net.n_nodes), bool)
+    bits = _subset_bits(len(free))
+    side = np.zeros((len(bits), net.n_nodes), bool)
     side[:, src] = True
-    side[:, free] = ((masks[:, None] >> np.arange(len(free))) & 1).astype(bool)
+    side[:, free] = bits
     return side
+
+
+@functools.lru_cache(maxsize=None)
+def _subset_bits(n: int) -> np.ndarray:
+    """Every subset of ``n`` free nodes as a row of flags (row ``m``: the bits of ``m``),
+    shared by the listings with as many free nodes (read-only)."""
+    bits = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    bits.flags.writeable = False
+    return bits
 
 
 def cut_rows_both(prob: Problem, s: int, up: float, down: float, limits: SearchLimits
@@ -262,16 +279,17 @@ def cut_rows_both(prob: Problem, s: int, up: float, down: float, limits: SearchL
         own_range_check(prob, s, kind, need)
     if not kinds:
         return []
-    edges = np.flatnonzero(prob.available)
+    edges = prob.available.nonzero()[0]
     edges = edges[edges != s]
     if limits.compiled and kernel_loaded():
         return _compiled_rows(prob, s, edges, limits, dict(kinds))
     side = _cut_sides(prob, s, "up", edges, limits)
     if side is None:
         return None
-    fwd, bwd = _crossing(prob, side, edges)
-    return [_rows(prob, None, edges, need, (fwd, bwd) if kind == "up" else (bwd, fwd))
-            for kind, need in kinds]
+    fixed, cand = _split_crossing(prob, side, edges)
+    # a down cut is an up cut's complement: forwards and backwards swap
+    return [_rows(prob, edges, need, (fixed, cand) if kind == "up"
+                  else (fixed[::-1], cand[::-1])) for kind, need in kinds]
 
 
 def _compiled_rows(prob: Problem, s: int, edges: np.ndarray, limits: SearchLimits,
@@ -282,7 +300,7 @@ def _compiled_rows(prob: Problem, s: int, edges: np.ndarray, limits: SearchLimit
     touched = np.zeros(prob.net.n_nodes, bool)
     touched[prob.net.tail[edges]] = touched[prob.net.head[edges]] = True
     touched[[src, snk]] = False
-    free = np.flatnonzero(touched)
+    free = touched.nonzero()[0]
     if len(free) > limits.max_free_nodes:
         return None
     listed = list_rows(prob, s, edges, free, src,

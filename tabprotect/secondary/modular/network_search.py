@@ -317,7 +317,7 @@ class _Search:
                 and time.perf_counter() > self.deadline):
             self.gave_up = True
             return
-        short = np.flatnonzero(slack > self.tol)
+        short = (slack > self.tol).nonzero()[0]
         avail = ~chosen & ~excluded
         if len(short):
             branch = self._row_branch(slack, short, avail, cost)
@@ -376,7 +376,7 @@ class _Search:
         or when the dearest fractional cover of any row reaches the best pattern
         found; before the first pattern only a tie of fewest candidates needs the
         fractional covers."""
-        idx = np.flatnonzero(avail)
+        idx = avail.nonzero()[0]
         if len(short) * len(idx) < self.limits.scalar_below:
             return self._scalar_branch(slack, short, avail, idx, cost)
         need = slack[short]
@@ -387,7 +387,7 @@ class _Search:
         if not len(idx) or (Kc.sum(axis=1) < low).any():
             return None
         support = pos.sum(axis=1)
-        few = np.flatnonzero(support == support.min())
+        few = (support == support.min()).nonzero()[0]
         if math.isfinite(self.best_cost):
             limit = self.best_cost - 1e-9 * max(1.0, self.best_cost)
             ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
@@ -400,7 +400,7 @@ class _Search:
             near = cost + np.where(Kc >= need[:, None], c, np.inf).min(axis=1) \
                 * (1 + 1e-9) >= limit
             near[few] = True
-            rows = np.flatnonzero(near)
+            rows = near.nonzero()[0]
             bound = _cover_bounds(Kc[rows], need[rows], c, pos[rows], ratio[rows])
             if cost + bound.max() >= limit:
                 return None
@@ -413,7 +413,7 @@ class _Search:
         ratio = c[on] / Kc[r][on]
         order = np.lexsort((idx[on], ratio))
         if not self.lazy and self.limits.dominance and self.nodes > self.limits.dominance_after:
-            self.dominated = (Kc, c, np.flatnonzero(on)[order])   # judged when needed
+            self.dominated = (Kc, c, on.nonzero()[0][order])   # judged when needed
         return idx[on][order]
 
     def _scalar_branch(self, slack, short, avail, idx, cost) -> np.ndarray | None:
@@ -423,7 +423,7 @@ class _Search:
         short_list = short.tolist()
         for r in short_list:
             if rows[r] is None:
-                nz = np.flatnonzero(self.K[r] > 0)
+                nz = (self.K[r] > 0).nonzero()[0]
                 rows[r] = list(zip(nz.tolist(), self.K[r, nz].tolist()))
         need = slack[short]
         branch = row_branch([rows[r] for r in short_list], need.tolist(),
@@ -475,7 +475,7 @@ class _Search:
                 skip = (s,) if j < 0 else (s, j)
                 mask = prob.crossing(sides[0], 1, skip) | prob.crossing(sides[1], 1, skip)
                 on = mask & avail
-                idx = np.flatnonzero(on)
+                idx = on.nonzero()[0]
                 if not every:
                     return idx[np.lexsort((idx, self.c[on]))]
                 if width_branch is None:

@@ -12,7 +12,6 @@ import numpy as np
 from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branching import Brancher
 from tabprotect.secondary.optimal.gomory import gomory_cuts
-from tabprotect.secondary.optimal.master import BASIC
 from tabprotect.secondary.optimal.oracle import clean
 from tabprotect.secondary.optimal.search import Search, round_bound
 from tabprotect.secondary.attacker_oracle import Check
@@ -110,13 +109,9 @@ class BranchAndCut:
             return
         s.stats["tree_purged"] = s.stats.get("tree_purged", 0) + int((~keep).sum())
         for key in list(self.bases):
-            bcols, brows = self.bases[key]
-            kept = keep[: len(brows)]
-            if np.any(brows[~kept] != BASIC):
+            if not self.bases[key].keep_rows(keep):
                 del self.bases[key]
                 s.stats["bases_dropped"] = s.stats.get("bases_dropped", 0) + 1
-            else:
-                self.bases[key] = (bcols, brows[kept])
 
     # ---- separation at a node
     def _add_covers(self, zc: np.ndarray) -> int:

@@ -16,8 +16,43 @@ from tabprotect.secondary.optimal.cuts import BridgelessRows, rounded_cut
 from tabprotect.secondary.optimal.options import OptimalOptions
 
 #: HiGHS basis status by its integer value (kLower, kBasic, kUpper, kZero, kNonbasic)
-_BASIS_STATUS = {int(v): v for v in highspy.HighsBasisStatus.__members__.values()}
 BASIC = int(highspy.HighsBasisStatus.kBasic)
+
+
+class SavedBasis:
+    """A simplex basis of the master model, kept as HiGHS' own copy: reading its
+    column statuses into Python costs as much as the node LP it warm-starts, and only
+    its rows ever change (appended cuts, purged ones).
+
+    ``basis``: the HiGHS basis over ``n_cols`` columns and the model's rows of the time
+    (or of the last :meth:`extend_rows` / :meth:`keep_rows`)."""
+
+    def __init__(self, basis, n_cols: int):
+        self.basis = basis
+        self.n_cols = n_cols
+
+    def extend_rows(self, m: int) -> bool:
+        """Rows up to ``m`` appended with their slack basic (the model's rows added
+        since are all cuts, appended); False when the basis has more rows than that."""
+        rows = self.basis.row_status
+        if len(rows) > m:
+            return False
+        if len(rows) < m:
+            self.basis.row_status = rows + [highspy.HighsBasisStatus.kBasic] * (m - len(rows))
+        return True
+
+    def keep_rows(self, keep: np.ndarray) -> bool:
+        """Drop the rows the model deleted (``keep``: the mask over the model's old
+        rows, covering at least the basis' rows); False, and the basis is no longer
+        usable, when a deleted row's slack was nonbasic (the basis would not be
+        square)."""
+        rows = self.basis.row_status
+        kept = keep[: len(rows)]
+        status = np.fromiter((v.value for v in rows), np.int8, len(rows))
+        if np.any(status[~kept] != BASIC):
+            return False
+        self.basis.row_status = [rows[i] for i in np.flatnonzero(kept).tolist()]
+        return True
 
 
 class Unprotectable(Exception):
@@ -248,28 +283,21 @@ class Master:
             self._add_to_model(self.pool_matrix[pool_idx], pool_idx)
             self.in_model[pool_idx] = True
 
-    def get_basis(self):
-        """The model's current simplex basis as compact arrays (None without one)."""
+    def get_basis(self) -> "SavedBasis | None":
+        """The model's current simplex basis (None without one)."""
         b = self.model.highs.getBasis()
         if not b.valid:
             return None
-        return (np.fromiter((int(v) for v in b.col_status), np.int8, len(b.col_status)),
-                np.fromiter((int(v) for v in b.row_status), np.int8, len(b.row_status)))
+        return SavedBasis(b, self.k)
 
-    def set_basis(self, saved) -> bool:
+    def set_basis(self, saved: "SavedBasis") -> bool:
         """Restore a basis from :meth:`get_basis`.  Rows added since (cuts only ever
         get appended in the branch-and-cut) enter with their slack basic, which keeps the
         basis square; HiGHS refactorises it and the node's dual simplex starts there."""
-        cols, rows = saved
         m = self.model.n_rows
-        if len(cols) != self.k or len(rows) > m:
+        if saved.n_cols != self.k or not saved.extend_rows(m):
             return False
-        b = highspy.HighsBasis()
-        b.col_status = [_BASIS_STATUS[v] for v in cols.tolist()]
-        b.row_status = ([_BASIS_STATUS[v] for v in rows.tolist()]
-                        + [highspy.HighsBasisStatus.kBasic] * (m - len(rows)))
-        b.valid = True
-        return self.model.highs.setBasis(b) != highspy.HighsStatus.kError
+        return self.model.highs.setBasis(saved.basis) != highspy.HighsStatus.kError
 
     def add_static(self, R: sp.csr_matrix) -> int:
         """Append rows ``R @ z >= 0`` (support cuts) to the model and to ``static``
