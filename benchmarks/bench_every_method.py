@@ -9,7 +9,7 @@ warm in under 0.5 s. Each case is one job file built from the everyday tables of
   on the 625-cell and 2,197-cell count tables, and on the 962-cell region x industry
   frequency table of the enterprise microdata; the rounded-table audit on (the default);
   controlled and small-count rounding also on generated 3-D count tables of 2,744, 3,375
-  and 4,913 cells (:data:`GENERATED`), for how they scale beyond 1,000 cells;
+  4,913 and 15,625 cells (:data:`GENERATED`), for how they scale beyond 1,000 cells;
 * ``cta`` -- ``tabprotect protect`` with method ``cta`` on the 962-cell p% magnitude table
   and on the 625-cell count table (the count table's small-count problem);
 * ``cellkey`` -- ``tabprotect cellkey`` on the enterprise microdata (region x industry,
@@ -48,7 +48,7 @@ TABLES = {"ent-2d": ("ent-2d-p-opt", 962), "cnt-2d": ("cnt-2d", 625),
 #: 3-D count tables beyond the shared ones, for how rounding scales: name -> (leaves per
 #: group in each of the three dimensions, generator seed); written by ``peer_variants``
 GENERATED = {"cnt-3d-2744": ((3, 3, 4), 61), "cnt-3d-3375": ((3, 4, 4), 62),
-             "cnt-3d-4913": ((4, 4, 5), 63)}
+             "cnt-3d-4913": ((4, 4, 5), 63), "cnt-3d-15625": ((5, 5, 5, 5), 64)}
 ROUNDING = ("deterministic", "random", "controlled", "small-count")
 #: the cases: (table, command, method)
 RUNS = ([(t, "round", m) for t in ("cnt-2d", "ent-2d", "cnt-3d") for m in ROUNDING]

@@ -41,6 +41,21 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+class PrimaryCountNote(str):
+    """A note that counts primary cells (how many a repair round found short, how many
+    the witnesses reached, the primaries a check multiplies by the candidates): the
+    terminal and the confidential report show it; the trail and any public output
+    withhold it (beside the number of suppressed cells a count can say that every
+    suppressed cell is a primary).  A plain ``str`` everywhere else.
+
+    >>> n = PrimaryCountNote("3 short primaries")
+    >>> n, isinstance(n, str), isinstance(str(n), PrimaryCountNote)
+    ('3 short primaries', True, False)
+    """
+
+    __slots__ = ()
+
+
 @runtime_checkable
 class Result(Protocol):
     """The protocol of :mod:`tabprotect.results` (see the module docstring)."""

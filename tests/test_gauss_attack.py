@@ -144,3 +144,24 @@ def test_fractional_witnesses_lifted_to_integral_multiples_are_tables_the_oracle
         assert res.n_moves_rejected == 0
         runs[name] = res.summary()["lp_solved"]
     assert runs["lifted"] <= runs["plain"]
+
+
+@pytest.mark.parametrize("seed", [2, 12])
+def test_components_kept_across_a_growing_pattern_are_those_of_a_fresh_step(seed):
+    # the step keeps the widened components (pattern and candidates) while the pattern
+    # grows by candidates; each must be the component a fresh labelling finds
+    t = flat_count_table((3, 3, 3), seed, 1.5)
+    cost = cost_vector(t, "value")
+    z = np.isin(gauss(t, cost, singleton=True, attack="never").status, ("U", "M"))
+    step = AttackStep(t, cost)
+    primaries = np.flatnonzero(t.status == "U")
+    rng = np.random.default_rng(seed)
+    for grow in rng.permutation(np.flatnonzero(step.candidate & ~z))[:4]:
+        for s in primaries:
+            for widen in (False, True):
+                cells, sub = step._component(int(s), z, widen)
+                fresh, fresh_sub = AttackStep(t, cost)._component(int(s), z, widen)
+                assert np.array_equal(cells, fresh)
+                assert (sub != fresh_sub).nnz == 0
+        z = z.copy()
+        z[grow] = True

@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from tabprotect.model import Hierarchy, Table, synthetic
 from tabprotect.secondary import protect
@@ -241,3 +242,80 @@ def test_enabled_auto_repairs_count_tables_under_the_attack_with_lps():
     assert len(res.repaired) > 0 and not any("MILP" in n for n in res.notes)
     assert res.passed
     assert lp_oracle.protected(res.confidential_table, singleton=True, integer=True).all()
+
+
+def _odd_cycle_counts() -> tuple[Table, np.ndarray]:
+    """A count table of overlapping groups (eight cells, seven published group totals)
+    and a pattern whose one deviation a continuous intruder can take in thirds: the
+    suppressed cells move as ``t * (1, 1, 1, -1, -1, -1, -3, 3)`` (primary ``a`` first),
+    the counts 6 of ``d`` and ``e`` (at least 1) hold ``t`` within ``[-5/3, 5/3]``, the
+    counts 3 within ``[-2, 2]``.  The primary (3, upper level 1, width 3) has the
+    interval ``[4/3, 14/3]`` against a continuous intruder and ``[2, 4]`` (width 2)
+    against an integer one."""
+    parts = {"a": 3, "b": 3, "g": 3, "c": 3, "f": 3, "h": 3, "d": 6, "e": 6}
+    groups = [("a", "c"), ("b", "c"), ("g", "c"), ("a", "b", "g", "d"), ("a", "f"),
+              ("a", "h"), ("c", "f", "h", "e")]
+    cells = list(parts) + ["+".join(g) for g in groups]
+    value = np.array(list(parts.values()) + [sum(parts[p] for p in g) for g in groups],
+                     float)
+    A = np.zeros((len(groups), len(cells)))
+    for k, g in enumerate(groups):
+        A[k, len(parts) + k] = 1.0
+        A[k, [cells.index(p) for p in g]] = -1.0
+    primary = np.arange(len(cells)) == 0
+    table = Table.from_relations(value, sp.csr_matrix(A), labels=cells, freq=value.copy(),
+                                 status=np.where(primary, "U", "S"), kind="frequency",
+                                 upl=np.where(primary, 1.0, 0.0),
+                                 spl=np.where(primary, 3.0, 0.0))
+    pattern = table.status.copy()
+    pattern[1:len(parts)] = "M"
+    return table, pattern
+
+
+def test_a_count_round_that_adds_no_cell_hands_over_to_the_milp_repair():
+    # "auto" leaves the MILP repair off under the single-contributor attack; the given
+    # pattern holds against a continuous intruder (the LP repair's round adds no cell)
+    # and not against an integer one: the MILP repair takes the next round, and the
+    # final pattern holds against the integer intruder and every single contributor
+    t, pattern = _odd_cycle_counts()
+    given = t.replace(status=pattern)
+    assert lp_oracle.protected(given, singleton=True).all()
+    assert not lp_oracle.protected(given, singleton=True, integer=True).all()
+    assert not MilpRepairSettings().applies(t, singleton=True)
+    notes: list[str] = []
+    loop = AuditRepair(t, cost_vector(t, "freq"), pattern,
+                       req=Requirements.from_table(t, singleton=True),
+                       cand=candidate_cells(t), settings=ProtectSettings(),
+                       budget=Budget(60), singleton=True, mode="intervals", large=False,
+                       repair=True, workers=1, progress=None, notes=notes,
+                       stage=StageClock({}))
+    res = loop.run()
+    handover = [k for k, n in enumerate(notes)
+                if n == "repair round 1: no cell could be added; the MILP repair takes "
+                        "the next round"]
+    assert handover, notes
+    assert any("MILP(s)" in n for n in notes[handover[0] + 1:]), notes
+    final = loop.protected_table
+    assert res.passed
+    assert (final.suppressed & ~given.suppressed).any()
+    assert final.suppressed[given.suppressed].all()
+    assert lp_oracle.protected(final, singleton=True, integer=True).all()
+
+
+def test_a_repair_told_not_to_use_milps_stops_where_the_lp_round_adds_no_cell():
+    # the same pattern with the MILP repair switched off (enabled=False): no handover, and
+    # the loop ends with the pattern short against the integer intruder, said so
+    t, pattern = _odd_cycle_counts()
+    notes: list[str] = []
+    settings = ProtectSettings(milp_repair=MilpRepairSettings(enabled=False))
+    loop = AuditRepair(t, cost_vector(t, "freq"), pattern,
+                       req=Requirements.from_table(t, singleton=True),
+                       cand=candidate_cells(t), settings=settings,
+                       budget=Budget(60), singleton=True, mode="intervals", large=False,
+                       repair=True, workers=1, progress=None, notes=notes,
+                       stage=StageClock({}))
+    res = loop.run()
+    assert not any("the MILP repair takes" in n for n in notes), notes
+    assert not any("MILP(s)" in n for n in notes), notes
+    assert not res.passed
+    assert not lp_oracle.protected(loop.protected_table, singleton=True, integer=True).all()

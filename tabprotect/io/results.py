@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import shutil
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from tabprotect.errors import InputError
 from tabprotect.io.output import write_frame
 from tabprotect.model.columns import Columns
 from tabprotect.model.status import is_suppressed
-from tabprotect.results import SUPPRESSED_LETTER
+from tabprotect.results import SUPPRESSED_LETTER, PrimaryCountNote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -192,22 +191,19 @@ def without_true_value_figures(obj):
     return obj
 
 
-#: a note that counts primary cells (how many a repair round found short, the witnesses
-#: reached, a check multiplied by the candidates) with a number: beside the number of X in
-#: published.csv it can say every suppressed cell is a primary
-_PRIMARY_COUNT = re.compile(r"primar", re.IGNORECASE)
 WITHHELD_NOTE = "withheld: a note that counts primary cells (the report shows it)"
 
 
 def public_notes(notes) -> list[str]:
-    """``notes`` as the trail gives them: a note that counts primary cells is withheld
+    """``notes`` as the trail gives them: a note that counts primary cells (a
+    :class:`~tabprotect.results.PrimaryCountNote`, as its producer marks it) is withheld
     (the terminal and the confidential report show it).
 
-    >>> public_notes(["repair round 1: settled 3 of 4 short primaries", "partitioned"])
+    >>> public_notes([PrimaryCountNote("repair round 1: settled 3 of 4 short primaries"),
+    ...               "partitioned"])
     ['withheld: a note that counts primary cells (the report shows it)', 'partitioned']
     """
-    return [WITHHELD_NOTE if _PRIMARY_COUNT.search(n) and re.search(r"\d", n) else n
-            for n in map(str, notes)]
+    return [WITHHELD_NOTE if isinstance(n, PrimaryCountNote) else str(n) for n in notes]
 
 
 def jsonable(obj):

@@ -54,8 +54,9 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
     time_limit, mip_gap, threads : solver settings (MILP paths)
     audit : attach the rounded-table audit (:func:`tabprotect.audit_rounded.audit_rounded`)
     audit_options : keyword arguments for the audit
-    settings : controlled rounding's solver tuning (:class:`RoundingSettings`; default
-        ``RoundingSettings()``), recorded in ``params``
+    settings : controlled rounding's solver tuning and, for both controlled and
+        small-count rounding, the search budget without a ``time_limit``
+        (:class:`RoundingSettings`; default ``RoundingSettings()``), recorded in ``params``
 
     Returns
     -------
@@ -110,8 +111,12 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
             raise InputError("small-count rounding: threshold must be at least 1")
         params["threshold"] = thr
         params["time_limit"] = time_limit
-        rounded, path, optimal = small_count_round(table, base, thr, time_limit=time_limit,
-                                                   mip_gap=mip_gap, threads=threads)
+        settings = RoundingSettings() if settings is None else settings
+        params["search_seconds"] = settings.search_seconds
+        params["ipm_min_columns"] = settings.ipm_min_columns
+        rounded, path, optimal = small_count_round(
+            table, base, thr, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+            search_seconds=settings.search_seconds, ipm_min_columns=settings.ipm_min_columns)
     rounded = np.asarray(rounded, dtype=float)
     additive = is_additive(table, rounded)
     notes.extend(_method_notes(method, params, base, additive))

@@ -16,6 +16,7 @@ from solvers import LinearProgram, solve
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.rounding.partition import part_label, partition_dimensions, stages
+from tabprotect.rounding.controlled_search import search_rounding
 from tabprotect.rounding.result import TOL, ZeroRestrictedInfeasible
 from tabprotect.rounding.settings import RoundingSettings
 from tabprotect.rounding.sifting import SiftedLPResult, sifted_lp
@@ -42,6 +43,8 @@ class ControlledRounder:
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
         self.settings = settings
         self.sifting_log: SiftedLPResult | None = None
+        # without a time limit, branch and bound of every part together stops here
+        self.search_end: float | None = None
 
     # -- orchestration
     def run(self, k_step: int, penalty: float, partition, partition_min_cells: int):
@@ -151,7 +154,9 @@ class ControlledRounder:
             return None
         M, rhs = M[~empty], rhs[~empty]
         c = self.w[cols] * (b - 2.0 * self.rem[cols])
-        if lp_first and len(cols) >= self.settings.sifting_min_columns:
+        if not lp_first:
+            return self._searched(c, M, rhs, cols, base_vals, label)
+        if len(cols) >= self.settings.sifting_min_columns:
             sol = self._sifted(c, M, rhs, cols, base_vals, label, network)
             if sol == "fractional":
                 lp_first = False  # not a network: straight to branch and bound
@@ -183,6 +188,31 @@ class ControlledRounder:
         else:
             path = "MILP"
         return vals, path, res.status == "optimal"
+
+    def _searched(self, c, M, rhs, cols, base_vals, label):
+        """Three and more dimensions: the relaxation's bound, a first rounding improved in
+        its neighbourhood, branch and bound on the rest of the budget
+        (:func:`search_rounding`). None when no zero-restricted rounding exists."""
+        rem = self.rem[cols]
+        lp = LinearProgram(c=c, A=M, row_lower=rhs, row_upper=rhs,
+                           col_lower=np.zeros(len(cols)), col_upper=np.ones(len(cols)),
+                           offset=float(self.w[cols] @ rem))
+        if self.search_end is None:
+            self.search_end = time.perf_counter() + self.settings.search_seconds
+        found = search_rounding(lp, deadline=self.deadline, search_end=self.search_end,
+                                mip_gap=self.mip_gap, threads=self.threads)
+        if found.up is None:
+            if found.optimal:
+                return None  # proven: no zero-restricted rounding
+            raise InputError(f"controlled rounding of {label}: the time limit was reached "
+                             f"before a zero-restricted rounding was found ({found.steps}); "
+                             f"give a longer time_limit")
+        vals = base_vals.copy()
+        vals[cols] += self.base * found.up
+        if found.optimal:
+            return vals, f"MILP ({found.steps})", True
+        return vals, f"MILP ({found.steps}; within {100 * found.gap:.2f} % of the bound)", \
+            False
 
     def _sifted(self, c, M, rhs, cols, base_vals, label, network):
         """The LP relaxation by sifting, started from every cell's individually best

@@ -1,5 +1,5 @@
-"""How controlled rounding solves its LPs: tuning that changes speed, never the result's
-deviation (each route proves the same optimum)."""
+"""How controlled rounding solves its LPs: tuning that changes speed and, for tables whose
+relaxation is fractional, how long the search for a smaller deviation runs."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,6 +22,14 @@ class RoundingSettings:
     #: columns added to the working set per pricing round at most (largest reduced cost
     #: first): bounds the growth of the HiGHS model between solves
     sifting_max_add: int = 100_000
+    #: without a time_limit, the wall-clock seconds branch and bound may spend improving
+    #: the rounding of a table whose relaxation is fractional (3-D tables can need hours
+    #: to prove the minimum); the rounding found and its gap to the bound are reported
+    search_seconds: int = 30
+    #: small-count rounding of a table of 3+ dimensions whose program has at least this
+    #: many columns solves its relaxation by interior point (with crossover): several
+    #: times faster than simplex there; below it simplex's vertex starts the swaps better
+    ipm_min_columns: int = 5_000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

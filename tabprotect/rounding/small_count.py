@@ -19,13 +19,20 @@ __all__ = ["small_count_round", "aggregation_matrix", "aggregate_from_inner"]
 
 def small_count_round(table: Table, base: int, threshold: int, *,
                       time_limit: float | None = None, mip_gap: float | None = None,
-                      threads: int | None = 1) -> tuple[np.ndarray, str, bool]:
+                      threads: int | None = 1, search_seconds: float | None = None,
+                      ipm_min_columns: int | None = None) -> tuple[np.ndarray, str, bool]:
     """Round inner counts ``0 < x < threshold`` to 0 or ``base``; aggregates follow.
 
     The number of small cells rounded up is fixed to ``round(sum of small counts / base)``
     (so the grand total stays within ``base/2`` of the sum's share), and the MILP picks
     which ones minimising the sum over aggregates of ``|published - true|`` (the grand
     total weighted by the number of aggregates, so it is kept closest).
+
+    ``time_limit`` is the wall-clock budget of the whole choice; without it branch and
+    bound stops after ``search_seconds`` (None: when it proves the optimum). A choice not
+    proven optimal has its gap to the relaxation's bound in the solver path. A table of
+    three or more dimensions whose program has ``ipm_min_columns`` columns or more has its
+    relaxation solved by interior point (None: always simplex).
 
     Returns the rounded values of every cell, the solver path and whether optimal.
     """
@@ -47,22 +54,29 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     target_up = int(np.floor(xs.sum() / base + 0.5))
     terms = _deviation_terms(S, xs, weight, base)
     d, path, optimal = _choose(terms, target_up, time_limit=time_limit, mip_gap=mip_gap,
-                               threads=threads)
+                               threads=threads, search_seconds=search_seconds,
+                               ipm_min_columns=ipm_min_columns
+                               if len(table.dimensions) >= 3 else None)
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
     return rounded, path, optimal
 
 
-def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
-            threads) -> tuple[np.ndarray, str, bool]:
+def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threads,
+            search_seconds: float | None = None,
+            ipm_min_columns: int | None = None) -> tuple[np.ndarray, str, bool]:
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
-    of it), else the MILP started from that choice."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    of it), else the MILP started from that choice (``time_limit``, else
+    ``search_seconds``, wall-clock seconds: the budget)."""
+    start = time.perf_counter()
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
+    # interior point with crossover (a vertex) is several times faster than simplex on
+    # large 3-D programs; elsewhere simplex's vertex starts the swaps as well or better
+    ipm = ipm_min_columns is not None and lp.n_cols >= ipm_min_columns
     relaxed = solve(dataclasses.replace(lp, integrality=None), time_limit=time_limit,
-                    threads=threads)
+                    threads=threads, **({"solver": "ipm"} if ipm else {}))
     if not relaxed.has_solution:
         _no_solution(relaxed.status)
     d = relaxed_choice(relaxed.x[:n], target_up)
@@ -74,13 +88,24 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap,
         return d, "LP relaxation, swaps (meets the LP bound)", True
     if mip_gap is not None and value - bound <= mip_gap * abs(value):
         return d, "LP relaxation, swaps (within mip_gap of the LP bound)", False
-    remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
+    budget = time_limit if time_limit is not None else search_seconds
+    remaining = None if budget is None else max(1.0, start + budget - time.perf_counter())
     model = HighsModel(lp, threads=threads, time_limit=remaining, mip_gap=mip_gap)
     model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
     res = model.solve(duals=False)
-    if not res.has_solution:
-        _no_solution(res.status)
-    return np.round(res.x[:n]), "MILP", res.status == "optimal"
+    if res.status == "optimal":
+        return np.round(res.x[:n]), "MILP", True
+    gap = _gap(value, bound)
+    if res.has_solution and terms.value(np.round(res.x[:n])) <= value:
+        d = np.round(res.x[:n])
+        value = terms.value(d)
+        # branch and bound's own bound (cuts, branching) is at least the relaxation's
+        gap = min(_gap(value, bound), res.mip_gap if res.mip_gap is not None else np.inf)
+    return d, f"MILP (within {100 * gap:.2f} % of the bound)", False
+
+
+def _gap(value: float, bound: float) -> float:
+    return max(0.0, value - bound) / max(abs(value), 1e-9)
 
 
 def _least_value_above(terms: DeviationTerms, bound: float) -> float:

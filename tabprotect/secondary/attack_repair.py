@@ -165,16 +165,14 @@ class _Deviation:
         ``region``, or None (no such deviation there, or out of time)."""
         req, p = self.req, self.slot[s]
         tol = req.tol[p]
-        # a width asks half each way and what the other way's range cannot give (a count
-        # 1 at its bound 1 takes it all upwards); a way without range is left out
-        w = req.need_width[p] if kind == "width" else 0.0
-        half_up, half_dn = max(0.5 * w, w - req.down[s]), max(0.5 * w, w - req.up[s])
+        # a width asks of each way its share (Requirements.way_need); a way without
+        # range is left out
+        w = None if kind == "width" else 0.0
         wants = []
         if kind in ("up", "width"):
-            wants.append((1.0, min(max(req.need_up[p], half_up) * (1 + 1e-6) + tol,
-                                   req.up[s])))
+            wants.append((1.0, min(req.way_need(p, 1.0, w) * (1 + 1e-6) + tol, req.up[s])))
         if kind in ("down", "width"):
-            wants.append((-1.0, min(max(req.need_down[p], half_dn) * (1 + 1e-6) + tol,
+            wants.append((-1.0, min(req.way_need(p, -1.0, w) * (1 + 1e-6) + tol,
                                     req.down[s])))
         wants = [(sign, need) for sign, need in wants if need > 0]
         if not wants:   # the cell cannot move at all

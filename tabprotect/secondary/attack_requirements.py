@@ -61,6 +61,28 @@ class Requirements:
                    need_down=req.need_down, need_width=req.binding_width,
                    singleton=np.asarray(single, bool), tol=tol)
 
+    def way_need(self, p: int, sign: float, width: float | None = None) -> float:
+        """The deviation primary slot ``p`` asks of one way (``sign`` +1: up, -1: down)
+        under a width: that way's level, half the width, and the part of the width the
+        other way's range cannot give (a count 1 at its lower bound 1 takes the whole
+        width upwards).  ``width``: the width asked (None: ``need_width``; 0: the level
+        alone).  Not capped by the way's own range; no margin.
+
+        >>> one = lambda v: np.array([v])
+        >>> r = Requirements(up=one(9.0), down=one(0.0), primary=one(0), need_up=one(1.0),
+        ...                  need_down=one(0.0), need_width=one(2.0),
+        ...                  singleton=one(False), tol=one(0.0))
+        >>> r.way_need(0, 1.0), r.way_need(0, -1.0), r.way_need(0, 1.0, width=0.0)
+        (2.0, 1.0, 1.0)
+        """
+        s = self.primary[p]
+        if sign > 0:
+            level, other = self.need_up[p], self.down[s]
+        else:
+            level, other = self.need_down[p], self.up[s]
+        w = float(self.need_width[p] if width is None else width)
+        return max(float(level), 0.5 * w, w - float(other))
+
     def levels(self, p: int) -> list[tuple[str, float, float]]:
         """The conditions primary slot ``p`` must meet, as ``(kind, sign, level)``: the
         upper level (an intruder's maximum, sign +1), the lower level (minimum, sign -1)

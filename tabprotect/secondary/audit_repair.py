@@ -14,6 +14,7 @@ from tabprotect.audit import AuditResult, AuditSettings, audit
 from tabprotect.budget import Budget
 from tabprotect.model.relations import linked_components
 from tabprotect.model.table import Table
+from tabprotect.results import PrimaryCountNote
 from tabprotect.secondary.attack_repair import attack_round, decide
 from tabprotect.secondary.coalition_repair import coalition_round
 from tabprotect.secondary.cubes import _move_matrix
@@ -183,9 +184,10 @@ class AuditRepair:
             out = integral_witnesses(self.protected_table, open_, deadline, settings=ws)
         self.moves.append(out.moves)
         against = " against the attackers" if self.singleton else ""
-        self.notes.append(f"integral witnesses{against}: {out.moves.shape[0]} move(s) "
-                          f"inside the pattern ({out.milps} MILPs) reach {len(out.reached)} of "
-                          f"{len(open_)} open primaries")
+        self.notes.append(PrimaryCountNote(
+            f"integral witnesses{against}: {out.moves.shape[0]} move(s) inside the "
+            f"pattern ({out.milps} MILPs) reach {len(out.reached)} of {len(open_)} open "
+            f"primaries"))
         self.stage("integral witnesses")
         return out.reached
 
@@ -398,7 +400,8 @@ class AuditRepair:
             if len(added):
                 self._suppress(added)
             elif not (witnessed or (suppressed & ~before).any()):
-                if not self.milp and self.table.kind == "frequency":
+                if (not self.milp and self.table.kind == "frequency"
+                        and self.settings.milp_repair.enabled == "auto"):
                     # the LP repair's witnesses hold already where an integer intruder
                     # still narrows a primary: the MILP repair's witnesses take over
                     self.milp = True
@@ -491,10 +494,11 @@ class AuditRepair:
             if integer:
                 self.integer_tried = np.union1d(self.integer_tried, cells)
             free = free or len(out.free) > 0
-            self.notes.append(f"repair round {self.rounds}: {out.milps} MILP(s) "
-                              f"({'integral' if integer else 'continuous'} witnesses) "
-                              f"settled {len(cells) - len(out.unresolved)} of {len(cells)} "
-                              f"short primaries with {len(added)} cell(s)")
+            self.notes.append(PrimaryCountNote(
+                f"repair round {self.rounds}: {out.milps} MILP(s) "
+                f"({'integral' if integer else 'continuous'} witnesses) settled "
+                f"{len(cells) - len(out.unresolved)} of {len(cells)} short primaries with "
+                f"{len(added)} cell(s)"))
             rest = np.concatenate([rest, np.asarray(out.unresolved, dtype=np.int64)])
         self.stage(f"repair {self.rounds} MILPs")
         return rest, free
@@ -559,10 +563,10 @@ class AuditRepair:
         self.moves.append(_move_matrix(out.moves, self.table.n_cells))
         mask = mask.copy()
         mask[out.added] = True
-        self.notes.append(f"repair round {self.rounds}: deviations against single "
-                          f"contributors for {len(cells)} primaries short against one "
-                          f"added {len(out.added)} cell(s), {len(out.unresolved)} "
-                          f"primaries not served in their neighbourhoods")
+        self.notes.append(PrimaryCountNote(
+            f"repair round {self.rounds}: deviations against single contributors for "
+            f"{len(cells)} primaries short against one added {len(out.added)} cell(s), "
+            f"{len(out.unresolved)} primaries not served in their neighbourhoods"))
         self.stage(f"repair {self.rounds} attackers")
         found = len(out.moves) > 0
         if len(out.unresolved):
@@ -628,9 +632,10 @@ class AuditRepair:
             done += len(batch)
         self.lp_tried = np.union1d(self.lp_tried, order[:done])
         if done:
-            self.notes.append(f"repair round {self.rounds}: deviation LPs for {done} of "
-                              f"{len(short)} short primaries"
-                              + (", leaf cubes for the rest" if done < len(short) else ""))
+            self.notes.append(PrimaryCountNote(
+                f"repair round {self.rounds}: deviation LPs for {done} of {len(short)} "
+                f"short primaries"
+                + (", leaf cubes for the rest" if done < len(short) else "")))
             self.stage(f"repair {self.rounds} deviation LPs")
         return table, np.union1d(order[done:], short[again])
 

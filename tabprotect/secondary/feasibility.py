@@ -21,6 +21,7 @@ from tabprotect.audit.sibling import sibling_cubes
 from tabprotect.budget import Budget
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.model.table import Table
+from tabprotect.results import PrimaryCountNote
 from tabprotect.secondary.cubes import cube_repair
 from tabprotect.secondary.protect_settings import ProtectSettings
 
@@ -145,8 +146,9 @@ def _affordable(table: Table, cand: np.ndarray, settings: ProtectSettings, large
     n_primary = int((table.status == "U").sum())
     n_cand = int(cand.sum())
     if n_primary * n_cand > settings.feasibility_check_max_work:
-        notes.append(f"{n_primary} primaries x {n_cand} candidate cells: "
-                     f"up-front feasibility check skipped (the final audit judges)")
+        notes.append(PrimaryCountNote(f"{n_primary} primaries x {n_cand} candidate cells: "
+                                      f"up-front feasibility check skipped (the final "
+                                      f"audit judges)"))
         return False
     return True
 

@@ -28,6 +28,7 @@ from tabprotect.model.relations import linked_components
 from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.table import Table
 from tabprotect.parallel import use_executor
+from tabprotect.results import PrimaryCountNote
 from tabprotect.secondary.audit_repair import AuditRepair, StageClock
 from tabprotect.secondary.base import (METHODS, MethodOutcome, MethodSettings, MethodSpec,
                                        applied_options, cost_vector, method_options)
@@ -240,8 +241,8 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         notes.append(f"audit-and-repair added {len(rep_cells)} cell(s) in {loop.rounds} "
                      f"round(s)")
     if not result.passed:
-        notes.append(f"the final pattern did NOT pass the audit: do not publish it "
-                     f"({_failure_counts(result)})")
+        notes.append(PrimaryCountNote(f"the final pattern did NOT pass the audit: do not "
+                                      f"publish it ({_failure_counts(result)})"))
     proven = bool(outcome.proven_optimal and len(rep_cells) == 0 and result.passed)
     return ProtectResult(confidential_table=loop.protected_table, method=method,
                          params=params, cost=float(c[loop.status == "M"].sum()),

@@ -50,10 +50,8 @@ def conditions(table: Table, req: Requirements) -> list[Condition]:
     beyond the cell's range; the largest primaries first (upwards before downwards)."""
     out = []
     for k, s in enumerate(req.primary):
-        half = 0.5 * req.need_width[k]
-        for sign, need, rng, other in ((1.0, req.need_up[k], req.up[s], req.down[s]),
-                                       (-1.0, req.need_down[k], req.down[s], req.up[s])):
-            need = max(float(need), float(half), float(req.need_width[k] - other))
+        for sign, rng in ((1.0, req.up[s]), (-1.0, req.down[s])):
+            need = req.way_need(k, sign)
             if need <= 0:
                 continue
             need = min(need * (1 + 1e-6) + req.tol[k], float(rng))

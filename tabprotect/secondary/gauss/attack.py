@@ -85,6 +85,7 @@ class AttackStep(WidthStep):
         # conditions of one component differ in column bounds (and costs) only
         self._warm: dict[int, tuple] = {}
         self._warm_pattern = -1    # the pattern's size the warm models belong to
+        self._splits: dict = {}    # per component's rows (``id``) its ``[sub, -sub]``
 
     def conditions(self) -> list[Condition]:
         """The width step's conditions at their levels exactly, without its margin: on
@@ -94,11 +95,8 @@ class AttackStep(WidthStep):
         out = []
         for c in super().conditions():
             k = c.slot
-            level = req.need_up[k] if c.sign > 0 else req.need_down[k]
             rng = req.up[c.cell] if c.sign > 0 else req.down[c.cell]
-            other = req.down[c.cell] if c.sign > 0 else req.up[c.cell]
-            need = min(max(float(level), 0.5 * float(req.need_width[k]),
-                           float(req.need_width[k] - other)), float(rng))
+            need = min(req.way_need(k, c.sign), float(rng))
             # no room (a count 1 at its bound 1): met where the cell is
             if need > 0 and (not self.bound_only or self.bites(k)):
                 out.append(Condition(c.cell, k, c.sign, need))
@@ -249,25 +247,37 @@ class AttackStep(WidthStep):
                    ) -> tuple[np.ndarray, sp.csr_matrix]:
         """The cells linked to ``cell`` by relations through the pattern ``z`` (``widen``:
         through the pattern and the candidates), and their relation rows; kept while the
-        pattern stays the same (most conditions share one component)."""
+        pattern stays the same (most conditions share one component); the widened ones
+        while the pattern and the candidates stay the same (the pattern grows by
+        candidates only), their warm models while the pattern does."""
         mask = z | self.candidate if widen else z.copy()
         mask[cell] = True
-        key = (widen, int(z.sum()))
-        if self._labels.get("key") != key:
-            self._labels = {"key": key}
-            if key[1] != self._warm_pattern:     # the pattern grew: new components
-                self._warm, self._warm_pattern = {}, key[1]
-        labels = self._labels.get(widen)
-        if labels is None or labels[cell] < 0:
-            labels = self._label(mask)
-            self._labels[widen] = labels
-        comp = self._labels.get((widen, labels[cell]))
+        key = int(z.sum())
+        if key != self._warm_pattern:     # the pattern grew: new components
+            self._warm, self._splits, self._warm_pattern = {}, {}, key
+            self._labels.pop(False, None)
+        cache = self._labels.get(widen)
+        if widen and (cache is None or not np.array_equal(cache["mask"], mask)):
+            # the pattern grows by cells of the widened mask: that stays the same
+            cache = None
+        if cache is None or cache["labels"][cell] < 0:
+            cache = self._labels[widen] = {"mask": mask, "labels": self._label(mask)}
+        labels = cache["labels"]
+        comp = cache.get(labels[cell])
         if comp is None:
             cells = np.flatnonzero(labels == labels[cell])
             sub = self.A[:, cells].tocsr()
             comp = (cells, sub[np.flatnonzero(np.diff(sub.indptr) > 0)])
-            self._labels[(widen, labels[cell])] = comp
+            cache[labels[cell]] = comp
         return comp
+
+    def _split_rows(self, sub: sp.csr_matrix) -> sp.csr_matrix:
+        """``[sub, -sub]`` per component while the pattern stays the same (the
+        conditions alternate between a component and its widened one)."""
+        got = self._splits.get(id(sub))
+        if got is None or got[0] is not sub:
+            got = self._splits[id(sub)] = (sub, sp.hstack([sub, -sub]).tocsr())
+        return got[1]
 
     def _label(self, mask: np.ndarray) -> np.ndarray:
         """Per cell its component among the ``mask`` cells linked by relations, named by
