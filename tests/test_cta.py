@@ -99,7 +99,7 @@ def test_argus_example_least_adjustment_is_15_each_way_besides_the_cell_itself()
     s = t.cell("M2", "P3")
     assert t.value[t.cell("T", "T")] == 309 and t.value[s] == 40
     for direction, sign in (("down", -1), ("up", 1)):
-        res = protect(t, method="cta", cost="unity", fix_totals=True, directions=direction)
+        res = protect(t, method="cta", margin=0, cost="unity", fix_totals=True, directions=direction)
         d = res.adjusted - t.value
         assert res.passed and res.proven_optimal
         assert d[s] == pytest.approx(5 * sign)
@@ -107,10 +107,10 @@ def test_argus_example_least_adjustment_is_15_each_way_besides_the_cell_itself()
         assert others == pytest.approx(15.0)          # the manual's 15
         assert res.objective == pytest.approx(20.0)   # with the cell's own 5
         independent_check(t, res.adjusted, ~t.is_inner)
-    free = protect(t, method="cta", cost="unity", fix_totals=True, directions="free")
+    free = protect(t, method="cta", margin=0, cost="unity", fix_totals=True, directions="free")
     assert free.proven_optimal and free.objective == pytest.approx(20.0)
     assert 0.0 <= free.mip_gap <= CTAOptions().mip_gap
-    auto = protect(t, method="cta", cost="unity", fix_totals=True)
+    auto = protect(t, method="cta", margin=0, cost="unity", fix_totals=True)
     assert auto.solver_status == "heuristic" and not auto.proven_optimal
     assert auto.objective == pytest.approx(20.0) and auto.passed
     independent_check(t, auto.adjusted, ~t.is_inner)
@@ -121,10 +121,10 @@ def test_argus_example_l2_is_the_rank_one_projection():
     # u = e2 - 1/3, v = e3 - 1/3, alpha u2 v3 = -5: alpha = -45/4 and
     # sum d^2 = alpha^2 |u|^2 |v|^2 = (45/4)^2 (2/3)^2 = 56.25
     t = argus_table()
-    res = cta(t, cost="unity", fix_totals=True, distance="L2", directions="down")
+    res = cta(t, margin=0, cost="unity", fix_totals=True, distance="L2", directions="down")
     assert res.passed and res.objective == pytest.approx(56.25, rel=1e-6)
     assert res.adjusted[t.cell("M1", "P1")] == pytest.approx(20 - 1.25, abs=1e-6)
-    heur = cta(t, cost="unity", fix_totals=True, distance="L2")
+    heur = cta(t, margin=0, cost="unity", fix_totals=True, distance="L2")
     assert heur.objective == pytest.approx(56.25, rel=1e-6)   # up and down are symmetric
 
 
@@ -146,13 +146,13 @@ def test_milp_matches_brute_force_over_directions(seed):
     best = brute_force_l1(t, weights, fixed)
     if not np.isfinite(best):
         with pytest.raises(InputError):
-            cta(t, cost=cost, fix_totals=fix_totals)
+            cta(t, margin=0, cost=cost, fix_totals=fix_totals)
         return
-    res = cta(t, cost=cost, fix_totals=fix_totals, mip_gap=0.0, directions="free")
+    res = cta(t, margin=0, cost=cost, fix_totals=fix_totals, mip_gap=0.0, directions="free")
     assert res.proven_optimal and res.passed
     assert res.objective == pytest.approx(best, rel=1e-6, abs=1e-9)
     independent_check(t, res.adjusted, fixed)
-    heur = cta(t, cost=cost, fix_totals=fix_totals, directions="heuristic")
+    heur = cta(t, margin=0, cost=cost, fix_totals=fix_totals, directions="heuristic")
     assert heur.objective >= best - 1e-6 * max(1.0, best)
     if heur.mip_gap is not None:     # its stated gap is a true bound
         assert best >= heur.objective * (1 - heur.mip_gap) - 1e-6 * max(1.0, best)
@@ -210,7 +210,7 @@ def test_heuristic_states_a_true_gap_and_free_reaches_the_optimum(seed):
     best = brute_force_l1(t, weights, fixed)
     if not np.isfinite(best):
         return
-    heur = cta(t, cost=cost, fix_totals=fix_totals)        # auto: the heuristic
+    heur = cta(t, margin=0, cost=cost, fix_totals=fix_totals)        # auto: the heuristic
     assert heur.solver_status == "heuristic" and heur.passed
     independent_check(t, heur.adjusted, fixed)
     assert heur.objective == pytest.approx(
@@ -218,7 +218,7 @@ def test_heuristic_states_a_true_gap_and_free_reaches_the_optimum(seed):
     assert heur.objective >= best - 1e-6 * max(1.0, best)
     if heur.mip_gap is not None:
         assert best >= heur.objective * (1 - heur.mip_gap) - 1e-6 * max(1.0, best)
-    free = cta(t, cost=cost, fix_totals=fix_totals, directions="free")
+    free = cta(t, margin=0, cost=cost, fix_totals=fix_totals, directions="free")
     assert free.proven_optimal and 0.0 <= free.mip_gap <= CTAOptions().mip_gap
     assert best >= free.objective * (1 - free.mip_gap) - 1e-6 * max(1.0, best)
     assert free.objective <= heur.objective * (1 + 1e-9) + 1e-12
@@ -277,7 +277,7 @@ def test_given_directions_are_followed_and_checked():
     s = t.cell("M2", "P3")
     direction = np.zeros(t.n_cells)
     direction[s] = -1
-    res = cta(t.replace(extra={"direction": direction}), cost="unity", fix_totals=True,
+    res = cta(t.replace(extra={"direction": direction}), margin=0, cost="unity", fix_totals=True,
               directions="given")
     assert res.adjusted[s] == pytest.approx(35.0) and res.directions[s] == -1
     direction[s] = 0
@@ -297,7 +297,7 @@ def test_bounds_and_fixed_cells_are_kept():
     p = t.cell("M1", "P1")
     status[p] = "P"
     t2 = t.replace(ub=ub, status=status)
-    res = cta(t2, cost="unity", fix_totals=True)
+    res = cta(t2, margin=0, cost="unity", fix_totals=True)
     assert res.adjusted[s] == pytest.approx(35.0)
     assert res.adjusted[p] == t.value[p]
     independent_check(t2, res.adjusted, (~t.is_inner) | (status == "P"))
@@ -307,7 +307,7 @@ def test_bounds_and_fixed_cells_are_kept():
 
 def test_max_change_limits_non_sensitive_cells():
     t = argus_table()
-    res = cta(t, cost="unity", max_change=0.2)
+    res = cta(t, margin=0, cost="unity", max_change=0.2)
     d = np.abs(res.adjusted - t.value)
     sens = t.status == "U"
     assert np.all(d[~sens] <= 0.2 * np.abs(t.value[~sens]) + 1e-6)
@@ -318,14 +318,14 @@ def test_integer_changes_on_counts():
     t = argus_table().replace(kind="frequency")
     t = t.replace(upl=np.where(t.status == "U", 4.5, 0.0), lpl=np.where(t.status == "U",
                                                                         4.5, 0.0))
-    res = cta(t, cost="relative", integer=True)
+    res = cta(t, margin=0, cost="relative", integer=True)
     assert np.allclose(res.adjusted, np.round(res.adjusted))
     assert res.passed and abs(res.adjusted[t.cell("M2", "P3")] - 40) >= 5
 
 
 def test_result_protocol_publishes_values_without_statuses_or_true_values():
     t = argus_table()
-    res = protect(t, method="cta", cost="unity", fix_totals=True)
+    res = protect(t, method="cta", margin=0, cost="unity", fix_totals=True)
     assert isinstance(res, CTAResult) and isinstance(res, Result)
     pub = res.published()
     assert list(pub.columns) == ["r", "c", "value"]
@@ -384,7 +384,7 @@ def test_time_limit_returns_the_best_adjustment_with_its_gap():
     status[sens] = "U"
     level = np.where(status == "U", np.maximum(1.0, 0.3 * t.value), 0.0)
     t = t.replace(status=status, upl=level, lpl=level)
-    res = cta(t, time_limit=2.0, options=CTAOptions(mip_gap=0.0, directions="free"))
+    res = cta(t, time_limit=2.0, options=CTAOptions(margin=0, mip_gap=0.0, directions="free"))
     assert res.seconds < 2.0 + 3.0
     assert res.passed
     assert res.proven_optimal or res.mip_gap is not None
@@ -406,7 +406,7 @@ def test_l2_bounds_left_out_of_the_qp_are_checked_and_kept():
     t = t.replace(status=status, upl=level, lpl=level, lb=lb)
     weights = np.ones(t.n_cells)
     weights[t.cell("c")] = 1e-3
-    res = cta(t, cost=weights, distance="L2", directions="up", fix_totals=True)
+    res = cta(t, margin=0, cost=weights, distance="L2", directions="up", fix_totals=True)
     assert res.passed
     assert res.adjusted[t.cell("c")] == pytest.approx(89.5, abs=1e-6)
     assert res.adjusted[t.cell("e")] == pytest.approx(49.5, abs=1e-6)

@@ -56,7 +56,7 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     >>> st = t.status.copy(); st[4] = "U"
     >>> t = t.replace(status=st, upl=np.where(st == "U", 2.0, 0.0),
     ...               lpl=np.where(st == "U", 2.0, 0.0))
-    >>> res = cta(t, cost="unity", fix_totals=True, directions="free")
+    >>> res = cta(t, cost="unity", fix_totals=True, directions="free", margin=0)
     >>> res.passed, round(res.objective, 6), res.proven_optimal
     (True, 8.0, True)
     """
@@ -75,6 +75,7 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     if cost_column is not None:
         params["cost_column"] = cost_column
     params.update(applied_options(settings))
+    stretch, params["seed"] = _margin(table.n_cells, opts)
     weights = cell_weights(table, cost, cost_column)
     column = None
     if opts.search == "given":
@@ -93,7 +94,7 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
     work = table if scale == 1.0 else scaled_table(table, 1.0 / scale)
     power = 1.0 if opts.distance == "L1" else 2.0
     problem = CTAProblem(work, weights * scale ** power, opts,
-                         loose_caps=opts.distance == "L2")
+                         loose_caps=opts.distance == "L2", stretch=stretch)
     if problem.k == 0:
         notes.append("no sensitive cell with a protection level: every cell is published "
                      "at its true value")
@@ -108,7 +109,7 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
         if problem.loose and not problem.within_caps(adj.net):
             notes.append("a bound left out of the first model was reached: solved again "
                          "with every bound")
-            problem = CTAProblem(work, weights * scale ** power, opts)
+            problem = CTAProblem(work, weights * scale ** power, opts, stretch=stretch)
             adj, search_notes = _search(problem, budget, opts, column)
     unit = problem.unit
     notes.extend(search_notes)
@@ -140,6 +141,18 @@ def cta(table: Table, cost: str | np.ndarray | None = None,
                              else adj.lower_bound * unit},
                      directions=directions, audit=audit,
                      seconds=time.perf_counter() - t0, notes=notes)
+
+
+def _margin(n: int, opts: CTAOptions) -> tuple[np.ndarray | None, int | None]:
+    """Per cell, the factor ``1 + u`` (u uniform in [0, margin]) its levels are raised by,
+    and the seed that draws them (drawn when not given); None without a margin."""
+    if opts.margin == 0:
+        return None, opts.seed
+    seed = opts.seed
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (2**63))
+    rng = np.random.default_rng(int(seed))
+    return 1.0 + opts.margin * rng.random(n), int(seed)
 
 
 def _search(problem: CTAProblem, budget: Budget, opts: CTAOptions,

@@ -53,6 +53,14 @@ class CTAOptions:
         "why": "whole-number changes (counts); L1 only, each change an integer variable"})
     mip_gap: float = field(default=1e-4, metadata={
         "why": "relative gap at which the MILP stops as optimal", "low": 0})
+    margin: float = field(default=0.5, metadata={
+        "why": "each sensitive cell moves at least its level times 1 + u, u drawn uniformly "
+               "in [0, margin] per cell and kept secret: at exactly its level a cell whose "
+               "level follows from a public rule (10 % of the value) gives its true value "
+               "away (published / 1.1); 0: exactly the levels", "low": 0})
+    seed: int | None = field(default=None, metadata={
+        "why": "seed of the margin's draws (None: drawn and recorded; secret like a random "
+               "rounding's seed: with it an intruder repeats the draws)"})
     flip_rounds: int = field(default=2, metadata={
         "why": "heuristic: passes over the sensitive cells trying a flip of each "
                "direction (0: the first LP's directions only)", "low": 0})
@@ -69,6 +77,8 @@ class CTAOptions:
             raise ValueError("max_change must be a non-negative fraction")
         if not 0 <= self.mip_gap <= 1:
             raise ValueError("mip_gap must lie in [0, 1]")
+        if not 0 <= self.margin <= 10:
+            raise ValueError("margin must lie in [0, 10] (a fraction of the level)")
         if self.flip_rounds < 0:
             raise ValueError("flip_rounds must be >= 0")
         if self.distance == "L2" and self.directions == "free":

@@ -70,13 +70,14 @@ class CTAProblem:
     ----------
     x : values; cols : the movable cells (variables ``j`` and ``m + j`` are ``d+`` and
     ``d-`` of cell ``cols[j]``); sensitive : the sensitive cells (cell indices);
-    sens_col : their variable positions; up_level, down_level : what each needs (whole
+    sens_col : their variable positions; up_level, down_level : what each needs (the
+    levels times ``stretch``, the secret margin, within the cell's bounds; whole
     numbers with ``integer``); can_up, can_down : which directions its bounds allow;
     weight : per movable cell, divided by ``unit`` (objectives are in these units)
     """
 
     def __init__(self, table: Table, weights: np.ndarray, options: CTAOptions,
-                 loose_caps: bool = False):
+                 loose_caps: bool = False, stretch: np.ndarray | None = None):
         self.options = options
         self.table = table
         x = table.value
@@ -98,6 +99,11 @@ class CTAProblem:
         self.sensitive = sens
         self.sens_col = where[sens]
         up_level, down_level = table.upl[sens], table.lpl[sens]
+        if stretch is not None:   # the secret margin, where the cell's bounds allow it
+            up_level = np.maximum(up_level, np.minimum(up_level * stretch[sens],
+                                                       up_cap[sens]))
+            down_level = np.maximum(down_level, np.minimum(down_level * stretch[sens],
+                                                           down_cap[sens]))
         if options.integer:
             up_level, down_level = np.ceil(up_level - 1e-9), np.ceil(down_level - 1e-9)
         self.up_level, self.down_level = up_level, down_level
