@@ -108,3 +108,23 @@ def test_commands_raise_input_errors(sample, tmp_path):
         COMMANDS["perturb"][1](_args(job=str(tmp_path / "bad2.toml"), output=None, seed=None))
     with pytest.raises(InputError, match="not found"):
         COMMANDS["risk"][1](_args(job=str(tmp_path / "missing.toml"), output=None))
+
+
+def test_perturb_without_a_seed_draws_one_that_repeats_the_run(sample, tmp_path, capsys):
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "job.toml").write_text(
+        '[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\n'
+        'sampling_fraction = 0.02\n[output]\ndir = "out"\n'
+        '[perturb]\nmethod = "pram"\nvariables = ["region"]\nd = 0.6\n')
+    run = COMMANDS["perturb"][1]
+    assert run(_args(job=str(tmp_path / "job.toml"), output=str(tmp_path / "a"), seed=None)) == 0
+    out = capsys.readouterr().out
+    seed = out.split("seed ", 1)[1].split(";", 1)[0]
+    assert seed != "None"
+    assert run(_args(job=str(tmp_path / "job.toml"), output=str(tmp_path / "b"),
+                     seed=int(seed))) == 0
+    a = pd.read_csv(tmp_path / "a" / "perturbed.csv")
+    b = pd.read_csv(tmp_path / "b" / "perturbed.csv")
+    assert a.equals(b) and (a["region"] != sample["region"]).any()
+    summary = (tmp_path / "a" / "summary.json").read_text()
+    assert seed not in summary

@@ -219,6 +219,10 @@ def run_perturb(args) -> int:
     if not opts:
         raise InputError(f"{job.label}: no [perturb] section")
     seed = args.seed if getattr(args, "seed", None) is not None else opts.get("seed")
+    if seed is None:
+        # drawn and printed, as random rounding's: the user can repeat the run with it
+        import numpy as np
+        seed = int(np.random.SeedSequence().entropy % (2**63))
     try:
         md, data, keys = _microdata(job)
         pert, mats, info = _perturb(data, md, keys, opts, seed)
