@@ -30,7 +30,9 @@ class CTAResult:
     adjusted : the published value of every cell (same order as ``table.value``)
     method : ``"cta"``
     params : every setting applied (the options' fields included)
-    objective : the weighted distance minimised (in the table's units)
+    objective : the weighted distance minimised (the weights times the changes: a sum of
+        relative changes with ``relative`` weights; ``audit.measures["l1"]`` is the plain
+        distance)
     proven_optimal : the search proved the objective minimal for its problem (over all
         directions for ``free``; for the given directions otherwise)
     mip_gap : relative gap between the objective and the best proven lower bound (0

@@ -51,7 +51,7 @@ def print_summary(result) -> None:
         gap = "" if r.get("proven_optimal") or r.get("mip_gap") is None \
             else f" (gap {r['mip_gap']:.2%})"
         print(f"optimal: {'proven' if r.get('proven_optimal') else 'not proven'}{gap}   "
-              f"solver: {r.get('solver_status')}   {r.get('distance')} distance "
+              f"solver: {r.get('solver_status')}   weighted {r.get('distance')} distance "
               f"{r.get('objective'):.6g}   changed cells: {r.get('changed_cells')}   "
               f"{r.get('seconds', 0):.2f} s")
     elif r:
