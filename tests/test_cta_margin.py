@@ -99,10 +99,11 @@ dir = "out"
 """
 
 
-def test_the_seed_stays_out_of_the_trail_and_the_summary(tmp_path):
+def test_the_seed_stays_out_of_the_trail_and_the_summary(tmp_path, capsys):
     (tmp_path / "cells.csv").write_text("g,value,freq\na,35,2\nb,400,9\nc,120,12\n")
     (tmp_path / "job.toml").write_text(JOB)
-    assert main(["protect", str(tmp_path / "job.toml"), "--quiet"]) == 0
+    assert main(["protect", str(tmp_path / "job.toml")]) == 0
+    assert "seed: 48151623" in capsys.readouterr().out      # the user's terminal has it
     for name in ("trail.json", "summary.json"):
         text = (tmp_path / "out" / name).read_text()
         json.loads(text)

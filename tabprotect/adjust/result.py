@@ -95,7 +95,9 @@ class CTAResult:
                 "solver_status": self.solver_status,
                 "audit": "PASSED" if self.passed else "FAILED",
                 "unprotected_primary": int((~self.audit.protected).sum()),
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3),
+                # the secret margin's seed (withheld from the trail and the public summary)
+                "seed": self.params.get("seed")}
 
     def published(self) -> pd.DataFrame:
         """Only what may be published: the codes and the adjusted ``value``."""

@@ -54,6 +54,8 @@ def print_summary(result) -> None:
               f"solver: {r.get('solver_status')}   weighted {r.get('distance')} distance "
               f"{r.get('objective'):.6g}   changed cells: {r.get('changed_cells')}   "
               f"{r.get('seconds', 0):.2f} s")
+        if r.get("seed") is not None:
+            print(f"seed: {r['seed']}   (the secret margin's draws; keep it with the report)")
     elif r:
         gap = "" if r.get("proven_optimal") or r.get("mip_gap") is None \
             else f" (gap {r['mip_gap']:.2%})"
