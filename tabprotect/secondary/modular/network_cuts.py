@@ -99,6 +99,12 @@ class SearchLimits:
     #: search by numpy): on the tables measured, a sub-table whose optimum rounds need
     #: them at all needs them round after round, so the first such round loads
     load_after_rounds: int | None = 1
+    #: numpy nodes of the process (each counted by its cost, as for ``load_after``)
+    #: below which the rounds' load waits for one more certified round: a process that
+    #: has searched little is protecting a small table, whose sub-table often settles
+    #: after one certified round, and there the load (about 0.35 s CPU) costs more than
+    #: the MILPs it saves; a sub-table that needs them round after round still loads
+    load_rounds_work: float = 1000.0
     #: the row rounds' node budget when the loaded kernel runs them: ``max_nodes``
     #: times this (a compiled node costs a few percent of a numpy node)
     compiled_round_factor: int = 10

@@ -271,11 +271,15 @@ class _Search:
 
     def _load_for_rounds(self, certified: int) -> bool:
         """Load the kernel (from its cache) once ``certified`` optimum rounds have needed
-        the uniqueness MILPs (``SearchLimits.load_after_rounds``): the rounds go on
+        the uniqueness MILPs (``SearchLimits.load_after_rounds``, one more in a process
+        that has searched fewer than ``load_rounds_work`` numpy nodes): the rounds go on
         compiled, without those MILPs; True when it was loaded now."""
         lim = self.limits
-        if (not lim.compiled or lim.load_after_rounds is None or kernel_loaded()
-                or certified < lim.load_after_rounds or not compiled_available()
+        if lim.load_after_rounds is None:
+            return False
+        after = lim.load_after_rounds + (_WORK.numpy_nodes < lim.load_rounds_work)
+        if (not lim.compiled or kernel_loaded() or certified < after
+                or not compiled_available()
                 or not kernel_cached()):
             return False
         loading = load_kernel()
