@@ -599,7 +599,8 @@ from tabprotect.secondary.modular.network_cuts import SearchLimits
 from tabprotect.secondary.modular.network_kernel import kernel_loaded
 from tabprotect.secondary.modular.network_search import network_pattern
 after = None if sys.argv[1] == "none" else int(sys.argv[1])
-limits = SearchLimits(certify_after=1, max_free_nodes=3, load_after_rounds=after)
+limits = SearchLimits(certify_after=1, max_free_nodes=3, load_after_rounds=after,
+                      load_rounds_work=float(sys.argv[3]))
 out = []
 for seed, shape, singleton, spl in _LOAD_CASES:
     t, req, c, cand, _ = _plain_case(shape, seed, spl, singleton)
@@ -609,7 +610,7 @@ print(json.dumps(out))
 """
 
 
-def _rounds_in_a_new_process(load_after_rounds) -> list:
+def _rounds_in_a_new_process(load_after_rounds, load_rounds_work=0.0) -> list:
     """Per case of ``_LOAD_CASES``, in one new process (the kernel cached, not loaded):
     whether the kernel is loaded after its search and the pattern's cells."""
     load_kernel()                       # (fills the cache the new process reads)
@@ -617,7 +618,8 @@ def _rounds_in_a_new_process(load_after_rounds) -> list:
     env = dict(os.environ, PYTHONPATH=str(root))
     env.pop("TABPROTECT_NO_NUMBA", None)
     out = subprocess.run([sys.executable, "-c", _ROUNDS_IN_A_NEW_PROCESS,
-                          str(load_after_rounds).lower(), str(root / "tests")], env=env,
+                          str(load_after_rounds).lower(), str(root / "tests"),
+                          str(load_rounds_work)], env=env,
                          capture_output=True, text=True, timeout=300, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -636,6 +638,20 @@ def test_rounds_load_the_cached_kernel_after_certified_rounds_with_the_same_patt
             continue
         assert cells == np.flatnonzero(plain).tolist()
         assert protected(t, plain, singleton=singleton).all()
+
+
+def test_rounds_of_a_process_with_little_numpy_work_wait_one_more_certified_round():
+    """Below ``load_rounds_work`` numpy nodes of the process the rounds load the kernel
+    one certified round later: the cases load as with ``load_after_rounds=2``, later
+    than with the threshold at zero, and keep the plain search's patterns."""
+    early = _rounds_in_a_new_process(1, 0.0)
+    waiting = _rounds_in_a_new_process(1, 1e12)
+    assert waiting == _rounds_in_a_new_process(2, 0.0)
+    assert [loaded for loaded, _ in waiting] != [loaded for loaded, _ in early]
+    for (seed, shape, singleton, spl), (_, cells) in zip(_LOAD_CASES, waiting):
+        t, req, c, cand, plain = _plain_case(shape, seed, spl, singleton)
+        if plain is not None:
+            assert cells == np.flatnonzero(plain).tolist()
 
 
 @pytest.mark.parametrize("seed,shape,singleton,spl", _LOAD_CASES)

@@ -96,14 +96,14 @@ class SearchLimits:
     #: optimum rounds that needed the uniqueness MILPs after which the kernel is loaded
     #: (from its cache, never compiled) and the rounds go on compiled, without those
     #: MILPs (None: never; the rounds then end at ``certified_rounds`` in the full
-    #: search by numpy): on the tables measured, a sub-table whose optimum rounds need
-    #: them at all needs them round after round, so the first such round loads
+    #: search by numpy): on the larger tables measured, a sub-table whose optimum rounds
+    #: need them at all needs them round after round, so the first such round loads
     load_after_rounds: int | None = 1
     #: numpy nodes of the process (each counted by its cost, as for ``load_after``)
-    #: below which the rounds' load waits for one more certified round: a process that
-    #: has searched little is protecting a small table, whose sub-table often settles
-    #: after one certified round, and there the load (about 0.35 s CPU) costs more than
-    #: the MILPs it saves; a sub-table that needs them round after round still loads
+    #: below which the rounds' load waits for one more certified round: with little
+    #: search work in the process a sub-table may settle after one certified round, and
+    #: there the load (about 0.35 s CPU) costs more than the MILPs it saves; a
+    #: sub-table that needs them round after round still loads
     load_rounds_work: float = 1000.0
     #: the row rounds' node budget when the loaded kernel runs them: ``max_nodes``
     #: times this (a compiled node costs a few percent of a numpy node)
