@@ -480,30 +480,16 @@ def _audit_step(result: Run, job: Job, steps: _Steps, executor: Any = None) -> N
 
 
 def _rule_bound(result: Run, table: Table) -> Table:
-    """``table`` with the bound an intruder who knows the rule reads off a pattern of
-    primaries only: in a frequency table whose every suppressed cell is a primary of
-    minimum-frequency rules alone, each suppressed count is below the largest threshold.
-
-    A pattern with a secondary, an a-priori status or another rule says nothing of a single
-    ``X``, and a weighted or holding count does not bound the cell's value: unchanged then.
-    """
-    from tabprotect.primary import FrequencyRule
-    rules = result.rules
+    """``table`` with the bound an intruder who knows the rules reads off a pattern of
+    primaries only (:meth:`PrimaryResult.count_bound`), and a note; unchanged elsewhere."""
     suppressed = table.suppressed
-    if rules is None or table.kind != "frequency" or not suppressed.any():
+    bound = None if result.rules is None else result.rules.count_bound(suppressed)
+    if bound is None:
         return table
-    plain = {r.label: r.n for r in rules.rules
-             if isinstance(r, FrequencyRule) and not (r.holding or r.weighted)}
-    reasons = rules.reason[suppressed]
-    if not plain or not all(r and set(r.split("+")) <= plain.keys() for r in reasons):
-        return table
-    if not np.array_equal(table.value[suppressed], table.freq[suppressed]):
-        return table
-    ub = np.where(suppressed, np.minimum(table.ub, max(plain.values()) - 1), table.ub)
     result.notes.append("the pattern holds primaries of the minimum-frequency rule only: "
                         "an intruder who knows the rule bounds each suppressed count below "
                         "its threshold, and the audit models that bound")
-    return table.replace(ub=ub)
+    return table.replace(ub=np.where(suppressed, np.minimum(table.ub, bound), table.ub))
 
 
 def _compare_step(result: Run, job: Job, steps: _Steps, main: bool,

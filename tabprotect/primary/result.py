@@ -39,6 +39,27 @@ class PrimaryResult:
     def unsafe(self) -> np.ndarray:
         return self.table.status == PRIMARY
 
+    def count_bound(self, suppressed: np.ndarray) -> float | None:
+        """The upper bound an intruder who knows the rules reads off a pattern of
+        primaries only: in a frequency table whose ``suppressed`` cells are all primaries
+        of minimum-frequency rules alone, each count is below the largest threshold
+        (``n - 1``). None where the pattern says nothing of a single ``X``: a secondary,
+        an a-priori status or another rule among the reasons, or holding or weighted
+        counts (they do not bound the cell's value).
+        """
+        from tabprotect.primary.frequency import FrequencyRule
+        t = self.table
+        if t.kind != "frequency" or not suppressed.any():
+            return None
+        plain = {r.label: r.n for r in self.rules
+                 if isinstance(r, FrequencyRule) and not (r.holding or r.weighted)}
+        reasons = self.reason[suppressed]
+        if not plain or not all(r and set(r.split("+")) <= plain.keys() for r in reasons):
+            return None
+        if not np.array_equal(t.value[suppressed], t.freq[suppressed]):
+            return None
+        return float(max(plain.values()) - 1)
+
     def summary(self) -> "pd.DataFrame":
         """One row per rule: cells where it fired, where it was the first reason (the
         tau-Argus status), and where it was the only reason; then the total of unsafe

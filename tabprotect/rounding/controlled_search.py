@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from solvers import HighsModel, LinearProgram, solve
+from tabprotect.rounding.bound_gap import least_value_above, relative_gap
 
 __all__ = ["SearchOutcome", "search_rounding"]
 
@@ -71,7 +72,8 @@ def search_rounding(lp: LinearProgram, *, deadline: float | None, search_end: fl
                                    deadline, threads)
         steps += ", first rounding, neighbourhood search"
         if _closed(lp, value, bound, mip_gap):
-            return SearchOutcome(up, value <= _least_above(lp, bound), _gap(value, bound),
+            return SearchOutcome(up, value <= _least_above(lp, bound),
+                                 relative_gap(value, bound),
                                  steps)
     end = search_end if deadline is None else deadline
     return _branch_and_bound(mip, up, value, bound, end, mip_gap, threads,
@@ -91,11 +93,12 @@ def _branch_and_bound(mip: LinearProgram, up, value, bound, end, mip_gap, thread
         return SearchOutcome(np.round(res.x), mip_gap is None, res.mip_gap or 0.0, steps)
     if up is None and not res.has_solution:
         return SearchOutcome(None, False, np.inf, steps)
-    gap = _gap(value, bound)
+    gap = relative_gap(value, bound)
     if res.has_solution and res.objective <= value:
         up, value = np.round(res.x), res.objective
         # branch and bound's own bound (cuts, branching) is at least the relaxation's
-        gap = min(_gap(value, bound), res.mip_gap if res.mip_gap is not None else np.inf)
+        gap = min(relative_gap(value, bound),
+                  res.mip_gap if res.mip_gap is not None else np.inf)
     return SearchOutcome(up, value <= _least_above(mip, bound), gap, steps)
 
 
@@ -120,20 +123,11 @@ def _neighbourhood(mip: LinearProgram, x, integral, up, value, deadline, threads
 def _closed(lp, value, bound, mip_gap) -> bool:
     if value <= _least_above(lp, bound):
         return True
-    return mip_gap is not None and _gap(value, bound) <= mip_gap
+    return mip_gap is not None and relative_gap(value, bound) <= mip_gap
 
 
 def _least_above(lp: LinearProgram, bound: float) -> float:
-    """The least objective a rounding can have given the bound: the bound rounded up
-    when the costs and the offset are integers (the objective is then an integer)."""
-    data = np.append(lp.c, lp.offset)
-    if np.all(data == np.round(data)):
-        return float(np.ceil(bound - 1e-6))
-    return bound + 1e-6 * max(1.0, abs(bound))
-
-
-def _gap(value: float, bound: float) -> float:
-    return max(0.0, value - bound) / max(abs(value), 1e-9)
+    return least_value_above(bound, np.append(lp.c, lp.offset))
 
 
 def _left(deadline: float | None) -> float | None:

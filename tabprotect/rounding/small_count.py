@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from solvers import HighsModel, LinearProgram, solve
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
+from tabprotect.rounding.bound_gap import least_value_above, relative_gap
 from tabprotect.rounding.result import TOL
 from tabprotect.rounding.small_count_search import DeviationTerms, relaxed_choice, swap_search
 
@@ -95,26 +96,19 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threa
     res = model.solve(duals=False)
     if res.status == "optimal":
         return np.round(res.x[:n]), "MILP", True
-    gap = _gap(value, bound)
+    gap = relative_gap(value, bound)
     if res.has_solution and terms.value(np.round(res.x[:n])) <= value:
         d = np.round(res.x[:n])
         value = terms.value(d)
         # branch and bound's own bound (cuts, branching) is at least the relaxation's
-        gap = min(_gap(value, bound), res.mip_gap if res.mip_gap is not None else np.inf)
+        gap = min(relative_gap(value, bound),
+                  res.mip_gap if res.mip_gap is not None else np.inf)
     return d, f"MILP (within {100 * gap:.2f} % of the bound)", False
 
 
-def _gap(value: float, bound: float) -> float:
-    return max(0.0, value - bound) / max(abs(value), 1e-9)
-
-
 def _least_value_above(terms: DeviationTerms, bound: float) -> float:
-    """The least deviation a choice can have given the LP bound: the bound rounded up when
-    every coefficient is an integer (the deviation is then an integer)."""
-    data = np.concatenate([terms.s, terms.w, terms.c, [terms.offset]])
-    if np.all(data == np.round(data)):
-        return float(np.ceil(bound - 1e-6))
-    return bound + 1e-6 * max(1.0, abs(bound))
+    return least_value_above(bound, np.concatenate([terms.s, terms.w, terms.c,
+                                                    [terms.offset]]))
 
 
 def _no_solution(status: str):

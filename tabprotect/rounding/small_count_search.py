@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 __all__ = ["DeviationTerms", "relaxed_choice", "swap_search"]
 
+
 class DeviationTerms:
     """``sum_t w_t |base (S d)_t - s_t| + c d + offset``: the aggregates' deviation as a
     function of the 0/1 choice ``d`` (``S`` the aggregates with two or more small cells)."""
@@ -46,8 +47,8 @@ def swap_search(terms: DeviationTerms, d: np.ndarray) -> np.ndarray:
     ``down_i + up_j - shared_ij``, ``shared_ij`` the sum over aggregates holding both of
     their curvature ``g(k-1) + g(k+1) - 2 g(k) >= 0`` (an aggregate holding every small
     cell never moves: left out). Only aggregates near their kink have curvature, so
-    ``shared`` is a sparse product; a pair outside its pattern changes by at least ``min down + min up``, which
-    the pair of the two minima reaches or beats.
+    ``shared`` is a sparse product; a pair outside its pattern changes by at least
+    ``min down + min up``, which the pair of the two minima reaches or beats.
     """
     d = d.copy()
     moves = np.diff(terms.S.indptr) < len(d)  # an aggregate of every small cell stays

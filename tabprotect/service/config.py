@@ -74,7 +74,7 @@ class Principal:
 
 # a bearer token is the whole of a caller's identity: short ones are guessable
 MIN_TOKEN_LENGTH = 16
-# the placeholder of older examples, refused so a copied example does not become a login
+# a documentation placeholder, refused so a copied example does not become a login
 PLACEHOLDER_TOKEN = "change-me"
 
 

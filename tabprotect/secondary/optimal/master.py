@@ -15,7 +15,7 @@ from solvers import HighsModel, LinearProgram
 from tabprotect.secondary.optimal.cuts import BridgelessRows, rounded_cut
 from tabprotect.secondary.optimal.options import OptimalOptions
 
-#: HiGHS basis status by its integer value (kLower, kBasic, kUpper, kZero, kNonbasic)
+#: HiGHS' basis status of a basic variable (or slack), as an integer
 BASIC = int(highspy.HighsBasisStatus.kBasic)
 
 
