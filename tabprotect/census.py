@@ -65,6 +65,15 @@ def read_microdata(job: Job) -> pd.DataFrame:
     return frame
 
 
+def _input_error(job: Job, label: str, exc: ValueError) -> InputError:
+    """A method's ValueError as one line; a bad row named by the microdata file's line
+    (:func:`read_microdata` reads the file row for row)."""
+    from tabprotect.microdata import RowError
+    if isinstance(exc, RowError):
+        return InputError(f"{label}: {exc.in_file(Path(job.section('microdata')['file']).name)}")
+    return InputError(f"{label}: {exc}")
+
+
 def swap_settings(job: Job, data: pd.DataFrame):
     """``(data with level columns, TargetedSwapSettings, added level columns)``."""
     from tabprotect.microdata import TargetedSwapSettings, geography_levels
@@ -81,7 +90,7 @@ def swap_settings(job: Job, data: pd.DataFrame):
         try:
             data = geography_levels(data, geo, h, added)
         except ValueError as exc:
-            raise InputError(f"{label}: {exc}") from None
+            raise _input_error(job, label, exc) from None
         levels = added
     else:
         raise InputError(f"{label}: give 'geography' (a code column with a hierarchy) or "
@@ -111,7 +120,7 @@ def swap_job(job: Job, data: pd.DataFrame | None = None):
     try:
         res = swap_targeted(data, settings)
     except ValueError as exc:
-        raise InputError(f"{job.label} [swap]: {exc}") from None
+        raise _input_error(job, f"{job.label} [swap]", exc) from None
     return res.data.drop(columns=added), res
 
 

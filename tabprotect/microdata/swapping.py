@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns
+from ._validate import RowError, check_columns
 
 __all__ = ["SwapResult", "swap"]
 
@@ -88,8 +88,8 @@ def swap(data: pd.DataFrame, variable: str, control: str | Sequence[str] | None 
     n = len(data)
     rng = np.random.default_rng(seed)
     if data[variable].isna().any():
-        raise ValueError(f"swap variable {variable!r} has missing values at row position "
-                         f"{int(np.flatnonzero(data[variable].isna().to_numpy())[0])}")
+        raise RowError(f"swap variable {variable!r} is missing",
+                       np.flatnonzero(data[variable].isna().to_numpy())[0], data.index)
     vcodes, vcats = pd.factorize(data[variable], sort=True)
     K = len(vcats)
     if ctrl:

@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns
+from ._validate import RowError, check_columns
 
 __all__ = ["TargetedSwapSettings", "TargetedSwapResult", "swap_targeted", "geography_levels"]
 
@@ -112,9 +112,8 @@ def geography_levels(data: pd.DataFrame, column: str, hierarchy, names: Sequence
     codes = data[column].astype(str)
     unknown = ~codes.isin(leaves)
     if unknown.any():
-        raise ValueError(f"geography '{column}': code at row position "
-                         f"{int(np.flatnonzero(unknown.to_numpy())[0])} is not a leaf of the "
-                         "hierarchy")
+        raise RowError(f"geography '{column}': the code is not a leaf of the hierarchy",
+                       np.flatnonzero(unknown.to_numpy())[0], data.index)
     out = data.copy()
     for d, name in enumerate(names):
         out[name] = codes.map({leaf: c[d] for leaf, c in chains.items()})
@@ -173,8 +172,8 @@ def _household_index(data: pd.DataFrame, household: str | None) -> np.ndarray:
         return np.arange(len(data), dtype=np.int64)
     hh = pd.factorize(data[household], sort=False)[0].astype(np.int64)
     if hh.size and hh.min() < 0:
-        raise ValueError(f"targeted swap: household column {household!r} is empty at row "
-                         f"position {int(np.flatnonzero(hh < 0)[0])}")
+        raise RowError(f"targeted swap: household column {household!r} is empty",
+                       np.flatnonzero(hh < 0)[0], data.index)
     return hh
 
 
