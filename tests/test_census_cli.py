@@ -70,7 +70,9 @@ def test_cellkey_job_publishes_each_cell_once(tmp_path, capsys):
     values = pub.value.astype(int)
     assert not values.isin([1, 2]).any()                         # js = 2
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["cellkey"]["swap"]["households_moved"] > 0
+    assert summary["cellkey"]["swap"]["households_moved"].startswith("withheld")
+    assert all(t["every_cell_perturbed"] and t["max_deviation"] == 3
+               for t in summary["cellkey"]["tables"])
     assert (out / "ptable.txt").read_text().startswith("i;j;p;v;p_int_ub")
     # the released microdata carries the keys: a job on it gives the same tables
     rel = tmp_path / "released"

@@ -38,6 +38,15 @@ class RowError(ValueError):
         return f"{name} line {self.position + 2}: {self.what}"
 
 
+def draw_seed(seed: int | None) -> int:
+    """``seed``, or a fresh one drawn from the operating system's entropy when None: a
+    random method records the seed it ran with (in its result, the confidential side), so
+    every run can be repeated."""
+    if seed is not None:
+        return seed
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
+
+
 def label(v):
     """A category label for messages (numpy scalars shown as plain Python values)."""
     return v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns, check_transition_matrix, label
+from ._validate import check_columns, check_transition_matrix, draw_seed, label
 
 __all__ = ["generate_pram_matrix", "invariant_matrix", "apply_transition", "pram", "invariant_pram",
            "PramResult", "PramEstimate", "pram_estimate", "pram_variance"]
@@ -257,6 +257,7 @@ def _run(data: pd.DataFrame, variables, P, d, unperturbed, spread, strata, seed,
     variables = check_columns(data, [variables] if isinstance(variables, str) else variables, "PRAM")
     strata_cols = None if strata is None else check_columns(
         data, [strata] if isinstance(strata, str) else strata, "strata")
+    seed = draw_seed(seed)
     rng = np.random.default_rng(seed)
     out = data.copy()
     matrices, changed = {}, {}
@@ -282,7 +283,7 @@ def _run(data: pd.DataFrame, variables, P, d, unperturbed, spread, strata, seed,
         for s, idx in groups:
             if P is None:
                 Pm = generate_pram_matrix(cats, d=d, unperturbed=unperturbed, spread=spread,
-                                          seed=None if seed is None else sub_seed + len(matrices))
+                                          seed=sub_seed + len(matrices))
             else:
                 Pm = _matrix_for(P, cats, var, s).loc[cats, cats]
             Parr = Pm.values

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import RowError, check_columns
+from ._validate import RowError, check_columns, draw_seed
 
 __all__ = ["SwapResult", "swap"]
 
@@ -86,6 +86,7 @@ def swap(data: pd.DataFrame, variable: str, control: str | Sequence[str] | None 
     if not (0.0 <= rate <= 1.0):
         raise ValueError("swap rate must lie in [0, 1]")
     n = len(data)
+    seed = draw_seed(seed)
     rng = np.random.default_rng(seed)
     if data[variable].isna().any():
         raise RowError(f"swap variable {variable!r} is missing",

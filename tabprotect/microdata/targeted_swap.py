@@ -25,13 +25,13 @@ household only if it was not moved).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ._validate import RowError, check_columns
+from ._validate import RowError, check_columns, draw_seed
 
 __all__ = ["TargetedSwapSettings", "TargetedSwapResult", "swap_targeted", "geography_levels"]
 
@@ -253,7 +253,7 @@ def swap_targeted(data: pd.DataFrame, settings: TargetedSwapSettings) -> Targete
     >>> res.data["reg"].iloc[7], sorted(res.data["mun"]) == sorted(df["mun"])
     ('A', True)
     """
-    s = settings
+    s = replace(settings, seed=draw_seed(settings.seed))     # recorded in the result
     levels = check_columns(data, list(s.levels), "geography level")
     risk_cols = check_columns(data, list(s.risk_variables), "risk")
     if s.household is not None:
