@@ -97,3 +97,26 @@ def test_api_names_the_position_and_the_index_label():
                                        r"targeted swap: household column 'hh' is empty"):
         swap_targeted(data, TargetedSwapSettings(levels=("region",), risk_variables=("sex",),
                                                  household="hh", seed=1))
+
+
+def test_perturb_command_names_the_line_of_a_category_outside_the_matrix(tmp_path, capsys):
+    data = _people()
+    data["region"] = data["region"].astype(object)
+    data.loc[5, "region"] = "Q7"
+    matrix = ", ".join(f'{a} = {{{", ".join(f"{b} = {1.0 if a == b else 0.0}" for b in "NSEW")}}}'
+                       for a in "NSEW")
+    code, err = _cli(tmp_path, capsys, data,
+                     f'[perturb]\nmethod = "pram"\nvariables = ["region"]\nseed = 1\n'
+                     f'matrix = {{region = {{{matrix}}}}}\n')
+    line, text = _line_of(tmp_path / "people.csv", 5)
+    assert "Q7" in text and "Q7" not in err
+    assert code == 2 and f"people.csv line {line}: column 'region': the category is not" in err
+
+
+def test_a_household_variable_that_differs_names_the_record():
+    data = _people().assign(hh=np.arange(12) // 2, region=list("NNSSEEWWNNSS"))
+    data.loc[9, "region"] = "E"                  # its household's first record says N
+    with pytest.raises(RowError, match=r"row 9 \(0-based position; index label 9\): targeted "
+                                       r"swap: household variable 'region' differs"):
+        swap_targeted(data, TargetedSwapSettings(levels=("region",), risk_variables=("sex",),
+                                                 household="hh", seed=1))

@@ -183,8 +183,8 @@ def _constant_within(frame: pd.DataFrame, hh: np.ndarray, first: np.ndarray,
         codes = _column_codes(frame, c, hh)
         off = np.flatnonzero(codes != codes[first[hh]])
         if off.size:
-            raise ValueError(f"targeted swap: {what} variable {c!r} differs within a household "
-                             f"(household position {int(hh[off[0]])})")
+            raise RowError(f"targeted swap: {what} variable {c!r} differs within a household "
+                           "(from its first record)", off[0], frame.index)
 
 
 def _first_records(hh: np.ndarray) -> np.ndarray:
