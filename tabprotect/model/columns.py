@@ -31,7 +31,7 @@ from tabprotect.errors import InputError, column_names
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Columns", "as_columns", "read_columns", "text_values", "parse_numbers",
+__all__ = ["Columns", "as_columns", "read_columns", "text_values", "parse_numbers", "row_place",
            "missing_mask", "factorize",
            "NA_TEXT", "read_table_columns"]
 
@@ -51,7 +51,8 @@ PANDAS_FACTORIZE_MIN = 200_000
 
 class Columns:
     """Columns of equal length by name; ``index`` labels the rows of a DataFrame (None:
-    file rows, named ``row N`` with the header as row 1).
+    file rows, named ``line N`` with the header as line 1); ``lines``: the file lines of
+    a subset of a file's rows (:meth:`rows`).
 
     Examples
     --------
@@ -60,11 +61,13 @@ class Columns:
     (['g', 'x'], 2, [1.0, 2.0])
     """
 
-    __slots__ = ("_data", "index")
+    __slots__ = ("_data", "index", "lines")
 
-    def __init__(self, data: Mapping[str, Any], index: np.ndarray | None = None):
+    def __init__(self, data: Mapping[str, Any], index: np.ndarray | None = None,
+                 lines: np.ndarray | None = None):
         self._data: dict[str, np.ndarray] = {}
         self.index = index
+        self.lines = lines
         for name, values in data.items():
             self[name] = values
 
@@ -124,23 +127,51 @@ class Columns:
 
     def select(self, names: Iterable[str]) -> "Columns":
         """These columns only, in this order."""
-        return Columns({n: self[n] for n in names}, self.index)
+        return Columns({n: self[n] for n in names}, self.index, self.lines)
 
     def drop(self, names: Iterable[str]) -> "Columns":
         gone = set(names)
-        return Columns({k: v for k, v in self._data.items() if k not in gone}, self.index)
+        return Columns({k: v for k, v in self._data.items() if k not in gone}, self.index,
+                       self.lines)
 
     def rows(self, which: np.ndarray) -> "Columns":
         """The rows of a boolean mask or of positions; the index (row positions when
-        there was none) follows them."""
+        there was none) follows them, and so do a file's lines."""
         index = np.arange(len(self)) if self.index is None else self.index
-        return Columns({k: v[which] for k, v in self._data.items()}, index[which])
+        lines = self.lines
+        if lines is None and self.index is None:
+            lines = np.arange(len(self)) + 2
+        return Columns({k: v[which] for k, v in self._data.items()}, index[which],
+                       None if lines is None else lines[which])
 
     def copy(self) -> "Columns":
-        return Columns({k: v.copy() for k, v in self._data.items()}, self.index)
+        return Columns({k: v.copy() for k, v in self._data.items()}, self.index, self.lines)
 
     def __repr__(self) -> str:
         return f"Columns({len(self)} rows: {', '.join(self._data)})"
+
+
+def row_place(source: str, rows, r: int) -> str:
+    """Where row ``r`` (0-based) of an input is, for a message: ``SOURCE line N`` for a
+    file's rows, the line an editor shows with the header as line 1 (``rows`` None, or
+    :class:`Columns` read from a file, or a subset of them), ``SOURCE row r (0-based
+    position; index label X)`` for a DataFrame's (``rows`` the frame or its Columns).
+
+    >>> row_place("cells.csv", None, 3)
+    'cells.csv line 5'
+    >>> import pandas as pd
+    >>> row_place("cells", pd.DataFrame({"x": [1, 2]}, index=["a", "b"]), 1)
+    "cells row 1 (0-based position; index label 'b')"
+    """
+    lines = getattr(rows, "lines", None)
+    if lines is not None:
+        return f"{source} line {int(lines[r])}"
+    index = getattr(rows, "index", None)
+    if index is None:
+        return f"{source} line {r + 2}"
+    label = index[r]
+    label = label.item() if hasattr(label, "item") and np.ndim(label) == 0 else label
+    return f"{source} row {r} (0-based position; index label {label!r})"
 
 
 # ---------------------------------------------------------------- values
@@ -301,7 +332,7 @@ def read_columns(path: str | Path, usecols: Iterable[str] | None = None,
             header, fields = _split_plain(text) or _split_csv(text)
     except _RowWidth as exc:
         row, fields, width = exc.args
-        raise InputError(f"{path.name} row {row + 2}: {fields} fields, the header has "
+        raise InputError(f"{path.name} line {row + 2}: {fields} fields, the header has "
                          f"{width}") from None
     names = _names(path, header)
     if len(fields) == 0:
@@ -378,7 +409,7 @@ def _read_by_pandas(path: Path, usecols: Iterable[str] | None) -> Columns | None
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if found:
             width, line, fields = found.groups()
-            raise InputError(f"{path.name} row {line}: {fields} fields, the header has "
+            raise InputError(f"{path.name} line {line}: {fields} fields, the header has "
                              f"{width}") from None
         raise InputError(f"{path.name}: cannot read ({exc})") from None
     except (ValueError, OSError, EOFError) as exc:

@@ -51,7 +51,7 @@ def group_positions(col: pd.Series, dim: Dimension, spec: MicrodataSpec, src,
 
 def _rows_text(src, rows: list[int]) -> str:
     if is_pandas_frame(src):
-        return ", ".join(f"row {src.index[r]!r}" for r in rows)
+        return ", ".join(f"row with index label {src.index[r]!r}" for r in rows)
     return ", ".join(f"line {r + 2}" for r in rows)
 
 
