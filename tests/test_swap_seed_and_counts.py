@@ -129,3 +129,18 @@ def test_perturb_swap_counts_are_withheld_unless_published(tmp_path, people, cap
     summary, trail = _perturb(tmp_path, people, "publish_counts = true\n")
     assert summary["n_swaps"] == round(0.2 * len(people) / 2)
     assert trail["parameters"]["perturb"]["rate"] == 0.2
+
+
+def test_a_ptable_file_is_named_without_its_folder_in_the_public_outputs(tmp_path, capsys):
+    from tabprotect.cellkey import count_ptable, ptable_text
+    job = _census_job(tmp_path, 'seed = 4\n[cellkey]\nptable = "pt.txt"\nseed = 2\n')
+    (tmp_path / "pt.txt").write_text(ptable_text(count_ptable(D=2, V=1.0)))
+    assert main(["cellkey", str(job), "--quiet"]) == 0
+    capsys.readouterr()
+    folder = str(tmp_path)
+    for name in ("summary.json", "trail.json"):
+        text = (tmp_path / "out" / name).read_text()
+        assert folder not in text and "pt.txt" in text, name
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["cellkey"]["tables"][0]["settings"]["ptable_file"] == "pt.txt"
+    assert summary["method"].startswith("cell key (ptable pt.txt)")

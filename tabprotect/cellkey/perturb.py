@@ -17,6 +17,7 @@ A cell with no contributors stays zero.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
@@ -119,8 +120,12 @@ class CellKeyResult:
 
 
 def _settings_dict(s: CellKeySettings) -> dict:
+    """The settings as the summary gives them: a ptable file by its name (its folder is
+    the server's or the office's, not the table's)."""
     d = asdict(s)
     d["magnitude"] = asdict(s.magnitude)
+    if s.ptable_file is not None:
+        d["ptable_file"] = Path(s.ptable_file).name
     return d
 
 

@@ -63,8 +63,10 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "ptable": ("ptable.txt", "`cellkey`: the perturbation table in tau-Argus format "
                "(public: it is published with the tables)"),
     "matrices": ("matrices.csv", "microdata (`perturb`): the transition matrices used "
-                 "(rows = true categories); a swap's are its empirical shares, which give "
-                 "the swap rate: confidential unless [perturb] publish_counts"),
+                 "(rows = true categories); confidential for invariant PRAM (its matrix "
+                 "gives each stratum's true category counts up to scale: T'R = T') and for "
+                 "a swap (its empirical shares give the swap rate, unless [perturb] "
+                 "publish_counts)"),
     "report": ("report.html", "confidential: the report for the people who decide what is "
                "published (`report`, `demo`, `--report`)"),
     "summary": ("summary.json", "counts and the verdict, no cell value: safe to share"),
