@@ -208,8 +208,11 @@ def published_frames(census: CensusRun) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def summary(census: CensusRun) -> dict:
-    """Counts and ptable figures only: no cell value, no record."""
-    from tabprotect.cellkey import disclosure_summary
+    """Counts and ptable figures only: no cell value, no record.  A table whose additivity
+    was restored gives the additivity of the restored (published) counts; that of the
+    per-cell counts, which are not published, is ``additivity_before`` (withheld from the
+    public summary with the figures of changes)."""
+    from tabprotect.cellkey import disclosure_summary, non_additivity
     out: dict = {"record_keys_added": census.keys_added, "tables": []}
     for k, res in enumerate(census.tables):
         s = res.summary()
@@ -218,6 +221,9 @@ def summary(census: CensusRun) -> dict:
             r = census.restored[k]
             s["restored"] = {"status": r.status, "total_change": r.total_change,
                              "cells_changed": r.cells_changed}
+            if r.values is not None:
+                s["restored"]["additivity_before"] = s["additivity"]
+                s["additivity"] = non_additivity(res.table, r.values)
         out["tables"].append(s)
     if census.tables and census.tables[0].table.kind == "frequency":
         out["posterior"] = disclosure_summary(census.tables[0].ptable)

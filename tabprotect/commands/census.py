@@ -46,6 +46,9 @@ def run_cellkey(args) -> int:
                 f"(largest deviation {add['largest_deviation']:g})")
         if "restored" in t:
             line += f"; additivity restored: {t['restored']['status']}"
+            before = t["restored"].get("additivity_before")
+            if before is not None:
+                line += f" (before: {before['off']} relations off)"
         print(line)
     if "swap" in s:
         sw = s["swap"]
