@@ -113,7 +113,8 @@ def test_cellkey_summary_withholds_the_swap_counts_the_report_shows_them(tmp_pat
 def _perturb(tmp_path, people, extra):
     people.to_csv(tmp_path / "p.csv", index=False)
     (tmp_path / "job.toml").write_text(
-        '[microdata]\nfile = "p.csv"\nkeys = ["x", "sex"]\n[output]\ndir = "out"\n'
+        '[microdata]\nfile = "p.csv"\nkeys = ["x", "sex"]\nsampling_fraction = 0.02\n'
+        '[output]\ndir = "out"\n'
         '[perturb]\nmethod = "swap"\nvariable = "reg"\nrate = 0.2\nseed = 3\n' + extra)
     run = COMMANDS["perturb"][1]
     assert run(argparse.Namespace(job=str(tmp_path / "job.toml"), output=None, seed=None)) == 0
@@ -125,9 +126,11 @@ def test_perturb_swap_counts_are_withheld_unless_published(tmp_path, people, cap
     summary, trail = _perturb(tmp_path, people, "")
     assert summary["n_swaps"].startswith("withheld")
     assert summary["n_records_changed"].startswith("withheld")
+    assert summary["risk"].startswith("withheld")       # the risk after gives the rate
     assert trail["parameters"]["perturb"]["rate"].startswith("withheld")
     summary, trail = _perturb(tmp_path, people, "publish_counts = true\n")
     assert summary["n_swaps"] == round(0.2 * len(people) / 2)
+    assert summary["risk"]["tau2_misclassified"] >= 0
     assert trail["parameters"]["perturb"]["rate"] == 0.2
 
 

@@ -48,14 +48,14 @@ def _read(path: Path) -> pd.DataFrame:
 
 def _write(job, args, frames: dict, summary: dict) -> dict:
     """Write the outputs (names of docs/jobs.md) into the output folder, trail last; a
-    swap's counts withheld from the summary unless ``[perturb] publish_counts``."""
+    swap's counts, and its risk after (computed from its matrix, which gives the rate),
+    withheld from the summary unless ``[perturb] publish_counts``."""
     from tabprotect.io.results import (public_swap, trail_record, without_secrets,
                                        without_true_value_figures, write_files)
     folder = job.output_folder(getattr(args, "output", None))
     public = without_true_value_figures(without_secrets(_jsonable(summary)))
     if public.get("method") == "swap":
-        public = public_swap(public, job.section("perturb").get("publish_counts", False),
-                             frozenset({"n_swaps", "n_records_changed"}))
+        public = public_swap(public, job.section("perturb").get("publish_counts", False))
     text = json.dumps(public, indent=2, default=str)
     return write_files(folder, frames, {"summary": text},
                        lambda staged: trail_record(job.label, job.input_files(), job.spec,

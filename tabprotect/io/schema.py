@@ -282,7 +282,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("rate", "number", 0.05, low=0, high=1, doc="swap rate"),
         Key("targeted", "boolean", False, doc="swap the riskiest records first"),
         Key("publish_counts", "boolean", False, doc="swap: summary.json and the trail give "
-            "the swap count and rate (default: withheld, as many offices keep them)"),
+            "the swap count, the rate and the risk after (default: withheld, as many "
+            "offices keep them)"),
     )),
     Section("swap", "targeted record swapping of the microdata (docs/census.md)", (
         Key("geography", "string", doc="leaf-code column whose [hierarchies.NAME] gives the "
