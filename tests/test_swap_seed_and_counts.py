@@ -96,13 +96,17 @@ def test_publish_counts_releases_the_swap_counts(tmp_path, capsys):
 
 
 def test_cellkey_summary_withholds_the_swap_counts_the_report_shows_them(tmp_path, capsys):
-    job = _census_job(tmp_path, 'seed = 4\n[cellkey]\nD = 3\nV = 2.0\nseed = 2\n')
+    job = _census_job(tmp_path, '[cellkey]\nD = 3\nV = 2.0\nseed = 2\n')   # swap seed drawn
     assert main(["report", str(job), "--quiet"]) == 0
     out = tmp_path / "out"
     summary = json.loads((out / "summary.json").read_text())
     sw = summary["cellkey"]["swap"]
     assert sw["households_moved"].startswith("withheld") and sw["risk"].startswith("withheld")
+    seed = re.search(r"Targeted swapping \(seed (\d+), which repeats it\)",
+                     (out / "report.html").read_text()).group(1)
     assert "households moved" in (out / "report.html").read_text()
+    assert sw["seed"].startswith("withheld") and seed not in (out / "summary.json").read_text()
+    assert seed not in (out / "trail.json").read_text()
     trail = json.loads((out / "trail.json").read_text())
     assert trail["summary"]["cellkey"]["swap"] == sw
     assert trail["parameters"]["swap"]["rate"].startswith("withheld")

@@ -84,9 +84,10 @@ class TargetedSwapResult:
         return self.households_moved / max(self.n_households, 1)
 
     def summary(self) -> dict:
-        """Counts only (no record values)."""
+        """Counts only (no record values), and the seed that repeats the swap (secret: the
+        public summaries withhold it, :func:`tabprotect.io.results.without_secrets`)."""
         per_level = np.bincount(self.pair_level, minlength=len(self.settings.levels))
-        return {"method": "swap", "households": self.n_households,
+        return {"method": "swap", "seed": self.settings.seed, "households": self.n_households,
                 "households_moved": self.households_moved, "rate": round(self.rate, 6),
                 "unmatched_at_risk": self.unmatched,
                 "pairs_per_level": dict(zip(self.settings.levels, map(int, per_level))),
