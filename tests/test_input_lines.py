@@ -111,3 +111,17 @@ def test_the_service_names_the_line_of_a_bad_uploaded_value(tmp_path):
         else:
             detail = r.json()["detail"]
     assert "cells.csv line 4: value column 'value'" in detail and "31337" not in detail
+
+
+def test_blank_lines_and_quoted_line_breaks_are_counted_as_an_editor_counts(tmp_path, capsys):
+    (tmp_path / "region.csv").write_text("parent,child\nT,a\nT,b\nT,c\n")
+    # a blank line and a quoted field over two lines before the bad value
+    job = _job(tmp_path, f'region,value\n\na,3\n"b",4\n"c\n",{PLANTED}x\n')
+    err = _err(capsys, "audit", str(job))
+    assert "cells.csv line 5:" in err, err        # the record begins on line 5
+    (tmp_path / "m.csv").write_text(f"region,value\na,3\n\n\nb,{PLANTED}x\nc,4\n")
+    (tmp_path / "m.toml").write_text(
+        '[microdata]\nfile = "m.csv"\ndimensions = ["region"]\nresponse = "value"\n'
+        '[hierarchies.region]\npairs = "region.csv"\n[output]\ndir = "out"\n')
+    err = _err(capsys, "audit", str(tmp_path / "m.toml"))
+    assert f"m.csv line {_line(tmp_path / 'm.csv', PLANTED)}: value of 'value'" in err, err

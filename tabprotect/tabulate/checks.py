@@ -4,20 +4,25 @@ and the first rows (``line N`` of a file, the header being line 1; ``row with in
 <label>`` of a DataFrame, a Dask partition's label being the whole frame's)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from tabprotect.errors import InputError, column_names
-from tabprotect.model.columns import Columns, factorize, missing_mask, parse_numbers, \
-    text_values
+from tabprotect.model.columns import Columns, factorize, file_places, missing_mask, \
+    parse_numbers, text_values
 from tabprotect.model.table import Dimension
 from tabprotect.tabulate.spec import MicrodataSpec
 
 __all__ = ["row_label", "code_positions", "numeric_column", "flags", "check_columns"]
 
 
-def row_label(rows: np.ndarray, index, file_rows: bool) -> str:
+def row_label(rows: np.ndarray, index, file_rows) -> str:
+    """The rows for a message: a file's lines (``file_rows`` the file, or True: the header
+    is line 1 and no line is blank), or a DataFrame's index labels."""
     if file_rows:
-        return ", ".join(f"line {int(r) + 2}" for r in rows)
+        return ", ".join(file_places(file_rows if isinstance(file_rows, Path) else None,
+                                     rows))
     return ", ".join(f"row with index label {_label(index[int(r)])!r}" for r in rows)
 
 
