@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ from tabprotect.model import synthetic
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
-from tabprotect.secondary.modular.network_cuts import (Problem, SearchLimits, _subset_bits,
+from tabprotect.secondary.modular.network_cuts import (Problem, SearchLimits, _coefficients,
+                                                      _short_cuts, _subset_bits,
                                                       cut_rows_both)
 from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
@@ -684,3 +686,33 @@ def test_round_budget_is_the_compiled_factor_once_the_kernel_runs_the_rounds():
     search.limits = dataclasses.replace(numpy_only, compiled=True)
     assert search._round_budget() == 2100
     assert search._round_limits(100, first_only=True, certified=0).max_nodes == 2000
+
+
+
+@pytest.mark.parametrize("seed,n_edges", [(1, 9), (2, 16), (3, 23), (4, 40)])
+def test_screened_short_cuts_are_the_plain_sums(seed, n_edges):
+    """The cuts a listing's suppressed cells leave short and their deficits, screened by
+    the matrix product (``SearchLimits.screen_cuts``), are those of the plain sums to
+    the bit: on ranges of many magnitudes the order of the sums shows in the last bits,
+    and the need splits the cuts near their median (many within rounding of it)."""
+    rng = np.random.default_rng(seed)
+    n_nodes, n_cuts = 14, 2 ** 12
+    side = rng.random((n_cuts, n_nodes)) < 0.5
+    tail, head = rng.integers(0, n_nodes, n_edges), rng.integers(0, n_nodes, n_edges)
+    prob = types.SimpleNamespace(up=rng.random(n_edges) * 10.0 ** rng.integers(-2, 6, n_edges),
+                                 down=rng.random(n_edges) * 10.0 ** rng.integers(-2, 6, n_edges))
+    edges = np.arange(n_edges)
+    fwd = side[:, tail] & ~side[:, head]       # as the listing gathers them: cuts x edges
+    bwd = side[:, head] & ~side[:, tail]
+    carried = _coefficients(prob, fwd, bwd, edges).sum(axis=1)
+    # needs at the threshold of some cuts: their deficits within rounding of ``tol``
+    edge_cases = [float(v) * (1 + 1e-9) for v in carried[:64] if v > 1]
+    for need in [float(np.median(carried)), float(carried.max()) * 2, 0.0] + edge_cases:
+        tol = 1e-9 * max(1.0, need)
+        plain = need - carried
+        short = np.flatnonzero(plain > tol)
+        got, deficit = _short_cuts(prob, fwd, bwd, edges, need, tol, 2)
+        assert got.tolist() == short.tolist()
+        assert (deficit == plain[short]).all()
+        assert _short_cuts(prob, fwd, bwd, edges, need, tol, None)[0].tolist() == short.tolist()
+
