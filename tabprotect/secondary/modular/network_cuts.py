@@ -226,16 +226,16 @@ def _short_cuts(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarr
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The cuts (``fwd``, ``bwd``: cuts x the suppressed ``edges``) that the suppressed
     cells leave short of ``need`` by more than ``tol``, and their deficits: ``need`` less
-    :func:`_coefficients` summed per cut as ``np.sum`` sums the listing's crossings (a
-    column-major cuts x edges array: edge after edge).  A listing of ``screen_cuts`` or
-    more cuts is screened by a matrix product first (most of its cuts the suppressed
-    cells meet): only the cuts it leaves within a rounding margin of short are summed
-    exactly, the same floats."""
+    each cut's :func:`_coefficients` summed as ``np.sum`` sums a row (pairwise), as the
+    compiled listing sums them (``network_kernel._pairwise``: the same floats).  A
+    listing of ``screen_cuts`` or more cuts is screened by a matrix product first (most
+    of its cuts the suppressed cells meet): only the cuts it leaves within a rounding
+    margin of short are summed exactly."""
     up, down = prob.up[edges], prob.down[edges]
     if screen_cuts is None or len(fwd) < max(2, screen_cuts) or not len(edges) \
-            or not fwd.flags.f_contiguous \
             or not (np.isfinite(up).all() and np.isfinite(down).all()):
-        deficit = need - _coefficients(prob, fwd, bwd, edges).sum(axis=1)
+        # (the crossings are gathered column-major: summed as rows, not edge by edge)
+        deficit = need - np.ascontiguousarray(_coefficients(prob, fwd, bwd, edges)).sum(axis=1)
         short = np.flatnonzero(deficit > tol)
         return short, deficit[short]
     rough = need - (fwd.astype(float) @ up + bwd.astype(float) @ down)
@@ -243,8 +243,8 @@ def _short_cuts(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarr
     # sum: the margin is orders of magnitude wider
     margin = 1e-10 * (1.0 + abs(need) + np.abs(up).sum() + np.abs(down).sum())
     maybe = np.flatnonzero(rough > tol - margin)
-    carried = np.where(fwd[maybe], up, np.where(bwd[maybe], down, 0.0))
-    deficit = need - np.cumsum(carried, axis=1)[:, -1]     # edge after edge
+    carried = np.ascontiguousarray(np.where(fwd[maybe], up, np.where(bwd[maybe], down, 0.0)))
+    deficit = need - carried.sum(axis=1)
     keep = deficit > tol
     return maybe[keep], deficit[keep]
 
