@@ -111,7 +111,7 @@ class SearchLimits:
     #: a numpy listing of at least this many cuts finds the cuts its suppressed cells
     #: leave short by a matrix product first, then sums those exactly (the same rows
     #: and floats); on fewer cuts the product's set-up costs more than it saves
-    screen_cuts: int = 2048
+    screen_cuts: int = 512
 
 
 class Problem:
@@ -225,18 +225,20 @@ def _short_cuts(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarr
                 need: float, tol: float, screen_cuts: int | None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The cuts (``fwd``, ``bwd``: cuts x the suppressed ``edges``) that the suppressed
-    cells leave short of ``need`` by more than ``tol``, and their deficits: ``need`` less
-    each cut's :func:`_coefficients` summed as ``np.sum`` sums a row (pairwise), as the
-    compiled listing sums them (``network_kernel._pairwise``: the same floats).  A
+    cells leave short of ``need`` by more than ``tol`` (a mask or their indices, in
+    order), and their deficits: ``need`` less each cut's :func:`_coefficients` summed as
+    ``np.sum`` sums a row (pairwise), as the compiled listing sums them
+    (``network_kernel._pairwise``: the same floats).  A
     listing of ``screen_cuts`` or more cuts is screened by a matrix product first (most
     of its cuts the suppressed cells meet): only the cuts it leaves within a rounding
     margin of short are summed exactly."""
-    up, down = prob.up[edges], prob.down[edges]
-    if screen_cuts is None or len(fwd) < max(2, screen_cuts) or not len(edges) \
-            or not (np.isfinite(up).all() and np.isfinite(down).all()):
+    up = down = None
+    if screen_cuts is not None and len(fwd) >= max(2, screen_cuts) and len(edges):
+        up, down = prob.up[edges], prob.down[edges]
+    if up is None or not (np.isfinite(up).all() and np.isfinite(down).all()):
         # (the crossings are gathered column-major: summed as rows, not edge by edge)
         deficit = need - np.ascontiguousarray(_coefficients(prob, fwd, bwd, edges)).sum(axis=1)
-        short = np.flatnonzero(deficit > tol)
+        short = deficit > tol
         return short, deficit[short]
     rough = need - (fwd.astype(float) @ up + bwd.astype(float) @ down)
     # either sum of len(edges) terms is within len(edges) * 2^-52 of their absolute
