@@ -228,10 +228,10 @@ def _short_cuts(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarr
     cells leave short of ``need`` by more than ``tol`` (a mask or their indices, in
     order), and their deficits: ``need`` less each cut's :func:`_coefficients` summed as
     ``np.sum`` sums a row (pairwise), as the compiled listing sums them
-    (``network_kernel._pairwise``: the same floats).  A
-    listing of ``screen_cuts`` or more cuts is screened by a matrix product first (most
-    of its cuts the suppressed cells meet): only the cuts it leaves within a rounding
-    margin of short are summed exactly."""
+    (``network_kernel._pairwise``: the same floats).  A listing of ``screen_cuts`` or
+    more cuts is screened by a matrix product first (most of its cuts the suppressed
+    cells meet): only the cuts it leaves within a rounding margin of short are summed
+    exactly."""
     up = down = None
     if screen_cuts is not None and len(fwd) >= max(2, screen_cuts) and len(edges):
         up, down = prob.up[edges], prob.down[edges]
