@@ -64,7 +64,7 @@ class SearchLimits:
     #: (the CLI) loads only after ``load_after`` numpy nodes
     load_when_warm: bool = True
     #: numpy nodes per candidate after which a search over cut rows alone for the
-    #: optimum, in a process without the kernel, asks two MILPs whether its optimum is
+    #: optimum, with the kernel loaded or not, asks two MILPs whether its optimum is
     #: unique (then it is the search's pattern: :mod:`.network_unique`); None: never.
     #: The MILPs take about as long as this many nodes of a search over few rows (some
     #: 45 us each): 3-15 ms on 24-27 candidates, 8-40 ms on 46-53; a node over many
@@ -87,17 +87,17 @@ class SearchLimits:
     #: load the kernel at the first network sub-table, compiling it where no cache
     #: exists (``ModularOptions.kernel="compiled"``)
     load_first: bool = False
-    #: without the kernel, optimum rounds of the row rounds that may ask the uniqueness
+    #: optimum rounds of the row rounds that may ask the uniqueness
     #: MILPs; the next one that would (its search passing ``certify_after`` nodes per
     #: candidate) ends the rounds and the full search starts from the rows found: round
     #: after round those MILPs grow with the rows, and on a sub-table that needs many
     #: of them they cost several times the full search (None: no limit)
     certified_rounds: int | None = 4
     #: optimum rounds that needed the uniqueness MILPs after which the kernel is loaded
-    #: (from its cache, never compiled) and the rounds go on compiled, without those
-    #: MILPs (None: never; the rounds then end at ``certified_rounds`` in the full
-    #: search by numpy): on the larger tables measured, a sub-table whose optimum rounds
-    #: need them at all needs them round after round, so the first such round loads
+    #: (from its cache, never compiled): the rounds' and the full search's nodes beyond
+    #: the certificates then run compiled, the same nodes and pattern (None: never): on
+    #: the larger tables measured, a sub-table whose optimum rounds need them at all
+    #: needs them round after round, so the first such round loads
     load_after_rounds: int | None = 1
     #: numpy nodes of the process (each counted by its cost, as for ``load_after``)
     #: below which the rounds' load waits for one more certified round: with little
@@ -105,9 +105,6 @@ class SearchLimits:
     #: there the load (about 0.35 s CPU) costs more than the MILPs it saves; a
     #: sub-table that needs them round after round still loads
     load_rounds_work: float = 1000.0
-    #: the row rounds' node budget when the loaded kernel runs them: ``max_nodes``
-    #: times this (a compiled node costs a few percent of a numpy node)
-    compiled_round_factor: int = 10
     #: a numpy listing of at least this many cuts finds the cuts its suppressed cells
     #: leave short by a matrix product first, then sums those exactly (the same rows
     #: and floats); on fewer cuts the product's set-up costs more than it saves

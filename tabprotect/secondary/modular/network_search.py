@@ -25,10 +25,9 @@ Two devices cut the nodes without changing the optimum found. Row rounds: before
 full search, searches over the known rows alone (first their first patterns, then their
 optima) add the cut rows of the levels their patterns violate, so the full search starts
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
-optimum meeting every condition is the answer (without the compiled kernel, once a few
-optimum rounds have asked for the uniqueness MILPs, the kernel is loaded from its cache
-and the rounds go on compiled; without a cache the next round that would ask them ends
-the rounds: the full search, from the rows found, is then cheaper). Dominance (when every condition
+optimum meeting every condition is the answer (once a few optimum rounds have asked for
+the uniqueness MILPs, the next round that would ask them ends the rounds: the full
+search, from the rows found, is then cheaper). Dominance (when every condition
 is a cut row): a child taking a candidate that an earlier sibling -- left out there --
 beats (strictly cheaper, covering at least as much of every short row) holds no optimum,
 since the swap gives a cheaper pattern of the parent.
@@ -38,9 +37,14 @@ search whose conditions are all listed) that passes a few nodes goes on in a com
 kernel (:mod:`.network_kernel`): the same search, node for node, at a fraction of the
 cost per node.
 
-Without the kernel, a search over cut rows alone for the optimum that passes a dozen
-nodes per candidate asks two MILPs whether its optimum is unique (:mod:`.network_unique`);
-a unique optimum is the search's own pattern, so the search stops there.
+A search over cut rows alone for the optimum that passes a dozen nodes per candidate
+asks two MILPs whether its optimum is unique (:mod:`.network_unique`); a unique optimum
+is the search's own pattern, so the search stops there.
+
+Whether the kernel is loaded changes the speed alone: the nodes searched, the budgets,
+the certificates and the fallback to the MILP are the same with it, without it and
+without numba, so a job's pattern does not depend on the entry point that runs it (a
+new process or one that has loaded the kernel before).
 
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
@@ -172,15 +176,13 @@ class _Search:
         return self.best if self.first_only or not self.gave_up else None
 
     def _certified(self) -> bool:
-        """A search over the rows alone for the optimum that the loaded kernel will not
-        run: the first ``SearchLimits.certify_after`` nodes per candidate by numpy (each
+        """A search over the rows alone for the optimum, loaded kernel or not: the first ``SearchLimits.certify_after`` nodes per candidate by numpy (each
         node counted by its cost, :func:`_node_weight`); a
         search still going then is settled by :func:`.network_unique.unique_optimum`
         when its optimum is unique (the pattern the search would find).  True when the
         search's answer is known; else the search starts again under the usual policy."""
         lim = self.limits
-        if (self.lazy or self.first_only or lim.certify_after is None
-                or (lim.compiled and kernel_loaded())):
+        if self.lazy or self.first_only or lim.certify_after is None:
             return False
         n = len(self.c)
         weight = _node_weight(len(self.d))
@@ -232,16 +234,17 @@ class _Search:
         known rows, a lower bound: the levels it violates add their rows and the
         rounds repeat until it meets every condition -- then it is optimal.  None when
         a width condition fails (no rows to add), the rounds reach their node budget
-        (:meth:`_round_budget`) or an optimum round stops at its cap
+        (``max_nodes``) or an optimum round stops at its cap
         (:meth:`_round_limits`; the kernel, when loaded for the rounds by
         :meth:`_load_for_rounds`, runs them uncapped instead).  The rows known
         from the start make the full search's bounds stronger than rows met one by
         one deep in the tree."""
         nodes = certified = 0
+        lim = self.limits
         for first_only in (True, False):
-            while nodes <= self._round_budget():
-                if not first_only and self._load_for_rounds(certified):
-                    nodes = 0           # the compiled rounds' own budget
+            while nodes <= lim.max_nodes:
+                if not first_only:
+                    self._load_for_rounds(certified)
                 inner = _Search(self.prob, self.K, self.d, [],
                                 self._round_limits(nodes, first_only, certified),
                                 self.deadline)
@@ -261,19 +264,12 @@ class _Search:
                     return None         # a width condition fails: branched on below
         return None
 
-    def _round_budget(self) -> int:
-        """The nodes the row rounds may search: ``max_nodes``, times
-        ``SearchLimits.compiled_round_factor`` when the loaded kernel runs them."""
-        lim = self.limits
-        if lim.compiled and kernel_loaded():
-            return lim.max_nodes * lim.compiled_round_factor
-        return lim.max_nodes
-
     def _load_for_rounds(self, certified: int) -> bool:
         """Load the kernel (from its cache) once ``certified`` optimum rounds have needed
         the uniqueness MILPs (``SearchLimits.load_after_rounds``, one more in a process
-        that has searched fewer than ``load_rounds_work`` numpy nodes): the rounds go on
-        compiled, without those MILPs; True when it was loaded now."""
+        that has searched fewer than ``load_rounds_work`` numpy nodes): the rounds'
+        searches beyond their certificates then run compiled (the same nodes, budgets
+        and certificates: only faster); True when it was loaded now."""
         lim = self.limits
         if lim.load_after_rounds is None:
             return False
@@ -289,10 +285,10 @@ class _Search:
 
     def _certify_cap(self) -> int | None:
         """The nodes after which a search over these rows for their optimum asks the
-        uniqueness MILPs (:meth:`_certified`); None where it does not (the kernel is
-        loaded, or ``certify_after`` is None)."""
+        uniqueness MILPs (:meth:`_certified`), loaded kernel or not; None where it does
+        not (``certify_after`` is None)."""
         lim = self.limits
-        if lim.certify_after is None or (lim.compiled and kernel_loaded()):
+        if lim.certify_after is None:
             return None
         return math.ceil(lim.certify_after * len(self.c) / _node_weight(len(self.d)))
 
@@ -302,7 +298,7 @@ class _Search:
         (``SearchLimits.certified_rounds``), an optimum round's search stops where it
         would ask them (:meth:`_certify_cap`), by numpy: the rounds then end and the
         full search, with the rows found, settles the sub-table."""
-        lim = dataclasses.replace(self.limits, max_nodes=self._round_budget() - nodes)
+        lim = dataclasses.replace(self.limits, max_nodes=self.limits.max_nodes - nodes)
         cap = None if first_only else self._certify_cap()
         if cap is None or lim.certified_rounds is None or certified < lim.certified_rounds:
             return lim
