@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: random sub-tables (seed, shape, singleton, max_nodes) whose row rounds reach the
 #: node budget or ask the uniqueness MILPs, with at most three free nodes listed (the
-#: other conditions met by maximum flows)
+#: other conditions met by maximum flows); the last three find their patterns
 _CASES = [(1, (6, 7), True, 30), (2, (6, 7), True, 30), (9, (6, 7), False, 30),
-          (3, (6, 7), True, 100), (23, (7, 8), True, 100), (18, (7, 8), True, 100)]
+          (3, (6, 7), True, 100), (23, (7, 8), True, 100), (18, (7, 8), True, 100),
+          (1, (6, 7), True, 2000), (3, (6, 7), True, 2000), (18, (7, 8), True, 2000)]
 
 
 def _case(seed, shape, singleton):

@@ -372,11 +372,11 @@ def test_compiled_search_is_the_numpy_search(seed, shape, variant):
     (first patterns, dominance from the first node, a node limit reached, the kernel
     taking over a search the numpy code has begun)."""
     extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
-    base = dataclasses.replace(SearchLimits(), **extra.get(variant, {}))
+    base = dataclasses.replace(SearchLimits(certify_after=None), **extra.get(variant, {}))
     load_kernel()
     after = 7 if variant == "switch" else 0
     runs = []
-    for limits in (dataclasses.replace(base, compiled=False, certify_after=None),
+    for limits in (dataclasses.replace(base, compiled=False),
                    dataclasses.replace(base, compiled_after=after, load_after=0)):
         search = _row_search(shape, seed, limits, first_only=variant == "first")
         pick = search.run()
@@ -566,8 +566,8 @@ def test_capped_optimum_rounds_keep_the_plain_searchs_pattern(seed, shape, singl
 def test_round_limits_cap_optimum_rounds_once_enough_were_certified():
     """Once ``certified_rounds`` optimum rounds have asked the uniqueness MILPs, an
     optimum round's search stops where it would ask them (the certificate's node
-    count, no certificate, numpy); a first-pattern round, an earlier optimum round, no
-    limit and a loaded kernel keep the rounds' limits."""
+    count, no certificate, numpy), with the kernel loaded or not; a first-pattern
+    round, an earlier optimum round and no limit keep the rounds' limits."""
     numpy_only = SearchLimits(certify_after=12, compiled=False, certified_rounds=2)
     search = _row_search((6, 6), 42, numpy_only)
     search.lazy = [(0, int(search.prob.req.primary[0]), -1, 0.0, True)]
@@ -582,11 +582,12 @@ def test_round_limits_cap_optimum_rounds_once_enough_were_certified():
     search.limits = SearchLimits(certified_rounds=None, compiled=False)
     assert search._round_limits(0, False, 9) == search.limits
     load_kernel()
-    search.limits = SearchLimits(certified_rounds=0)
-    assert search._certify_cap() is None
-    lim = search.limits      # compiled rounds: uncapped, with their own budget
-    assert search._round_limits(0, False, 9) == dataclasses.replace(
-        lim, max_nodes=lim.max_nodes * lim.compiled_round_factor)
+    search.limits = dataclasses.replace(numpy_only, compiled=True)
+    assert search._certify_cap() == cap
+    lim = search._round_limits(100, first_only=False, certified=2)
+    assert (lim.max_nodes, lim.certify_after, lim.compiled) == (cap, None, False)
+    assert search._round_limits(100, first_only=True, certified=5) == dataclasses.replace(
+        search.limits, max_nodes=search.limits.max_nodes - 100)
 
 
 _LOAD_CASES = [(21, (4, 5), False, 0.0), (22, (5, 5), True, 0.0), (23, (4, 6), False, 0.3),
@@ -660,32 +661,27 @@ def test_rounds_of_a_process_with_little_numpy_work_wait_one_more_certified_roun
 @pytest.mark.parametrize("max_nodes", [40, 400])
 def test_compiled_rounds_keep_the_plain_searchs_pattern(seed, shape, singleton, spl,
                                                         max_nodes):
-    """Rounds run by the loaded kernel, with their budget (``max_nodes`` times
-    ``compiled_round_factor``, from one time to ten) and a tight ``max_nodes``: the
-    pattern, when the search finds one within its nodes, is the plain search's, and
-    scipy's LPs judge it protected."""
+    """Rounds run by the loaded kernel with a tight ``max_nodes``: the pattern, when
+    the search finds one within its nodes, is the plain search's, and scipy's LPs judge
+    it protected."""
     load_kernel()
     t, req, c, cand, plain = _plain_case(shape, seed, spl, singleton)
     if plain is None:
         return
-    for factor in (1, 10):
-        limits = SearchLimits(max_free_nodes=3, max_nodes=max_nodes,
-                              compiled_round_factor=factor)
-        z = network_pattern(t, req, c, cand, limits=limits)
-        if z is not None:
-            assert (z == plain).all()
-            assert protected(t, z, singleton=singleton).all()
+    z = network_pattern(t, req, c, cand,
+                        limits=SearchLimits(max_free_nodes=3, max_nodes=max_nodes))
+    if z is not None:
+        assert (z == plain).all()
+        assert protected(t, z, singleton=singleton).all()
 
 
-def test_round_budget_is_the_compiled_factor_once_the_kernel_runs_the_rounds():
-    numpy_only = SearchLimits(compiled=False, max_nodes=300, compiled_round_factor=7)
+def test_round_budget_is_max_nodes_with_the_kernel_loaded_or_not():
+    numpy_only = SearchLimits(compiled=False, max_nodes=300)
     search = _row_search((6, 6), 42, numpy_only)
-    assert search._round_budget() == 300
     assert search._round_limits(100, first_only=True, certified=0).max_nodes == 200
     load_kernel()
     search.limits = dataclasses.replace(numpy_only, compiled=True)
-    assert search._round_budget() == 2100
-    assert search._round_limits(100, first_only=True, certified=0).max_nodes == 2000
+    assert search._round_limits(100, first_only=True, certified=0).max_nodes == 200
 
 
 
