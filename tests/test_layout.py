@@ -20,8 +20,6 @@ LONG_FUNCTIONS = {
     "tabprotect/secondary/protect.py:protect":
         "the protection pipeline's one entry point, its stages in sequence; its import "
         "lines change with the methods, so its split waits for them to settle",
-    "solvers/pulp_backend.py:solve_pulp":
-        "the PuLP backend's one call: model, solve and the status mapping of one solver",
 }
 
 
