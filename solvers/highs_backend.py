@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -34,8 +35,22 @@ def _require_highspy() -> None:
         )
 
 
-def _new_highs():
-    """A bare HiGHS instance.
+#: bare HiGHS instances of dropped small models, cleared and with default options, for
+#: the next model: constructing (and destroying) one costs several times what a small
+#: attacker LP's solve does, and searches build hundreds of such models
+_SPARE: list = []
+#: at most this many spare instances ...
+_SPARE_MAX = 256
+#: ... each from a model of at most this many columns plus rows (a cleared instance
+#: keeps the memory of its largest model's arrays)
+_SPARE_MAX_SIZE = 20_000
+
+
+def _new_highs(spare: bool = False):
+    """A bare HiGHS instance; with ``spare``, a spare one when there is one (see
+    :func:`_release`): its run clock, which HiGHS' time limit counts from, goes on from
+    its earlier models' runs, so only :class:`HighsModel`, which sets every LP time limit
+    relative to that clock, takes them.
 
     The pybind ``_core._Highs`` class is preferred over ``highspy.Highs``: the Python
     subclass registers callbacks (overhead on every run) and prints a copyright banner on
@@ -43,10 +58,32 @@ def _new_highs():
     class when the private one is not there (other highspy versions).
     """
     _require_highspy()
+    if spare:
+        try:
+            return _SPARE.pop()
+        except IndexError:
+            pass
     core = getattr(getattr(highspy, "_core", None), "_Highs", None)
     h = core() if core is not None else highspy.Highs()
     h.setOptionValue("output_flag", False)
     return h
+
+
+def _release(h, size: int, holders: int) -> None:
+    """Keep ``h`` (of a model of ``size`` columns plus rows) as a spare instance, its
+    model, solver state and options cleared as a new instance's are.  Only when nothing
+    but its ``holders`` references (the caller's) holds it: a caller that kept the raw
+    instance of a model it dropped still owns it."""
+    if h is None or size > _SPARE_MAX_SIZE or len(_SPARE) >= _SPARE_MAX \
+            or sys.getrefcount(h) > holders + 1:
+        return
+    try:
+        h.clearModel()
+        h.resetOptions()
+        h.setOptionValue("output_flag", False)
+    except Exception:  # pragma: no cover - at interpreter exit, or a foreign instance
+        return
+    _SPARE.append(h)
 
 
 def _set_option(h, name: str, value: Any, *, strict: bool = True) -> bool:
@@ -323,7 +360,7 @@ class HighsModel:
         **options: Any,
     ) -> None:
         _require_highspy()
-        self._h = _new_highs()
+        self._h = _new_highs(spare=True)
         self._time_limit = time_limit
         self._current_time_limit = np.inf if time_limit is None else float(time_limit)
         _configure(self._h, verbose=verbose, time_limit=time_limit, mip_gap=mip_gap,
@@ -355,6 +392,15 @@ class HighsModel:
         self._primal_feasible_basis = False
         self._strategy_now = self._default_strategy
         self._solved_before = False
+        if time_limit is not None and np.isfinite(time_limit):
+            # relative to the instance's run clock (a spare one's has run before), also
+            # for a caller that runs the instance directly
+            self._apply_time_limit(time_limit)
+
+    def __del__(self):
+        # the instance goes to the spares unless someone kept it (see _release)
+        if hasattr(self, "_m"):
+            _release(self._h, self._n + self._m, holders=2)
 
     # ------------------------------------------------------------------ properties
     @property
