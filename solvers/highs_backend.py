@@ -398,9 +398,13 @@ class HighsModel:
             self._apply_time_limit(time_limit)
 
     def __del__(self):
-        # the instance goes to the spares unless someone kept it (see _release)
-        if hasattr(self, "_m"):
-            _release(self._h, self._n + self._m, holders=2)
+        # the instance goes to the spares unless someone kept it (see _release); at
+        # interpreter exit the module may be gone already, and the instance is dropped
+        try:
+            if hasattr(self, "_m"):
+                _release(self._h, self._n + self._m, holders=2)
+        except Exception:  # pragma: no cover
+            pass
 
     # ------------------------------------------------------------------ properties
     @property
