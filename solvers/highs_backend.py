@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import highs_spares as spares
 from .model import LinearProgram, SolveResult
 
 try:  # highspy is a hard dependency of the distribution, but keep the import error clear
@@ -35,55 +35,11 @@ def _require_highspy() -> None:
         )
 
 
-#: bare HiGHS instances of dropped small models, cleared and with default options, for
-#: the next model: constructing (and destroying) one costs several times what a small
-#: attacker LP's solve does, and searches build hundreds of such models
-_SPARE: list = []
-#: at most this many spare instances ...
-_SPARE_MAX = 256
-#: ... each from a model of at most this many columns plus rows (a cleared instance
-#: keeps the memory of its largest model's arrays)
-_SPARE_MAX_SIZE = 20_000
-
-
 def _new_highs(spare: bool = False):
-    """A bare HiGHS instance; with ``spare``, a spare one when there is one (see
-    :func:`_release`): its run clock, which HiGHS' time limit counts from, goes on from
-    its earlier models' runs, so only :class:`HighsModel`, which sets every LP time limit
-    relative to that clock, takes them.
-
-    The pybind ``_core._Highs`` class is preferred over ``highspy.Highs``: the Python
-    subclass registers callbacks (overhead on every run) and prints a copyright banner on
-    stdout at first construction, which would pollute CLI output. Fall back to the public
-    class when the private one is not there (other highspy versions).
-    """
+    """A bare HiGHS instance (with ``spare``, maybe a spare one: see
+    :func:`solvers.highs_spares.new`)."""
     _require_highspy()
-    if spare:
-        try:
-            return _SPARE.pop()
-        except IndexError:
-            pass
-    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
-    h = core() if core is not None else highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    return h
-
-
-def _release(h, size: int, holders: int) -> None:
-    """Keep ``h`` (of a model of ``size`` columns plus rows) as a spare instance, its
-    model, solver state and options cleared as a new instance's are.  Only when nothing
-    but its ``holders`` references (the caller's) holds it: a caller that kept the raw
-    instance of a model it dropped still owns it."""
-    if h is None or size > _SPARE_MAX_SIZE or len(_SPARE) >= _SPARE_MAX \
-            or sys.getrefcount(h) > holders + 1:
-        return
-    try:
-        h.clearModel()
-        h.resetOptions()
-        h.setOptionValue("output_flag", False)
-    except Exception:  # pragma: no cover - at interpreter exit, or a foreign instance
-        return
-    _SPARE.append(h)
+    return spares.new(highspy, spare)
 
 
 def _set_option(h, name: str, value: Any, *, strict: bool = True) -> bool:
@@ -393,17 +349,12 @@ class HighsModel:
         self._strategy_now = self._default_strategy
         self._solved_before = False
         if time_limit is not None and np.isfinite(time_limit):
-            # relative to the instance's run clock (a spare one's has run before), also
-            # for a caller that runs the instance directly
-            self._apply_time_limit(time_limit)
+            self._apply_time_limit(time_limit)  # relative to a spare's run clock too
 
     def __del__(self):
-        # the instance goes to the spares unless someone kept it (see _release); at
-        # interpreter exit the module may be gone already, and the instance is dropped
-        try:
-            if hasattr(self, "_m"):
-                _release(self._h, self._n + self._m, holders=2)
-        except Exception:  # pragma: no cover
+        try:  # the instance goes to the spares unless someone kept it (spares.release)
+            spares.release(self._h, self._n + self._m, holders=2)
+        except Exception:  # pragma: no cover - at interpreter exit, or a failed __init__
             pass
 
     # ------------------------------------------------------------------ properties

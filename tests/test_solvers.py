@@ -619,8 +619,8 @@ def test_columns_are_the_matrix_column_wise_and_made_once():
 def _drained() -> list:
     """Models holding every spare HiGHS instance, so that the next one a dropped model
     leaves is the only spare."""
-    from solvers import highs_backend
-    return [HighsModel(_polytope()) for _ in range(len(highs_backend._SPARE))]
+    from solvers import highs_spares
+    return [HighsModel(_polytope()) for _ in range(len(highs_spares.SPARE))]
 
 
 def test_a_dropped_models_instance_serves_the_next_model_as_a_new_one():
