@@ -19,8 +19,10 @@ Given ``z``, each ``x_i`` ranges over its own interval independently, so:
   at the top of its interval, the hidden table at the total's largest sum);
 * a total's minimum is ``min_z sum_i max(lb_i, b z_i - b + 1)``: the hidden table with the
   most non-zero cells under it.  The known rounded table gives a value; when it meets a
-  lower bound (``sum_i max(lb_i, b zmin_i - b + 1)``, or ``b Z - (b-1) min(k, Z)`` at the
-  least sum ``Z``) it is the minimum, otherwise an integer program over ``(z, x)`` decides.
+  lower bound (``sum_i max(lb_i, b zmin_i - b + 1)``, or ``b Z - (b-1) min(p, Z)`` at the
+  least sum ``Z``, ``p`` the parts with ``zmax_i >= 1``) it is the minimum, otherwise an
+  integer program over ``(z, x)`` decides; the hidden table of each such program's
+  optimum is one more known table for the totals after it (largest totals first).
 
 Totals with a-priori bounds other than ``[0, inf)``, and inner cells with a finite upper
 bound, make the totals' bounds joint: every total's bound then comes from the integer
@@ -99,18 +101,25 @@ def hidden_parts_bounds(table: Table, a: np.ndarray, is_pub: np.ndarray, base: i
         upper[totals] = b * zmax[totals] + k[totals] * (b - 1)
     else:
         for c in totals:
-            upper[c] = program.bound(c, "max", counters, deadline, fallback=np.inf)
-    # a total's least value: the known hidden table's, when a lower bound meets it
-    known = feasible_start(table, [z0], zlo, zhi) is not None
-    at_z0 = K @ np.maximum(prior_lo[ii], b * z0[ii] - b + 1)
+            upper[c] = program.bound(c, "max", counters, deadline, fallback=np.inf)[0]
+    # a total's least value: the best known hidden table's, when a lower bound meets it
+    def least_at(z):
+        return K @ np.maximum(prior_lo[ii], b * z[ii] - b + 1)
+
+    known = feasible_start(table, [z0], zlo, zhi) is not None and free_totals
+    best = least_at(z0) if known else np.full(len(lower), np.inf)
     floor_ = K @ lower[ii]
     if np.all(prior_lo[ii] >= 0):   # then sum_i max(lb_i, b z_i - b + 1) >= b Z - (b-1) nz
-        floor_ = np.maximum(floor_, b * zmin - (b - 1) * np.minimum(k, zmin))
-    for c in totals:
-        if free_totals and known and at_z0[c] <= floor_[c]:
-            lower[c] = at_z0[c]
-        else:
-            lower[c] = program.bound(c, "min", counters, deadline, fallback=floor_[c])
+        can = K @ (zmax[ii] >= 1).astype(float)       # parts that can be non-zero
+        floor_ = np.maximum(floor_, b * zmin - (b - 1) * np.minimum(can, zmin))
+    for c in totals[np.argsort(-k[totals], kind="stable")]:   # the largest totals first
+        if best[c] <= floor_[c]:
+            lower[c] = best[c]
+            continue
+        lower[c], z = program.bound(c, "min", counters, deadline, fallback=floor_[c])
+        if z is not None and free_totals:
+            # its hidden table (most non-zero parts under c) may settle other totals
+            best = np.minimum(best, least_at(np.round(z)))
     lower[totals] = np.maximum(lower[totals], prior_lo[totals])
     return lower + 0.0, upper + 0.0
 
@@ -144,8 +153,9 @@ class _TotalsProgram:
                            integrality=np.concatenate([np.ones(n, bool), np.zeros(m, bool)]))
         return HighsModel(lp, threads=self.threads)
 
-    def bound(self, c: int, sense: str, counters: Counters, deadline, fallback: float) -> float:
-        """Cell ``c``'s exact integer bound; ``fallback`` (a valid bound) when cut short."""
+    def bound(self, c: int, sense: str, counters: Counters, deadline, fallback: float):
+        """Cell ``c``'s exact integer bound and the hidden table ``z`` reaching it;
+        ``(fallback, None)`` (a valid bound) when cut short."""
         if self.model is None:
             self.model = self._build()
         n = self.args[0].n_cells
@@ -154,9 +164,10 @@ class _TotalsProgram:
         res = self.model.solve(time_limit=remaining(deadline), duals=False)
         counters.mip += 1
         if res.status == "unbounded":
-            return np.inf if sense == "max" else -np.inf
+            return (np.inf if sense == "max" else -np.inf), None
         if res.status != "optimal" or res.objective is None:
             counters.cut = True
-            return fallback
+            return fallback, None
         value = float(res.objective)
-        return float(np.ceil(value - 1e-6) if sense == "min" else np.floor(value + 1e-6))
+        end = np.ceil(value - 1e-6) if sense == "min" else np.floor(value + 1e-6)
+        return float(end), None if res.x is None else res.x[:n]
