@@ -23,7 +23,7 @@ def small_count_round(table: Table, base: int, threshold: int, *,
                       time_limit: float | None = None, mip_gap: float | None = None,
                       threads: int | None = 1, search_seconds: float | None = None,
                       ipm_min_columns: int | None = None, swap_kick: int = 8,
-                      swap_stall: int = 100) -> tuple[np.ndarray, str, bool]:
+                      swap_stall: int = 50) -> tuple[np.ndarray, str, bool]:
     """Round inner counts ``0 < x < threshold`` to 0 or ``base``; aggregates follow.
 
     The number of small cells rounded up is fixed to ``round(sum of small counts / base)``
@@ -70,11 +70,12 @@ def small_count_round(table: Table, base: int, threshold: int, *,
 
 def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threads,
             search_seconds: float | None = None, ipm_min_columns: int | None = None,
-            kick: int = 8, stall: int = 100) -> tuple[np.ndarray, str, bool]:
+            kick: int = 8, stall: int = 50) -> tuple[np.ndarray, str, bool]:
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
-    of it), else :func:`_searched` from that choice (``time_limit``, else
-    ``search_seconds``, wall-clock seconds: the budget)."""
+    of it), else the perturbed swaps' choice from it (on at most a third of the budget),
+    else the MILP started from that choice (``time_limit``, else ``search_seconds``,
+    wall-clock seconds: the budget)."""
     start = time.perf_counter()
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
@@ -89,27 +90,33 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threa
     if np.abs(relaxed.x[:n] - d).max(initial=0.0) <= 1e-6:
         return d, "LP relaxation (integral vertex)", True
     d = swap_search(terms, d)
-    value, bound = terms.value(d), relaxed.objective
-    if value <= _least_value_above(terms, bound):
-        return d, "LP relaxation, swaps (meets the LP bound)", True
-    if mip_gap is not None and value - bound <= mip_gap * abs(value):
-        return d, "LP relaxation, swaps (within mip_gap of the LP bound)", False
+    bound = relaxed.objective
     budget = time_limit if time_limit is not None else search_seconds
-    return _searched(terms, lp, d, bound, end=None if budget is None else start + budget,
-                     mip_gap=mip_gap, threads=threads, kick=kick, stall=stall)
+    end = None if budget is None else start + budget
+    least = _least_value_above(terms, bound)
+    steps = "LP relaxation, swaps"
+    for more in (False, True):
+        if more:
+            # perturbed swaps on at most a third of what is left, branch and bound the rest
+            third = None if end is None else (end + 2 * time.perf_counter()) / 3
+            d = perturbed_swaps(terms, d, kick=kick, stall=stall, target=least, end=third)
+            steps += ", perturbed swaps"
+        value = terms.value(d)
+        if value <= least:
+            return d, f"{steps} (meets the LP bound)", True
+        if mip_gap is not None and value - bound <= mip_gap * abs(value):
+            return d, f"{steps} (within mip_gap of the LP bound)", False
+    return _branch_and_bound(terms, lp, d, bound, end=end, mip_gap=mip_gap, threads=threads)
 
 
-def _searched(terms: DeviationTerms, lp, d: np.ndarray, bound: float, *, end, mip_gap,
-              threads, kick: int, stall: int) -> tuple[np.ndarray, str, bool]:
-    """Branch and bound from the swaps' choice ``d`` on two thirds of the budget (``end``,
-    a ``time.perf_counter()`` time; None: until it proves the optimum), then perturbed
-    swaps from its best choice on the rest (a table whose optimum branch and bound proves
-    quickly never needs them; on large ones they narrow the gap where branch and bound
-    stalls); the gap is taken to the larger of the relaxation's bound and branch and
-    bound's own."""
+def _branch_and_bound(terms: DeviationTerms, lp, d: np.ndarray, bound: float, *, end,
+                      mip_gap, threads) -> tuple[np.ndarray, str, bool]:
+    """The MILP started from the choice ``d`` until ``end`` (a ``time.perf_counter()``
+    time; None: until it proves the optimum); the gap is taken to the larger of the
+    relaxation's bound and branch and bound's own."""
     n = len(terms.c)
-    share = None if end is None else max(1.0, 2 * (end - time.perf_counter()) / 3)
-    model = HighsModel(lp, threads=threads, time_limit=share, mip_gap=mip_gap)
+    remaining = None if end is None else max(1.0, end - time.perf_counter())
+    model = HighsModel(lp, threads=threads, time_limit=remaining, mip_gap=mip_gap)
     model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
     res = model.solve(duals=False)
     if res.status == "optimal":
@@ -118,17 +125,10 @@ def _searched(terms: DeviationTerms, lp, d: np.ndarray, bound: float, *, end, mi
     if res.has_solution and terms.value(np.round(res.x[:n])) <= value:
         d = np.round(res.x[:n])
         value = terms.value(d)
-        if res.mip_gap is not None:
-            # branch and bound's own bound (cuts, branching) is at least the relaxation's
-            bound = max(bound, res.objective - res.mip_gap * abs(res.objective))
-    steps = "MILP"
-    if end is not None:
-        least = _least_value_above(terms, bound)
-        d = perturbed_swaps(terms, d, kick=kick, stall=stall, target=least, end=end)
-        value, steps = terms.value(d), "MILP, perturbed swaps"
-        if value <= least:
-            return d, f"{steps} (meets the bound)", True
-    return d, f"{steps} (within {100 * relative_gap(value, bound):.2f} % of the bound)", False
+    if res.has_solution and res.mip_gap is not None:
+        # branch and bound's own bound (cuts, branching) is at least the relaxation's
+        bound = max(bound, res.objective - res.mip_gap * abs(res.objective))
+    return d, f"MILP (within {100 * relative_gap(value, bound):.2f} % of the bound)", False
 
 
 def _least_value_above(terms: DeviationTerms, bound: float) -> float:

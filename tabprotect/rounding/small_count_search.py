@@ -4,11 +4,10 @@ The relaxation of :func:`tabprotect.rounding.small_count._deviation_program` is 
 two-way tables (its vertex is integral there: no branch and bound at all). Elsewhere the
 cells with the largest relaxed values go up, then pairs (one up goes down, one down goes
 up, so the count is kept) are swapped while a swap lowers the deviation; the result is the
-MILP's first incumbent and, with the relaxation's bound, its proven gap.  When branch and
-bound has not proven the optimum by two thirds of its budget, perturbed swaps (an
-iterated local search) continue from its best choice: on large 3-D tables branch and
-bound rarely improves its first incumbent within the budget, while a few hundred kicked
-swap searches do.
+MILP's first incumbent and, with the relaxation's bound, its proven gap.  Between the
+swaps and branch and bound, perturbed swaps (an iterated local search) leave the swaps'
+local optimum: on large 3-D tables branch and bound rarely improves its first incumbent
+within its budget, while a few dozen kicked swap searches do.
 """
 from __future__ import annotations
 
