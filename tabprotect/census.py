@@ -65,6 +65,15 @@ def read_microdata(job: Job) -> pd.DataFrame:
     return frame
 
 
+def _input_error(job: Job, label: str, exc: ValueError) -> InputError:
+    """A method's ValueError as one line; a bad row named by the microdata file's line
+    (:func:`read_microdata` reads the file row for row)."""
+    from tabprotect.microdata import RowError
+    if isinstance(exc, RowError):
+        return InputError(f"{label}: {exc.in_file(Path(job.section('microdata')['file']).name)}")
+    return InputError(f"{label}: {exc}")
+
+
 def swap_settings(job: Job, data: pd.DataFrame):
     """``(data with level columns, TargetedSwapSettings, added level columns)``."""
     from tabprotect.microdata import TargetedSwapSettings, geography_levels
@@ -81,7 +90,7 @@ def swap_settings(job: Job, data: pd.DataFrame):
         try:
             data = geography_levels(data, geo, h, added)
         except ValueError as exc:
-            raise InputError(f"{label}: {exc}") from None
+            raise _input_error(job, label, exc) from None
         levels = added
     else:
         raise InputError(f"{label}: give 'geography' (a code column with a hierarchy) or "
@@ -111,7 +120,7 @@ def swap_job(job: Job, data: pd.DataFrame | None = None):
     try:
         res = swap_targeted(data, settings)
     except ValueError as exc:
-        raise InputError(f"{job.label} [swap]: {exc}") from None
+        raise _input_error(job, f"{job.label} [swap]", exc) from None
     return res.data.drop(columns=added), res
 
 
@@ -199,8 +208,11 @@ def published_frames(census: CensusRun) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def summary(census: CensusRun) -> dict:
-    """Counts and ptable figures only: no cell value, no record."""
-    from tabprotect.cellkey import disclosure_summary
+    """Counts and ptable figures only: no cell value, no record.  A table whose additivity
+    was restored gives the additivity of the restored (published) counts; that of the
+    per-cell counts, which are not published, is ``additivity_before`` (withheld from the
+    public summary with the figures of changes)."""
+    from tabprotect.cellkey import disclosure_summary, non_additivity
     out: dict = {"record_keys_added": census.keys_added, "tables": []}
     for k, res in enumerate(census.tables):
         s = res.summary()
@@ -209,6 +221,9 @@ def summary(census: CensusRun) -> dict:
             r = census.restored[k]
             s["restored"] = {"status": r.status, "total_change": r.total_change,
                              "cells_changed": r.cells_changed}
+            if r.values is not None:
+                s["restored"]["additivity_before"] = s["additivity"]
+                s["additivity"] = non_additivity(res.table, r.values)
         out["tables"].append(s)
     if census.tables and census.tables[0].table.kind == "frequency":
         out["posterior"] = disclosure_summary(census.tables[0].ptable)

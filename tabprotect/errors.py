@@ -1,6 +1,6 @@
 """Errors raised for bad user input.
 
-Every message names the file, row, cell or code at fault and never prints a
+Every message names the file, line (a DataFrame's row), cell or code at fault and never prints a
 confidential cell value, so it can be shown to a table's user as it is.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ class InputError(ValueError):
 
     Examples
     --------
-    >>> raise InputError("cells.csv row 7: code 'X9' is not in hierarchy 'region'")
+    >>> raise InputError("cells.csv line 7: code 'X9' is not in hierarchy 'region'")
     Traceback (most recent call last):
     ...
-    tabprotect.errors.InputError: cells.csv row 7: code 'X9' is not in hierarchy 'region'
+    tabprotect.errors.InputError: cells.csv line 7: code 'X9' is not in hierarchy 'region'
     """
 
 

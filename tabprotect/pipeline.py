@@ -544,7 +544,7 @@ def _cellkey_run(job: Job, steps: _Steps, title: str, progress: Progress | None)
     s = first.settings
     result = Run(table=first.table, title=title, kind="cellkey", parameters=job.spec,
                  inputs=job.input_files(), timings=steps.timings, cpu_timings=steps.cpu,
-                 method=(f"cell key (ptable {s.ptable_file})" if s.ptable_file else
+                 method=(f"cell key (ptable {Path(s.ptable_file).name})" if s.ptable_file else
                          f"cell key D={s.D} V={s.V:g} js={s.js}")
                  + (" after targeted swapping" if census.swap is not None else ""),
                  attacker="intruder who knows the ptable")

@@ -448,7 +448,8 @@ def _cellkey_html(summary: dict) -> str:
                               code_columns=set())]
     swap = summary.get("swap")
     if swap:
-        parts += [f'<p class="note">Targeted swapping: {swap["households_moved"]:,} of '
+        parts += [f'<p class="note">Targeted swapping (seed {swap.get("seed")}, which '
+                  f'repeats it): {swap["households_moved"]:,} of '
                   f'{swap["households"]:,} households moved; records in rare cells before '
                   'and after, and those still at their true place (at risk).</p>',
                   _frame_html(pd.DataFrame(swap["risk"]), "swap-risk",

@@ -70,7 +70,9 @@ def test_cellkey_job_publishes_each_cell_once(tmp_path, capsys):
     values = pub.value.astype(int)
     assert not values.isin([1, 2]).any()                         # js = 2
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["cellkey"]["swap"]["households_moved"] > 0
+    assert summary["cellkey"]["swap"]["households_moved"].startswith("withheld")
+    assert all(t["every_cell_perturbed"] and t["max_deviation"] == 3
+               for t in summary["cellkey"]["tables"])
     assert (out / "ptable.txt").read_text().startswith("i;j;p;v;p_int_ub")
     # the released microdata carries the keys: a job on it gives the same tables
     rel = tmp_path / "released"
@@ -111,6 +113,13 @@ def test_restore_additivity_option(tmp_path, capsys):
     for region in pub.index.get_level_values(0).unique():
         assert pub[(region, "Total")] == pub[(region, "1")] + pub[(region, "2")]
     assert "additivity restored: optimal" in capsys.readouterr().out
+    # the public summary describes the published (restored) counts: every relation holds
+    # in published.csv; the per-cell counts' figures, never published, stay out of it
+    summary = (tmp_path / "out" / "summary.json").read_text()
+    table = json.loads(summary)["cellkey"]["tables"][0]
+    assert table["additivity"]["off"] == 0 and table["additivity"]["largest_deviation"] == 0
+    assert "additivity_before" not in summary
+    assert "additivity_before" not in (tmp_path / "out" / "trail.json").read_text()
 
 
 def test_swap_command(tmp_path, capsys):

@@ -41,12 +41,12 @@ def test_audit_margins_only(tmp_path, capsys):
 
 BAD_CASES = {
     "non-additive total": (CELLS + "N,s1,99,\n", REGION, "true", r"cells.csv: total cell \(region=N, size=s1\) is not the sum"),
-    "duplicated cell": (CELLS + "S,s2,6,\n", REGION, "true", r"row 8: cell \(region=S, size=s2\) is duplicated"),
-    "unknown code": (CELLS + "X9,s2,6,\n", REGION, "true", r"row 8: the code in column 'region' is not in its hierarchy"),
+    "duplicated cell": (CELLS + "S,s2,6,\n", REGION, "true", r"line 8: cell \(region=S, size=s2\) is duplicated"),
+    "unknown code": (CELLS + "X9,s2,6,\n", REGION, "true", r"line 8: the code in column 'region' is not in its hierarchy"),
     "cycle": (CELLS, REGION + "N1,N\n", "true", r"region.csv.*two parents|cycle"),
     "two roots": (CELLS, REGION + "Other,S9\n", "true", r"2 roots"),
     "negative value": (CELLS.replace("S,s1,4,", "S,s1,-4,"), REGION, "true", r"negative value"),
-    "missing value": (CELLS.replace("S,s1,4,", "S,s1,,"), REGION, "true", r"row 6: value column 'value' of cell \(region=S, size=s1\) is missing"),
+    "missing value": (CELLS.replace("S,s1,4,", "S,s1,,"), REGION, "true", r"line 6: value column 'value' of cell \(region=S, size=s1\) is missing"),
     "empty file": ("", REGION, "true", r"cells.csv: empty file"),
     "not a number": (CELLS.replace("S,s1,4,", "S,s1,four,"), REGION, "true", r"not a number"),
     "missing totals": (CELLS + "N,s1,3,\n", REGION, "false", r"not the sum of its parts"),
@@ -122,7 +122,7 @@ def test_console_script_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tabprotect", "audit", str(job)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr and "row 8" in proc.stderr
+    assert "Traceback" not in proc.stderr and "line 8" in proc.stderr
     assert "X9" not in proc.stderr      # a data field is named by row and column, not quoted
     proc = subprocess.run([sys.executable, "-m", "tabprotect.cli", "--debug", "audit",
                            str(job)], capture_output=True, text=True, timeout=120)

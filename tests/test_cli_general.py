@@ -162,15 +162,15 @@ PAIR_BAD = {
     "duplicated cell": (lambda c, r: (c.assign(cell=["c1" if i == 2 else x for i, x in enumerate(c.cell)]), r),
                         r"cells.csv: cell 'c1' is duplicated"),
     "unknown cell": (lambda c, r: (c, r.assign(cell=["c99" if i == 3 else x for i, x in enumerate(r.cell)])),
-                     r"relations.csv row 5: cell 'c99' is not in cells.csv"),
+                     r"relations.csv line 5: cell 'c99' is not in cells.csv"),
     "cell twice in a relation": (lambda c, r: (c, pd.concat([r, r.iloc[[-1]]])),
-                                 r"relations.csv row 34: relation '7' lists cell 'c15' twice"),
+                                 r"relations.csv line 34: relation '7' lists cell 'c15' twice"),
     "coefficient not a number": (lambda c, r: (c, r.assign(coef=r.coef.astype(object).where(
-        r.index != 3, "one"))), r"relations.csv row 5: column 'coef' of relation '\d+' is missing or not a number"),
+        r.index != 3, "one"))), r"relations.csv line 5: column 'coef' of relation '\d+' is missing or not a number"),
     "coefficient missing": (lambda c, r: (c, r.assign(coef=r.coef.where(r.index != 3))),
-                            r"relations.csv row 5: column 'coef' of relation '\d+' is missing"),
+                            r"relations.csv line 5: column 'coef' of relation '\d+' is missing"),
     "protection level not a number": (lambda c, r: (c.assign(upl=c.upl.astype(object).where(
-        c.index != 10, "3x")), r), r"cells.csv row 12: column 'upl' of cell 'c10' is (missing or )?not a number"),
+        c.index != 10, "3x")), r), r"cells.csv line 12: column 'upl' of cell 'c10' is (missing or )?not a number"),
     "negative protection level": (lambda c, r: (c.assign(upl=-c.upl), r),
                                   r"cells.csv: the upl of cell 'c10' is negative"),
     "infinite value": (lambda c, r: (c.assign(amount=[float("inf") if i == 5 else x

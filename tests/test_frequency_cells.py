@@ -42,12 +42,12 @@ def _write(tmp_path, text: str) -> str:
 
 def test_a_fractional_freq_is_one_line_naming_file_row_and_column(tmp_path, capsys):
     lines = ["r,c,value,freq"] + [f"{r},{c},{v},{v}" for r, c, v in ROWS]
-    lines[5] = "r2,b,1,1.75"                # row 6 of the file (the header is row 1)
+    lines[5] = "r2,b,1,1.75"                # line 6 of the file (the header is line 1)
     job = _write(tmp_path, "\n".join(lines) + "\n")
     assert main(["protect", job, "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "cells.csv row 6, column 'freq'" in err and "whole number" in err
+    assert "cells.csv line 6, column 'freq'" in err and "whole number" in err
     assert "1.75" not in err
 
 

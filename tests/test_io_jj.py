@@ -135,7 +135,8 @@ def test_bad_jj_is_never_protected(tmp_path):
      r"cell '2' has a value below its lower bound"),
     ({"id": [0, 1, 1, 3]}, None, r"cell '1' is duplicated"),
     (None, {"rel": [0, 0, 0, 1, 1, 1], "cell": [0, 1, 2, 2, 3, 3], "coef": [-1, 1, 1, -1, 1, 1]},
-     r"row 7: relation '1' lists cell '3' twice"),
+     r"relations row 5 \(0-based position; index label 5\): relation '1' lists cell '3' "
+     r"twice"),
 ])
 def test_cells_relations_bad_input(cells_change, rel_change, msg):
     cells = pd.DataFrame({"id": [0, 1, 2, 3], "value": [10.0, 4.0, 6.0, 6.0]})

@@ -124,7 +124,7 @@ def test_bad_input_messages_name_column_not_value():
         key_frequencies(df, ["a"], weights="w")
     assert "-3.25" not in str(e.value)
     df.loc[0, "w"] = np.nan
-    with pytest.raises(ValueError, match="row position 0"):
+    with pytest.raises(ValueError, match=r"row 0 \(0-based position; index label 0\)"):
         individual_risk(df, ["a"], weights="w")
     with pytest.raises(ValueError, match="unknown weight column"):
         key_frequencies(df, ["a"], weights="nope")

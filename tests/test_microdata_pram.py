@@ -144,7 +144,8 @@ def test_bad_matrices():
     with pytest.raises(ValueError, match="negative"):
         pram(df, "x", P=neg)
     ok = pd.DataFrame([[0.9, 0.1], [0.1, 0.9]], index=["a", "b"], columns=["a", "b"])
-    with pytest.raises(ValueError, match="category 'c' is not in the transition matrix"):
+    with pytest.raises(ValueError, match=r"row 1 \(0-based position; index label 1\): "
+                                         "column 'x': the category is not in the transition"):
         pram(pd.DataFrame({"x": ["a", "c"]}), "x", P=ok)
     with pytest.raises(ValueError, match="unknown PRAM column 'zz'"):
         pram(df, "zz", d=0.8)

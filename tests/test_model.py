@@ -73,13 +73,15 @@ def test_from_columns_passes_through_repeated_codes():
 
 def test_from_columns_strips_codes_and_names_an_empty_one():
     df = pd.DataFrame({"l": [" A", "A", "B"], "h": ["a1 ", "a2", None]})
-    with pytest.raises(InputError, match=r"regions line 4: empty code in column 'h'"):
+    with pytest.raises(InputError, match=r"regions row 2 \(0-based position; index label "
+                                         r"2\): empty code in column 'h'"):
         Hierarchy.from_columns(df, ["l", "h"], label="regions")
     h = Hierarchy.from_columns(df.iloc[:2], ["l", "h"])
     assert h.codes == ("Total", "A", "a1", "a2")      # stripped, as the data's codes are
     # named by line and column, not quoted: a correspondence table may be the microdata
-    with pytest.raises(InputError, match=r"line 3: the code in column 'h' has two parents "
-                                         r"\(the other at line 2\)") as err:
+    with pytest.raises(InputError, match=r"row 1 \(0-based position; index label 1\): the "
+                                         r"code in column 'h' has two parents \(the other at "
+                                         r"row 0 \(0-based position; index label 0\)\)") as err:
         Hierarchy.from_columns(pd.DataFrame({"l": ["A", "31337.77"], "h": ["a1", "a1"]}),
                                ["l", "h"])
     assert "31337" not in str(err.value) and "'a1'" not in str(err.value)
@@ -196,12 +198,15 @@ def test_existing_totals_checked_and_non_additive_rejected():
 
 def test_bad_cells_input_errors():
     h = Hierarchy.flat(["a", "b"], total="T")
-    with pytest.raises(InputError, match="row 3: the code in column 'x' is not in"):
+    with pytest.raises(InputError, match=r"row 1 \(0-based position; index label 1\): the "
+                                         "code in column 'x' is not in"):
         Table.from_frame(pd.DataFrame({"x": ["a", "c"], "value": [1, 2]}), {"x": h})
-    with pytest.raises(InputError, match="row 3: cell \\(x=a\\) is duplicated"):
+    with pytest.raises(InputError, match=r"row 1 \(0-based position; index label 1\): cell "
+                                         r"\(x=a\) is duplicated \(first at row 0 "):
         Table.from_frame(pd.DataFrame({"x": ["a", "a"], "value": [1, 2]}), {"x": h},
                          compute_totals=True)
-    with pytest.raises(InputError, match="row 2: value .* is missing"):
+    with pytest.raises(InputError, match=r"row 0 \(0-based position; index label 0\): value "
+                                         ".* is missing"):
         Table.from_frame(pd.DataFrame({"x": ["a", "b"], "value": [np.nan, 2]}), {"x": h},
                          compute_totals=True)
     with pytest.raises(InputError, match="not a number"):
@@ -226,7 +231,8 @@ def test_status_letters_and_empty_cells():
                           "st": ["", "", "u"]})
     t = Table.from_frame(frame, {"x": h}, compute_totals=True, status="st")
     assert t.status.tolist() == ["S", "S", "Z", "U"]
-    with pytest.raises(InputError, match="row 2, column 'st': not a status"):
+    with pytest.raises(InputError, match=r"row 0 \(0-based position; index label 0\), "
+                                         "column 'st': not a status"):
         Table.from_frame(frame.assign(st=["Q", "", ""]), {"x": h}, compute_totals=True,
                          status="st")
 

@@ -90,7 +90,7 @@ def test_reader_reads_gzip_like_plain(tmp_path):
 
 
 @pytest.mark.parametrize("text, words", [
-    ("", "empty file"), ("g,x\n", "no data rows"), ("g,x\na,1,2\n", "row 2: 3 fields"),
+    ("", "empty file"), ("g,x\n", "no data rows"), ("g,x\na,1,2\n", "line 2: 3 fields"),
     ("g,g\na,1\n", "appears twice"), (b"g,x\n\xff,1\n", "not UTF-8")])
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_reader_rejects_bad_files_in_one_line(tmp_path, text, words, reader):
@@ -180,12 +180,15 @@ def test_a_table_from_a_file_equals_the_table_from_its_frame(tmp_path):
 
 
 @pytest.mark.parametrize("column, bad, words", [
-    ("value", "3x", "row 6: value column 'value' of cell (r=1, c=a) is not a number"),
-    ("r", "9", "row 6: the code in column 'r' is not in its hierarchy"),
-    ("status", "Q", "row 6, column 'status': not a status")])
+    ("value", "3x", ": value column 'value' of cell (r=1, c=a) is not a number"),
+    ("r", "9", ": the code in column 'r' is not in its hierarchy"),
+    ("status", "Q", ", column 'status': not a status")])
 def test_a_file_and_its_frame_fail_alike(tmp_path, column, bad, words):
+    """The same message; the file's names the line an editor shows, the frame's the row's
+    0-based position and index label."""
     frame = _cells_frame().astype({column: object})
     frame.loc[4, column] = bad
+    frame.index = [f"k{i}" for i in range(len(frame))]
     path = tmp_path / "cells.csv"
     frame.to_csv(path, index=False)
     errors = []
@@ -195,7 +198,10 @@ def test_a_file_and_its_frame_fail_alike(tmp_path, column, bad, words):
         with pytest.raises(InputError) as err:
             make()
         errors.append(str(err.value))
-    assert errors[0] == errors[1] and words in errors[0]
+    assert path.read_text().splitlines()[5].count(bad) == 1      # line 6 of the file
+    assert errors[0] == "cells.csv line 6" + words + errors[0].split(words, 1)[1]
+    assert errors[1] == ("cells.csv row 4 (0-based position; index label 'k4')" + words
+                         + errors[1].split(words, 1)[1])
 
 
 def _micro() -> pd.DataFrame:
@@ -225,7 +231,7 @@ def test_tabulating_a_bad_file_names_its_line(tmp_path):
     frame.to_csv(path, index=False)
     with pytest.raises(InputError, match=r"micro.csv line 9: value of 'x' is not a number"):
         tabulate(path, _dims(), "x")
-    with pytest.raises(InputError, match=r"microdata row 7: value of 'x' is not a number"):
+    with pytest.raises(InputError, match=r"microdata row with index label 7: value of 'x' is not a number"):
         tabulate(frame, _dims(), "x")
 
 

@@ -222,7 +222,8 @@ def test_manual_level_that_is_not_a_size_is_an_error(upl, lpl, column):
     row and column (a negative level was a primary cell protected by nothing)."""
     t = cells([60.0, 10.0, 50.0], [6, 5, 5], [[10, 5]] * 3)
     manual = pd.DataFrame({"g": ["c1"], "status": ["U"], "upl": [upl], "lpl": [lpl]})
-    with pytest.raises(InputError, match=rf"row 2, column '{column}': not a number >= 0"):
+    with pytest.raises(InputError, match=rf"row 0 \(0-based position; index label 0\), "
+                                         rf"column '{column}': not a number >= 0"):
         apply_rules(t, [ManualStatus(manual, 20)])
 
 

@@ -173,18 +173,18 @@ def test_status_words_are_mapped_and_others_are_errors(tmp_path, capsys):
     assert (status == "U").sum() == 1 and (status == "P").sum() == 0
     bad = CELLS.replace("N2,b,9,5,M", "N2,b,9,5,Pending")
     code, err = run_cli(["audit", str(write(tmp_path, cells=bad))], capsys)
-    assert code == 2 and "cells.csv row 5, column 'status': not a status" in err
+    assert code == 2 and "cells.csv line 5, column 'status': not a status" in err
     assert "Pending" not in err
     # a published table read back: its X says suppressed, not primary or secondary
     code, err = run_cli(["audit", str(write(tmp_path, cells=CELLS.replace(",U\n", ",X\n")))],
                         capsys)
-    assert code == 2 and "row 2, column 'status'" in err and "X, published.csv's" in err
+    assert code == 2 and "line 2, column 'status'" in err and "X, published.csv's" in err
 
 
 def test_infinite_value_and_overflowing_total(tmp_path, capsys):
     code, err = run_cli(["audit", str(write(tmp_path, cells=CELLS.replace(
         "S,b,6,6", "S,b,inf,6")))], capsys)
-    assert code == 2 and "row 7: value column 'value'" in err and "finite" in err
+    assert code == 2 and "line 7: value column 'value'" in err and "finite" in err
     huge = CELLS.replace("S,a,4,4", "S,a,1e308,4").replace("S,b,6,6", "S,b,1e308,6")
     with warnings.catch_warnings():     # a numpy warning would be more lines on stderr
         warnings.simplefilter("error")
@@ -203,7 +203,7 @@ def test_negative_protection_level_or_cost_is_one_line(tmp_path, capsys, column)
     job = JOB.replace('status = "status"', f'status = "status"\n{column} = "{column}"')
     code, err = run_cli(["audit", str(write(tmp_path, job, cells))], capsys)
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert f"row 2: {column} column '{column}' of cell (region=N1, size=a) is negative" in err
+    assert f"line 2: {column} column '{column}' of cell (region=N1, size=a) is negative" in err
     assert "-2" not in err
 
 

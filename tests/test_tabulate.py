@@ -257,7 +257,7 @@ def test_rtauargus_indiv_dt_totals_at_every_level():
 def test_unknown_code_error_names_column_and_rows():
     df = pd.DataFrame({"region": ["N1", "X9", "N2", "X9"], "x": [1.0, 2.0, 3.0, 4.0]})
     with pytest.raises(InputError, match=r"the code in column 'region' is not in its hierarchy.*"
-                                         r"first: row 1, row 3"):
+                                         r"first: row with index label 1, row with index label 3"):
         tabulate(df, {"region": REGION}, "x")
 
 
@@ -317,7 +317,7 @@ def test_total_code_in_microdata_is_rejected():
 def test_missing_response_policies():
     h = Hierarchy.flat(["a", "b"], total="T")
     df = pd.DataFrame({"g": ["a", "a", "b"], "x": [1.0, np.nan, 2.0]})
-    with pytest.raises(InputError, match=r"row 1: value of 'x' is missing"):
+    with pytest.raises(InputError, match=r"row with index label 1: value of 'x' is missing"):
         tabulate(df, {"g": h}, "x")
     with pytest.warns(UserWarning, match="1 record"):
         z = tabulate(df, {"g": h}, "x", missing="zero")
@@ -336,7 +336,7 @@ def test_missing_response_policies():
 
 def test_bad_values_rejected(tmp_path):
     h = Hierarchy.flat(["a"], total="T")
-    with pytest.raises(InputError, match=r"row 1: value of 'x' is not a number"):
+    with pytest.raises(InputError, match=r"row with index label 1: value of 'x' is not a number"):
         tabulate(pd.DataFrame({"g": ["a", "a"], "x": ["1", "abc"]}), {"g": h}, "x")
     with pytest.raises(InputError, match=r"value of 'x' is negative"):
         tabulate(pd.DataFrame({"g": ["a"], "x": [-1.0]}), {"g": h}, "x")

@@ -17,6 +17,7 @@ A cell with no contributors stays zero.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
@@ -99,12 +100,15 @@ class CellKeyResult:
         return non_additivity(self.table, self.published)
 
     def summary(self) -> dict:
-        """Counts of cells and relations only: no cell value (original or published)."""
+        """Counts of cells and relations only: no cell value (original or published); what
+        a table's user needs (every cell perturbed, the largest change of a count, the
+        ptable's row variances) with them."""
         changed = self.noise != 0
         out = {"method": "cellkey", "kind": self.table.kind, "cells": int(self.published.size),
-               "cells_changed": int(changed.sum()),
+               "cells_changed": int(changed.sum()), "every_cell_perturbed": True,
                "settings": _settings_dict(self.settings)}
         if self.table.kind == "frequency":
+            out["max_deviation"] = int(np.abs(self.ptable.v).max())
             out["row_variance"] = [round(float(x), 6) for x in self.ptable.variance]
         else:
             mag = self.settings.magnitude
@@ -116,8 +120,12 @@ class CellKeyResult:
 
 
 def _settings_dict(s: CellKeySettings) -> dict:
+    """The settings as the summary gives them: a ptable file by its name (its folder is
+    the server's or the office's, not the table's)."""
     d = asdict(s)
     d["magnitude"] = asdict(s.magnitude)
+    if s.ptable_file is not None:
+        d["ptable_file"] = Path(s.ptable_file).name
     return d
 
 

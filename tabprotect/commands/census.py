@@ -46,10 +46,15 @@ def run_cellkey(args) -> int:
                 f"(largest deviation {add['largest_deviation']:g})")
         if "restored" in t:
             line += f"; additivity restored: {t['restored']['status']}"
+            before = t["restored"].get("additivity_before")
+            if before is not None:
+                line += f" (before: {before['off']} relations off)"
         print(line)
     if "swap" in s:
         sw = s["swap"]
-        print(f"swap: {sw['households_moved']} of {sw['households']} households moved "
+        census = getattr(result, "census", None)
+        seed = f"seed {census.swap.settings.seed}; " if census is not None else ""
+        print(f"swap: {seed}{sw['households_moved']} of {sw['households']} households moved "
               f"(rate {sw['rate']:.3f})")
     for note in result.notes:
         print(f"  note: {note}")
@@ -64,7 +69,8 @@ def add_swap_arguments(p) -> None:
 def run_swap(args) -> int:
     from tabprotect.census import swap_job
     from tabprotect.io.job import load_job
-    from tabprotect.io.results import jsonable, trail_record, without_secrets, write_files
+    from tabprotect.io.results import (jsonable, public_swap, trail_record, without_secrets,
+                                       write_files)
     job = load_job(args.job)
     if args.seed is not None:
         job = job.merged({"swap": {"seed": args.seed}})
@@ -72,16 +78,19 @@ def run_swap(args) -> int:
         from tabprotect.errors import InputError
         raise InputError(f"{job.label}: no [swap] section")
     data, res = swap_job(job)
-    summary = without_secrets(jsonable(res.summary()))
+    full = jsonable(res.summary())           # the terminal's; summary.json withholds counts
+    summary = without_secrets(public_swap(full, job.section("swap").get("publish_counts",
+                                                                         False)))
     folder = job.output_folder(args.output)
     files = write_files(folder, {"perturbed": data}, {"summary": json.dumps(summary, indent=2)},
                         lambda staged: trail_record(job.label, job.input_files(), job.spec,
                                                     staged, summary),
                         inputs=job.input_files())
-    print(f"swap: {summary['households_moved']} of {summary['households']} households moved "
-          f"(rate {summary['rate']:.3f}); at-risk records still in place per level: "
+    print(f"swap: seed {res.settings.seed}; {full['households_moved']} of "
+          f"{full['households']} households moved "
+          f"(rate {full['rate']:.3f}); at-risk records still in place per level: "
           + ", ".join(f"{r['level']} {r['at_risk_before']} -> {r['at_risk_after']}"
-                      for r in summary["risk"]))
+                      for r in full["risk"]))
     for key, path in files.items():
         print(f"{key}: {path}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,16 +47,36 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _write(job, args, frames: dict, summary: dict) -> dict:
-    """Write the outputs (names of docs/jobs.md) into the output folder, trail last."""
-    from tabprotect.io.results import (trail_record, without_secrets,
+    """Write the outputs (names of docs/jobs.md) into the output folder, trail last; a
+    swap's counts, and its risk after (computed from its matrix, which gives the rate),
+    withheld from the summary unless ``[perturb] publish_counts``."""
+    from tabprotect.io.results import (public_swap, trail_record, without_secrets,
                                        without_true_value_figures, write_files)
     folder = job.output_folder(getattr(args, "output", None))
     public = without_true_value_figures(without_secrets(_jsonable(summary)))
+    if public.get("method") == "swap":
+        public = public_swap(public, job.section("perturb").get("publish_counts", False))
     text = json.dumps(public, indent=2, default=str)
     return write_files(folder, frames, {"summary": text},
                        lambda staged: trail_record(job.label, job.input_files(), job.spec,
                                                    staged, public),
                        inputs=job.input_files())
+
+
+@contextmanager
+def _row_errors(job, md: dict):
+    """A method's ValueError as one InputError line: a bad row named by the microdata
+    file's line (the frame is the file as read, row for row)."""
+    from tabprotect.microdata import RowError
+    InputError = _input_error()
+    try:
+        yield
+    except InputError:
+        raise
+    except RowError as exc:
+        raise InputError(f"{job.label}: {exc.in_file(Path(md['file']).name)}") from None
+    except ValueError as exc:
+        raise InputError(f"{job.label}: {exc}") from None
 
 
 def _microdata(job):
@@ -134,13 +155,9 @@ def add_risk_arguments(p: argparse.ArgumentParser) -> None:
 def run_risk(args) -> int:
     InputError = _input_error()
     job = _load(args.job)
-    try:
-        md, data, keys = _microdata(job)
+    md, data, keys = _microdata(job)
+    with _row_errors(job, md):
         rec, summary = _risk_frame(data, md, keys, job.section("risk"))
-    except InputError:
-        raise
-    except ValueError as exc:
-        raise InputError(f"{job.label}: {exc}") from None
     files = _write(job, args, {"risk": rec}, summary)
     print(f"records: {summary['n_records']}   combinations: {summary['n_combinations']}   "
           f"sample uniques: {summary['n_sample_uniques']}   "
@@ -223,13 +240,9 @@ def run_perturb(args) -> int:
         # drawn and printed, as random rounding's: the user can repeat the run with it
         import numpy as np
         seed = int(np.random.SeedSequence().entropy % (2**63))
-    try:
-        md, data, keys = _microdata(job)
+    md, data, keys = _microdata(job)
+    with _row_errors(job, md):
         pert, mats, info = _perturb(data, md, keys, opts, seed)
-    except InputError:
-        raise
-    except ValueError as exc:
-        raise InputError(f"{job.label}: {exc}") from None
     files = _write(job, args, {"perturbed": pert, "matrices": mats}, info)
     print(f"{info['method']}: seed {seed}; "
           + (f"{info['n_swaps']} swaps" if "n_swaps" in info else f"records changed {info['n_changed']}"))

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from tabprotect.errors import InputError, read_input_text
 from tabprotect.model.relations import relations_from_triplets
+from tabprotect.model.columns import row_place
 from tabprotect.model.table import Table, parse_status, read_frame
 
 if TYPE_CHECKING:
@@ -174,17 +175,19 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     return table
 
 
-def _numbers(column, source: str, name: str, cell_name, blank: bool = True) -> np.ndarray:
+def _numbers(column, source: str, name: str, cell_name, blank: bool = True,
+             rows=None) -> np.ndarray:
     """A numeric column of a general table's file; one :class:`InputError` line naming the
-    row and cell of the first entry that is not a number (or is blank when ``blank`` is
-    False).  The entry itself is not quoted: it may be a confidential value."""
+    line (``rows``: the DataFrame, whose row it names) and cell of the first entry that is
+    not a number (or is blank when ``blank`` is False).  The entry itself is not quoted:
+    it may be a confidential value."""
     from tabprotect.model.columns import parse_numbers
     arr, bad = parse_numbers(column.to_numpy(dtype=object))
     if not blank:
         bad = bad | np.isnan(arr)
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{source} row {r + 2}: column '{name}' of {cell_name(r)} is "
+        raise InputError(f"{row_place(source, rows, r)}: column '{name}' of {cell_name(r)} is "
                          f"{'missing or ' if not blank else ''}not a number")
     return arr
 
@@ -286,7 +289,8 @@ def _fmt_coef(x: float) -> str:
 def read_cells_relations(cells: "str | Path | pd.DataFrame",
                          relations: "str | Path | pd.DataFrame",
                          id_column: str = "cell", source: str | None = None,
-                         tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
+                         tolerance: float = ADDITIVITY_TOLERANCE,
+                         cells_file_rows: bool = False) -> Table:
     """A general table from a cells file and a relations file ``rel,cell,coef``.
 
     The cells file has an id column (``cell``; 0..n-1 or labels), ``value`` and optional
@@ -318,17 +322,22 @@ def read_cells_relations(cells: "str | Path | pd.DataFrame",
         raise InputError(f"{src}: cell '{ids[ids.duplicated()].iloc[0]}' is duplicated")
     position = pd.Series(np.arange(len(cf)), index=ids.to_numpy())
     rsrc = Path(relations).name if not isinstance(relations, pd.DataFrame) else "relations"
+    # a file's rows are named by their lines, a DataFrame's by position and index label
+    # (``cells_file_rows``: a cells DataFrame read from the file ``source`` row for row)
+    crows = cells if isinstance(cells, pd.DataFrame) and not cells_file_rows else None
+    rrows = relations if isinstance(relations, pd.DataFrame) else None
     rcell = rf["cell"].astype(str)
     twice = pd.DataFrame({"rel": rf["rel"].astype(str), "cell": rcell}).duplicated()
     if twice.any():
         r = int(np.flatnonzero(twice.to_numpy())[0])
-        raise InputError(f"{rsrc} row {r + 2}: relation '{rf['rel'].iloc[r]}' lists cell "
+        raise InputError(f"{row_place(rsrc, rrows, r)}: relation '{rf['rel'].iloc[r]}' lists cell "
                          f"'{rcell.iloc[r]}' twice")
     unknown = ~rcell.isin(position.index)
     if unknown.any():
         r = int(np.flatnonzero(unknown.to_numpy())[0])
-        raise InputError(f"{rsrc} row {r + 2}: cell '{rcell.iloc[r]}' is not in {src}")
+        raise InputError(f"{row_place(rsrc, rrows, r)}: cell '{rcell.iloc[r]}' is not in {src}")
     coef = _numbers(rf["coef"], rsrc, "coef", lambda r: f"relation '{rf['rel'].iloc[r]}'",
+                    rows=rrows,
                     blank=False)
     # which sign marks the total: the sign that occurs once per relation in most relations
     neg_once = rf.assign(neg=coef < 0).groupby("rel")["neg"].sum().eq(1).mean()
@@ -344,7 +353,7 @@ def read_cells_relations(cells: "str | Path | pd.DataFrame",
     A = sp.csr_matrix(sp.diags(sign) @ A)
     def col(name, default=None):
         if name in cf.columns:
-            return _numbers(cf[name], src, name, lambda r: f"cell '{ids.iloc[r]}'",
+            return _numbers(cf[name], src, name, lambda r: f"cell '{ids.iloc[r]}'", rows=crows,
                             blank=name in ("freq", "ub"))
         return default
     if "value" not in cf.columns:
@@ -352,12 +361,12 @@ def read_cells_relations(cells: "str | Path | pd.DataFrame",
     value = col("value")
     if np.isnan(value).any():
         r = int(np.flatnonzero(np.isnan(value))[0])
-        raise InputError(f"{src} row {r + 2}: value of cell '{ids.iloc[r]}' is missing")
+        raise InputError(f"{row_place(src, crows, r)}: value of cell '{ids.iloc[r]}' is missing")
     kw = {k: col(k) for k in ("cost", "lb", "ub", "upl", "lpl", "spl") if k in cf.columns}
     if "ub" in kw:
         kw["ub"] = np.where(np.isnan(kw["ub"]), np.inf, kw["ub"])
     if "status" in cf.columns:
-        st = parse_status(cf["status"], str(src))
+        st = parse_status(cf["status"], str(src), rows=crows)
         kw["status"] = np.where(st == "", "S", st)
     table = Table.from_relations(value, A, relation_total=total,
                                  labels=pd.DataFrame({id_column: ids.to_numpy()}),

@@ -36,7 +36,7 @@ from tabprotect.errors import InputError, TooLargeError, column_names
 from tabprotect.io.schema import check_job, file_keys
 from tabprotect.model import Hierarchy, Table, read_frame
 from tabprotect.model.columns import factorize, parse_numbers, read_table_columns, \
-    text_values
+    row_place, text_values
 from tabprotect.io.output import write_frame  # noqa: F401  (the one writer; re-exported)
 from tabprotect.tabulate.correspondence import hierarchy_from_correspondence
 from tabprotect.tabulate.spec import MICRODATA_KEYS
@@ -293,8 +293,9 @@ def check_counts(frame, source: str, columns: list[str]) -> None:
         numbers, bad = parse_numbers(np.asarray(frame[col]))
         fraction = ~bad & np.isfinite(numbers) & (numbers != np.round(numbers))
         if fraction.any():
-            row = int(np.flatnonzero(fraction)[0]) + 2     # the header is row 1
-            raise InputError(f"{source} row {row}, column '{col}': not a whole number (a "
+            row = int(np.flatnonzero(fraction)[0])
+            raise InputError(f"{row_place(source, frame, row)}, column '{col}': not a whole "
+                             f"number (a "
                              f"frequency table holds counts)")
 
 
@@ -344,7 +345,8 @@ def general_table(job: Job) -> Table:
                                     and k not in renamed])
         table = read_cells_relations(frame.rename(columns=renamed),
                                      job.resolve(spec["relations"]), id_column=id_column,
-                                     source=cells_path.name, tolerance=tolerance)
+                                     source=cells_path.name, tolerance=tolerance,
+                                     cells_file_rows=True)
     if job.max_cells is not None and table.n_cells > job.max_cells:
         key = "jj" if "jj" in spec else "cells"
         raise TooLargeError(f"{label} {key}: the table has {table.n_cells} cells, more than "
@@ -483,7 +485,7 @@ def published_table(job: Job) -> Table:
         pos = h.lookup(text_values(frame[d]))
         if (pos < 0).any():
             r = int(np.flatnonzero(pos < 0)[0])
-            raise InputError(f"{path.name} row {r + 2}: the code in column '{d}' "
+            raise InputError(f"{row_place(path.name, frame, r)}: the code in column '{d}' "
                              f"is not in its hierarchy")
         leaf_rows &= h.is_leaf[pos]
     base = Table.from_frame(frame.rows(leaf_rows), hierarchies, value=value,
@@ -495,7 +497,7 @@ def published_table(job: Job) -> Table:
     vals = parse_numbers(frame[value])[0]
     if not np.isfinite(vals).all():
         r = int(np.flatnonzero(~np.isfinite(vals))[0])
-        raise InputError(f"{path.name} row {r + 2}, column '{value}': missing or not a "
+        raise InputError(f"{row_place(path.name, frame, r)}, column '{value}': missing or not a "
                          f"finite number")
     published[flat] = vals
     return base.replace(value=published)

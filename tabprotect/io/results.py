@@ -63,7 +63,10 @@ OUTPUT_FILES: dict[str, tuple[str, str]] = {
     "ptable": ("ptable.txt", "`cellkey`: the perturbation table in tau-Argus format "
                "(public: it is published with the tables)"),
     "matrices": ("matrices.csv", "microdata (`perturb`): the transition matrices used "
-                 "(rows = true categories)"),
+                 "(rows = true categories); confidential for invariant PRAM (its matrix "
+                 "gives each stratum's true category counts up to scale: T'R = T') and for "
+                 "a swap (its empirical shares give the swap rate, unless [perturb] "
+                 "publish_counts)"),
     "report": ("report.html", "confidential: the report for the people who decide what is "
                "published (`report`, `demo`, `--report`)"),
     "summary": ("summary.json", "counts and the verdict, no cell value: safe to share"),
@@ -86,7 +89,7 @@ _OLD_NAMES = ("protected.csv", "protect_summary.json", "rounded.csv", "rounding_
 
 __all__ = ["OUTPUT_FILES", "PUBLIC_OUTPUTS", "write_outputs", "write_files", "trail_record",
            "run_summary", "SummaryBudget", "audit_trail", "sha256_file", "versions",
-           "published_frame", "public_notes", "public_parameters"]
+           "published_frame", "public_notes", "public_parameters", "public_swap"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -158,8 +161,32 @@ WITHHELD_RULES = ("withheld (confidential: a rule's parameters bound the value o
                   "known to be a primary; the report shows them)")
 
 
+#: a swap's rate and counts (households moved, pairs per level, records at risk before and
+#: after): many offices keep the swap rate confidential, since with it an intruder judges
+#: how likely a record is still in its true area; summary.json and the trail withhold them
+#: unless the job's ``publish_counts`` releases them (the terminal and the report show them)
+SWAP_COUNTS = frozenset({"households_moved", "rate", "unmatched_at_risk", "pairs_per_level",
+                         "risk", "n_swaps", "n_records_changed"})
+WITHHELD_SWAP = ("withheld (confidential: the swap's rate and counts; the report shows "
+                 "them; publish_counts = true releases them)")
+
+
+def public_swap(summary: dict, publish_counts: bool = False,
+                keys: frozenset = SWAP_COUNTS) -> dict:
+    """A swap's summary as summary.json and the trail give it: the ``keys`` (the rate and
+    the counts) withheld unless ``publish_counts``.
+
+    >>> public_swap({"method": "swap", "households": 40, "rate": 0.1})["rate"][:8]
+    'withheld'
+    """
+    if publish_counts:
+        return summary
+    return {k: WITHHELD_SWAP if k in keys else v for k, v in summary.items()}
+
+
 def public_parameters(parameters: dict) -> dict:
-    """The job as run, as the trail gives it: seeds and the [rules] section withheld.
+    """The job as run, as the trail gives it: seeds and the [rules] section withheld, and
+    the swap rate of [swap] and [perturb] unless their ``publish_counts``.
 
     >>> public_parameters({"rules": {"frequency": {"n": 3}}, "protect": {}})["rules"][:8]
     'withheld'
@@ -167,14 +194,21 @@ def public_parameters(parameters: dict) -> dict:
     out = without_secrets(parameters)
     if isinstance(out, dict) and "rules" in out:
         out["rules"] = WITHHELD_RULES
+    for name in ("swap", "perturb"):
+        section = out.get(name) if isinstance(out, dict) else None
+        if isinstance(section, dict) and "rate" in section \
+                and not section.get("publish_counts", False):
+            out[name] = {**section, "rate": WITHHELD_SWAP}
     return out
 
 
 #: figures that compare the true values with the published ones: how many cells (or PRAM
-#: records) a method changed (none changed is every one exact) and by how much in all; the
-#: confidential report and the terminal show them, summary.json and the trail do not
+#: records) a method changed (none changed is every one exact) and by how much in all, and
+#: figures of values that are not published (the per-cell cell key counts an additivity
+#: repair replaced); the confidential report and the terminal show them, summary.json and
+#: the trail do not
 TRUE_VALUE_FIGURES = frozenset({"changed_cells", "cells_changed", "total_change",
-                                "n_changed"})
+                                "n_changed", "additivity_before"})
 
 
 def without_true_value_figures(obj):
@@ -289,6 +323,9 @@ def run_summary(run, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
                           for r in run.comparison.to_dict(orient="records")]
     if run.kind == "cellkey":
         out["cellkey"] = without_true_value_figures(run.results.get("cellkey"))
+        if isinstance(out["cellkey"], dict) and "swap" in out["cellkey"]:
+            publish = (run.parameters or {}).get("swap", {}).get("publish_counts", False)
+            out["cellkey"]["swap"] = public_swap(out["cellkey"]["swap"], publish)
     if run.kind in ("suppression", "audit", "compare") and run.published is not None \
             and run.passed is not True:
         # the checks compare with the published table, and a failed pattern is not

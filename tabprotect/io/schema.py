@@ -281,6 +281,9 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("control", "string or list", doc="swap: control variables"),
         Key("rate", "number", 0.05, low=0, high=1, doc="swap rate"),
         Key("targeted", "boolean", False, doc="swap the riskiest records first"),
+        Key("publish_counts", "boolean", False, doc="swap: summary.json and the trail give "
+            "the swap count, the rate and the risk after (default: withheld, as many "
+            "offices keep them)"),
     )),
     Section("swap", "targeted record swapping of the microdata (docs/census.md)", (
         Key("geography", "string", doc="leaf-code column whose [hierarchies.NAME] gives the "
@@ -298,7 +301,11 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             "geography"),
         Key("household", doc="household column (default: [microdata] household; absent: "
             "persons)", **_COLUMN),
-        Key("seed", "integer", low=0, doc="random seed"),
+        Key("seed", "integer", low=0, doc="random seed (default: drawn, printed and "
+            "withheld from summary and trail)"),
+        Key("publish_counts", "boolean", False, doc="summary.json and the trail give the "
+            "rate, the households moved and the records at risk per level (default: "
+            "withheld, as many offices keep them; the report shows them)"),
     )),
     Section("cellkey", "the cell key method on tables of the microdata (docs/census.md)", (
         Key("D", "integer", 3, low=1, doc="largest change of a count"),

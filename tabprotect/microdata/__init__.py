@@ -7,6 +7,7 @@ Conventions -- keep them apart:
 * The misclassification matrix ``M`` of Shlomo & Skinner has **columns = true**
   category: ``M[j, k] = Pr(released j | true k)``, columns sum to one; ``M = P.T``.
 """
+from ._validate import RowError
 from .keys import KeyFrequencies, key_frequencies
 from .individual import (IndividualRisk, household_risk, individual_risk, risk_approx,
                          risk_exact, risk_series)
@@ -25,6 +26,7 @@ from .tables import key_table, risk_table
 from .rumap import RUMap, info_loss_tables, plot_ru_map, ru_map, table_counts
 
 __all__ = [
+    "RowError",
     "KeyFrequencies", "key_frequencies",
     "IndividualRisk", "individual_risk", "risk_exact", "risk_approx", "risk_series", "household_risk",
     "LogLinearRisk", "loglinear_risk", "pr_population_unique", "expected_inverse", "fit_ipf",

@@ -1,7 +1,9 @@
 """Input checks shared by the microdata modules (private).
 
-Error messages name columns, categories and row positions, never the
-confidential values themselves.
+Error messages name columns, categories and rows, never the confidential values
+themselves. A bad row is a :class:`RowError`: its message names the DataFrame's row by its
+0-based position and index label; a command that read the frame from a file names the
+file's line instead (:meth:`RowError.in_file`).
 """
 from __future__ import annotations
 
@@ -9,6 +11,40 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+
+
+class RowError(ValueError):
+    """A bad value in one row of the microdata (``position``: 0-based, of the frame or
+    array given); the message says what is wrong without quoting the value.
+
+    >>> str(RowError("weight is not > 0", 2, pd.Index(["a", "b", "c"])))
+    "row 2 (0-based position; index label 'c'): weight is not > 0"
+    >>> RowError("weight is not > 0", 2).in_file("people.csv")
+    'people.csv line 4: weight is not > 0'
+    """
+
+    def __init__(self, what: str, position: int, index=None):
+        self.what, self.position = what, int(position)
+        where = f"row {self.position} (0-based position"
+        if index is not None:
+            where += f"; index label {label(index[self.position])!r}"
+        super().__init__(f"{where}): {what}")
+
+    def in_file(self, name: str) -> str:
+        """The message for a frame read from the file ``name`` row for row: the line an
+        editor shows (the header is line 1); a Parquet file's record, counted from 1."""
+        if str(name).lower().endswith((".parquet", ".pq")):
+            return f"{name} record {self.position + 1}: {self.what}"
+        return f"{name} line {self.position + 2}: {self.what}"
+
+
+def draw_seed(seed: int | None) -> int:
+    """``seed``, or a fresh one drawn from the operating system's entropy when None: a
+    random method records the seed it ran with (in its result, the confidential side), so
+    every run can be repeated."""
+    if seed is not None:
+        return seed
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
 
 
 def label(v):
@@ -52,9 +88,9 @@ def check_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarra
     bad = ~np.isfinite(w) | (w <= 0)
     if bad.any():
         rows = np.flatnonzero(bad)
-        raise ValueError(
-            f"weight column {name!r} must be finite and > 0; "
-            f"{rows.size} bad row(s), first at row position {int(rows[0])}")
+        raise RowError(f"weight column {name!r} must be finite and > 0 ({rows.size} bad "
+                       f"row(s), this the first)", rows[0],
+                       data.index if len(data) == n else None)
     return w
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from ._validate import RowError
 from .keys import KeyFrequencies, key_frequencies
 
 __all__ = ["IndividualRisk", "individual_risk", "risk_exact", "risk_approx",
@@ -144,7 +145,8 @@ def household_risk(risk: np.ndarray, household: np.ndarray | pd.Series) -> np.nd
     r = np.asarray(risk, dtype=float)
     hh = pd.factorize(np.asarray(household), use_na_sentinel=True)[0]
     if (hh < 0).any():
-        raise ValueError(f"household identifier missing at row position {int(np.flatnonzero(hh < 0)[0])}")
+        raise RowError("household identifier missing", np.flatnonzero(hh < 0)[0],
+                       household.index if isinstance(household, pd.Series) else None)
     with np.errstate(divide="ignore"):
         logs = np.log1p(-np.clip(r, 0.0, 1.0))
     s = np.bincount(hh, weights=logs)

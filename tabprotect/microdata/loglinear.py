@@ -43,7 +43,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns, check_fraction, label
+from ._validate import RowError, check_columns, check_fraction, label
 from .keys import combine_codes, encode_keys
 
 __all__ = ["LogLinearRisk", "loglinear_risk", "pr_population_unique", "expected_inverse",
@@ -157,7 +157,8 @@ def _resolve_pi(data: pd.DataFrame, keys: list[str], codes: np.ndarray, cats: li
         raise ValueError(f"{name}: expected {n} values")
     bad = ~np.isfinite(arr) | (arr <= 0) | (arr >= 1)
     if bad.any():
-        raise ValueError(f"{name} must lie in (0, 1); first bad row position {int(np.flatnonzero(bad)[0])}")
+        raise RowError(f"{name} must lie in (0, 1) (the first bad row)",
+                       np.flatnonzero(bad)[0], data.index if len(data) == n else None)
     if np.ptp(arr) <= 1e-12 * arr.max():
         return np.full(n, float(arr[0])), None, float(arr[0])
     if pi_key is None:

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns, check_transition_matrix, label
+from ._validate import RowError, check_columns, check_transition_matrix, draw_seed, label
 
 __all__ = ["generate_pram_matrix", "invariant_matrix", "apply_transition", "pram", "invariant_pram",
            "PramResult", "PramEstimate", "pram_estimate", "pram_variance"]
@@ -197,7 +197,9 @@ def _categories_and_codes(series: pd.Series, categories: Sequence | None, column
     bad = (codes < 0) & series.notna().to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"column {column!r}: category {label(series.iloc[i])!r} is not in the transition matrix")
+        # the category is a data field: the row is named, the value not quoted
+        raise RowError(f"column {column!r}: the category is not in the transition matrix",
+                       i, series.index)
     return cats, codes
 
 
@@ -240,9 +242,11 @@ def _matrix_for(P, cats, variable, stratum):
             raise ValueError(f"transition matrix for {variable!r}: rows and columns must list the "
                              "same categories in the same order")
         check_transition_matrix(P.values, idx, name=f"P[{variable}]")
-        for c in cats:
-            if c not in idx:
-                raise ValueError(f"column {variable!r}: category {label(c)!r} is not in the transition matrix")
+        missing = sum(c not in idx for c in cats)
+        if missing:
+            raise ValueError(f"column {variable!r}: {missing} of its categories are not in the "
+                             f"transition matrix"
+                             + ("" if stratum is None else f" of stratum {stratum!r}"))
         return P
     arr = np.asarray(P, dtype=float)
     check_transition_matrix(arr, cats if arr.shape[0] == len(cats) else None, name=f"P[{variable}]")
@@ -257,6 +261,7 @@ def _run(data: pd.DataFrame, variables, P, d, unperturbed, spread, strata, seed,
     variables = check_columns(data, [variables] if isinstance(variables, str) else variables, "PRAM")
     strata_cols = None if strata is None else check_columns(
         data, [strata] if isinstance(strata, str) else strata, "strata")
+    seed = draw_seed(seed)
     rng = np.random.default_rng(seed)
     out = data.copy()
     matrices, changed = {}, {}
@@ -282,7 +287,7 @@ def _run(data: pd.DataFrame, variables, P, d, unperturbed, spread, strata, seed,
         for s, idx in groups:
             if P is None:
                 Pm = generate_pram_matrix(cats, d=d, unperturbed=unperturbed, spread=spread,
-                                          seed=None if seed is None else sub_seed + len(matrices))
+                                          seed=sub_seed + len(matrices))
             else:
                 Pm = _matrix_for(P, cats, var, s).loc[cats, cats]
             Parr = Pm.values

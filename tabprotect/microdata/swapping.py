@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns
+from ._validate import RowError, check_columns, draw_seed
 
 __all__ = ["SwapResult", "swap"]
 
@@ -86,10 +86,11 @@ def swap(data: pd.DataFrame, variable: str, control: str | Sequence[str] | None 
     if not (0.0 <= rate <= 1.0):
         raise ValueError("swap rate must lie in [0, 1]")
     n = len(data)
+    seed = draw_seed(seed)
     rng = np.random.default_rng(seed)
     if data[variable].isna().any():
-        raise ValueError(f"swap variable {variable!r} has missing values at row position "
-                         f"{int(np.flatnonzero(data[variable].isna().to_numpy())[0])}")
+        raise RowError(f"swap variable {variable!r} is missing",
+                       np.flatnonzero(data[variable].isna().to_numpy())[0], data.index)
     vcodes, vcats = pd.factorize(data[variable], sort=True)
     K = len(vcats)
     if ctrl:

@@ -25,13 +25,13 @@ household only if it was not moved).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns
+from ._validate import RowError, check_columns, draw_seed
 
 __all__ = ["TargetedSwapSettings", "TargetedSwapResult", "swap_targeted", "geography_levels"]
 
@@ -84,9 +84,10 @@ class TargetedSwapResult:
         return self.households_moved / max(self.n_households, 1)
 
     def summary(self) -> dict:
-        """Counts only (no record values)."""
+        """Counts only (no record values), and the seed that repeats the swap (secret: the
+        public summaries withhold it, :func:`tabprotect.io.results.without_secrets`)."""
         per_level = np.bincount(self.pair_level, minlength=len(self.settings.levels))
-        return {"method": "swap", "households": self.n_households,
+        return {"method": "swap", "seed": self.settings.seed, "households": self.n_households,
                 "households_moved": self.households_moved, "rate": round(self.rate, 6),
                 "unmatched_at_risk": self.unmatched,
                 "pairs_per_level": dict(zip(self.settings.levels, map(int, per_level))),
@@ -112,9 +113,8 @@ def geography_levels(data: pd.DataFrame, column: str, hierarchy, names: Sequence
     codes = data[column].astype(str)
     unknown = ~codes.isin(leaves)
     if unknown.any():
-        raise ValueError(f"geography '{column}': code at row position "
-                         f"{int(np.flatnonzero(unknown.to_numpy())[0])} is not a leaf of the "
-                         "hierarchy")
+        raise RowError(f"geography '{column}': the code is not a leaf of the hierarchy",
+                       np.flatnonzero(unknown.to_numpy())[0], data.index)
     out = data.copy()
     for d, name in enumerate(names):
         out[name] = codes.map({leaf: c[d] for leaf, c in chains.items()})
@@ -173,8 +173,8 @@ def _household_index(data: pd.DataFrame, household: str | None) -> np.ndarray:
         return np.arange(len(data), dtype=np.int64)
     hh = pd.factorize(data[household], sort=False)[0].astype(np.int64)
     if hh.size and hh.min() < 0:
-        raise ValueError(f"targeted swap: household column {household!r} is empty at row "
-                         f"position {int(np.flatnonzero(hh < 0)[0])}")
+        raise RowError(f"targeted swap: household column {household!r} is empty",
+                       np.flatnonzero(hh < 0)[0], data.index)
     return hh
 
 
@@ -184,8 +184,8 @@ def _constant_within(frame: pd.DataFrame, hh: np.ndarray, first: np.ndarray,
         codes = _column_codes(frame, c, hh)
         off = np.flatnonzero(codes != codes[first[hh]])
         if off.size:
-            raise ValueError(f"targeted swap: {what} variable {c!r} differs within a household "
-                             f"(household position {int(hh[off[0]])})")
+            raise RowError(f"targeted swap: {what} variable {c!r} differs within a household "
+                           "(from its first record)", off[0], frame.index)
 
 
 def _first_records(hh: np.ndarray) -> np.ndarray:
@@ -254,7 +254,7 @@ def swap_targeted(data: pd.DataFrame, settings: TargetedSwapSettings) -> Targete
     >>> res.data["reg"].iloc[7], sorted(res.data["mun"]) == sorted(df["mun"])
     ('A', True)
     """
-    s = settings
+    s = replace(settings, seed=draw_seed(settings.seed))     # recorded in the result
     levels = check_columns(data, list(s.levels), "geography level")
     risk_cols = check_columns(data, list(s.risk_variables), "risk")
     if s.household is not None:

@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_columns
+from ._validate import RowError, check_columns
 from .keys import combine_codes
 
 __all__ = ["UniquenessRisk", "uniqueness_risk"]
@@ -146,7 +146,8 @@ def uniqueness_risk(release: pd.DataFrame, population: pd.DataFrame, keys: Seque
     C = pop_cnt[cell[N:]]
     if (C == 0).any():
         i = int(np.flatnonzero(C == 0)[0])
-        raise ValueError(f"released record at row position {i} has a key combination absent from the population")
+        raise RowError("the released record's key combination is absent from the "
+                       "population", i, release.index)
     n_pu = int(np.count_nonzero(pop_cnt == 1))
     n_classes = int(np.count_nonzero(pop_cnt > 0))
     p1 = 1.0 if response_knowledge else n1 / N

@@ -31,7 +31,8 @@ from tabprotect.errors import InputError, column_names
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Columns", "as_columns", "read_columns", "text_values", "parse_numbers",
+__all__ = ["Columns", "as_columns", "read_columns", "text_values", "parse_numbers", "row_place",
+           "file_places",
            "missing_mask", "factorize",
            "NA_TEXT", "read_table_columns"]
 
@@ -51,7 +52,9 @@ PANDAS_FACTORIZE_MIN = 200_000
 
 class Columns:
     """Columns of equal length by name; ``index`` labels the rows of a DataFrame (None:
-    file rows, named ``row N`` with the header as row 1).
+    file rows, named by the line an editor shows); ``file``: the file they were read from
+    (:func:`read_columns`); ``records``: the file's record (0-based) of each row of a
+    subset of its rows (:meth:`rows`).
 
     Examples
     --------
@@ -60,11 +63,14 @@ class Columns:
     (['g', 'x'], 2, [1.0, 2.0])
     """
 
-    __slots__ = ("_data", "index")
+    __slots__ = ("_data", "index", "file", "records")
 
-    def __init__(self, data: Mapping[str, Any], index: np.ndarray | None = None):
+    def __init__(self, data: Mapping[str, Any], index: np.ndarray | None = None,
+                 file: Path | None = None, records: np.ndarray | None = None):
         self._data: dict[str, np.ndarray] = {}
         self.index = index
+        self.file = file
+        self.records = records
         for name, values in data.items():
             self[name] = values
 
@@ -124,23 +130,83 @@ class Columns:
 
     def select(self, names: Iterable[str]) -> "Columns":
         """These columns only, in this order."""
-        return Columns({n: self[n] for n in names}, self.index)
+        return Columns({n: self[n] for n in names}, self.index, self.file, self.records)
 
     def drop(self, names: Iterable[str]) -> "Columns":
         gone = set(names)
-        return Columns({k: v for k, v in self._data.items() if k not in gone}, self.index)
+        return Columns({k: v for k, v in self._data.items() if k not in gone}, self.index,
+                       self.file, self.records)
 
     def rows(self, which: np.ndarray) -> "Columns":
         """The rows of a boolean mask or of positions; the index (row positions when
-        there was none) follows them."""
+        there was none) follows them, and so do a file's lines."""
         index = np.arange(len(self)) if self.index is None else self.index
-        return Columns({k: v[which] for k, v in self._data.items()}, index[which])
+        records = self.records
+        if records is None and self.index is None:
+            records = np.arange(len(self))
+        return Columns({k: v[which] for k, v in self._data.items()}, index[which], self.file,
+                       None if records is None else records[which])
 
     def copy(self) -> "Columns":
-        return Columns({k: v.copy() for k, v in self._data.items()}, self.index)
+        return Columns({k: v.copy() for k, v in self._data.items()}, self.index, self.file,
+                       self.records)
 
     def __repr__(self) -> str:
         return f"Columns({len(self)} rows: {', '.join(self._data)})"
+
+
+def row_place(source: str, rows, r: int) -> str:
+    """Where row ``r`` (0-based) of an input is, for a message: ``SOURCE line N`` for a
+    file's rows, the line an editor shows (``rows`` None: the header is line 1 and no line
+    is blank; :class:`Columns` read from a file, or a subset of them: counted in the file),
+    ``SOURCE row r (0-based position; index label X)`` for a DataFrame's (``rows`` the
+    frame or its Columns).
+
+    >>> row_place("cells.csv", None, 3)
+    'cells.csv line 5'
+    >>> import pandas as pd
+    >>> row_place("cells", pd.DataFrame({"x": [1, 2]}, index=["a", "b"]), 1)
+    "cells row 1 (0-based position; index label 'b')"
+    """
+    if rows is None:
+        return f"{source} line {r + 2}"
+    records = getattr(rows, "records", None)
+    if isinstance(rows, Columns) and (rows.index is None or records is not None):
+        pos = int(records[r]) if records is not None else r
+        return f"{source} {file_places(rows.file, [pos])[0]}"
+    index = rows.index
+    label = index[r]
+    label = label.item() if hasattr(label, "item") and np.ndim(label) == 0 else label
+    return f"{source} row {r} (0-based position; index label {label!r})"
+
+
+def file_places(path: Path | None, records) -> list[str]:
+    """``line N`` for each data record (0-based, the header and blank lines not counted,
+    as the readers count them) of the CSV file ``path``: the line an editor shows where
+    the record begins, the file read again with the csv module (an error's path only);
+    ``record N`` (from 1) of a Parquet file; ``line r + 2`` without a file."""
+    records = [int(r) for r in records]
+    if path is None:
+        return [f"line {r + 2}" for r in records]
+    path = Path(path)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return [f"record {r + 1}" for r in records]
+    wanted, found = set(records), {}
+    try:
+        with _open_text(path) as fh:
+            reader = csv.reader(fh)
+            start, k = 1, -1                # record -1: the header
+            for row in reader:
+                if row:
+                    if k in wanted:
+                        found[k] = start
+                    k += 1
+                    if k > max(wanted):
+                        break
+                start = reader.line_num + 1
+    except InputError:
+        found = {}
+    return [f"line {found.get(r, r + 2)}" for r in records]
 
 
 # ---------------------------------------------------------------- values
@@ -301,14 +367,14 @@ def read_columns(path: str | Path, usecols: Iterable[str] | None = None,
             header, fields = _split_plain(text) or _split_csv(text)
     except _RowWidth as exc:
         row, fields, width = exc.args
-        raise InputError(f"{path.name} row {row + 2}: {fields} fields, the header has "
-                         f"{width}") from None
+        raise InputError(f"{path.name} {file_places(path, [row])[0]}: {fields} fields, the "
+                         f"header has {width}") from None
     names = _names(path, header)
     if len(fields) == 0:
         raise InputError(f"{path.name}: no data rows")
     wanted = set(usecols) if usecols is not None else None
     return Columns({name: _with_missing(fields[:, j]) for j, name in enumerate(names)
-                    if wanted is None or name in wanted})
+                    if wanted is None or name in wanted}, file=path)
 
 
 def _with_missing(fields: np.ndarray) -> np.ndarray:
@@ -378,7 +444,7 @@ def _read_by_pandas(path: Path, usecols: Iterable[str] | None) -> Columns | None
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if found:
             width, line, fields = found.groups()
-            raise InputError(f"{path.name} row {line}: {fields} fields, the header has "
+            raise InputError(f"{path.name} line {line}: {fields} fields, the header has "
                              f"{width}") from None
         raise InputError(f"{path.name}: cannot read ({exc})") from None
     except (ValueError, OSError, EOFError) as exc:
@@ -390,7 +456,7 @@ def _read_by_pandas(path: Path, usecols: Iterable[str] | None) -> Columns | None
         values = frame[name].to_numpy(dtype=object, copy=True)
         values[frame[name].isna().to_numpy()] = None
         data[name] = values
-    return Columns(data)
+    return Columns(data, file=path)
 
 
 class _RowWidth(Exception):
@@ -470,7 +536,7 @@ def read_table_columns(path: str | Path, usecols: Iterable[str] | None = None) -
         raise InputError(f"{path.name}: no data rows")
     frame.columns = [str(c).strip() for c in frame.columns]
     columns = Columns.from_frame(frame)
-    columns.index = None
+    columns.index, columns.file = None, path
     return columns
 
 

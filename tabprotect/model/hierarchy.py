@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
 from tabprotect.errors import InputError, column_names, read_input_text
-from tabprotect.model.columns import Columns, as_columns, text_values
+from tabprotect.model.columns import Columns, as_columns, row_place, text_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +52,8 @@ class Hierarchy:
     @classmethod
     def from_pairs(cls, pairs: "Iterable[tuple[str, str]] | pd.DataFrame | Columns",
                    name: str = "",
-                   source: str = "hierarchy") -> "Hierarchy":
+                   source: str = "hierarchy",
+                   place: "Callable[[int], str] | None" = None) -> "Hierarchy":
         """Build from (parent, child) pairs; the one code that is never a child is the root.
 
         Parameters
@@ -61,6 +62,9 @@ class Hierarchy:
             columns ``parent, child``
         name : dimension name used in error messages
         source : file or object name used in error messages
+        place : where pair ``k`` is, as messages name it (a file and line); by default a
+            file's pairs (:class:`Columns` read from it) are named by their lines, a
+            DataFrame's by its rows, others by their 0-based position
 
         Examples
         --------
@@ -74,23 +78,31 @@ class Hierarchy:
                 raise InputError(f"{source}: missing column(s) {sorted(missing)}; "
                                  f"expected 'parent,child'")
             rows = list(zip(text_values(pairs["parent"]), text_values(pairs["child"])))
+
+            def where(k: int) -> str:       # a file's line, or a DataFrame's row
+                return row_place(source, pairs, k)
         else:
             rows = list(pairs)
+
+            def where(k: int) -> str:
+                if place is not None:
+                    return place(k)
+                return f"{source} pair {k} (0-based position)"
         if not rows:
             raise InputError(f"{source}: no parent-child pairs")
         parent_of: dict[str, str] = {}
         order: list[str] = []
         kids: dict[str, list[str]] = {}
-        for row, (p, c) in enumerate(rows, start=1):
+        for row, (p, c) in enumerate(rows):
             if _missing(p) or _missing(c):
-                raise InputError(f"{source} row {row}: empty parent or child code")
+                raise InputError(f"{where(row)}: empty parent or child code")
             p, c = str(p).strip(), str(c).strip()
             if p == c:
-                raise InputError(f"{source} row {row}: code '{c}' is its own parent (cycle)")
+                raise InputError(f"{where(row)}: code '{c}' is its own parent (cycle)")
             if c in parent_of:
                 if parent_of[c] == p:
-                    raise InputError(f"{source} row {row}: pair ('{p}', '{c}') is duplicated")
-                raise InputError(f"{source} row {row}: code '{c}' has two parents "
+                    raise InputError(f"{where(row)}: pair ('{p}', '{c}') is duplicated")
+                raise InputError(f"{where(row)}: code '{c}' has two parents "
                                  f"('{parent_of[c]}' and '{p}')")
             parent_of[c] = p
             for code in (p, c):
@@ -203,6 +215,7 @@ class Hierarchy:
         else:
             text = str(source)
         pairs: list[tuple[str, str]] = []
+        at: list[int] = []
         stack = [str(total)]
         n = 0
         for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -221,11 +234,13 @@ class Hierarchy:
                                  f"but its parent level is missing")
             del stack[depth + 1:]
             pairs.append((stack[depth], code))
+            at.append(lineno)
             stack.append(code)
             n += 1
         if n == 0:
             raise InputError(f"{label}: empty hierarchy file")
-        return cls.from_pairs(pairs, name=name, source=label)
+        return cls.from_pairs(pairs, name=name, source=label,
+                              place=lambda k: f"{label} line {at[k]}")
 
     @classmethod
     def from_columns(cls, frame: "pd.DataFrame | Columns", columns: Sequence[str],
@@ -250,14 +265,16 @@ class Hierarchy:
         levels = [text_values(np.asarray(frame[c], dtype=object)) for c in columns]
         for c, v in zip(columns, levels):
             empty = np.flatnonzero(np.equal(v, None) | np.equal(v, ""))
-            if len(empty):          # line numbers of a file with one header line
-                raise InputError(f"{what} line {int(empty[0]) + 2}: empty code in column '{c}'")
+            if len(empty):          # a file's line, or a DataFrame's row
+                raise InputError(f"{row_place(what, frame, int(empty[0]))}: empty code in "
+                                 f"column '{c}'")
         pairs: list[tuple[str, str]] = []
+        pair_rows: list[int] = []
         seen: dict[str, tuple[str, int]] = {}
-        first_line: dict[tuple, int] = {}
+        first_row: dict[tuple, int] = {}
         for i, row in enumerate(zip(*levels)):
-            first_line.setdefault(row, i + 2)
-        for row, row_no in first_line.items():
+            first_row.setdefault(row, i)
+        for row, i in first_row.items():
             prev = str(total)
             for column, code in zip(columns, row):
                 if code == prev:
@@ -265,14 +282,16 @@ class Hierarchy:
                 if code in seen:
                     if seen[code][0] != prev:
                         # named by lines, not quoted: the table may be the microdata itself
-                        raise InputError(f"{what} line {row_no}: the code in column "
-                                         f"'{column}' has two parents (the other at line "
-                                         f"{seen[code][1]})")
+                        other = row_place("", frame, seen[code][1]).strip()
+                        raise InputError(f"{row_place(what, frame, i)}: the code in column "
+                                         f"'{column}' has two parents (the other at {other})")
                 else:
-                    seen[code] = (prev, row_no)
+                    seen[code] = (prev, i)
                     pairs.append((prev, code))
+                    pair_rows.append(i)
                 prev = code
-        return cls.from_pairs(pairs, name=name, source=label or "hierarchy")
+        return cls.from_pairs(pairs, name=name, source=label or "hierarchy",
+                              place=lambda k: row_place(what, frame, pair_rows[k]))
 
     # ----------------------------------------------------------------- queries
     def __len__(self) -> int:

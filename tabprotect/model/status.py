@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tabprotect.errors import InputError
-from tabprotect.model.columns import text_values
+from tabprotect.model.columns import row_place, text_values
 
 SAFE = "S"        # published
 PRIMARY = "U"     # unsafe by a primary rule: suppressed
@@ -44,9 +44,10 @@ STATUS_WORDS = {"safe": "S", "unsafe": "U", "primary": "U", "secondary": "M",
                 "protected": "P", "empty": "Z"}
 
 
-def parse_status(column, source: str, name: str = "status") -> np.ndarray:
+def parse_status(column, source: str, name: str = "status", rows=None) -> np.ndarray:
     """A status column as letters: S U M P Z (any case), the words of
-    :data:`STATUS_WORDS`, or blank (not given); anything else names its row."""
+    :data:`STATUS_WORDS`, or blank (not given); anything else names its row (a file's
+    line; with ``rows``, the frame the column is of, as :func:`row_place` names it)."""
     text = text_values(np.asarray(column, dtype=object))
     letters = np.array([_status_letter(t) for t in text], dtype=object)
     bad = ~np.isin(letters.astype(str), ("", "S", "U", "M", "P", "Z"))
@@ -55,8 +56,8 @@ def parse_status(column, source: str, name: str = "status") -> np.ndarray:
         # X is a published table's letter for any suppressed cell: it does not say which
         hint = ("; X, published.csv's letter for every suppressed cell, does not say "
                 "primary or secondary" if letters[r] == SUPPRESSED_LETTER else "")
-        raise InputError(f"{source} row {r + 2}, column '{name}': not a status (give one of "
-                         f"S U M P Z, or {', '.join(STATUS_WORDS)}{hint})")
+        raise InputError(f"{row_place(source, rows, r)}, column '{name}': not a status "
+                         f"(give one of S U M P Z, or {', '.join(STATUS_WORDS)}{hint})")
     return letters.astype("<U1")
 
 

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from tabprotect.errors import InputError, column_names
 from tabprotect.model.columns import (Columns, as_columns, parse_numbers,
-                                      read_table_columns, text_values)
+                                      read_table_columns, row_place, text_values)
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
@@ -212,11 +212,10 @@ class Table:
             p = d.hierarchy.lookup(text_values(frame[d.name]))
             bad = np.flatnonzero(p < 0)
             if len(bad):
-                rows = ", ".join(str(r + 2) for r in bad[:3])
+                more = f"; {len(bad)} such rows" if len(bad) > 1 else ""
                 # the code is a data field (it may be a shifted value): named, not quoted
-                raise InputError(f"{source} row {bad[0] + 2}: the code in column "
-                                 f"'{d.name}' is not in its hierarchy (rows {rows}"
-                                 f"{' ...' if len(bad) > 3 else ''})")
+                raise InputError(f"{row_place(source, frame, int(bad[0]))}: the code in "
+                                 f"column '{d.name}' is not in its hierarchy{more}")
             pos.append(p)
         flat = np.ravel_multi_index(tuple(pos), shape) if dims else np.zeros(len(frame), int)
         dup = np.ones(len(flat), dtype=bool)
@@ -224,27 +223,28 @@ class Table:
         if dup.any():
             r = int(np.flatnonzero(dup)[0])
             first = int(np.flatnonzero(flat == flat[r])[0])
-            raise InputError(f"{source} row {r + 2}: cell {_cell_name(dims, pos, r)} is "
-                             f"duplicated (first at row {first + 2})")
+            first_at = row_place("", frame, first).strip()
+            raise InputError(f"{row_place(source, frame, r)}: cell "
+                             f"{_cell_name(dims, pos, r)} is duplicated (first at {first_at})")
 
         def column(col: str, what: str, allow_nan: bool = False,
                    allow_negative: bool = True) -> np.ndarray:
             arr, bad = parse_numbers(frame[col])
             if bad.any():
                 r = int(np.flatnonzero(bad)[0])
-                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is not a number")
             if not allow_nan and np.isnan(arr).any():
                 r = int(np.flatnonzero(np.isnan(arr))[0])
-                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is missing")
             if np.isinf(arr).any() and not (what == "ub" and (arr[np.isinf(arr)] > 0).all()):
                 r = int(np.flatnonzero(np.isinf(arr))[0])
-                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is not a finite number")
             if not allow_negative and (arr < 0).any():
                 r = int(np.flatnonzero(arr < 0)[0])
-                raise InputError(f"{source} row {r + 2}: {what} column '{col}' of cell "
+                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
                                  f"{_cell_name(dims, pos, r)} is negative")
             return arr
 
@@ -273,7 +273,7 @@ class Table:
             kw["top"] = t
         if status is not None:
             st = np.full(n, "", dtype="<U1")
-            st[flat] = parse_status(frame[status], source, status)
+            st[flat] = parse_status(frame[status], source, status, rows=frame)
             kw["status_given"] = st
         ex = {c: scatter(column(c, c, allow_nan=True), np.nan) for c in extra}
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from tabprotect.errors import InputError
 from tabprotect.model.status import EMPTY, PRIMARY, PROTECTED, SAFE
-from tabprotect.model.columns import parse_numbers
+from tabprotect.model.columns import parse_numbers, row_place
 from tabprotect.model.table import Table, parse_status
 from tabprotect.primary.manual import ManualStatus
 
@@ -70,11 +70,11 @@ class Levels:
     def add_manual(self, rule: ManualStatus, table: Table) -> None:
         """The statuses, levels and bounds of a manual file."""
         idx, frame = rule.locate(table)
-        st = (parse_status(frame["status"], rule.file_name) if "status" in frame.columns
+        st = (parse_status(frame["status"], rule.file_name, rows=frame) if "status" in frame.columns
               else np.full(len(idx), ""))
         bad = ~np.isin(st, ["", SAFE, PRIMARY, PROTECTED])
         if bad.any():
-            raise InputError(f"{rule.file_name} row {int(np.flatnonzero(bad)[0]) + 2}: "
+            raise InputError(f"{row_place(rule.file_name, frame, int(np.flatnonzero(bad)[0]))}: "
                              f"status must be S, U or P (safe, unsafe or primary, "
                              f"protected)")
 
@@ -85,7 +85,7 @@ class Levels:
             if name in ("upl", "lpl", "spl"):   # a level is a size: finite, not negative
                 bad = bad | np.isinf(vals) | (vals < 0)
             if bad.any():
-                raise InputError(f"{rule.file_name} row {int(np.flatnonzero(bad)[0]) + 2}, "
+                raise InputError(f"{row_place(rule.file_name, frame, int(np.flatnonzero(bad)[0]))}, "
                                  f"column '{name}': not a number"
                                  f"{' >= 0' if name in ('upl', 'lpl', 'spl') else ''}")
             return vals

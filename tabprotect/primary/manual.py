@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from tabprotect.errors import InputError
-from tabprotect.model.columns import Columns, as_columns, read_table_columns, text_values
+from tabprotect.model.columns import Columns, as_columns, read_table_columns, row_place, \
+    text_values
 from tabprotect.model.table import Table
 from tabprotect.primary.base import Rule
 
@@ -66,7 +67,7 @@ class ManualStatus(Rule):
             p = d.hierarchy.lookup(text_values(frame[d.name]))
             bad = np.flatnonzero(p < 0)
             if len(bad):
-                raise InputError(f"{src} line {bad[0] + 2}: the code in column "
+                raise InputError(f"{row_place(src, frame, int(bad[0]))}: the code in column "
                                  f"'{d.name}' is not in its hierarchy")
             pos.append(p)
         idx = np.ravel_multi_index(tuple(pos), table.shape)

@@ -1,24 +1,34 @@
 """Record checks shared by the engines: codes to hierarchy positions, numeric columns,
 request flags, required columns.  Every failure is one line naming the source, the column
-and the first rows (``line N`` of a file, the header being line 1; ``row <label>`` of a
-DataFrame)."""
+and the first rows (``line N`` of a file, the header being line 1; ``row with index label
+<label>`` of a DataFrame, a Dask partition's label being the whole frame's)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from tabprotect.errors import InputError, column_names
-from tabprotect.model.columns import Columns, factorize, missing_mask, parse_numbers, \
-    text_values
+from tabprotect.model.columns import Columns, factorize, file_places, missing_mask, \
+    parse_numbers, text_values
 from tabprotect.model.table import Dimension
 from tabprotect.tabulate.spec import MicrodataSpec
 
 __all__ = ["row_label", "code_positions", "numeric_column", "flags", "check_columns"]
 
 
-def row_label(rows: np.ndarray, index, file_rows: bool) -> str:
+def row_label(rows: np.ndarray, index, file_rows) -> str:
+    """The rows for a message: a file's lines (``file_rows`` the file, or True: the header
+    is line 1 and no line is blank), or a DataFrame's index labels."""
     if file_rows:
-        return ", ".join(f"line {int(r) + 2}" for r in rows)
-    return ", ".join(f"row {index[int(r)]!r}" for r in rows)
+        return ", ".join(file_places(file_rows if isinstance(file_rows, Path) else None,
+                                     rows))
+    return ", ".join(f"row with index label {_label(index[int(r)])!r}" for r in rows)
+
+
+def _label(v):
+    """An index label as Python shows it (a numpy scalar as a plain value)."""
+    return v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v
 
 
 def code_positions(values: np.ndarray, dim: Dimension, spec: MicrodataSpec, source: str,

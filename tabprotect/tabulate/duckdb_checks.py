@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tabprotect.errors import InputError
+from tabprotect.model.columns import file_places
 from tabprotect.model.table import Dimension
 from tabprotect.tabulate.checks import code_positions, flags
 from tabprotect.tabulate.files import is_parquet
@@ -51,8 +52,8 @@ def group_positions(col: pd.Series, dim: Dimension, spec: MicrodataSpec, src,
 
 def _rows_text(src, rows: list[int]) -> str:
     if is_pandas_frame(src):
-        return ", ".join(f"row {src.index[r]!r}" for r in rows)
-    return ", ".join(f"line {r + 2}" for r in rows)
+        return ", ".join(f"row with index label {src.index[r]!r}" for r in rows)
+    return ", ".join(file_places(Path(src), rows))
 
 
 def _first_rows(src, column: str, predicate, limit: int = 3) -> list[int]:

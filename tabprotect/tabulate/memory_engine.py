@@ -35,7 +35,7 @@ def memory_leaves(source: Source, spec: MicrodataSpec, settings: EngineSettings,
     """The engine function (see :mod:`tabprotect.tabulate.engine`)."""
     if isinstance(source, Path):
         return frame_leaves(read_microdata(source, spec), spec, say, source.name,
-                            file_rows=True)
+                            file_rows=source)
     return frame_leaves(as_columns(source), spec, say, "microdata", file_rows=False)
 
 
@@ -53,8 +53,9 @@ class _Records:
 
 
 def frame_leaves(frame: "Columns | pd.DataFrame", spec: MicrodataSpec, say: Progress,
-                 source: str, file_rows: bool) -> Leaves:
-    """Leaf aggregates of a frame; ``source`` and ``file_rows`` say how errors name rows."""
+                 source: str, file_rows: "bool | Path") -> Leaves:
+    """Leaf aggregates of a frame; ``source`` and ``file_rows`` (the file whose lines name
+    the rows; False: a DataFrame's index labels) say how errors name rows."""
     rec = _records(as_columns(frame), spec, say, source, file_rows)
     say("summing cells")
     g = int(np.prod(spec.shape))
