@@ -102,26 +102,38 @@ def hidden_parts_bounds(table: Table, a: np.ndarray, is_pub: np.ndarray, base: i
     else:
         for c in totals:
             upper[c] = program.bound(c, "max", counters, deadline, fallback=np.inf)[0]
-    # a total's least value: the best known hidden table's, when a lower bound meets it
+    known = free_totals and feasible_start(table, [z0], zlo, zhi) is not None
+    lower[totals] = _totals_least(K, b, ii, z0 if known else None, zmin, zmax, lower,
+                                  prior_lo, program, totals, free_totals, counters,
+                                  deadline)[totals]
+    lower[totals] = np.maximum(lower[totals], prior_lo[totals])
+    return lower + 0.0, upper + 0.0
+
+
+def _totals_least(K, b, ii, z0, zmin, zmax, lower, prior_lo, program, totals, free_totals,
+                  counters, deadline) -> np.ndarray:
+    """Each total's least value (at the entries ``totals``): the best known hidden table's
+    (``z0``; None: none known) when a lower bound meets it, else the integer program's,
+    whose optimal hidden table is one more known table for the totals after it."""
     def least_at(z):
         return K @ np.maximum(prior_lo[ii], b * z[ii] - b + 1)
 
-    known = feasible_start(table, [z0], zlo, zhi) is not None and free_totals
-    best = least_at(z0) if known else np.full(len(lower), np.inf)
+    best = least_at(z0) if z0 is not None else np.full(K.shape[0], np.inf)
     floor_ = K @ lower[ii]
     if np.all(prior_lo[ii] >= 0):   # then sum_i max(lb_i, b z_i - b + 1) >= b Z - (b-1) nz
         can = K @ (zmax[ii] >= 1).astype(float)       # parts that can be non-zero
         floor_ = np.maximum(floor_, b * zmin - (b - 1) * np.minimum(can, zmin))
+    out = lower.copy()
+    k = np.asarray(K.sum(axis=1)).ravel()
     for c in totals[np.argsort(-k[totals], kind="stable")]:   # the largest totals first
         if best[c] <= floor_[c]:
-            lower[c] = best[c]
+            out[c] = best[c]
             continue
-        lower[c], z = program.bound(c, "min", counters, deadline, fallback=floor_[c])
+        out[c], z = program.bound(c, "min", counters, deadline, fallback=floor_[c])
         if z is not None and free_totals:
             # its hidden table (most non-zero parts under c) may settle other totals
             best = np.minimum(best, least_at(np.round(z)))
-    lower[totals] = np.maximum(lower[totals], prior_lo[totals])
-    return lower + 0.0, upper + 0.0
+    return out
 
 
 class _TotalsProgram:
