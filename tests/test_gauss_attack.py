@@ -165,3 +165,45 @@ def test_components_kept_across_a_growing_pattern_are_those_of_a_fresh_step(seed
                 assert (sub != fresh_sub).nnz == 0
         z = z.copy()
         z[grow] = True
+
+
+def _fresh_cost(step: AttackStep, cond, cells, sub, z, keep):
+    """The optimum of a condition's protection LP on a new model (no warm basis, every
+    bound sent), as the warm LP would be given it."""
+    up, dn = step.req.up[cells].copy(), step.req.down[cells].copy()
+    if keep is not None:
+        up[keep] = dn[keep] = 0.0
+    hidden = np.where(step.attacker[cells] >= 0, step.attacker_weight,
+                      step.free_weight) / cond.need
+    lp = step._protection_lp(cond, cells, sub, z, up, dn, hidden, cond.need * (1 - 1e-9))
+    if lp is None:
+        return None, None
+    weights, A, lo, hi = lp
+    res = AttackStep._lp_model(weights * cond.need, A, lo, hi, presolve=False).solve()
+    return (res.objective if res.status == "optimal" else None), weights * cond.need
+
+
+def test_each_warm_protection_lp_has_the_optimum_of_a_fresh_one():
+    # the warm model of a component takes one condition after another, with and without
+    # attackers held, changing only the bounds that differ: each optimum is the one a
+    # new model with every bound given finds
+    t = flat_count_table((3, 3, 3), 12, 1.5)
+    cost = cost_vector(t, "value")
+    z = np.isin(gauss(t, cost, singleton=True).status, ("U", "M"))
+    step = AttackStep(t, cost)
+    step._integral = []
+    compared = 0
+    for cond in step.conditions():
+        cells, sub = step._component(cond.cell, z, False)
+        held = (step.attacker[cells] >= 0) & (step.attacker[cells] != step.attacker[cond.cell])
+        for keep in (None, held, None):
+            y = step._solve_attack(cond, cells, sub, z, keep, None)
+            fresh, weights = _fresh_cost(step, cond, cells, sub, z, keep)
+            assert (y is None) == (fresh is None)
+            if y is None:
+                continue
+            n = len(cells)
+            warm = weights[:n] @ np.maximum(y, 0) + weights[n:] @ np.maximum(-y, 0)
+            assert warm == pytest.approx(fresh, rel=1e-6, abs=1e-9)
+            compared += 1
+    assert compared >= 10

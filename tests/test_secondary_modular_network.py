@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ from tabprotect.model import synthetic
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
-from tabprotect.secondary.modular.network_cuts import (Problem, SearchLimits, _subset_bits,
+from tabprotect.secondary.modular.network_cuts import (Problem, SearchLimits, _coefficients,
+                                                      _short_cuts, _subset_bits,
                                                       cut_rows_both)
 from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
@@ -684,3 +686,68 @@ def test_round_budget_is_the_compiled_factor_once_the_kernel_runs_the_rounds():
     search.limits = dataclasses.replace(numpy_only, compiled=True)
     assert search._round_budget() == 2100
     assert search._round_limits(100, first_only=True, certified=0).max_nodes == 2000
+
+
+
+@pytest.mark.parametrize("seed,n_edges", [(1, 9), (2, 16), (3, 23), (4, 40)])
+def test_screened_short_cuts_are_the_plain_sums(seed, n_edges):
+    """The cuts a listing's suppressed cells leave short and their deficits, screened by
+    the matrix product (``SearchLimits.screen_cuts``) or not, are those of each cut's
+    ``np.sum`` (pairwise, as the compiled listing sums) to the bit: on ranges of many
+    magnitudes the order of the sums shows in the last bits, and the needs split the
+    cuts near their median or sit at some cuts' threshold (within rounding of it)."""
+    rng = np.random.default_rng(seed)
+    n_nodes, n_cuts = 14, 2 ** 12
+    side = rng.random((n_cuts, n_nodes)) < 0.5
+    tail, head = rng.integers(0, n_nodes, n_edges), rng.integers(0, n_nodes, n_edges)
+    prob = types.SimpleNamespace(up=rng.random(n_edges) * 10.0 ** rng.integers(-2, 6, n_edges),
+                                 down=rng.random(n_edges) * 10.0 ** rng.integers(-2, 6, n_edges))
+    edges = np.arange(n_edges)
+    fwd = side[:, tail] & ~side[:, head]       # as the listing gathers them: cuts x edges
+    bwd = side[:, head] & ~side[:, tail]
+    carried = np.array([np.sum(np.array(row)) for row in _coefficients(prob, fwd, bwd, edges)])
+    # needs at the threshold of some cuts: their deficits within rounding of ``tol``
+    edge_cases = [float(v) * (1 + 1e-9) for v in carried[:64] if v > 1]
+    for need in [float(np.median(carried)), float(carried.max()) * 2, 0.0] + edge_cases:
+        tol = 1e-9 * max(1.0, need)
+        plain = need - carried
+        short = np.flatnonzero(plain > tol)
+        for screen in (2, None):
+            got, deficit = _short_cuts(prob, fwd, bwd, edges, need, tol, screen)
+            assert np.arange(n_cuts)[got].tolist() == short.tolist()
+            assert (deficit == plain[short]).all()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_compiled_listing_sums_suppressed_cells_as_the_numpy_listing(seed):
+    """With many suppressed cells of ranges that are no integers (the order of a cut's
+    sum shows in its last bits), the kernel lists the same rows and floats as numpy."""
+    load_kernel()
+    listed = long_sums = 0
+    for shape in [(6, 6), (5, 7), (4, 7)]:
+        rng = np.random.default_rng(seed)
+        t = _subtable(shape, seed, published=0.1)
+        req = Requirements.from_table(t, singleton=False)
+        fixed = np.isin(t.status, ("U", "M")) | (rng.random(t.n_cells) < 0.5)
+        scale = np.where(fixed & (t.status != "U"), rng.random(t.n_cells) / 9,
+                         1.0 + rng.random(t.n_cells) / 7)
+        req = dataclasses.replace(req, up=req.up * scale, down=req.down * scale)
+        prob = Problem(Network.of(t.relations), req, cost_vector(t, "value"),
+                       candidate_cells(t), fixed)
+        long_sums += int(prob.fixed.sum() >= 16)
+        for s, nu, nd in zip(req.primary, req.need_up, req.need_down):
+            try:
+                ref = cut_rows_both(prob, int(s), float(nu), float(nd),
+                                    SearchLimits(compiled=False))
+            except InfeasibleRulesError:
+                with pytest.raises(InfeasibleRulesError):
+                    cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())
+                continue
+            got = cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())
+            assert (ref is None) == (got is None)
+            for (r_rows, r_def), (g_rows, g_def) in zip(ref or (), got or ()):
+                assert r_rows.shape == g_rows.shape and (r_rows == g_rows).all()
+                assert (r_def == g_def).all()
+                listed += len(r_def)
+    assert listed > 0 and long_sums > 0
+

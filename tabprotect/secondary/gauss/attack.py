@@ -315,11 +315,15 @@ class AttackStep(WidthStep):
         ``sub`` (the same object while the pattern stays the same, :meth:`_component`):
         its costs and column bounds set, re-solved from the component's last basis
         (no model set-up per condition)."""
-        rows, model = self._warm.get(id(sub), (None, None))
+        rows, model, bounds = self._warm.get(id(sub), (None, None, None))
         if rows is not sub:
             model = self._lp_model(weights, A, lo, hi, presolve=self.presolve)
-            self._warm[id(sub)] = (sub, model)
+            self._warm[id(sub)] = (sub, model, (lo, hi))
         else:
             model.set_objective(c=weights)
-            model.set_col_bounds(np.arange(len(lo)), lo, hi)
+            # only the bounds that differ from the last LP's: HiGHS then updates the
+            # basic solution at those columns alone
+            changed = np.flatnonzero((lo != bounds[0]) | (hi != bounds[1]))
+            model.set_col_bounds(changed, lo[changed], hi[changed])
+            self._warm[id(sub)] = (sub, model, (lo, hi))
         return model.solve(time_limit=seconds_left(self.lp_seconds, deadline), duals=False)

@@ -108,6 +108,10 @@ class SearchLimits:
     #: the row rounds' node budget when the loaded kernel runs them: ``max_nodes``
     #: times this (a compiled node costs a few percent of a numpy node)
     compiled_round_factor: int = 10
+    #: a numpy listing of at least this many cuts finds the cuts its suppressed cells
+    #: leave short by a matrix product first, then sums those exactly (the same rows
+    #: and floats); on fewer cuts the product's set-up costs more than it saves
+    screen_cuts: int = 512
 
 
 class Problem:
@@ -195,17 +199,17 @@ def _split_crossing(prob: Problem, side: np.ndarray, edges: np.ndarray) -> tuple
             _crossing(prob, side, edges[~is_fixed]))
 
 
-def _rows(prob: Problem, edges: np.ndarray, need: float, crossing: tuple
-          ) -> tuple[np.ndarray, np.ndarray]:
+def _rows(prob: Problem, edges: np.ndarray, need: float, crossing: tuple,
+          screen_cuts: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the cuts whose ``crossing`` edges (:func:`_split_crossing`: forwards and
     backwards, of the fixed ``edges`` and of the candidate ones) are given: the
-    coefficients of the candidates capped at each cut's deficit, and the deficits."""
+    coefficients of the candidates capped at each cut's deficit, and the deficits
+    (``screen_cuts``: ``SearchLimits.screen_cuts``, None: no screen)."""
     tol = REL_TOL * max(1.0, need)
     (fwd_fixed, bwd_fixed), (fwd_cand, bwd_cand) = crossing
     is_fixed = prob.fixed[edges]
-    deficit = need - _coefficients(prob, fwd_fixed, bwd_fixed, edges[is_fixed]).sum(axis=1)
-    short = deficit > tol
-    deficit = deficit[short]
+    short, deficit = _short_cuts(prob, fwd_fixed, bwd_fixed, edges[is_fixed], need, tol,
+                                 screen_cuts)
     rows = np.zeros((len(deficit), len(prob.cand_idx)))
     cand_edges = edges[~is_fixed]
     rows[:, prob.column[cand_edges]] = _coefficients(prob, fwd_cand[short],
@@ -215,6 +219,36 @@ def _rows(prob: Problem, edges: np.ndarray, need: float, crossing: tuple
         raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
                                    "its candidate cells")
     return rows, deficit
+
+
+def _short_cuts(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarray,
+                need: float, tol: float, screen_cuts: int | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The cuts (``fwd``, ``bwd``: cuts x the suppressed ``edges``) that the suppressed
+    cells leave short of ``need`` by more than ``tol`` (a mask or their indices, in
+    order), and their deficits: ``need`` less each cut's :func:`_coefficients` summed as
+    ``np.sum`` sums a row (pairwise), as the compiled listing sums them
+    (``network_kernel._pairwise``: the same floats).  A listing of ``screen_cuts`` or
+    more cuts is screened by a matrix product first (most of its cuts the suppressed
+    cells meet): only the cuts it leaves within a rounding margin of short are summed
+    exactly."""
+    up = down = None
+    if screen_cuts is not None and len(fwd) >= max(2, screen_cuts) and len(edges):
+        up, down = prob.up[edges], prob.down[edges]
+    if up is None or not (np.isfinite(up).all() and np.isfinite(down).all()):
+        # (the crossings are gathered column-major: summed as rows, not edge by edge)
+        deficit = need - np.ascontiguousarray(_coefficients(prob, fwd, bwd, edges)).sum(axis=1)
+        short = deficit > tol
+        return short, deficit[short]
+    rough = need - (fwd.astype(float) @ up + bwd.astype(float) @ down)
+    # either sum of len(edges) terms is within len(edges) * 2^-52 of their absolute
+    # sum: the margin is orders of magnitude wider
+    margin = 1e-10 * (1.0 + abs(need) + np.abs(up).sum() + np.abs(down).sum())
+    maybe = np.flatnonzero(rough > tol - margin)
+    carried = np.ascontiguousarray(np.where(fwd[maybe], up, np.where(bwd[maybe], down, 0.0)))
+    deficit = need - carried.sum(axis=1)
+    keep = deficit > tol
+    return maybe[keep], deficit[keep]
 
 
 def _coefficients(prob: Problem, fwd: np.ndarray, bwd: np.ndarray, edges: np.ndarray
@@ -243,7 +277,8 @@ def cut_rows(prob: Problem, s: int, kind: str, need: float, j: int,
     edges = edges[(edges != s) & (edges != j)]
     side = _cut_sides(prob, s, kind, edges, limits)
     return None if side is None else _rows(prob, edges, need,
-                                           _split_crossing(prob, side, edges))
+                                           _split_crossing(prob, side, edges),
+                                           limits.screen_cuts)
 
 
 def _cut_sides(prob: Problem, s: int, kind: str, edges: np.ndarray, limits: SearchLimits
@@ -295,7 +330,8 @@ def cut_rows_both(prob: Problem, s: int, up: float, down: float, limits: SearchL
     fixed, cand = _split_crossing(prob, side, edges)
     # a down cut is an up cut's complement: forwards and backwards swap
     return [_rows(prob, edges, need, (fixed, cand) if kind == "up"
-                  else (fixed[::-1], cand[::-1])) for kind, need in kinds]
+                  else (fixed[::-1], cand[::-1]), limits.screen_cuts)
+            for kind, need in kinds]
 
 
 def _compiled_rows(prob: Problem, s: int, edges: np.ndarray, limits: SearchLimits,
