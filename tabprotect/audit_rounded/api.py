@@ -10,6 +10,7 @@ import numpy as np
 from tabprotect.audit_rounded.certificates import array_blocks, feasible_start, \
     independent_inner_bounds, move_certificates
 from tabprotect.audit_rounded.component import ComponentAudit, Counters, check_fixed_rows
+from tabprotect.audit_rounded.hidden import hidden_parts_bounds, hides_rounded_parts
 from tabprotect.audit_rounded.local import LocalCertifier
 from tabprotect.audit_rounded.ranges import method_ranges, promised_cells
 from tabprotect.audit_rounded.result import TOL, RoundedAuditResult
@@ -139,8 +140,12 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     counters = Counters()
     deadline = None if time_limit is None else start + time_limit
     bounds = _Bounds(table, box_lo, box_hi, counters, deadline, threads, settings)
-    lower, upper, n_components, n_certified = bounds.run(
-        [a, case.true_values], certificates, progress)
+    if hides_rounded_parts(method, case.margins_from_interior, is_pub, inner):
+        lower, upper, n_components, n_certified = bounds.hidden_parts(
+            a, is_pub, base, certificates, progress)
+    else:
+        lower, upper, n_components, n_certified = bounds.run(
+            [a, case.true_values], certificates, progress)
     if deadline is not None and (time.perf_counter() > deadline or counters.cut):
         notes.append("time limit reached: some cells keep their method range (the audit may "
                      "understate what an intruder can derive)")
@@ -273,6 +278,26 @@ class _Bounds:
     deadline: float | None
     threads: int | None
     settings: RoundedAuditSettings
+
+    def hidden_parts(self, a, is_pub, base: int, certificates: bool, progress):
+        """``run`` for totals that are sums of hidden rounded inner cells
+        (:mod:`~tabprotect.audit_rounded.hidden`): the bounds of the hidden table in units
+        of the base, then the true values' bounds from them."""
+        table = self.table
+        prior_lo, prior_hi = _boxes(table, np.zeros(table.n_cells, dtype=bool),
+                                    self.box_lo, self.box_hi)
+        found = []
+
+        def z_bounds(lo, hi, start):
+            z = _Bounds(table, lo, hi, self.counters, self.deadline, self.threads,
+                        self.settings)
+            found.append(z.run([start], certificates, progress))
+            return found[-1][:2]
+
+        lower, upper = hidden_parts_bounds(table, a, is_pub, base, prior_lo, prior_hi,
+                                           z_bounds, self.counters, self.deadline,
+                                           self.threads)
+        return lower, upper, found[0][2], found[0][3]
 
     def run(self, candidates, certificates: bool, progress):
         """``(lower, upper, n_components, n_certified)``; ``candidates`` are the tables
