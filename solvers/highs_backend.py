@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from . import highs_spares as spares
 from .model import LinearProgram, SolveResult
 
 try:  # highspy is a hard dependency of the distribution, but keep the import error clear
@@ -34,19 +35,11 @@ def _require_highspy() -> None:
         )
 
 
-def _new_highs():
-    """A bare HiGHS instance.
-
-    The pybind ``_core._Highs`` class is preferred over ``highspy.Highs``: the Python
-    subclass registers callbacks (overhead on every run) and prints a copyright banner on
-    stdout at first construction, which would pollute CLI output. Fall back to the public
-    class when the private one is not there (other highspy versions).
-    """
+def _new_highs(spare: bool = False):
+    """A bare HiGHS instance (with ``spare``, maybe a spare one: see
+    :func:`solvers.highs_spares.new`)."""
     _require_highspy()
-    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
-    h = core() if core is not None else highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    return h
+    return spares.new(highspy, spare)
 
 
 def _set_option(h, name: str, value: Any, *, strict: bool = True) -> bool:
@@ -323,7 +316,7 @@ class HighsModel:
         **options: Any,
     ) -> None:
         _require_highspy()
-        self._h = _new_highs()
+        self._h = _new_highs(spare=True)
         self._time_limit = time_limit
         self._current_time_limit = np.inf if time_limit is None else float(time_limit)
         _configure(self._h, verbose=verbose, time_limit=time_limit, mip_gap=mip_gap,
@@ -355,6 +348,14 @@ class HighsModel:
         self._primal_feasible_basis = False
         self._strategy_now = self._default_strategy
         self._solved_before = False
+        if time_limit is not None and np.isfinite(time_limit):
+            self._apply_time_limit(time_limit)  # relative to a spare's run clock too
+
+    def __del__(self):
+        try:  # the instance goes to the spares unless someone kept it (spares.release)
+            spares.release(self._h, self._n + self._m, holders=2)
+        except Exception:  # pragma: no cover - at interpreter exit, or a failed __init__
+            pass
 
     # ------------------------------------------------------------------ properties
     @property

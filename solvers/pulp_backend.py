@@ -111,7 +111,36 @@ def solve_pulp(
     if solver is None:
         solver = _default_solver(pulp)
     t0 = time.perf_counter()
-    n, m = lp.n_cols, lp.n_rows
+    prob, xs = _model(pulp, lp)
+    row_cons = _add_rows(pulp, prob, lp, xs)
+
+    if lp.n_cols == 0:
+        # PuLP cannot write a model without variables; decide feasibility directly.
+        ok = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))
+        st = "optimal" if ok else "infeasible"
+        return SolveResult(status=st, objective=lp.offset if ok else None,
+                           x=np.zeros(0) if ok else None, runtime=time.perf_counter() - t0,
+                           backend="pulp", log_summary=f"pulp: {st} (no columns)")
+
+    error = _solve(pulp, prob, solver, verbose, time_limit, mip_gap, threads, options)
+    if error is not None:
+        rt = time.perf_counter() - t0
+        return SolveResult(status="error", runtime=rt, backend="pulp",
+                           log_summary=f"pulp/{solver}: error: {error}")
+    st, sol_st = prob.status, prob.sol_status
+    status = _status(pulp, st, sol_st, time_limit)
+    status, objective, x, duals, rc = _solution(lp, xs, row_cons, status)
+    rt = time.perf_counter() - t0
+    summary = (f"pulp/{solver}: {status} (status={pulp.LpStatus.get(st, st)}, "
+               f"sol_status={pulp.LpSolution.get(sol_st, sol_st)}) time={rt:.3f}s")
+    return SolveResult(status=status, objective=objective, x=x, duals=duals,
+                       reduced_costs=rc, mip_gap=(0.0 if (lp.is_mip and status == "optimal" and mip_gap is None) else None),
+                       runtime=rt, backend="pulp", log_summary=summary)
+
+
+def _model(pulp, lp: LinearProgram):
+    """The PuLP problem with ``lp``'s variables and objective, and the variables."""
+    n = lp.n_cols
     sense = pulp.LpMaximize if lp.sense == "max" else pulp.LpMinimize
     prob = pulp.LpProblem("tabprotect_lp", sense)
 
@@ -132,8 +161,12 @@ def solve_pulp(
     nz = np.flatnonzero(lp.c)
     obj = pulp.LpAffineExpression([(xs[j], float(lp.c[j])) for j in nz], constant=lp.offset)
     prob.setObjective(obj)
+    return prob, xs
 
-    # For each row remember which PuLP constraint(s) carry its dual.
+
+def _add_rows(pulp, prob, lp: LinearProgram, xs: list) -> list[list[Any]]:
+    """Add ``lp``'s rows to ``prob``; per row, the PuLP constraint(s) that carry its dual."""
+    m = lp.n_rows
     row_cons: list[list[Any]] = [[] for _ in range(m)]
     A = lp.A
     indptr, indices, data = A.indptr, A.indices, A.data
@@ -156,15 +189,12 @@ def solve_pulp(
                                     rhs=float(rhs), name=f"r{i}{tag}")
             prob.addConstraint(con)
             row_cons[i].append(con)
+    return row_cons
 
-    if n == 0:
-        # PuLP cannot write a model without variables; decide feasibility directly.
-        ok = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))
-        st = "optimal" if ok else "infeasible"
-        return SolveResult(status=st, objective=lp.offset if ok else None,
-                           x=np.zeros(0) if ok else None, runtime=time.perf_counter() - t0,
-                           backend="pulp", log_summary=f"pulp: {st} (no columns)")
 
+def _solve(pulp, prob, solver: str, verbose: bool, time_limit, mip_gap, threads,
+           options: dict):
+    """Solve ``prob``; the solver's error, or None."""
     sv = _make_solver(pulp, solver, verbose, time_limit, mip_gap, threads, options)
     try:
         prob.solve(sv)
@@ -180,26 +210,28 @@ def solve_pulp(
                 error = None
             except pulp.PulpSolverError as exc2:
                 error = exc2
-        if error is not None:
-            rt = time.perf_counter() - t0
-            return SolveResult(status="error", runtime=rt, backend="pulp",
-                               log_summary=f"pulp/{solver}: error: {error}")
+        return error
+    return None
 
-    st, sol_st = prob.status, prob.sol_status
+
+def _status(pulp, st, sol_st, time_limit) -> str:
+    """The solve's status from PuLP's status and solution status."""
     has_sol = sol_st in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     if st == pulp.LpStatusOptimal and sol_st == pulp.LpSolutionIntegerFeasible:
-        status = "time_limit"  # CBC stopped (time limit) with an incumbent
-    elif st == pulp.LpStatusOptimal:
-        status = "optimal"
-    elif st == pulp.LpStatusInfeasible:
-        status = "infeasible"
-    elif st == pulp.LpStatusUnbounded:
-        status = "unbounded"
-    elif st == pulp.LpStatusNotSolved and time_limit is not None:
-        status = "time_limit" if has_sol else "time_limit_no_solution"
-    else:
-        status = "error"
+        return "time_limit"  # CBC stopped (time limit) with an incumbent
+    if st == pulp.LpStatusOptimal:
+        return "optimal"
+    if st == pulp.LpStatusInfeasible:
+        return "infeasible"
+    if st == pulp.LpStatusUnbounded:
+        return "unbounded"
+    if st == pulp.LpStatusNotSolved and time_limit is not None:
+        return "time_limit" if has_sol else "time_limit_no_solution"
+    return "error"
 
+
+def _solution(lp: LinearProgram, xs: list, row_cons: list, status: str):
+    """(status, objective, x, duals, reduced costs) read back from the variables."""
     objective = x = duals = rc = None
     if status in ("optimal", "time_limit"):
         # A variable in no constraint and with zero cost never reaches the solver
@@ -212,18 +244,13 @@ def solve_pulp(
         else:
             objective = float(lp.c @ x + lp.offset)
             if not lp.is_mip and status == "optimal":
-                duals = _row_duals(row_cons, m)
+                duals = _row_duals(row_cons, lp.n_rows)
                 rc = np.array([v.dj if v.dj is not None else
                                (0.0 if v.varValue is None else np.nan) for v in xs],
                               dtype=np.float64)
                 if duals is None or np.isnan(rc).any():
                     duals = rc = None
-    rt = time.perf_counter() - t0
-    summary = (f"pulp/{solver}: {status} (status={pulp.LpStatus.get(st, st)}, "
-               f"sol_status={pulp.LpSolution.get(sol_st, sol_st)}) time={rt:.3f}s")
-    return SolveResult(status=status, objective=objective, x=x, duals=duals,
-                       reduced_costs=rc, mip_gap=(0.0 if (lp.is_mip and status == "optimal" and mip_gap is None) else None),
-                       runtime=rt, backend="pulp", log_summary=summary)
+    return status, objective, x, duals, rc
 
 
 def _row_duals(row_cons, m: int) -> np.ndarray | None:

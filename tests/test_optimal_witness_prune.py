@@ -15,6 +15,7 @@ from tabprotect.secondary import cost_vector
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.attacker_oracle import AttackerOracle
 from tabprotect.secondary.optimal import OptimalOptions
+from tabprotect.secondary.optimal.oracle import LPCount
 from tabprotect.secondary.optimal.prune import _cell_components, prune, witness_prune
 
 N = 9        # inner rows and columns; blocks of 3 x 3 on the diagonal
@@ -74,6 +75,43 @@ def test_witness_prune_over_components_takes_the_check_by_check_decisions(seed, 
                   options=OptimalOptions(witness_prune=False))
     out = witness_prune(oracle, pattern, fixed, cost, None)
     assert out is not None and (out == plain).all()
+    assert out.sum() < pattern.sum()
+    assert lp_oracle.protected(table, out, singleton=False).all()
+    for i in np.flatnonzero(out & ~fixed):
+        less = out.copy()
+        less[i] = False
+        assert not lp_oracle.protected(table, less, singleton=False).all()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_witness_prune_solves_no_lp_for_primaries_away_from_the_cells_it_tries(seed):
+    """With the first two blocks' cells fixed, only the third block's cells can be
+    published: the first two blocks' primaries cannot be affected, and the prune solves
+    exactly the LPs it solves on the same table without their conditions, with the
+    check-by-check prune's result, protected and minimal by the independent LP oracle."""
+    table, pattern = _block_table(seed)
+    fixed = table.status == "U"
+    blocks = [[(3 * b + i + 1) * (N + 1) + 3 * b + k + 1 for i in range(3)
+               for k in range(3)] for b in range(3)]
+    fixed[blocks[0] + blocks[1]] = True
+    cost = cost_vector(table, "value")
+    far = np.zeros(table.n_cells, bool)
+    far[blocks[0] + blocks[1]] = True
+    alone = table.replace(status=np.where(far & (table.status == "U"), "S", table.status))
+    outs, counts = [], []
+    for t in (table, alone):
+        req = Requirements.from_table(t, singleton=False)
+        oracle = AttackerOracle(t, req)
+        assert oracle.check(pattern, cuts=False).ok
+        count = LPCount()
+        outs.append(witness_prune(oracle, pattern, fixed, cost, None, count=count))
+        counts.append(count.n)
+        plain = prune(oracle, pattern, fixed, cost, None,
+                      options=OptimalOptions(witness_prune=False))
+        assert outs[-1] is not None and (outs[-1] == plain).all()
+    assert req.primary.size < Requirements.from_table(table, singleton=False).primary.size
+    out = outs[0]
+    assert (outs[1] == out).all() and counts[0] == counts[1] > 0
     assert out.sum() < pattern.sum()
     assert lp_oracle.protected(table, out, singleton=False).all()
     for i in np.flatnonzero(out & ~fixed):

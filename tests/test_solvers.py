@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import highspy
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -613,3 +614,57 @@ def test_columns_are_the_matrix_column_wise_and_made_once():
     assert lp.columns()[1] is index                     # kept with the program
     other = dataclasses.replace(lp, A=2 * lp.A)         # another matrix: made anew
     assert np.allclose(other.columns()[2], 2 * value)
+
+
+def _drained() -> list:
+    """Models holding every spare HiGHS instance, so that the next one a dropped model
+    leaves is the only spare."""
+    from solvers import highs_spares
+    return [HighsModel(_polytope()) for _ in range(len(highs_spares.SPARE))]
+
+
+def test_a_dropped_models_instance_serves_the_next_model_as_a_new_one():
+    # options, bounds, basis and objective of the dropped model are gone: the next model
+    # on the spare instance gives a fresh model's answers, its options at the defaults
+    fresh = HighsModel(_polytope())
+    defaults = {k: fresh.highs.getOptionValue(k)[1]
+                for k in ("presolve", "simplex_strategy", "time_limit", "output_flag")}
+    want = [fresh.minimize_maximize(j) for j in range(fresh.n_cols)]
+    keep = _drained()
+    old = HighsModel(_polytope(), presolve="off", simplex_strategy=4, time_limit=5.0)
+    old.set_col_bounds([0], 1.0, 2.0)
+    old.minimize_maximize(0)
+    spent = id(old.highs)
+    del old
+    new = HighsModel(_polytope())
+    assert id(new.highs) == spent, "the dropped model's instance is reused"
+    assert {k: new.highs.getOptionValue(k)[1] for k in defaults} == defaults
+    assert [new.minimize_maximize(j) for j in range(new.n_cols)] == want
+    del keep
+
+
+def test_a_kept_raw_instance_is_never_handed_to_another_model():
+    keep = _drained()
+    h = HighsModel(_polytope()).highs
+    n = h.getNumCol()
+    other = HighsModel(LinearProgram(c=np.ones(1), col_upper=np.ones(1)))
+    assert other.highs is not h and h.getNumCol() == n > 1
+    del keep
+
+
+def test_a_time_limit_counts_from_the_models_start_on_a_spare_instance():
+    # a spare instance's run clock goes on from its earlier models' runs: a limit below
+    # that clock still leaves a model's solves (and a direct run of its instance) time
+    keep = _drained()
+    old = HighsModel(_polytope())
+    for _ in range(20):
+        for j in range(old.n_cols):
+            old.minimize_maximize(j)
+    clock = old.highs.getRunTime()
+    del old
+    new = HighsModel(_polytope(), time_limit=clock / 2)
+    assert new.highs.getRunTime() == clock, "the spare instance is used"
+    new.highs.run()
+    assert new.highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert new.minimize_maximize(0)[2] == "optimal"
+    del keep

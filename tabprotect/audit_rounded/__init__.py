@@ -12,7 +12,9 @@ deterministic (ties up)                ``a - b/2 <= x < a + b/2``, i.e. integers
 random, controlled (zero-restricted)   ``a = 0``: ``[0, b-1]``; otherwise ``[a-b+1, a+b-1]``
 controlled with K extra steps          ``a < (K+1) b``: ``[0, (K+1) b - 1]``;
                                        otherwise ``[a-(K+1) b+1, a+(K+1) b-1]``
-random, totals from inner cells        inner cells as random; totals: no own range
+random, totals from inner cells        inner cells as random; totals: no own range (when
+                                       inner cells are unpublished, the hidden rounded
+                                       inner cells bound the totals: ``hidden``)
 small-count (threshold t)              inner ``a = 0``: ``[0, t-1]``; ``a = b``:
                                        ``[1, max(b, t-1)]``; other inner values are exact
                                        (large counts are published unrounded); totals: no
@@ -65,7 +67,7 @@ How it stays fast and exact, in this order:
 
 Modules: ``api`` (``audit_rounded``), ``result``, ``settings``, ``ranges`` (the method's
 ranges, the promised cells), ``certificates`` (step 1), ``local`` (step 2), ``component``
-(step 3).
+(step 3), ``hidden`` (published totals of unpublished rounded inner cells).
 """
 from tabprotect.audit_rounded.api import audit_rounded
 from tabprotect.audit_rounded.certificates import array_blocks, move_certificates

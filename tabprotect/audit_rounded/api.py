@@ -10,6 +10,7 @@ import numpy as np
 from tabprotect.audit_rounded.certificates import array_blocks, feasible_start, \
     independent_inner_bounds, move_certificates
 from tabprotect.audit_rounded.component import ComponentAudit, Counters, check_fixed_rows
+from tabprotect.audit_rounded.hidden import hidden_parts_bounds, hides_rounded_parts
 from tabprotect.audit_rounded.local import LocalCertifier
 from tabprotect.audit_rounded.ranges import method_ranges, promised_cells
 from tabprotect.audit_rounded.result import TOL, RoundedAuditResult
@@ -127,8 +128,9 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     inner = table.is_inner
     r_lo, r_hi = method_ranges(a, base, method, k_step=case.k_step, threshold=case.threshold,
                                inner=inner, margins_from_interior=case.margins_from_interior)
-    box_lo, box_hi = _boxes(table, is_pub, r_lo, r_hi)
     notes: list[str] = []
+    seen = _seen_cells(method, is_pub, inner, notes)
+    box_lo, box_hi = _boxes(table, seen, r_lo, r_hi)
     if method == "small-count" and case.threshold is not None and base > case.threshold:
         notes.append(_hull_note(base, case.threshold, scale))
     if np.any(box_lo > box_hi):
@@ -139,16 +141,20 @@ def audit_rounded(rounded, base: int | None = None, method: str | None = None, *
     counters = Counters()
     deadline = None if time_limit is None else start + time_limit
     bounds = _Bounds(table, box_lo, box_hi, counters, deadline, threads, settings)
-    lower, upper, n_components, n_certified = bounds.run(
-        [a, case.true_values], certificates, progress)
+    if hides_rounded_parts(method, case.margins_from_interior, is_pub, inner):
+        lower, upper, n_components, n_certified = bounds.hidden_parts(
+            a, is_pub, base, certificates, progress)
+    else:
+        lower, upper, n_components, n_certified = bounds.run(
+            [a, case.true_values], certificates, progress)
     if deadline is not None and (time.perf_counter() > deadline or counters.cut):
         notes.append("time limit reached: some cells keep their method range (the audit may "
                      "understate what an intruder can derive)")
-    promised = is_pub & promised_cells(a, r_lo, r_hi, lower, method, base=base,
-                                       threshold=case.threshold, inner=inner)
-    narrower = is_pub & np.isfinite(r_hi) & ((lower > r_lo + TOL) | (upper < r_hi - TOL))
+    promised = seen & promised_cells(a, r_lo, r_hi, lower, method, base=base,
+                                     threshold=case.threshold, inner=inner)
+    narrower = seen & np.isfinite(r_hi) & ((lower > r_lo + TOL) | (upper < r_hi - TOL))
     single = np.abs(upper - lower) <= TOL
-    exact = single & (promised | ~is_pub)
+    exact = single & (promised | ~seen)
     inside = _true_inside(table, case.true_values, lower, upper, notes)
     if scale != 1:
         notes.append(f"the true values have decimals: the audit takes them on their grid of "
@@ -236,6 +242,22 @@ def _published_mask(published, n: int) -> np.ndarray:
     return is_pub
 
 
+def _seen_cells(method: str, is_pub: np.ndarray, inner: np.ndarray,
+                notes: list[str]) -> np.ndarray:
+    """The cells whose rounded values the bounds start from: the published ones, except
+    for small-count with hidden inner cells under published totals.  Its totals are sums
+    of the rounded inner cells, which take 0, ``b`` or their own value: what published
+    totals tell about hidden ones is not modelled, so the audit takes every rounded cell as
+    seen.  An intruder who sees fewer cells derives intervals at least as wide, so the
+    verdict errs on the safe side and the intervals are never wider than the intruder's."""
+    if method == "small-count" and (inner & ~is_pub).any() and (~inner & is_pub).any():
+        notes.append("small-count with hidden inner cells: the audit takes every rounded cell "
+                     "as seen (intervals no wider than an intruder's; the verdict errs on the "
+                     "safe side)")
+        return np.ones_like(is_pub)
+    return is_pub
+
+
 def _boxes(table: Table, is_pub: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray):
     """Per cell, the integer range the intruder starts from: the method's range where
     published, the table's a-priori bounds elsewhere (and never outside them)."""
@@ -273,6 +295,26 @@ class _Bounds:
     deadline: float | None
     threads: int | None
     settings: RoundedAuditSettings
+
+    def hidden_parts(self, a, is_pub, base: int, certificates: bool, progress):
+        """``run`` for totals that are sums of hidden rounded inner cells
+        (:mod:`~tabprotect.audit_rounded.hidden`): the bounds of the hidden table in units
+        of the base, then the true values' bounds from them."""
+        table = self.table
+        prior_lo, prior_hi = _boxes(table, np.zeros(table.n_cells, dtype=bool),
+                                    self.box_lo, self.box_hi)
+        found = []
+
+        def z_bounds(lo, hi, start):
+            z = _Bounds(table, lo, hi, self.counters, self.deadline, self.threads,
+                        self.settings)
+            found.append(z.run([start], certificates, progress))
+            return found[-1][:2]
+
+        lower, upper = hidden_parts_bounds(table, a, is_pub, base, prior_lo, prior_hi,
+                                           z_bounds, self.counters, self.deadline,
+                                           self.threads)
+        return lower, upper, found[0][2], found[0][3]
 
     def run(self, candidates, certificates: bool, progress):
         """``(lower, upper, n_components, n_certified)``; ``candidates`` are the tables

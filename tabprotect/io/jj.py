@@ -56,38 +56,76 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
     ['S', 'U', 'S']
     """
     path = Path(path)
+    lines = _jj_lines(path)
+    n = _jj_cell_count(path, lines)
+    cells = _JJCells(n)
+    pos = 2
+    for _ in range(n):
+        if pos >= len(lines):
+            raise InputError(f"{path.name}: file ends after {pos - 2} of {n} cells")
+        cells.read(path.name, *lines[pos])
+        pos += 1
+    status = cells.status
+    z = status == "Z"
+    status[z & (cells.value != 0)] = "P"
+    rel, cell, coef, rel_line = _jj_relations(path.name, lines, pos, n)
+    # JJ writes total (-1) parts (1); the model uses +1 on the total: flip the sign.
+    A, total = relations_from_triplets(np.asarray(rel, dtype=np.int64),
+                                       np.asarray(cell, dtype=np.int64), -np.asarray(coef), n)
+    table = Table.from_relations(cells.value, A, relation_total=total, freq=cells.freq,
+                                 cost=cells.cost, status=status, lb=cells.lb, ub=cells.ub,
+                                 lpl=cells.lpl, upl=cells.upl, spl=cells.spl, name=path.stem)
+    check_general(table, path.name, tolerance,
+                  relation_name=lambda r: f"relation {r} (line {rel_line[r]})",
+                  cell_name=lambda i: f"cell {i} (line {cells.line[i]})")
+    return table
+
+
+def _jj_lines(path: Path) -> list[tuple[int, str]]:
+    """The non-blank lines of a JJ file with their line numbers."""
     if not path.exists():
         raise InputError(f"{path}: file not found")
     lines = [ln.strip() for ln in read_input_text(path, "JJ file").splitlines()]
     lines = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
     if len(lines) < 2:
         raise InputError(f"{path.name}: empty or truncated JJ file")
+    return lines
+
+
+def _jj_cell_count(path: Path, lines: list[tuple[int, str]]) -> int:
+    """The number of cells (the line after the leading "0"), checked against the file
+    before any array of that many cells is made: a huge count is not memory to take."""
     pos = 1  # line 0 is the leading "0"
     try:
         n = int(lines[pos][1].split()[0])
     except (ValueError, IndexError):
         raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of cells") from None
-    # checked before any array of n cells is made: a huge count is not memory to take
     if n < 0:
         raise InputError(f"{path.name} line {lines[pos][0]}: the number of cells is negative")
     if n > len(lines) - pos - 1:
         raise InputError(f"{path.name}: file ends after {len(lines) - pos - 1} of {n} cells")
-    pos += 1
-    value = np.zeros(n)
-    freq = np.full(n, np.nan)
-    cost = np.zeros(n)
-    status = np.full(n, "S", dtype="<U1")
-    lb = np.zeros(n)
-    ub = np.full(n, np.inf)
-    lpl = np.zeros(n)
-    upl = np.zeros(n)
-    spl = np.zeros(n)
-    seen = np.zeros(n, dtype=bool)
-    cell_line = np.zeros(n, dtype=np.int64)
-    for _ in range(n):
-        if pos >= len(lines):
-            raise InputError(f"{path.name}: file ends after {pos - 2} of {n} cells")
-        lineno, ln = lines[pos]
+    return n
+
+
+class _JJCells:
+    """The cell fields of a JJ file, per cell index, and the line each cell is on."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.value = np.zeros(n)
+        self.freq = np.full(n, np.nan)
+        self.cost = np.zeros(n)
+        self.status = np.full(n, "S", dtype="<U1")
+        self.lb = np.zeros(n)
+        self.ub = np.full(n, np.inf)
+        self.lpl = np.zeros(n)
+        self.upl = np.zeros(n)
+        self.spl = np.zeros(n)
+        self.seen = np.zeros(n, dtype=bool)
+        self.line = np.zeros(n, dtype=np.int64)
+
+    def read(self, name: str, lineno: int, ln: str) -> None:
+        """One cell line: ``index value [freq] cost status lb ub lpl upl spl``."""
         f = ln.split()
         try:
             if len(f) == 9:
@@ -98,81 +136,84 @@ def read_jj(path: str | Path, tolerance: float = ADDITIVITY_TOLERANCE) -> Table:
             else:
                 raise ValueError
             idx = int(idx)
-            if not 0 <= idx < n:
-                raise InputError(f"{path.name} line {lineno}: cell index {idx} out of range")
-            if seen[idx]:
-                raise InputError(f"{path.name} line {lineno}: cell {idx} is duplicated")
-            seen[idx] = True
-            cell_line[idx] = lineno
-            value[idx] = float(v)
+            if not 0 <= idx < self.n:
+                raise InputError(f"{name} line {lineno}: cell index {idx} out of range")
+            if self.seen[idx]:
+                raise InputError(f"{name} line {lineno}: cell {idx} is duplicated")
+            self.seen[idx] = True
+            self.line[idx] = lineno
+            self.value[idx] = float(v)
             if fr is not None:
-                freq[idx] = float(fr)
-            cost[idx] = float(c)
+                self.freq[idx] = float(fr)
+            self.cost[idx] = float(c)
             letter = s.lower()
             if letter not in _JJ_STATUS_IN:
                 # the field is not quoted: in a line with a field too few or too many
                 # it holds a number of the cell
-                raise InputError(f"{path.name} line {lineno}: the status field is not one "
+                raise InputError(f"{name} line {lineno}: the status field is not one "
                                  f"of s, u, m, z, p")
-            status[idx] = _JJ_STATUS_IN[letter]
-            lb[idx], ub[idx] = float(lo), float(hi)
-            lpl[idx], upl[idx], spl[idx] = float(lp), float(up), float(sl)
+            self.status[idx] = _JJ_STATUS_IN[letter]
+            self.lb[idx], self.ub[idx] = float(lo), float(hi)
+            self.lpl[idx], self.upl[idx], self.spl[idx] = float(lp), float(up), float(sl)
         except InputError:
             raise
         except ValueError:
-            raise InputError(f"{path.name} line {lineno}: expected 9 or 10 fields "
+            raise InputError(f"{name} line {lineno}: expected 9 or 10 fields "
                              f"(index value [freq] cost status lb ub lpl upl spl)") from None
-        pos += 1
-    z = status == "Z"
-    status[z & (value != 0)] = "P"
+
+
+def _jj_relations(name: str, lines: list[tuple[int, str]], pos: int, n: int):
+    """The relations from line ``pos`` on: (relation, cell, coefficient) triplets and
+    each relation's line."""
     if pos >= len(lines):
-        raise InputError(f"{path.name}: missing the number of relations")
+        raise InputError(f"{name}: missing the number of relations")
     try:
         m = int(lines[pos][1].split()[0])
     except ValueError:
-        raise InputError(f"{path.name} line {lines[pos][0]}: expected the number of "
+        raise InputError(f"{name} line {lines[pos][0]}: expected the number of "
                          f"relations") from None
     pos += 1
     rel, cell, coef, rel_line = [], [], [], []
-    pattern = re.compile(r"(\d+)\s*\(\s*([-+]?\d+(?:\.\d*)?)\s*\)")
     for r in range(m):
         if pos >= len(lines):
-            raise InputError(f"{path.name}: file ends after {r} of {m} relations")
+            raise InputError(f"{name}: file ends after {r} of {m} relations")
         lineno, ln = lines[pos]
-        if ":" not in ln:
-            raise InputError(f"{path.name} line {lineno}: relation without ':'")
-        head, body = ln.split(":", 1)
-        terms = pattern.findall(body)
-        try:
-            k = int(head.split()[1])
-        except (IndexError, ValueError):
-            raise InputError(f"{path.name} line {lineno}: expected '0 k : ...'") from None
-        if len(terms) != k:
-            raise InputError(f"{path.name} line {lineno}: relation says {k} cells but lists "
-                             f"{len(terms)}")
-        listed = set()
-        for c, cf in terms:
-            c = int(c)
-            if not 0 <= c < n:
-                raise InputError(f"{path.name} line {lineno}: cell {c} out of range")
-            if c in listed:
-                raise InputError(f"{path.name} line {lineno}: relation {r} lists cell {c} twice")
-            listed.add(c)
+        for c, cf in _jj_terms(name, lineno, ln, r, n):
             rel.append(r)
             cell.append(c)
-            coef.append(float(cf))
+            coef.append(cf)
         rel_line.append(lineno)
         pos += 1
-    # JJ writes total (-1) parts (1); the model uses +1 on the total: flip the sign.
-    A, total = relations_from_triplets(np.asarray(rel, dtype=np.int64),
-                                       np.asarray(cell, dtype=np.int64), -np.asarray(coef), n)
-    table = Table.from_relations(value, A, relation_total=total, freq=freq, cost=cost,
-                                 status=status, lb=lb, ub=ub, lpl=lpl, upl=upl, spl=spl,
-                                 name=path.stem)
-    check_general(table, path.name, tolerance,
-                  relation_name=lambda r: f"relation {r} (line {rel_line[r]})",
-                  cell_name=lambda i: f"cell {i} (line {cell_line[i]})")
-    return table
+    return rel, cell, coef, rel_line
+
+
+_TERM = re.compile(r"(\d+)\s*\(\s*([-+]?\d+(?:\.\d*)?)\s*\)")
+
+
+def _jj_terms(name: str, lineno: int, ln: str, r: int, n: int) -> list[tuple[int, float]]:
+    """The (cell, coefficient) terms of relation ``r``'s line ``0 k : c (coef) ...``."""
+    if ":" not in ln:
+        raise InputError(f"{name} line {lineno}: relation without ':'")
+    head, body = ln.split(":", 1)
+    terms = _TERM.findall(body)
+    try:
+        k = int(head.split()[1])
+    except (IndexError, ValueError):
+        raise InputError(f"{name} line {lineno}: expected '0 k : ...'") from None
+    if len(terms) != k:
+        raise InputError(f"{name} line {lineno}: relation says {k} cells but lists "
+                         f"{len(terms)}")
+    listed: set[int] = set()
+    out = []
+    for c, cf in terms:
+        c = int(c)
+        if not 0 <= c < n:
+            raise InputError(f"{name} line {lineno}: cell {c} out of range")
+        if c in listed:
+            raise InputError(f"{name} line {lineno}: relation {r} lists cell {c} twice")
+        listed.add(c)
+        out.append((c, float(cf)))
+    return out
 
 
 def _numbers(column, source: str, name: str, cell_name, blank: bool = True,

@@ -4,8 +4,8 @@
 of the wrong type, a value out of range, ``inf``/``nan`` and a wrong choice are each one
 :class:`~tabprotect.errors.InputError` naming the file, the section and the key.  The
 reference tables of ``docs/jobs.md`` are generated from the same declarations
-(:func:`reference_markdown`; ``python -m tabprotect.io.reference docs/jobs.md`` rewrites
-them), and a test checks that the two agree.
+(:func:`tabprotect.io.reference.reference_markdown`; ``python -m tabprotect.io.reference
+docs/jobs.md`` rewrites them), and a test checks that the two agree.
 
 Options of one protection method (``[protect] engine``, ``subtable_time_limit``, ...) are
 the keyword options the method's function declares; they are checked when the job names
@@ -20,8 +20,7 @@ from typing import Any, Iterator
 
 from tabprotect.errors import InputError
 
-__all__ = ["Key", "Section", "SECTIONS", "check_job", "file_keys", "reference_markdown",
-           "method_option_keys"]
+__all__ = ["Key", "Section", "SECTIONS", "check_job", "file_keys", "method_option_keys"]
 
 
 @dataclass(frozen=True)
@@ -660,43 +659,3 @@ def file_keys(spec: dict[str, Any]) -> Iterator[str]:
             for key in section.keys:
                 if key.path and isinstance(table.get(key.name), str):
                     yield table[key.name]
-
-
-# ---------------------------------------------------------------- the reference
-def _default_text(key: Key) -> str:
-    if key.default is None:
-        return ""
-    if isinstance(key.default, bool):
-        return "`true`" if key.default else "`false`"
-    if isinstance(key.default, str):
-        return f'`"{key.default}"`'
-    return f"`{key.default!r}`" if not isinstance(key.default, float) else f"`{key.default:g}`"
-
-
-def _key_table(keys) -> list[str]:
-    lines = ["| key | type | default | range | what |", "|---|---|---|---|---|"]
-    for key in keys:
-        doc = " ".join(str(key.doc).split()).replace("|", "\\|")
-        lines.append(f"| `{key.name}` | {key.type} | {_default_text(key)} | "
-                     f"{key.range_text()} | {doc} |")
-    return lines + [""]
-
-
-def reference_markdown() -> str:
-    """The key reference of docs/jobs.md: one table per section, then one per protection
-    method for the options only that method takes."""
-    from tabprotect.secondary import METHODS
-    lines = []
-    for section in SECTIONS.values():
-        head = f"[{section.name}.NAME]" if section.shape == "named" else f"[{section.name}]"
-        lines += [f"### `{head}`", "", section.doc[0].upper() + section.doc[1:] + ".", ""]
-        lines += _key_table(section.keys)
-    for method in sorted(METHODS):
-        keys = method_option_keys(method)
-        if keys:
-            lines += [f"### `[protect]` with `method = \"{method}\"`", "",
-                      f"Options of the {method} method; a key the chosen method does not "
-                      f"take is an error.",
-                      ""]
-            lines += _key_table(keys[name] for name in sorted(keys))
-    return "\n".join(lines).rstrip("\n") + "\n"

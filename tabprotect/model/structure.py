@@ -157,6 +157,21 @@ def product_structure(table: Table, shape: tuple[int, ...] | None = None,
     rows, total, part = _relation_parts(table)
     coords_total = np.stack(np.unravel_index(total, shape), axis=1)
     coords_part = np.stack(np.unravel_index(part, shape), axis=1)
+    dim_of_part, dim = _relation_dimensions(table, shape, rows, coords_total, coords_part)
+    hierarchies = []
+    for d in range(k):
+        in_d = np.flatnonzero(dim_of_part == d)
+        hierarchies.append(_dimension_hierarchy(
+            names[d], shape[d], rows[in_d], coords_total[in_d, d], coords_part[in_d, d]))
+    _check_relation_count(table, shape, hierarchies, rows, coords_total, dim)
+    return _reordered(table, shape, names, hierarchies)
+
+
+def _relation_dimensions(table: Table, shape: tuple[int, ...], rows: np.ndarray,
+                         coords_total: np.ndarray, coords_part: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """The dimension each part moves along and each relation's dimension; every part
+    differs from its total in one coordinate, the same one for all parts of a relation."""
     moved = coords_total != coords_part
     # every part differs from its total in exactly one coordinate ...
     one = moved.sum(axis=1) == 1
@@ -173,53 +188,64 @@ def product_structure(table: Table, shape: tuple[int, ...] | None = None,
     if (dim < 0).any():
         r = int(np.flatnonzero(dim < 0)[0])
         raise InputError(f"relation {r} has no parts")
+    return dim_of_part, dim
 
-    hierarchies = []
-    for d in range(k):
-        in_d = np.flatnonzero(dim_of_part == d)
-        parent_code = coords_total[in_d, d]
-        child_code = coords_part[in_d, d]
-        rel_d = rows[in_d]
-        # the family of a relation: its parent code and sorted child codes
-        children: dict[int, tuple[int, ...]] = {}
-        by_relation: dict[int, list[int]] = {}
-        for r, c in zip(rel_d.tolist(), child_code.tolist()):
-            by_relation.setdefault(r, []).append(c)
-        parent_of_relation = dict(zip(rel_d.tolist(), parent_code.tolist()))
-        for r, kids in by_relation.items():
-            p = parent_of_relation[r]
-            kids_t = tuple(sorted(kids))
-            if children.setdefault(p, kids_t) != kids_t:
-                raise InputError(f"relation {r}: code {p} of dimension {names[d]} has "
-                                 f"other children elsewhere in the table")
-        parent = np.full(shape[d], -1, dtype=np.int64)
-        for p, kids in children.items():
-            for c in kids:
-                if parent[c] >= 0 or c == p:
-                    raise InputError(f"code {c} of dimension {names[d]} has two parents "
-                                     f"(its relations do not form a tree)")
-                parent[c] = p
-        roots = np.flatnonzero(parent < 0)
-        if len(roots) != 1:
-            raise InputError(f"dimension {names[d]} has {len(roots)} top codes, not one")
-        # pre-order from the root, children in source order
-        order: list[int] = []
-        stack = [int(roots[0])]
-        while stack:
-            c = stack.pop()
-            order.append(c)
-            stack.extend(reversed(children.get(c, ())))
-        if len(order) != shape[d]:
-            raise InputError(f"dimension {names[d]}: the codes do not form one tree")
-        new_index = np.empty(shape[d], dtype=np.int64)
-        new_index[order] = np.arange(shape[d])
-        codes = tuple(str(c) for c in order)
-        new_parent = np.array([-1 if parent[c] < 0 else new_index[parent[c]]
-                               for c in order], dtype=np.int64)
-        hierarchies.append((order, Hierarchy(codes=codes, parent=new_parent, name=names[d])))
 
-    # every relation is a product relation; the counts agreeing (each relation being a
-    # distinct (dimension, parent, other coordinates)) makes the two sets equal
+def _families(name: str, rel_d: np.ndarray, parent_code: np.ndarray,
+              child_code: np.ndarray) -> dict[int, tuple[int, ...]]:
+    """Per parent code of one dimension, its sorted child codes (the same in every
+    relation of that parent)."""
+    children: dict[int, tuple[int, ...]] = {}
+    by_relation: dict[int, list[int]] = {}
+    for r, c in zip(rel_d.tolist(), child_code.tolist()):
+        by_relation.setdefault(r, []).append(c)
+    parent_of_relation = dict(zip(rel_d.tolist(), parent_code.tolist()))
+    for r, kids in by_relation.items():
+        p = parent_of_relation[r]
+        kids_t = tuple(sorted(kids))
+        if children.setdefault(p, kids_t) != kids_t:
+            raise InputError(f"relation {r}: code {p} of dimension {name} has "
+                             f"other children elsewhere in the table")
+    return children
+
+
+def _dimension_hierarchy(name: str, size: int, rel_d: np.ndarray, parent_code: np.ndarray,
+                         child_code: np.ndarray) -> tuple[list[int], Hierarchy]:
+    """One dimension's codes in pre-order and its hierarchy, from the (relation, parent
+    code, child code) of the parts moving along it."""
+    children = _families(name, rel_d, parent_code, child_code)
+    parent = np.full(size, -1, dtype=np.int64)
+    for p, kids in children.items():
+        for c in kids:
+            if parent[c] >= 0 or c == p:
+                raise InputError(f"code {c} of dimension {name} has two parents "
+                                 f"(its relations do not form a tree)")
+            parent[c] = p
+    roots = np.flatnonzero(parent < 0)
+    if len(roots) != 1:
+        raise InputError(f"dimension {name} has {len(roots)} top codes, not one")
+    # pre-order from the root, children in source order
+    order: list[int] = []
+    stack = [int(roots[0])]
+    while stack:
+        c = stack.pop()
+        order.append(c)
+        stack.extend(reversed(children.get(c, ())))
+    if len(order) != size:
+        raise InputError(f"dimension {name}: the codes do not form one tree")
+    new_index = np.empty(size, dtype=np.int64)
+    new_index[order] = np.arange(size)
+    codes = tuple(str(c) for c in order)
+    new_parent = np.array([-1 if parent[c] < 0 else new_index[parent[c]]
+                           for c in order], dtype=np.int64)
+    return order, Hierarchy(codes=codes, parent=new_parent, name=name)
+
+
+def _check_relation_count(table: Table, shape: tuple[int, ...], hierarchies: list,
+                          rows: np.ndarray, coords_total: np.ndarray, dim: np.ndarray) -> None:
+    """Every relation is a product relation; the counts agreeing (each relation being a
+    distinct (dimension, parent, other coordinates)) makes the two sets equal."""
+    k = len(shape)
     expected = sum(sum(1 for p in range(shape[d]) if h.children[p])
                    * int(np.prod([shape[e] for e in range(k) if e != d]))
                    for d, (_, h) in enumerate(hierarchies))
@@ -230,6 +256,11 @@ def product_structure(table: Table, shape: tuple[int, ...] | None = None,
                          f"({distinct} distinct), a product of shape {shape} with these "
                          f"hierarchies has {expected}")
 
+
+def _reordered(table: Table, shape: tuple[int, ...], names: list[str],
+               hierarchies: list) -> Table:
+    """``table``'s cells as the product of ``hierarchies`` (codes in pre-order), with
+    ``extra["source_cell"]``."""
     source = np.ravel_multi_index(np.meshgrid(*[np.asarray(o) for o, _ in hierarchies],
                                               indexing="ij"), shape).ravel()
     dims = [Dimension(nm, h) for nm, (_, h) in zip(names, hierarchies)]

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from tabprotect.errors import InputError, column_names
-from tabprotect.model.columns import (Columns, as_columns, parse_numbers,
-                                      read_table_columns, row_place, text_values)
+from tabprotect.errors import InputError
+from tabprotect.model.columns import Columns, as_columns, read_table_columns
+from tabprotect.model.frame_cells import (FrameCells, cell_name_flat, check_additive,
+                                          check_columns, top_columns)
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
 from tabprotect.model.relations import product_relations, relations_from_triplets
-from tabprotect.model.status import (EMPTY, SAFE, SUPPRESSED_LETTER, check_status,
+# parse_status: other modules read it from here
+from tabprotect.model.status import (EMPTY, SAFE, SUPPRESSED_LETTER, check_status,  # noqa: F401
                                      is_suppressed, parse_status)
 
 if TYPE_CHECKING:
@@ -192,119 +194,25 @@ class Table:
         frame = as_columns(frame)
         if len(frame) == 0:
             raise InputError(f"{source}: no cells (empty file or frame)")
-        names = [d.name for d in dims]
-        for col in names + [value]:
-            if col not in frame.columns:
-                raise InputError(f"{source}: column '{col}' not found "
-                                 f"({column_names(frame.columns)})")
-        for opt, label in ((cost, "cost"), (lb, "lb"), (ub, "ub"), (status, "status"),
-                           (upl, "upl"), (lpl, "lpl"), (spl, "spl"), *[(e, "extra") for e in extra]):
-            if opt is not None and opt not in frame.columns:
-                raise InputError(f"{source}: {label} column '{opt}' not found")
+        named = {"cost": cost, "lb": lb, "ub": ub, "upl": upl, "lpl": lpl, "spl": spl}
+        check_columns(frame, [d.name for d in dims] + [value], (
+            (cost, "cost"), (lb, "lb"), (ub, "ub"), (status, "status"), (upl, "upl"),
+            (lpl, "lpl"), (spl, "spl"), *[(e, "extra") for e in extra]), source)
         if freq is not None and freq not in frame.columns:
             freq = None
-        top_cols = _top_columns(frame, top, source)
-        shape = tuple(len(d.hierarchy) for d in dims)
-        n = int(np.prod(shape))
-        # positions of each row in each dimension
-        pos = []
-        for d in dims:
-            p = d.hierarchy.lookup(text_values(frame[d.name]))
-            bad = np.flatnonzero(p < 0)
-            if len(bad):
-                more = f"; {len(bad)} such rows" if len(bad) > 1 else ""
-                # the code is a data field (it may be a shifted value): named, not quoted
-                raise InputError(f"{row_place(source, frame, int(bad[0]))}: the code in "
-                                 f"column '{d.name}' is not in its hierarchy{more}")
-            pos.append(p)
-        flat = np.ravel_multi_index(tuple(pos), shape) if dims else np.zeros(len(frame), int)
-        dup = np.ones(len(flat), dtype=bool)
-        dup[np.unique(flat, return_index=True)[1]] = False
-        if dup.any():
-            r = int(np.flatnonzero(dup)[0])
-            first = int(np.flatnonzero(flat == flat[r])[0])
-            first_at = row_place("", frame, first).strip()
-            raise InputError(f"{row_place(source, frame, r)}: cell "
-                             f"{_cell_name(dims, pos, r)} is duplicated (first at {first_at})")
-
-        def column(col: str, what: str, allow_nan: bool = False,
-                   allow_negative: bool = True) -> np.ndarray:
-            arr, bad = parse_numbers(frame[col])
-            if bad.any():
-                r = int(np.flatnonzero(bad)[0])
-                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
-                                 f"{_cell_name(dims, pos, r)} is not a number")
-            if not allow_nan and np.isnan(arr).any():
-                r = int(np.flatnonzero(np.isnan(arr))[0])
-                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
-                                 f"{_cell_name(dims, pos, r)} is missing")
-            if np.isinf(arr).any() and not (what == "ub" and (arr[np.isinf(arr)] > 0).all()):
-                r = int(np.flatnonzero(np.isinf(arr))[0])
-                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
-                                 f"{_cell_name(dims, pos, r)} is not a finite number")
-            if not allow_negative and (arr < 0).any():
-                r = int(np.flatnonzero(arr < 0)[0])
-                raise InputError(f"{row_place(source, frame, r)}: {what} column '{col}' of cell "
-                                 f"{_cell_name(dims, pos, r)} is negative")
-            return arr
-
-        def scatter(vals: np.ndarray, fill: float) -> np.ndarray:
-            out = np.full(n, fill, dtype=float)
-            out[flat] = vals
-            return out
-
-        present = np.zeros(n, dtype=bool)
-        present[flat] = True
-        v = scatter(column(value, "value"), 0.0)
-        f = scatter(column(freq, "freq", allow_negative=False), 0.0) if freq else None
-        kw: dict = {}
-        for key, col, fill in (("cost", cost, 1.0), ("lb", lb, 0.0), ("ub", ub, np.inf),
-                               ("upl", upl, 0.0), ("lpl", lpl, 0.0), ("spl", spl, 0.0)):
-            if col is not None:
-                # protection levels and costs are sizes: a negative one is a wrong column
-                kw[key] = scatter(column(col, key, allow_nan=(key == "ub"),
-                                         allow_negative=key in ("lb", "ub")), fill)
-                if key == "ub":
-                    kw[key] = np.where(np.isnan(kw[key]), np.inf, kw[key])
-        if top_cols:
-            t = np.zeros((n, len(top_cols)))
-            for j, c in enumerate(top_cols):
-                t[flat, j] = np.nan_to_num(column(c, "top", allow_nan=True), nan=0.0)
-            kw["top"] = t
-        if status is not None:
-            st = np.full(n, "", dtype="<U1")
-            st[flat] = parse_status(frame[status], source, status, rows=frame)
-            kw["status_given"] = st
-        ex = {c: scatter(column(c, c, allow_nan=True), np.nan) for c in extra}
-
-        hierarchies = [d.hierarchy for d in dims]
-        A, rel_total = product_relations(hierarchies)
-        leaf_mask = ModelMatrix(hierarchies).leaf_cells
-        # a sum beyond the largest float is reported below as one line, not as a warning
-        with np.errstate(over="ignore", invalid="ignore"):
-            if compute_totals:
-                computed_v = aggregate_leaves(v, hierarchies)
-                computed_f = aggregate_leaves(f, hierarchies) if f is not None else None
-                check = present & ~leaf_mask
-                _compare(source, dims, shape, "value", v, computed_v, check, tolerance)
-                if f is not None:
-                    _compare(source, dims, shape, "freq", f, computed_f, check, tolerance)
-                v, f = computed_v, computed_f
-                if kw.get("top") is not None:
-                    kw["top"] = _aggregate_top(kw["top"], hierarchies, leaf_mask)
-            else:
-                _check_additive(source, dims, shape, "value", A, rel_total, v, tolerance)
-                if f is not None:
-                    _check_additive(source, dims, shape, "freq", A, rel_total, f, tolerance)
+        top_cols = top_columns(frame, top, source)
+        cells = FrameCells(frame, dims, source)
+        v = cells.scatter(cells.column(value, "value"), 0.0)
+        f = cells.scatter(cells.column(freq, "freq", allow_negative=False), 0.0) if freq \
+            else None
+        kw = cells.options(named, top_cols, status)
+        ex = {c: cells.scatter(cells.column(c, c, allow_nan=True), np.nan) for c in extra}
+        A, rel_total, v, f = cells.totals(v, f, kw, compute_totals, tolerance)
         if kind is None:
             kind = ("frequency" if f is not None and np.allclose(v, f) and
                     np.allclose(v, np.round(v)) and (top_cols is None or not top_cols)
                     else "magnitude")
-        for what, arr in (("value", v), ("freq", f)):
-            if arr is not None and not np.isfinite(arr).all():
-                i = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise InputError(f"{source}: the {what} of a total overflows (cell "
-                                 f"{_cell_name_flat(dims, shape, i)} is not finite)")
+        n = cells.n
         status_given = kw.pop("status_given", None)
         table = cls(value=v, freq=f if f is not None else np.where(v != 0, np.nan, 0.0),
                     relations=A, relation_total=rel_total, dimensions=tuple(dims),
@@ -487,7 +395,7 @@ class Table:
         if not self.dimensions:
             row = self.general_labels.iloc[int(i)]
             return "(" + ", ".join(f"{k}={v}" for k, v in row.items()) + ")"
-        return _cell_name_flat(self.dimensions, self.shape, int(i))
+        return cell_name_flat(self.dimensions, self.shape, int(i))
 
     def replace(self, **changes) -> "Table":
         """A new Table with some fields replaced (the original is unchanged); ``lb`` is
@@ -537,8 +445,8 @@ class Table:
         """Raise :class:`InputError` naming the first relation whose total differs from the
         sum of its parts."""
         vals = getattr(self, what) if values is None else values
-        _check_additive(self.name or "table", self.dimensions, self.shape, what,
-                        self.relations, self.relation_total, vals, tolerance, table=self)
+        check_additive(self.name or "table", self.dimensions, self.shape, what,
+                       self.relations, self.relation_total, vals, tolerance, table=self)
 
     def _check_bounds(self, source: str) -> None:
         low = self.value < self.lb - 1e-9
@@ -577,81 +485,10 @@ def _as_dimensions(dimensions) -> list[Dimension]:
     return list(dimensions)
 
 
-def _top_columns(frame: Columns, top, source: str) -> list[str] | None:
-    if top is None:
-        return None
-    if isinstance(top, str):
-        cols = []
-        k = 1
-        while f"{top}{k}" in frame.columns:
-            cols.append(f"{top}{k}")
-            k += 1
-        if not cols:
-            raise InputError(f"{source}: no columns '{top}1', '{top}2', ... found")
-        return cols
-    missing = [c for c in top if c not in frame.columns]
-    if missing:
-        raise InputError(f"{source}: top-contribution column(s) {missing} not found")
-    return list(top)
-
-
-def _cell_name(dims, pos, row: int) -> str:
-    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[p[row]]}" for d, p in zip(dims, pos)) + ")"
-
-
-def _cell_name_flat(dims, shape, i: int, table=None) -> str:
-    if table is not None:
-        return table.cell_name(i)
-    if not dims:
-        return f"#{i}"
-    pos = np.unravel_index(i, shape)
-    return "(" + ", ".join(f"{d.name}={d.hierarchy.codes[p]}" for d, p in zip(dims, pos)) + ")"
-
-
 def aggregate_leaves(values: np.ndarray, hierarchies: Sequence[Hierarchy]) -> np.ndarray:
     """Every total and subtotal computed from the leaf cells (other cells ignored):
     ``ModelMatrix(hierarchies).aggregate(values)``."""
     return ModelMatrix(hierarchies).aggregate(values)
-
-
-def _aggregate_top(top: np.ndarray, hierarchies, leaf_mask) -> np.ndarray:
-    """Largest contributions of aggregates from their leaves' largest contributions."""
-    shape = tuple(len(h) for h in hierarchies)
-    k = top.shape[1]
-    arr = np.where(leaf_mask[:, None], top, 0.0).reshape(shape + (k,)).copy()
-    for d, h in enumerate(hierarchies):
-        moved = np.moveaxis(arr, d, 0)
-        depth = h.depth
-        for p in sorted((p for p, _ in h.edges()), key=lambda p: -depth[p]):
-            stacked = np.concatenate([moved[c] for c in h.children[p]], axis=-1)
-            moved[p] = -np.sort(-stacked, axis=-1)[..., :k]
-    return arr.reshape(-1, k)
-
-
-def _compare(source, dims, shape, what, given, computed, check, tolerance) -> None:
-    scale = np.maximum(1.0, np.abs(computed))
-    bad = check & (np.abs(given - computed) > tolerance * scale)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{source}: total cell {_cell_name_flat(dims, shape, i)} is not the "
-                         f"sum of its parts ({what}; {int(bad.sum())} non-additive total(s))")
-
-
-def _check_additive(source, dims, shape, what, A, rel_total, values, tolerance,
-                    table=None) -> None:
-    if A.shape[0] == 0:
-        return
-    resid = A @ values
-    scale = np.maximum(1.0, np.abs(values[np.maximum(rel_total, 0)]))
-    bad = np.abs(resid) > tolerance * scale
-    bad &= ~np.isnan(resid)
-    if bad.any():
-        r = int(np.flatnonzero(bad)[0])
-        t = int(rel_total[r])
-        name = _cell_name_flat(dims, shape, t, table) if t >= 0 else f"relation {r}"
-        raise InputError(f"{source}: total cell {name} is not the sum of its parts ({what}; "
-                         f"{int(bad.sum())} non-additive relation(s); missing totals can be "
-                         f"computed with compute_totals)")
 
 
 def read_frame(path: str | Path, dtype_str: Sequence[str] = ()) -> "pd.DataFrame":

@@ -114,9 +114,12 @@ def round_table(table: Table, base: int, method: str = "controlled", *,
         settings = RoundingSettings() if settings is None else settings
         params["search_seconds"] = settings.search_seconds
         params["ipm_min_columns"] = settings.ipm_min_columns
+        params["swap_kick"] = settings.swap_kick
+        params["swap_stall"] = settings.swap_stall
         rounded, path, optimal = small_count_round(
             table, base, thr, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
-            search_seconds=settings.search_seconds, ipm_min_columns=settings.ipm_min_columns)
+            search_seconds=settings.search_seconds, ipm_min_columns=settings.ipm_min_columns,
+            swap_kick=settings.swap_kick, swap_stall=settings.swap_stall)
     rounded = np.asarray(rounded, dtype=float)
     additive = is_additive(table, rounded)
     notes.extend(_method_notes(method, params, base, additive))

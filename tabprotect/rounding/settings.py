@@ -30,6 +30,13 @@ class RoundingSettings:
     #: many columns solves its relaxation by interior point (with crossover): several
     #: times faster than simplex there; below it simplex's vertex starts the swaps better
     ipm_min_columns: int = 5_000
+    #: small-count rounding's perturbed swaps: cells each kick moves up and down; enough
+    #: to leave the swaps' local optimum, few enough that the swaps after it stay short
+    swap_kick: int = 8
+    #: perturbed swaps end after this many kicks without a smaller deviation (or at a third
+    #: of the search budget): the same choice on every run unless the budget ends them;
+    #: few enough that a table branch and bound proves quickly loses little time
+    swap_stall: int = 50
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -13,7 +13,8 @@ from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.rounding.bound_gap import least_value_above, relative_gap
 from tabprotect.rounding.result import TOL
-from tabprotect.rounding.small_count_search import DeviationTerms, relaxed_choice, swap_search
+from tabprotect.rounding.small_count_search import DeviationTerms, perturbed_swaps, \
+    relaxed_choice, swap_search
 
 __all__ = ["small_count_round", "aggregation_matrix", "aggregate_from_inner"]
 
@@ -21,7 +22,8 @@ __all__ = ["small_count_round", "aggregation_matrix", "aggregate_from_inner"]
 def small_count_round(table: Table, base: int, threshold: int, *,
                       time_limit: float | None = None, mip_gap: float | None = None,
                       threads: int | None = 1, search_seconds: float | None = None,
-                      ipm_min_columns: int | None = None) -> tuple[np.ndarray, str, bool]:
+                      ipm_min_columns: int | None = None, swap_kick: int = 8,
+                      swap_stall: int = 50) -> tuple[np.ndarray, str, bool]:
     """Round inner counts ``0 < x < threshold`` to 0 or ``base``; aggregates follow.
 
     The number of small cells rounded up is fixed to ``round(sum of small counts / base)``
@@ -33,7 +35,9 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     bound stops after ``search_seconds`` (None: when it proves the optimum). A choice not
     proven optimal has its gap to the relaxation's bound in the solver path. A table of
     three or more dimensions whose program has ``ipm_min_columns`` columns or more has its
-    relaxation solved by interior point (None: always simplex).
+    relaxation solved by interior point (None: always simplex). ``swap_kick`` and
+    ``swap_stall`` tune the perturbed swaps before branch and bound
+    (:func:`~tabprotect.rounding.small_count_search.perturbed_swaps`).
 
     Returns the rounded values of every cell, the solver path and whether optimal.
     """
@@ -57,19 +61,21 @@ def small_count_round(table: Table, base: int, threshold: int, *,
     d, path, optimal = _choose(terms, target_up, time_limit=time_limit, mip_gap=mip_gap,
                                threads=threads, search_seconds=search_seconds,
                                ipm_min_columns=ipm_min_columns
-                               if len(table.dimensions) >= 3 else None)
+                               if len(table.dimensions) >= 3 else None,
+                               kick=swap_kick, stall=swap_stall)
     out_inner[small_local] = base * d
     rounded = aggregate_from_inner(table, inner, out_inner, agg=agg)
     return rounded, path, optimal
 
 
 def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threads,
-            search_seconds: float | None = None,
-            ipm_min_columns: int | None = None) -> tuple[np.ndarray, str, bool]:
+            search_seconds: float | None = None, ipm_min_columns: int | None = None,
+            kick: int = 8, stall: int = 50) -> tuple[np.ndarray, str, bool]:
     """Which small cells go up: the relaxation when its vertex is integral, else the
     swap search's choice when it meets the relaxation's bound (or is within ``mip_gap``
-    of it), else the MILP started from that choice (``time_limit``, else
-    ``search_seconds``, wall-clock seconds: the budget)."""
+    of it), else the perturbed swaps' choice from it (on at most a third of the budget),
+    else the MILP started from that choice (``time_limit``, else ``search_seconds``,
+    wall-clock seconds: the budget)."""
     start = time.perf_counter()
     lp = _deviation_program(terms, target_up)
     n = len(terms.c)
@@ -84,26 +90,45 @@ def _choose(terms: DeviationTerms, target_up: int, *, time_limit, mip_gap, threa
     if np.abs(relaxed.x[:n] - d).max(initial=0.0) <= 1e-6:
         return d, "LP relaxation (integral vertex)", True
     d = swap_search(terms, d)
-    value, bound = terms.value(d), relaxed.objective
-    if value <= _least_value_above(terms, bound):
-        return d, "LP relaxation, swaps (meets the LP bound)", True
-    if mip_gap is not None and value - bound <= mip_gap * abs(value):
-        return d, "LP relaxation, swaps (within mip_gap of the LP bound)", False
+    bound = relaxed.objective
     budget = time_limit if time_limit is not None else search_seconds
-    remaining = None if budget is None else max(1.0, start + budget - time.perf_counter())
+    end = None if budget is None else start + budget
+    least = _least_value_above(terms, bound)
+    steps = "LP relaxation, swaps"
+    for more in (False, True):
+        if more:
+            # perturbed swaps on at most a third of what is left, branch and bound the rest
+            third = None if end is None else (end + 2 * time.perf_counter()) / 3
+            d = perturbed_swaps(terms, d, kick=kick, stall=stall, target=least, end=third)
+            steps += ", perturbed swaps"
+        value = terms.value(d)
+        if value <= least:
+            return d, f"{steps} (meets the LP bound)", True
+        if mip_gap is not None and value - bound <= mip_gap * abs(value):
+            return d, f"{steps} (within mip_gap of the LP bound)", False
+    return _branch_and_bound(terms, lp, d, bound, end=end, mip_gap=mip_gap, threads=threads)
+
+
+def _branch_and_bound(terms: DeviationTerms, lp, d: np.ndarray, bound: float, *, end,
+                      mip_gap, threads) -> tuple[np.ndarray, str, bool]:
+    """The MILP started from the choice ``d`` until ``end`` (a ``time.perf_counter()``
+    time; None: until it proves the optimum); the gap is taken to the larger of the
+    relaxation's bound and branch and bound's own."""
+    n = len(terms.c)
+    remaining = None if end is None else max(1.0, end - time.perf_counter())
     model = HighsModel(lp, threads=threads, time_limit=remaining, mip_gap=mip_gap)
     model.set_start(np.concatenate([d, np.abs(terms.base * (terms.S @ d) - terms.s)]))
     res = model.solve(duals=False)
     if res.status == "optimal":
         return np.round(res.x[:n]), "MILP", True
-    gap = relative_gap(value, bound)
+    value = terms.value(d)
     if res.has_solution and terms.value(np.round(res.x[:n])) <= value:
         d = np.round(res.x[:n])
         value = terms.value(d)
+    if res.has_solution and res.mip_gap is not None:
         # branch and bound's own bound (cuts, branching) is at least the relaxation's
-        gap = min(relative_gap(value, bound),
-                  res.mip_gap if res.mip_gap is not None else np.inf)
-    return d, f"MILP (within {100 * gap:.2f} % of the bound)", False
+        bound = max(bound, res.objective - res.mip_gap * abs(res.objective))
+    return d, f"MILP (within {100 * relative_gap(value, bound):.2f} % of the bound)", False
 
 
 def _least_value_above(terms: DeviationTerms, bound: float) -> float:

@@ -216,132 +216,164 @@ def cube_repair(table: Table, cost: np.ndarray, cells, *, singleton: bool = Fals
     >>> sorted(np.flatnonzero(new == "M").tolist()), left.tolist()
     ([5, 7, 8], [])
     """
-    from tabprotect.secondary.hypercube import _CubeSearch, requirements
-    from tabprotect.secondary.product_limits import ProductSearchLimits
-    from tabprotect.secondary.product_moves import cheapest_product_moves
-    from tabprotect.secondary.subtables import Split
     start = time.perf_counter()
     cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
-    status = table.status.copy()
-    moves: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def done(unresolved_cells):
-        if not return_moves:
-            return status, unresolved_cells
-        return status, unresolved_cells, _move_matrix(moves, table.n_cells)
-
-    def move_cap(p) -> float:
-        # a move's magnitude: the cube's room, capped where a bound is infinite
-        return 10.0 * max(need_up[p], need_down[p], float(table.spl[p]), 1.0)
-
-    def record(p, corners, signs, t_up, t_down):
-        cap = move_cap(p)
-        for magnitude, sign in ((min(t_up, cap), 1.0), (min(t_down, cap), -1.0)):
-            if magnitude > 0:
-                moves.append((corners, sign * magnitude * signs))
-
     if not table.dimensions or len(cells) == 0:
-        return done(cells)
-    split = Split(table)
-    search = _CubeSearch(table, split, np.asarray(cost, dtype=float), max_candidates=20000)
-    suppressed = np.isin(status, ("U", "M"))
-    leaf = leaf_cells(table)
-    need_up, need_down = requirements(table)
-    # a hair above the levels: the audit's tolerance then never decides the verdict
-    scale = 1.0 + 1e-9
-    tol = 1e-9 * np.maximum(1.0, np.abs(table.value))
-    single = table.freq == 1
-    unresolved = []
-    chain_cubes = _ChainCubes(table, poles=poles) if chains else None
-
-    def chain_cube(p, width) -> bool:
-        found = chain_cubes.protect(p, status, suppressed, cost, need_up[p], need_down[p],
-                                    width, single if singleton else None)
-        if found is not None:
-            record(p, *found)
-        return found is not None
-
+        status = table.status.copy()
+        return (status, cells, _move_matrix([], table.n_cells)) if return_moves else \
+            (status, cells)
+    repair = _CubeRepair(table, cost, singleton, chains, poles)
     if certify_only:
-        # the moves a pattern already has: per primary, the products of one-dimensional
-        # paths (siblings -- the leaf cubes --, cousins through the parents, poles) whose
-        # cells are all suppressed, searched exhaustively (compiled) for every primary;
-        # non-leaf primaries too (their paths run down to a leaf)
-        usable = suppressed & ~search.unusable
-        if singleton:
-            usable &= ~single   # (the primary itself, corner 0, is not checked)
-        widths = np.where(status[cells] == "U", table.spl[cells], 0.0)
-        ok, found_moves = cheapest_product_moves(
-            table, cells, np.where(usable, 0.0, np.inf), need_up[cells] * scale,
-            need_down[cells] * scale, np.maximum(widths * scale, tol[cells]),
-            product_limits or ProductSearchLimits())
-        for p, (corners, signs, t_up, t_down, _) in zip(cells[ok], found_moves):
-            record(int(p), corners, signs, t_up, t_down)
-        # the leaf and chain cubes of the search below are products of such paths: what
-        # the exhaustive search left, they cannot certify
-        return done(cells[~ok])
+        return repair.result(repair.certify(cells, product_limits), return_moves)
+    unresolved = []
     for n, p in enumerate(cells):
         p = int(p)
         if time_limit is not None and n % 256 == 0 and \
                 time.perf_counter() - start > time_limit:
             unresolved.extend(int(c) for c in cells[n:])
             break
-        if not leaf[p]:
-            if chain_cubes is None or not chain_cube(p, float(table.spl[p])):
-                unresolved.append(p)
-            continue
+        if not repair.protect(p):
+            unresolved.append(p)
+    return repair.result(np.asarray(unresolved, dtype=np.int64), return_moves)
+
+
+class _CubeRepair:
+    """The state of one :func:`cube_repair` run shared by its steps: the statuses, the
+    needs and the moves found so far."""
+
+    def __init__(self, table: Table, cost: np.ndarray, singleton: bool, chains: bool,
+                 poles: bool) -> None:
+        from tabprotect.secondary.cube_search import _CubeSearch
+        from tabprotect.secondary.hypercube import requirements
+        from tabprotect.secondary.subtables import Split
+        self.table, self.cost, self.singleton = table, cost, singleton
+        self.status = table.status.copy()
+        self.moves: list[tuple[np.ndarray, np.ndarray]] = []
+        self.split = Split(table)
+        self.search = _CubeSearch(table, self.split, np.asarray(cost, dtype=float),
+                                  max_candidates=20000)
+        self.suppressed = np.isin(self.status, ("U", "M"))
+        self.leaf = leaf_cells(table)
+        self.need_up, self.need_down = requirements(table)
+        # a hair above the levels: the audit's tolerance then never decides the verdict
+        self.scale = 1.0 + 1e-9
+        self.tol = 1e-9 * np.maximum(1.0, np.abs(table.value))
+        self.single = table.freq == 1
+        self.chain_cubes = _ChainCubes(table, poles=poles) if chains else None
+
+    def result(self, unresolved: np.ndarray, return_moves: bool):
+        """What :func:`cube_repair` returns."""
+        if not return_moves:
+            return self.status, unresolved
+        return self.status, unresolved, _move_matrix(self.moves, self.table.n_cells)
+
+    def move_cap(self, p: int) -> float:
+        """A move's magnitude: the cube's room, capped where a bound is infinite."""
+        return 10.0 * max(self.need_up[p], self.need_down[p], float(self.table.spl[p]), 1.0)
+
+    def record(self, p: int, corners, signs, t_up, t_down) -> None:
+        """Keep the cube pushed up by ``t_up`` and down by ``t_down`` as moves."""
+        cap = self.move_cap(p)
+        for magnitude, sign in ((min(t_up, cap), 1.0), (min(t_down, cap), -1.0)):
+            if magnitude > 0:
+                self.moves.append((corners, sign * magnitude * signs))
+
+    def chain_cube(self, p: int, width: float) -> bool:
+        """Protect ``p`` with a chain cube (False without ``chains`` or without one)."""
+        if self.chain_cubes is None:
+            return False
+        found = self.chain_cubes.protect(
+            p, self.status, self.suppressed, self.cost, self.need_up[p], self.need_down[p],
+            width, self.single if self.singleton else None)
+        if found is not None:
+            self.record(p, *found)
+        return found is not None
+
+    def certify(self, cells: np.ndarray, product_limits) -> np.ndarray:
+        """The moves a pattern already has: per primary, the products of one-dimensional
+        paths (siblings -- the leaf cubes --, cousins through the parents, poles) whose
+        cells are all suppressed, searched exhaustively (compiled) for every primary;
+        non-leaf primaries too (their paths run down to a leaf).  Returns the cells left."""
+        from tabprotect.secondary.product_limits import ProductSearchLimits
+        from tabprotect.secondary.product_moves import cheapest_product_moves
+        table, scale, tol = self.table, self.scale, self.tol
+        usable = self.suppressed & ~self.search.unusable
+        if self.singleton:
+            usable &= ~self.single   # (the primary itself, corner 0, is not checked)
+        widths = np.where(self.status[cells] == "U", table.spl[cells], 0.0)
+        ok, found_moves = cheapest_product_moves(
+            table, cells, np.where(usable, 0.0, np.inf), self.need_up[cells] * scale,
+            self.need_down[cells] * scale, np.maximum(widths * scale, tol[cells]),
+            product_limits or ProductSearchLimits())
+        for p, (corners, signs, t_up, t_down, _) in zip(cells[ok], found_moves):
+            self.record(int(p), corners, signs, t_up, t_down)
+        # the leaf and chain cubes of the search are products of such paths: what the
+        # exhaustive search left, they cannot certify
+        return cells[~ok]
+
+    def protect(self, p: int) -> bool:
+        """Protect ``p`` with its cheapest leaf cube, cube sums or a chain cube; False
+        when none is found."""
+        table, search, suppressed = self.table, self.search, self.suppressed
+        if not self.leaf[p]:
+            return self.chain_cube(p, float(table.spl[p]))
         pos = np.unravel_index(p, table.shape)
         key = tuple(int(g.as_child[q]) if g.as_child[q] >= 0 else 0
-                    for g, q in zip(split.dims, pos))
+                    for g, q in zip(self.split.dims, pos))
         cand = search.candidates(p, key, suppressed)
         if cand is None:
-            unresolved.append(p)
-            continue
+            return False
         corners, signs, _ = cand
         usable, t_up, t_down, new_cost = search.evaluate(corners, signs, suppressed)
-        ok = usable & leaf[corners].all(axis=0)
-        if singleton:
+        usable_cube = usable & self.leaf[corners].all(axis=0)
+        if self.singleton:
             # a corner's contributor knows its value: the cube proves nothing against it
-            ok &= ~single[corners[1:]].any(axis=0)
-        width = float(table.spl[p]) if status[p] == "U" else 0.0
-        usable_cube = ok
-        need = (need_up[p] * scale, need_down[p] * scale, max(width * scale, tol[p]))
+            usable_cube &= ~self.single[corners[1:]].any(axis=0)
+        width = float(table.spl[p]) if self.status[p] == "U" else 0.0
+        scale = self.scale
+        need = (self.need_up[p] * scale, self.need_down[p] * scale,
+                max(width * scale, self.tol[p]))
         ok = usable_cube & ((t_up >= need[0]) & (t_down >= need[1])
                             & (t_up + t_down >= need[2]))
         if not ok.any():
-            up = _cube_sum(usable_cube, t_up, new_cost, corners, need[0])
-            down = _cube_sum(usable_cube, t_down, new_cost, corners, need[1])
-            if up is not None and down is not None and \
-                    t_up[up].sum() + t_down[down].sum() >= need[2]:
-                # cubes for the way up and cubes for the way down: each sum a move of
-                # the whole table, so together they prove the interval
-                for chosen, room, direction, own in ((up, t_up, 1.0, search.room_up[p]),
-                                                     (down, t_down, -1.0,
-                                                      search.room_down[p])):
-                    cubes = corners[:, chosen]
-                    fresh = np.unique(cubes[~suppressed[cubes]])
-                    status[fresh] = "M"
-                    suppressed[fresh] = True
-                    # the primary moves by the sum of the rooms: no further than its own
-                    share = min(1.0, own / max(float(room[chosen].sum()), 1e-300))
-                    magnitude = np.minimum(room[chosen] * share, move_cap(p))
-                    moves.append((cubes.T.ravel(), direction * (
-                        signs[:, chosen] * magnitude).T.ravel().astype(float)))
-                continue
+            if self.cube_sums(p, corners, signs, usable_cube, (t_up, t_down), new_cost, need):
+                return True
             # a leaf primary whose siblings have children: chains down from them
-            if chain_cubes is None or not chain_cube(p, width):
-                unresolved.append(p)
-            continue
+            return self.chain_cube(p, width)
         idx = np.flatnonzero(ok)
         new_value = np.where(suppressed[corners[:, idx]], 0.0,
                              np.abs(table.value[corners[:, idx]])).sum(axis=0)
         best = idx[np.lexsort((idx, new_value, new_cost[idx]))[0]]
         cube = corners[:, best]
         fresh = cube[~suppressed[cube]]
-        status[fresh] = "M"
+        self.status[fresh] = "M"
         suppressed[fresh] = True
-        record(p, cube, signs[:, best].astype(float), float(t_up[best]),
-               float(t_down[best]))
-    return done(np.asarray(unresolved, dtype=np.int64))
+        self.record(p, cube, signs[:, best].astype(float), float(t_up[best]),
+                    float(t_down[best]))
+        return True
+
+    def cube_sums(self, p: int, corners: np.ndarray, signs: np.ndarray,
+                  usable_cube: np.ndarray, rooms: tuple[np.ndarray, np.ndarray],
+                  new_cost: np.ndarray, need: tuple[float, float, float]) -> bool:
+        """Protect ``p`` with cubes for the way up and cubes for the way down: each sum a
+        move of the whole table, so together they prove the interval."""
+        t_up, t_down = rooms
+        up = _cube_sum(usable_cube, t_up, new_cost, corners, need[0])
+        down = _cube_sum(usable_cube, t_down, new_cost, corners, need[1])
+        if up is None or down is None or not t_up[up].sum() + t_down[down].sum() >= need[2]:
+            return False
+        for chosen, room, direction, own in ((up, t_up, 1.0, self.search.room_up[p]),
+                                             (down, t_down, -1.0, self.search.room_down[p])):
+            cubes = corners[:, chosen]
+            fresh = np.unique(cubes[~self.suppressed[cubes]])
+            self.status[fresh] = "M"
+            self.suppressed[fresh] = True
+            # the primary moves by the sum of the rooms: no further than its own
+            share = min(1.0, own / max(float(room[chosen].sum()), 1e-300))
+            magnitude = np.minimum(room[chosen] * share, self.move_cap(p))
+            self.moves.append((cubes.T.ravel(), direction * (
+                signs[:, chosen] * magnitude).T.ravel().astype(float)))
+        return True
 
 
 def _cube_sum(usable: np.ndarray, room: np.ndarray, new_cost: np.ndarray,

@@ -190,9 +190,6 @@ def create_app(config: ServiceConfig) -> FastAPI:
     """
     config = config.check()
     pool = WorkerPool(config)
-    store = pool.store
-    principals = list(config.principals)
-    submit_lock = threading.Lock()
 
     @asynccontextmanager
     async def lifespan(app):
@@ -208,6 +205,19 @@ def create_app(config: ServiceConfig) -> FastAPI:
                               "(spec + files), poll it, fetch the protected table, the audit "
                               "and the report.")
     app.state.pool = pool
+    caller = _caller(list(config.principals))
+    jobs = _Jobs(config, pool.store)
+    _service_routes(app, pool, caller)
+    _job_routes(app, jobs, caller)
+    _result_routes(app, jobs, caller)
+    _delete_route(app, jobs, caller)
+    _install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, limit=config.max_request_bytes)
+    return app
+
+
+def _caller(principals: list[Principal]):
+    """The dependency that finds the caller's principal by its bearer token (401 without)."""
     bearer = HTTPBearer(auto_error=False)
 
     async def caller(request: Request,
@@ -225,12 +235,26 @@ def create_app(config: ServiceConfig) -> FastAPI:
         await known_parameters(request)     # after the token: names are for callers only
         return found
 
-    def own_job(job_id: str, who: Principal) -> dict[str, Any]:
-        rec = store.get(job_id, owner=who.name) if _JOB_ID.match(job_id) else None
+    return caller
+
+
+class _Jobs:
+    """The jobs of the service's store as its routes see them: a caller's own job, its
+    public record, its result files, a submission."""
+
+    def __init__(self, config: ServiceConfig, store) -> None:
+        self.config = config
+        self.store = store
+        # the bound on queued jobs holds for concurrent submissions too
+        self.submit_lock = threading.Lock()
+
+    def own_job(self, job_id: str, who: Principal) -> dict[str, Any]:
+        rec = self.store.get(job_id, owner=who.name) if _JOB_ID.match(job_id) else None
         if rec is None:
             raise HTTPException(404, "no such job")
         return rec
 
+    @staticmethod
     def public(rec: dict, with_owner: bool = False) -> dict[str, Any]:
         base = f"/jobs/{rec['id']}"      # relative: never built from the Host header
         out = {k: rec[k] for k in ("id", "state", "progress", "step", "created", "started",
@@ -245,25 +269,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
             out["links"].update({k: f"{base}/{k}" for k in served})
         return out
 
-    @app.get("/health", tags=["service"], dependencies=[Depends(known_parameters)])
-    def health() -> dict:
-        """Liveness and the worker pool (no token needed)."""
-        return {**pool.health(), "version": __version__}
-
-    @app.get("/openapi.json", tags=["service"], include_in_schema=False)
-    def openapi(who: Principal = Depends(caller)) -> dict:
-        return app.openapi()
-
-    @app.get("/docs", tags=["service"], include_in_schema=False)
-    def docs(who: Principal = Depends(caller)) -> HTMLResponse:
-        return HTMLResponse(endpoint_page(app.openapi()))
-
-    @app.post("/jobs", status_code=202, tags=["jobs"])
-    def submit(spec: UploadFile = File(..., description="job file, TOML or JSON"),
-               files: list[UploadFile] = File(default=[], description="input files named "
-                                                                       "by the spec"),
-               who: Principal = Depends(caller)) -> dict:
-        """Submit a job: its spec and the files it names.  Runs in the worker pool."""
+    def submit(self, spec: UploadFile, files: list[UploadFile], who: Principal) -> dict:
+        """Check and store a job; it leaves nothing behind when refused."""
+        config, store = self.config, self.store
         raw = spec.file.read()
         if not raw.strip():
             raise HTTPException(400, "spec: empty")
@@ -282,7 +290,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             sizes = save_uploads(files, folder / "input", config.max_files)
             check_files(folder / "input", sizes, parsed, config.max_columns, config.max_rows,
                         config.max_cells)
-            with submit_lock:    # the bound holds for concurrent submissions too
+            with self.submit_lock:
                 if store.pending(who.name) >= config.max_queued_per_principal:
                     raise busy
                 store.create(parsed, sorted(sizes), folder, owner=who.name, job_id=job_id)
@@ -291,24 +299,10 @@ def create_app(config: ServiceConfig) -> FastAPI:
             raise
         log.info("job %s submitted by %s (%d file(s), %d bytes)", job_id, who.name,
                  len(sizes), sum(sizes.values()))
-        return public(store.get(job_id))
+        return self.public(store.get(job_id))
 
-    @app.get("/jobs", tags=["jobs"])
-    def list_jobs(limit: int = 100, everyone: bool = Query(False, alias="all"),
-                  who: Principal = Depends(caller)) -> list[dict]:
-        """The caller's recent jobs, newest first (``all=true``: everyone's, admin only)."""
-        if everyone and not who.admin:
-            raise HTTPException(403, "listing every principal's jobs needs an admin token")
-        recs = store.list(None if everyone else who.name, max(1, min(limit, 1000)))
-        return [public(r, with_owner=everyone) for r in recs]
-
-    @app.get("/jobs/{job_id}", tags=["jobs"])
-    def status(job_id: str, who: Principal = Depends(caller)) -> dict:
-        """State (queued, running, finished, failed), progress 0..1, step, result summary."""
-        return public(own_job(job_id, who))
-
-    def result_file(job_id: str, what: str, who: Principal) -> FileResponse:
-        rec = own_job(job_id, who)
+    def result_file(self, job_id: str, what: str, who: Principal) -> FileResponse:
+        rec = self.own_job(job_id, who)
         if rec["state"] in ("queued", "running"):
             raise HTTPException(409, f"job {job_id} is {rec['state']}; poll /jobs/{job_id}")
         if rec["state"] == "failed":
@@ -325,52 +319,99 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return FileResponse(path, media_type=MEDIA_TYPES[what],
                             filename=f"{job_id[:8]}-{RESULT_FILES[what]}")
 
+
+def _service_routes(app: FastAPI, pool: WorkerPool, caller) -> None:
+    """``/health``, ``/openapi.json`` and ``/docs``."""
+
+    @app.get("/health", tags=["service"], dependencies=[Depends(known_parameters)])
+    def health() -> dict:
+        """Liveness and the worker pool (no token needed)."""
+        return {**pool.health(), "version": __version__}
+
+    @app.get("/openapi.json", tags=["service"], include_in_schema=False)
+    def openapi(who: Principal = Depends(caller)) -> dict:
+        return app.openapi()
+
+    @app.get("/docs", tags=["service"], include_in_schema=False)
+    def docs(who: Principal = Depends(caller)) -> HTMLResponse:
+        return HTMLResponse(endpoint_page(app.openapi()))
+
+
+def _job_routes(app: FastAPI, jobs: _Jobs, caller) -> None:
+    """Submit a job, list the caller's jobs, a job's state."""
+
+    @app.post("/jobs", status_code=202, tags=["jobs"])
+    def submit(spec: UploadFile = File(..., description="job file, TOML or JSON"),
+               files: list[UploadFile] = File(default=[], description="input files named "
+                                                                       "by the spec"),
+               who: Principal = Depends(caller)) -> dict:
+        """Submit a job: its spec and the files it names.  Runs in the worker pool."""
+        return jobs.submit(spec, files, who)
+
+    @app.get("/jobs", tags=["jobs"])
+    def list_jobs(limit: int = 100, everyone: bool = Query(False, alias="all"),
+                  who: Principal = Depends(caller)) -> list[dict]:
+        """The caller's recent jobs, newest first (``all=true``: everyone's, admin only)."""
+        if everyone and not who.admin:
+            raise HTTPException(403, "listing every principal's jobs needs an admin token")
+        recs = jobs.store.list(None if everyone else who.name, max(1, min(limit, 1000)))
+        return [jobs.public(r, with_owner=everyone) for r in recs]
+
+    @app.get("/jobs/{job_id}", tags=["jobs"])
+    def status(job_id: str, who: Principal = Depends(caller)) -> dict:
+        """State (queued, running, finished, failed), progress 0..1, step, result summary."""
+        return jobs.public(jobs.own_job(job_id, who))
+
+
+def _result_routes(app: FastAPI, jobs: _Jobs, caller) -> None:
+    """A finished job's result files."""
+
     @app.get("/jobs/{job_id}/table", tags=["results"], response_class=FileResponse)
     def table(job_id: str, who: Principal = Depends(caller)):
         """The published table (CSV; suppressed cells have no value); 409 unless the
         audit passed."""
-        return result_file(job_id, "table", who)
+        return jobs.result_file(job_id, "table", who)
 
     @app.get("/jobs/{job_id}/audit", tags=["results"], response_class=FileResponse)
     def audit(job_id: str, who: Principal = Depends(caller)):
         """The audit: feasibility interval of every cell (CSV, confidential)."""
-        return result_file(job_id, "audit", who)
+        return jobs.result_file(job_id, "audit", who)
 
     @app.get("/jobs/{job_id}/report", tags=["results"], response_class=FileResponse)
     def report(job_id: str, who: Principal = Depends(caller)):
         """The HTML report (confidential)."""
-        return result_file(job_id, "report", who)
+        return jobs.result_file(job_id, "report", who)
 
     @app.get("/jobs/{job_id}/trail", tags=["results"], response_class=FileResponse)
     def trail(job_id: str, who: Principal = Depends(caller)):
         """The JSON audit trail (checksums of inputs and outputs, parameters, versions,
         public results)."""
-        return result_file(job_id, "trail", who)
+        return jobs.result_file(job_id, "trail", who)
 
     @app.get("/jobs/{job_id}/summary", tags=["results"], response_class=FileResponse)
     def summary(job_id: str, who: Principal = Depends(caller)):
         """Counts, the verdict and the value figures that disclose nothing more than the
         published table (JSON, shareable)."""
-        return result_file(job_id, "summary", who)
+        return jobs.result_file(job_id, "summary", who)
 
     @app.get("/jobs/{job_id}/cells", tags=["results"], response_class=FileResponse)
     def cells(job_id: str, who: Principal = Depends(caller)):
         """Every cell with its value and final status (CSV, confidential); 409 unless the
         audit passed."""
-        return result_file(job_id, "cells", who)
+        return jobs.result_file(job_id, "cells", who)
+
+
+def _delete_route(app: FastAPI, jobs: _Jobs, caller) -> None:
+    """Delete an ended job (registered after the result routes)."""
 
     @app.delete("/jobs/{job_id}", tags=["jobs"])
     def delete(job_id: str, who: Principal = Depends(caller)) -> dict:
         """Delete an ended (finished or failed) job and its files."""
-        rec = own_job(job_id, who)
-        if not store.delete(job_id, owner=who.name):
+        rec = jobs.own_job(job_id, who)
+        if not jobs.store.delete(job_id, owner=who.name):
             raise HTTPException(409, f"job {job_id} is {rec['state']}")
         shutil.rmtree(rec["folder"], ignore_errors=True)
         return {"id": job_id, "deleted": True}
-
-    _install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, limit=config.max_request_bytes)
-    return app
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -309,14 +309,17 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
                   warm_entries: int = 500_000,
                   count: LPCount | None = None,
                   slack: float | None = None) -> np.ndarray | None:
-    """Witness-based pruning of a protected pattern (None when it is not protected, or
-    when the witness map would exceed ``max_entries`` (condition, cell) entries).
+    """Witness-based pruning of a protected pattern (None when it is found not
+    protected, or when the witness map would exceed ``max_entries`` (condition, cell)
+    entries).
 
-    For each primary ``s`` (and single-contributor attacker ``j``) the attacker LPs
-    ``max +-y_s`` over the suppressed cells are solved once; their optimal ``y`` are the
-    witnesses.  Publishing a cell ``i`` that a witness leaves at 0 keeps that witness
-    feasible, so its optimum cannot drop: only conditions whose witness moves ``i`` are
-    re-solved (with ``y_i = 0``); a cell no witness moves goes without any LP.
+    For each primary ``s`` (and single-contributor attacker ``j``) in a component of the
+    suppressed cells that holds a cell the prune may try, the attacker LPs ``max +-y_s``
+    over the suppressed cells are solved once; their optimal ``y`` are the witnesses
+    (the other primaries' conditions stay as they are whatever the prune publishes, see
+    :func:`_groups_near`).  Publishing a cell ``i`` that a witness leaves at 0 keeps that
+    witness feasible, so its optimum cannot drop: only conditions whose witness moves
+    ``i`` are re-solved (with ``y_i = 0``); a cell no witness moves goes without any LP.
     ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`);
     the LPs solved are counted in ``count``.  A cell dearer than what ``slack`` (see
     :func:`prune`) leaves is not tried; with no cell left to try no LP is solved.
@@ -336,6 +339,7 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     groups = _condition_groups(req, pattern, sup)
     if groups is None:
         return None
+    groups = _groups_near(wit, groups, order)
     # one attacker LP per condition group and direction: (group, sign)
     lps = [(g, sign) for g, (p, _) in enumerate(groups) for sign in wit.directions(p)]
     if len(lps) * len(sup) > max_entries:
@@ -415,6 +419,18 @@ def _first_witnesses(wit: _Witnesses, groups: list, lps: list, plain: dict,
                 for flip in flips:
                     reach.setdefault(int(cells[t]), []).append((r, flip * float(signed[t])))
     return True
+
+
+def _groups_near(wit: _Witnesses, groups: list, order: np.ndarray) -> list:
+    """The condition groups whose primary lies in a component of the suppressed cells
+    that holds a cell the prune may try (positions ``order`` in ``sup``).  A primary's
+    attacker LP spans its own component alone (see :class:`_Witnesses`), so publishing
+    a cell of another component leaves its optimum as it is, and no witness of it ever
+    moves a cell tried: its LPs decide nothing."""
+    near = np.zeros(int(wit.comp.max()) + 1, bool)
+    near[wit.comp[order]] = True
+    local, primary = wit.local, wit.req.primary
+    return [(p, j) for p, j in groups if near[wit.comp[local[int(primary[p])]]]]
 
 
 def _plain_rows(groups: list, lps: list) -> dict:

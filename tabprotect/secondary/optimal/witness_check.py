@@ -46,7 +46,7 @@ def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarr
     if not usable.any():
         return np.zeros(len(targets), bool), n_lp
     sub = A[:, active].tocsr()
-    rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+    sub = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
     cap = float(max(need[1.0][usable].max(initial=0.0), need[-1.0][usable].max(initial=0.0)))
     cap = 2.0 * cap if cap > 0 else 1.0
     base_hi = np.minimum(req.up[active], cap)
@@ -66,11 +66,12 @@ def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarr
                 hi[tcol[want]] = np.minimum(hi[tcol[want]], need[sign][want] * 1.01)
             else:
                 lo[tcol[want]] = np.maximum(lo[tcol[want]], -need[sign][want] * 1.01)
-            lp = LinearProgram(c=c, A=sub[rows], row_lower=np.zeros(len(rows)),
-                               row_upper=np.zeros(len(rows)), col_lower=lo, col_upper=hi,
-                               sense="max")
             if model is None:
-                model = HighsModel(lp, **(model_options or {}))
+                zeros = np.zeros(sub.shape[0])
+                model = HighsModel(LinearProgram(c=c, A=sub, row_lower=zeros,
+                                                 row_upper=zeros, col_lower=lo,
+                                                 col_upper=hi, sense="max"),
+                                   **(model_options or {}))
             else:
                 model.set_col_bounds(np.arange(len(active)), lo, hi)
                 model.set_objective(c, sense="max")
@@ -82,7 +83,7 @@ def witness_certified(A, req, slot: np.ndarray, z: np.ndarray, targets: np.ndarr
             if res.status != "optimal" or res.x is None:
                 break
             y = np.asarray(res.x, dtype=float)
-            if not is_deviation(sub[rows], y):
+            if not is_deviation(sub, y):
                 break   # no certificate from it
             moved = sign * y[tcol] >= need[sign] * (1.0 + MARGIN)
             new = want & moved
