@@ -236,17 +236,9 @@ def solve_highs(
     _configure(h, verbose=verbose, time_limit=time_limit, mip_gap=mip_gap,
                threads=threads, options=options)
     if lp.n_cols == 0:
-        rt = time.perf_counter() - t0
-        feasible = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))
-        return SolveResult(
-            status="optimal" if feasible else "infeasible",
-            objective=lp.offset if feasible else None,
-            x=np.zeros(0) if feasible else None,
-            duals=np.zeros(lp.n_rows) if feasible and not lp.is_mip else None,
-            reduced_costs=np.zeros(0) if feasible and not lp.is_mip else None,
-            mip_gap=None, runtime=rt, backend="highs",
-            log_summary=f"highs: {'optimal' if feasible else 'infeasible'} (no columns)",
-        )
+        return SolveResult.without_columns(lp.row_lower, lp.row_upper, lp.offset, "highs",
+                                           time.perf_counter() - t0,
+                                           n_duals=None if lp.is_mip else lp.n_rows)
     _pass_lp(h, lp)
     run_status = h.run()
     status = _map_status(h, run_status)
@@ -628,11 +620,7 @@ class HighsModel:
         t0 = time.perf_counter()
         if self._n == 0:
             lo, up = self._empty_rows
-            ok = bool(np.all(lo <= 0) and np.all(up >= 0))
-            st = "optimal" if ok else "infeasible"
-            res = SolveResult(status=st, objective=self._offset if ok else None,
-                              x=np.zeros(0) if ok else None, runtime=0.0, backend="highs",
-                              log_summary=f"highs: {st} (no columns)")
+            res = SolveResult.without_columns(lo, up, self._offset, "highs")
             self.last_result = res
             return res
         status = self._run(time_limit)

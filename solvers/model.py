@@ -283,6 +283,20 @@ class SolveResult:
     log_summary: str = ""
     extra: dict = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def without_columns(cls, row_lower, row_upper, offset: float, backend: str,
+                        runtime: float = 0.0, n_duals: int | None = None) -> "SolveResult":
+        """A problem without columns: optimal (at ``offset``) when every row's range holds
+        0, else infeasible; ``n_duals``: a feasible LP's zero row duals (that many) and
+        empty reduced costs."""
+        ok = bool(np.all(np.asarray(row_lower) <= 0) and np.all(np.asarray(row_upper) >= 0))
+        st = "optimal" if ok else "infeasible"
+        duals = np.zeros(n_duals) if ok and n_duals is not None else None
+        return cls(status=st, objective=offset if ok else None,
+                   x=np.zeros(0) if ok else None, duals=duals,
+                   reduced_costs=np.zeros(0) if duals is not None else None,
+                   runtime=runtime, backend=backend, log_summary=f"{backend}: {st} (no columns)")
+
     @property
     def has_solution(self) -> bool:
         """True when ``x`` holds a feasible point (status optimal or time_limit)."""

@@ -116,11 +116,8 @@ def solve_pulp(
 
     if lp.n_cols == 0:
         # PuLP cannot write a model without variables; decide feasibility directly.
-        ok = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))
-        st = "optimal" if ok else "infeasible"
-        return SolveResult(status=st, objective=lp.offset if ok else None,
-                           x=np.zeros(0) if ok else None, runtime=time.perf_counter() - t0,
-                           backend="pulp", log_summary=f"pulp: {st} (no columns)")
+        return SolveResult.without_columns(lp.row_lower, lp.row_upper, lp.offset, "pulp",
+                                           time.perf_counter() - t0)
 
     error = _solve(pulp, prob, solver, verbose, time_limit, mip_gap, threads, options)
     if error is not None:

@@ -132,11 +132,8 @@ def solve_scipy(
         raise ValueError("the 'scipy' backend solves no quadratic objective; use 'highs'")
     t0 = time.perf_counter()
     if lp.n_cols == 0:
-        ok = bool(np.all(lp.row_lower <= 0) and np.all(lp.row_upper >= 0))
-        st = "optimal" if ok else "infeasible"
-        return SolveResult(status=st, objective=lp.offset if ok else None,
-                           x=np.zeros(0) if ok else None, runtime=time.perf_counter() - t0,
-                           backend="scipy", log_summary=f"scipy: {st} (no columns)")
+        return SolveResult.without_columns(lp.row_lower, lp.row_upper, lp.offset, "scipy",
+                                           time.perf_counter() - t0)
     if lp.is_mip:
         status, res, out = _solve_mip(lp, time_limit, mip_gap, verbose, options)
     else:

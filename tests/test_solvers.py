@@ -668,3 +668,22 @@ def test_a_time_limit_counts_from_the_models_start_on_a_spare_instance():
     assert new.highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
     assert new.minimize_maximize(0)[2] == "optimal"
     del keep
+
+
+@backends
+def test_no_columns_feasible_when_every_row_holds_zero(backend):
+    """A program without columns: optimal at its offset when 0 lies in every row's range
+    (an LP's duals are zeros), infeasible otherwise; the same through a HighsModel."""
+    A = sp.csr_matrix((2, 0))
+    ok = solve(LinearProgram(c=np.zeros(0), A=A, row_lower=[-1.0, 0.0], row_upper=[1.0, 2.0],
+                             offset=5.0), backend=backend)
+    assert ok.status == "optimal" and ok.objective == 5.0 and ok.x.shape == (0,)
+    assert ok.log_summary == f"{backend}: optimal (no columns)"
+    if backend == "highs":
+        assert ok.duals.tolist() == [0.0, 0.0] and ok.reduced_costs.shape == (0,)
+    bad = solve(LinearProgram(c=np.zeros(0), A=A, row_lower=[1.0, 0.0], row_upper=[2.0, 2.0]),
+                backend=backend)
+    assert bad.status == "infeasible" and bad.objective is None and not bad.has_solution
+    model = HighsModel(LinearProgram(c=np.zeros(0), A=A, row_lower=[1.0, 0.0],
+                                     row_upper=[2.0, 2.0]))
+    assert model.solve().status == "infeasible"
