@@ -231,7 +231,8 @@ def test_tabulating_a_bad_file_names_its_line(tmp_path):
     frame.to_csv(path, index=False)
     with pytest.raises(InputError, match=r"micro.csv line 9: value of 'x' is not a number"):
         tabulate(path, _dims(), "x")
-    with pytest.raises(InputError, match=r"microdata row with index label 7: value of 'x' is not a number"):
+    with pytest.raises(InputError,
+                       match=r"microdata row with index label 7: value of 'x' is not a number"):
         tabulate(frame, _dims(), "x")
 
 

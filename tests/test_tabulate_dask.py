@@ -131,8 +131,8 @@ def test_a_bad_code_names_the_partition_and_row(cluster):
     df = generated(400, 4)
     df.loc[250, "region"] = "ZZ9"
     ddf = dd.from_pandas(df, npartitions=4)
-    with pytest.raises(InputError, match=r"microdata \(partition 3 of 4\) row with index label 250: "
-                                         r"the code in column 'region'"):
+    with pytest.raises(InputError, match=r"microdata \(partition 3 of 4\) row with index label "
+                                         r"250: the code in column 'region'"):
         tabulate(ddf, DIMS, "x", engine="dask")
 
 

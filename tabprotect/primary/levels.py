@@ -2,9 +2,10 @@
 
 A cell's UPL is the largest over the rules that fire, its LPL the same, capped so that
 ``value - LPL >= lb`` (the bound as given, ``Table.given_lb``: the one the publication's
-empty cells raise, ``Table.lb``, meets a level reaching below it there); the SPL is 0 unless a manual file gives one.  A-priori statuses of
-the input table are kept (``U`` stays unsafe with reason ``apriori``, ``P`` protected);
-manual ``S`` and ``P`` win over every rule.
+empty cells raise, ``Table.lb``, meets a level reaching below it there); the SPL is 0
+unless a manual file gives one.  A-priori statuses of the input table are kept (``U``
+stays unsafe with reason ``apriori``, ``P`` protected); manual ``S`` and ``P`` win over
+every rule.
 """
 from __future__ import annotations
 
@@ -85,8 +86,8 @@ class Levels:
             if name in ("upl", "lpl", "spl"):   # a level is a size: finite, not negative
                 bad = bad | np.isinf(vals) | (vals < 0)
             if bad.any():
-                raise InputError(f"{row_place(rule.file_name, frame, int(np.flatnonzero(bad)[0]))}, "
-                                 f"column '{name}': not a number"
+                where = row_place(rule.file_name, frame, int(np.flatnonzero(bad)[0]))
+                raise InputError(f"{where}, column '{name}': not a number"
                                  f"{' >= 0' if name in ('upl', 'lpl', 'spl') else ''}")
             return vals
 

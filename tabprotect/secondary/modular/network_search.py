@@ -176,11 +176,12 @@ class _Search:
         return self.best if self.first_only or not self.gave_up else None
 
     def _certified(self) -> bool:
-        """A search over the rows alone for the optimum, loaded kernel or not: the first ``SearchLimits.certify_after`` nodes per candidate by numpy (each
-        node counted by its cost, :func:`_node_weight`); a
-        search still going then is settled by :func:`.network_unique.unique_optimum`
-        when its optimum is unique (the pattern the search would find).  True when the
-        search's answer is known; else the search starts again under the usual policy."""
+        """A search over the rows alone for the optimum, loaded kernel or not: the first
+        ``SearchLimits.certify_after`` nodes per candidate by numpy (each node counted by
+        its cost, :func:`_node_weight`); a search still going then is settled by
+        :func:`.network_unique.unique_optimum` when its optimum is unique (the pattern the
+        search would find).  True when the search's answer is known; else the search starts
+        again under the usual policy."""
         lim = self.limits
         if self.lazy or self.first_only or lim.certify_after is None:
             return False
@@ -235,8 +236,7 @@ class _Search:
         rounds repeat until it meets every condition -- then it is optimal.  None when
         a width condition fails (no rows to add), the rounds reach their node budget
         (``max_nodes``) or an optimum round stops at its cap
-        (:meth:`_round_limits`; the kernel, when loaded for the rounds by
-        :meth:`_load_for_rounds`, runs them uncapped instead).  The rows known
+        (:meth:`_round_limits`, loaded kernel or not).  The rows known
         from the start make the full search's bounds stronger than rows met one by
         one deep in the tree."""
         nodes = certified = 0
