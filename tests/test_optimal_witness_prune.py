@@ -21,6 +21,15 @@ from tabprotect.secondary.optimal.prune import _cell_components, prune, witness_
 N = 9        # inner rows and columns; blocks of 3 x 3 on the diagonal
 
 
+def _assert_protected_and_minimal(table, out, fixed):
+    """The pattern protects every primary (scipy's LPs) and no cell it adds can go."""
+    assert lp_oracle.protected(table, out, singleton=False).all()
+    for i in np.flatnonzero(out & ~fixed):
+        less = out.copy()
+        less[i] = False
+        assert not lp_oracle.protected(table, less, singleton=False).all()
+
+
 def _block_table(seed: int, low: int = 10, down: float = 0.3
                  ) -> tuple[Table, np.ndarray]:
     """A 10 x 10 table (9 x 9 inner cells from ``low`` up, and totals) with two
@@ -76,11 +85,7 @@ def test_witness_prune_over_components_takes_the_check_by_check_decisions(seed, 
     out = witness_prune(oracle, pattern, fixed, cost, None)
     assert out is not None and (out == plain).all()
     assert out.sum() < pattern.sum()
-    assert lp_oracle.protected(table, out, singleton=False).all()
-    for i in np.flatnonzero(out & ~fixed):
-        less = out.copy()
-        less[i] = False
-        assert not lp_oracle.protected(table, less, singleton=False).all()
+    _assert_protected_and_minimal(table, out, fixed)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -113,8 +118,4 @@ def test_witness_prune_solves_no_lp_for_primaries_away_from_the_cells_it_tries(s
     out = outs[0]
     assert (outs[1] == out).all() and counts[0] == counts[1] > 0
     assert out.sum() < pattern.sum()
-    assert lp_oracle.protected(table, out, singleton=False).all()
-    for i in np.flatnonzero(out & ~fixed):
-        less = out.copy()
-        less[i] = False
-        assert not lp_oracle.protected(table, less, singleton=False).all()
+    _assert_protected_and_minimal(table, out, fixed)
