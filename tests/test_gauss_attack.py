@@ -170,17 +170,11 @@ def test_components_kept_across_a_growing_pattern_are_those_of_a_fresh_step(seed
 def _fresh_cost(step: AttackStep, cond, cells, sub, z, keep):
     """The optimum of a condition's protection LP on a new model (no warm basis, every
     bound sent), as the warm LP would be given it."""
-    up, dn = step.req.up[cells].copy(), step.req.down[cells].copy()
-    if keep is not None:
-        up[keep] = dn[keep] = 0.0
-    hidden = np.where(step.attacker[cells] >= 0, step.attacker_weight,
-                      step.free_weight) / cond.need
-    lp = step._protection_lp(cond, cells, sub, z, up, dn, hidden, cond.need * (1 - 1e-9))
+    lp = step._attack_lp(cond, cells, sub, z, keep)
     if lp is None:
         return None, None
-    weights, A, lo, hi = lp
-    res = AttackStep._lp_model(weights * cond.need, A, lo, hi, presolve=False).solve()
-    return (res.objective if res.status == "optimal" else None), weights * cond.need
+    res = AttackStep._lp_model(*lp, presolve=False).solve()
+    return (res.objective if res.status == "optimal" else None), lp[0]
 
 
 def test_each_warm_protection_lp_has_the_optimum_of_a_fresh_one():

@@ -289,9 +289,22 @@ class AttackStep(WidthStep):
 
     def _solve_attack(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
                       keep: np.ndarray | None, deadline: float | None):
+        """The protection LP (:meth:`_attack_lp`) solved on the component's warm model;
+        the attack's move per cell, or None."""
+        lp = self._attack_lp(cond, cells, sub, z, keep)
+        if lp is None:
+            return None
+        res = self._warm_lp(sub, *lp, deadline)
+        if res.status != "optimal":
+            return None
+        return res.x[:len(cells)] - res.x[len(cells):]
+
+    def _attack_lp(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
+                   keep: np.ndarray | None):
         """The protection LP over ``cells`` (relation rows ``sub``; every other cell, and
-        the ``keep`` ones, at its value): suppressed cells nearly free, attackers' cells
-        at ``attacker_weight``, published cells at their cost per unit of range."""
+        the ``keep`` ones, at its value) as (costs, A, lo, hi), or None: suppressed cells
+        nearly free, attackers' cells at ``attacker_weight``, published cells at their
+        cost per unit of range."""
         up, dn = self.req.up[cells].copy(), self.req.down[cells].copy()
         if keep is not None:
             up[keep] = dn[keep] = 0.0
@@ -305,10 +318,7 @@ class AttackStep(WidthStep):
         # times the need, a positive factor that leaves the optimum where it is: over
         # the pattern alone the costs are then the same from one condition to the next,
         # so the warm basis stays dual feasible and only the bounds change
-        res = self._warm_lp(sub, weights * cond.need, A, lo, hi, deadline)
-        if res.status != "optimal":
-            return None
-        return res.x[:len(cells)] - res.x[len(cells):]
+        return weights * cond.need, A, lo, hi
 
     def _warm_lp(self, sub: sp.csr_matrix, weights, A, lo, hi, deadline: float | None):
         """One protection LP on the warm model of the component whose relation rows are
