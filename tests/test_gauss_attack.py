@@ -201,3 +201,19 @@ def test_each_warm_protection_lp_has_the_optimum_of_a_fresh_one():
             assert warm == pytest.approx(fresh, rel=1e-6, abs=1e-9)
             compared += 1
     assert compared >= 10
+
+
+@pytest.mark.parametrize("seed", [2, 28])
+def test_a_second_lp_with_published_cells_gives_another_pattern_the_oracle_passes(seed):
+    # from attack_together kept attackers on, the second LP of a condition buys cells
+    # against all of them at once instead of one LP per attacker: another pattern on
+    # these tables, and the integer oracle finds no primary short on it
+    t = flat_count_table((3, 3, 3), seed, 1.5)
+    cost = cost_vector(t, "value")
+    apart = gauss(t, cost, singleton=True, attack_together=10**6)
+    together = gauss(t, cost, singleton=True, attack_together=2)
+    assert not np.array_equal(apart.status, together.status)
+    can = oracle_protected(t, unpublished=t.status != "Z", singleton=True, integer=True)
+    for out in (apart, together):
+        got = oracle_protected(t.replace(status=out.status), singleton=True, integer=True)
+        assert not (~got & can & (t.status == "U")).any()

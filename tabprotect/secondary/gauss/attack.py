@@ -13,9 +13,13 @@ published cell at its value) that move the primary by its need and leave the att
 cells where they are.  Per condition at most two protection LPs: the first over the
 pattern, attackers free but dear to move; the second with the attackers the first moved
 kept at their values.  The first holds against every attacker it does not move, the
-second against those it moved, so the two together hold against all.  Only when the
-pattern has no such deviation does the LP take published cells too (at their cost, as
-in :mod:`.widths`), and those are suppressed.  A witness also serves every other
+second against those it moved, so the two together hold against all; where the second
+finds none, one LP per attacker it was to hold.  Only when the pattern has no such
+deviation does an LP take published cells too (at their cost, as in :mod:`.widths`),
+and those are suppressed: the first and the per-attacker LPs, and the second where it
+holds ``together`` attackers or more (one LP over the pattern and the published cells
+then stands for that many per-attacker ones, each about as large; with fewer the
+per-attacker LPs buy cheaper cells, each holding one attacker only).  A witness also serves every other
 condition it moves far enough (scaled within the ranges), against the attackers it
 leaves in place; a condition is settled once no attacker is left that all its witnesses
 move.
@@ -64,17 +68,21 @@ class AttackStep(WidthStep):
     this one are tried as an integral move for the audit (:meth:`_lift`; 1: none).
     ``bound_only``: only the primaries whose range one way is short of their level or
     half their width that way (:meth:`bites`: a count 1 at its bound 1), where the
-    elimination, blind to the bounds, falls short; the audit judges the others."""
+    elimination, blind to the bounds, falls short; the audit judges the others.
+    ``together``: the second LP of a condition (the attackers the first moved kept in
+    place) takes published cells too where it keeps at least this many attackers
+    (see the module docstring; None: never)."""
 
     def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
                  max_component: int | None = None, lift: int = 4, bound_only: bool = False,
-                 **kwargs):
+                 together: int | None = None, **kwargs):
         kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
         super().__init__(table, cost, singleton=True, **kwargs)
         self.bound_only = bound_only
         self._labels: dict = {}
         self.max_component = max_component
         self.lift = lift
+        self.together = together
         label = same_record(table, zeros_known=np.isin(table.status, ("P", "Z")))
         cells = np.arange(table.n_cells)
         #: per cell the attacker it belongs to (-1: none); a class's smallest cell
@@ -158,7 +166,8 @@ class AttackStep(WidthStep):
         """Witnesses for condition ``q`` until no attacker is left: the first with the
         attackers free, then one with every attacker it moved kept in place, else one per
         such attacker; each over the pattern, with published cells too only where the
-        pattern has none.  Returns the LPs solved and whether the condition is settled."""
+        pattern has none (the second only from ``together`` attackers on).  Returns the
+        LPs solved and whether the condition is settled."""
         lps = 0
 
         def step(fixed: set, widen: bool) -> bool:
@@ -178,7 +187,8 @@ class AttackStep(WidthStep):
         if left[q] is None and not step(set(), widen=True):
             return lps, False
         if left[q] and len(left[q]) > 1:
-            step(set(left[q]), widen=False)
+            step(set(left[q]), widen=self.together is not None
+                 and len(left[q]) >= self.together)
         for a in sorted(left[q]):
             if a in left[q] and not step({a}, widen=True):
                 return lps, False
