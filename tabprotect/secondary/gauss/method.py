@@ -87,7 +87,7 @@ class GaussOptions:
                "witness moved kept in place) takes published cells too from this many "
                "such attackers on, where the pattern holds no witness against them all: "
                "one LP over the table instead of as many per-attacker ones (on "
-               "13,440-cell 3-D count tables a quarter of the step's and the audit's "
+               "4,500-13,500-cell 3-D count tables a fifth to a third of protect()'s "
                "CPU); with fewer, the per-attacker LPs buy cheaper cells"})
     attack_share: float = field(default=0.5, metadata={
         "why": "share of the time limit the attack step may take (its LPs grow with the "
