@@ -188,7 +188,10 @@ class _Search:
         n = len(self.c)
         weight = _node_weight(len(self.d))
         self.node_cap = min(math.ceil(lim.certify_after * n / weight), lim.max_nodes)
-        self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        if lim.compiled and kernel_loaded():    # the same nodes, compiled
+            self._run_compiled(self.node_cap)
+        else:
+            self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
         _WORK.numpy_nodes += self.nodes * weight
         if not self.gave_up:
             return True
@@ -203,10 +206,11 @@ class _Search:
         self.node_cap, self.dominated = lim.max_nodes, None
         return False
 
-    def _run_compiled(self) -> None:
+    def _run_compiled(self, max_nodes: int | None = None) -> None:
         """The search over the rows by the compiled kernel, from the start (the same
         nodes, bounds and pattern as :meth:`_node`), in slices of nodes between which
-        the deadline is checked."""
+        the deadline is checked; it gives up after ``max_nodes`` nodes (None:
+        ``SearchLimits.max_nodes``)."""
         loading = load_kernel()     # (once per process: not the search's own time)
         if self.deadline is not None:
             self.deadline += loading
@@ -217,7 +221,8 @@ class _Search:
         while not ended:
             pause_at += SLICE_NODES
             ended = search_slice(K, KT, np.ascontiguousarray(self.tol), self.c,
-                                 lim.max_nodes, lim.dominance, lim.dominance_after,
+                                 lim.max_nodes if max_nodes is None else max_nodes,
+                                 lim.dominance, lim.dominance_after,
                                  self.first_only, pause_at, st)
             if not ended and self.deadline is not None \
                     and time.perf_counter() > self.deadline:
