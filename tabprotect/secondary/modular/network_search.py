@@ -177,21 +177,17 @@ class _Search:
 
     def _certified(self) -> bool:
         """A search over the rows alone for the optimum, loaded kernel or not: the first
-        ``SearchLimits.certify_after`` nodes per candidate by numpy (each node counted by
-        its cost, :func:`_node_weight`); a search still going then is settled by
-        :func:`.network_unique.unique_optimum` when its optimum is unique (the pattern the
-        search would find).  True when the search's answer is known; else the search starts
-        again under the usual policy."""
+        ``SearchLimits.certify_after`` nodes per candidate (each node counted by its cost,
+        :func:`_node_weight`; compiled when the kernel is loaded: :meth:`_capped`); a
+        search still going then is settled by :func:`.network_unique.unique_optimum` when
+        its optimum is unique (the pattern the search would find).  True when the search's
+        answer is known; else the search starts again under the usual policy."""
         lim = self.limits
         if self.lazy or self.first_only or lim.certify_after is None:
             return False
         n = len(self.c)
         weight = _node_weight(len(self.d))
-        self.node_cap = min(math.ceil(lim.certify_after * n / weight), lim.max_nodes)
-        if lim.compiled and kernel_loaded():    # the same nodes, compiled
-            self._run_compiled(self.node_cap)
-        else:
-            self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        self._capped(min(math.ceil(lim.certify_after * n / weight), lim.max_nodes))
         _WORK.numpy_nodes += self.nodes * weight
         if not self.gave_up:
             return True
@@ -205,6 +201,17 @@ class _Search:
         self.best, self.best_cost, self.nodes, self.gave_up = None, np.inf, 0, False
         self.node_cap, self.dominated = lim.max_nodes, None
         return False
+
+    def _capped(self, cap: int) -> None:
+        """The search from the start, giving up after ``cap`` nodes: by the kernel when
+        it is loaded (and ``SearchLimits.compiled``), else by numpy; the same nodes, best
+        pattern and node count either way."""
+        self.node_cap = cap
+        if self.limits.compiled and kernel_loaded():
+            self._run_compiled(cap)
+        else:
+            n = len(self.c)
+            self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
 
     def _run_compiled(self, max_nodes: int | None = None) -> None:
         """The search over the rows by the compiled kernel, from the start (the same
