@@ -160,7 +160,7 @@ class _Search:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
         if self._certified():
-            return self.best
+            return None if self.gave_up else self.best
         lim = self.limits
         weight = _node_weight(len(self.d))
         switch = lim.compiled_after if kernel_loaded() else \
@@ -178,29 +178,59 @@ class _Search:
     def _certified(self) -> bool:
         """A search over the rows alone for the optimum, loaded kernel or not: the first
         ``SearchLimits.certify_after`` nodes per candidate (each node counted by its cost,
-        :func:`_node_weight`; compiled when the kernel is loaded: :meth:`_capped`); a
-        search still going then is settled by :func:`.network_unique.unique_optimum` when
-        its optimum is unique (the pattern the search would find).  True when the search's
-        answer is known; else the search starts again under the usual policy."""
+        :func:`_node_weight`); a search still going then is settled by
+        :func:`.network_unique.unique_optimum` when its optimum is unique (the pattern the
+        search would find).  True when the search's answer is known (None when it gave
+        up: ``gave_up``); else the search starts again under the usual policy.  With the
+        kernel loaded, :meth:`_certified_compiled` gives the same answer."""
         lim = self.limits
         if self.lazy or self.first_only or lim.certify_after is None:
             return False
-        n = len(self.c)
         weight = _node_weight(len(self.d))
-        self._capped(min(math.ceil(lim.certify_after * n / weight), lim.max_nodes))
+        cap = min(math.ceil(lim.certify_after * len(self.c) / weight), lim.max_nodes)
+        if lim.compiled and kernel_loaded():
+            return self._certified_compiled(cap, weight)
+        self._capped(cap)
         _WORK.numpy_nodes += self.nodes * weight
-        if not self.gave_up:
-            return True
-        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
-                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
-                              nodes=lim.certify_nodes, known=self.best)
-        if pick is not None:
-            self.best, self.best_cost = pick, float(self.c[pick].sum())
-            self.gave_up = False
+        if not self.gave_up or self._certify(self.best):
             return True
         self.best, self.best_cost, self.nodes, self.gave_up = None, np.inf, 0, False
         self.node_cap, self.dominated = lim.max_nodes, None
         return False
+
+    def _certify(self, known: np.ndarray | None) -> bool:
+        """The pattern :func:`.network_unique.unique_optimum` shows to be the unique
+        optimum (from ``known``, the best pattern at the cap), taken as the search's
+        answer; False when it shows none."""
+        lim = self.limits
+        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
+                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
+                              nodes=lim.certify_nodes, known=known)
+        if pick is None:
+            return False
+        self.best, self.best_cost = pick, float(self.c[pick].sum())
+        self.gave_up = False
+        return True
+
+    def _certified_compiled(self, cap: int, weight: float) -> bool:
+        """:meth:`_certified` with the kernel loaded: the same answer, the MILPs only
+        where the search gives up.  The kernel searches past the cap to the search's
+        end: where the certificate shows a unique optimum, that is the pattern the
+        search finds whatever its order; where it shows none, the search runs from the
+        start and finds the same pattern.  Only a search that gives up (its node budget,
+        the deadline) asks the certificate, from the best pattern at the cap, as numpy's
+        search does.  The nodes counted are the search's; the row rounds count at most
+        the cap's (:meth:`_row_rounds`), as after a certificate."""
+        st = self._kernel_state()
+        ended = self._resume(st, pause=cap)
+        known = st.best.copy() if st.ints[4] else None
+        if not ended and int(st.ints[2]) >= cap:    # at the cap: on to the end
+            ended = self._resume(st)
+        self._read(st, ended)
+        _WORK.numpy_nodes += min(self.nodes, cap + 1) * weight
+        if self.gave_up and not self._certify(known):
+            self.best, self.best_cost = None, np.inf
+        return True
 
     def _capped(self, cap: int) -> None:
         """The search from the start, giving up after ``cap`` nodes: by the kernel when
@@ -218,22 +248,41 @@ class _Search:
         nodes, bounds and pattern as :meth:`_node`), in slices of nodes between which
         the deadline is checked; it gives up after ``max_nodes`` nodes (None:
         ``SearchLimits.max_nodes``)."""
-        loading = load_kernel()     # (once per process: not the search's own time)
+        st = self._kernel_state()
+        self._read(st, self._resume(st, max_nodes))
+
+    def _kernel_state(self) -> KernelState:
+        """A new kernel search over the rows (the kernel loaded first: once per process,
+        not the search's own time)."""
+        loading = load_kernel()
         if self.deadline is not None:
             self.deadline += loading
-        st = KernelState(len(self.d), len(self.c), self.d)
+        return KernelState(len(self.d), len(self.c), self.d)
+
+    def _resume(self, st: KernelState, max_nodes: int | None = None,
+                pause: int | None = None) -> bool:
+        """Run the kernel's search in ``st`` on, in slices between which the deadline
+        is checked, until it ends (True; or gives up after ``max_nodes`` nodes), the
+        deadline passes or it has searched ``pause`` nodes (False)."""
         K, KT = np.ascontiguousarray(self.K), np.ascontiguousarray(self.KT)
         lim = self.limits
-        pause_at, ended = 0, False
+        pause_at, ended = int(st.ints[2]), False
         while not ended:
             pause_at += SLICE_NODES
+            if pause is not None:
+                pause_at = min(pause_at, pause)
             ended = search_slice(K, KT, np.ascontiguousarray(self.tol), self.c,
                                  lim.max_nodes if max_nodes is None else max_nodes,
                                  lim.dominance, lim.dominance_after,
                                  self.first_only, pause_at, st)
-            if not ended and self.deadline is not None \
-                    and time.perf_counter() > self.deadline:
+            if not ended and (pause_at == pause or self.deadline is not None
+                              and time.perf_counter() > self.deadline):
                 break
+        return ended
+
+    def _read(self, st: KernelState, ended: bool) -> None:
+        """The kernel search's nodes, outcome and best pattern, as :meth:`_node` leaves
+        them."""
         self.nodes = int(st.ints[2])
         self.gave_up = not ended or bool(st.ints[3])
         self.best_cost = float(st.floats[0])
@@ -262,8 +311,10 @@ class _Search:
                                 self.deadline)
                 inner.first_only = first_only
                 pick = inner.run()
-                nodes += inner.nodes
                 cap = None if first_only else self._certify_cap()
+                # a round that asks the certificate counts the nodes up to it, whether
+                # the certificate or the search that follows a failed one settles it
+                nodes += inner.nodes if cap is None else min(inner.nodes, cap + 1)
                 certified += cap is not None and inner.nodes > cap
                 if pick is None:        # gave up, or the rows alone are infeasible
                     return None
