@@ -39,12 +39,15 @@ cost per node.
 
 A search over cut rows alone for the optimum that passes a dozen nodes per candidate
 asks two MILPs whether its optimum is unique (:mod:`.network_unique`); a unique optimum
-is the search's own pattern, so the search stops there.
+is the search's own pattern, so the search stops there.  With the kernel loaded the
+search goes on compiled to its end instead and asks the MILPs only when it gives up:
+the same answer (a unique optimum is the pattern the search finds; where none is shown
+the search runs anyway).
 
-Whether the kernel is loaded changes the speed alone: the nodes searched, the budgets,
-the certificates and the fallback to the MILP are the same with it, without it and
-without numba, so a job's pattern does not depend on the entry point that runs it (a
-new process or one that has loaded the kernel before).
+Whether the kernel is loaded changes the speed alone: the patterns, the budgets and the
+fallback to the MILP are the same with it, without it and without numba, so a job's
+pattern does not depend on the entry point that runs it (a new process or one that has
+loaded the kernel before).
 
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
