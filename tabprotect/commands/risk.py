@@ -19,6 +19,30 @@ PERTURB_EXAMPLES = """  tabprotect perturb job.toml                perturbed fil
 """
 
 
+#: the risk's counts of the confidential microdata: the records that are sample uniques,
+#: that violate k-anonymity, that lie above the risk threshold; with them an intruder
+#: knows how many records his key values can single out, so summary.json and the trail
+#: withhold them unless the job's ``[risk] publish_counts`` releases them (the terminal
+#: shows them)
+RISK_COUNTS = frozenset({"n_sample_uniques", "k_anonymity_violations", "n_above_threshold"})
+WITHHELD_RISK = ("withheld (confidential: the microdata's counts of records at risk; the "
+                 "terminal shows them; publish_counts = true releases them)")
+
+
+def public_risk(summary: dict, publish_counts: bool = False) -> dict:
+    """A risk summary as summary.json and the trail give it: the :data:`RISK_COUNTS`, at
+    its top level and in its ``individual`` and ``loglinear`` parts, withheld unless
+    ``publish_counts``.
+
+    >>> public_risk({"n_records": 9, "n_sample_uniques": 4})["n_sample_uniques"][:8]
+    'withheld'
+    """
+    if publish_counts:
+        return summary
+    return {k: WITHHELD_RISK if k in RISK_COUNTS else
+            public_risk(v) if isinstance(v, dict) else v for k, v in summary.items()}
+
+
 def _input_error():
     from tabprotect.errors import InputError
     return InputError
@@ -158,7 +182,8 @@ def run_risk(args) -> int:
     md, data, keys = _microdata(job)
     with _row_errors(job, md):
         rec, summary = _risk_frame(data, md, keys, job.section("risk"))
-    files = _write(job, args, {"risk": rec}, summary)
+    files = _write(job, args, {"risk": rec}, public_risk(
+        summary, job.section("risk").get("publish_counts", False)))
     print(f"records: {summary['n_records']}   combinations: {summary['n_combinations']}   "
           f"sample uniques: {summary['n_sample_uniques']}   "
           f"k={summary['k']} violations: {summary['k_anonymity_violations']}")
