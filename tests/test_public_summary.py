@@ -746,3 +746,15 @@ def test_a_magnitude_check_out_of_time_releases_a_subset(limit):
     kept = _intervals(t, st, [forms[k] for k in released], False)
     for j, ends in base.items():
         assert kept[j] == pytest.approx(ends, rel=1e-6, abs=1e-6), j
+
+
+def test_a_published_table_is_refused_with_one_line_naming_the_confidential_one():
+    # a ProtectResult's .table has no values for its suppressed cells: the figures need
+    # the true ones, and the call says which table to give instead of failing in an LP
+    from tabprotect.errors import InputError
+    t = _with_primaries(_grid([3, 2, 3, 2], 2, 2), [4])
+    res = protect(t, method="optimal", cost="unity")
+    with pytest.raises(InputError, match="confidential_table"):
+        public_summary(res.table)
+    out = public_summary(res.confidential_table)
+    assert out["primary"] == 1 and out["secondary"] == res.n_secondary

@@ -103,6 +103,10 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
     """
     n = table.n_cells
     status = table.status if status is None else check_status(status, n)
+    if not np.isfinite(np.asarray(table.value, dtype=float)).all():
+        raise InputError("public_summary: the table needs every cell's true value, and a "
+                         "published table has none for its suppressed cells: give the "
+                         "confidential one (e.g. ProtectResult.confidential_table)")
     sup = is_suppressed(status)
     out: dict = {"cells": int(n), "primary": int((status == "U").sum()),
                  "secondary": int((status == "M").sum()), "suppressed": int(sup.sum())}
