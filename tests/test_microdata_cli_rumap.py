@@ -108,6 +108,12 @@ def test_commands_raise_input_errors(sample, tmp_path):
         COMMANDS["perturb"][1](_args(job=str(tmp_path / "bad2.toml"), output=None, seed=None))
     with pytest.raises(InputError, match="not found"):
         COMMANDS["risk"][1](_args(job=str(tmp_path / "missing.toml"), output=None))
+    # a file separated by semicolons is said to be
+    sample.to_csv(tmp_path / "semi.csv", index=False, sep=";")
+    (tmp_path / "semi.toml").write_text('[microdata]\nfile = "semi.csv"\nkeys = ["age"]\n'
+                                        '[risk]\n')
+    with pytest.raises(InputError, match="semi.csv: .* separates its fields with ';'"):
+        COMMANDS["risk"][1](_args(job=str(tmp_path / "semi.toml"), output=None))
 
 
 def test_perturb_without_a_seed_draws_one_that_repeats_the_run(sample, tmp_path, capsys):

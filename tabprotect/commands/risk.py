@@ -62,12 +62,15 @@ def _read(path: Path) -> pd.DataFrame:
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
     except ImportError:
         raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
                          f"'tabprotect[files]'") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
+    from tabprotect.model.columns import check_separator
+    check_separator(path.name, list(frame.columns))
+    return frame
 
 
 def _write(job, args, frames: dict, summary: dict) -> dict:
