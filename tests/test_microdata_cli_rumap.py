@@ -134,3 +134,38 @@ def test_perturb_without_a_seed_draws_one_that_repeats_the_run(sample, tmp_path,
     assert a.equals(b) and (a["region"] != sample["region"]).any()
     summary = (tmp_path / "a" / "summary.json").read_text()
     assert seed not in summary
+
+
+@pytest.mark.parametrize("matrix, words", [
+    ('{region = {N = {X = 1.0}}}', r"matrix.region.N: released category 'X' is not a true"),
+    ('{region = {N = {N = 0.5, S = 0.5}, S = {S = 1.0}}}',
+     r"matrix.region.S: no probability for 'N'"),
+    ('{region = {N = {N = "x", S = 0.0}, S = {N = 0.0, S = 1.0}}}',
+     r"matrix.region.N.N: not a number"),
+    ('{region = 5}', r"matrix.region: give \{true = \{released = probability\}\}"),
+    ('{sex = {"1" = {"1" = 1.0}}}', r"matrix.sex: 'sex' is not one of \[perturb\] variables"),
+])
+def test_perturb_matrix_errors_name_the_entry(sample, tmp_path, matrix, words):
+    from tabprotect.errors import InputError
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "m.toml").write_text(
+        '[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\n[perturb]\n'
+        f'method = "pram"\nvariables = ["region"]\nseed = 1\nmatrix = {matrix}\n')
+    with pytest.raises(InputError, match=r"m.toml \[perturb\] " + words):
+        COMMANDS["perturb"][1](_args(job=str(tmp_path / "m.toml"), output=None, seed=None))
+
+
+def test_perturb_matrix_given_in_full_is_the_one_applied(sample, tmp_path):
+    # N kept, S always released as N: every S record reads N afterwards
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "m.toml").write_text(
+        '[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\n[perturb]\n'
+        'method = "pram"\nvariables = ["region"]\nseed = 1\nmatrix = {region = {'
+        'N = {N = 1.0, S = 0.0, E = 0.0, W = 0.0}, S = {N = 1.0, S = 0.0, E = 0.0, W = 0.0}, '
+        'E = {N = 0.0, S = 0.0, E = 1.0, W = 0.0}, W = {N = 0.0, S = 0.0, E = 0.0, W = 1.0}}}\n'
+        '[output]\ndir = "out"\n')
+    assert COMMANDS["perturb"][1](_args(job=str(tmp_path / "m.toml"), output=None,
+                                        seed=None)) == 0
+    out = pd.read_csv(tmp_path / "out" / "perturbed.csv")
+    expected = sample["region"].replace({"S": "N"})
+    assert (out["region"] == expected).all()

@@ -202,7 +202,41 @@ def run_risk(args) -> int:
     return 0
 
 
-def _perturb(data, md, keys, opts, seed):
+def _matrices(label: str, matrix: dict, variables: list) -> dict:
+    """``[perturb] matrix`` (``{variable = {true = {released = probability}}}``) as one
+    frame per variable, rows the true categories and columns the released ones in the
+    same order; a matrix of another shape, a released category that is no true one, an
+    entry missing or not a number is one :class:`InputError` line naming it."""
+    import pandas as pd
+    InputError = _input_error()
+    out = {}
+    for var, rows in matrix.items():
+        where = f"{label} [perturb] matrix.{var}"
+        if var not in variables:
+            raise InputError(f"{where}: '{var}' is not one of [perturb] variables")
+        if not isinstance(rows, dict) or not rows \
+                or not all(isinstance(r, dict) for r in rows.values()):
+            raise InputError(f"{where}: give {{true = {{released = probability}}}} tables")
+        cats = list(rows)
+        for true, row in rows.items():
+            strange = [c for c in row if c not in rows]
+            if strange:
+                raise InputError(f"{where}.{true}: released category '{strange[0]}' is not "
+                                 f"a true category of the matrix")
+            missing = [c for c in cats if c not in row]
+            if missing:
+                raise InputError(f"{where}.{true}: no probability for '{missing[0]}' (give "
+                                 f"every entry, 0 included)")
+            bad = [c for c, p in row.items()
+                   if isinstance(p, bool) or not isinstance(p, (int, float))]
+            if bad:
+                raise InputError(f"{where}.{true}.{bad[0]}: not a number")
+        out[var] = pd.DataFrame([[float(rows[t][r]) for r in cats] for t in cats],
+                                index=cats, columns=cats)
+    return out
+
+
+def _perturb(data, md, keys, opts, seed, label: str = "job"):
     import pandas as pd
     from tabprotect.microdata import individual_risk, invariant_pram, misclassification_risk, pram, swap
     InputError = _input_error()
@@ -211,10 +245,7 @@ def _perturb(data, md, keys, opts, seed):
         variables = opts.get("variables")
         if not variables:
             raise InputError("[perturb] needs 'variables' for PRAM")
-        P = None
-        if "matrix" in opts:  # {variable: {true: {released: prob}}}
-            P = {v: pd.DataFrame(m).T.astype(float) for v, m in opts["matrix"].items()}
-            P = {v: m.loc[list(m.index), list(m.index)] for v, m in P.items()}
+        P = _matrices(label, opts["matrix"], variables) if "matrix" in opts else None
         kw = dict(P=P, d=opts.get("d", 0.8), unperturbed=opts.get("unperturbed", ()),
                   spread=opts.get("spread", "equal"), strata=opts.get("strata"), seed=seed)
         res = (pram(data, variables, **kw) if method == "pram"
@@ -270,7 +301,7 @@ def run_perturb(args) -> int:
         seed = int(np.random.SeedSequence().entropy % (2**63))
     md, data, keys = _microdata(job)
     with _row_errors(job, md):
-        pert, mats, info = _perturb(data, md, keys, opts, seed)
+        pert, mats, info = _perturb(data, md, keys, opts, seed, job.label)
     files = _write(job, args, {"perturbed": pert, "matrices": mats}, info)
     print(f"{info['method']}: seed {seed}; "
           + (f"{info['n_swaps']} swaps" if "n_swaps" in info else f"records changed {info['n_changed']}"))
