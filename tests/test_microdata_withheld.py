@@ -98,3 +98,22 @@ def test_ru_map_records_its_drawn_seed_and_repeats_from_it(sample):
     # a point with a seed of its own draws with it
     own = ru_map(sample, KEYS, [["age"]], [dict(METHODS[0], seed=11)], 0.02, seed=seed)
     assert own.frame["seed"].iloc[1] == 11
+
+
+def test_ru_map_seeds_are_in_the_report_and_not_in_summary_or_trail(sample, tmp_path):
+    from tabprotect.io.results import write_outputs
+    from tabprotect.model import Hierarchy, Table
+    from tabprotect.pipeline import Run
+    m = ru_map(sample, KEYS, [["age"]], METHODS[:1], 0.02)
+    seed = str(m.params["seed"])
+    rows = Hierarchy.flat(["A", "B"], total="T")
+    cols = Hierarchy.flat(["M", "F"], total="T")
+    t = Table.from_arrays({"r": rows, "s": cols}, [10, 6, 4, 5, 3, 2, 5, 3, 2],
+                          kind="frequency")
+    run = Run(t, kind="rounding", rounded=np.array([10, 5, 5, 5, 5, 0, 5, 0, 5.0]),
+              ru_map=m.frame)
+    files = write_outputs(run, tmp_path, report=True)
+    # as written, so that ru_map(..., seed=...) repeats the map
+    assert f">{seed}<" in files["report"].read_text(encoding="utf-8")
+    for name in ("summary", "trail"):
+        assert seed not in files[name].read_text(encoding="utf-8")
