@@ -68,8 +68,6 @@ def _read(path: Path) -> pd.DataFrame:
                          f"'tabprotect[files]'") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
-    from tabprotect.model.columns import check_separator
-    check_separator(path.name, list(frame.columns))
     return frame
 
 
@@ -117,7 +115,9 @@ def _microdata(job):
         raise InputError(f"{job.label}: [microdata] needs 'keys', a list of column names")
     for col in keys + [c for c in (md.get("weight"), md.get("household")) if c]:
         if col not in data.columns:
-            raise InputError(f"{job.label}: column {col!r} not in {md['file']}")
+            from tabprotect.errors import column_names
+            raise InputError(f"{job.label}: column {col!r} not in {md['file']} "
+                             f"({column_names(data.columns)})")
     return md, data, keys
 
 

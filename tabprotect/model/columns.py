@@ -408,27 +408,11 @@ def _header(path: Path) -> list[str]:
     return _names(path, header)
 
 
-#: field separators of other CSV dialects (spreadsheets in many locales write ';')
-OTHER_SEPARATORS = (";", "\t", "|")
-
-
-def check_separator(file_name: str, names: list[str]) -> None:
-    """A header of one name that holds another dialect's separator is an
-    :class:`InputError` saying so (the file is not comma-separated)."""
-    other = [sep for sep in OTHER_SEPARATORS if len(names) == 1 and sep in str(names[0])]
-    if other:
-        raise InputError(f"{file_name}: its header is one column, {str(names[0])!r}: the "
-                         f"file separates its fields with {other[0]!r}; tabprotect reads "
-                         f"comma-separated files (save it with ',')")
-
-
 def _names(path: Path, header: list[str] | None) -> list[str]:
-    """The header's names, stripped; none, a name twice, or one name that holds another
-    dialect's separator is one line naming the file."""
+    """The header's names, stripped; none, or a name twice, is one line naming the file."""
     if header is None:
         raise InputError(f"{path.name}: empty file")
     names = [h.strip() for h in header]
-    check_separator(path.name, names)
     seen: set[str] = set()
     for name in names:
         if name in seen:
