@@ -347,8 +347,9 @@ class _Bounds:
                     LocalCertifier(comp, start_point[cells], lo_known, hi_known,
                                    self.counters, self.deadline, self.settings).run(
                         blocks=None if block_ids is None else block_ids[cells])
-                lower[cells], upper[cells] = comp.bounds(self.counters, self.deadline,
-                                                         lo_known, hi_known)
+                lower[cells], upper[cells] = comp.bounds(
+                    self.counters, self.deadline, lo_known, hi_known,
+                    None if start_point is None else start_point[cells])
             if progress is not None:
                 progress(k + 1, len(comps))
         return lower, upper, len(comps), n_certified
