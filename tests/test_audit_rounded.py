@@ -409,8 +409,9 @@ def test_local_lps_give_the_same_intervals_as_lps_only(table, method, base, marg
     assert np.array_equal(local.upper, exact.upper)
 
 
-@pytest.mark.parametrize("seed", [2, 3, 9, 28])
-def test_fractional_vertices_of_3d_tables_match_milp_intervals(seed):
+@pytest.mark.parametrize("seed, primal_max_cells", [(2, 2000), (3, 2000), (9, 2000),
+                                                    (28, 2000), (3, 1)])
+def test_fractional_vertices_of_3d_tables_match_milp_intervals(seed, primal_max_cells):
     """3-D tables have fractional LP vertices: a cell's LP bound rounded inward is proven
     by an integral table seen earlier or found on that face, else by branch and bound.
     Checked against scipy's integer program per cell and direction (tests/lp_oracle.py)
@@ -419,7 +420,8 @@ def test_fractional_vertices_of_3d_tables_match_milp_intervals(seed):
     rng = np.random.default_rng(seed)
     table = product_table({n: hierarchy("flat", 3, n) for n in "xyz"}, rng.integers(0, 12, 27))
     method = ("deterministic", "random")[seed % 2]
-    audit = round_table(table, 3, method, seed=seed).audit
+    res = round_table(table, 3, method, seed=seed, audit=False)
+    audit = audit_rounded(res, settings=RoundedAuditSettings(primal_max_cells=primal_max_cells))
     assert audit.n_lp > 0
     box = table.replace(lb=audit.range_lower, ub=audit.range_upper, empty="suppress")
     oracle = lp_oracle.intervals(box, np.ones(table.n_cells, dtype=bool), integer=True)
@@ -455,6 +457,8 @@ def test_settings_refuse_non_positive_values():
         RoundedAuditSettings(local_mip_seconds=0)
     with pytest.raises(ValueError, match="local_lp_batch"):
         RoundedAuditSettings(local_lp_batch=0)
+    with pytest.raises(ValueError, match="primal_max_cells"):
+        RoundedAuditSettings(primal_max_cells=0)
 
 
 # ---------------------------------------------------------------- values with decimals

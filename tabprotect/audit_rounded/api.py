@@ -341,7 +341,8 @@ class _Bounds:
         for k, cells in enumerate(comps):
             if not (lo_cert[cells].all() and hi_cert[cells].all()):
                 # (when all are certified, lower/upper already hold the box)
-                comp = ComponentAudit(table, free, box_lo, box_hi, cells, self.threads)
+                comp = ComponentAudit(table, free, box_lo, box_hi, cells, self.threads,
+                                      self.settings.primal_max_cells)
                 lo_known, hi_known = lo_cert[cells], hi_cert[cells]
                 if local:
                     LocalCertifier(comp, start_point[cells], lo_known, hi_known,

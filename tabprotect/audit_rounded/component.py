@@ -50,7 +50,7 @@ class ComponentAudit:
     """The cells of one linked component: their relations (fixed cells substituted out)
     and their method ranges."""
 
-    def __init__(self, table, free, box_lo, box_hi, cells, threads):
+    def __init__(self, table, free, box_lo, box_hi, cells, threads, primal_max_cells):
         A = table.relations
         sub = A[:, cells].tocsr()
         rows = np.flatnonzero(np.diff(sub.indptr) > 0)
@@ -62,6 +62,8 @@ class ComponentAudit:
         self.hi = box_hi[cells].astype(float)
         self.k = len(cells)
         self.threads = threads
+        # the simplex of the one-cell LPs: primal (4) on small components, else dual (1)
+        self._one_cell_strategy = 4 if self.k < primal_max_cells else 1
         self._mip = None
         # per cell, the least and greatest value in the integral feasible tables seen
         self._seen_lo = np.full(self.k, np.inf)
@@ -90,10 +92,10 @@ class ComponentAudit:
         # columns, primal simplex from the old basis is many times slower
         model = HighsModel(self._lp(False), threads=self.threads, simplex_strategy=1)
         self._bulk_pushes(model, lo_done, hi_done, counters, deadline)
-        # primal simplex for the one-cell objectives: the previous optimum stays primal
-        # feasible, and a one-cost change takes a few pivots from it where dual simplex
-        # starts over from a dual infeasible basis (hundreds of pivots)
-        model.highs.setOptionValue("simplex_strategy", 4)
+        # primal simplex for the one-cell objectives of a small component: the previous
+        # optimum stays primal feasible, and a one-cost change takes a few pivots from it
+        # where dual simplex starts over from a dual infeasible basis (hundreds of pivots)
+        model.highs.setOptionValue("simplex_strategy", self._one_cell_strategy)
         for sense, done, out in (("min", lo_done, out_lo), ("max", hi_done, out_hi)):
             self._one_by_one(model, sense, done, out, lo_done, hi_done, counters, deadline)
         out_lo = np.where(lo_done, np.where(np.isfinite(out_lo), np.ceil(out_lo - TOL),
@@ -201,7 +203,7 @@ class ComponentAudit:
                 found = res.x
                 break
         model.set_col_bounds([j], self.lo[j], self.hi[j])
-        model.highs.setOptionValue("simplex_strategy", 4)
+        model.highs.setOptionValue("simplex_strategy", self._one_cell_strategy)
         return found
 
     def _integer_bound(self, j, sense, counters: Counters):
