@@ -55,11 +55,17 @@ def column_names(columns) -> str:
     'columns: region, size, value'
     >>> column_names(["N1", "small", "120.5"])
     '3 columns; the first line holds a number: is the header line missing?'
+    >>> column_names(["region;size;value"])
+    "columns: region;size;value; its fields are separated by ';' (tabprotect reads ',')"
     """
     import re
     names = [str(c) for c in columns]
+    # one name holding another dialect's separator: the file is not comma-separated
+    other = [sep for sep in (";", "\t", "|") if len(names) == 1 and sep in names[0]]
+    hint = f"; its fields are separated by {other[0]!r} (tabprotect reads ',')" \
+        if other else ""
     number = re.compile(r"[+-]?(\d+([.,]\d*)?|[.,]\d+)([eE][+-]?\d+)?")
     if any(number.fullmatch(field) for name in names for field in re.split(r"[;\t| ]+", name)):
         return (f"{len(names)} column{'s' if len(names) != 1 else ''}; the first line "
-                "holds a number: is the header line missing?")
-    return "columns: " + ", ".join(names)
+                f"holds a number: is the header line missing?{hint}")
+    return "columns: " + ", ".join(names) + hint

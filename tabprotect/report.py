@@ -200,6 +200,16 @@ def _frame_html(frame: pd.DataFrame, table_id: str, code_columns=(), row_class=N
             f'<tbody>{"".join(body)}</tbody></table></div>{note}')
 
 
+def _ru_map_html(frame: pd.DataFrame) -> str:
+    """The R-U map's rows; the seed of each point's draws as written (an identifier that
+    repeats them, not a quantity)."""
+    if "seed" in frame:
+        frame = frame.assign(seed=["" if s is None or s != s else str(s)
+                                   for s in frame["seed"]])
+    return _frame_html(frame, "ru-map", code_columns={"label", "method"},
+                       text_columns={"seed"})
+
+
 def _value_decimals(table: Table) -> int:
     return column_decimals(table.value)
 
@@ -549,8 +559,7 @@ def render_html(run: Run) -> str:
     if run.comparison is not None:
         sections += ["<h2>Method comparison</h2>", _comparison_html(run.comparison)]
     if run.ru_map is not None:
-        sections += ["<h2>Risk-utility map</h2>",
-                     _frame_html(run.ru_map, "ru-map", code_columns={"label", "method"})]
+        sections += ["<h2>Risk-utility map</h2>", _ru_map_html(run.ru_map)]
     sections += ["<h2>Plots</h2>", figs or '<p class="note">No plots for this run.</p>']
     if run.notes:
         sections += ["<h2>Notes</h2>",

@@ -409,11 +409,56 @@ def test_local_lps_give_the_same_intervals_as_lps_only(table, method, base, marg
     assert np.array_equal(local.upper, exact.upper)
 
 
+@pytest.mark.parametrize("seed, primal_max_cells", [(2, 2000), (3, 2000), (9, 2000),
+                                                    (28, 2000), (3, 1)])
+def test_fractional_vertices_of_3d_tables_match_milp_intervals(seed, primal_max_cells):
+    """3-D tables have fractional LP vertices: a cell's LP bound rounded inward is proven
+    by an integral table seen earlier or found on that face, else by branch and bound.
+    Checked against scipy's integer program per cell and direction (tests/lp_oracle.py)
+    on the same ranges, the intruder not knowing which counts are empty."""
+    import lp_oracle
+    rng = np.random.default_rng(seed)
+    table = product_table({n: hierarchy("flat", 3, n) for n in "xyz"}, rng.integers(0, 12, 27))
+    method = ("deterministic", "random")[seed % 2]
+    res = round_table(table, 3, method, seed=seed, audit=False)
+    audit = audit_rounded(res, settings=RoundedAuditSettings(primal_max_cells=primal_max_cells))
+    assert audit.n_lp > 0
+    box = table.replace(lb=audit.range_lower, ub=audit.range_upper, empty="suppress")
+    oracle = lp_oracle.intervals(box, np.ones(table.n_cells, dtype=bool), integer=True)
+    assert np.array_equal(audit.lower, [oracle[i][0] for i in range(table.n_cells)])
+    assert np.array_equal(audit.upper, [oracle[i][1] for i in range(table.n_cells)])
+    assert audit.true_inside.all()
+
+
+@pytest.mark.parametrize("known_table", [True, False])
+def test_lp_bound_without_an_integer_table_at_it_goes_to_branch_and_bound(known_table):
+    """Hidden cells a, b, c in 0..1 and y in 0..2 under published p = a + b = 1,
+    q = b + c = 1, r = a + c + y = 1: the LP reaches y = 0 (a = b = c = 1/2), which no
+    integer table does (2a + y = 1 makes y odd).  Neither a table seen earlier nor a
+    vertex of the face y = 0 may stand for that bound; enumeration gives the intervals."""
+    import scipy.sparse as sp
+    A = sp.csr_matrix([[-1, -1, 0, 0, 1, 0, 0], [0, -1, -1, 0, 0, 1, 0],
+                       [-1, 0, -1, -1, 0, 0, 1]])
+    truth = np.array([0, 1, 0, 1, 1, 1, 1.0])
+    table = Table.from_relations(truth, A, ub=np.array([1, 1, 1, 2, np.inf, np.inf, np.inf]))
+    published = np.array([False] * 4 + [True] * 3)
+    audit = audit_rounded(table, base=1, method="deterministic", published=published,
+                          true_values=truth if known_table else None)
+    tables = [np.array([a, b, c, y, a + b, b + c, a + c + y])
+              for a, b, c, y in itertools.product((0, 1), (0, 1), (0, 1), (0, 1, 2))]
+    feasible = np.array([t for t in tables if np.array_equal(t[4:], truth[4:])])
+    assert np.array_equal(audit.lower, feasible.min(axis=0))
+    assert np.array_equal(audit.upper, feasible.max(axis=0))
+    assert audit.n_mip > 0
+
+
 def test_settings_refuse_non_positive_values():
     with pytest.raises(ValueError, match="local_mip_seconds"):
         RoundedAuditSettings(local_mip_seconds=0)
     with pytest.raises(ValueError, match="local_lp_batch"):
         RoundedAuditSettings(local_lp_batch=0)
+    with pytest.raises(ValueError, match="primal_max_cells"):
+        RoundedAuditSettings(primal_max_cells=0)
 
 
 # ---------------------------------------------------------------- values with decimals

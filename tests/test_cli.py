@@ -45,7 +45,9 @@ BAD_CASES = {
     "unknown code": (CELLS + "X9,s2,6,\n", REGION, "true", r"line 8: the code in column 'region' is not in its hierarchy"),
     "cycle": (CELLS, REGION + "N1,N\n", "true", r"region.csv.*two parents|cycle"),
     "two roots": (CELLS, REGION + "Other,S9\n", "true", r"2 roots"),
-    "negative value": (CELLS.replace("S,s1,4,", "S,s1,-4,"), REGION, "true", r"negative value"),
+    # the input cell is named, not a total its value makes negative
+    "negative value": (CELLS.replace("S,s1,4,", "S,s1,-9,"), REGION, "true",
+                       r"cells.csv: cell \(region=S, size=s1\) has a negative value"),
     "missing value": (CELLS.replace("S,s1,4,", "S,s1,,"), REGION, "true", r"line 6: value column 'value' of cell \(region=S, size=s1\) is missing"),
     "empty file": ("", REGION, "true", r"cells.csv: empty file"),
     "not a number": (CELLS.replace("S,s1,4,", "S,s1,four,"), REGION, "true", r"not a number"),

@@ -83,3 +83,22 @@ def test_malformed_rows_read_by_duckdb_are_named_as_such(tmp_path, capsys, bad):
     err = run_cli(tmp_path, capsys, MICRO_JOB.format(engine="duckdb"))
     assert "micro.csv" in err and "header line" in err and 'engine = "memory"' in err
     assert "not found" not in err      # every column the job names is in the header
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_cells_file_of_another_separator_is_said_to_be(tmp_path, capsys, sep):
+    # a spreadsheet's export with its header: the missing column and the separator named
+    rows = [["r", "c", "value", "freq"], ["r1", "a", SECRET, "1"], ["r1", "b", "10", "10"]]
+    (tmp_path / "cells.csv").write_text("".join(sep.join(r) + "\n" for r in rows))
+    err = run_cli(tmp_path, capsys, CELLS_JOB)
+    assert "cells.csv" in err and "'r'" in err and f"separated by {sep!r}" in err
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_headerless_or_semicolon_file_quotes_no_field(tmp_path, capsys, header):
+    rows = [["r1", "a", SECRET, "1"], ["r1", "b", "10", "10"]]
+    if header:
+        rows.insert(0, ["r", "c", "value", "freq"])
+    (tmp_path / "cells.csv").write_text("".join(";".join(r) + "\n" for r in rows))
+    err = run_cli(tmp_path, capsys, CELLS_JOB)
+    assert "separated by ';'" in err

@@ -82,6 +82,27 @@ def test_jj_bad_input(tmp_path, text, msg):
         read_jj(p)
 
 
+@pytest.mark.parametrize("line, field", [
+    ("0 98x7654.321 1 s 0 99999 0 0 0", "value"), ("0 5 1 s 0 99999 0 7.5e 0", "upl"),
+    ("0 5 2x 1 s 0 99999 0 0 0", "freq"), ("0.5 5 1 s 0 99999 0 0 0", "index")])
+def test_jj_field_that_is_not_a_number_is_named_not_quoted(tmp_path, line, field):
+    # nine or ten fields, one of them not a number: the line and the field are named
+    p = tmp_path / "text.jj"
+    p.write_text(f"0\n1\n{line}\n0\n")
+    with pytest.raises(InputError, match=f"line 3: the {field} field is not a") as err:
+        read_jj(p)
+    assert "7654" not in str(err.value) and "7.5e" not in str(err.value)
+
+
+def test_jj_term_that_is_not_a_cell_and_coefficient_is_told(tmp_path):
+    p = tmp_path / "coef.jj"
+    p.write_text("0\n3\n0 5 1 s 0 9 0 0 0\n1 2 1 s 0 9 0 0 0\n2 3 1 s 0 9 0 0 0\n1\n"
+                 "0 3 : 0 (-1) 1 (1) 2 (x)\n")
+    with pytest.raises(InputError, match="line 7: relation says 3 cells but lists 2 of "
+                                         "the form 'cell \\(coefficient\\)'"):
+        read_jj(p)
+
+
 def test_jj_status_error_quotes_no_field(tmp_path):
     # the status field holds a number of the cell (a column exported in the wrong place)
     p = tmp_path / "shifted.jj"

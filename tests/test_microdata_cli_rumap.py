@@ -64,7 +64,7 @@ def test_risk_command(sample, tmp_path):
     rec = pd.read_csv(tmp_path / "out" / "risk.csv")
     summ = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert len(rec) == len(sample) and {"fk", "Fk", "risk", "household_risk", "expected_inverse"} <= set(rec)
-    assert summ["n_sample_uniques"] == int((rec.fk == 1).sum())
+    assert summ["n_records"] == len(sample)   # the counts at risk: test_microdata_withheld
     assert summ["individual"]["method"] == "exact"
     assert summ["loglinear"]["tau2"] == pytest.approx(rec.expected_inverse.sum())
     # -o chooses the folder; the trail lists the outputs
@@ -108,6 +108,12 @@ def test_commands_raise_input_errors(sample, tmp_path):
         COMMANDS["perturb"][1](_args(job=str(tmp_path / "bad2.toml"), output=None, seed=None))
     with pytest.raises(InputError, match="not found"):
         COMMANDS["risk"][1](_args(job=str(tmp_path / "missing.toml"), output=None))
+    # a file separated by semicolons is said to be
+    sample.to_csv(tmp_path / "semi.csv", index=False, sep=";")
+    (tmp_path / "semi.toml").write_text('[microdata]\nfile = "semi.csv"\nkeys = ["age"]\n'
+                                        '[risk]\n')
+    with pytest.raises(InputError, match="column 'age' not in semi.csv .*separated by ';'"):
+        COMMANDS["risk"][1](_args(job=str(tmp_path / "semi.toml"), output=None))
 
 
 def test_perturb_without_a_seed_draws_one_that_repeats_the_run(sample, tmp_path, capsys):
@@ -128,3 +134,38 @@ def test_perturb_without_a_seed_draws_one_that_repeats_the_run(sample, tmp_path,
     assert a.equals(b) and (a["region"] != sample["region"]).any()
     summary = (tmp_path / "a" / "summary.json").read_text()
     assert seed not in summary
+
+
+@pytest.mark.parametrize("matrix, words", [
+    ('{region = {N = {X = 1.0}}}', r"matrix.region.N: released category 'X' is not a true"),
+    ('{region = {N = {N = 0.5, S = 0.5}, S = {S = 1.0}}}',
+     r"matrix.region.S: no probability for 'N'"),
+    ('{region = {N = {N = "x", S = 0.0}, S = {N = 0.0, S = 1.0}}}',
+     r"matrix.region.N.N: not a number"),
+    ('{region = 5}', r"matrix.region: give \{true = \{released = probability\}\}"),
+    ('{sex = {"1" = {"1" = 1.0}}}', r"matrix.sex: 'sex' is not one of \[perturb\] variables"),
+])
+def test_perturb_matrix_errors_name_the_entry(sample, tmp_path, matrix, words):
+    from tabprotect.errors import InputError
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "m.toml").write_text(
+        '[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\n[perturb]\n'
+        f'method = "pram"\nvariables = ["region"]\nseed = 1\nmatrix = {matrix}\n')
+    with pytest.raises(InputError, match=r"m.toml \[perturb\] " + words):
+        COMMANDS["perturb"][1](_args(job=str(tmp_path / "m.toml"), output=None, seed=None))
+
+
+def test_perturb_matrix_given_in_full_is_the_one_applied(sample, tmp_path):
+    # N kept, S always released as N: every S record reads N afterwards
+    sample.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "m.toml").write_text(
+        '[microdata]\nfile = "s.csv"\nkeys = ["age", "sex", "region"]\n[perturb]\n'
+        'method = "pram"\nvariables = ["region"]\nseed = 1\nmatrix = {region = {'
+        'N = {N = 1.0, S = 0.0, E = 0.0, W = 0.0}, S = {N = 1.0, S = 0.0, E = 0.0, W = 0.0}, '
+        'E = {N = 0.0, S = 0.0, E = 1.0, W = 0.0}, W = {N = 0.0, S = 0.0, E = 0.0, W = 1.0}}}\n'
+        '[output]\ndir = "out"\n')
+    assert COMMANDS["perturb"][1](_args(job=str(tmp_path / "m.toml"), output=None,
+                                        seed=None)) == 0
+    out = pd.read_csv(tmp_path / "out" / "perturbed.csv")
+    expected = sample["region"].replace({"S": "N"})
+    assert (out["region"] == expected).all()

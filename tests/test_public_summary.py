@@ -746,3 +746,38 @@ def test_a_magnitude_check_out_of_time_releases_a_subset(limit):
     kept = _intervals(t, st, [forms[k] for k in released], False)
     for j, ends in base.items():
         assert kept[j] == pytest.approx(ends, rel=1e-6, abs=1e-6), j
+
+
+def test_a_published_table_is_refused_with_one_line_naming_the_confidential_one():
+    # a ProtectResult's .table has no values for its suppressed cells: the figures need
+    # the true ones, and the call says which table to give instead of failing in an LP
+    from tabprotect.errors import InputError
+    t = _with_primaries(_grid([3, 2, 3, 2], 2, 2), [4])
+    res = protect(t, method="optimal", cost="unity")
+    with pytest.raises(InputError, match="confidential_table"):
+        public_summary(res.table)
+    out = public_summary(res.confidential_table)
+    assert out["primary"] == 1 and out["secondary"] == res.n_secondary
+
+
+@pytest.mark.parametrize("power", [60, -40])
+def test_figures_of_a_table_far_from_unit_values_are_judged_as_at_unit_values(power):
+    # values near 1e20 (or 1e-12): the checks run in the units the solvers handle, and
+    # release exactly what they release on the same table at ordinary values
+    from tabprotect.model.scale import scaled_table
+    rng = np.random.default_rng(2)
+    t = _with_primaries(_grid(rng.integers(5, 60, 16), 4, 4), [6, 18])
+    status = protect(t, method="optimal", cost="value").status
+    w = (status == "M") * 1.0                      # a cost figure with value weights
+    forms = {"cost": w}
+    plain = public_summary(t, status, dict(standard_figures(t, status),
+                                           cost=float(w @ t.value)), forms=forms)
+    big = scaled_table(t, 2.0 ** power)
+    far = public_summary(big, status, dict(standard_figures(big, status),
+                                           cost=float(w @ big.value)), forms=forms)
+    assert set(far) == set(plain) and far["withheld"] == plain["withheld"]
+    assert any(k not in ("cells", "primary", "secondary", "suppressed", "withheld")
+               for k in plain)                     # some figure is released
+    for k in set(plain) - {"withheld", "share_value_suppressed"}:
+        assert far[k] == plain[k] * (1 if k in ("cells", "primary", "secondary",
+                                                 "suppressed") else 2.0 ** power)

@@ -52,6 +52,17 @@ def test_value_scale_is_a_power_of_two_and_leaves_ordinary_tables_alone():
     assert value_scale(scaled_table(t, 1e11).replace(kind="frequency")) == 1.0
 
 
+def test_values_too_small_for_any_scale_are_one_input_error():
+    # 2^-1060: no finite power of two brings them near 1 (its inverse overflows)
+    from tabprotect.errors import InputError
+    tiny = scaled_table(_table(), 2.0 ** -1060)
+    small = scaled_table(_table(), 2.0 ** -900)     # still scaled into the usual range
+    assert 2 ** 16 <= small.value.max() / value_scale(small) < 2 ** 17
+    for run in (value_scale, lambda t: protect(t, method="gauss"), audit):
+        with pytest.raises(InputError, match="too small to solve in any unit"):
+            run(tiny)
+
+
 @pytest.mark.parametrize("method", ["hypercube", "modular", "optimal", "gauss", "greedy"])
 def test_same_pattern_and_verdict_at_every_scale(method):
     base = _table()

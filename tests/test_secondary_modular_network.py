@@ -387,6 +387,24 @@ def test_compiled_search_is_the_numpy_search(seed, shape, variant):
         assert runs[0][2] == 41 or not runs[0][3]
 
 
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (45, (6, 6))])
+@pytest.mark.parametrize("cap", [3, 25, 120, 10**6])
+def test_certificates_capped_search_is_the_numpy_search_when_the_kernel_is_loaded(
+        seed, shape, cap):
+    """The search before the uniqueness MILPs, capped at a number of nodes, makes the
+    same nodes by the loaded kernel as by numpy: the same best pattern at the cap, cost,
+    node count and whether it stopped there (what the certificate and the budgets read)."""
+    load_kernel()
+    runs = []
+    for compiled in (False, True):
+        search = _row_search(shape, seed, SearchLimits(compiled=compiled))
+        search._capped(cap)
+        runs.append((None if search.best is None else search.best.tolist(),
+                     search.best_cost, search.nodes, search.gave_up))
+    assert runs[0] == runs[1]
+    assert runs[0][3] == (runs[0][2] == cap + 1)
+
+
 @pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
                                         (75, (5, 6)), (3, (4, 7)), (9, (8,))])
 @pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit"])

@@ -13,6 +13,7 @@ from test_secondary_modular_network import _row_search, _subtable, sub_table_pat
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.modular.network_cuts import REL_TOL, SearchLimits
+from tabprotect.secondary.modular.network_kernel import load_kernel
 from tabprotect.secondary.modular.network_unique import unique_optimum
 
 
@@ -182,4 +183,46 @@ def test_sub_table_patterns_keep_when_the_certificate_hits_its_node_limit(seed, 
     assert isinstance(plain, list) and stopped[0] == stopped[1] == plain
     z = np.isin(t.status, ("U", "M"))
     z[plain] = True
+    assert protected(t, z, singleton=singleton).all()
+
+
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (45, (6, 6)),
+                                        (55, (5, 6))])
+@pytest.mark.parametrize("max_nodes", [30, 20_000])
+def test_loaded_kernel_settles_a_certified_search_as_numpy(seed, shape, max_nodes):
+    """With the kernel loaded the search runs past the certificate's cap to its end and
+    asks the MILPs only when it gives up (a node budget of 30 ends it before its end,
+    20,000 does not): the answer is numpy's search with its certificate, the plain
+    search's optimum."""
+    load_kernel()
+    plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
+    want = plain.run().tolist()
+    runs = []
+    for compiled in (False, True):
+        search = _row_search(shape, seed, SearchLimits(compiled=compiled, certify_after=1,
+                                                       max_nodes=max_nodes))
+        pick = search.run()
+        runs.append((None if pick is None else pick.tolist(), search.gave_up))
+    assert runs[0] == runs[1] == (want, False)
+    assert plain.nodes > 30
+
+
+@pytest.mark.parametrize("seed,shape,singleton", [(42, (6, 6), False), (22, (5, 5), True),
+                                                  (31, (7, 6), False)])
+@pytest.mark.parametrize("certify_nodes", [0, 500])
+def test_sub_table_patterns_keep_with_the_kernel_loaded_and_certificates(
+        seed, shape, singleton, certify_nodes):
+    """Whole sub-tables (row rounds, lazy conditions) with every optimum search asking
+    the certificate, which certifies (500 MILP nodes) or cannot (none): with the kernel
+    loaded the same pattern as by numpy, protected by the LP oracle's judgement."""
+    load_kernel()
+    t = _subtable(shape, seed, published=0.2)
+    c = cost_vector(t, "value")
+    req = Requirements.from_table(t, singleton=singleton)
+    got = [sub_table_pattern(t, req, c, SearchLimits(compiled=compiled, certify_after=0,
+                                                     certify_nodes=certify_nodes))
+           for compiled in (False, True)]
+    assert isinstance(got[0], list) and got[0] == got[1]
+    z = np.isin(t.status, ("U", "M"))
+    z[got[0]] = True
     assert protected(t, z, singleton=singleton).all()

@@ -26,6 +26,7 @@ from scipy.optimize import linprog
 from tabprotect.errors import InputError
 from tabprotect.io.job import load_job
 from tabprotect.service.config import hash_token
+from tabprotect.service.worker import RESULT_FILES
 
 import service_server
 
@@ -212,7 +213,7 @@ def test_another_principal_cannot_list_read_fetch_or_delete(server, alice_job):
             server.client("ops") as ops, server.client("legacy") as legacy:
         assert alice_job not in [j["id"] for j in bob.get("/jobs").json()]
         assert alice_job not in [j["id"] for j in legacy.get("/jobs").json()]
-        for path in ("", "/table", "/cells", "/audit", "/report", "/trail"):
+        for path in ("",) + tuple(f"/{what}" for what in RESULT_FILES):   # every route
             r = bob.get(f"/jobs/{alice_job}{path}")
             assert r.status_code == 404 and PLANTED not in r.text, path
         assert bob.delete(f"/jobs/{alice_job}").status_code == 404

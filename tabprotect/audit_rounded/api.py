@@ -341,14 +341,16 @@ class _Bounds:
         for k, cells in enumerate(comps):
             if not (lo_cert[cells].all() and hi_cert[cells].all()):
                 # (when all are certified, lower/upper already hold the box)
-                comp = ComponentAudit(table, free, box_lo, box_hi, cells, self.threads)
+                comp = ComponentAudit(table, free, box_lo, box_hi, cells, self.threads,
+                                      self.settings.primal_max_cells)
                 lo_known, hi_known = lo_cert[cells], hi_cert[cells]
                 if local:
                     LocalCertifier(comp, start_point[cells], lo_known, hi_known,
                                    self.counters, self.deadline, self.settings).run(
                         blocks=None if block_ids is None else block_ids[cells])
-                lower[cells], upper[cells] = comp.bounds(self.counters, self.deadline,
-                                                         lo_known, hi_known)
+                lower[cells], upper[cells] = comp.bounds(
+                    self.counters, self.deadline, lo_known, hi_known,
+                    None if start_point is None else start_point[cells])
             if progress is not None:
                 progress(k + 1, len(comps))
         return lower, upper, len(comps), n_certified

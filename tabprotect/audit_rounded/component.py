@@ -2,7 +2,9 @@
 
 Fixed cells are substituted out; one persistent HiGHS model per component: a few LPs push
 all unresolved cells down (then up) at once, the remaining cells get their own min/max LP,
-warm-started, and a fractional optimum triggers the integer program for that bound.
+warm-started.  A fractional optimum bounds the integer optimum by its rounded value; an
+integral feasible table seen earlier that reaches that value proves it, otherwise the
+integer program for that bound decides.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ class ComponentAudit:
     """The cells of one linked component: their relations (fixed cells substituted out)
     and their method ranges."""
 
-    def __init__(self, table, free, box_lo, box_hi, cells, threads):
+    def __init__(self, table, free, box_lo, box_hi, cells, threads, primal_max_cells):
         A = table.relations
         sub = A[:, cells].tocsr()
         rows = np.flatnonzero(np.diff(sub.indptr) > 0)
@@ -60,27 +62,40 @@ class ComponentAudit:
         self.hi = box_hi[cells].astype(float)
         self.k = len(cells)
         self.threads = threads
+        # the simplex of the one-cell LPs: primal (4) on small components, else dual (1)
+        self._one_cell_strategy = 4 if self.k < primal_max_cells else 1
         self._mip = None
+        # per cell, the least and greatest value in the integral feasible tables seen
+        self._seen_lo = np.full(self.k, np.inf)
+        self._seen_hi = np.full(self.k, -np.inf)
 
     def _lp(self, integer: bool) -> LinearProgram:
         return LinearProgram(c=np.zeros(self.k), A=self.M, row_lower=self.rhs,
                              row_upper=self.rhs, col_lower=self.lo, col_upper=self.hi,
                              integrality=np.ones(self.k, bool) if integer else None)
 
-    def bounds(self, counters: Counters, deadline, lo_known=None, hi_known=None):
+    def bounds(self, counters: Counters, deadline, lo_known=None, hi_known=None,
+               start=None):
         """Exact integer bounds of the component's cells; ``lo_known``/``hi_known`` mark
-        cells whose range end is already proven to be their bound."""
+        cells whose range end is already proven to be their bound; ``start`` is a
+        feasible integer table of the cells (optional)."""
         k = self.k
+        if start is not None:
+            self._saw(np.asarray(start, dtype=float))
         lo_done = np.zeros(k, dtype=bool) if lo_known is None else lo_known.copy()
         hi_done = np.zeros(k, dtype=bool) if hi_known is None else hi_known.copy()
         out_lo = self.lo.copy()
         out_hi = self.hi.copy()
         if lo_done.all() and hi_done.all():
             return out_lo, out_hi  # every bound is its range end
-        # dual simplex on every re-solve: after an objective change over thousands of
-        # columns, primal simplex from the old basis was 10-40x slower in our runs
+        # dual simplex for the pushes: after an objective change over thousands of
+        # columns, primal simplex from the old basis is many times slower
         model = HighsModel(self._lp(False), threads=self.threads, simplex_strategy=1)
         self._bulk_pushes(model, lo_done, hi_done, counters, deadline)
+        # primal simplex for the one-cell objectives of a small component: the previous
+        # optimum stays primal feasible, and a one-cost change takes a few pivots from it
+        # where dual simplex starts over from a dual infeasible basis (hundreds of pivots)
+        model.highs.setOptionValue("simplex_strategy", self._one_cell_strategy)
         for sense, done, out in (("min", lo_done, out_lo), ("max", hi_done, out_hi)):
             self._one_by_one(model, sense, done, out, lo_done, hi_done, counters, deadline)
         out_lo = np.where(lo_done, np.where(np.isfinite(out_lo), np.ceil(out_lo - TOL),
@@ -94,8 +109,23 @@ class ComponentAudit:
         """An integral feasible table at a cell's range end proves that end is exact."""
         if x is None or np.abs(x - np.round(x)).max(initial=0.0) > TOL:
             return
+        self._saw(x)
         lo_done[:] |= np.abs(x - self.lo) <= TOL
         hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= TOL)
+
+    def _saw(self, x: np.ndarray) -> None:
+        """Record an integral feasible table's values (each cell's least and greatest)."""
+        x = np.round(x)
+        np.minimum(self._seen_lo, x, out=self._seen_lo)
+        np.maximum(self._seen_hi, x, out=self._seen_hi)
+
+    def _seen_reaches(self, j: int, sense: str, bound: float) -> bool:
+        """Whether an integral feasible table seen so far has cell ``j`` at ``bound`` (or
+        beyond it, which a valid bound rules out): then ``bound`` is the cell's exact
+        integer bound in direction ``sense``."""
+        if sense == "min":
+            return bool(self._seen_lo[j] <= bound + TOL)
+        return bool(self._seen_hi[j] >= bound - TOL)
 
     def _bulk_pushes(self, model, lo_done, hi_done, counters: Counters, deadline) -> None:
         """All unresolved cells down together, then up, while it settles more cells."""
@@ -141,21 +171,52 @@ class ComponentAudit:
                 continue
             xj = float(res.x[j])
             if np.abs(res.x - np.round(res.x)).max(initial=0.0) > TOL:
-                xj = self._integer_bound(j, sense, counters)
+                # the LP optimum rounded inward bounds the integer optimum
+                rounded = np.ceil(xj - TOL) if sense == "min" else np.floor(xj + TOL)
+                if self._seen_reaches(j, sense, rounded):
+                    xj = rounded
+                elif (x := self._integral_at(model, j, rounded, res.x, counters,
+                                             deadline)) is not None:
+                    xj = rounded
+                    self._absorb(x, lo_done, hi_done)
+                else:
+                    xj, x = self._integer_bound(j, sense, counters)
+                    self._absorb(x, lo_done, hi_done)
             else:
                 self._absorb(res.x, lo_done, hi_done)
             out[j] = xj
             done[j] = True
 
-    def _integer_bound(self, j, sense, counters: Counters) -> float:
+    def _integral_at(self, model, j: int, value: float, x, counters: Counters, deadline):
+        """An integral feasible table with cell ``j`` at ``value``, from LP vertices of
+        that face (its fractional cells pushed down, then up), or None."""
+        frac = np.flatnonzero(np.abs(x - np.round(x)) > TOL)
+        model.set_col_bounds([j], value, value)
+        model.highs.setOptionValue("simplex_strategy", 1)
+        found = None
+        for push in ("min", "max"):
+            model.set_objective(indices=frac, values=np.ones(len(frac)), sense=push)
+            res = model.solve(time_limit=remaining(deadline))
+            counters.lp += 1
+            if res.status == "optimal" and \
+                    np.abs(res.x - np.round(res.x)).max(initial=0.0) <= TOL:
+                found = res.x
+                break
+        model.set_col_bounds([j], self.lo[j], self.hi[j])
+        model.highs.setOptionValue("simplex_strategy", self._one_cell_strategy)
+        return found
+
+    def _integer_bound(self, j, sense, counters: Counters):
+        """The integer program's bound of cell ``j`` and its optimal table (None when
+        unfinished: the bound is then +-inf, i.e. the cell keeps its range end)."""
         if self._mip is None:
             self._mip = HighsModel(self._lp(True), threads=self.threads)
         self._mip.set_objective(indices=[j], values=[1.0], sense=sense)
         res = self._mip.solve()
         counters.mip += 1
         if res.status != "optimal":
-            return -np.inf if sense == "min" else np.inf
-        return float(round(res.x[j]))
+            return (-np.inf if sense == "min" else np.inf), None
+        return float(round(res.x[j])), res.x
 
 
 def remaining(deadline) -> float | None:

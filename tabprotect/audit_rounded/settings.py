@@ -27,9 +27,14 @@ class RoundedAuditSettings:
     local_mip_seconds: float = 5.0
     #: relative gap that ends that branch and bound (the solution need not be optimal)
     local_mip_gap: float = 0.05
+    #: components of fewer cells re-solve their one-cell LPs by the primal simplex from
+    #: the previous optimum (a few pivots each there); larger ones keep the dual simplex,
+    #: which HiGHS runs faster than the primal on large components
+    primal_max_cells: int = 2000
 
     def __post_init__(self) -> None:
-        for name in ("local_lp_batch", "local_min_batches", "local_lp_block"):
+        for name in ("local_lp_batch", "local_min_batches", "local_lp_block",
+                     "primal_max_cells"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"RoundedAuditSettings.{name} must be a positive integer, "

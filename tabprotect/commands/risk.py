@@ -19,6 +19,30 @@ PERTURB_EXAMPLES = """  tabprotect perturb job.toml                perturbed fil
 """
 
 
+#: the risk's counts of the confidential microdata: the records that are sample uniques,
+#: that violate k-anonymity, that lie above the risk threshold; with them an intruder
+#: knows how many records his key values can single out, so summary.json and the trail
+#: withhold them unless the job's ``[risk] publish_counts`` releases them (the terminal
+#: shows them)
+RISK_COUNTS = frozenset({"n_sample_uniques", "k_anonymity_violations", "n_above_threshold"})
+WITHHELD_RISK = ("withheld (confidential: the microdata's counts of records at risk; the "
+                 "terminal shows them; publish_counts = true releases them)")
+
+
+def public_risk(summary: dict, publish_counts: bool = False) -> dict:
+    """A risk summary as summary.json and the trail give it: the :data:`RISK_COUNTS`, at
+    its top level and in its ``individual`` and ``loglinear`` parts, withheld unless
+    ``publish_counts``.
+
+    >>> public_risk({"n_records": 9, "n_sample_uniques": 4})["n_sample_uniques"][:8]
+    'withheld'
+    """
+    if publish_counts:
+        return summary
+    return {k: WITHHELD_RISK if k in RISK_COUNTS else
+            public_risk(v) if isinstance(v, dict) else v for k, v in summary.items()}
+
+
 def _input_error():
     from tabprotect.errors import InputError
     return InputError
@@ -38,12 +62,13 @@ def _read(path: Path) -> pd.DataFrame:
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
     except ImportError:
         raise InputError(f"{path.name}: reading Parquet needs pyarrow: pip install "
                          f"'tabprotect[files]'") from None
     except (ValueError, OSError) as exc:
         raise InputError(f"{path.name}: cannot read ({exc})") from None
+    return frame
 
 
 def _write(job, args, frames: dict, summary: dict) -> dict:
@@ -90,7 +115,9 @@ def _microdata(job):
         raise InputError(f"{job.label}: [microdata] needs 'keys', a list of column names")
     for col in keys + [c for c in (md.get("weight"), md.get("household")) if c]:
         if col not in data.columns:
-            raise InputError(f"{job.label}: column {col!r} not in {md['file']}")
+            from tabprotect.errors import column_names
+            raise InputError(f"{job.label}: column {col!r} not in {md['file']} "
+                             f"({column_names(data.columns)})")
     return md, data, keys
 
 
@@ -158,7 +185,8 @@ def run_risk(args) -> int:
     md, data, keys = _microdata(job)
     with _row_errors(job, md):
         rec, summary = _risk_frame(data, md, keys, job.section("risk"))
-    files = _write(job, args, {"risk": rec}, summary)
+    files = _write(job, args, {"risk": rec}, public_risk(
+        summary, job.section("risk").get("publish_counts", False)))
     print(f"records: {summary['n_records']}   combinations: {summary['n_combinations']}   "
           f"sample uniques: {summary['n_sample_uniques']}   "
           f"k={summary['k']} violations: {summary['k_anonymity_violations']}")
@@ -174,7 +202,41 @@ def run_risk(args) -> int:
     return 0
 
 
-def _perturb(data, md, keys, opts, seed):
+def _matrices(label: str, matrix: dict, variables: list) -> dict:
+    """``[perturb] matrix`` (``{variable = {true = {released = probability}}}``) as one
+    frame per variable, rows the true categories and columns the released ones in the
+    same order; a matrix of another shape, a released category that is no true one, an
+    entry missing or not a number is one :class:`InputError` line naming it."""
+    import pandas as pd
+    InputError = _input_error()
+    out = {}
+    for var, rows in matrix.items():
+        where = f"{label} [perturb] matrix.{var}"
+        if var not in variables:
+            raise InputError(f"{where}: '{var}' is not one of [perturb] variables")
+        if not isinstance(rows, dict) or not rows \
+                or not all(isinstance(r, dict) for r in rows.values()):
+            raise InputError(f"{where}: give {{true = {{released = probability}}}} tables")
+        cats = list(rows)
+        for true, row in rows.items():
+            strange = [c for c in row if c not in rows]
+            if strange:
+                raise InputError(f"{where}.{true}: released category '{strange[0]}' is not "
+                                 f"a true category of the matrix")
+            missing = [c for c in cats if c not in row]
+            if missing:
+                raise InputError(f"{where}.{true}: no probability for '{missing[0]}' (give "
+                                 f"every entry, 0 included)")
+            bad = [c for c, p in row.items()
+                   if isinstance(p, bool) or not isinstance(p, (int, float))]
+            if bad:
+                raise InputError(f"{where}.{true}.{bad[0]}: not a number")
+        out[var] = pd.DataFrame([[float(rows[t][r]) for r in cats] for t in cats],
+                                index=cats, columns=cats)
+    return out
+
+
+def _perturb(data, md, keys, opts, seed, label: str = "job"):
     import pandas as pd
     from tabprotect.microdata import individual_risk, invariant_pram, misclassification_risk, pram, swap
     InputError = _input_error()
@@ -183,10 +245,7 @@ def _perturb(data, md, keys, opts, seed):
         variables = opts.get("variables")
         if not variables:
             raise InputError("[perturb] needs 'variables' for PRAM")
-        P = None
-        if "matrix" in opts:  # {variable: {true: {released: prob}}}
-            P = {v: pd.DataFrame(m).T.astype(float) for v, m in opts["matrix"].items()}
-            P = {v: m.loc[list(m.index), list(m.index)] for v, m in P.items()}
+        P = _matrices(label, opts["matrix"], variables) if "matrix" in opts else None
         kw = dict(P=P, d=opts.get("d", 0.8), unperturbed=opts.get("unperturbed", ()),
                   spread=opts.get("spread", "equal"), strata=opts.get("strata"), seed=seed)
         res = (pram(data, variables, **kw) if method == "pram"
@@ -242,7 +301,7 @@ def run_perturb(args) -> int:
         seed = int(np.random.SeedSequence().entropy % (2**63))
     md, data, keys = _microdata(job)
     with _row_errors(job, md):
-        pert, mats, info = _perturb(data, md, keys, opts, seed)
+        pert, mats, info = _perturb(data, md, keys, opts, seed, job.label)
     files = _write(job, args, {"perturbed": pert, "matrices": mats}, info)
     print(f"{info['method']}: seed {seed}; "
           + (f"{info['n_swaps']} swaps" if "n_swaps" in info else f"records changed {info['n_changed']}"))

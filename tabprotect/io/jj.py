@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _JJ_STATUS_IN = {"s": "S", "u": "U", "m": "M", "z": "Z", "p": "P"}
+#: a cell line's fields by their count: the manual's 9, sdcTable's 10 (with freq)
+_JJ_FIELDS = {9: ("index", "value", "cost", "status", "lb", "ub", "lpl", "upl", "spl"),
+              10: ("index", "value", "freq", "cost", "status", "lb", "ub", "lpl", "upl",
+                   "spl")}
 
 
 #: relative tolerance of the additivity check: a relation fails when ``|total - sum(parts)|``
@@ -125,41 +129,41 @@ class _JJCells:
         self.line = np.zeros(n, dtype=np.int64)
 
     def read(self, name: str, lineno: int, ln: str) -> None:
-        """One cell line: ``index value [freq] cost status lb ub lpl upl spl``."""
-        f = ln.split()
-        try:
-            if len(f) == 9:
-                idx, v, c, s, lo, hi, lp, up, sl = f
-                fr = None
-            elif len(f) == 10:
-                idx, v, fr, c, s, lo, hi, lp, up, sl = f
-            else:
-                raise ValueError
-            idx = int(idx)
-            if not 0 <= idx < self.n:
-                raise InputError(f"{name} line {lineno}: cell index {idx} out of range")
-            if self.seen[idx]:
-                raise InputError(f"{name} line {lineno}: cell {idx} is duplicated")
-            self.seen[idx] = True
-            self.line[idx] = lineno
-            self.value[idx] = float(v)
-            if fr is not None:
-                self.freq[idx] = float(fr)
-            self.cost[idx] = float(c)
-            letter = s.lower()
-            if letter not in _JJ_STATUS_IN:
-                # the field is not quoted: in a line with a field too few or too many
-                # it holds a number of the cell
-                raise InputError(f"{name} line {lineno}: the status field is not one "
-                                 f"of s, u, m, z, p")
-            self.status[idx] = _JJ_STATUS_IN[letter]
-            self.lb[idx], self.ub[idx] = float(lo), float(hi)
-            self.lpl[idx], self.upl[idx], self.spl[idx] = float(lp), float(up), float(sl)
-        except InputError:
-            raise
-        except ValueError:
+        """One cell line: ``index value [freq] cost status lb ub lpl upl spl``; a field
+        that is not a number is named (its text is not quoted: it is a cell's figure)."""
+        f = dict(zip(_JJ_FIELDS.get(len(ln.split()), ()), ln.split()))
+        if not f:
             raise InputError(f"{name} line {lineno}: expected 9 or 10 fields "
-                             f"(index value [freq] cost status lb ub lpl upl spl)") from None
+                             f"(index value [freq] cost status lb ub lpl upl spl)")
+
+        def number(field: str, kind=float):
+            try:
+                return kind(f[field])
+            except ValueError:
+                raise InputError(f"{name} line {lineno}: the {field} field is not "
+                                 f"{'a whole' if kind is int else 'a'} number") from None
+
+        idx = number("index", int)
+        if not 0 <= idx < self.n:
+            raise InputError(f"{name} line {lineno}: cell index {idx} out of range")
+        if self.seen[idx]:
+            raise InputError(f"{name} line {lineno}: cell {idx} is duplicated")
+        self.seen[idx] = True
+        self.line[idx] = lineno
+        self.value[idx] = number("value")
+        if "freq" in f:
+            self.freq[idx] = number("freq")
+        self.cost[idx] = number("cost")
+        letter = f["status"].lower()
+        if letter not in _JJ_STATUS_IN:
+            # the field is not quoted: in a line with a field too few or too many it
+            # holds a number of the cell
+            raise InputError(f"{name} line {lineno}: the status field is not one of s, u, "
+                             f"m, z, p")
+        self.status[idx] = _JJ_STATUS_IN[letter]
+        self.lb[idx], self.ub[idx] = number("lb"), number("ub")
+        self.lpl[idx], self.upl[idx], self.spl[idx] = (number("lpl"), number("upl"),
+                                                       number("spl"))
 
 
 def _jj_relations(name: str, lines: list[tuple[int, str]], pos: int, n: int):
@@ -202,7 +206,7 @@ def _jj_terms(name: str, lineno: int, ln: str, r: int, n: int) -> list[tuple[int
         raise InputError(f"{name} line {lineno}: expected '0 k : ...'") from None
     if len(terms) != k:
         raise InputError(f"{name} line {lineno}: relation says {k} cells but lists "
-                         f"{len(terms)}")
+                         f"{len(terms)} of the form 'cell (coefficient)'")
     listed: set[int] = set()
     out = []
     for c, cf in terms:

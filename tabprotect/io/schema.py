@@ -265,6 +265,10 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
         Key("loglinear", "boolean", False, doc="log-linear risk"),
         Key("model", "string or list", "main", doc="log-linear model"),
         Key("missing_matches", "boolean", False, doc="a missing key matches any value"),
+        Key("publish_counts", "boolean", False, doc="summary.json and the trail give the "
+            "sample uniques, the k-anonymity violations and the records above the "
+            "threshold (default: withheld, as many offices keep them; the terminal shows "
+            "them)"),
     )),
     Section("perturb", "microdata perturbation (docs/microdata.md)", (
         Key("method", "string", choices=("pram", "invariant_pram", "swap")),

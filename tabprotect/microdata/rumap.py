@@ -22,7 +22,7 @@ import pandas as pd
 
 from tabprotect.figures import new_figure
 
-from ._validate import check_columns
+from ._validate import check_columns, draw_seed
 from .misclassification import misclassification_risk
 from .pram import invariant_pram, pram
 from .swapping import swap
@@ -76,7 +76,17 @@ def info_loss_tables(original: pd.DataFrame, perturbed: pd.DataFrame, tables: Se
 
 @dataclass
 class RUMap:
-    """One row per method/parameter: risk and information loss."""
+    """One row per method/parameter: risk, information loss and the seed of its draws.
+
+    Attributes
+    ----------
+    frame : one row per point (the ``seed`` column: the seed its perturbation ran with)
+    keys, tables : the key variables of the risk and the tables of the information loss
+    params : the sampling fraction, the model and the ``seed`` the map ran with (drawn
+        when none was given): ``ru_map(..., seed=params["seed"])`` repeats the map.  The
+        seeds are confidential (with them an intruder repeats the draws): they go to the
+        confidential report, never to summary.json or the trail
+    """
 
     frame: pd.DataFrame
     keys: list[str]
@@ -98,7 +108,7 @@ def _label(spec: dict) -> str:
 
 
 def ru_map(data: pd.DataFrame, keys: Sequence[str], tables: Sequence[Sequence[str]], methods: Sequence[dict],
-           sampling_fraction, model="main", seed: int | None = 0, weights: str | None = None) -> RUMap:
+           sampling_fraction, model="main", seed: int | None = None, weights: str | None = None) -> RUMap:
     """Risk and information loss of several perturbations of ``data``.
 
     Parameters
@@ -111,6 +121,8 @@ def ru_map(data: pd.DataFrame, keys: Sequence[str], tables: Sequence[Sequence[st
         ``{"method": "swap", "variable": "region", "control": ["sex"], "rate": 0.1}``
         (add ``"risk": array`` for targeted swapping).
     sampling_fraction, model : for the log-linear risk.
+    seed : point ``i`` draws with ``seed + i`` (a method's own ``"seed"`` wins); None:
+        one is drawn and recorded in the result's ``params["seed"]``.
 
     Examples
     --------
@@ -121,15 +133,16 @@ def ru_map(data: pd.DataFrame, keys: Sequence[str], tables: Sequence[Sequence[st
     ['original', 'pram']
     """
     keys = check_columns(data, keys)
+    seed = draw_seed(seed)
     rows = []
     base = misclassification_risk(data, keys, {}, sampling_fraction, model=model)
     rows.append({"label": "original", "method": "original", "tau2_misclassified": base.tau2_naive,
                  "tau2_naive": base.tau2_naive, "n_sample_uniques": base.n_sample_uniques,
-                 "hellinger": 0.0, "aad": 0.0, "n_changed": 0})
+                 "hellinger": 0.0, "aad": 0.0, "n_changed": 0, "seed": None})
     for i, spec in enumerate(methods):
         spec = dict(spec)
         meth = spec.get("method")
-        s = spec.get("seed", None if seed is None else seed + i)
+        s = spec.get("seed", seed + i)
         if meth in ("pram", "invariant_pram"):
             fn = pram if meth == "pram" else invariant_pram
             kw = {k: spec[k] for k in ("P", "d", "unperturbed", "spread", "categories") if k in spec}
@@ -147,8 +160,11 @@ def ru_map(data: pd.DataFrame, keys: Sequence[str], tables: Sequence[Sequence[st
         il = info_loss_tables(data, pert, tables, weights)
         rows.append({"label": spec.get("label", _label(spec)), "method": meth,
                      "tau2_misclassified": mr.tau2_misclassified, "tau2_naive": mr.tau2_naive,
-                     "n_sample_uniques": mr.n_sample_uniques, **il, "n_changed": changed})
-    return RUMap(frame=pd.DataFrame(rows), keys=keys, tables=[list(t) for t in tables],
+                     "n_sample_uniques": mr.n_sample_uniques, **il, "n_changed": changed,
+                     "seed": s})
+    frame = pd.DataFrame(rows)
+    frame["seed"] = pd.Series([r["seed"] for r in rows], dtype=object)  # exact, not float
+    return RUMap(frame=frame, keys=keys, tables=[list(t) for t in tables],
                  params={"sampling_fraction": sampling_fraction, "model": model, "seed": seed})
 
 

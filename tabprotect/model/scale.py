@@ -16,12 +16,15 @@ import math
 
 import numpy as np
 
+from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 
 #: the largest absolute value of a table left unscaled lies in [LOW, HIGH]
 UNSCALED_LOW, UNSCALED_HIGH = 1.0, 2.0 ** 26
 #: a scaled table's largest absolute value lies in [2**TARGET_EXPONENT, 2**(TARGET_EXPONENT+1))
 TARGET_EXPONENT = 16
+#: the smallest exponent of a scale: its inverse, 2**-MIN_EXPONENT, is a finite float
+MIN_EXPONENT = -1000
 
 
 def value_scale(table: Table) -> float:
@@ -40,7 +43,12 @@ def value_scale(table: Table) -> float:
     top = float(v.max()) if len(v) else 0.0
     if top == 0.0 or UNSCALED_LOW <= top <= UNSCALED_HIGH:
         return 1.0
-    return 2.0 ** (math.floor(math.log2(top)) - TARGET_EXPONENT)
+    exponent = math.floor(math.log2(top)) - TARGET_EXPONENT
+    if exponent < MIN_EXPONENT:
+        raise InputError(f"{table.name or 'table'}: every value is below 2**"
+                         f"{MIN_EXPONENT + TARGET_EXPONENT} in absolute value, too small "
+                         f"to solve in any unit: give the values in larger units")
+    return 2.0 ** exponent
 
 
 def scaled_table(table: Table, factor: float) -> Table:

@@ -451,7 +451,9 @@ class Table:
     def _check_bounds(self, source: str) -> None:
         low = self.value < self.lb - 1e-9
         if low.any():
-            i = int(np.flatnonzero(low)[0])
+            # an inner cell when one is low: a computed total is low through its parts
+            inner_low = low & self.is_inner
+            i = int(np.flatnonzero(inner_low if inner_low.any() else low)[0])
             what = ("has a negative value" if self.lb[i] == 0
                     else "is below its a-priori lower bound")
             hint = "; give a lower bound (lb column) to allow it" if self.lb[i] == 0 else ""

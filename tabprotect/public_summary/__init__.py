@@ -40,6 +40,7 @@ from typing import Mapping
 import numpy as np
 
 from tabprotect.errors import InputError
+from tabprotect.model.scale import scaled_table, value_scale
 from tabprotect.model.status import check_status, is_suppressed
 from tabprotect.model.table import Table
 from tabprotect.public_summary.checker import Checker
@@ -103,6 +104,10 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
     """
     n = table.n_cells
     status = table.status if status is None else check_status(status, n)
+    if not np.isfinite(np.asarray(table.value, dtype=float)).all():
+        raise InputError("public_summary: the table needs every cell's true value, and a "
+                         "published table has none for its suppressed cells: give the "
+                         "confidential one (e.g. ProtectResult.confidential_table)")
     sup = is_suppressed(status)
     out: dict = {"cells": int(n), "primary": int((status == "U").sum()),
                  "secondary": int((status == "M").sum()), "suppressed": int(sup.sum())}
@@ -114,10 +119,16 @@ def public_summary(table: Table, status=None, figures: Mapping[str, float] | Non
     if integer is None:
         integer = table.kind == "frequency"
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    checker = Checker(table, status, bool(integer), tol, deadline, joint, forecast)
+    # the checks run in the units the solvers handle (tabprotect.model.scale), as the
+    # audit's do: a figure in value units is divided by the same power of two
+    scale = 1.0 if integer else value_scale(table)
+    solved = table if scale == 1.0 else scaled_table(table, 1.0 / scale)
+    checker = Checker(solved, status, bool(integer), tol, deadline, joint, forecast)
     withheld: dict[str, str] = {}
     for name, value in figures.items():
-        form = _form(name, float(value), table, status, forms.get(name))
+        ratio = name == "share_value_suppressed" and forms.get(name) is None
+        form = _form(name, float(value) / (1.0 if ratio else scale), solved, status,
+                     forms.get(name))
         reason = form if isinstance(form, str) else checker.try_release(*form)
         if reason is None:
             out[name] = value

@@ -83,7 +83,11 @@ def search_rounding(lp: LinearProgram, *, deadline: float | None, search_end: fl
 def _branch_and_bound(mip: LinearProgram, up, value, bound, end, mip_gap, threads,
                       steps) -> SearchOutcome:
     """Step 4: the whole model from ``up`` (None: no start) until ``end``."""
-    model = HighsModel(mip, threads=threads, mip_gap=mip_gap)
+    # from a start, HiGHS's feasibility jump (a first solution before the root relaxation)
+    # adds nothing, and without it branch and bound proves the 2,197-cell 3-D table in
+    # about two thirds of the time
+    options = {} if up is None else {"mip_heuristic_run_feasibility_jump": False}
+    model = HighsModel(mip, threads=threads, mip_gap=mip_gap, **options)
     if up is not None:
         model.set_start(up)
     res = model.solve(time_limit=_left(end), duals=False)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tabprotect.records import same_record
 from tabprotect.requirements import attacker_name, protection_requirements
 
 #: relative tolerance of "protected"; tighter than the audit's 1e-6 so that what the
@@ -34,6 +35,9 @@ class Requirements:
         the width only where the levels do not imply it, else ``SPL``)
     singleton : mask of single-contributor cells (``freq == 1``)
     tol : absolute tolerance per primary
+    record : per cell, the class of the single record it holds
+        (:func:`tabprotect.records.same_record`; -1: none; None: each single-contributor
+        cell its own record): a class's contributor is never an attacker of its cells
     """
 
     up: np.ndarray
@@ -44,6 +48,7 @@ class Requirements:
     need_width: np.ndarray
     singleton: np.ndarray
     tol: np.ndarray
+    record: np.ndarray | None = None
 
     @classmethod
     def from_table(cls, table, singleton: bool = True) -> "Requirements":
@@ -57,9 +62,21 @@ class Requirements:
         req = protection_requirements(table, attacker_name(singleton))
         single = (table.freq == 1) if singleton else np.zeros(table.n_cells, bool)
         tol = PROTECTION_TOL * np.maximum(1.0, np.abs(req.value))
+        record = same_record(table) if np.any(single) else None
         return cls(up=up, down=down, primary=req.primary, need_up=req.need_up,
                    need_down=req.need_down, need_width=req.binding_width,
-                   singleton=np.asarray(single, bool), tol=tol)
+                   singleton=np.asarray(single, bool), tol=tol, record=record)
+
+    def attacks(self, j: int, s: int) -> bool:
+        """Whether the single contributor of cell ``j`` (``-1``: the outside intruder)
+        is an attacker of cell ``s``: not when ``s`` holds the same record (their own
+        contribution, the concern of the sensitivity rule)."""
+        if j < 0:
+            return True
+        if j == s:
+            return False
+        rec = self.record
+        return rec is None or rec[j] < 0 or rec[j] != rec[s]
 
     def way_need(self, p: int, sign: float, width: float | None = None) -> float:
         """The deviation primary slot ``p`` asks of one way (``sign`` +1: up, -1: down)

@@ -218,7 +218,7 @@ class AttackerOracle:
                             if req.singleton.any() else [])
         for j in attackers:
             for s in targets:
-                if s == j:
+                if not req.attacks(j, int(s)):
                     continue
                 s, p = int(s), self.slot[s]
                 for kind, sign, rhs in req.levels(p):
@@ -282,7 +282,7 @@ class AttackerOracle:
             if j >= 0:
                 model.set_col_bounds([local[j]], 0.0, 0.0)
             for s in targets:
-                if s == j:
+                if not req.attacks(j, int(s)):
                     continue
                 self._check_primary(int(s), j, model, local, comp, rows, z, out, cuts)
                 if first_only and out.violated:

@@ -691,4 +691,5 @@ def _with_margin(req: Requirements, margin: float, value: np.ndarray) -> Require
     return Requirements(up=req.up, down=req.down, primary=req.primary,
                         need_up=np.minimum(bump(req.need_up), req.up[req.primary]),
                         need_down=np.minimum(bump(req.need_down), req.down[req.primary]),
-                        need_width=bump(req.need_width), singleton=req.singleton, tol=req.tol)
+                        need_width=bump(req.need_width), singleton=req.singleton, tol=req.tol,
+                        record=req.record)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -129,17 +130,10 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     (3, True, True)
     """
     if executor is not None:
-        from tabprotect.parallel_dask import as_executor   # Dask: only a job that has one
-        engine = as_executor(executor)
-        if method in METHODS and options is None and "workers" not in keywords \
-                and "workers" in METHODS[method].valid_keys:
-            keywords["workers"] = engine.workers
-        with use_executor(engine):
-            return protect(table, method, cost, time_limit, options=options,
-                           progress=progress, singleton=singleton, repair=repair,
-                           cost_column=cost_column, empty=empty, audit_mode=audit_mode,
-                           audit_workers=max(audit_workers, engine.workers),
-                           settings=settings, coalition=coalition, **keywords)
+        return _on_executor(executor, table, method, cost, time_limit, keywords, dict(
+            options=options, progress=progress, singleton=singleton, repair=repair,
+            cost_column=cost_column, empty=empty, audit_mode=audit_mode,
+            audit_workers=audit_workers, settings=settings, coalition=coalition))
     t0 = time.perf_counter()
     budget = Budget(time_limit)
     if method not in METHODS:
@@ -149,8 +143,89 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
                        cost_column, keywords, singleton=singleton, repair=repair,
                        empty=empty, audit_mode=audit_mode, audit_workers=audit_workers,
                        settings=settings, coalition=coalition)
-    if cost is None:
-        cost = "value"
+    call = _checked_call(table, method, "value" if cost is None else cost, time_limit,
+                         options, cost_column, empty, settings, keywords, budget=budget,
+                         t0=t0, progress=progress, singleton=singleton, repair=repair,
+                         audit_workers=audit_workers, coalition=coalition)
+    scale = value_scale(call.table)
+    if scale != 1.0:
+        return _protect_scaled(call.table, scale, call.cost, call.params, method=method,
+                               time_limit=time_limit, options=options, progress=progress,
+                               singleton=singleton, repair=repair, empty=empty,
+                               audit_mode=audit_mode, audit_workers=audit_workers,
+                               settings=call.settings, coalition=call.coalition, **keywords)
+    if not (call.table.status == "U").any():
+        return _nothing_to_protect(call.table, method, call.params, call.cost, singleton,
+                                   budget, call.settings, t0, call.coalition)
+    plan = _plan(call, audit_mode, timed=time_limit is not None)
+    run = _method_run(call, plan)
+    return _audited(call, plan, run, audit_mode)
+
+
+@dataclass
+class _Call:
+    """A protect() call past its checks, shared by its steps: what they read, and the
+    record (notes, stage seconds, settings applied) they add to."""
+
+    table: Table               # the input table with the call's empty-cell policy
+    method: str                # the registered method's name
+    spec: MethodSpec           # the registered method
+    opts: MethodSettings       # its checked options
+    settings: ProtectSettings  # protect()'s own settings (defaults when none given)
+    cost: np.ndarray           # each cell's suppression cost
+    params: dict[str, Any]     # the settings applied, recorded in the result
+    budget: Budget             # the whole call's time
+    t0: float                  # the call's start (time.perf_counter())
+    progress: Callable[[str, float], None] | None   # the caller's progress callback
+    singleton: bool            # protect against single-contributor attackers
+    repair: bool               # repair audit shortfalls by further suppression
+    audit_workers: int         # processes for the audit and the repair
+    coalition: int | None      # the checked coalition size (None: none)
+    notes: list[str] = field(default_factory=list)           # the result's notes
+    stages: dict[str, float] = field(default_factory=dict)   # wall seconds per stage
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a call with primaries runs: its path, its audit mode and candidate cells."""
+
+    large: bool                # the large-table path (settings.large_table cells on)
+    mode: str                  # the audit mode before audit_mode="auto" weighs the pattern
+    cand: np.ndarray           # the cells that may be suppressed
+
+
+@dataclass(frozen=True)
+class _MethodRun:
+    """The method's run: the table it ran on, its outcome and its pattern."""
+
+    run_table: Table           # the table the method ran on (a general one's product)
+    outcome: MethodOutcome     # the method's outcome
+    status: np.ndarray         # its status in the input table's cell order
+    deferred: bool             # the feasibility check waits for a failed final audit
+    checked: float | None      # the up-front check's seconds (None: it did not run)
+
+
+def _on_executor(executor: Any, table: Table, method: str, cost, time_limit,
+                 keywords: dict, arguments: dict) -> ProtectResult:
+    """protect() with its parallel work on ``executor``: the method's unset ``workers``
+    option and the audit's workers become the executor's worker count."""
+    from tabprotect.parallel_dask import as_executor   # Dask: only a job that has one
+    engine = as_executor(executor)
+    if method in METHODS and arguments["options"] is None and "workers" not in keywords \
+            and "workers" in METHODS[method].valid_keys:
+        keywords = keywords | {"workers": engine.workers}
+    with use_executor(engine):
+        return protect(table, method, cost, time_limit, **(arguments | {
+            "audit_workers": max(arguments["audit_workers"], engine.workers)}), **keywords)
+
+
+def _checked_call(table: Table, method: str, cost: str | np.ndarray, time_limit,
+                  options: Any, cost_column: str | None, empty: str,
+                  settings: ProtectSettings | None, keywords: dict, *, budget: Budget,
+                  t0: float, progress, singleton: bool, repair: bool, audit_workers: int,
+                  coalition: int | None) -> _Call:
+    """The call's checks (an :class:`InputError` names what is wrong), its settings
+    resolved and recorded, and its cell costs."""
     spec, opts, settings = _checked(table, method, options, empty, settings, keywords)
     if table.empty != empty:   # the intruder knows the policy: Table.known_lb
         table = table.replace(empty=empty)
@@ -162,80 +237,104 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
         params["cost_column"] = cost_column
     params.update(applied_options(opts))
     c = cost_vector(table, cost, column=cost_column)
-    scale = value_scale(table)
-    if scale != 1.0:
-        return _protect_scaled(table, scale, c, params, method=method,
-                               time_limit=time_limit, options=options, progress=progress,
-                               singleton=singleton, repair=repair, empty=empty,
-                               audit_mode=audit_mode, audit_workers=audit_workers,
-                               settings=settings, coalition=coalition, **keywords)
-    if not (table.status == "U").any():
-        return _nothing_to_protect(table, method, params, c, singleton, budget, settings, t0,
-                                   coalition)
+    return _Call(table, method, spec, opts, settings, c, params, budget, t0, progress,
+                 singleton, repair, audit_workers, coalition)
 
+
+def _plan(call: _Call, audit_mode: str, timed: bool) -> _Plan:
+    """The path (large table or not), the audit mode and the candidates of a call with
+    primaries; records the settings it applies and the setup's seconds."""
+    table, settings = call.table, call.settings
     large = table.n_cells >= settings.large_table
     mode = audit_mode if audit_mode != "auto" else ("verdict" if large else "intervals")
     if mode not in ("intervals", "verdict"):
         raise InputError(f"audit_mode must be 'intervals', 'verdict' or 'auto', not "
                          f"'{audit_mode}'")
-    params["settings"] = applied_settings(settings, large=large, repair=repair,
-                                          timed=time_limit is not None)
-    notes: list[str] = []
-    cand = candidate_cells(table, empty)
+    call.params["settings"] = applied_settings(settings, large=large, repair=call.repair,
+                                               timed=timed)
+    cand = candidate_cells(table, table.empty)
     if large:
-        notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
-                     f"final audit judges); local repair; audit mode '{mode}'")
+        call.notes.append(f"{table.n_cells} cells: up-front feasibility check skipped (the "
+                          f"final audit judges); local repair; audit mode '{mode}'")
     # every stage's wall-clock seconds, in order (validation, costs and candidates first)
-    stages: dict[str, float] = {"setup": time.perf_counter() - t0}
-    deferred = check_after(method, table)
-    checked = None if deferred else feasibility_stage(table, cand, budget, settings, large,
-                                                      notes)
+    call.stages["setup"] = time.perf_counter() - call.t0
+    return _Plan(large, mode, cand)
+
+
+def _method_run(call: _Call, plan: _Plan) -> _MethodRun:
+    """The up-front feasibility check (unless the method's own run decides it) and the
+    method within its share of the budget; a refused table is refused with its cells
+    named."""
+    table, settings, budget = call.table, call.settings, call.budget
+    deferred = check_after(call.method, table)
+    checked = None if deferred else feasibility_stage(table, plan.cand, budget, settings,
+                                                      plan.large, call.notes)
     if checked is not None:
-        stages["feasibility check"] = checked
+        call.stages["feasibility check"] = checked
     # the method's share of the budget (a method checks it inside or hands it to its
     # solver as the time limit); the audit and repair get what it leaves
-    share = budget.share(settings.method_share_large if large else settings.method_share)
+    share = budget.share(settings.method_share_large if plan.large else
+                         settings.method_share)
     try:
         run_table, outcome, status = _run_method(
-            table, spec, opts, c, notes, stages, time_limit=share.limit(
-                settings.audit_floor_seconds), progress=progress, singleton=singleton,
-            empty=empty)
+            table, call.spec, call.opts, call.cost, call.notes, call.stages,
+            time_limit=share.limit(settings.audit_floor_seconds), progress=call.progress,
+            singleton=call.singleton, empty=table.empty)
     except InfeasibleRulesError:
         if deferred:                            # the error names the cells when it can
-            deferred_stage(table, cand, budget, settings, large, singleton, notes, stages)
-        elif singleton and checked is not None:
-            singleton_stage(table, cand, budget, settings, notes)
+            deferred_stage(table, plan.cand, budget, settings, plan.large, call.singleton,
+                           call.notes, call.stages)
+        elif call.singleton and checked is not None:
+            singleton_stage(table, plan.cand, budget, settings, call.notes)
         raise
-    clock = StageClock(stages)
-    if audit_mode == "auto" and mode == "intervals":
-        mode = _auto_mode(table, status, settings, notes, singleton, coalition or 0)
-    params["audit_mode"] = mode
+    return _MethodRun(run_table, outcome, status, deferred, checked)
 
-    # ---- audit and repair, within what is left of the budget
+
+def _audited(call: _Call, plan: _Plan, run: _MethodRun, audit_mode: str) -> ProtectResult:
+    """The method's pattern audited on the full table and repaired until it passes,
+    within what is left of the budget; the result."""
+    table, settings = call.table, call.settings
+    clock = StageClock(call.stages)
+    mode = plan.mode
+    if audit_mode == "auto" and mode == "intervals":
+        mode = _auto_mode(table, run.status, settings, call.notes, call.singleton,
+                          call.coalition or 0)
+    call.params["audit_mode"] = mode
     ta = time.perf_counter()
-    attack_check = SingletonCheck(table, cand, settings, notes) \
-        if singleton and checked is not None else None
-    loop = AuditRepair(table, c, status, req=Requirements.from_table(table, singleton=singleton),
-                       cand=cand, settings=settings, budget=budget, singleton=singleton,
-                       mode=mode, large=large, repair=repair, workers=audit_workers,
-                       progress=progress, notes=notes, stage=clock,
-                       coalition=coalition or 0,
-                       verdict_first=method in VERDICT_FIRST_METHODS,
+    attack_check = SingletonCheck(table, plan.cand, settings, call.notes) \
+        if call.singleton and run.checked is not None else None
+    loop = AuditRepair(table, call.cost, run.status,
+                       req=Requirements.from_table(table, singleton=call.singleton),
+                       cand=plan.cand, settings=settings, budget=call.budget,
+                       singleton=call.singleton, mode=mode, large=plan.large,
+                       repair=call.repair, workers=call.audit_workers,
+                       progress=call.progress, notes=call.notes, stage=clock,
+                       coalition=call.coalition or 0,
+                       verdict_first=call.method in VERDICT_FIRST_METHODS,
                        attack_check=attack_check)
-    if outcome.moves is not None:
-        loop.moves.append(_moves_in_table_order(outcome.moves, run_table, table))
-    loop.pre_audit(method, run_table)
+    if run.outcome.moves is not None:
+        loop.moves.append(_moves_in_table_order(run.outcome.moves, run.run_table, table))
+    loop.pre_audit(call.method, run.run_table)
     result = loop.run()
     audit_seconds = time.perf_counter() - ta
-    if not result.passed and deferred:
+    if not result.passed and run.deferred:
         # a method that meets unprotectable primaries on its own is checked only now
-        deferred_stage(table, cand, budget, settings, large, singleton, notes, stages)
+        deferred_stage(table, plan.cand, call.budget, settings, plan.large, call.singleton,
+                       call.notes, call.stages)
     elif not result.passed and attack_check is not None:
         # a table no pattern protects against single-contributor attackers is refused
         # with the cells named (InfeasibleRulesError); a passing pattern needs no check
-        seconds = attack_check(budget)
+        seconds = attack_check(call.budget)
         if seconds is not None:
-            stages["feasibility check (single-contributor)"] = seconds
+            call.stages["feasibility check (single-contributor)"] = seconds
+    return _result(call, run, loop, result, audit_seconds)
+
+
+def _result(call: _Call, run: _MethodRun, loop: AuditRepair, result,
+            audit_seconds: float) -> ProtectResult:
+    """The protected table with the settings applied, the method's and the repair's
+    figures, and the final audit."""
+    notes = call.notes
     rep_cells = np.concatenate(loop.repaired) if loop.repaired else np.zeros(0, np.int64)
     if len(rep_cells):
         notes.append(f"audit-and-repair added {len(rep_cells)} cell(s) in {loop.rounds} "
@@ -243,16 +342,17 @@ def protect(table: Table, method: str = "optimal", cost: str | np.ndarray | None
     if not result.passed:
         notes.append(PrimaryCountNote(f"the final pattern did NOT pass the audit: do not "
                                       f"publish it ({_failure_counts(result)})"))
+    outcome = run.outcome
     proven = bool(outcome.proven_optimal and len(rep_cells) == 0 and result.passed)
-    return ProtectResult(confidential_table=loop.protected_table, method=method,
-                         params=params, cost=float(c[loop.status == "M"].sum()),
+    return ProtectResult(confidential_table=loop.protected_table, method=call.method,
+                         params=call.params, cost=float(call.cost[loop.status == "M"].sum()),
                          proven_optimal=proven, mip_gap=outcome.mip_gap,
                          solver_status=outcome.solver_status, solver=dict(outcome.details),
                          repaired=rep_cells, audit=result,
-                         seconds=time.perf_counter() - t0,
-                         method_seconds=stages["method"], audit_seconds=audit_seconds,
+                         seconds=time.perf_counter() - call.t0,
+                         method_seconds=call.stages["method"], audit_seconds=audit_seconds,
                          notes=notes,
-                         stage_seconds={k: round(v, 3) for k, v in stages.items()})
+                         stage_seconds={k: round(v, 3) for k, v in call.stages.items()})
 
 
 def _failure_counts(result) -> str:

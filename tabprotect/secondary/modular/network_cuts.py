@@ -64,8 +64,9 @@ class SearchLimits:
     #: (the CLI) loads only after ``load_after`` numpy nodes
     load_when_warm: bool = True
     #: numpy nodes per candidate after which a search over cut rows alone for the
-    #: optimum, with the kernel loaded or not, asks two MILPs whether its optimum is
-    #: unique (then it is the search's pattern: :mod:`.network_unique`); None: never.
+    #: optimum asks two MILPs whether its optimum is unique (then it is the search's
+    #: pattern: :mod:`.network_unique`; with the kernel loaded only a search that gives
+    #: up asks them, the same answer); None: never.
     #: The MILPs take about as long as this many nodes of a search over few rows (some
     #: 45 us each): 3-15 ms on 24-27 candidates, 8-40 ms on 46-53; a node over many
     #: rows counts as several (1 + rows/1,000, as for ``load_after``: its time grows

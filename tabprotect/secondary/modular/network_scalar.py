@@ -45,7 +45,7 @@ def pairwise_sum(a: list) -> float:
 
 
 def cover(pairs: list, need: float, c: list) -> float:
-    """The row's cheapest fractional cover (``network_search._cover_bounds`` of one row)
+    """The row's cheapest fractional cover (``network_bounds._cover_bounds`` of one row)
     from its available candidates with a positive coefficient ``pairs`` ((column,
     capped coefficient), ascending columns): by cost per unit covered (ties: by
     column), each taking what the row still lacks, the terms summed one after the

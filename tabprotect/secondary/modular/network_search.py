@@ -39,12 +39,15 @@ cost per node.
 
 A search over cut rows alone for the optimum that passes a dozen nodes per candidate
 asks two MILPs whether its optimum is unique (:mod:`.network_unique`); a unique optimum
-is the search's own pattern, so the search stops there.
+is the search's own pattern, so the search stops there.  With the kernel loaded the
+search goes on compiled to its end instead and asks the MILPs only when it gives up:
+the same answer (a unique optimum is the pattern the search finds; where none is shown
+the search runs anyway).
 
-Whether the kernel is loaded changes the speed alone: the nodes searched, the budgets,
-the certificates and the fallback to the MILP are the same with it, without it and
-without numba, so a job's pattern does not depend on the entry point that runs it (a
-new process or one that has loaded the kernel before).
+Whether the kernel is loaded changes the speed alone: the patterns, the budgets and the
+fallback to the MILP are the same with it, without it and without numba, so a job's
+pattern does not depend on the entry point that runs it (a new process or one that has
+loaded the kernel before).
 
 The search gives up (returns None) on sub-tables with too many nodes for the listing or
 too many search nodes; the caller then solves the compact MILP.
@@ -61,6 +64,7 @@ from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
                                                       cut_rows, cut_rows_both)
+from tabprotect.secondary.modular.network_bounds import _cover_bounds, _dominated_by_earlier
 from tabprotect.secondary.modular.network_scalar import row_branch
 from tabprotect.secondary.modular.network_unique import unique_optimum
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
@@ -160,7 +164,7 @@ class _Search:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
         if self._certified():
-            return self.best
+            return None if self.gave_up else self.best
         lim = self.limits
         weight = _node_weight(len(self.d))
         switch = lim.compiled_after if kernel_loaded() else \
@@ -177,51 +181,112 @@ class _Search:
 
     def _certified(self) -> bool:
         """A search over the rows alone for the optimum, loaded kernel or not: the first
-        ``SearchLimits.certify_after`` nodes per candidate by numpy (each node counted by
-        its cost, :func:`_node_weight`); a search still going then is settled by
+        ``SearchLimits.certify_after`` nodes per candidate (each node counted by its cost,
+        :func:`_node_weight`); a search still going then is settled by
         :func:`.network_unique.unique_optimum` when its optimum is unique (the pattern the
-        search would find).  True when the search's answer is known; else the search starts
-        again under the usual policy."""
+        search would find).  True when the search's answer is known (None when it gave
+        up: ``gave_up``); else the search starts again under the usual policy.  With the
+        kernel loaded, :meth:`_certified_compiled` gives the same answer."""
         lim = self.limits
         if self.lazy or self.first_only or lim.certify_after is None:
             return False
-        n = len(self.c)
         weight = _node_weight(len(self.d))
-        self.node_cap = min(math.ceil(lim.certify_after * n / weight), lim.max_nodes)
-        self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+        cap = min(math.ceil(lim.certify_after * len(self.c) / weight), lim.max_nodes)
+        if lim.compiled and kernel_loaded():
+            return self._certified_compiled(cap, weight)
+        self._capped(cap)
         _WORK.numpy_nodes += self.nodes * weight
-        if not self.gave_up:
-            return True
-        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
-                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
-                              nodes=lim.certify_nodes, known=self.best)
-        if pick is not None:
-            self.best, self.best_cost = pick, float(self.c[pick].sum())
-            self.gave_up = False
+        if not self.gave_up or self._certify(self.best):
             return True
         self.best, self.best_cost, self.nodes, self.gave_up = None, np.inf, 0, False
         self.node_cap, self.dominated = lim.max_nodes, None
         return False
 
-    def _run_compiled(self) -> None:
+    def _certify(self, known: np.ndarray | None) -> bool:
+        """The pattern :func:`.network_unique.unique_optimum` shows to be the unique
+        optimum (from ``known``, the best pattern at the cap), taken as the search's
+        answer; False when it shows none."""
+        lim = self.limits
+        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
+                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
+                              nodes=lim.certify_nodes, known=known)
+        if pick is None:
+            return False
+        self.best, self.best_cost = pick, float(self.c[pick].sum())
+        self.gave_up = False
+        return True
+
+    def _certified_compiled(self, cap: int, weight: float) -> bool:
+        """:meth:`_certified` with the kernel loaded: the same answer, the MILPs only
+        where the search gives up.  The kernel searches past the cap to the search's
+        end: where the certificate shows a unique optimum, that is the pattern the
+        search finds whatever its order; where it shows none, the search runs from the
+        start and finds the same pattern.  Only a search that gives up (its node budget,
+        the deadline) asks the certificate, from the best pattern at the cap, as numpy's
+        search does.  The nodes counted are the search's; the row rounds count at most
+        the cap's (:meth:`_row_rounds`), as after a certificate."""
+        st = self._kernel_state()
+        ended = self._resume(st, pause=cap)
+        known = st.best.copy() if st.ints[4] else None
+        if not ended and int(st.ints[2]) >= cap:    # at the cap: on to the end
+            ended = self._resume(st)
+        self._read(st, ended)
+        _WORK.numpy_nodes += min(self.nodes, cap + 1) * weight
+        if self.gave_up and not self._certify(known):
+            self.best, self.best_cost = None, np.inf
+        return True
+
+    def _capped(self, cap: int) -> None:
+        """The search from the start, giving up after ``cap`` nodes: by the kernel when
+        it is loaded (and ``SearchLimits.compiled``), else by numpy; the same nodes, best
+        pattern and node count either way."""
+        self.node_cap = cap
+        if self.limits.compiled and kernel_loaded():
+            self._run_compiled(cap)
+        else:
+            n = len(self.c)
+            self._node(np.zeros(n, bool), np.zeros(n, bool), 0.0, self.d.copy())
+
+    def _run_compiled(self, max_nodes: int | None = None) -> None:
         """The search over the rows by the compiled kernel, from the start (the same
         nodes, bounds and pattern as :meth:`_node`), in slices of nodes between which
-        the deadline is checked."""
-        loading = load_kernel()     # (once per process: not the search's own time)
+        the deadline is checked; it gives up after ``max_nodes`` nodes (None:
+        ``SearchLimits.max_nodes``)."""
+        st = self._kernel_state()
+        self._read(st, self._resume(st, max_nodes))
+
+    def _kernel_state(self) -> KernelState:
+        """A new kernel search over the rows (the kernel loaded first: once per process,
+        not the search's own time)."""
+        loading = load_kernel()
         if self.deadline is not None:
             self.deadline += loading
-        st = KernelState(len(self.d), len(self.c), self.d)
+        return KernelState(len(self.d), len(self.c), self.d)
+
+    def _resume(self, st: KernelState, max_nodes: int | None = None,
+                pause: int | None = None) -> bool:
+        """Run the kernel's search in ``st`` on, in slices between which the deadline
+        is checked, until it ends (True; or gives up after ``max_nodes`` nodes), the
+        deadline passes or it has searched ``pause`` nodes (False)."""
         K, KT = np.ascontiguousarray(self.K), np.ascontiguousarray(self.KT)
         lim = self.limits
-        pause_at, ended = 0, False
+        pause_at, ended = int(st.ints[2]), False
         while not ended:
             pause_at += SLICE_NODES
+            if pause is not None:
+                pause_at = min(pause_at, pause)
             ended = search_slice(K, KT, np.ascontiguousarray(self.tol), self.c,
-                                 lim.max_nodes, lim.dominance, lim.dominance_after,
+                                 lim.max_nodes if max_nodes is None else max_nodes,
+                                 lim.dominance, lim.dominance_after,
                                  self.first_only, pause_at, st)
-            if not ended and self.deadline is not None \
-                    and time.perf_counter() > self.deadline:
+            if not ended and (pause_at == pause or self.deadline is not None
+                              and time.perf_counter() > self.deadline):
                 break
+        return ended
+
+    def _read(self, st: KernelState, ended: bool) -> None:
+        """The kernel search's nodes, outcome and best pattern, as :meth:`_node` leaves
+        them."""
         self.nodes = int(st.ints[2])
         self.gave_up = not ended or bool(st.ints[3])
         self.best_cost = float(st.floats[0])
@@ -250,8 +315,10 @@ class _Search:
                                 self.deadline)
                 inner.first_only = first_only
                 pick = inner.run()
-                nodes += inner.nodes
                 cap = None if first_only else self._certify_cap()
+                # a round that asks the certificate counts the nodes up to it, whether
+                # the certificate or the search that follows a failed one settles it
+                nodes += inner.nodes if cap is None else min(inner.nodes, cap + 1)
                 certified += cap is not None and inner.nodes > cap
                 if pick is None:        # gave up, or the rows alone are infeasible
                     return None
@@ -481,49 +548,6 @@ class _Search:
                 if width_branch is None:
                     width_branch = idx[np.lexsort((idx, self.c[on]))]
         return np.array([-1]) if added_any else width_branch
-
-
-def _dominated_by_earlier(Kc: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Per column of ``Kc`` (the node's short rows over the branch's candidates, in
-    branch order), whether an earlier column costs strictly less and covers at least
-    as much of every row.  Its child (it taken, the earlier ones left out) holds no
-    optimum: swapping it for the earlier one gives a cheaper pattern of the node."""
-    n = len(c)
-    out = np.zeros(n, bool)
-    a, b = np.nonzero(c[:, None] < c[None, :])         # the cheaper ones ...
-    keep = a < b                                        # ... that come first
-    if not keep.any():
-        return out
-    a, b = a[keep], b[keep]
-    covers = (Kc[:, a] >= Kc[:, b]).all(axis=0)
-    out[b[covers]] = True
-    return out
-
-
-def _cover_bounds(Kc: np.ndarray, need: np.ndarray, c: np.ndarray,
-                  pos: np.ndarray | None = None, ratio: np.ndarray | None = None
-                  ) -> np.ndarray:
-    """Per row, the cost of its cheapest fractional cover (a lower bound: the
-    candidates by cost per unit covered, each taking what the row still lacks; ``pos``:
-    ``Kc > 0`` when known), summed in that order one term after the other
-    (``np.cumsum``), as the compiled kernel (:mod:`.network_kernel`) sums it: the two
-    searches compare the same floats."""
-    pos = Kc > 0 if pos is None else pos
-    n_rows, n = Kc.shape
-    if n == 0:
-        return np.zeros(n_rows)
-    if ratio is None:
-        ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
-    # each row's candidates by ratio, as flat indices (one gather per array)
-    flat = np.argsort(ratio, axis=1, kind="stable")
-    flat += np.arange(n_rows)[:, None] * n
-    k = Kc.ravel()[flat]
-    before = np.zeros_like(k)           # what the cheaper candidates cover
-    np.cumsum(k[:, :-1], axis=1, out=before[:, 1:])
-    covered = np.minimum(np.maximum(need[:, None] - before, 0.0), k)   # clip to [0, k]
-    sorted_ratio = ratio.ravel()[flat]
-    sorted_ratio[k <= 0] = 0.0          # (covers nothing: its infinite ratio counts 0)
-    return np.cumsum(covered * sorted_ratio, axis=1)[:, -1]
 
 
 def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,

@@ -161,7 +161,9 @@ class BranchAndCut:
     def _integral_point(self, zc: np.ndarray):
         """An integral node point: the oracle decides.  Returns None (node closed: a
         new incumbent, or a pattern the attacker LPs failed on), TIME, or "cut" (cuts
-        added; the node's LP is solved again)."""
+        added; the node's LP is solved again).  A pattern found short is cut off by its
+        violated conditions' cuts; the capped separation of every primary runs besides
+        only with ``integral_separation`` (or when the check gave no cut)."""
         s = self.s
         zi = zc > 0.5
         z = s.full_z(zi.astype(float)) > 0.5
@@ -182,7 +184,11 @@ class BranchAndCut:
             return None
         if not chk.complete:
             return TIME
-        sep = s.oracle.separate(s.full_z(zc), deadline=s.search_end())
+        sep = Check()
+        if s.options.integral_separation or not chk.cuts:
+            sep = s.oracle.separate(s.full_z(zc), deadline=s.search_end())
+        else:
+            s.stats["integral_sep_skipped"] = s.stats.get("integral_sep_skipped", 0) + 1
         s.stats["lp_solves"] += sep.n_lp
         if s.add_cuts(chk, zc) + s.add_cuts(sep, zc) == 0:
             # numerically the cut did not separate: exclude the pattern and its subsets
@@ -357,8 +363,11 @@ class BranchAndCut:
             self.counter += 1
         if not kids:
             return
-        self.plunge = kids[0]
-        for kb, kd, kp, kkey in kids[1:]:
+        if self._plunges(kids[0][0]):
+            self.plunge, kids = kids[0], kids[1:]
+        else:
+            s.stats["plunges_queued"] = s.stats.get("plunges_queued", 0) + 1
+        for kb, kd, kp, kkey in kids:
             if saved is not None:
                 self.bases[kkey] = saved
             heapq.heappush(self.heap, (kb, -kd, kkey, kp))
@@ -366,6 +375,18 @@ class BranchAndCut:
             lb_now = round_bound(min([h[0] for h in self.heap] + [bound]), s.integral_costs)
             s.report(f"B&C node {s.stats['nodes']}: bound {lb_now:.6g}, "
                      f"best {s.best_cost:.6g}, open {len(self.heap)}", 0.5)
+
+    def _plunges(self, bound: float) -> bool:
+        """A child of LP bound ``bound`` is processed next (a plunge) rather than
+        queued: always without an incumbent or a ``plunge_gap_share``; else while the
+        bound lies within that share of the gap between the best open bound and the
+        incumbent's cost."""
+        s = self.s
+        share = s.options.plunge_gap_share
+        if share is None or s.best is None or not self.heap:
+            return True
+        low = self.heap[0][0]
+        return bound <= low + share * max(0.0, s.best_cost - low)
 
     def _process(self, node) -> bool:
         """Solve one node and branch; False when the search must stop (time)."""

@@ -25,7 +25,8 @@ def initial_cover_rows(table, req: Requirements, cand: np.ndarray, fixed: np.nda
         for r in AT.indices[AT.indptr[s]:AT.indptr[s + 1]]:
             cells = A.indices[A.indptr[r]:A.indptr[r + 1]]
             others = cells[(cells != s) & useful[cells]]
-            excl = [-1] + [int(j) for j in others[req.singleton[others]]]
+            excl = [-1] + [int(j) for j in others[req.singleton[others]]
+                           if req.attacks(int(j), int(s))]
             for j in excl:
                 cl = others[others != j]
                 key = (tuple(cl.tolist()))

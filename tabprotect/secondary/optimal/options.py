@@ -202,6 +202,15 @@ class OptimalOptions:
     cleanup_within_share: bool = True
     #: share of the time limit a node incumbent's clean-up may use
     cleanup_share: float = 0.05
+    #: a plunge goes on to a child (the up one, else the down one) only while its bound
+    #: lies within this share of the gap between the best open bound and the incumbent
+    #: (None: always): a child near the incumbent's cost rarely leads to a cheaper
+    #: pattern, and from the heap it is pruned once a cheaper incumbent is found
+    plunge_gap_share: float | None = 0.25
+    #: an integral node point found short also gets the capped separation of every
+    #: primary, besides the cuts of the conditions its check finds violated (False: those
+    #: alone): they cut the point off, and the separation's LPs mostly repeat the check's
+    integral_separation: bool = False
     #: an open node keeps its parent's simplex basis (warm start after a jump)
     node_basis: bool = True
     #: below the root, separate only for primaries with a cut binding at the node's LP

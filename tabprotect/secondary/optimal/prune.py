@@ -297,7 +297,7 @@ def _condition_groups(req, pattern: np.ndarray, sup: np.ndarray) -> list | None:
             return None
         if req.need_up[p] <= 0 and req.need_down[p] <= 0 and req.need_width[p] <= 0:
             continue
-        for j in [-1] + [int(j) for j in single if j != s]:
+        for j in [-1] + [int(j) for j in single if req.attacks(int(j), int(s))]:
             groups.append((p, j))
     return groups
 
