@@ -6,17 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from microdata_samples import persons
 from tabprotect.commands.risk import COMMANDS
 from tabprotect.microdata import info_loss_tables, plot_ru_map, ru_map
 
 
 @pytest.fixture
 def sample():
-    rng = np.random.default_rng(0)
-    n = 600
-    return pd.DataFrame({"age": rng.integers(0, 60, n), "sex": rng.integers(1, 3, n),
-                         "region": rng.choice(["N", "S", "E", "W"], n),
-                         "w": rng.uniform(20, 80, n), "hid": np.arange(n) // 3})
+    return persons(0, 600, 60)
 
 
 def test_info_loss_measures():

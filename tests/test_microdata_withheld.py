@@ -9,6 +9,7 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
+from microdata_samples import persons
 from tabprotect.commands.risk import COMMANDS
 from tabprotect.microdata import ru_map
 
@@ -17,11 +18,7 @@ KEYS = ["age", "sex", "region"]
 
 @pytest.fixture
 def sample():
-    rng = np.random.default_rng(3)
-    n = 400
-    return pd.DataFrame({"age": rng.integers(0, 40, n), "sex": rng.integers(1, 3, n),
-                         "region": rng.choice(["N", "S", "E", "W"], n),
-                         "w": rng.uniform(20, 80, n)})
+    return persons(3, 400, 40).drop(columns="hid")
 
 
 def _counts(sample: pd.DataFrame, k: int) -> dict[str, int]:
