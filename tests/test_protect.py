@@ -283,6 +283,29 @@ def test_large_path_deviation_lps_before_cubes_add_fewer_cells():
     assert out[1.0].cost < out[0.0].cost
 
 
+def test_large_path_deviation_lps_do_not_depend_on_the_machines_speed():
+    # the large path forced on a 1,040-cell table whose gauss pattern leaves fewer short
+    # primaries than one batch of deviation LPs: the round's time cap (the call's time
+    # so far, a twentieth of it here) decides only whether a further batch starts, so
+    # the pattern is the one an ample cap gives (a cap that cut the batch, or skipped
+    # it, gave the cut-off primaries cubes or a second round); both patterns pass the
+    # independent interval audit
+    t = synthetic.preset("1k-3d", seed=2024)
+    out = {}
+    for rel in (0.05, 1.0):
+        settings = ProtectSettings(large_table=10, repair_lp_relative_seconds=rel)
+        res = protect(t, method="gauss", cost="value", singleton=False, time_limit=120,
+                      settings=settings)
+        assert res.passed and audit(res.confidential_table).passed
+        notes = [n for n in res.notes if "deviation LPs for" in n]
+        assert len(notes) == 1
+        done, of = (int(w) for w in notes[0].split("for ")[1].split()[:3:2])
+        assert 0 < done == of <= settings.repair_lp_batch
+        out[rel] = res
+    np.testing.assert_array_equal(out[0.05].status, out[1.0].status)
+    assert out[0.05].cost == out[1.0].cost
+
+
 def test_large_path_deviation_lps_with_single_contributor_attackers():
     # the deviation LPs do not model the single-contributor attackers: a primary they
     # took that the next audit finds short again goes to the cubes (the same LP would

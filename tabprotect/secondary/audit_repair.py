@@ -621,10 +621,13 @@ class AuditRepair:
         size = s.repair_lp_batch * max(1, self.workers)   # a batch per worker
         done = 0
         from tabprotect.secondary.greedy import greedy_repair
-        while done < len(order) and time.perf_counter() < end:
+        while done < len(order) and (done == 0 or time.perf_counter() < end):
+            # the round's seconds only decide whether a further batch starts: the first
+            # batch always runs and each runs to its end, within what the repair may
+            # spend of a time limit (else the pattern depends on the machine's speed)
             batch = order[done:done + size]
             status, moves = greedy_repair(table, self.cost, batch, audit_result=result,
-                                          time_limit=max(0.0, end - time.perf_counter()),
+                                          time_limit=self.repair_left(),
                                           return_moves=True,
                                           workers=self.workers, options=s.repair_lps)
             self.moves.append(moves)

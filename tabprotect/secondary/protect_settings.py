@@ -106,7 +106,9 @@ class ProtectSettings:
     #: of hier 37^3 under load run out of time and leave more primaries short)
     repair_lp_share: float = 0.5
     #: ... in batches of this many primaries per worker (the time is checked between
-    #: batches: a batch is not cut short by it, each primary gets a deviation or a cube)
+    #: batches: the first batch always runs and none is cut short by it, so a round
+    #: with at most one batch of short primaries repairs the same on any machine;
+    #: each primary gets a deviation or a cube)
     repair_lp_batch: int = 64
     #: the MILP repair that starts each round (the cheapest cells giving each short
     #: primary its witnesses; what it leaves goes to the LP repair)
