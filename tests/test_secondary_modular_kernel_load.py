@@ -198,6 +198,21 @@ kernel = "{kernel}"
 """
 
 
+def nk_variant_job(seed: int, folder: Path, kernel: str, name: str = "job") -> Path:
+    """A job file for the peer benchmark's 2-D NK enterprise table of variant ``seed``
+    (its data written under ``folder``) with the modular search's ``kernel``."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from peer_variants import write_variant
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    if not (folder / "data" / "enterprise").exists():
+        write_variant(seed, folder / "data")
+    job = folder / f"{name}.toml"
+    job.write_text(_NK_JOB.format(ent=folder / "data" / "enterprise", kernel=kernel))
+    return job
+
+
 @pytest.mark.slow
 def test_a_load_within_the_run_keeps_the_pattern_of_a_run_that_never_loads(tmp_path):
     """The peer benchmark's 2-D NK enterprise table of seed 24 (1,260 cells), whose
@@ -205,19 +220,12 @@ def test_a_load_within_the_run_keeps_the_pattern_of_a_run_that_never_loads(tmp_p
     kernel part-way through its sub-tables and publishes the same cells as a run that
     never loads it, and the LP audit passes both."""
     import csv
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from peer_variants import write_variant
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    write_variant(24, tmp_path / "data")
     _cache_folder()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("TABPROTECT_NO_NUMBA", None)
     cells, loads = {}, {}
     for kernel in ("auto", "python"):
-        job = tmp_path / f"{kernel}.toml"
-        job.write_text(_NK_JOB.format(ent=tmp_path / "data" / "enterprise", kernel=kernel))
+        job = nk_variant_job(24, tmp_path, kernel, name=kernel)
         out = subprocess.run(
             [sys.executable, "-c", _CLI, "protect", str(job), "-o", str(tmp_path / kernel),
              "--quiet", "--profile", str(tmp_path / f"{kernel}.json")],

@@ -117,16 +117,9 @@ def test_a_job_publishes_the_same_cells_by_every_kernel_and_call(tmp_path):
     sub-tables the kernel's former larger budget left to the MILP: in one new process,
     kernel "python", "auto" (cold), "auto" (warm: the kernel loaded) and "compiled"
     publish the same cells, and the LP audit passes each."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from peer_variants import write_variant
-        from test_secondary_modular_kernel_load import _NK_JOB
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    write_variant(53, tmp_path / "data")
+    from test_secondary_modular_kernel_load import nk_variant_job
     load_kernel()
-    job = tmp_path / "job.toml"
-    job.write_text(_NK_JOB.format(ent=tmp_path / "data" / "enterprise", kernel="auto"))
+    job = nk_variant_job(53, tmp_path, "auto")
     kernels = ["python", "auto", "auto", "compiled", "python"]
     out = subprocess.run([sys.executable, "-c", _JOB_CALLS, str(job), *kernels],
                          env=_env(), cwd=tmp_path, capture_output=True, text=True,
