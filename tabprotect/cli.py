@@ -149,7 +149,7 @@ def _one_blas_thread() -> None:
     """numpy's and scipy's OpenBLAS run on one thread in the command's process (and in
     the worker processes it starts), unless ``OPENBLAS_NUM_THREADS`` is set.  A job's
     dense products are small (its LPs go to HiGHS, its sparse products to scipy), while
-    a pool of one thread per core, started when numpy is imported, costs some 0.05 s CPU
+    a pool of one thread per core, started when numpy is imported, costs 0.03-0.05 s CPU
     of every run in its start and its threads' waiting; on one thread a dense sum's
     rounding also does not depend on the machine's number of cores.  Set before numpy
     is imported: OpenBLAS reads it once, when it loads."""
