@@ -65,8 +65,8 @@ class SearchLimits:
     load_when_warm: bool = True
     #: numpy nodes per candidate after which a search over cut rows alone for the
     #: optimum asks two MILPs whether its optimum is unique (then it is the search's
-    #: pattern: :mod:`.network_unique`; with the kernel loaded only a search that gives
-    #: up asks them, the same answer); None: never.
+    #: pattern: :mod:`.network_unique`; with the kernel loaded only a search still going
+    #: ``certify_compiled_after`` nodes later asks them, the same answer); None: never.
     #: The MILPs take about as long as this many nodes of a search over few rows (some
     #: 45 us each): 3-15 ms on 24-27 candidates, 8-40 ms on 46-53; a node over many
     #: rows counts as several (1 + rows/1,000, as for ``load_after``: its time grows
@@ -74,6 +74,13 @@ class SearchLimits:
     #: search that goes on takes thousands of nodes, and without it the kernel's load
     #: (about 0.35 s CPU) is not needed
     certify_after: int | None = 12
+    #: with the kernel loaded, nodes searched past ``certify_after``'s cap before the
+    #: uniqueness MILPs are asked (a node over many rows counts as several, as for
+    #: ``load_after``): most compiled searches end within a few hundred nodes, cheaper
+    #: than the MILPs (5-50 ms), while the few that go on to thousands of nodes over
+    #: thousands of rows take ten times the MILPs' time (None: the kernel searches on
+    #: to the end and asks the MILPs only when it gives up)
+    certify_compiled_after: float | None = 1000.0
     #: rows the certificate's MILPs start from, the hardest to cover (HiGHS' presolve of
     #: thousands of dense rows takes longer than the search; the rows a solution misses
     #: are added)

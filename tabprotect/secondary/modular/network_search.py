@@ -40,9 +40,10 @@ cost per node.
 A search over cut rows alone for the optimum that passes a dozen nodes per candidate
 asks two MILPs whether its optimum is unique (:mod:`.network_unique`); a unique optimum
 is the search's own pattern, so the search stops there.  With the kernel loaded the
-search goes on compiled to its end instead and asks the MILPs only when it gives up:
-the same answer (a unique optimum is the pattern the search finds; where none is shown
-the search runs anyway).
+search first goes on compiled for a budget of nodes (most searches end there, for less
+than the MILPs cost) and asks the MILPs only when it is still going: the same answer (a
+unique optimum is the pattern the search finds; where none is shown the search runs on
+to its end).
 
 Whether the kernel is loaded changes the speed alone: the patterns, the budgets and the
 fallback to the MILP are the same with it, without it and without numba, so a job's
@@ -206,10 +207,7 @@ class _Search:
         """The pattern :func:`.network_unique.unique_optimum` shows to be the unique
         optimum (from ``known``, the best pattern at the cap), taken as the search's
         answer; False when it shows none."""
-        lim = self.limits
-        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
-                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
-                              nodes=lim.certify_nodes, known=known)
+        pick = self._certificate(known)
         if pick is None:
             return False
         self.best, self.best_cost = pick, float(self.c[pick].sum())
@@ -217,24 +215,43 @@ class _Search:
         return True
 
     def _certified_compiled(self, cap: int, weight: float) -> bool:
-        """:meth:`_certified` with the kernel loaded: the same answer, the MILPs only
-        where the search gives up.  The kernel searches past the cap to the search's
-        end: where the certificate shows a unique optimum, that is the pattern the
-        search finds whatever its order; where it shows none, the search runs from the
-        start and finds the same pattern.  Only a search that gives up (its node budget,
-        the deadline) asks the certificate, from the best pattern at the cap, as numpy's
-        search does.  The nodes counted are the search's; the row rounds count at most
-        the cap's (:meth:`_row_rounds`), as after a certificate."""
+        """:meth:`_certified` with the kernel loaded: the same answer, fewer MILPs.  The
+        kernel searches past the cap for ``SearchLimits.certify_compiled_after`` more
+        nodes (each counted by its cost, :func:`_node_weight`): a search ending there
+        needs no MILPs.  One still going asks the certificate, from the best pattern at
+        the cap as numpy's search does: where it shows a unique optimum, that is the
+        pattern the search finds whatever its order; where it shows none, the kernel
+        searches on to the end (the search from the start finds the same pattern).  The
+        nodes counted are the search's; the row rounds count at most the cap's
+        (:meth:`_row_rounds`), as after a certificate."""
         st = self._kernel_state()
         ended = self._resume(st, pause=cap)
         known = st.best.copy() if st.ints[4] else None
-        if not ended and int(st.ints[2]) >= cap:    # at the cap: on to the end
-            ended = self._resume(st)
+        asked = False
+        if not ended and int(st.ints[2]) >= cap:    # at the cap: on a little further
+            more = self.limits.certify_compiled_after
+            pause = None if more is None else cap + max(1, math.ceil(more / weight))
+            ended = self._resume(st, pause=pause)
+            if not ended and pause is not None and int(st.ints[2]) >= pause:
+                asked = True
+                pick = self._certificate(known)
+                if pick is None:                    # none shown: on to the end
+                    ended = self._resume(st)
         self._read(st, ended)
         _WORK.numpy_nodes += min(self.nodes, cap + 1) * weight
-        if self.gave_up and not self._certify(known):
+        if asked and pick is not None:
+            self.best, self.best_cost, self.gave_up = pick, float(self.c[pick].sum()), False
+        elif self.gave_up and (asked or not self._certify(known)):
             self.best, self.best_cost = None, np.inf
         return True
+
+    def _certificate(self, known: np.ndarray | None) -> np.ndarray | None:
+        """:func:`.network_unique.unique_optimum` over the search's rows, from ``known``
+        (None: no unique optimum shown)."""
+        lim = self.limits
+        return unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
+                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
+                              nodes=lim.certify_nodes, known=known)
 
     def _capped(self, cap: int) -> None:
         """The search from the start, giving up after ``cap`` nodes: by the kernel when
@@ -575,6 +592,33 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     >>> np.flatnonzero(z).tolist()
     [4, 5, 7, 8]
     """
+    prepared = prepared_search(sub, req, cost, cand, limits=limits, deadline=deadline,
+                               net=net)
+    if prepared is None:
+        return None
+    prob, search = prepared
+    pick = search.run()
+    if pick is None:
+        if search.gave_up:
+            return None
+        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
+                                   "candidate cells")
+    pick = _drop_redundant(search, pick)
+    z = prob.pattern(pick)
+    if not search.lazy:
+        # every condition is a listed cut row and the pattern meets every row: each
+        # minimum cut holds its requirement, so each maximum flow does (max-flow
+        # min-cut); the flows would only repeat it
+        return z
+    return z if protects(prob, z) else None
+
+
+def prepared_search(sub, req, cost: np.ndarray, cand: np.ndarray, *,
+                    limits: SearchLimits = SearchLimits(), deadline: float | None = None,
+                    net: Network | None = None) -> tuple[Problem, _Search] | None:
+    """:func:`network_pattern`'s problem and search, built but not run: its cut rows
+    listed and its lazy conditions noted; None when the sub-table is no network or has
+    too many rows."""
     net = Network.of(sub.relations) if net is None else net
     if net is None:
         return None
@@ -606,21 +650,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
         K, d = both[:, :-1], both[:, -1]
     if len(d) > limits.max_rows:
         return None
-    search = _Search(prob, K, d, lazy, limits, deadline)
-    pick = search.run()
-    if pick is None:
-        if search.gave_up:
-            return None
-        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
-                                   "candidate cells")
-    pick = _drop_redundant(search, pick)
-    z = prob.pattern(pick)
-    if not lazy:
-        # every condition is a listed cut row and the pattern meets every row: each
-        # minimum cut holds its requirement, so each maximum flow does (max-flow
-        # min-cut); the flows would only repeat it
-        return z
-    return z if protects(prob, z) else None
+    return prob, _Search(prob, K, d, lazy, limits, deadline)
 
 
 def _unique_rows(both: np.ndarray) -> np.ndarray:
