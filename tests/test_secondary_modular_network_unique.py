@@ -166,6 +166,32 @@ def test_a_milp_stopped_by_its_node_limit_certifies_nothing():
         assert unique_optimum(K, d, tol, c, nodes=0) is None
 
 
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (45, (6, 6)),
+                                        (55, (5, 6))])
+@pytest.mark.parametrize("certify_nodes", [0, 500])
+def test_loaded_kernel_asks_the_certificate_a_few_nodes_past_the_cap(seed, shape,
+                                                                     certify_nodes):
+    """With the kernel loaded and a budget of one node past the certificate's cap
+    (``certify_compiled_after``), a search still going there asks the MILPs: where they
+    certify (500 MILP nodes) the search stops, in the cap's nodes and one more; where
+    they cannot (none) it searches on to its end, node for node the plain search.
+    Either way numpy's answer, the plain search's optimum."""
+    load_kernel()
+    plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
+    want = plain.run().tolist()
+    runs = []
+    for compiled in (False, True):
+        search = _row_search(shape, seed, SearchLimits(
+            compiled=compiled, certify_after=1, certify_compiled_after=1,
+            certify_nodes=certify_nodes))
+        cap = search._certify_cap()
+        pick = search.run()
+        runs.append((pick.tolist(), search.gave_up))
+    assert runs[0] == runs[1] == (want, False)
+    assert cap + 1 < plain.nodes
+    assert search.nodes == (cap + 1 if certify_nodes else plain.nodes)
+
+
 @pytest.mark.parametrize("seed,shape,singleton", [(42, (6, 6), False), (22, (5, 5), True),
                                                   (31, (7, 6), False)])
 def test_sub_table_patterns_keep_when_the_certificate_hits_its_node_limit(seed, shape,
@@ -192,8 +218,8 @@ def test_sub_table_patterns_keep_when_the_certificate_hits_its_node_limit(seed, 
 def test_loaded_kernel_settles_a_certified_search_as_numpy(seed, shape, max_nodes):
     """With the kernel loaded the search runs past the certificate's cap to its end and
     asks the MILPs only when it gives up (a node budget of 30 ends it before its end,
-    20,000 does not): the answer is numpy's search with its certificate, the plain
-    search's optimum."""
+    20,000 does not; the default budget past the cap outlasts these searches): the
+    answer is numpy's search with its certificate, the plain search's optimum."""
     load_kernel()
     plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
     want = plain.run().tolist()
