@@ -29,6 +29,12 @@ class SearchLimits:
 
     #: most free nodes of a cut listing (2^n cuts per condition)
     max_free_nodes: int = 12
+    #: most free nodes of a condition listed after row rounds that settle nothing
+    #: (:meth:`.network_search._Search._list_lazy`): a search over lazy conditions runs
+    #: by numpy, node by node, while one over rows alone gets the certificate and the
+    #: kernel (seed 24's NK sub-table of 13 free nodes: 12,000 numpy nodes); a
+    #: sub-table that the rounds settle never pays for the listing (None: never)
+    list_after_rounds: int | None = 13
     #: most cut rows (after removing duplicates)
     max_rows: int = 20_000
     #: most branch-and-bound nodes

@@ -164,6 +164,7 @@ class _Search:
             if pick is not None:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
+            self._list_lazy()
         if self._certified():
             return None if self.gave_up else self.best
         lim = self.limits
@@ -347,6 +348,34 @@ class _Search:
                 if not (len(branch) and branch[0] == -1):
                     return None         # a width condition fails: branched on below
         return None
+
+    def _list_lazy(self) -> None:
+        """After row rounds that settle nothing: every cut of the conditions left lazy
+        for their free nodes alone listed as rows, when each has at most
+        ``SearchLimits.list_after_rounds`` free nodes (and no width or single-contributor
+        condition is lazy): the search then runs over rows alone (the certificate, the
+        kernel, dominance), the same optimum as over lazy conditions."""
+        lim = self.limits
+        more = lim.list_after_rounds
+        if more is None or more <= lim.max_free_nodes or any(
+                j >= 0 or width > 0 or listed for _, _, j, width, listed in self.lazy):
+            return
+        wide = dataclasses.replace(lim, max_free_nodes=more)
+        req, parts = self.prob.req, []
+        for slot, s, _, _, _ in self.lazy:
+            got = cut_rows_both(self.prob, s, float(req.need_up[slot]),
+                                float(req.need_down[slot]), wide)
+            if got is None:
+                return
+            parts += got
+        both = _unique_rows(np.vstack([np.column_stack([self.K, self.d])]
+                                      + [np.column_stack(p) for p in parts]))
+        if len(both) > lim.max_rows:
+            return
+        self.K, self.d = np.zeros((0, len(self.c))), np.zeros(0)
+        self.K_pairs = []
+        self.add_rows(both[:, :-1], both[:, -1])
+        self.lazy.clear()   # (shared with network_pattern: no maximum flows needed)
 
     def _load_for_rounds(self, certified: int) -> bool:
         """Load the kernel (from its cache) once ``certified`` optimum rounds have needed
