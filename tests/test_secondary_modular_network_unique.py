@@ -12,8 +12,10 @@ from lp_oracle import protected
 from test_secondary_modular_network import _row_search, _subtable, sub_table_pattern
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network_cuts import REL_TOL, SearchLimits
 from tabprotect.secondary.modular.network_kernel import load_kernel
+from tabprotect.secondary.modular.network_search import network_pattern, prepared_search
 from tabprotect.secondary.modular.network_unique import unique_optimum
 
 
@@ -252,3 +254,37 @@ def test_sub_table_patterns_keep_with_the_kernel_loaded_and_certificates(
     z = np.isin(t.status, ("U", "M"))
     z[got[0]] = True
     assert protected(t, z, singleton=singleton).all()
+
+
+@pytest.mark.parametrize("seed,shape", [(3, (4, 5)), (7, (4, 5)), (2, (6, 6)),
+                                        (3, (6, 6))])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conditions_left_lazy_are_listed_after_rounds_that_settle_nothing(seed, shape,
+                                                                          compiled):
+    """Conditions too wide to list at first (three free nodes at most) whose row rounds
+    settle nothing (they stop at once) are listed in full afterwards
+    (``list_after_rounds``): the search runs over rows alone, settled here by the
+    certificate after one node (the kernel's too), where over lazy conditions it takes
+    more; the same cells
+    as the search over lazy conditions (numpy, or the kernel loaded), and scipy's LPs
+    judge them protected."""
+    if compiled:
+        load_kernel()
+    t = _subtable(shape, seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    c, cand = cost_vector(t, "value"), candidate_cells(t)
+    runs = []
+    for listed in (None, 12):
+        limits = SearchLimits(max_free_nodes=3, certify_after=0, certified_rounds=0,
+                              certify_compiled_after=1, list_after_rounds=listed,
+                              compiled=compiled)
+        _, search = prepared_search(t, req, c, cand, limits=limits)
+        lazy = len(search.lazy)
+        pick = search.run()
+        runs.append((lazy, len(search.lazy), search.nodes, pick.tolist(),
+                     network_pattern(t, req, c, cand, limits=limits).tolist()))
+    (lazy_before, lazy_after, nodes, pick, z), listed = runs
+    assert lazy_before == lazy_after == listed[0] > 0
+    assert listed[1] == 0 and listed[2] == 1 < nodes
+    assert list(listed[3:]) == [pick, z]
+    assert protected(t, np.asarray(z), singleton=False).all()

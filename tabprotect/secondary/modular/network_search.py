@@ -375,7 +375,7 @@ class _Search:
         self.K, self.d = np.zeros((0, len(self.c))), np.zeros(0)
         self.K_pairs = []
         self.add_rows(both[:, :-1], both[:, -1])
-        self.lazy.clear()   # (shared with network_pattern: no maximum flows needed)
+        self.lazy.clear()
 
     def _load_for_rounds(self, certified: int) -> bool:
         """Load the kernel (from its cache) once ``certified`` optimum rounds have needed
@@ -621,6 +621,33 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     >>> np.flatnonzero(z).tolist()
     [4, 5, 7, 8]
     """
+    prepared = prepared_search(sub, req, cost, cand, limits=limits, deadline=deadline,
+                               net=net)
+    if prepared is None:
+        return None
+    prob, search = prepared
+    pick = search.run()
+    if pick is None:
+        if search.gave_up:
+            return None
+        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
+                                   "candidate cells")
+    pick = _drop_redundant(search, pick)
+    z = prob.pattern(pick)
+    if not search.lazy:
+        # every condition is a listed cut row and the pattern meets every row: each
+        # minimum cut holds its requirement, so each maximum flow does (max-flow
+        # min-cut); the flows would only repeat it
+        return z
+    return z if protects(prob, z) else None
+
+
+def prepared_search(sub, req, cost: np.ndarray, cand: np.ndarray, *,
+                    limits: SearchLimits = SearchLimits(), deadline: float | None = None,
+                    net: Network | None = None) -> tuple[Problem, "_Search"] | None:
+    """:func:`network_pattern`'s problem and search, built but not run (its cut rows
+    listed, its other conditions lazy); None when the sub-table is no network or has
+    too many rows."""
     net = Network.of(sub.relations) if net is None else net
     if net is None:
         return None
@@ -652,21 +679,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
         K, d = both[:, :-1], both[:, -1]
     if len(d) > limits.max_rows:
         return None
-    search = _Search(prob, K, d, lazy, limits, deadline)
-    pick = search.run()
-    if pick is None:
-        if search.gave_up:
-            return None
-        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
-                                   "candidate cells")
-    pick = _drop_redundant(search, pick)
-    z = prob.pattern(pick)
-    if not lazy:
-        # every condition is a listed cut row and the pattern meets every row: each
-        # minimum cut holds its requirement, so each maximum flow does (max-flow
-        # min-cut); the flows would only repeat it
-        return z
-    return z if protects(prob, z) else None
+    return prob, _Search(prob, K, d, lazy, limits, deadline)
 
 
 def _unique_rows(both: np.ndarray) -> np.ndarray:
