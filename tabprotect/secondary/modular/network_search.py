@@ -27,7 +27,9 @@ optima) add the cut rows of the levels their patterns violate, so the full searc
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
 optimum meeting every condition is the answer (once a few optimum rounds have asked for
 the uniqueness MILPs, the next round that would ask them ends the rounds: the full
-search, from the rows found, is then cheaper). Dominance (when every condition
+search, from the rows found, is then cheaper; conditions left lazy only for their number
+of free nodes then get every cut listed when they have a few more than the first listing
+allows, so the full search runs over rows alone). Dominance (when every condition
 is a cut row): a child taking a candidate that an earlier sibling -- left out there --
 beats (strictly cheaper, covering at least as much of every short row) holds no optimum,
 since the swap gives a cheaper pattern of the parent.
