@@ -368,3 +368,16 @@ def _compiled_rows(prob: Problem, s: int, edges: np.ndarray, limits: SearchLimit
                                        "its candidate cells")
         out.append((rows, deficit))
     return out
+
+
+def _unique_rows(both: np.ndarray) -> np.ndarray:
+    """``np.unique(both, axis=0)``: the distinct rows in lexicographic order (the search
+    breaks ties by row order).  Rows of non-negative floats sort as the big-endian bytes
+    of their bit patterns, so one sort of byte strings replaces the field-by-field sort
+    of a structured array (several times faster on a few hundred rows)."""
+    if (both < 0).any() or np.isnan(both).any():
+        return np.unique(both, axis=0)
+    bits = np.ascontiguousarray((both + 0.0).view(np.uint64).astype(">u8"))  # -0.0 is 0.0
+    keys = bits.view(np.dtype((np.void, bits.dtype.itemsize * bits.shape[1]))).ravel()
+    _, first = np.unique(keys, return_index=True)
+    return both[first]

@@ -66,8 +66,9 @@ import numpy as np
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
-                                                      cut_rows, cut_rows_both)
+                                                      cut_rows, cut_rows_both, _unique_rows)
 from tabprotect.secondary.modular.network_bounds import _cover_bounds, _dominated_by_earlier
+from tabprotect.secondary.modular.network_check import protects
 from tabprotect.secondary.modular.network_scalar import row_branch
 from tabprotect.secondary.modular.network_unique import unique_optimum
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
@@ -684,19 +685,6 @@ def prepared_search(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     return prob, _Search(prob, K, d, lazy, limits, deadline)
 
 
-def _unique_rows(both: np.ndarray) -> np.ndarray:
-    """``np.unique(both, axis=0)``: the distinct rows in lexicographic order (the search
-    breaks ties by row order).  Rows of non-negative floats sort as the big-endian bytes
-    of their bit patterns, so one sort of byte strings replaces the field-by-field sort
-    of a structured array (several times faster on a few hundred rows)."""
-    if (both < 0).any() or np.isnan(both).any():
-        return np.unique(both, axis=0)
-    bits = np.ascontiguousarray((both + 0.0).view(np.uint64).astype(">u8"))  # -0.0 is 0.0
-    keys = bits.view(np.dtype((np.void, bits.dtype.itemsize * bits.shape[1]))).ravel()
-    _, first = np.unique(keys, return_index=True)
-    return both[first]
-
-
 def _drop_redundant(search: _Search, pick: np.ndarray) -> np.ndarray:
     """Leave out free candidates (cost 0) that no condition needs."""
     for e in np.flatnonzero(pick & (search.c <= 0)):
@@ -705,37 +693,3 @@ def _drop_redundant(search: _Search, pick: np.ndarray) -> np.ndarray:
         if (slack > search.tol).any() or search._lazy_branch(pick, ~pick) is not None:
             pick[e] = True
     return pick
-
-
-def protects(prob: Problem, z: np.ndarray) -> bool:
-    """Every primary meets its requirements under ``z``, checked by maximum flows."""
-    return all(_meets(prob, z, prob.req, int(s)) for s in prob.req.primary)
-
-
-def network_unprotected(sub, req, hidden: np.ndarray) -> np.ndarray | None:
-    """The primaries of a network sub-table that the ``hidden`` cells leave
-    unprotected, by maximum flows (None: the sub-table is no network)."""
-    net = Network.of(sub.relations)
-    if net is None:
-        return None
-    hidden = np.asarray(hidden, bool)
-    prob = Problem(net, req, np.zeros(sub.n_cells), np.zeros(sub.n_cells, bool), hidden)
-    short = [int(s) for s in req.primary
-             if not _meets(prob, hidden, req, int(s))]
-    return np.asarray(short, dtype=np.int64)
-
-
-def _meets(prob: Problem, z: np.ndarray, req, s: int) -> bool:
-    """Primary ``s`` meets its requirements under ``z`` against every attacker."""
-    slot = int(np.searchsorted(req.primary, s))
-    nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
-    width = float(req.need_width[slot])
-    tol = REL_TOL * max(1.0, nu, nd, width)
-    attackers = [-1]
-    if req.singleton.any():
-        attackers += [int(j) for j in np.flatnonzero(req.singleton & z) if j != s]
-    for j in attackers:
-        up, down, _ = prob.moves(z, s, j)
-        if up < nu - tol or down < nd - tol or up + down < width - tol:
-            return False
-    return True
