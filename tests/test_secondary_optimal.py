@@ -468,11 +468,13 @@ def test_kept_component_rows_give_the_same_answers(seed):
 
 @pytest.mark.parametrize("seed", [2, 6])
 def test_kept_component_models_give_a_new_models_answers(seed):
-    # a kept model gets the new bounds and starts from scratch: the verdicts and the
-    # cuts of an oracle that keeps none, at points whose components repeat
+    # a kept model gets the new bounds and (without warm separation) starts from
+    # scratch: the verdicts and the cuts of an oracle that keeps none, at points whose
+    # components repeat
     table = hier_table(seed, n_primary=3, freq_one=True)
     req = Requirements.from_table(table, singleton=True)
-    kept = HybridOracle(table, req, simplex_strategy=1, racing=False)
+    kept = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                        options=OptimalOptions(warm_separation=False))
     fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
                          options=OptimalOptions(component_models_nonzeros=0,
                                                 separation_witnesses=0))
@@ -489,6 +491,70 @@ def test_kept_component_models_give_a_new_models_answers(seed):
             assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
                 [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
     assert kept._models and not fresh._models
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_warm_separation_finds_a_new_models_violations_with_valid_cuts(seed):
+    # separation from a kept model's last basis: the same conditions violated as an
+    # oracle that keeps no model (each LP's optimum is unique), checks unchanged, and
+    # every cut holds at every protected pattern among the points
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    warm = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                        options=OptimalOptions(separation_witnesses=0))
+    fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                         options=OptimalOptions(component_models_nonzeros=0,
+                                                separation_witnesses=0))
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(6):
+        z = rng.uniform(0.0, 1.0, table.n_cells)
+        z = np.where(rng.random(table.n_cells) < 0.3, 0.0, z)
+        points.append(np.where(table.status == "U", 1.0, z))
+    patterns = (rng.random((30, table.n_cells)) < 0.7) | (table.status == "U")
+    protected = [pat for pat in patterns if fresh.check(pat, cuts=False).ok]
+    n_cuts = 0
+    for z in points + points[::-1]:
+        a, b = warm.check(z > 0.5), fresh.check(z > 0.5)
+        assert sorted(a.violated) == sorted(b.violated)
+        assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
+            [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
+        a, b = warm.separate(z), fresh.separate(z)
+        assert sorted(a.violated) == sorted(b.violated)
+        for c in a.cuts:
+            for pat in protected:
+                assert float(c.coef @ pat[c.cols]) >= c.rhs - 1e-6
+        n_cuts += len(a.cuts)
+    assert n_cuts and protected and warm._models
+
+
+def _last_iterations(oracle) -> list[int]:
+    """The simplex iterations of each kept model's last LP."""
+    return [int(m.highs.getInfoValue("simplex_iteration_count")[1])
+            for m, _ in oracle._models.values()]
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_separation_restarts_from_the_kept_basis_and_checks_from_scratch(warm):
+    # one primary with an upper level only: one attacker LP per call.  Separated again
+    # at the same point it starts from its own optimal basis (no iteration) with warm
+    # separation, from scratch without; a check always starts from scratch
+    table = hier_table(4, n_primary=1)
+    table = table.replace(lpl=np.zeros(table.n_cells))
+    req = Requirements.from_table(table, singleton=False)
+    oracle = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                          options=OptimalOptions(separation_witnesses=0,
+                                                 warm_separation=warm))
+    z = np.where(table.status == "U", 1.0, 0.5)
+    first = oracle.separate(z)
+    assert first.n_lp == 1
+    cold = _last_iterations(oracle)
+    assert cold and min(cold) > 0
+    again = oracle.separate(z)
+    assert again.n_lp == 1
+    assert _last_iterations(oracle) == ([0] * len(cold) if warm else cold)
+    oracle.check(z > 0.25, cuts=False)
+    assert min(_last_iterations(oracle)) > 0
 
 
 def test_component_rows_are_the_sliced_relations_within_their_budget():

@@ -209,6 +209,7 @@ class HybridOracle(AttackerOracle):
         # the last active cells and their components (shared with views: the chunks of
         # one node's separation group the same point's cells)
         self._grouped: list = [None, None]
+        self._context: str | None = None   # of the raced call under way ("check", "sep")
 
     def check(self, z, **kw) -> Check:
         return self._raced("check", self._witnessed_check, z, **kw)
@@ -309,14 +310,18 @@ class HybridOracle(AttackerOracle):
         """The component's attacker LP, one model per component kept while their
         matrices hold at most ``component_models_nonzeros`` entries: the search meets
         the same components at point after point, and a model's set-up costs more than
-        its small LPs.  A kept model gets the new bounds and starts from scratch, so
+        its small LPs.  A kept model gets the new bounds; in a separation call (with
+        ``warm_separation``) it starts from its last basis, from which the simplex
+        needs fewer iterations than from scratch (the cuts are then those of other
+        optimal duals when an LP has several); in a check it starts from scratch, so
         its optima (and the cuts from them) are those of a new model."""
         key = np.asarray(comp, np.int64).tobytes()
         kept = self._models.get(key)
         if kept is not None:
             model = kept[0]
             model.set_col_bounds(np.arange(len(comp)), lo, hi)
-            model.forget_basis()
+            if not (self.options.warm_separation and self._context == "sep"):
+                model.forget_basis()
             return model
         model = super()._component_model(comp, lo, hi)
         nnz = self.component_rows.of(comp)[1].nnz
@@ -389,10 +394,11 @@ class HybridOracle(AttackerOracle):
         the call's ``deadline``."""
         self._begin(context)
         outer, self._deadline = self._deadline, kw.get("deadline")
+        outer_context, self._context = self._context, context
         try:
             return call(z, **kw)
         finally:
-            self._deadline = outer
+            self._deadline, self._context = outer, outer_context
             self._end()
 
     def _begin(self, context: str) -> None:
