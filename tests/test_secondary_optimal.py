@@ -474,7 +474,7 @@ def test_kept_component_models_give_a_new_models_answers(seed):
     table = hier_table(seed, n_primary=3, freq_one=True)
     req = Requirements.from_table(table, singleton=True)
     kept = HybridOracle(table, req, simplex_strategy=1, racing=False,
-                        options=OptimalOptions(warm_separation=False))
+                        options=OptimalOptions(warm_attacker_lps=False))
     fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
                          options=OptimalOptions(component_models_nonzeros=0,
                                                 separation_witnesses=0))
@@ -494,10 +494,10 @@ def test_kept_component_models_give_a_new_models_answers(seed):
 
 
 @pytest.mark.parametrize("seed", [2, 6])
-def test_warm_separation_finds_a_new_models_violations_with_valid_cuts(seed):
-    # separation from a kept model's last basis: the same conditions violated as an
-    # oracle that keeps no model (each LP's optimum is unique), checks unchanged, and
-    # every cut holds at every protected pattern among the points
+def test_warm_attacker_lps_find_a_new_models_violations_with_valid_cuts(seed):
+    # separations and verdicts from a kept model's last basis: the same conditions
+    # violated as an oracle that keeps no model (each LP's optimum is unique), checks
+    # with cuts unchanged, and every cut holds at every protected pattern found
     table = hier_table(seed, n_primary=3, freq_one=True)
     req = Requirements.from_table(table, singleton=True)
     warm = HybridOracle(table, req, simplex_strategy=1, racing=False,
@@ -519,6 +519,8 @@ def test_warm_separation_finds_a_new_models_violations_with_valid_cuts(seed):
         assert sorted(a.violated) == sorted(b.violated)
         assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
             [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
+        a, b = warm.check(z > 0.5, cuts=False), fresh.check(z > 0.5, cuts=False)
+        assert sorted(a.violated) == sorted(b.violated) and (a.ok, b.cuts) == (b.ok, [])
         a, b = warm.separate(z), fresh.separate(z)
         assert sorted(a.violated) == sorted(b.violated)
         for c in a.cuts:
@@ -535,16 +537,17 @@ def _last_iterations(oracle) -> list[int]:
 
 
 @pytest.mark.parametrize("warm", [True, False])
-def test_separation_restarts_from_the_kept_basis_and_checks_from_scratch(warm):
-    # one primary with an upper level only: one attacker LP per call.  Separated again
-    # at the same point it starts from its own optimal basis (no iteration) with warm
-    # separation, from scratch without; a check always starts from scratch
+def test_separations_and_verdicts_restart_from_the_kept_basis(warm):
+    # one primary with an upper level only: one attacker LP per call.  Separated (or
+    # checked without cuts) again at the same point it starts from its own optimal
+    # basis (no iteration) with warm attacker LPs, from scratch without; a check with
+    # cuts always starts from scratch
     table = hier_table(4, n_primary=1)
     table = table.replace(lpl=np.zeros(table.n_cells))
     req = Requirements.from_table(table, singleton=False)
     oracle = HybridOracle(table, req, simplex_strategy=1, racing=False,
                           options=OptimalOptions(separation_witnesses=0,
-                                                 warm_separation=warm))
+                                                 warm_attacker_lps=warm))
     z = np.where(table.status == "U", 1.0, 0.5)
     first = oracle.separate(z)
     assert first.n_lp == 1
@@ -553,8 +556,16 @@ def test_separation_restarts_from_the_kept_basis_and_checks_from_scratch(warm):
     again = oracle.separate(z)
     assert again.n_lp == 1
     assert _last_iterations(oracle) == ([0] * len(cold) if warm else cold)
-    oracle.check(z > 0.25, cuts=False)
-    assert min(_last_iterations(oracle)) > 0
+    pattern = z > 0.25
+    oracle.check(pattern)
+    with_cuts = _last_iterations(oracle)
+    assert min(with_cuts) > 0
+    assert oracle.check(pattern, cuts=False).n_lp == 1
+    verdict = _last_iterations(oracle)
+    assert oracle.check(pattern, cuts=False).n_lp == 1
+    assert _last_iterations(oracle) == ([0] * len(cold) if warm else verdict)
+    oracle.check(pattern)
+    assert _last_iterations(oracle) == with_cuts
 
 
 def test_component_rows_are_the_sliced_relations_within_their_budget():
