@@ -27,6 +27,7 @@ from tabprotect.secondary.optimal.cuts import (BridgelessRows, cover_cuts, reduc
                                                rounded_cut)
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.oracle import DeadlineRepair, HybridOracle, LPCount
+from tabprotect.secondary.optimal import prune as prune_module
 from tabprotect.secondary.optimal.prune import prune, witness_prune
 from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
@@ -826,6 +827,54 @@ def test_witness_prune_takes_the_same_decisions_as_the_check_by_check_prune(seed
     assert out is not None
     assert audit(table, unpublished=out, singleton=True).passed
     assert (out == plain).all()
+
+
+@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (8, False), (12, True)])
+def test_pinned_cells_flag_only_removals_that_disclose_a_primary(seed, freq_one):
+    # a removal the relations' propagation says pins a primary must fail the
+    # independent audit; a trial leaves the state as it was.  On a minimal pattern
+    # (every removal fails) some removals are flagged
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    oracle = AttackerOracle(table, req)
+    full = fixed | candidate_cells(table)
+    minimal = witness_prune(oracle, full, fixed, cost, None)
+    flagged = 0
+    for pattern in (full, minimal):
+        sup = np.flatnonzero(pattern)
+        wit = prune_module._Witnesses(oracle, pattern, sup)
+        pinned = prune_module._PinnedCells(
+            wit.rows, wit.hi[:len(sup)] + wit.hi[len(sup):] > 0,
+            wit.local[req.primary[prune_module._with_level(req)]])
+        for k in np.flatnonzero(~fixed[sup]):
+            before = pinned.free.copy(), pinned.count.copy()
+            if pinned.pins_primary(int(k)):
+                flagged += 1
+                less = pattern.copy()
+                less[sup[k]] = False
+                assert not audit(table, unpublished=less, singleton=True).passed
+            assert (pinned.free == before[0]).all() and (pinned.count == before[1]).all()
+    assert flagged
+
+
+@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (9, True)])
+def test_pin_propagation_saves_prune_lps_and_keeps_its_decisions(seed, freq_one):
+    # the removals the propagation rejects are ones the attacker LPs reject: the same
+    # pattern with fewer LPs
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    full = fixed | candidate_cells(table)
+    counts = [LPCount(), LPCount()]
+    with_pins, without = (witness_prune(AttackerOracle(table, req), full, fixed, cost, None,
+                                        count=n, pin_propagation=pins)
+                          for n, pins in zip(counts, (True, False)))
+    assert (with_pins == without).all()
+    assert audit(table, unpublished=with_pins, singleton=True).passed
+    assert counts[0].n < counts[1].n
 
 
 @pytest.mark.parametrize("seed,freq_one,witness", [(2, False, True), (3, True, True),

@@ -164,6 +164,10 @@ class OptimalOptions:
     #: prune by attacker witnesses (re-solve only the conditions a removal affects)
     #: instead of one full oracle check per removal
     witness_prune: bool = True
+    #: the witness prune rejects a removal that pins a primary through the relations
+    #: without an LP (a propagation over the relations next to the cell; the LPs would
+    #: reject it as well)
+    prune_pin_propagation: bool = True
     #: at most this many (condition, suppressed cell) entries in the witness map (memory)
     witness_max_entries: int = 50_000_000
     #: the witness prune keeps one warm attacker LP per condition and direction while
