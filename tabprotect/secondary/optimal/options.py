@@ -321,9 +321,9 @@ class OptimalOptions:
     #: small LPs, and the search meets the same components at point after point
     component_models_nonzeros: int = 2_000_000
     #: a kept component model's LPs in separations and in checks without cuts start
-    #: from its last basis (a new point changes its bounds only: fewer simplex
-    #: iterations than from scratch); checks with cuts start from scratch (warm, their
-    #: cuts at integral points gave larger trees)
+    #: from its last basis (a new point changes its bounds only: less solver time than
+    #: a start from scratch); checks with cuts start from scratch (warm, their cuts at
+    #: integral points gave larger trees)
     warm_attacker_lps: bool = True
     #: attacker optima kept per primary and direction: a separation LP is skipped when
     #: one of them, scaled into the LP's bounds, already meets the level (0: none)

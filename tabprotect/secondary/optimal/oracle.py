@@ -312,9 +312,8 @@ class HybridOracle(AttackerOracle):
         the same components at point after point, and a model's set-up costs more than
         its small LPs.  A kept model gets the new bounds.  In a separation and in a
         check without cuts (with ``warm_attacker_lps``) it starts from its last basis,
-        from which the simplex needs fewer iterations than from scratch: the optima are
-        the same, the duals (and a separation's cuts from them) may be other optimal
-        ones.  In a check with cuts it starts from scratch, so its optima and cuts are
+        which takes HiGHS less time than a start from scratch: the optima are the same,
+        the duals (and a separation's cuts from them) may be other optimal ones.  In a check with cuts it starts from scratch, so its optima and cuts are
         those of a new model."""
         key = np.asarray(comp, np.int64).tobytes()
         kept = self._models.get(key)
