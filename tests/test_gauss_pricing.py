@@ -46,7 +46,7 @@ def test_priced_from_the_primary_alone_reaches_the_whole_lps_optimum(seed, held)
         assert x is not None
         assert np.abs(split @ x).max() <= 1e-7
         assert (x >= lo - 1e-7).all() and (x <= hi + 1e-7).all()
-        assert weights @ x == pytest.approx(whole.objective, rel=1e-6, abs=1e-9)
+        assert weights @ x == pytest.approx(whole.objective, rel=1e-5, abs=1e-9)
         solved += 1
     assert solved >= 10
 
