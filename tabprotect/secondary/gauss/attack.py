@@ -19,10 +19,13 @@ deviation does an LP take published cells too (at their cost, as in :mod:`.width
 and those are suppressed: the first and the per-attacker LPs, and the second where it
 holds ``together`` attackers or more (one LP over the pattern and the published cells
 then stands for that many per-attacker ones, each about as large; with fewer the
-per-attacker LPs buy cheaper cells, each holding one attacker only).  A witness also serves every other
-condition it moves far enough (scaled within the ranges), against the attackers it
-leaves in place; a condition is settled once no attacker is left that all its witnesses
-move.
+per-attacker LPs buy cheaper cells, each holding one attacker only).  Such an LP spans
+the primary's component of the pattern and the published cells, most of the table; it
+is solved on the pattern's component and the primary's relations, the published cells
+that price out joining (:mod:`.pricing`): an optimum of the whole LP from a small one.
+A witness also serves every other condition it moves far enough (scaled within the
+ranges), against the attackers it leaves in place; a condition is settled once no
+attacker is left that all its witnesses move.
 
 An attacker is a class of cells holding one record (:func:`tabprotect.records.same_record`;
 a cell outside a class is its own): its contributor knows them all and attacks none of
