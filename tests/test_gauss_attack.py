@@ -47,6 +47,25 @@ def test_property_the_method_alone_passes_the_audit_with_the_attack(seed, leaves
     assert len(short_primaries(t, out.status)) == 0
 
 
+@pytest.mark.parametrize("seed", [2, 12])
+def test_the_step_pricing_every_widened_lp_leaves_no_primary_short(seed):
+    # every widened LP priced (as on large tables): the step's pattern, the
+    # elimination's extended, has no primary the oracle finds short against a single
+    # contributor (of those some pattern protects), pricing bought cells where the
+    # pattern had no witness, and it leaves unmet the conditions one LP over each whole
+    # component leaves
+    t = flat_count_table((4, 4, 3), seed, 1.5)
+    cost = cost_vector(t, "value")
+    plain = gauss(t, cost, singleton=True, attack="never")
+    assert len(short_primaries(t, plain.status)) > 0
+    hidden = np.isin(plain.status, ("U", "M"))
+    out = AttackStep(t, cost, priced_cells=0).run(hidden)
+    assert out.added > 0
+    assert out.unmet == AttackStep(t, cost, priced_cells=10**9).run(hidden).unmet
+    status = np.where(out.suppressed & (t.status != "U"), "M", t.status)
+    assert len(short_primaries(t, status)) == 0
+
+
 def test_a_pattern_with_every_witness_gets_no_cell():
     # the step's own output has every witness: a second run adds nothing and settles
     # every condition (the witnesses are found over the pattern, not bought)
