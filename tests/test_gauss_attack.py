@@ -47,6 +47,25 @@ def test_property_the_method_alone_passes_the_audit_with_the_attack(seed, leaves
     assert len(short_primaries(t, out.status)) == 0
 
 
+@pytest.mark.parametrize("seed", [2, 12])
+def test_the_step_pricing_every_widened_lp_leaves_no_primary_short(seed):
+    # every widened LP priced (as on large tables): the step's pattern, the
+    # elimination's extended, has no primary the oracle finds short against a single
+    # contributor (of those some pattern protects), pricing bought cells where the
+    # pattern had no witness, and it leaves unmet the conditions one LP over each whole
+    # component leaves
+    t = flat_count_table((4, 4, 3), seed, 1.5)
+    cost = cost_vector(t, "value")
+    plain = gauss(t, cost, singleton=True, attack="never")
+    assert len(short_primaries(t, plain.status)) > 0
+    hidden = np.isin(plain.status, ("U", "M"))
+    out = AttackStep(t, cost, priced_cells=0).run(hidden)
+    assert out.added > 0
+    assert out.unmet == AttackStep(t, cost, priced_cells=10**9).run(hidden).unmet
+    status = np.where(out.suppressed & (t.status != "U"), "M", t.status)
+    assert len(short_primaries(t, status)) == 0
+
+
 def test_a_pattern_with_every_witness_gets_no_cell():
     # the step's own output has every witness: a second run adds nothing and settles
     # every condition (the witnesses are found over the pattern, not bought)
@@ -159,48 +178,84 @@ def test_components_kept_across_a_growing_pattern_are_those_of_a_fresh_step(seed
     for grow in rng.permutation(np.flatnonzero(step.candidate & ~z))[:4]:
         for s in primaries:
             for widen in (False, True):
-                cells, sub = step._component(int(s), z, widen)
-                fresh, fresh_sub = AttackStep(t, cost)._component(int(s), z, widen)
-                assert np.array_equal(cells, fresh)
-                assert (sub != fresh_sub).nnz == 0
+                comp = step._component(int(s), z, widen)
+                fresh = AttackStep(t, cost)._component(int(s), z, widen)
+                assert np.array_equal(comp.cells, fresh.cells)
+                assert (comp.sub != fresh.sub).nnz == 0
+                assert (comp.split != fresh.split).nnz == 0
         z = z.copy()
         z[grow] = True
 
 
-def _fresh_cost(step: AttackStep, cond, cells, sub, z, keep):
+def _fresh_cost(step: AttackStep, cond, comp, z, keep):
     """The optimum of a condition's protection LP on a new model (no warm basis, every
     bound sent), as the warm LP would be given it."""
-    lp = step._attack_lp(cond, cells, sub, z, keep)
+    lp = step._attack_lp(cond, comp, z, keep)
     if lp is None:
         return None, None
     res = AttackStep._lp_model(*lp, presolve=False).solve()
     return (res.objective if res.status == "optimal" else None), lp[0]
 
 
+def _compare_with_fresh(step: AttackStep, cond, comp, z, keep, start=None) -> bool:
+    """Whether the step's LP for ``cond`` found a move, asserting its cost is a new
+    model's optimum (both find one or neither)."""
+    y = step._solve_attack(cond, comp, z, keep, None, start)
+    fresh, weights = _fresh_cost(step, cond, comp, z, keep)
+    assert (y is None) == (fresh is None)
+    if y is None:
+        return False
+    n = len(comp.cells)
+    got = weights[:n] @ np.maximum(y, 0) + weights[n:] @ np.maximum(-y, 0)
+    assert got == pytest.approx(fresh, rel=1e-6, abs=1e-9)
+    return True
+
+
 def test_each_warm_protection_lp_has_the_optimum_of_a_fresh_one():
     # the warm model of a component takes one condition after another, with and without
-    # attackers held, changing only the bounds that differ: each optimum is the one a
-    # new model with every bound given finds
+    # attackers held, changing only the bounds that differ, and is kept while the
+    # pattern grows elsewhere: each optimum is the one a new model with every bound
+    # given finds
     t = flat_count_table((3, 3, 3), 12, 1.5)
     cost = cost_vector(t, "value")
     z = np.isin(gauss(t, cost, singleton=True).status, ("U", "M"))
     step = AttackStep(t, cost)
     step._integral = []
     compared = 0
+    for widen in (False, True):
+        for cond in step.conditions():
+            comp = step._component(cond.cell, z, widen)
+            held = (step.attacker[comp.cells] >= 0) & \
+                (step.attacker[comp.cells] != step.attacker[cond.cell])
+            for keep in (None, held, None):
+                compared += _compare_with_fresh(step, cond, comp, z, keep)
+        # a published cell joins the pattern: the components it does not touch, and
+        # the widened one, keep their warm models
+        z = z.copy()
+        z[np.flatnonzero(step.candidate & ~z)[0]] = True
+    assert compared >= 20
+
+
+@pytest.mark.parametrize("seed", [2, 12, 28])
+def test_a_priced_widened_lp_has_the_optimum_of_the_whole_one(seed):
+    # the widened LP solved from the pattern's component and the primary's relations,
+    # the cells that price out joining, ends at the optimum of the LP over the whole
+    # widened component (or hands it that LP): against no attacker, and with every
+    # attacker but the primary's held
+    t = flat_count_table((4, 4, 3), seed, 1.5)
+    cost = cost_vector(t, "value")
+    z = np.isin(gauss(t, cost, singleton=True, attack="never").status, ("U", "M"))
+    step = AttackStep(t, cost)
+    priced = 0
     for cond in step.conditions():
-        cells, sub = step._component(cond.cell, z, False)
-        held = (step.attacker[cells] >= 0) & (step.attacker[cells] != step.attacker[cond.cell])
-        for keep in (None, held, None):
-            y = step._solve_attack(cond, cells, sub, z, keep, None)
-            fresh, weights = _fresh_cost(step, cond, cells, sub, z, keep)
-            assert (y is None) == (fresh is None)
-            if y is None:
-                continue
-            n = len(cells)
-            warm = weights[:n] @ np.maximum(y, 0) + weights[n:] @ np.maximum(-y, 0)
-            assert warm == pytest.approx(fresh, rel=1e-6, abs=1e-9)
-            compared += 1
-    assert compared >= 10
+        inner = step._component(cond.cell, z, False)
+        comp = step._component(cond.cell, z, True)
+        start = step._start(cond.cell, comp, inner)
+        held = (step.attacker[comp.cells] >= 0) & \
+            (step.attacker[comp.cells] != step.attacker[cond.cell])
+        for keep in (None, held):
+            priced += _compare_with_fresh(step, cond, comp, z, keep, start)
+    assert priced >= 10
 
 
 @pytest.mark.parametrize("seed", [2, 28])

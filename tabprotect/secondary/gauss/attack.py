@@ -19,10 +19,13 @@ deviation does an LP take published cells too (at their cost, as in :mod:`.width
 and those are suppressed: the first and the per-attacker LPs, and the second where it
 holds ``together`` attackers or more (one LP over the pattern and the published cells
 then stands for that many per-attacker ones, each about as large; with fewer the
-per-attacker LPs buy cheaper cells, each holding one attacker only).  A witness also serves every other
-condition it moves far enough (scaled within the ranges), against the attackers it
-leaves in place; a condition is settled once no attacker is left that all its witnesses
-move.
+per-attacker LPs buy cheaper cells, each holding one attacker only).  Such an LP spans
+the primary's component of the pattern and the published cells, most of the table; it
+is solved on the pattern's component and the primary's relations, the published cells
+that price out joining (:mod:`.pricing`): an optimum of the whole LP from a small one.
+A witness also serves every other condition it moves far enough (scaled within the
+ranges), against the attackers it leaves in place; a condition is settled once no
+attacker is left that all its witnesses move.
 
 An attacker is a class of cells holding one record (:func:`tabprotect.records.same_record`;
 a cell outside a class is its own): its contributor knows them all and attacks none of
@@ -32,14 +35,17 @@ nothing for an integer intruder (the audit judges that).
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
+from solvers import HighsModel
 from tabprotect.model.relations import component_roots, masked_entries
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
+from tabprotect.secondary.gauss.pricing import priced_solve
 from tabprotect.secondary.gauss.widths import WidthStep, seconds_left
 from tabprotect.secondary.prune import Condition
 
@@ -71,11 +77,17 @@ class AttackStep(WidthStep):
     elimination, blind to the bounds, falls short; the audit judges the others.
     ``together``: the second LP of a condition (the attackers the first moved kept in
     place) takes published cells too where it keeps at least this many attackers
-    (see the module docstring; None: never)."""
+    (see the module docstring; None: never).  ``stored``: the components whose relation
+    rows and warm LP model are kept, the ones used last (more than a 3-D count table's
+    pattern has, its widened component included).  ``priced_cells``: a widened LP over
+    a component of this many cells or more is priced (:mod:`.pricing`); over a smaller
+    one a single LP over the whole costs less than the pricing's rounds (on a 4,704-cell
+    3-D count table the step takes a tenth longer priced)."""
 
     def __init__(self, table: Table, cost: np.ndarray, attacker_weight: float = 1e-3,
                  max_component: int | None = None, lift: int = 4, bound_only: bool = False,
-                 together: int | None = None, **kwargs):
+                 together: int | None = None, stored: int = 64, priced_cells: int = 5_000,
+                 **kwargs):
         kwargs.setdefault("presolve", False)  # small LPs: presolve costs a third of them
         super().__init__(table, cost, singleton=True, **kwargs)
         self.bound_only = bound_only
@@ -88,12 +100,14 @@ class AttackStep(WidthStep):
         #: per cell the attacker it belongs to (-1: none); a class's smallest cell
         self.attacker = np.where(self.req.singleton, np.where(label >= 0, label, cells), -1)
         self.attacker_weight = attacker_weight * max(float(np.median(self.cost)), 1e-12)
-        # per component of the pattern its protection LP as a warm model, under the
-        # ``id`` of the component's relation rows (those rows, the model): the
-        # conditions of one component differ in column bounds (and costs) only
-        self._warm: dict[int, tuple] = {}
-        self._warm_pattern = -1    # the pattern's size the warm models belong to
-        self._splits: dict = {}    # per component's rows (``id``) its ``[sub, -sub]``
+        # the components met, under their cells' bytes, each with its relation rows
+        # and its protection LP as a warm model (:class:`_Component`): the conditions
+        # of one component differ in column bounds (and costs) only, and a component
+        # the pattern's growth does not touch keeps its cells, so its model too
+        self._store: OrderedDict[bytes, _Component] = OrderedDict()
+        self.stored = stored
+        self.priced_cells = priced_cells
+        self._pattern_size = -1    # the pattern's size the components' labels belong to
 
     def conditions(self) -> list[Condition]:
         """The width step's conditions at their levels exactly, without its margin: on
@@ -139,7 +153,7 @@ class AttackStep(WidthStep):
             if left[q] is not None and not left[q]:
                 continue
             if self.max_component is not None and \
-                    len(self._component(cond.cell, z, False)[0]) > self.max_component:
+                    len(self._component(cond.cell, z, False).cells) > self.max_component:
                 skipped += 1
                 continue
             if deadline is not None and time.perf_counter() > deadline:
@@ -240,31 +254,45 @@ class AttackStep(WidthStep):
         over the primary's component of the pattern, then (``widen``) of the pattern and
         the published cells; ``(cells, dev)`` or None, and the LPs solved."""
         lps = 0
+        inner = None
         for movable in (False, True) if widen else (False,):
-            cells, sub = self._component(cond.cell, z, movable)
-            if len(cells) < 2:
+            comp = self._component(cond.cell, z, movable)
+            if len(comp.cells) < 2:
                 continue
-            keep = np.isin(self.attacker[cells], list(fixed)) if fixed else None
+            keep = np.isin(self.attacker[comp.cells], list(fixed)) if fixed else None
             lps += 1
-            y = self._solve_attack(cond, cells, sub, z, keep, deadline)
+            start = None if inner is None or len(comp.cells) < self.priced_cells else \
+                self._start(cond.cell, comp, inner)
+            y = self._solve_attack(cond, comp, z, keep, deadline, start)
             if y is not None:
-                return (cells, y), lps
+                return (comp.cells, y), lps
+            inner = comp
             if deadline is not None and time.perf_counter() > deadline:
                 break
         return None, lps
 
-    def _component(self, cell: int, z: np.ndarray, widen: bool
-                   ) -> tuple[np.ndarray, sp.csr_matrix]:
+    def _start(self, cell: int, comp: _Component, inner: _Component) -> np.ndarray:
+        """The widened LP's starting cells (boolean over ``comp``'s): the pattern's
+        component ``inner`` and the cells in a relation with ``cell``."""
+        near = np.zeros(self.table.n_cells, bool)
+        near[inner.cells] = True
+        rows = self.incidence_t.indices[
+            self.incidence_t.indptr[cell]:self.incidence_t.indptr[cell + 1]]
+        near[self.incidence[rows].indices] = True
+        return near[comp.cells]
+
+    def _component(self, cell: int, z: np.ndarray, widen: bool) -> _Component:
         """The cells linked to ``cell`` by relations through the pattern ``z`` (``widen``:
-        through the pattern and the candidates), and their relation rows; kept while the
-        pattern stays the same (most conditions share one component); the widened ones
-        while the pattern and the candidates stay the same (the pattern grows by
-        candidates only), their warm models while the pattern does."""
+        through the pattern and the candidates), with their relation rows and warm
+        model; the labels kept while the pattern stays the same (most conditions share
+        one component), the widened ones while the pattern and the candidates do (the
+        pattern grows by candidates only), a component's rows and model while its cells
+        do (:meth:`_stored`)."""
         mask = z | self.candidate if widen else z.copy()
         mask[cell] = True
         key = int(z.sum())
-        if key != self._warm_pattern:     # the pattern grew: new components
-            self._warm, self._splits, self._warm_pattern = {}, {}, key
+        if key != self._pattern_size:     # the pattern grew: new components
+            self._pattern_size = key
             self._labels.pop(False, None)
         cache = self._labels.get(widen)
         if widen and (cache is None or not np.array_equal(cache["mask"], mask)):
@@ -275,19 +303,23 @@ class AttackStep(WidthStep):
         labels = cache["labels"]
         comp = cache.get(labels[cell])
         if comp is None:
-            cells = np.flatnonzero(labels == labels[cell])
-            sub = self.A[:, cells].tocsr()
-            comp = (cells, sub[np.flatnonzero(np.diff(sub.indptr) > 0)])
-            cache[labels[cell]] = comp
+            comp = cache[labels[cell]] = self._stored(np.flatnonzero(labels == labels[cell]))
         return comp
 
-    def _split_rows(self, sub: sp.csr_matrix) -> sp.csr_matrix:
-        """``[sub, -sub]`` per component while the pattern stays the same (the
-        conditions alternate between a component and its widened one)."""
-        got = self._splits.get(id(sub))
-        if got is None or got[0] is not sub:
-            got = self._splits[id(sub)] = (sub, sp.hstack([sub, -sub]).tocsr())
-        return got[1]
+    def _stored(self, cells: np.ndarray) -> _Component:
+        """The component of ``cells`` from the store (its rows and warm model), or new;
+        the store keeps the ``stored`` components used last."""
+        key = cells.tobytes()
+        comp = self._store.get(key)
+        if comp is None:
+            sub = self.A[:, cells].tocsr()
+            sub = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
+            comp = self._store[key] = _Component(cells, sub, sp.hstack([sub, -sub]).tocsr())
+            if len(self._store) > self.stored:
+                self._store.popitem(last=False)
+        else:
+            self._store.move_to_end(key)
+        return comp
 
     def _label(self, mask: np.ndarray) -> np.ndarray:
         """Per cell its component among the ``mask`` cells linked by relations, named by
@@ -297,31 +329,44 @@ class AttackStep(WidthStep):
         roots = component_roots(rows, n_rel + self.incidence.indices[at], n_rel + n)
         return np.where(mask, roots[n_rel:], -1)
 
-    def _solve_attack(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
-                      keep: np.ndarray | None, deadline: float | None):
-        """The protection LP (:meth:`_attack_lp`) solved on the component's warm model;
-        the attack's move per cell, or None."""
-        lp = self._attack_lp(cond, cells, sub, z, keep)
+    def _solve_attack(self, cond, comp: _Component, z: np.ndarray,
+                      keep: np.ndarray | None, deadline: float | None,
+                      start: np.ndarray | None = None):
+        """The protection LP (:meth:`_attack_lp`) solved on the component's warm model,
+        or (``start``: a widened component's starting cells) on those cells and the ones
+        that price out (:func:`.priced_solve`, an optimum of the same LP), the warm
+        model where that ends without one; the attack's move per cell, or None."""
+        lp = self._attack_lp(cond, comp, z, keep)
         if lp is None:
             return None
-        res = self._warm_lp(sub, *lp, deadline)
+        n = len(comp.cells)
+        if start is not None:
+            if comp.split_csc is None:
+                comp.split_csc = comp.split.tocsc()
+            weights, _, lo, hi = lp
+            x = priced_solve(weights, comp.split_csc, lo, hi, start,
+                             seconds_left(self.lp_seconds, deadline))
+            if x is not None:
+                return x[:n] - x[n:]
+        res = self._warm_lp(comp, *lp, deadline)
         if res.status != "optimal":
             return None
-        return res.x[:len(cells)] - res.x[len(cells):]
+        return res.x[:n] - res.x[n:]
 
-    def _attack_lp(self, cond, cells: np.ndarray, sub: sp.csr_matrix, z: np.ndarray,
-                   keep: np.ndarray | None):
-        """The protection LP over ``cells`` (relation rows ``sub``; every other cell, and
-        the ``keep`` ones, at its value) as (costs, A, lo, hi), or None: suppressed cells
+    def _attack_lp(self, cond, comp: _Component, z: np.ndarray, keep: np.ndarray | None):
+        """The protection LP over the component's cells (every other cell, and the
+        ``keep`` ones, at its value) as (costs, A, lo, hi), or None: suppressed cells
         nearly free, attackers' cells at ``attacker_weight``, published cells at their
         cost per unit of range."""
+        cells = comp.cells
         up, dn = self.req.up[cells].copy(), self.req.down[cells].copy()
         if keep is not None:
             up[keep] = dn[keep] = 0.0
         hidden = np.where(self.attacker[cells] >= 0, self.attacker_weight,
                           self.free_weight) / cond.need
         # (the LP's own tolerance decides the last part of the need)
-        lp = self._protection_lp(cond, cells, sub, z, up, dn, hidden, cond.need * (1 - 1e-9))
+        lp = self._protection_lp(cond, cells, comp.split, z, up, dn, hidden,
+                                 cond.need * (1 - 1e-9))
         if lp is None:
             return None
         weights, A, lo, hi = lp
@@ -330,20 +375,33 @@ class AttackStep(WidthStep):
         # so the warm basis stays dual feasible and only the bounds change
         return weights * cond.need, A, lo, hi
 
-    def _warm_lp(self, sub: sp.csr_matrix, weights, A, lo, hi, deadline: float | None):
-        """One protection LP on the warm model of the component whose relation rows are
-        ``sub`` (the same object while the pattern stays the same, :meth:`_component`):
-        its costs and column bounds set, re-solved from the component's last basis
-        (no model set-up per condition)."""
-        rows, model, bounds = self._warm.get(id(sub), (None, None, None))
-        if rows is not sub:
-            model = self._lp_model(weights, A, lo, hi, presolve=self.presolve)
-            self._warm[id(sub)] = (sub, model, (lo, hi))
+    def _warm_lp(self, comp: _Component, weights, A, lo, hi, deadline: float | None):
+        """One protection LP on the component's warm model: its costs and column bounds
+        set, re-solved from the component's last basis (no model set-up per condition,
+        nor per growth of the pattern elsewhere)."""
+        if comp.model is None:
+            comp.model = self._lp_model(weights, A, lo, hi, presolve=self.presolve)
         else:
-            model.set_objective(c=weights)
+            comp.model.set_objective(c=weights)
             # only the bounds that differ from the last LP's: HiGHS then updates the
             # basic solution at those columns alone
-            changed = np.flatnonzero((lo != bounds[0]) | (hi != bounds[1]))
-            model.set_col_bounds(changed, lo[changed], hi[changed])
-            self._warm[id(sub)] = (sub, model, (lo, hi))
-        return model.solve(time_limit=seconds_left(self.lp_seconds, deadline), duals=False)
+            changed = np.flatnonzero((lo != comp.lo) | (hi != comp.hi))
+            comp.model.set_col_bounds(changed, lo[changed], hi[changed])
+        comp.lo, comp.hi = lo, hi
+        return comp.model.solve(time_limit=seconds_left(self.lp_seconds, deadline),
+                                duals=False)
+
+
+@dataclass
+class _Component:
+    """One component of the attack step's LPs: its cells, their relation rows ``sub``
+    and those in a cell's moves up and down (``split``), and the protection LP on them
+    as a warm model with the column bounds it was last solved with."""
+
+    cells: np.ndarray
+    sub: sp.csr_matrix
+    split: sp.csr_matrix
+    model: HighsModel | None = None
+    split_csc: sp.csc_matrix | None = None   # ``split`` by columns, for pricing
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None

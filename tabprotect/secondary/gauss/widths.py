@@ -89,7 +89,6 @@ class WidthStep:
         self.candidate = (~np.isin(status, ("P", "Z"))
                           & ((self.req.up > 0) | (self.req.down > 0)))
         self.free_weight = 1e-6 * max(float(np.median(self.cost)), 1e-12)
-        self._split: tuple = (None, None)   # the last relation rows and their [A, -A]
 
     def conditions(self) -> list[Condition]:
         """Per primary its upward and downward conditions, the largest primaries first:
@@ -208,7 +207,7 @@ class WidthStep:
         """The protection LP over ``cells`` (every other cell fixed at its value)."""
         sub = self.A[:, cells].tocsr()
         rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        lp = self._protection_lp(cond, cells, sub[rows], z, self.req.up[cells],
+        lp = self._protection_lp(cond, cells, split_rows(sub[rows]), z, self.req.up[cells],
                                  self.req.down[cells], self.free_weight / cond.need, cond.need)
         if lp is None:
             return None
@@ -229,13 +228,13 @@ class WidthStep:
             return None
         return res.x[:len(cells)] - res.x[len(cells):]
 
-    def _protection_lp(self, cond: Condition, cells: np.ndarray, sub: sp.csr_matrix,
+    def _protection_lp(self, cond: Condition, cells: np.ndarray, split: sp.csr_matrix,
                        z: np.ndarray, up: np.ndarray, dn: np.ndarray, hidden, reach: float):
-        """``(weights, A, lo, hi)`` of the protection LP over ``cells`` (relation rows
-        ``sub``), in a cell's moves up and down (``up``/``dn``: their ranges): the
-        suppressed cells (``z``) at ``hidden`` per unit, the published at their cost per
-        unit of range, the primary moved by ``reach`` in its direction; None when its
-        range leaves no such move."""
+        """``(weights, A, lo, hi)`` of the protection LP over ``cells`` (``split``: their
+        relation rows in a cell's moves up and down, :func:`split_rows`; ``up``/``dn``:
+        the moves' ranges): the suppressed cells (``z``) at ``hidden`` per unit, the
+        published at their cost per unit of range, the primary moved by ``reach`` in its
+        direction; None when its range leaves no such move."""
         k = int(np.searchsorted(cells, cond.cell))
         need, cost = cond.need, self.cost[cells]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -251,15 +250,7 @@ class WidthStep:
             lo[len(cells) + k], hi[k] = reach, 0.0
         if lo[k] > hi[k] or lo[len(cells) + k] > hi[len(cells) + k]:
             return None
-        return weights, self._split_rows(sub), lo, hi
-
-    def _split_rows(self, sub: sp.csr_matrix) -> sp.csr_matrix:
-        """``[sub, -sub]``, the relation rows in a cell's moves up and down; kept for the
-        last ``sub`` (the attack step asks again for the same component's rows, condition
-        after condition, while its pattern stays the same)."""
-        if self._split[0] is not sub:
-            self._split = (sub, sp.hstack([sub, -sub]).tocsr())
-        return self._split[1]
+        return weights, split, lo, hi
 
     @property
     def fast(self) -> bool:
@@ -289,6 +280,11 @@ class WidthStep:
         if iteration_limit is not None:
             options["simplex_iteration_limit"] = iteration_limit
         return HighsModel(lp, **options)
+
+
+def split_rows(sub: sp.csr_matrix) -> sp.csr_matrix:
+    """``[sub, -sub]``: the relation rows ``sub`` in a cell's moves up and down."""
+    return sp.hstack([sub, -sub]).tocsr()
 
 
 def seconds_left(seconds: float, deadline: float | None) -> float:
