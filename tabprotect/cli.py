@@ -132,6 +132,7 @@ def console() -> None:
     exits the usual way, which waits for them.  The collector runs less often
     (:data:`CONSOLE_GC_THRESHOLD`): about 100 collections of a cold run become a few."""
     gc.set_threshold(CONSOLE_GC_THRESHOLD, *gc.get_threshold()[1:])
+    _one_blas_thread()
     code = main()
     threading = sys.modules.get("threading")
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
@@ -142,6 +143,17 @@ def console() -> None:
     if not _flushed():
         sys.exit(code)
     os._exit(code)
+
+
+def _one_blas_thread() -> None:
+    """numpy's and scipy's OpenBLAS run on one thread in the command's process (and in
+    the worker processes it starts), unless ``OPENBLAS_NUM_THREADS`` is set.  A job's
+    dense products are small (its LPs go to HiGHS, its sparse products to scipy), while
+    a pool of one thread per core, started when numpy is imported, costs 0.03-0.05 s CPU
+    of every run in its start and its threads' waiting; on one thread a dense sum's
+    rounding also does not depend on the machine's number of cores.  Set before numpy
+    is imported: OpenBLAS reads it once, when it loads."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _flushed() -> bool:

@@ -1,8 +1,10 @@
 """The command line: help, the audit command, and bad input (one line, exit code 2)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -194,6 +196,36 @@ def test_the_parser_and_help_load_no_numerical_package():
             "assert tabprotect.__version__\n")
     proc = _run_python(code)
     assert proc.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(),
+                    reason="counts the process's threads in /proc/self/task (Linux)")
+def test_the_command_runs_blas_on_one_thread_unless_told(tmp_path):
+    """The ``tabprotect`` command's process starts no BLAS thread pool: after a protect
+    job (numpy, scipy and HiGHS loaded) it has as many threads as with
+    OPENBLAS_NUM_THREADS=1; a value the user sets is kept."""
+    job = write_job(tmp_path)
+    code = ("import atexit, os, sys\n"
+            "atexit.register(lambda: print('threads', len(os.listdir('/proc/self/task')),\n"
+            "                              os.environ['OPENBLAS_NUM_THREADS']))\n"
+            "from tabprotect.cli import console\n"
+            "sys.argv = ['tabprotect', 'protect', sys.argv[1], '--method', 'modular',\n"
+            "            '--quiet']\n"
+            "console()\n")
+
+    def threads(blas: str | None) -> tuple[int, str]:
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if blas is not None:
+            env["OPENBLAS_NUM_THREADS"] = blas
+        proc = subprocess.run([sys.executable, "-c", code, str(job)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        count, told = proc.stdout.split("threads")[-1].split()
+        return int(count), told
+
+    one = threads("1")
+    assert threads(None) == one
+    assert threads("2")[1] == "2"
 
 
 def test_the_command_collects_rarely(tmp_path):

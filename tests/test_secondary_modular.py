@@ -595,3 +595,19 @@ def test_modular_first_audit_is_the_verdict_and_a_passing_pattern_gets_intervals
     np.testing.assert_allclose(res.audit.upper, check.upper)
     if len(res.repaired) == 0:
         assert "audit 1 (intervals)" in res.stage_seconds
+
+
+@pytest.mark.parametrize("seed", [45, 71])
+@pytest.mark.parametrize("kernel", ["python", "compiled"])
+def test_small_nk_tables_pass_the_interval_audit(seed, kernel, tmp_path):
+    """The peer benchmark's small 2-D NK enterprise tables (320 and 324 cells): the
+    modular pattern, by numpy or the kernel, leaves no primary short in the independent
+    interval audit (outside intruder)."""
+    from test_secondary_modular_kernel_load import nk_variant_job
+    from tabprotect.pipeline import run
+    job = nk_variant_job(seed, tmp_path, kernel)
+    r = run(job, task="protect")
+    table = r.table.replace(status=np.asarray(r.published.status))
+    res = audit(table, mode="intervals", singleton=False)
+    assert res.passed and len(res.shortfalls) == 0
+    assert (table.status == "U").sum() > 0 and (table.status == "M").sum() > 0

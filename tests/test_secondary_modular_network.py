@@ -29,10 +29,10 @@ from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
 from tabprotect.secondary.modular.network_scalar import pairwise_sum
 from tabprotect.secondary.modular.network_scalar import row_branch as scalar_row_branch
+from tabprotect.secondary.modular.network_check import network_unprotected
+from tabprotect.secondary.modular.network_cuts import _unique_rows
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
-                                                        _Search, _unique_rows,
-                                                        network_pattern,
-                                                        network_unprotected)
+                                                        _Search, network_pattern)
 from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.attack_requirements import Requirements
 

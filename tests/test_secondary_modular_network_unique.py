@@ -12,8 +12,10 @@ from lp_oracle import protected
 from test_secondary_modular_network import _row_search, _subtable, sub_table_pattern
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.base import cost_vector
+from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network_cuts import REL_TOL, SearchLimits
 from tabprotect.secondary.modular.network_kernel import load_kernel
+from tabprotect.secondary.modular.network_search import network_pattern, prepared_search
 from tabprotect.secondary.modular.network_unique import unique_optimum
 
 
@@ -166,6 +168,32 @@ def test_a_milp_stopped_by_its_node_limit_certifies_nothing():
         assert unique_optimum(K, d, tol, c, nodes=0) is None
 
 
+@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (45, (6, 6)),
+                                        (55, (5, 6))])
+@pytest.mark.parametrize("certify_nodes", [0, 500])
+def test_loaded_kernel_asks_the_certificate_a_few_nodes_past_the_cap(seed, shape,
+                                                                     certify_nodes):
+    """With the kernel loaded and a budget of one node past the certificate's cap
+    (``certify_compiled_after``), a search still going there asks the MILPs: where they
+    certify (500 MILP nodes) the search stops, in the cap's nodes and one more; where
+    they cannot (none) it searches on to its end, node for node the plain search.
+    Either way numpy's answer, the plain search's optimum."""
+    load_kernel()
+    plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
+    want = plain.run().tolist()
+    runs = []
+    for compiled in (False, True):
+        search = _row_search(shape, seed, SearchLimits(
+            compiled=compiled, certify_after=1, certify_compiled_after=1,
+            certify_nodes=certify_nodes))
+        cap = search._certify_cap()
+        pick = search.run()
+        runs.append((pick.tolist(), search.gave_up))
+    assert runs[0] == runs[1] == (want, False)
+    assert cap + 1 < plain.nodes
+    assert search.nodes == (cap + 1 if certify_nodes else plain.nodes)
+
+
 @pytest.mark.parametrize("seed,shape,singleton", [(42, (6, 6), False), (22, (5, 5), True),
                                                   (31, (7, 6), False)])
 def test_sub_table_patterns_keep_when_the_certificate_hits_its_node_limit(seed, shape,
@@ -192,8 +220,8 @@ def test_sub_table_patterns_keep_when_the_certificate_hits_its_node_limit(seed, 
 def test_loaded_kernel_settles_a_certified_search_as_numpy(seed, shape, max_nodes):
     """With the kernel loaded the search runs past the certificate's cap to its end and
     asks the MILPs only when it gives up (a node budget of 30 ends it before its end,
-    20,000 does not): the answer is numpy's search with its certificate, the plain
-    search's optimum."""
+    20,000 does not; the default budget past the cap outlasts these searches): the
+    answer is numpy's search with its certificate, the plain search's optimum."""
     load_kernel()
     plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
     want = plain.run().tolist()
@@ -226,3 +254,37 @@ def test_sub_table_patterns_keep_with_the_kernel_loaded_and_certificates(
     z = np.isin(t.status, ("U", "M"))
     z[got[0]] = True
     assert protected(t, z, singleton=singleton).all()
+
+
+@pytest.mark.parametrize("seed,shape", [(3, (4, 5)), (7, (4, 5)), (2, (6, 6)),
+                                        (3, (6, 6))])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conditions_left_lazy_are_listed_after_rounds_that_settle_nothing(seed, shape,
+                                                                          compiled):
+    """Conditions too wide to list at first (three free nodes at most) whose row rounds
+    settle nothing (they stop at once) are listed in full afterwards
+    (``list_after_rounds``): the search runs over rows alone, settled here by the
+    certificate after one node (the kernel's too), where over lazy conditions it takes
+    more; the same cells
+    as the search over lazy conditions (numpy, or the kernel loaded), and scipy's LPs
+    judge them protected."""
+    if compiled:
+        load_kernel()
+    t = _subtable(shape, seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    c, cand = cost_vector(t, "value"), candidate_cells(t)
+    runs = []
+    for listed in (None, 12):
+        limits = SearchLimits(max_free_nodes=3, certify_after=0, certified_rounds=0,
+                              certify_compiled_after=1, list_after_rounds=listed,
+                              compiled=compiled)
+        _, search = prepared_search(t, req, c, cand, limits=limits)
+        lazy = len(search.lazy)
+        pick = search.run()
+        runs.append((lazy, len(search.lazy), search.nodes, pick.tolist(),
+                     network_pattern(t, req, c, cand, limits=limits).tolist()))
+    (lazy_before, lazy_after, nodes, pick, z), listed = runs
+    assert lazy_before == lazy_after == listed[0] > 0
+    assert listed[1] == 0 and listed[2] == 1 < nodes
+    assert list(listed[3:]) == [pick, z]
+    assert protected(t, np.asarray(z), singleton=False).all()

@@ -27,6 +27,7 @@ from tabprotect.secondary.optimal.cuts import (BridgelessRows, cover_cuts, reduc
                                                rounded_cut)
 from tabprotect.secondary.optimal.merged_lp import PairMergedModel
 from tabprotect.secondary.optimal.oracle import DeadlineRepair, HybridOracle, LPCount
+from tabprotect.secondary.optimal import prune as prune_module
 from tabprotect.secondary.optimal.prune import prune, witness_prune
 from tabprotect.secondary.optimal import heuristics
 from tabprotect.secondary.optimal.branch_and_cut import BranchAndCut
@@ -468,11 +469,13 @@ def test_kept_component_rows_give_the_same_answers(seed):
 
 @pytest.mark.parametrize("seed", [2, 6])
 def test_kept_component_models_give_a_new_models_answers(seed):
-    # a kept model gets the new bounds and starts from scratch: the verdicts and the
-    # cuts of an oracle that keeps none, at points whose components repeat
+    # a kept model gets the new bounds and (without warm separation) starts from
+    # scratch: the verdicts and the cuts of an oracle that keeps none, at points whose
+    # components repeat
     table = hier_table(seed, n_primary=3, freq_one=True)
     req = Requirements.from_table(table, singleton=True)
-    kept = HybridOracle(table, req, simplex_strategy=1, racing=False)
+    kept = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                        options=OptimalOptions(warm_attacker_lps=False))
     fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
                          options=OptimalOptions(component_models_nonzeros=0,
                                                 separation_witnesses=0))
@@ -489,6 +492,81 @@ def test_kept_component_models_give_a_new_models_answers(seed):
             assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
                 [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
     assert kept._models and not fresh._models
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_warm_attacker_lps_find_a_new_models_violations_with_valid_cuts(seed):
+    # separations and verdicts from a kept model's last basis: the same conditions
+    # violated as an oracle that keeps no model (each LP's optimum is unique), checks
+    # with cuts unchanged, and every cut holds at every protected pattern found
+    table = hier_table(seed, n_primary=3, freq_one=True)
+    req = Requirements.from_table(table, singleton=True)
+    warm = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                        options=OptimalOptions(separation_witnesses=0))
+    fresh = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                         options=OptimalOptions(component_models_nonzeros=0,
+                                                separation_witnesses=0))
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(6):
+        z = rng.uniform(0.0, 1.0, table.n_cells)
+        z = np.where(rng.random(table.n_cells) < 0.3, 0.0, z)
+        points.append(np.where(table.status == "U", 1.0, z))
+    patterns = (rng.random((30, table.n_cells)) < 0.7) | (table.status == "U")
+    protected = [pat for pat in patterns if fresh.check(pat, cuts=False).ok]
+    n_cuts = 0
+    for z in points + points[::-1]:
+        a, b = warm.check(z > 0.5), fresh.check(z > 0.5)
+        assert sorted(a.violated) == sorted(b.violated)
+        assert [(c.cols.tolist(), c.coef.round(9).tolist()) for c in a.cuts] == \
+            [(c.cols.tolist(), c.coef.round(9).tolist()) for c in b.cuts]
+        a, b = warm.check(z > 0.5, cuts=False), fresh.check(z > 0.5, cuts=False)
+        assert sorted(a.violated) == sorted(b.violated) and (a.ok, b.cuts) == (b.ok, [])
+        a, b = warm.separate(z), fresh.separate(z)
+        assert sorted(a.violated) == sorted(b.violated)
+        for c in a.cuts:
+            for pat in protected:
+                assert float(c.coef @ pat[c.cols]) >= c.rhs - 1e-6
+        n_cuts += len(a.cuts)
+    assert n_cuts and protected and warm._models
+
+
+def _last_iterations(oracle) -> list[int]:
+    """The simplex iterations of each kept model's last LP."""
+    return [int(m.highs.getInfoValue("simplex_iteration_count")[1])
+            for m, _ in oracle._models.values()]
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_separations_and_verdicts_restart_from_the_kept_basis(warm):
+    # one primary with an upper level only: one attacker LP per call.  Separated (or
+    # checked without cuts) again at the same point it starts from its own optimal
+    # basis (no iteration) with warm attacker LPs, from scratch without; a check with
+    # cuts always starts from scratch
+    table = hier_table(4, n_primary=1)
+    table = table.replace(lpl=np.zeros(table.n_cells))
+    req = Requirements.from_table(table, singleton=False)
+    oracle = HybridOracle(table, req, simplex_strategy=1, racing=False,
+                          options=OptimalOptions(separation_witnesses=0,
+                                                 warm_attacker_lps=warm))
+    z = np.where(table.status == "U", 1.0, 0.5)
+    first = oracle.separate(z)
+    assert first.n_lp == 1
+    cold = _last_iterations(oracle)
+    assert cold and min(cold) > 0
+    again = oracle.separate(z)
+    assert again.n_lp == 1
+    assert _last_iterations(oracle) == ([0] * len(cold) if warm else cold)
+    pattern = z > 0.25
+    oracle.check(pattern)
+    with_cuts = _last_iterations(oracle)
+    assert min(with_cuts) > 0
+    assert oracle.check(pattern, cuts=False).n_lp == 1
+    verdict = _last_iterations(oracle)
+    assert oracle.check(pattern, cuts=False).n_lp == 1
+    assert _last_iterations(oracle) == ([0] * len(cold) if warm else verdict)
+    oracle.check(pattern)
+    assert _last_iterations(oracle) == with_cuts
 
 
 def test_component_rows_are_the_sliced_relations_within_their_budget():
@@ -749,6 +827,54 @@ def test_witness_prune_takes_the_same_decisions_as_the_check_by_check_prune(seed
     assert out is not None
     assert audit(table, unpublished=out, singleton=True).passed
     assert (out == plain).all()
+
+
+@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (8, False), (12, True)])
+def test_pinned_cells_flag_only_removals_that_disclose_a_primary(seed, freq_one):
+    # a removal the relations' propagation says pins a primary must fail the
+    # independent audit; a trial leaves the state as it was.  On a minimal pattern
+    # (every removal fails) some removals are flagged
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    oracle = AttackerOracle(table, req)
+    full = fixed | candidate_cells(table)
+    minimal = witness_prune(oracle, full, fixed, cost, None)
+    flagged = 0
+    for pattern in (full, minimal):
+        sup = np.flatnonzero(pattern)
+        wit = prune_module._Witnesses(oracle, pattern, sup)
+        pinned = prune_module._PinnedCells(
+            wit.rows, wit.hi[:len(sup)] + wit.hi[len(sup):] > 0,
+            wit.local[req.primary[prune_module._with_level(req)]])
+        for k in np.flatnonzero(~fixed[sup]):
+            before = pinned.free.copy(), pinned.count.copy()
+            if pinned.pins_primary(int(k)):
+                flagged += 1
+                less = pattern.copy()
+                less[sup[k]] = False
+                assert not audit(table, unpublished=less, singleton=True).passed
+            assert (pinned.free == before[0]).all() and (pinned.count == before[1]).all()
+    assert flagged
+
+
+@pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (9, True)])
+def test_pin_propagation_saves_prune_lps_and_keeps_its_decisions(seed, freq_one):
+    # the removals the propagation rejects are ones the attacker LPs reject: the same
+    # pattern with fewer LPs
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    cost = cost_vector(table, "value")
+    fixed = table.status == "U"
+    full = fixed | candidate_cells(table)
+    counts = [LPCount(), LPCount()]
+    with_pins, without = (witness_prune(AttackerOracle(table, req), full, fixed, cost, None,
+                                        count=n, pin_propagation=pins)
+                          for n, pins in zip(counts, (True, False)))
+    assert (with_pins == without).all()
+    assert audit(table, unpublished=with_pins, singleton=True).passed
+    assert counts[0].n < counts[1].n
 
 
 @pytest.mark.parametrize("seed,freq_one,witness", [(2, False, True), (3, True, True),

@@ -40,9 +40,9 @@ The parts:
 * :mod:`.jobs` -- one sub-table job and one worker's share of a wave;
 * :mod:`.solver` -- the sub-table solve (network search, optimal method or certified
   heuristic) and the "already protected" test;
-* :mod:`.network`, :mod:`.network_search` -- 1-D and 2-D sub-tables as networks: the
-  attacker's moves as maximum flows, the exact pattern by a search over their cuts
-  (no MILP);
+* :mod:`.network`, :mod:`.network_search`, :mod:`.network_check` -- 1-D and 2-D
+  sub-tables as networks: the attacker's moves as maximum flows, the exact pattern by a
+  search over their cuts (no MILP), patterns judged by the flows;
 * :mod:`.certified` -- the certified heuristic for large sub-tables;
 * :mod:`.subtable_cubes` -- cube proofs and the cube start pattern;
 * :mod:`.proof` -- the proof levels carried by secondaries.

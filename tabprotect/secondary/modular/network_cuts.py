@@ -29,6 +29,12 @@ class SearchLimits:
 
     #: most free nodes of a cut listing (2^n cuts per condition)
     max_free_nodes: int = 12
+    #: most free nodes of a condition listed after row rounds that settle nothing
+    #: (:meth:`.network_search._Search._list_lazy`): a search over lazy conditions runs
+    #: by numpy, node by node, while one over rows alone gets the certificate and the
+    #: kernel (seed 24's NK sub-table of 13 free nodes: 12,000 numpy nodes); a
+    #: sub-table that the rounds settle never pays for the listing (None: never)
+    list_after_rounds: int | None = 13
     #: most cut rows (after removing duplicates)
     max_rows: int = 20_000
     #: most branch-and-bound nodes
@@ -65,8 +71,8 @@ class SearchLimits:
     load_when_warm: bool = True
     #: numpy nodes per candidate after which a search over cut rows alone for the
     #: optimum asks two MILPs whether its optimum is unique (then it is the search's
-    #: pattern: :mod:`.network_unique`; with the kernel loaded only a search that gives
-    #: up asks them, the same answer); None: never.
+    #: pattern: :mod:`.network_unique`; with the kernel loaded only a search still going
+    #: ``certify_compiled_after`` nodes later asks them, the same answer); None: never.
     #: The MILPs take about as long as this many nodes of a search over few rows (some
     #: 45 us each): 3-15 ms on 24-27 candidates, 8-40 ms on 46-53; a node over many
     #: rows counts as several (1 + rows/1,000, as for ``load_after``: its time grows
@@ -74,6 +80,13 @@ class SearchLimits:
     #: search that goes on takes thousands of nodes, and without it the kernel's load
     #: (about 0.35 s CPU) is not needed
     certify_after: int | None = 12
+    #: with the kernel loaded, nodes searched past ``certify_after``'s cap before the
+    #: uniqueness MILPs are asked (a node over many rows counts as several, as for
+    #: ``load_after``): most compiled searches end within a few hundred nodes, cheaper
+    #: than the MILPs (5-50 ms), while the few that go on to thousands of nodes over
+    #: thousands of rows take ten times the MILPs' time (None: the kernel searches on
+    #: to the end and asks the MILPs only when it gives up)
+    certify_compiled_after: float | None = 1000.0
     #: rows the certificate's MILPs start from, the hardest to cover (HiGHS' presolve of
     #: thousands of dense rows takes longer than the search; the rows a solution misses
     #: are added)
@@ -355,3 +368,16 @@ def _compiled_rows(prob: Problem, s: int, edges: np.ndarray, limits: SearchLimit
                                        "its candidate cells")
         out.append((rows, deficit))
     return out
+
+
+def _unique_rows(both: np.ndarray) -> np.ndarray:
+    """``np.unique(both, axis=0)``: the distinct rows in lexicographic order (the search
+    breaks ties by row order).  Rows of non-negative floats sort as the big-endian bytes
+    of their bit patterns, so one sort of byte strings replaces the field-by-field sort
+    of a structured array (several times faster on a few hundred rows)."""
+    if (both < 0).any() or np.isnan(both).any():
+        return np.unique(both, axis=0)
+    bits = np.ascontiguousarray((both + 0.0).view(np.uint64).astype(">u8"))  # -0.0 is 0.0
+    keys = bits.view(np.dtype((np.void, bits.dtype.itemsize * bits.shape[1]))).ravel()
+    _, first = np.unique(keys, return_index=True)
+    return both[first]

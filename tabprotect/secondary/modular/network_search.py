@@ -27,7 +27,9 @@ optima) add the cut rows of the levels their patterns violate, so the full searc
 with the rows it would otherwise meet one by one deep in the tree, and a rows-only
 optimum meeting every condition is the answer (once a few optimum rounds have asked for
 the uniqueness MILPs, the next round that would ask them ends the rounds: the full
-search, from the rows found, is then cheaper). Dominance (when every condition
+search, from the rows found, is then cheaper; conditions left lazy only for their number
+of free nodes then get every cut listed when they have a few more than the first listing
+allows, so the full search runs over rows alone). Dominance (when every condition
 is a cut row): a child taking a candidate that an earlier sibling -- left out there --
 beats (strictly cheaper, covering at least as much of every short row) holds no optimum,
 since the swap gives a cheaper pattern of the parent.
@@ -40,9 +42,10 @@ cost per node.
 A search over cut rows alone for the optimum that passes a dozen nodes per candidate
 asks two MILPs whether its optimum is unique (:mod:`.network_unique`); a unique optimum
 is the search's own pattern, so the search stops there.  With the kernel loaded the
-search goes on compiled to its end instead and asks the MILPs only when it gives up:
-the same answer (a unique optimum is the pattern the search finds; where none is shown
-the search runs anyway).
+search first goes on compiled for a budget of nodes (most searches end there, for less
+than the MILPs cost) and asks the MILPs only when it is still going: the same answer (a
+unique optimum is the pattern the search finds; where none is shown the search runs on
+to its end).
 
 Whether the kernel is loaded changes the speed alone: the patterns, the budgets and the
 fallback to the MILP are the same with it, without it and without numba, so a job's
@@ -63,8 +66,9 @@ import numpy as np
 from tabprotect.errors import InfeasibleRulesError
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (REL_TOL, Problem, SearchLimits, cut_row,
-                                                      cut_rows, cut_rows_both)
+                                                      cut_rows, cut_rows_both, _unique_rows)
 from tabprotect.secondary.modular.network_bounds import _cover_bounds, _dominated_by_earlier
+from tabprotect.secondary.modular.network_check import protects
 from tabprotect.secondary.modular.network_scalar import row_branch
 from tabprotect.secondary.modular.network_unique import unique_optimum
 from tabprotect.secondary.modular.network_kernel import (SLICE_NODES, KernelState,
@@ -163,6 +167,7 @@ class _Search:
             if pick is not None:
                 self.best_cost, self.best = float(self.c[pick].sum()), pick
                 return pick
+            self._list_lazy()
         if self._certified():
             return None if self.gave_up else self.best
         lim = self.limits
@@ -206,10 +211,7 @@ class _Search:
         """The pattern :func:`.network_unique.unique_optimum` shows to be the unique
         optimum (from ``known``, the best pattern at the cap), taken as the search's
         answer; False when it shows none."""
-        lim = self.limits
-        pick = unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
-                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
-                              nodes=lim.certify_nodes, known=known)
+        pick = self._certificate(known)
         if pick is None:
             return False
         self.best, self.best_cost = pick, float(self.c[pick].sum())
@@ -217,24 +219,43 @@ class _Search:
         return True
 
     def _certified_compiled(self, cap: int, weight: float) -> bool:
-        """:meth:`_certified` with the kernel loaded: the same answer, the MILPs only
-        where the search gives up.  The kernel searches past the cap to the search's
-        end: where the certificate shows a unique optimum, that is the pattern the
-        search finds whatever its order; where it shows none, the search runs from the
-        start and finds the same pattern.  Only a search that gives up (its node budget,
-        the deadline) asks the certificate, from the best pattern at the cap, as numpy's
-        search does.  The nodes counted are the search's; the row rounds count at most
-        the cap's (:meth:`_row_rounds`), as after a certificate."""
+        """:meth:`_certified` with the kernel loaded: the same answer, fewer MILPs.  The
+        kernel searches past the cap for ``SearchLimits.certify_compiled_after`` more
+        nodes (each counted by its cost, :func:`_node_weight`): a search ending there
+        needs no MILPs.  One still going asks the certificate, from the best pattern at
+        the cap as numpy's search does: where it shows a unique optimum, that is the
+        pattern the search finds whatever its order; where it shows none, the kernel
+        searches on to the end (the search from the start finds the same pattern).  The
+        nodes counted are the search's; the row rounds count at most the cap's
+        (:meth:`_row_rounds`), as after a certificate."""
         st = self._kernel_state()
         ended = self._resume(st, pause=cap)
         known = st.best.copy() if st.ints[4] else None
-        if not ended and int(st.ints[2]) >= cap:    # at the cap: on to the end
-            ended = self._resume(st)
+        asked = False
+        if not ended and int(st.ints[2]) >= cap:    # at the cap: on a little further
+            more = self.limits.certify_compiled_after
+            pause = None if more is None else cap + max(1, math.ceil(more / weight))
+            ended = self._resume(st, pause=pause)
+            if not ended and pause is not None and int(st.ints[2]) >= pause:
+                asked = True
+                pick = self._certificate(known)
+                if pick is None:                    # none shown: on to the end
+                    ended = self._resume(st)
         self._read(st, ended)
         _WORK.numpy_nodes += min(self.nodes, cap + 1) * weight
-        if self.gave_up and not self._certify(known):
+        if asked and pick is not None:
+            self.best, self.best_cost, self.gave_up = pick, float(self.c[pick].sum()), False
+        elif self.gave_up and (asked or not self._certify(known)):
             self.best, self.best_cost = None, np.inf
         return True
+
+    def _certificate(self, known: np.ndarray | None) -> np.ndarray | None:
+        """:func:`.network_unique.unique_optimum` over the search's rows, from ``known``
+        (None: no unique optimum shown)."""
+        lim = self.limits
+        return unique_optimum(self.K, self.d, self.tol, self.c, self.deadline,
+                              start_rows=lim.certify_rows, rounds=lim.certify_rounds,
+                              nodes=lim.certify_nodes, known=known)
 
     def _capped(self, cap: int) -> None:
         """The search from the start, giving up after ``cap`` nodes: by the kernel when
@@ -330,6 +351,34 @@ class _Search:
                 if not (len(branch) and branch[0] == -1):
                     return None         # a width condition fails: branched on below
         return None
+
+    def _list_lazy(self) -> None:
+        """After row rounds that settle nothing: every cut of the conditions left lazy
+        for their free nodes alone listed as rows, when each has at most
+        ``SearchLimits.list_after_rounds`` free nodes (and no width or single-contributor
+        condition is lazy): the search then runs over rows alone (the certificate, the
+        kernel, dominance), the same optimum as over lazy conditions."""
+        lim = self.limits
+        more = lim.list_after_rounds
+        if more is None or more <= lim.max_free_nodes or any(
+                j >= 0 or width > 0 or listed for _, _, j, width, listed in self.lazy):
+            return
+        wide = dataclasses.replace(lim, max_free_nodes=more)
+        req, parts = self.prob.req, []
+        for slot, s, _, _, _ in self.lazy:
+            got = cut_rows_both(self.prob, s, float(req.need_up[slot]),
+                                float(req.need_down[slot]), wide)
+            if got is None:
+                return
+            parts += got
+        both = _unique_rows(np.vstack([np.column_stack([self.K, self.d])]
+                                      + [np.column_stack(p) for p in parts]))
+        if len(both) > lim.max_rows:
+            return
+        self.K, self.d = np.zeros((0, len(self.c))), np.zeros(0)
+        self.K_pairs = []
+        self.add_rows(both[:, :-1], both[:, -1])
+        self.lazy.clear()
 
     def _load_for_rounds(self, certified: int) -> bool:
         """Load the kernel (from its cache) once ``certified`` optimum rounds have needed
@@ -575,6 +624,33 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
     >>> np.flatnonzero(z).tolist()
     [4, 5, 7, 8]
     """
+    prepared = prepared_search(sub, req, cost, cand, limits=limits, deadline=deadline,
+                               net=net)
+    if prepared is None:
+        return None
+    prob, search = prepared
+    pick = search.run()
+    if pick is None:
+        if search.gave_up:
+            return None
+        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
+                                   "candidate cells")
+    pick = _drop_redundant(search, pick)
+    z = prob.pattern(pick)
+    if not search.lazy:
+        # every condition is a listed cut row and the pattern meets every row: each
+        # minimum cut holds its requirement, so each maximum flow does (max-flow
+        # min-cut); the flows would only repeat it
+        return z
+    return z if protects(prob, z) else None
+
+
+def prepared_search(sub, req, cost: np.ndarray, cand: np.ndarray, *,
+                    limits: SearchLimits = SearchLimits(), deadline: float | None = None,
+                    net: Network | None = None) -> tuple[Problem, "_Search"] | None:
+    """:func:`network_pattern`'s problem and search, built but not run (its cut rows
+    listed, its other conditions lazy); None when the sub-table is no network or has
+    too many rows."""
     net = Network.of(sub.relations) if net is None else net
     if net is None:
         return None
@@ -606,34 +682,7 @@ def network_pattern(sub, req, cost: np.ndarray, cand: np.ndarray, *,
         K, d = both[:, :-1], both[:, -1]
     if len(d) > limits.max_rows:
         return None
-    search = _Search(prob, K, d, lazy, limits, deadline)
-    pick = search.run()
-    if pick is None:
-        if search.gave_up:
-            return None
-        raise InfeasibleRulesError("the sub-table's primaries cannot be protected with its "
-                                   "candidate cells")
-    pick = _drop_redundant(search, pick)
-    z = prob.pattern(pick)
-    if not lazy:
-        # every condition is a listed cut row and the pattern meets every row: each
-        # minimum cut holds its requirement, so each maximum flow does (max-flow
-        # min-cut); the flows would only repeat it
-        return z
-    return z if protects(prob, z) else None
-
-
-def _unique_rows(both: np.ndarray) -> np.ndarray:
-    """``np.unique(both, axis=0)``: the distinct rows in lexicographic order (the search
-    breaks ties by row order).  Rows of non-negative floats sort as the big-endian bytes
-    of their bit patterns, so one sort of byte strings replaces the field-by-field sort
-    of a structured array (several times faster on a few hundred rows)."""
-    if (both < 0).any() or np.isnan(both).any():
-        return np.unique(both, axis=0)
-    bits = np.ascontiguousarray((both + 0.0).view(np.uint64).astype(">u8"))  # -0.0 is 0.0
-    keys = bits.view(np.dtype((np.void, bits.dtype.itemsize * bits.shape[1]))).ravel()
-    _, first = np.unique(keys, return_index=True)
-    return both[first]
+    return prob, _Search(prob, K, d, lazy, limits, deadline)
 
 
 def _drop_redundant(search: _Search, pick: np.ndarray) -> np.ndarray:
@@ -644,37 +693,3 @@ def _drop_redundant(search: _Search, pick: np.ndarray) -> np.ndarray:
         if (slack > search.tol).any() or search._lazy_branch(pick, ~pick) is not None:
             pick[e] = True
     return pick
-
-
-def protects(prob: Problem, z: np.ndarray) -> bool:
-    """Every primary meets its requirements under ``z``, checked by maximum flows."""
-    return all(_meets(prob, z, prob.req, int(s)) for s in prob.req.primary)
-
-
-def network_unprotected(sub, req, hidden: np.ndarray) -> np.ndarray | None:
-    """The primaries of a network sub-table that the ``hidden`` cells leave
-    unprotected, by maximum flows (None: the sub-table is no network)."""
-    net = Network.of(sub.relations)
-    if net is None:
-        return None
-    hidden = np.asarray(hidden, bool)
-    prob = Problem(net, req, np.zeros(sub.n_cells), np.zeros(sub.n_cells, bool), hidden)
-    short = [int(s) for s in req.primary
-             if not _meets(prob, hidden, req, int(s))]
-    return np.asarray(short, dtype=np.int64)
-
-
-def _meets(prob: Problem, z: np.ndarray, req, s: int) -> bool:
-    """Primary ``s`` meets its requirements under ``z`` against every attacker."""
-    slot = int(np.searchsorted(req.primary, s))
-    nu, nd = float(req.need_up[slot]), float(req.need_down[slot])
-    width = float(req.need_width[slot])
-    tol = REL_TOL * max(1.0, nu, nd, width)
-    attackers = [-1]
-    if req.singleton.any():
-        attackers += [int(j) for j in np.flatnonzero(req.singleton & z) if j != s]
-    for j in attackers:
-        up, down, _ = prob.moves(z, s, j)
-        if up < nu - tol or down < nd - tol or up + down < width - tol:
-            return False
-    return True

@@ -15,7 +15,8 @@ from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.certified import Unreachable, certified_pattern
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import SearchLimits
-from tabprotect.secondary.modular.network_search import network_pattern, network_unprotected
+from tabprotect.secondary.modular.network_check import network_unprotected
+from tabprotect.secondary.modular.network_search import network_pattern
 from tabprotect.secondary.modular.subtable_cubes import cube_pattern, cube_protected
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.attacker_oracle import AttackerOracle

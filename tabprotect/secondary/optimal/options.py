@@ -164,6 +164,10 @@ class OptimalOptions:
     #: prune by attacker witnesses (re-solve only the conditions a removal affects)
     #: instead of one full oracle check per removal
     witness_prune: bool = True
+    #: the witness prune rejects a removal that pins a primary through the relations
+    #: without an LP (a propagation over the relations next to the cell; the LPs would
+    #: reject it as well)
+    prune_pin_propagation: bool = True
     #: at most this many (condition, suppressed cell) entries in the witness map (memory)
     witness_max_entries: int = 50_000_000
     #: the witness prune keeps one warm attacker LP per condition and direction while
@@ -316,6 +320,11 @@ class OptimalOptions:
     #: hold at most this many entries (memory): setting a model up costs more than its
     #: small LPs, and the search meets the same components at point after point
     component_models_nonzeros: int = 2_000_000
+    #: a kept component model's LPs in separations and in checks without cuts start
+    #: from its last basis (a new point changes its bounds only: less solver time than
+    #: a start from scratch); checks with cuts start from scratch (warm, their cuts at
+    #: integral points gave larger trees)
+    warm_attacker_lps: bool = True
     #: attacker optima kept per primary and direction: a separation LP is skipped when
     #: one of them, scaled into the LP's bounds, already meets the level (0: none)
     separation_witnesses: int = 3

@@ -209,6 +209,7 @@ class HybridOracle(AttackerOracle):
         # the last active cells and their components (shared with views: the chunks of
         # one node's separation group the same point's cells)
         self._grouped: list = [None, None]
+        self._warm = False     # the call under way starts kept models from their basis
 
     def check(self, z, **kw) -> Check:
         return self._raced("check", self._witnessed_check, z, **kw)
@@ -309,14 +310,18 @@ class HybridOracle(AttackerOracle):
         """The component's attacker LP, one model per component kept while their
         matrices hold at most ``component_models_nonzeros`` entries: the search meets
         the same components at point after point, and a model's set-up costs more than
-        its small LPs.  A kept model gets the new bounds and starts from scratch, so
-        its optima (and the cuts from them) are those of a new model."""
+        its small LPs.  A kept model gets the new bounds.  In a separation and in a
+        check without cuts (with ``warm_attacker_lps``) it starts from its last basis,
+        which takes HiGHS less time than a start from scratch: the optima are the same,
+        the duals (and a separation's cuts from them) may be other optimal ones.  In a check with cuts it starts from scratch, so its optima and cuts are
+        those of a new model."""
         key = np.asarray(comp, np.int64).tobytes()
         kept = self._models.get(key)
         if kept is not None:
             model = kept[0]
             model.set_col_bounds(np.arange(len(comp)), lo, hi)
-            model.forget_basis()
+            if not self._warm:
+                model.forget_basis()
             return model
         model = super()._component_model(comp, lo, hi)
         nnz = self.component_rows.of(comp)[1].nnz
@@ -386,13 +391,16 @@ class HybridOracle(AttackerOracle):
 
     def _raced(self, context: str, call, z, **kw) -> Check:
         """``call(z, **kw)`` as one raced oracle call of ``context``, its LPs stopped at
-        the call's ``deadline``."""
+        the call's ``deadline``; a separation's and a check's without cuts start kept
+        models from their last basis (``warm_attacker_lps``)."""
         self._begin(context)
         outer, self._deadline = self._deadline, kw.get("deadline")
+        outer_warm, self._warm = self._warm, self.options.warm_attacker_lps and (
+            context == "sep" or not kw.get("cuts", True))
         try:
             return call(z, **kw)
         finally:
-            self._deadline = outer
+            self._deadline, self._warm = outer, outer_warm
             self._end()
 
     def _begin(self, context: str) -> None:

@@ -37,7 +37,8 @@ def prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray, cost: 
         try:
             out = witness_prune(oracle, pattern, fixed, cost, deadline, hint,
                                 max_entries=opt.witness_max_entries, count=count,
-                                warm_entries=opt.witness_warm_entries, slack=slack)
+                                warm_entries=opt.witness_warm_entries, slack=slack,
+                                pin_propagation=opt.prune_pin_propagation)
         except RuntimeError:
             out = None
         if out is not None and (out == pattern).all():
@@ -278,6 +279,76 @@ class _Witnesses:
         return True
 
 
+class _PinnedCells:
+    """The suppressed cells the relations pin at their true value for the outside
+    intruder: a relation whose suppressed cells all but one are pinned (or cannot move)
+    gives that one away as well.  A removal that pins a primary with a level leaves it
+    exactly disclosed, so it fails whatever the attacker LPs say (the single-contributor
+    attackers, which know more, as well): :meth:`pins_primary` finds that by
+    propagation over the relations next to the cell, without an LP.
+
+    ``rows`` are the relations over the suppressed cells (``_Witnesses.rows``),
+    ``movable`` the cells with a range in some direction, ``targets`` the primaries
+    with a level (all as positions in ``sup``)."""
+
+    def __init__(self, rows: sp.csr_matrix, movable: np.ndarray, targets: np.ndarray):
+        rows = rows.copy()
+        rows.eliminate_zeros()
+        self.rows = rows.tocsr()
+        self.cols = rows.tocsc()
+        self.free = np.asarray(movable, bool).copy()
+        self.count = np.diff(self.rows[:, np.flatnonzero(self.free)].tocsr().indptr)
+        self.target = np.zeros(len(self.free), bool)
+        self.target[targets] = True
+        self._pin(None, rows=np.flatnonzero(self.count == 1))
+
+    def pins_primary(self, k: int) -> bool:
+        """Publishing cell ``k`` pins a primary with a level (the state is left as
+        it was)."""
+        if not self.free[k]:
+            return False
+        undo: list = []
+        hit = self._pin(undo, start=k)
+        for c in reversed(undo):
+            self.free[c] = True
+            self.count[self.cols.indices[self.cols.indptr[c]:self.cols.indptr[c + 1]]] += 1
+        return hit
+
+    def publish(self, k: int) -> None:
+        """Cell ``k`` published (and what that pins)."""
+        if self.free[k]:
+            self._pin(None, start=k)
+
+    def _pin(self, undo: list | None, rows=(), start: int | None = None) -> bool:
+        """Pin ``start`` and the cells of ``rows`` left alone, then what they leave
+        alone in turn.  With ``undo`` (a list: a trial) the pinned cells go to it and
+        the propagation stops at the first target pinned (True); without, it is a
+        publication the LPs accepted, which pins no target."""
+        C, free, count = self.cols, self.free, self.count
+        queue = [] if start is None else [start]
+        for r in rows:
+            queue += self._last_free(r)
+        while queue:
+            c = queue.pop()
+            if not free[c]:
+                continue
+            if self.target[c] and undo is not None:
+                return True
+            free[c] = False
+            if undo is not None:
+                undo.append(c)
+            touched = C.indices[C.indptr[c]:C.indptr[c + 1]]
+            count[touched] -= 1
+            for r in touched[count[touched] == 1]:
+                queue += self._last_free(r)
+        return False
+
+    def _last_free(self, r: int) -> list:
+        """The cells of relation ``r`` not pinned yet."""
+        cells = self.rows.indices[self.rows.indptr[r]:self.rows.indptr[r + 1]]
+        return cells[self.free[cells]].tolist()
+
+
 def _cell_components(rows: sp.csr_matrix, n: int) -> np.ndarray:
     """The component of each of ``n`` cells, two cells linked when a row of ``rows``
     (relations x cells) holds both; a cell in no row is a component of its own (the
@@ -308,7 +379,8 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
                   max_entries: int = 50_000_000,
                   warm_entries: int = 500_000,
                   count: LPCount | None = None,
-                  slack: float | None = None) -> np.ndarray | None:
+                  slack: float | None = None,
+                  pin_propagation: bool = True) -> np.ndarray | None:
     """Witness-based pruning of a protected pattern (None when it is found not
     protected, or when the witness map would exceed ``max_entries`` (condition, cell)
     entries).
@@ -323,6 +395,8 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     ``warm_entries`` bounds the models kept warm per condition (see :class:`_Witnesses`);
     the LPs solved are counted in ``count``.  A cell dearer than what ``slack`` (see
     :func:`prune`) leaves is not tried; with no cell left to try no LP is solved.
+    With ``pin_propagation`` a removal that pins a primary through the relations
+    (:class:`_PinnedCells`) is rejected without an LP: the LPs would reject it too.
     """
     req = oracle.req
     sup = np.flatnonzero(pattern)
@@ -352,6 +426,9 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     if not all(wit.met(p, *moves[g]) for g, (p, _) in enumerate(groups)):
         return None
     out = pattern.copy()
+    pinned = (_PinnedCells(wit.rows, wit.hi[:len(sup)] + wit.hi[len(sup):] > 0,
+                           wit.local[req.primary[_with_level(req)]])
+              if pin_propagation else None)
     # dearest first; a cell no witness moves goes at no cost in its turn (not all such
     # cells at once up front: with sparse witnesses that would publish cheap cells
     # before the dear ones and leave a dearer pattern)
@@ -360,7 +437,8 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
     for k in order:
         if deadline is not None and time.perf_counter() >= deadline:
             break
-        if not left.allows(cost[sup[k]]):
+        if not left.allows(cost[sup[k]]) or (pinned is not None
+                                              and pinned.pins_primary(k)):
             continue
         wit.publish([k])
         # only the LPs whose witness moves k: the others keep their optimum
@@ -370,11 +448,19 @@ def witness_prune(oracle: AttackerOracle, pattern: np.ndarray, fixed: np.ndarray
             continue
         out[sup[k]] = False
         left.take(cost[sup[k]])
+        if pinned is not None:
+            pinned.publish(k)
         for r, (move, used) in new.items():
             g, sign = lps[r]
             moves[g, int(sign < 0)] = move
             uses[r] = used
     return out
+
+
+def _with_level(req) -> np.ndarray:
+    """The primary slots with a level that no move at all meets (beyond the
+    tolerance :meth:`_Witnesses.met` allows)."""
+    return np.maximum(np.maximum(req.need_up, req.need_down), req.need_width) > req.tol
 
 
 def _first_witnesses(wit: _Witnesses, groups: list, lps: list, plain: dict,
