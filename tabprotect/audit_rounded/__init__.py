@@ -75,7 +75,9 @@ How it stays fast and exact, in this order:
 
 Modules: ``api`` (``audit_rounded``), ``result``, ``settings``, ``ranges`` (the method's
 ranges, the promised cells), ``propagate`` (step 0b), ``certificates`` (step 1), ``local``
-(step 2), ``pushes`` (step 2b), ``component`` (step 3), ``hidden`` (published totals of unpublished rounded inner cells).
+(step 2), ``pushes`` (step 2b, components of ``push_min_cells`` to ``push_max_cells``
+cells), ``component`` (step 3), ``hidden`` (published totals of unpublished rounded inner
+cells).
 """
 from tabprotect.audit_rounded.api import audit_rounded
 from tabprotect.audit_rounded.certificates import array_blocks, move_certificates

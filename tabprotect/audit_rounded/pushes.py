@@ -37,7 +37,7 @@ class IntegerPushes:
         """Pushes down and up until two rounds in a row settle too few open bounds (a push
         cut short by its time limit finds no table)."""
         comp, s = self.comp, self.settings
-        if comp.k > s.push_max_cells or self._open() == 0:
+        if not s.push_min_cells <= comp.k <= s.push_max_cells or self._open() == 0:
             return
         model = HighsModel(comp.lp(integer=True), threads=comp.threads, mip_gap=s.push_gap,
                            mip_max_nodes=s.push_nodes)

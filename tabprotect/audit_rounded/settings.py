@@ -35,6 +35,9 @@ class RoundedAuditSettings:
     #: sweeps of integer bound propagation that narrow the ranges before any LP (each
     #: sweep's ranges are valid; they usually settle in a few)
     propagation_rounds: int = 50
+    #: components of fewer cells get no integer pushes (:mod:`.pushes`): there the one-cell
+    #: LPs from the previous optimum settle the bounds in less time than the pushes take
+    push_min_cells: int = 2000
     #: components of more cells get no integer pushes (:mod:`.pushes`): their branch and
     #: bound runs too long for a push
     push_max_cells: int = 20_000
@@ -53,7 +56,7 @@ class RoundedAuditSettings:
 
     def __post_init__(self) -> None:
         for name in ("local_lp_batch", "local_min_batches", "local_lp_block",
-                     "primal_max_cells", "propagation_rounds", "push_max_cells",
+                     "primal_max_cells", "propagation_rounds", "push_min_cells", "push_max_cells",
                      "push_rounds", "push_nodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
