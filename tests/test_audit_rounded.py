@@ -409,20 +409,26 @@ def test_local_lps_give_the_same_intervals_as_lps_only(table, method, base, marg
     assert np.array_equal(local.upper, exact.upper)
 
 
-@pytest.mark.parametrize("seed, primal_max_cells", [(2, 2000), (3, 2000), (9, 2000),
-                                                    (28, 2000), (3, 1)])
-def test_fractional_vertices_of_3d_tables_match_milp_intervals(seed, primal_max_cells):
+@pytest.mark.parametrize("seed, primal_max_cells, pushes", [
+    (2, 2000, False), (3, 2000, False), (9, 2000, False), (28, 2000, False), (3, 1, False),
+    (2, 2000, True), (3, 2000, True), (9, 2000, True), (28, 2000, True)])
+def test_fractional_vertices_of_3d_tables_match_milp_intervals(seed, primal_max_cells,
+                                                               pushes):
     """3-D tables have fractional LP vertices: a cell's LP bound rounded inward is proven
-    by an integral table seen earlier or found on that face, else by branch and bound.
-    Checked against scipy's integer program per cell and direction (tests/lp_oracle.py)
-    on the same ranges, the intruder not knowing which counts are empty."""
+    by an integral table seen earlier, found on that face or by an integer push, else by
+    branch and bound.  Without pushes (no component is small enough for them) the LP path
+    decides every open bound.  Checked against scipy's integer program per cell and
+    direction (tests/lp_oracle.py) on the same ranges, the intruder not knowing which
+    counts are empty."""
     import lp_oracle
     rng = np.random.default_rng(seed)
     table = product_table({n: hierarchy("flat", 3, n) for n in "xyz"}, rng.integers(0, 12, 27))
     method = ("deterministic", "random")[seed % 2]
     res = round_table(table, 3, method, seed=seed, audit=False)
-    audit = audit_rounded(res, settings=RoundedAuditSettings(primal_max_cells=primal_max_cells))
-    assert audit.n_lp > 0
+    tuning = RoundedAuditSettings(primal_max_cells=primal_max_cells,
+                                  **({"push_min_cells": 1} if pushes else {"push_max_cells": 1}))
+    audit = audit_rounded(res, settings=tuning)
+    assert audit.n_lp > 0 or pushes
     box = table.replace(lb=audit.range_lower, ub=audit.range_upper, empty="suppress")
     oracle = lp_oracle.intervals(box, np.ones(table.n_cells, dtype=bool), integer=True)
     assert np.array_equal(audit.lower, [oracle[i][0] for i in range(table.n_cells)])
@@ -534,3 +540,54 @@ def test_rounding_jobs_say_that_audit_section_is_not_used(tmp_path, capsys):
     for command in ("audit-rounded", "round"):
         assert main([command, job, "--quiet", "-o", str(tmp_path / command)]) in (0, 1)
         assert "[audit] section is not used" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("method, seed", [("deterministic", 4), ("random", 5),
+                                          ("random", 6)])
+def test_propagated_ranges_and_pushes_match_enumeration_on_3d_tables(method, seed):
+    """Propagation never cuts off a feasible integer table (its ranges contain every
+    enumerated table), and the audit's intervals on a 3-D table (propagation, then integer
+    pushes) are those of enumeration: a push settles a bound only with a table that
+    reaches it."""
+    from tabprotect.audit_rounded.propagate import propagated_ranges
+    rng = np.random.default_rng(seed)
+    table = product_table({n: hierarchy("flat", 2, n) for n in "xyz"}, rng.integers(0, 9, 8))
+    res = round_table(table, 3, method, seed=seed, audit=False)
+    audit = audit_rounded(res, settings=RoundedAuditSettings(push_min_cells=1))
+    lo, hi = propagated_ranges(res.table.relations, audit.range_lower, audit.range_upper, 50)
+    blo, bhi = brute_force_intervals(res.table, audit.range_lower, audit.range_upper, cap=40)
+    assert np.all(lo <= blo) and np.all(hi >= bhi)
+    assert np.array_equal(audit.lower, blo) and np.array_equal(audit.upper, bhi)
+    assert audit.true_inside.all()
+
+
+def test_components_below_push_min_cells_get_no_pushes():
+    """Pushes run only on components of ``push_min_cells`` cells or more (below it the
+    one-cell LPs settle the bounds sooner): with the default the small table's audit
+    solves the integer programs it solves without pushes, with pushes on it solves more,
+    and all three give the same intervals."""
+    rng = np.random.default_rng(5)
+    table = product_table({n: hierarchy("flat", 2, n) for n in "xyz"}, rng.integers(0, 9, 8))
+    res = round_table(table, 3, "random", seed=5, audit=False)
+    default = audit_rounded(res)
+    without = audit_rounded(res, settings=RoundedAuditSettings(push_max_cells=1))
+    pushed = audit_rounded(res, settings=RoundedAuditSettings(push_min_cells=1))
+    assert default.n_mip == without.n_mip < pushed.n_mip
+    for other in (without, pushed):
+        assert np.array_equal(default.lower, other.lower)
+        assert np.array_equal(default.upper, other.upper)
+
+
+def test_a_push_table_certifies_only_when_it_balances():
+    """A solver's near-integral point that does not balance a relation exactly, or leaves
+    a range, certifies nothing."""
+    from tabprotect.audit_rounded.component import ComponentAudit
+    t = Table.from_arrays({"x": Hierarchy.flat(["a", "b"], total="T")}, [4, 2, 2],
+                          kind="frequency")
+    free = np.ones(3, dtype=bool)
+    comp = ComponentAudit(t, free, np.array([2.0, 0, 0]), np.array([6.0, 4, 4]),
+                          np.arange(3), 1, 2000)
+    assert comp.verified_table(np.array([4.0, 2.0, 2.0])) is not None
+    assert comp.verified_table(np.array([5.0, 2.0, 2.0])) is None      # unbalanced
+    assert comp.verified_table(np.array([8.0, 4.0, 4.0])) is None      # outside the range
+    assert comp.verified_table(np.array([4.0, 2.5, 1.5])) is None      # not integral

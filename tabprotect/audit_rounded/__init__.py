@@ -42,6 +42,9 @@ How it stays fast and exact, in this order:
    range ends (small-count rounding; random rounding with totals from inner cells), the
    inner cells are independent: their bounds are their range ends, a total's the sums.
    See :func:`~tabprotect.audit_rounded.certificates.independent_inner_bounds`.
+0b. **Propagation.**  Integer bound propagation over the relations narrows each range to
+   one that every feasible integer table keeps (:mod:`.propagate`); the search runs
+   there, and an integral table at one of its ends proves that end.
 1. **Certificates without LPs.**  The data owner knows a feasible integer table: the
    published values when they are additive and inside their ranges (controlled
    rounding), else the true table.  From it, feasible *moves* carry cells to their range
@@ -58,6 +61,11 @@ How it stays fast and exact, in this order:
    with random helper cells; every other cell is held at the feasible table, so any
    solution of such a sub-problem is a feasible table of the whole, and integral optima
    certify range ends like step 1.
+2b. **Integer pushes** (components up to ``push_max_cells``): short branch-and-bound runs
+   (node limit, loose gap) with the open cells pushed down, then up, at random weights;
+   every integral table found is checked exactly and settles the cells at its range ends
+   (:mod:`.pushes`; on 3-D tables, whose LP vertices are fractional, one push settles
+   hundreds of bounds that would each cost an integer program).
 3. **LPs on the whole component** for what is left: fixed cells are substituted out, the
    rest splits into independent components, one persistent HiGHS model per component.
    A few LPs push *all* unresolved cells down (then up) at once; cells at their range end
@@ -66,8 +74,10 @@ How it stays fast and exact, in this order:
    bound (integrality is exact, never assumed).
 
 Modules: ``api`` (``audit_rounded``), ``result``, ``settings``, ``ranges`` (the method's
-ranges, the promised cells), ``certificates`` (step 1), ``local`` (step 2), ``component``
-(step 3), ``hidden`` (published totals of unpublished rounded inner cells).
+ranges, the promised cells), ``propagate`` (step 0b), ``certificates`` (step 1), ``local``
+(step 2), ``pushes`` (step 2b, components of ``push_min_cells`` to ``push_max_cells``
+cells), ``component`` (step 3), ``hidden`` (published totals of unpublished rounded inner
+cells).
 """
 from tabprotect.audit_rounded.api import audit_rounded
 from tabprotect.audit_rounded.certificates import array_blocks, move_certificates

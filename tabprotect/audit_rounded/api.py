@@ -12,6 +12,8 @@ from tabprotect.audit_rounded.certificates import array_blocks, feasible_start, 
 from tabprotect.audit_rounded.component import ComponentAudit, Counters, check_fixed_rows
 from tabprotect.audit_rounded.hidden import hidden_parts_bounds, hides_rounded_parts
 from tabprotect.audit_rounded.local import LocalCertifier
+from tabprotect.audit_rounded.propagate import propagated_ranges
+from tabprotect.audit_rounded.pushes import IntegerPushes
 from tabprotect.audit_rounded.ranges import method_ranges, promised_cells
 from tabprotect.audit_rounded.result import TOL, RoundedAuditResult
 from tabprotect.audit_rounded.settings import RoundedAuditSettings
@@ -319,15 +321,23 @@ class _Bounds:
     def run(self, candidates, certificates: bool, progress):
         """``(lower, upper, n_components, n_certified)``; ``candidates`` are the tables
         that may serve as the known feasible table (the first that is one)."""
-        table, box_lo, box_hi = self.table, self.box_lo, self.box_hi
+        table = self.table
         n = table.n_cells
+        free = self.box_lo < self.box_hi
+        check_fixed_rows(table, free, self.box_lo)
+        closed = independent_inner_bounds(table, self.box_lo, self.box_hi) \
+            if certificates else None
+        if closed is not None:      # no total's range binds: no LP at all
+            comps = linked_components(table.relations, free)
+            return closed[0], closed[1], len(comps), 2 * int(free.sum())
+        # every feasible integer table stays inside the propagated ranges: the search
+        # runs there, and an integral table at one of their ends proves that end
+        box_lo, box_hi = propagated_ranges(table.relations, self.box_lo, self.box_hi,
+                                           self.settings.propagation_rounds)
         lower, upper = box_lo.copy(), box_hi.copy()
         free = box_lo < box_hi
         comps = linked_components(table.relations, free)
         check_fixed_rows(table, free, box_lo)
-        closed = independent_inner_bounds(table, box_lo, box_hi) if certificates else None
-        if closed is not None:      # no total's range binds: no LP at all
-            return closed[0], closed[1], len(comps), 2 * int(free.sum())
         # certificates without LPs: from one feasible integer table, feasible moves that
         # carry a cell to the end of its range prove that end is its exact bound
         start_point = feasible_start(table, candidates, box_lo, box_hi)
@@ -348,6 +358,9 @@ class _Bounds:
                     LocalCertifier(comp, start_point[cells], lo_known, hi_known,
                                    self.counters, self.deadline, self.settings).run(
                         blocks=None if block_ids is None else block_ids[cells])
+                if certificates:
+                    IntegerPushes(comp, lo_known, hi_known, self.counters, self.deadline,
+                                  self.settings).run()
                 lower[cells], upper[cells] = comp.bounds(
                     self.counters, self.deadline, lo_known, hi_known,
                     None if start_point is None else start_point[cells])

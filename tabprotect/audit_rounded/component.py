@@ -69,7 +69,8 @@ class ComponentAudit:
         self._seen_lo = np.full(self.k, np.inf)
         self._seen_hi = np.full(self.k, -np.inf)
 
-    def _lp(self, integer: bool) -> LinearProgram:
+    def lp(self, integer: bool) -> LinearProgram:
+        """The component's program (zero objective), integer or its LP relaxation."""
         return LinearProgram(c=np.zeros(self.k), A=self.M, row_lower=self.rhs,
                              row_upper=self.rhs, col_lower=self.lo, col_upper=self.hi,
                              integrality=np.ones(self.k, bool) if integer else None)
@@ -90,7 +91,7 @@ class ComponentAudit:
             return out_lo, out_hi  # every bound is its range end
         # dual simplex for the pushes: after an objective change over thousands of
         # columns, primal simplex from the old basis is many times slower
-        model = HighsModel(self._lp(False), threads=self.threads, simplex_strategy=1)
+        model = HighsModel(self.lp(False), threads=self.threads, simplex_strategy=1)
         self._bulk_pushes(model, lo_done, hi_done, counters, deadline)
         # primal simplex for the one-cell objectives of a small component: the previous
         # optimum stays primal feasible, and a one-cost change takes a few pivots from it
@@ -112,6 +113,23 @@ class ComponentAudit:
         self._saw(x)
         lo_done[:] |= np.abs(x - self.lo) <= TOL
         hi_done[:] |= np.isfinite(self.hi) & (np.abs(x - self.hi) <= TOL)
+
+    def verified_table(self, x) -> np.ndarray | None:
+        """``x`` rounded, when it is an integral feasible table of the component (every
+        relation balanced exactly, every cell inside its range); else None.  A solver's
+        tolerances never decide a certificate."""
+        if x is None or np.abs(x - np.round(x)).max(initial=0.0) > TOL:
+            return None
+        x = np.round(x)
+        if np.any(x < self.lo) or np.any(x > self.hi) or \
+                np.abs(self.M @ x - self.rhs).max(initial=0.0) > TOL:
+            return None
+        return x
+
+    def absorb_table(self, x: np.ndarray, lo_done: np.ndarray, hi_done: np.ndarray) -> None:
+        """A verified table (:meth:`verified_table`): its cells at a range end have that
+        end as their exact bound; it is remembered for later bounds."""
+        self._absorb(x, lo_done, hi_done)
 
     def _saw(self, x: np.ndarray) -> None:
         """Record an integral feasible table's values (each cell's least and greatest)."""
@@ -210,7 +228,7 @@ class ComponentAudit:
         """The integer program's bound of cell ``j`` and its optimal table (None when
         unfinished: the bound is then +-inf, i.e. the cell keeps its range end)."""
         if self._mip is None:
-            self._mip = HighsModel(self._lp(True), threads=self.threads)
+            self._mip = HighsModel(self.lp(True), threads=self.threads)
         self._mip.set_objective(indices=[j], values=[1.0], sense=sense)
         res = self._mip.solve()
         counters.mip += 1
