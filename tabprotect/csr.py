@@ -51,3 +51,20 @@ def row_indices(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray) -> np
     [0, 2, 2]
     """
     return indices[row_positions(indptr, rows)]
+
+
+def sum_of_others(rows: np.ndarray, term: np.ndarray, m: int, inf: float) -> np.ndarray:
+    """Per stored entry of a matrix with ``m`` rows (``rows``: each entry's row), the sum
+    of the other entries' ``term`` in its row; ``inf`` where another term is not finite.
+    Bound propagation's "what the rest of the relation can add up to".
+
+    Examples
+    --------
+    >>> sum_of_others(np.array([0, 0, 1]), np.array([1.0, 2.0, np.inf]), 2, np.inf).tolist()
+    [2.0, 1.0, 0.0]
+    """
+    infinite = ~np.isfinite(term)
+    finite_sum = np.bincount(rows, weights=np.where(infinite, 0.0, term), minlength=m)
+    n_inf = np.bincount(rows, weights=infinite.astype(float), minlength=m)
+    others_inf = n_inf[rows] - infinite > 0.5
+    return np.where(others_inf, inf, finite_sum[rows] - np.where(infinite, 0.0, term))

@@ -24,14 +24,21 @@ def short_primaries(t: Table, status: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~got & can & (t.status == "U"))
 
 
+def _short_after_the_elimination(leaves, seed):
+    """A flat 3-D count table (mean 1.5), its value costs and gauss's pattern without the
+    attack step, which leaves some primary short against a single contributor."""
+    t = flat_count_table(leaves, seed, 1.5)
+    cost = cost_vector(t, "value")
+    plain = gauss(t, cost, singleton=True, attack="never")
+    assert len(short_primaries(t, plain.status)) > 0
+    return t, cost, plain
+
+
 @pytest.mark.parametrize("seed", [2, 12])
 def test_the_elimination_alone_leaves_narrow_intervals_the_step_widens(seed):
     # 3-D counts where no contributor derives a primary after the elimination, yet one
     # count-1 cell known leaves some primaries' intervals 1.5 wide
-    t = flat_count_table((3, 3, 3), seed, 1.5)
-    cost = cost_vector(t, "value")
-    plain = gauss(t, cost, singleton=True, attack="never")
-    assert len(short_primaries(t, plain.status)) > 0
+    t, cost, plain = _short_after_the_elimination((3, 3, 3), seed)
     out = gauss(t, cost, singleton=True)
     assert len(short_primaries(t, out.status)) == 0
     assert out.details["attack_added"] > 0
@@ -54,10 +61,7 @@ def test_the_step_pricing_every_widened_lp_leaves_no_primary_short(seed):
     # contributor (of those some pattern protects), pricing bought cells where the
     # pattern had no witness, and it leaves unmet the conditions one LP over each whole
     # component leaves
-    t = flat_count_table((4, 4, 3), seed, 1.5)
-    cost = cost_vector(t, "value")
-    plain = gauss(t, cost, singleton=True, attack="never")
-    assert len(short_primaries(t, plain.status)) > 0
+    t, cost, plain = _short_after_the_elimination((4, 4, 3), seed)
     hidden = np.isin(plain.status, ("U", "M"))
     out = AttackStep(t, cost, priced_cells=0).run(hidden)
     assert out.added > 0

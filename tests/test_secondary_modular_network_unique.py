@@ -168,6 +168,14 @@ def test_a_milp_stopped_by_its_node_limit_certifies_nothing():
         assert unique_optimum(K, d, tol, c, nodes=0) is None
 
 
+def _kernel_loaded_plain_optimum(shape, seed):
+    """With the kernel loaded, the plain numpy search of a row-search case (no
+    certificate), run, and its optimum."""
+    load_kernel()
+    plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
+    return plain, plain.run().tolist()
+
+
 @pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (45, (6, 6)),
                                         (55, (5, 6))])
 @pytest.mark.parametrize("certify_nodes", [0, 500])
@@ -178,9 +186,7 @@ def test_loaded_kernel_asks_the_certificate_a_few_nodes_past_the_cap(seed, shape
     certify (500 MILP nodes) the search stops, in the cap's nodes and one more; where
     they cannot (none) it searches on to its end, node for node the plain search.
     Either way numpy's answer, the plain search's optimum."""
-    load_kernel()
-    plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
-    want = plain.run().tolist()
+    plain, want = _kernel_loaded_plain_optimum(shape, seed)
     runs = []
     for compiled in (False, True):
         search = _row_search(shape, seed, SearchLimits(
@@ -222,9 +228,7 @@ def test_loaded_kernel_settles_a_certified_search_as_numpy(seed, shape, max_node
     asks the MILPs only when it gives up (a node budget of 30 ends it before its end,
     20,000 does not; the default budget past the cap outlasts these searches): the
     answer is numpy's search with its certificate, the plain search's optimum."""
-    load_kernel()
-    plain = _row_search(shape, seed, SearchLimits(compiled=False, certify_after=None))
-    want = plain.run().tolist()
+    plain, want = _kernel_loaded_plain_optimum(shape, seed)
     runs = []
     for compiled in (False, True):
         search = _row_search(shape, seed, SearchLimits(compiled=compiled, certify_after=1,

@@ -810,18 +810,23 @@ def test_witness_prune_leaves_a_minimal_protected_pattern(seed, freq_one, warm):
         assert not audit(table, unpublished=less, singleton=True).passed, table.cell_name(i)
 
 
+def _prune_case(seed: int, freq_one: bool):
+    """A prune test's table, its single-contributor requirements, value costs, the
+    primaries (fixed) and the pattern of every candidate suppressed."""
+    table = hier_table(seed, n_primary=3, freq_one=freq_one)
+    req = Requirements.from_table(table, singleton=True)
+    fixed = table.status == "U"
+    return table, req, cost_vector(table, "value"), fixed, fixed | candidate_cells(table)
+
+
 @pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (5, True), (9, True),
                                            (12, True)])
 def test_witness_prune_takes_the_same_decisions_as_the_check_by_check_prune(seed, freq_one):
     # both publish the suppressions dearest first and keep a removal exactly when every
     # attacker condition stays met: sparse witnesses (and a single contributor's condition
     # borrowing the outside intruder's witness) only save LPs, never change a decision
-    table = hier_table(seed, n_primary=3, freq_one=freq_one)
-    req = Requirements.from_table(table, singleton=True)
-    cost = cost_vector(table, "value")
-    fixed = table.status == "U"
+    table, req, cost, fixed, full = _prune_case(seed, freq_one)
     oracle = AttackerOracle(table, req)
-    full = fixed | candidate_cells(table)
     plain = prune(oracle, full, fixed, cost, None, options=OptimalOptions(witness_prune=False))
     out = witness_prune(oracle, full, fixed, cost, None)
     assert out is not None
@@ -834,12 +839,8 @@ def test_pinned_cells_flag_only_removals_that_disclose_a_primary(seed, freq_one)
     # a removal the relations' propagation says pins a primary must fail the
     # independent audit; a trial leaves the state as it was.  On a minimal pattern
     # (every removal fails) some removals are flagged
-    table = hier_table(seed, n_primary=3, freq_one=freq_one)
-    req = Requirements.from_table(table, singleton=True)
-    cost = cost_vector(table, "value")
-    fixed = table.status == "U"
+    table, req, cost, fixed, full = _prune_case(seed, freq_one)
     oracle = AttackerOracle(table, req)
-    full = fixed | candidate_cells(table)
     minimal = witness_prune(oracle, full, fixed, cost, None)
     flagged = 0
     for pattern in (full, minimal):
@@ -863,11 +864,7 @@ def test_pinned_cells_flag_only_removals_that_disclose_a_primary(seed, freq_one)
 def test_pin_propagation_saves_prune_lps_and_keeps_its_decisions(seed, freq_one):
     # the removals the propagation rejects are ones the attacker LPs reject: the same
     # pattern with fewer LPs
-    table = hier_table(seed, n_primary=3, freq_one=freq_one)
-    req = Requirements.from_table(table, singleton=True)
-    cost = cost_vector(table, "value")
-    fixed = table.status == "U"
-    full = fixed | candidate_cells(table)
+    table, req, cost, fixed, full = _prune_case(seed, freq_one)
     counts = [LPCount(), LPCount()]
     with_pins, without = (witness_prune(AttackerOracle(table, req), full, fixed, cost, None,
                                         count=n, pin_propagation=pins)
@@ -884,12 +881,8 @@ def test_prune_below_a_lower_bound_takes_the_same_decisions(seed, freq_one, witn
     # prune told how far the pattern is above it skips the removals that would go below
     # it (they cannot leave it protected), so it ends where the prune without the bound
     # does, with fewer LPs; with no slack (a pattern at the bound) it solves none
-    table = hier_table(seed, n_primary=3, freq_one=freq_one)
-    req = Requirements.from_table(table, singleton=True)
-    cost = cost_vector(table, "value")
-    fixed = table.status == "U"
+    table, req, cost, fixed, full = _prune_case(seed, freq_one)
     oracle = AttackerOracle(table, req)
-    full = fixed | candidate_cells(table)
     options = OptimalOptions(witness_prune=witness)
     slack = float(cost[full & ~fixed].sum()) - brute_force(table, cost)
     counts = [LPCount(), LPCount()]

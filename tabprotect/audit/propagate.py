@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from tabprotect.csr import sum_of_others
+
 
 def outer_bounds(A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray, ub: np.ndarray,
                  rounds: int = 8, rhs_upper: np.ndarray | None = None
@@ -32,8 +34,8 @@ def outer_bounds(A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray, ub: np.ndarr
         # each term's least and greatest contribution a_i x_i
         low = np.where(pos, a * lb[cols], a * ub[cols])
         high = np.where(pos, a * ub[cols], a * lb[cols])
-        least_others = _others(low, rows, m, -np.inf)
-        most_others = _others(high, rows, m, np.inf)
+        least_others = sum_of_others(rows, low, m, -np.inf)
+        most_others = sum_of_others(rows, high, m, np.inf)
         # a_j x_j = b - (the others): between b - most and b - least
         top = (rhs_upper[rows] - least_others) / a
         bottom = (rhs[rows] - most_others) / a
@@ -49,14 +51,3 @@ def outer_bounds(A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray, ub: np.ndarr
             break
         lb, ub = lb_next, ub_next
     return lb, ub
-
-
-def _others(term: np.ndarray, rows: np.ndarray, m: int, inf: float) -> np.ndarray:
-    """Per term: the sum of the other terms of its row (``inf`` when another term is
-    infinite)."""
-    infinite = ~np.isfinite(term)
-    n_inf = np.bincount(rows, weights=infinite, minlength=m)
-    finite_sum = np.bincount(rows, weights=np.where(infinite, 0.0, term), minlength=m)
-    others = finite_sum[rows] - np.where(infinite, 0.0, term)
-    others_inf = n_inf[rows] - infinite > 0
-    return np.where(others_inf, inf, others)

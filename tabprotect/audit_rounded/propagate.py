@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from tabprotect.csr import sum_of_others
 from tabprotect.errors import InputError
 
 __all__ = ["propagated_ranges"]
@@ -43,8 +44,8 @@ def propagated_ranges(A: sp.spmatrix, lower: np.ndarray, upper: np.ndarray,
     for _ in range(max_rounds):
         term_min = np.where(v > 0, v * lo[col], v * hi[col])
         term_max = np.where(v > 0, v * hi[col], v * lo[col])
-        rest_min = _sum_of_others(row, term_min, m, -np.inf)
-        rest_max = _sum_of_others(row, term_max, m, np.inf)
+        rest_min = sum_of_others(row, term_min, m, -np.inf)
+        rest_max = sum_of_others(row, term_max, m, np.inf)
         # v x_j = -(sum of the others): x_j between -rest_max / v and -rest_min / v
         with np.errstate(invalid="ignore"):
             a1, a2 = -rest_max / v, -rest_min / v
@@ -61,16 +62,6 @@ def propagated_ranges(A: sp.spmatrix, lower: np.ndarray, upper: np.ndarray,
             break
         lo, hi = new_lo, new_hi
     return lo, hi
-
-
-def _sum_of_others(row: np.ndarray, term: np.ndarray, m: int, inf: float) -> np.ndarray:
-    """Per entry, the sum of the other terms of its row (``inf`` when an other is
-    infinite)."""
-    infinite = np.isinf(term)
-    finite_sum = np.bincount(row, np.where(infinite, 0.0, term), minlength=m)
-    n_inf = np.bincount(row, infinite.astype(float), minlength=m)
-    others_inf = n_inf[row] - infinite > 0.5
-    return np.where(others_inf, inf, finite_sum[row] - np.where(infinite, 0.0, term))
 
 
 def _ceil(x: np.ndarray) -> np.ndarray:
