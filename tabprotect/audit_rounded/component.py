@@ -106,8 +106,9 @@ class ComponentAudit:
         # a bound never leaves the method's range (an unfinished MILP reports +-inf)
         return np.maximum(out_lo, self.lo) + 0.0, np.minimum(out_hi, self.hi) + 0.0
 
-    def _absorb(self, x, lo_done: np.ndarray, hi_done: np.ndarray) -> None:
-        """An integral feasible table at a cell's range end proves that end is exact."""
+    def absorb(self, x, lo_done: np.ndarray, hi_done: np.ndarray) -> None:
+        """An integral feasible table at a cell's range end proves that end is exact; the
+        table is remembered for later bounds."""
         if x is None or np.abs(x - np.round(x)).max(initial=0.0) > TOL:
             return
         self._saw(x)
@@ -125,11 +126,6 @@ class ComponentAudit:
                 np.abs(self.M @ x - self.rhs).max(initial=0.0) > TOL:
             return None
         return x
-
-    def absorb_table(self, x: np.ndarray, lo_done: np.ndarray, hi_done: np.ndarray) -> None:
-        """A verified table (:meth:`verified_table`): its cells at a range end have that
-        end as their exact bound; it is remembered for later bounds."""
-        self._absorb(x, lo_done, hi_done)
 
     def _saw(self, x: np.ndarray) -> None:
         """Record an integral feasible table's values (each cell's least and greatest)."""
@@ -161,7 +157,7 @@ class ComponentAudit:
                     raise InputError("audit_rounded: no additive integer table is consistent "
                                      "with the published values, base and method")
                 if res.status == "optimal":
-                    self._absorb(res.x, lo_done, hi_done)
+                    self.absorb(res.x, lo_done, hi_done)
                 else:
                     counters.cut = True
                 progress |= int(done.sum()) > before
@@ -196,12 +192,12 @@ class ComponentAudit:
                 elif (x := self._integral_at(model, j, rounded, res.x, counters,
                                              deadline)) is not None:
                     xj = rounded
-                    self._absorb(x, lo_done, hi_done)
+                    self.absorb(x, lo_done, hi_done)
                 else:
                     xj, x = self._integer_bound(j, sense, counters)
-                    self._absorb(x, lo_done, hi_done)
+                    self.absorb(x, lo_done, hi_done)
             else:
-                self._absorb(res.x, lo_done, hi_done)
+                self.absorb(res.x, lo_done, hi_done)
             out[j] = xj
             done[j] = True
 

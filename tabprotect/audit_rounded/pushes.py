@@ -59,7 +59,7 @@ class IntegerPushes:
                 self.counters.mip += 1
                 x = comp.verified_table(res.x)
                 if x is not None:
-                    comp.absorb_table(x, self.lo_done, self.hi_done)
+                    comp.absorb(x, self.lo_done, self.hi_done)
             weak = weak + 1 if before - self._open() < s.push_min_share * before else 0
             if weak == 2 or self._open() == 0:
                 return

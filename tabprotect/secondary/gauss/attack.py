@@ -46,7 +46,7 @@ from tabprotect.model.relations import component_roots, masked_entries
 from tabprotect.model.table import Table
 from tabprotect.records import same_record
 from tabprotect.secondary.gauss.pricing import priced_solve
-from tabprotect.secondary.gauss.widths import WidthStep, seconds_left
+from tabprotect.secondary.gauss.widths import WidthStep, seconds_left, split_rows
 from tabprotect.secondary.prune import Condition
 
 
@@ -314,7 +314,7 @@ class AttackStep(WidthStep):
         if comp is None:
             sub = self.A[:, cells].tocsr()
             sub = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
-            comp = self._store[key] = _Component(cells, sub, sp.hstack([sub, -sub]).tocsr())
+            comp = self._store[key] = _Component(cells, sub, split_rows(sub))
             if len(self._store) > self.stored:
                 self._store.popitem(last=False)
         else:
