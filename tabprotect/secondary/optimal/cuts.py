@@ -251,18 +251,24 @@ class BridgelessRows:
         return out[np.argsort(where, kind="stable")]
 
     def _rows(self, idx: np.ndarray) -> sp.csr_matrix:
+        """Rows ``idx`` built as CSR arrays directly (a COO build's conversion costs
+        more than the rows): each row is its relation's live cells with 1, the cell
+        ``i`` itself with -1 in its place, or appended when ``i`` is not live."""
         k = self.shape[1]
         if len(idx) == 0:
             return sp.csr_matrix((0, k))
         pi, pr, L = self.pi[idx], self.pr[idx], self.live_cells
         size = np.diff(L.indptr)[pr]
-        row = np.repeat(np.arange(len(idx)), size)
-        starts = np.repeat(L.indptr[pr], size)
-        offset = np.arange(len(row)) - np.repeat(np.cumsum(size) - size, size)
-        cell = L.indices[starts + offset]
-        other = cell != pi[row]
-        rows = np.concatenate([row[other], np.arange(len(idx))])
-        cols = np.concatenate([self.col[cell[other]], self.col[pi]])
-        vals = np.concatenate([np.ones(int(other.sum())), -np.ones(len(idx))])
-        return sp.csr_matrix((vals, (rows, cols)), shape=(len(idx), k))
-
+        first = L.indptr[pr]
+        own_live = self.own[idx] > 1.5     # i is one of its relation's live cells
+        length = size + ~own_live
+        indptr = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(length, out=indptr[1:])
+        n = int(indptr[-1])
+        row = np.repeat(np.arange(len(idx)), length)
+        offset = np.arange(n) - indptr[row]
+        inside = offset < size[row]          # an entry of the relation's live cells
+        cell = np.where(inside, L.indices[np.where(inside, first[row] + offset, 0)],
+                        pi[row])
+        vals = np.where(cell == pi[row], -1.0, 1.0)
+        return sp.csr_matrix((vals, self.col[cell], indptr), shape=(len(idx), k))
