@@ -259,7 +259,7 @@ CHILD = ("import sys; from tabprotect.cli import main; code = main(sys.argv[1:])
          "print(json.dumps({'code': code, 'pandas': 'pandas' in sys.modules}))")
 
 
-def _job(tmp_path: Path, microdata: bool) -> Path:
+def _job(tmp_path: Path, microdata: bool, method: str = "modular") -> Path:
     rng = np.random.default_rng(5)
     if microdata:
         frame = _micro()
@@ -278,15 +278,19 @@ def _job(tmp_path: Path, microdata: bool) -> Path:
                 'compute_totals = true\nkind = "frequency"\n')
     for d in ("r", "c"):
         spec += f'[hierarchies.{d}]\nflat = true\ntotal = "T"\n'
-    spec += '[protect]\nmethod = "modular"\n'
+    spec += f'[protect]\nmethod = "{method}"\nseed = 1\n' if method == "cta" \
+        else f'[protect]\nmethod = "{method}"\n'
     path = tmp_path / "job.toml"
     path.write_text(spec)
     return path
 
 
-@pytest.mark.parametrize("microdata", [False, True], ids=["cells", "microdata"])
-def test_a_csv_protect_job_never_imports_pandas(tmp_path, microdata):
-    job = _job(tmp_path, microdata)
+@pytest.mark.parametrize("microdata, method", [(False, "modular"), (True, "modular"),
+                                               (True, "cta")],
+                         ids=["cells", "microdata", "cta"])
+def test_a_csv_protect_job_never_imports_pandas(tmp_path, microdata, method):
+    # cta's audit is written from its Columns (AdjustedAudit.to_columns), as suppression's
+    job = _job(tmp_path, microdata, method)
     out = subprocess.run([sys.executable, "-c", "import json; " + CHILD, "protect", str(job),
                           "-o", str(tmp_path / "out"), "--quiet"], capture_output=True,
                          text=True, cwd=ROOT, check=True)
