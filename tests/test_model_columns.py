@@ -243,6 +243,13 @@ WRITTEN = [
                   "published": [True, False, True], "status": ["S", "U", "M"]}),
     pd.DataFrame({"cell": [0, 1], "share": [1 / 3, 2.0], "note": [None, "x"]}),
     pd.DataFrame({"only": ["", "a"]}),
+    # no field to quote (the lines joined without the csv module): text with spaces and
+    # missing fields, a row of empty fields, numbers, booleans, integers
+    pd.DataFrame({"code": [" a", "b b", None, "é"], "value": [1.5, np.nan, -0.0, 2e20],
+                  "flag": [True, False, True, False], "n": [1, -2, 3, 0],
+                  "note": ["x", None, None, "it's"]}),
+    pd.DataFrame({"a": [None, "1"], "b": [None, "2"]}),
+    pd.DataFrame({"a": ["1", "2\r3"], "b": ["x", "y"]}),
 ]
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
@@ -317,8 +318,9 @@ class Hierarchy:
 
     def lookup(self, codes) -> np.ndarray:
         """Positions of many codes at once; -1 where a code is unknown."""
-        get = self._position.get
-        return np.fromiter((get(c, -1) for c in codes), dtype=np.int64)
+        codes = codes.tolist() if isinstance(codes, np.ndarray) else list(codes)
+        return np.fromiter(map(self._position.get, codes, repeat(-1, len(codes))),
+                           dtype=np.int64, count=len(codes))
 
     @property
     def children(self) -> tuple[tuple[int, ...], ...]:
