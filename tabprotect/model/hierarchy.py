@@ -272,10 +272,11 @@ class Hierarchy:
         pairs: list[tuple[str, str]] = []
         pair_rows: list[int] = []
         seen: dict[str, tuple[str, int]] = {}
-        first_row: dict[tuple, int] = {}
-        for i, row in enumerate(zip(*levels)):
-            first_row.setdefault(row, i)
-        for row, i in first_row.items():
+        rows = list(zip(*levels))
+        # each distinct row in order of first appearance, with its first row number
+        first_row = dict(zip(reversed(rows), range(len(rows) - 1, -1, -1)))
+        for row in dict.fromkeys(rows):
+            i = first_row[row]
             prev = str(total)
             for column, code in zip(columns, row):
                 if code == prev:
