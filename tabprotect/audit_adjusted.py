@@ -22,12 +22,15 @@ records):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from tabprotect.model.columns import Columns
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: default tolerance of the checks, relative to max(1, |value|)
 TOLERANCE = 1e-6
@@ -88,10 +91,14 @@ class AdjustedAudit:
                 "tolerance": self.tolerance, **self.measures}
 
     def to_frame(self, table: Table, only_flagged: bool = False) -> pd.DataFrame:
+        """:meth:`to_columns` as a DataFrame (index: the cells' positions)."""
+        return self.to_columns(table, only_flagged).to_pandas()
+
+    def to_columns(self, table: Table, only_flagged: bool = False) -> Columns:
         """Confidential: per cell the true value, the required interval of sensitive
         cells (``required_lower .. required_upper`` must NOT contain the published
         value) and the verdict; ``only_flagged``: only the cells that fail a check."""
-        out = table.to_frame(("value",))
+        out = table.to_columns(("value",))
         out["sensitive"] = self.sensitive
         out["required_lower"] = np.where(self.sensitive, self.required_lower, np.nan)
         out["required_upper"] = np.where(self.sensitive, self.required_upper, np.nan)
@@ -103,7 +110,7 @@ class AdjustedAudit:
         moved[self.fixed_changed] = True
         out["fixed_changed"] = moved
         if only_flagged:
-            out = out[~self.protected | bad | moved]
+            out = out.rows(~self.protected | bad | moved)
         return out
 
 

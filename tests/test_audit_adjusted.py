@@ -42,6 +42,21 @@ def test_a_sensitive_cell_inside_its_interval_fails():
     assert len(a.to_frame(t, only_flagged=True)) == 1
 
 
+@pytest.mark.parametrize("only_flagged", [False, True])
+def test_the_audit_file_from_columns_is_what_pandas_writes_of_the_frame(tmp_path,
+                                                                       only_flagged):
+    # the CLI writes the audit's Columns (no pandas); the bytes are pandas' of the frame
+    from tabprotect.io.output import format_frame, write_frame
+    t = table_2x2()
+    a = audit_adjusted(t, moved(t, 1.0))
+    frame = a.to_frame(t, only_flagged=only_flagged)
+    assert frame.index.tolist() == ([4] if only_flagged else list(range(t.n_cells)))
+    ours = write_frame(a.to_columns(t, only_flagged=only_flagged), tmp_path / "ours.csv")
+    format_frame(frame).to_csv(tmp_path / "pandas.csv", index=False)
+    assert ours.read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+    assert ours.read_text().count("\n") == (2 if only_flagged else 1 + t.n_cells)
+
+
 def test_a_broken_relation_fails_by_relations_and_by_the_model_matrix():
     t = table_2x2()
     y = moved(t, 2.0)

@@ -87,6 +87,19 @@ def test_from_columns_strips_codes_and_names_an_empty_one():
     assert "31337" not in str(err.value) and "'a1'" not in str(err.value)
 
 
+def test_from_columns_orders_codes_by_first_row_and_names_the_first_rows():
+    # repeated rows: each distinct row once, in order of first appearance; an error names
+    # the first row of each of the two rows in conflict
+    df = pd.DataFrame({"l": ["B", "A", "B", "A", "A", "C"],
+                       "h": ["b1", "a1", "b1", "a2", "a1", "a1"]})
+    h = Hierarchy.from_columns(df.iloc[:5], ["l", "h"])
+    assert h.codes == ("Total", "B", "b1", "A", "a1", "a2")
+    with pytest.raises(InputError, match=r"row 5 \(0-based position; index label 5\): the "
+                                         r"code in column 'h' has two parents \(the other at "
+                                         r"row 1 \(0-based"):
+        Hierarchy.from_columns(df, ["l", "h"])
+
+
 @pytest.mark.parametrize("pairs,msg", [
     ([("T", "a"), ("a", "T")], "cycle"),
     ([("T", "a"), ("U", "b")], "2 roots"),

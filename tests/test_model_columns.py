@@ -243,6 +243,13 @@ WRITTEN = [
                   "published": [True, False, True], "status": ["S", "U", "M"]}),
     pd.DataFrame({"cell": [0, 1], "share": [1 / 3, 2.0], "note": [None, "x"]}),
     pd.DataFrame({"only": ["", "a"]}),
+    # no field to quote (the lines joined without the csv module): text with spaces and
+    # missing fields, a row of empty fields, numbers, booleans, integers
+    pd.DataFrame({"code": [" a", "b b", None, "é"], "value": [1.5, np.nan, -0.0, 2e20],
+                  "flag": [True, False, True, False], "n": [1, -2, 3, 0],
+                  "note": ["x", None, None, "it's"]}),
+    pd.DataFrame({"a": [None, "1"], "b": [None, "2"]}),
+    pd.DataFrame({"a": ["1", "2\r3"], "b": ["x", "y"]}),
 ]
 
 
@@ -259,7 +266,7 @@ CHILD = ("import sys; from tabprotect.cli import main; code = main(sys.argv[1:])
          "print(json.dumps({'code': code, 'pandas': 'pandas' in sys.modules}))")
 
 
-def _job(tmp_path: Path, microdata: bool) -> Path:
+def _job(tmp_path: Path, microdata: bool, method: str = "modular") -> Path:
     rng = np.random.default_rng(5)
     if microdata:
         frame = _micro()
@@ -278,15 +285,19 @@ def _job(tmp_path: Path, microdata: bool) -> Path:
                 'compute_totals = true\nkind = "frequency"\n')
     for d in ("r", "c"):
         spec += f'[hierarchies.{d}]\nflat = true\ntotal = "T"\n'
-    spec += '[protect]\nmethod = "modular"\n'
+    spec += f'[protect]\nmethod = "{method}"\nseed = 1\n' if method == "cta" \
+        else f'[protect]\nmethod = "{method}"\n'
     path = tmp_path / "job.toml"
     path.write_text(spec)
     return path
 
 
-@pytest.mark.parametrize("microdata", [False, True], ids=["cells", "microdata"])
-def test_a_csv_protect_job_never_imports_pandas(tmp_path, microdata):
-    job = _job(tmp_path, microdata)
+@pytest.mark.parametrize("microdata, method", [(False, "modular"), (True, "modular"),
+                                               (True, "cta")],
+                         ids=["cells", "microdata", "cta"])
+def test_a_csv_protect_job_never_imports_pandas(tmp_path, microdata, method):
+    # cta's audit is written from its Columns (AdjustedAudit.to_columns), as suppression's
+    job = _job(tmp_path, microdata, method)
     out = subprocess.run([sys.executable, "-c", "import json; " + CHILD, "protect", str(job),
                           "-o", str(tmp_path / "out"), "--quiet"], capture_output=True,
                          text=True, cwd=ROOT, check=True)

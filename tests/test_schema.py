@@ -262,3 +262,45 @@ def test_manual_status_words_are_mapped(tmp_path, capsys):
     (tmp_path / "apriori.csv").write_text("region,size,status\nS,a,private\n")
     code, err = run_cli(["primary", str(write(tmp_path, job))], capsys)
     assert code == 2 and "apriori.csv" in err and "not a status" in err
+
+
+#: each method's package, imported when a job names the method
+METHOD_PACKAGES = {"optimal": "tabprotect.secondary.optimal",
+                   "modular": "tabprotect.secondary.modular",
+                   "hypercube": "tabprotect.secondary.hypercube",
+                   "gauss": "tabprotect.secondary.gauss",
+                   "greedy": "tabprotect.secondary.greedy", "cta": "tabprotect.adjust"}
+CHECK_METHOD_JOB = """
+import dataclasses, json, sys
+from tabprotect.errors import InputError
+from tabprotect.io.schema import check_job
+method, packages = sys.argv[1], json.loads(sys.argv[2])
+loaded = lambda: sorted(m for m in packages.values() if m in sys.modules)
+assert loaded() == [], loaded()
+from tabprotect.secondary import METHODS
+options = METHODS[method].options
+keys = [f.name for f in dataclasses.fields(options)
+        if type(f.default) in (bool, int, float, str) and f.name != "time_limit"]
+spec = {"input": {"cells": "c.csv", "dimensions": ["r"]},
+        "protect": {"method": method, keys[0]: options().__getattribute__(keys[0])}}
+check_job(spec)
+try:
+    check_job({**spec, "protect": {"method": method, "no_such_option": 1}})
+    raise SystemExit("an unknown option passed")
+except InputError as exc:
+    assert keys[0] in str(exc), str(exc)
+print(json.dumps({"loaded": loaded(), "key": keys[0]}))
+"""
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_PACKAGES))
+def test_a_job_checks_a_method_option_by_loading_that_method(method):
+    # the schema finds a method's option types through the registry, which imports the
+    # method's package on first use: no method is loaded before, each method's options
+    # are found (a method whose options class is not found would reject its own option)
+    import json
+    out = subprocess.run([sys.executable, "-c", CHECK_METHOD_JOB, method,
+                          json.dumps(METHOD_PACKAGES)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert METHOD_PACKAGES[method] in json.loads(out.stdout.splitlines()[-1])["loaded"]

@@ -9,14 +9,16 @@ confidential as its value.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.audit_adjusted import AdjustedAudit
 from tabprotect.model.table import Table
 from tabprotect.results import publication_frame, published_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass

@@ -246,7 +246,13 @@ def text_values(values: np.ndarray) -> np.ndarray:
     out = np.empty(len(arr), dtype=object)
     keep = ~miss
     if keep.any():
-        out[keep] = np.char.strip(arr[keep].astype(str)).astype(object)
+        present = arr[keep].tolist()
+        # text stripped one by one (numpy's text arrays would also drop trailing NULs)
+        if set(map(type, present)) == {str} and "\x00" not in "".join(present):
+            out[keep] = np.fromiter(map(str.strip, present), dtype=object,
+                                    count=len(present))
+        else:
+            out[keep] = np.char.strip(arr[keep].astype(str)).astype(object)
     return out
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
@@ -271,10 +272,11 @@ class Hierarchy:
         pairs: list[tuple[str, str]] = []
         pair_rows: list[int] = []
         seen: dict[str, tuple[str, int]] = {}
-        first_row: dict[tuple, int] = {}
-        for i, row in enumerate(zip(*levels)):
-            first_row.setdefault(row, i)
-        for row, i in first_row.items():
+        rows = list(zip(*levels))
+        # each distinct row in order of first appearance, with its first row number
+        first_row = dict(zip(reversed(rows), range(len(rows) - 1, -1, -1)))
+        for row in dict.fromkeys(rows):
+            i = first_row[row]
             prev = str(total)
             for column, code in zip(columns, row):
                 if code == prev:
@@ -317,8 +319,9 @@ class Hierarchy:
 
     def lookup(self, codes) -> np.ndarray:
         """Positions of many codes at once; -1 where a code is unknown."""
-        get = self._position.get
-        return np.fromiter((get(c, -1) for c in codes), dtype=np.int64)
+        codes = codes.tolist() if isinstance(codes, np.ndarray) else list(codes)
+        return np.fromiter(map(self._position.get, codes, repeat(-1, len(codes))),
+                           dtype=np.int64, count=len(codes))
 
     @property
     def children(self) -> tuple[tuple[int, ...], ...]:

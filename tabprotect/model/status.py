@@ -48,8 +48,9 @@ def parse_status(column, source: str, name: str = "status", rows=None) -> np.nda
     """A status column as letters: S U M P Z (any case), the words of
     :data:`STATUS_WORDS`, or blank (not given); anything else names its row (a file's
     line; with ``rows``, the frame the column is of, as :func:`row_place` names it)."""
-    text = text_values(np.asarray(column, dtype=object))
-    letters = np.array([_status_letter(t) for t in text], dtype=object)
+    text = text_values(np.asarray(column, dtype=object)).tolist()
+    letter = {t: _status_letter(t) for t in dict.fromkeys(text)}    # each distinct once
+    letters = np.fromiter(map(letter.__getitem__, text), dtype=object, count=len(text))
     bad = ~np.isin(letters.astype(str), ("", "S", "U", "M", "P", "Z"))
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
