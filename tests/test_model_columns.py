@@ -285,22 +285,49 @@ def _job(tmp_path: Path, microdata: bool, method: str = "modular") -> Path:
                 'compute_totals = true\nkind = "frequency"\n')
     for d in ("r", "c"):
         spec += f'[hierarchies.{d}]\nflat = true\ntotal = "T"\n'
-    spec += f'[protect]\nmethod = "{method}"\nseed = 1\n' if method == "cta" \
-        else f'[protect]\nmethod = "{method}"\n'
+    if method in ("random", "controlled"):
+        spec += f'[round]\nbase = 3\nmethod = "{method}"\n'
+        spec += "seed = 1\n" if method == "random" else ""
+    else:
+        spec += f'[protect]\nmethod = "{method}"\nseed = 1\n' if method == "cta" \
+            else f'[protect]\nmethod = "{method}"\n'
     path = tmp_path / "job.toml"
     path.write_text(spec)
     return path
 
 
 @pytest.mark.parametrize("microdata, method", [(False, "modular"), (True, "modular"),
-                                               (True, "cta")],
-                         ids=["cells", "microdata", "cta"])
-def test_a_csv_protect_job_never_imports_pandas(tmp_path, microdata, method):
-    # cta's audit is written from its Columns (AdjustedAudit.to_columns), as suppression's
+                                               (True, "cta"), (True, "random"),
+                                               (False, "controlled")],
+                         ids=["cells", "microdata", "cta", "random", "controlled"])
+def test_a_csv_protect_or_round_job_never_imports_pandas(tmp_path, microdata, method):
+    # cta's and a rounding's audits are written from their Columns
+    # (AdjustedAudit.to_columns, RoundedAuditResult.to_columns), as suppression's
     job = _job(tmp_path, microdata, method)
-    out = subprocess.run([sys.executable, "-c", "import json; " + CHILD, "protect", str(job),
+    command = "round" if method in ("random", "controlled") else "protect"
+    out = subprocess.run([sys.executable, "-c", "import json; " + CHILD, command, str(job),
                           "-o", str(tmp_path / "out"), "--quiet"], capture_output=True,
                          text=True, cwd=ROOT, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"code": 0, "pandas": False}
     assert (tmp_path / "out" / "published.csv").is_file()
+
+
+@pytest.mark.parametrize("only_flagged", [False, True])
+def test_the_rounded_audit_file_from_columns_is_what_pandas_writes_of_the_frame(
+        tmp_path, only_flagged):
+    # the CLI writes a rounded table's audit from its Columns (no pandas); the bytes and
+    # the flagged rows' positions are those of the audit's DataFrame
+    from tabprotect.audit_rounded import audit_rounded
+    from tabprotect.rounding import round_table
+    t = Table.from_arrays(_dims(), [10, 6, 4, 5, 3, 2, 5, 3, 2], freq=[5] * 9)
+    audit = audit_rounded(round_table(t, base=5, method="random", seed=1))
+    flagged = audit.narrower | audit.exact | audit.pinned_small
+    assert flagged.any() and not flagged.all()
+    frame = audit.to_frame(table=t, only_flagged=only_flagged)
+    columns = audit.to_columns(table=t, only_flagged=only_flagged)
+    assert frame.index.tolist() == (np.flatnonzero(flagged).tolist() if only_flagged
+                                    else list(range(t.n_cells)))
+    ours = write_csv(columns, tmp_path / "ours.csv").read_bytes()
+    format_frame(frame).to_csv(tmp_path / "pandas.csv", index=False)
+    assert ours == (tmp_path / "pandas.csv").read_bytes()

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from tabprotect.model.columns import Columns
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TOL", "RoundedAuditResult"]
 
@@ -114,6 +117,12 @@ class RoundedAuditResult:
 
     def to_frame(self, confidential: bool = False, *, table: Table | None = None,
                  only_flagged: bool = False) -> pd.DataFrame:
+        """:meth:`to_columns` as a DataFrame."""
+        return self.to_columns(confidential, table=table,
+                               only_flagged=only_flagged).to_pandas()
+
+    def to_columns(self, confidential: bool = False, *, table: Table | None = None,
+                   only_flagged: bool = False) -> Columns:
         """Cells with ``published, range_lower, range_upper, lower, upper`` and the flags.
 
         ``confidential=True`` adds ``confidential_value``, the true value of every cell
@@ -123,7 +132,7 @@ class RoundedAuditResult:
         labels = self.table if table is None else table
         if labels is None:
             raise ValueError("this audit holds no table: call to_frame(table=...)")
-        out = labels.to_frame(())
+        out = labels.to_columns(())
         if confidential:
             if table is None and self.true_values is None:
                 raise ValueError("this audit was given no true values: call "
@@ -139,5 +148,5 @@ class RoundedAuditResult:
         out["exact"] = self.exact
         out["pinned_small"] = self.pinned_small
         if only_flagged:
-            out = out[self.narrower | self.exact | self.pinned_small]
+            out = out.rows(self.narrower | self.exact | self.pinned_small)
         return out

@@ -3,14 +3,16 @@ the audit (the result protocol of :mod:`tabprotect.results`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
 from tabprotect.results import publication_frame, published_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["METHODS", "TOL", "ZeroRestrictedInfeasible", "RoundingResult"]
 
