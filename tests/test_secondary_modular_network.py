@@ -424,52 +424,6 @@ def test_scalar_nodes_make_the_numpy_nodes_choices(seed, shape, variant):
     assert runs[0][2] > 1
 
 
-@pytest.mark.parametrize("seed,shape", [(42, (6, 6)), (56, (6, 6)), (55, (5, 6)),
-                                        (75, (5, 6)), (3, (4, 7))])
-@pytest.mark.parametrize("variant", ["optimum", "first", "dominance", "node limit"])
-def test_nodes_gathering_from_their_parent_make_the_same_choices(seed, shape, variant):
-    """Numpy nodes that copy their coefficients from their parent's block give the
-    pattern, cost and node count of nodes copying them from the whole row matrix."""
-    extra = {"dominance": {"dominance_after": 0}, "node limit": {"max_nodes": 40}}
-    runs = []
-    for gather in (False, True):
-        limits = SearchLimits(compiled=False, scalar_below=0, certify_after=None,
-                              gather_from_parent=gather, **extra.get(variant, {}))
-        search = _row_search(shape, seed, limits, first_only=variant == "first")
-        pick = search.run()
-        runs.append((None if pick is None else pick.tolist(), search.best_cost, search.nodes,
-                     search.gave_up))
-    assert runs[0] == runs[1]
-    assert runs[0][2] > 1
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_a_childs_gathered_block_is_its_rows_and_candidates_of_the_row_matrix(seed):
-    """Along a path of the search (a candidate chosen, one left out at each step), each
-    node's block copied from its parent's is the row matrix's entries at the node's
-    short rows and available candidates."""
-    rng = np.random.default_rng(seed)
-    search = _row_search((6, 6), 42 + seed, SearchLimits(compiled=False, scalar_below=0))
-    n, K = len(search.c), search.K
-    chosen, excluded = np.zeros(n, bool), np.zeros(n, bool)
-    block, steps = None, 0
-    while True:
-        slack = search.d - K[:, chosen].sum(axis=1)
-        short = np.flatnonzero(slack > search.tol)
-        idx = np.flatnonzero(~chosen & ~excluded)
-        if not len(short) or len(idx) < 2:
-            break
-        search.block = None
-        got = search._gather(short, idx, block)
-        assert np.array_equal(got, K[np.ix_(short, idx)])
-        block = search.block
-        assert block is not None
-        chosen[rng.choice(idx)] = True
-        excluded[rng.choice(np.flatnonzero(~chosen & ~excluded))] = True
-        steps += 1
-    assert steps >= 2
-
-
 @pytest.mark.parametrize("seed,singleton,spl", [(12, True, 0.0), (13, False, 0.4),
                                                 (22, True, 0.0), (23, False, 0.3)])
 def test_scalar_nodes_keep_the_pattern_with_lazy_conditions(seed, singleton, spl):

@@ -55,10 +55,6 @@ class SearchLimits:
     #: Python floats (:mod:`.network_scalar`: the same decisions), where numpy's cost
     #: per call would be most of the node's time
     scalar_below: int = 250
-    #: a numpy-judged node copies its short rows' coefficients over its candidates from
-    #: its parent's copy (a fraction of ``K``'s rows and columns) instead of from ``K``
-    #: (off: from ``K``; the same floats either way)
-    gather_from_parent: bool = True
     #: numpy nodes before the loaded kernel takes over (a search this small ends before
     #: the kernel's set-up pays)
     compiled_after: int = 0

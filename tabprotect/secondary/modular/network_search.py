@@ -146,10 +146,6 @@ class _Search:
         self.nodes = 0
         #: nodes before the search gives up (fewer when the compiled kernel takes over)
         self.node_cap = limits.max_nodes
-        #: the last numpy-judged node's short rows, available candidates and their
-        #: coefficients (uncapped): its children gather theirs from it
-        #: (``SearchLimits.gather_from_parent``)
-        self.block: tuple | None = None
         self.gave_up = False
         self.first_only = False
         #: the node's short rows' coefficients, costs and the branch's columns, for
@@ -426,11 +422,9 @@ class _Search:
                                    certify_after=None, compiled=False)
 
     def _node(self, chosen: np.ndarray, excluded: np.ndarray, cost: float,
-              slack: np.ndarray, block: tuple | None = None) -> None:
+              slack: np.ndarray) -> None:
         """``slack``: what each row still lacks with the ``chosen`` candidates (the
-        parent's slack less the row's coefficients of the candidate just chosen);
-        ``block``: the parent's short rows, available candidates and coefficients when
-        numpy judged it (:meth:`_gather`)."""
+        parent's slack less the row's coefficients of the candidate just chosen)."""
         if self.gave_up:
             return
         self.nodes += 1
@@ -441,10 +435,8 @@ class _Search:
             return
         short = (slack > self.tol).nonzero()[0]
         avail = ~chosen & ~excluded
-        self.block = None
         if len(short):
-            branch = self._row_branch(slack, short, avail, cost, block)
-            block = self.block
+            branch = self._row_branch(slack, short, avail, cost)
         else:
             n_rows = len(self.d)
             branch = self._lazy_branch(chosen, avail)
@@ -482,7 +474,7 @@ class _Search:
                                         self.K[n_rows:, chosen & (np.arange(len(chosen))
                                                                   != e)].sum(axis=1)])
                 n_rows = len(self.d)
-            self._node(chosen, excluded, cost + ce, slack - self.KT[e], block)
+            self._node(chosen, excluded, cost + ce, slack - self.KT[e])
             chosen[e] = False
             excluded[e] = True
             if self.gave_up:
@@ -492,26 +484,7 @@ class _Search:
         self.nodes -= 1
         self._node(chosen, excluded, cost, slack)
 
-    def _gather(self, short: np.ndarray, idx: np.ndarray, block: tuple | None) -> np.ndarray:
-        """The coefficients of the ``short`` rows over the ``idx`` candidates (uncapped),
-        from the parent's ``block`` where there is one: a row met stays met below and a
-        candidate chosen or left out stays so, so a child's short rows and candidates
-        are the parent's or fewer, and copying them from the parent's block reads a
-        fraction of what copying them from ``K`` reads (the same floats).  Kept as the
-        node's block for its children (``SearchLimits.gather_from_parent``; not with
-        lazy conditions, whose rows are added during the search)."""
-        if block is not None:
-            rows, cols, sub = block
-            got = sub.take(np.searchsorted(rows, short), axis=0) \
-                .take(np.searchsorted(cols, idx), axis=1)
-        else:
-            got = self.K.take(short, axis=0).take(idx, axis=1)
-        if self.limits.gather_from_parent and not self.lazy:
-            self.block = (short, idx, got)
-        return got
-
-    def _row_branch(self, slack, short, avail, cost,
-                    block: tuple | None = None) -> np.ndarray | None:
+    def _row_branch(self, slack, short, avail, cost) -> np.ndarray | None:
         """The candidates to branch on (best ratio first), or None to drop the node.
 
         The row branched on is the first of those with the fewest candidates whose
@@ -523,7 +496,7 @@ class _Search:
         if len(short) * len(idx) < self.limits.scalar_below:
             return self._scalar_branch(slack, short, avail, idx, cost)
         need = slack[short]
-        Kc = np.minimum(self._gather(short, idx, block), need[:, None])
+        Kc = np.minimum(self.K.take(short, axis=0).take(idx, axis=1), need[:, None])
         c = self.c[idx]
         pos = Kc > 0
         low = need - self.tol[short]
