@@ -32,7 +32,7 @@ from tabprotect.secondary.modular.network_scalar import row_branch as scalar_row
 from tabprotect.secondary.modular.network_check import network_unprotected
 from tabprotect.secondary.modular.network_cuts import _unique_rows
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
-                                                        _Search, network_pattern)
+                                                        _Search, network_pattern, prepared_search)
 from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.attack_requirements import Requirements
 
@@ -259,6 +259,23 @@ def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(flows):
     res = protect(t, method="modular", cost="value", singleton=False,
                   options=ModularOptions(proof_by_flows=flows))
     assert protected(res.confidential_table, singleton=False).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prepared_search_holds_its_rows_as_one_contiguous_block(seed):
+    """The search's cut rows and deficits are contiguous arrays (the deduplicated rows
+    come as columns of one array: a node copying its short rows from a strided view
+    reads several times as much), with the listed rows' values."""
+    t = _subtable((5, 6), seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    prob, search = prepared_search(t, req, cost_vector(t, "value"), candidate_cells(t))
+    assert len(search.d) > 1
+    assert search.K.flags.c_contiguous and search.d.flags.c_contiguous
+    parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
+             for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]
+    both = np.unique(np.column_stack([np.vstack([p[0] for p in parts]),
+                                      np.concatenate([p[1] for p in parts])]), axis=0)
+    assert np.array_equal(search.K, both[:, :-1]) and np.array_equal(search.d, both[:, -1])
 
 
 def test_unique_rows_are_numpys_unique_rows():
