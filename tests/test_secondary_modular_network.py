@@ -23,8 +23,8 @@ from tabprotect.secondary.base import cost_vector
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.modular.network import Network
 from tabprotect.secondary.modular.network_cuts import (Problem, SearchLimits, _coefficients,
-                                                      _short_cuts, _subset_bits,
-                                                      cut_rows_both)
+                                                      _short_cuts, _split_crossing,
+                                                      _subset_bits, cut_rows_both)
 from tabprotect.secondary.modular import network_kernel
 from tabprotect.secondary.modular.network_kernel import KernelState, load_kernel, search_slice
 from tabprotect.secondary.modular.network_scalar import pairwise_sum
@@ -32,7 +32,7 @@ from tabprotect.secondary.modular.network_scalar import row_branch as scalar_row
 from tabprotect.secondary.modular.network_check import network_unprotected
 from tabprotect.secondary.modular.network_cuts import _unique_rows
 from tabprotect.secondary.modular.network_search import (_cover_bounds, _dominated_by_earlier,
-                                                        _Search, network_pattern)
+                                                        _Search, network_pattern, prepared_search)
 from tabprotect.secondary.optimal import optimal
 from tabprotect.secondary.attack_requirements import Requirements
 
@@ -259,6 +259,23 @@ def test_modular_on_a_hierarchical_two_way_table_passes_the_lp_oracle(flows):
     res = protect(t, method="modular", cost="value", singleton=False,
                   options=ModularOptions(proof_by_flows=flows))
     assert protected(res.confidential_table, singleton=False).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prepared_search_holds_its_rows_as_one_contiguous_block(seed):
+    """The search's cut rows and deficits are contiguous arrays (the deduplicated rows
+    come as columns of one array: a node copying its short rows from a strided view
+    reads several times as much), with the listed rows' values."""
+    t = _subtable((5, 6), seed, published=0.2)
+    req = Requirements.from_table(t, singleton=False)
+    prob, search = prepared_search(t, req, cost_vector(t, "value"), candidate_cells(t))
+    assert len(search.d) > 1
+    assert search.K.flags.c_contiguous and search.d.flags.c_contiguous
+    parts = [p for s, nu, nd in zip(req.primary, req.need_up, req.need_down)
+             for p in cut_rows_both(prob, int(s), float(nu), float(nd), SearchLimits())]
+    both = np.unique(np.column_stack([np.vstack([p[0] for p in parts]),
+                                      np.concatenate([p[1] for p in parts])]), axis=0)
+    assert np.array_equal(search.K, both[:, :-1]) and np.array_equal(search.d, both[:, -1])
 
 
 def test_unique_rows_are_numpys_unique_rows():
@@ -701,6 +718,29 @@ def test_round_budget_is_max_nodes_with_the_kernel_loaded_or_not():
     search.limits = dataclasses.replace(numpy_only, compiled=True)
     assert search._round_limits(100, first_only=True, certified=0).max_nodes == 200
 
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_split_crossings_are_the_edges_leaving_each_side(seed):
+    """Per cut (a source side) and per edge, suppressed and candidate apart: forwards
+    when its tail lies in the side and its head does not, backwards the other way, in
+    the cuts x edges layout the listing sums (column-major)."""
+    rng = np.random.default_rng(seed)
+    n_nodes, n_edges = 9, 20
+    side = rng.random((2 ** 8, n_nodes)) < 0.5
+    net = types.SimpleNamespace(tail=rng.integers(0, n_nodes, n_edges),
+                                head=rng.integers(0, n_nodes, n_edges))
+    prob = types.SimpleNamespace(net=net, fixed=rng.random(n_edges) < 0.4)
+    edges = np.sort(rng.choice(n_edges, 15, replace=False))
+    got = _split_crossing(prob, side, edges)
+    for part, mask in zip(got, (prob.fixed[edges], ~prob.fixed[edges])):
+        sub = edges[mask]
+        at_tail = np.array([[side[k, net.tail[e]] for e in sub] for k in range(len(side))])
+        at_head = np.array([[side[k, net.head[e]] for e in sub] for k in range(len(side))])
+        fwd, bwd = part
+        assert np.array_equal(fwd, at_tail & ~at_head)
+        assert np.array_equal(bwd, at_head & ~at_tail)
+        assert fwd.flags.f_contiguous and bwd.flags.f_contiguous
 
 
 @pytest.mark.parametrize("seed,n_edges", [(1, 9), (2, 16), (3, 23), (4, 40)])

@@ -193,21 +193,25 @@ def cut_row(prob: Problem, side: np.ndarray, s: int, j: int, need: float
     return _rows(prob, edges, need, _split_crossing(prob, side[None, :], edges))
 
 
-def _crossing(prob: Problem, side: np.ndarray, edges: np.ndarray
+def _crossing(prob: Problem, by_node: np.ndarray, edges: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Which of ``edges`` leave the source sides ``side`` (cuts x nodes) tail first
-    (forwards) and head first (backwards): each end's column gathered once."""
-    at_tail, at_head = side[:, prob.net.tail[edges]], side[:, prob.net.head[edges]]
-    return at_tail & ~at_head, at_head & ~at_tail
+    """Which of ``edges`` leave the source sides tail first (forwards) and head first
+    (backwards), cuts x edges; ``by_node``: the sides as nodes x cuts (each end's row of
+    every cut's flags gathered once: rows are contiguous, where a cuts x nodes array
+    would be gathered element by element)."""
+    at_tail, at_head = by_node[prob.net.tail[edges]], by_node[prob.net.head[edges]]
+    return (at_tail & ~at_head).T, (at_head & ~at_tail).T
 
 
 def _split_crossing(prob: Problem, side: np.ndarray, edges: np.ndarray) -> tuple:
-    """:func:`_crossing` of the suppressed (fixed) ``edges`` and of the candidate ones,
-    each over its own columns: ``((fwd, bwd) fixed, (fwd, bwd) candidates)``, the
-    columns :func:`_rows` reads, without gathering them from the whole crossing."""
+    """:func:`_crossing` of the suppressed (fixed) ``edges`` and of the candidate ones
+    (``side``: the source sides, cuts x nodes), each over its own columns:
+    ``((fwd, bwd) fixed, (fwd, bwd) candidates)``, the columns :func:`_rows` reads,
+    without gathering them from the whole crossing."""
     is_fixed = prob.fixed[edges]
-    return (_crossing(prob, side, edges[is_fixed]),
-            _crossing(prob, side, edges[~is_fixed]))
+    by_node = np.ascontiguousarray(side.T)
+    return (_crossing(prob, by_node, edges[is_fixed]),
+            _crossing(prob, by_node, edges[~is_fixed]))
 
 
 def _rows(prob: Problem, edges: np.ndarray, need: float, crossing: tuple,

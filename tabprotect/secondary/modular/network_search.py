@@ -131,7 +131,9 @@ class _Search:
     def __init__(self, prob: Problem, rows: np.ndarray, deficit: np.ndarray,
                  lazy: list, limits: SearchLimits, deadline: float | None):
         self.prob, self.limits, self.deadline = prob, limits, deadline
-        self.K, self.d = rows, deficit
+        # the rows as one contiguous block: a node copies its short rows from K, several
+        # times slower from a strided view (the deduplicated rows' columns)
+        self.K, self.d = np.ascontiguousarray(rows), np.ascontiguousarray(deficit)
         self.KT = np.ascontiguousarray(rows.T)   # K's columns as rows (one per candidate)
         self.tol = REL_TOL * np.maximum(1.0, deficit)
         self.lazy = lazy          # [(s, j, width)] checked by maximum flows
