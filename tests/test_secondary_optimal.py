@@ -862,6 +862,43 @@ def test_pinned_cells_flag_only_removals_that_disclose_a_primary(seed, freq_one)
     assert flagged
 
 
+@pytest.mark.parametrize("seed,singleton", [(3, True), (8, False), (12, False)])
+def test_pinned_cells_after_publications_flag_only_removals_that_disclose_a_primary(
+        seed, singleton):
+    # along a prune's own publications (dearest first, each kept by the attacker LPs),
+    # the state the publications leave flags only removals that fail the independent
+    # audit: the propagation is never stronger than the LPs, for the outside intruder
+    # alone as with the single-contributor attackers
+    rows = Hierarchy.from_pairs([("T", "A"), ("T", "B"), ("A", "A1"), ("A", "A2"),
+                                 ("B", "B1"), ("B", "B2"), ("B", "B3")])
+    cols = Hierarchy.from_pairs([("T", "a"), ("T", "b"), ("a", "a1"), ("a", "a2"),
+                                 ("b", "b1"), ("b", "b2")])
+    table = hier_table(seed, n_primary=4, rows=rows, cols=cols)
+    req = Requirements.from_table(table, singleton=singleton)
+    fixed, cost = table.status == "U", cost_vector(table, "value")
+    full = fixed | candidate_cells(table)
+    oracle = AttackerOracle(table, req)
+    minimal = witness_prune(oracle, full, fixed, cost, None, pin_propagation=False)
+    sup = np.flatnonzero(full)
+    wit = prune_module._Witnesses(oracle, full, sup)
+    pinned = prune_module._PinnedCells(
+        wit.rows, wit.hi[:len(sup)] + wit.hi[len(sup):] > 0,
+        wit.local[req.primary[prune_module._with_level(req)]])
+    order = np.flatnonzero(~fixed[sup])
+    order = order[prune_module.removal_order(cost[sup[order]], None)]
+    current, flagged = full.copy(), 0
+    for k in order[~minimal[sup[order]]]:
+        current[sup[k]] = False
+        pinned.publish(int(k))
+        for other in np.flatnonzero(current[sup] & ~fixed[sup]):
+            if pinned.pins_primary(int(other)):
+                flagged += 1
+                less = current.copy()
+                less[sup[other]] = False
+                assert not audit(table, unpublished=less, singleton=singleton).passed
+    assert flagged
+
+
 @pytest.mark.parametrize("seed,freq_one", [(2, False), (3, True), (9, True)])
 def test_pin_propagation_saves_prune_lps_and_keeps_its_decisions(seed, freq_one):
     # the removals the propagation rejects are ones the attacker LPs reject: the same
