@@ -591,29 +591,3 @@ def test_a_push_table_certifies_only_when_it_balances():
     assert comp.verified_table(np.array([5.0, 2.0, 2.0])) is None      # unbalanced
     assert comp.verified_table(np.array([8.0, 4.0, 4.0])) is None      # outside the range
     assert comp.verified_table(np.array([4.0, 2.5, 1.5])) is None      # not integral
-
-
-def test_an_integer_table_at_a_rounded_lp_bound_is_found_or_refused():
-    """The integer program without objective that settles a bound whose face vertices
-    are fractional: for the hidden cells a, b, c in 0..1, y in 0..2 under
-    p = a + b = 1, q = b + c = 1, r = a + c + y = 1 it finds a verified table with y = 1
-    (a = c = 0, b = 1) and none with y = 0 (2a + y = 1 makes y odd), as enumeration
-    says; every table it returns balances and stays inside the ranges."""
-    import scipy.sparse as sp
-    from tabprotect.audit_rounded.component import ComponentAudit, Counters
-    A = sp.csr_matrix([[-1, -1, 0, 0, 1, 0, 0], [0, -1, -1, 0, 0, 1, 0],
-                       [-1, 0, -1, -1, 0, 0, 1]])
-    truth = np.array([0, 1, 0, 1, 1, 1, 1.0])
-    table = Table.from_relations(truth, A)
-    lo = np.array([0, 0, 0, 0, 1, 1, 1.0])
-    hi = np.array([1, 1, 1, 2, 1, 1, 1.0])
-    free = lo < hi
-    comp = ComponentAudit(table, free, lo, hi, np.flatnonzero(free), 1, 2000)
-    counters = Counters()
-    found = {y: comp._integer_table_at(3, y, counters) for y in (0.0, 1.0, 2.0)}
-    assert found[0.0] is None and found[2.0] is None
-    assert found[1.0] is not None and found[1.0].tolist() == [0.0, 1.0, 0.0, 1.0]
-    assert counters.mip == 3
-    # the ranges are left as they were: the cell's bounds come back for the next program
-    assert comp._integer_table_at(3, 1.0, counters) is not None
-    assert comp._integer_bound(3, "max", counters)[0] == 1.0

@@ -190,8 +190,7 @@ class ComponentAudit:
                 if self._seen_reaches(j, sense, rounded):
                     xj = rounded
                 elif (x := self._integral_at(model, j, rounded, res.x, counters,
-                                             deadline)) is not None or \
-                        (x := self._integer_table_at(j, rounded, counters)) is not None:
+                                             deadline)) is not None:
                     xj = rounded
                     self.absorb(x, lo_done, hi_done)
                 else:
@@ -221,30 +220,13 @@ class ComponentAudit:
         model.highs.setOptionValue("simplex_strategy", self._one_cell_strategy)
         return found
 
-    def _integer_table_at(self, j: int, value: float, counters: Counters):
-        """A verified integral feasible table with cell ``j`` at ``value`` (its LP bound
-        rounded inward), or None.  The integer program has no objective: its first
-        integral table ends it, where the program optimising cell ``j`` must also close
-        the gap to the LP bound; when none exists the optimising program decides."""
-        mip = self._integer_model()
-        mip.set_objective(np.zeros(self.k))
-        mip.set_col_bounds([j], value, value)
-        res = mip.solve(duals=False)
-        mip.set_col_bounds([j], self.lo[j], self.hi[j])
-        counters.mip += 1
-        return self.verified_table(res.x) if res.has_solution else None
-
-    def _integer_model(self) -> HighsModel:
-        if self._mip is None:
-            self._mip = HighsModel(self.lp(True), threads=self.threads)
-        return self._mip
-
     def _integer_bound(self, j, sense, counters: Counters):
         """The integer program's bound of cell ``j`` and its optimal table (None when
         unfinished: the bound is then +-inf, i.e. the cell keeps its range end)."""
-        mip = self._integer_model()
-        mip.set_objective(indices=[j], values=[1.0], sense=sense)
-        res = mip.solve()
+        if self._mip is None:
+            self._mip = HighsModel(self.lp(True), threads=self.threads)
+        self._mip.set_objective(indices=[j], values=[1.0], sense=sense)
+        res = self._mip.solve()
         counters.mip += 1
         if res.status != "optimal":
             return (-np.inf if sense == "min" else np.inf), None
