@@ -596,3 +596,28 @@ def test_a_push_table_certifies_only_when_it_balances():
     assert comp.verified_table(np.array([5.0, 2.0, 2.0])) is None      # unbalanced
     assert comp.verified_table(np.array([8.0, 4.0, 4.0])) is None      # outside the range
     assert comp.verified_table(np.array([4.0, 2.5, 1.5])) is None      # not integral
+
+
+@pytest.mark.parametrize("method, seed, pushes", [
+    ("deterministic", 31, True), ("deterministic", 32, False), ("random", 33, True),
+    ("random", 34, False), ("controlled", 35, False), ("small-count", 36, False)])
+def test_3d_tables_with_subtotals_match_milp_intervals(method, seed, pushes):
+    """3-D tables with subtotals in two dimensions (108 cells), each method: the audit's
+    intervals (closed form, propagation, pushes or the one-cell programs, whichever
+    settles a bound) are those of scipy's integer program per cell and direction on the
+    method's ranges (tests/lp_oracle.py), never narrower or wider."""
+    import lp_oracle
+    rng = np.random.default_rng(seed)
+    hs = {"x": hierarchy("two-level", 3, "x"), "y": hierarchy("two-level", 3, "y"),
+          "z": hierarchy("flat", 2, "z")}
+    table = product_table(hs, rng.integers(0, 14, 18))
+    res = round_table(table, 3, method, seed=seed, audit=False,
+                      **({"threshold": 3} if method == "small-count" else {}),
+                      **({"k_step": 1} if method == "controlled" else {}))
+    tuning = RoundedAuditSettings(**({"push_min_cells": 1} if pushes else {}))
+    audit = audit_rounded(res, settings=tuning)
+    box = table.replace(lb=audit.range_lower, ub=audit.range_upper, empty="suppress")
+    oracle = lp_oracle.intervals(box, np.ones(table.n_cells, dtype=bool), integer=True)
+    assert np.array_equal(audit.lower, [oracle[i][0] for i in range(table.n_cells)])
+    assert np.array_equal(audit.upper, [oracle[i][1] for i in range(table.n_cells)])
+    assert audit.true_inside.all()

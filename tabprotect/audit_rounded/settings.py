@@ -49,8 +49,10 @@ class RoundedAuditSettings:
     #: branch-and-bound nodes of one push: any integral table certifies, so a short run
     #: is enough (a node limit, unlike seconds, does not depend on the machine's load)
     push_nodes: int = 200
-    #: seconds of one push at most (a safety cap behind the node limit)
-    push_seconds: float = 10.0
+    #: seconds of one push at most: a safety cap behind the node limit, far above a push's
+    #: run on a loaded machine (a push cut short finds no table, so its bounds fall to one
+    #: integer program each and the audit's work would depend on the load)
+    push_seconds: float = 120.0
     #: relative gap that ends a push (its table need not be optimal)
     push_gap: float = 0.5
 
