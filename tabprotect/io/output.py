@@ -195,39 +195,19 @@ def write_csv(columns: Columns, path: Path) -> Path:
     if "value" in columns and columns["value"].dtype.kind in "fiub":
         unit_decimals = column_decimals(columns["value"].astype(float))
     texts = []
-    plain = all(_plain(name) for name in columns.columns)
     for name, arr in columns.items():
         if arr.dtype.kind == "f":
             texts.append(_text(clean_column(arr, unit_decimals if name in UNIT_COLUMNS
                                             else None)))
         elif arr.dtype.kind == "O":
             texts.append(_object_text(arr))
-            plain = plain and _plain("".join(texts[-1]))
         else:
             texts.append(arr.astype(str))
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        if plain and len(texts) > 1:
-            # no field to quote: the csv module's lines, joined without it
-            fh.write(",".join(columns.columns) + "\n")
-            fh.writelines(map(_line, zip(*texts)))
-        else:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(columns.columns)
-            writer.writerows(zip(*texts))
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(columns.columns)
+        writer.writerows(zip(*texts))
     return path
-
-
-#: characters that make the csv module quote a field (delimiter, quote, line ends)
-_QUOTED = frozenset(',"\r\n')
-
-
-def _plain(text: str) -> bool:
-    """Whether ``text`` holds no character that the csv module quotes."""
-    return _QUOTED.isdisjoint(text)
-
-
-def _line(fields) -> str:
-    return ",".join(fields) + "\n"
 
 
 def _object_text(values: np.ndarray) -> list[str]:

@@ -454,9 +454,8 @@ def _frames(run, audit_all_cells: bool, audit_flagged_only: bool) -> dict[str, A
                                                    confidential=True)
     if run.audit is not None and (run.kind in ("rounding", "audit-rounded", "adjustment")
                                   or hasattr(run.audit, "range_lower")):   # a rounded table's
-        # Columns where the audit gives them (no pandas to import), else its DataFrame
-        rows = getattr(run.audit, "to_columns", None) or run.audit.to_frame
-        frames["audit"] = rows(table=run.table, only_flagged=audit_flagged_only)
+        frames["audit"] = run.audit.to_columns(table=run.table,
+                                               only_flagged=audit_flagged_only)
     elif run.audit is not None:
         table = run.published if run.published is not None else run.table
         audit = run.audit.to_columns(table=table)
