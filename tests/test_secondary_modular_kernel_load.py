@@ -213,29 +213,44 @@ def nk_variant_job(seed: int, folder: Path, kernel: str, name: str = "job") -> P
     return job
 
 
+_ROUNDS_LOAD = """
+import json, sys
+import numpy as np
+from tabprotect.pipeline import run
+from tabprotect.secondary import protect
+from tabprotect.secondary.modular import OptimalSubtableSolver
+from tabprotect.secondary.modular.network_cuts import SearchLimits
+from tabprotect.secondary.modular.network_kernel import kernel_loaded
+after = None if sys.argv[2] == "never" else int(sys.argv[2])
+table = run(sys.argv[1], task="primary").table
+before = kernel_loaded()
+solver = OptimalSubtableSolver(singleton=False,
+                               search=SearchLimits(load_after_rounds=after))
+res = protect(table, method="modular", cost="value", singleton=False, solver=solver)
+print(json.dumps([before, kernel_loaded(), np.asarray(res.status).tolist(),
+                  bool(res.passed)]))
+"""
+
+
 @pytest.mark.slow
 def test_a_load_within_the_run_keeps_the_pattern_of_a_run_that_never_loads(tmp_path):
     """The peer benchmark's 2-D NK enterprise table of seed 24 (1,260 cells), whose
-    optimum rounds need the uniqueness MILPs: the one-table CLI run loads the cached
-    kernel part-way through its sub-tables and publishes the same cells as a run that
-    never loads it, and the LP audit passes both."""
-    import csv
+    optimum rounds need the uniqueness MILPs: a new process whose search loads the
+    cached kernel after its first certified optimum round (``load_after_rounds=1``)
+    loads it part-way through its sub-tables and publishes the same cells as one
+    whose search never loads it (``load_after_rounds=None``), and the LP audit passes
+    both."""
     _cache_folder()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("TABPROTECT_NO_NUMBA", None)
-    cells, loads = {}, {}
-    for kernel in ("auto", "python"):
-        job = nk_variant_job(24, tmp_path, kernel, name=kernel)
-        out = subprocess.run(
-            [sys.executable, "-c", _CLI, "protect", str(job), "-o", str(tmp_path / kernel),
-             "--quiet", "--profile", str(tmp_path / f"{kernel}.json")],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    job = nk_variant_job(24, tmp_path, "auto")
+    got = {}
+    for after in ("1", "never"):
+        out = subprocess.run([sys.executable, "-c", _ROUNDS_LOAD, str(job), after],
+                             env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
         assert out.returncode == 0, out.stderr[-2000:]
-        summary = json.loads((tmp_path / kernel / "summary.json").read_text())
-        assert summary["verdict"] == "PASSED"
-        with (tmp_path / kernel / "cells.csv").open(newline="") as f:
-            cells[kernel] = [row["status"] for row in csv.DictReader(f)]
-        profile = json.loads((tmp_path / f"{kernel}.json").read_text())
-        loads[kernel] = [w for w in profile["within"] if "kernel" in w["part"]]
-    assert loads["auto"] and not loads["python"]
-    assert cells["auto"] == cells["python"] and cells["auto"].count("M") > 100
+        got[after] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["1"][:2] == [False, True] and got["never"][:2] == [False, False]
+    assert got["1"][3] and got["never"][3]
+    assert got["1"][2] == got["never"][2] and got["1"][2].count("M") > 100

@@ -109,15 +109,15 @@ class SearchLimits:
     certified_rounds: int | None = 4
     #: optimum rounds that needed the uniqueness MILPs after which the kernel is loaded
     #: (from its cache, never compiled): the rounds' and the full search's nodes beyond
-    #: the certificates then run compiled, the same nodes and pattern (None: never): on
-    #: the larger tables measured, a sub-table whose optimum rounds need them at all
-    #: needs them round after round, so the first such round loads
-    load_after_rounds: int | None = 1
+    #: the certificates then run compiled, the same nodes and pattern (None: never): in
+    #: a one-table run the load (about 0.35 s CPU) costs more than the compiled rounds
+    #: save on the 2-D tables measured, and a process protecting several tables loads
+    #: the kernel at its second call (``load_when_warm``)
+    load_after_rounds: int | None = None
     #: numpy nodes of the process (each counted by its cost, as for ``load_after``)
-    #: below which the rounds' load waits for one more certified round: with little
-    #: search work in the process a sub-table may settle after one certified round, and
-    #: there the load (about 0.35 s CPU) costs more than the MILPs it saves; a
-    #: sub-table that needs them round after round still loads
+    #: below which the rounds' load (``load_after_rounds``) waits for one more certified
+    #: round: with little search work in the process a sub-table may settle after one
+    #: certified round, and there the load costs more than the MILPs it saves
     load_rounds_work: float = 1000.0
     #: a numpy listing of at least this many cuts finds the cuts its suppressed cells
     #: leave short by a matrix product first, then sums those exactly (the same rows

@@ -60,6 +60,8 @@ class OptimalSubtableSolver:
         certified pattern alone (:func:`certified_pattern`, no MILP)
     kernel : the network search compiled (``ModularOptions.kernel``: ``auto``,
         ``compiled`` or ``python``)
+    search : the network search's limits (None: the defaults, compiled and loaded as
+        ``kernel`` says)
     """
 
     singleton: bool = True
@@ -70,6 +72,7 @@ class OptimalSubtableSolver:
     network: bool = True
     milp: bool = True
     kernel: str = "auto"
+    search: SearchLimits | None = None
 
     def __call__(self, sub: Table, cost: np.ndarray, time_limit: float | None, *,
                  short: np.ndarray | None = None, deadline: float | None = None,
@@ -97,9 +100,7 @@ class OptimalSubtableSolver:
                                    prune=not fast)
         if self.network:
             z = network_pattern(sub, req, cost, candidate_cells(sub),
-                                limits=SearchLimits(compiled=self.kernel != "python",
-                                                    load_first=self.kernel == "compiled"),
-                                deadline=deadline, net=net)
+                                limits=self._search_limits(), deadline=deadline, net=net)
             if z is not None:   # exact, without a MILP (a network sub-table)
                 status = sub.status.copy()
                 status[z & ~np.isin(status, ("U", "M"))] = "M"
@@ -120,6 +121,14 @@ class OptimalSubtableSolver:
         out = np.asarray(optimal(sub, cost, time_limit=time_limit, singleton=self.singleton,
                                  mip_gap=self.mip_gap, start=start).status)
         return _cheaper(sub, cost, out, start)
+
+    def _search_limits(self) -> SearchLimits:
+        """The network search's limits: ``search``, else the defaults with the kernel
+        as ``kernel`` says."""
+        if self.search is not None:
+            return self.search
+        return SearchLimits(compiled=self.kernel != "python",
+                            load_first=self.kernel == "compiled")
 
     def _start(self, sub: Table, req: Requirements, cost: np.ndarray,
                deadline: float | None) -> np.ndarray | None:
