@@ -441,6 +441,46 @@ def test_scalar_nodes_make_the_numpy_nodes_choices(seed, shape, variant):
     assert runs[0][2] > 1
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_scalar_node_judges_a_node_as_the_numpy_node(seed):
+    """Random covering rows and nodes (candidates taken and left out, rows that one
+    candidate fills and rows that none does, the best cost so far around the node's
+    cover bounds): the plain-Python judgement and numpy's drop the same nodes and give
+    the same branch, whichever bound decides."""
+    rng = np.random.default_rng(seed)
+    n_rows, n = int(rng.integers(5, 40)), int(rng.integers(6, 20))
+    K = np.where(rng.random((n_rows, n)) < 0.5, rng.integers(1, 9, (n_rows, n)), 0.0)
+    d = np.minimum(rng.uniform(1.0, 12.0, n_rows), K.sum(axis=1) - 0.5)
+    K, d = K[d > 0], d[d > 0]
+    c = rng.choice([0.0, 1.0, 2.5, 4.0, 7.0], n) * rng.uniform(0.5, 2.0, n)
+    search = _Search(types.SimpleNamespace(cost=c), K, d, [], SearchLimits(), None)
+    judged, kept = 0, 0
+    for _ in range(150):
+        chosen = rng.random(n) < rng.uniform(0.0, 0.3)
+        excluded = ~chosen & (rng.random(n) < rng.uniform(0.0, 0.3))
+        slack = d - K[:, chosen].sum(axis=1)
+        short = (slack > search.tol).nonzero()[0]
+        avail = ~(chosen | excluded)
+        if not len(short) or not avail.any():
+            continue
+        cost = float(c[chosen].sum())
+        cols = avail.nonzero()[0]
+        covers = _cover_bounds(np.minimum(K[np.ix_(short, cols)], slack[short][:, None]),
+                               slack[short], c[cols])
+        for best in [np.inf] + [cost + f * b for b in covers[:4]
+                                for f in (0.5, 1.0, 1 + 1e-9, 1.5)]:
+            search.best_cost = float(best)
+            got = []
+            for below in (10**9, 0):
+                search.limits = SearchLimits(compiled=False, scalar_below=below)
+                branch = search._row_branch(slack, short, avail, cost)
+                got.append(None if branch is None else branch.tolist())
+            assert got[0] == got[1]
+            judged += 1
+            kept += got[0] is not None
+    assert judged > 100 and 0 < kept < judged
+
+
 @pytest.mark.parametrize("seed,singleton,spl", [(12, True, 0.0), (13, False, 0.4),
                                                 (22, True, 0.0), (23, False, 0.3)])
 def test_scalar_nodes_keep_the_pattern_with_lazy_conditions(seed, singleton, spl):

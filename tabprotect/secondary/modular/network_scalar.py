@@ -89,8 +89,19 @@ def row_branch(rows: list, need: list, tol: list, avail: list, c: list, cost: fl
     least = min(support)
     few = [i for i, s in enumerate(support) if s == least]
     if best_cost < float("inf"):
-        bound = [cover(pairs, nd, c) for pairs, nd in zip(capped, need)]
-        if cost + max(bound) >= best_cost - 1e-9 * max(1.0, best_cost):
+        limit = best_cost - 1e-9 * max(1.0, best_cost)
+        # as the numpy node: a row's cover costs at least what it lacks at its cheapest
+        # cost per unit, and at most its cheapest candidate filling it alone; only the
+        # rows to pick from and those whose cover may reach the limit need it exactly
+        exact = set(few)
+        for i, (pairs, nd, t) in enumerate(zip(capped, need, tol)):
+            if cost + (nd - t) * min([c[j] / k for j, k in pairs]) * (1 - 1e-12) >= limit:
+                return None
+            fill = [c[j] for j, k in pairs if k >= nd]
+            if not fill or cost + min(fill) * (1 + 1e-9) >= limit:
+                exact.add(i)
+        bound = {i: cover(capped[i], need[i], c) for i in sorted(exact)}
+        if cost + max(bound.values()) >= limit:
             return None
         r = max(few, key=bound.__getitem__)      # (the first of the largest)
     elif len(few) > 1:

@@ -39,7 +39,7 @@ search whose conditions are all listed) that passes a few nodes goes on in a com
 kernel (:mod:`.network_kernel`): the same search, node for node, at a fraction of the
 cost per node.
 
-A search over cut rows alone for the optimum that passes a dozen nodes per candidate
+A search over cut rows alone for the optimum that passes a few nodes per candidate
 asks two MILPs whether its optimum is unique (:mod:`.network_unique`); a unique optimum
 is the search's own pattern, so the search stops there.  With the kernel loaded the
 search first goes on compiled for a budget of nodes (most searches end there, for less
@@ -436,7 +436,7 @@ class _Search:
             self.gave_up = True
             return
         short = (slack > self.tol).nonzero()[0]
-        avail = ~chosen & ~excluded
+        avail = ~(chosen | excluded)
         if len(short):
             branch = self._row_branch(slack, short, avail, cost)
         else:
@@ -502,21 +502,24 @@ class _Search:
         c = self.c[idx]
         pos = Kc > 0
         low = need - self.tol[short]
-        if not len(idx) or (Kc.sum(axis=1) < low).any():
+        # (ufunc reductions: what ndarray.sum and .min call, without their wrappers)
+        if not len(idx) or (np.add.reduce(Kc, axis=1) < low).any():
             return None
-        support = pos.sum(axis=1)
-        few = (support == support.min()).nonzero()[0]
-        if math.isfinite(self.best_cost):
+        finite = math.isfinite(self.best_cost)
+        if finite:
             limit = self.best_cost - 1e-9 * max(1.0, self.best_cost)
             ratio = np.divide(c, Kc, out=np.full(Kc.shape, np.inf), where=pos)
             # a row's cover costs at least what it lacks at its cheapest cost per unit:
             # most nodes the covers drop, this drops without sorting (the same nodes)
-            if (cost + low * ratio.min(axis=1) * (1 - 1e-12) >= limit).any():
+            if (cost + low * np.minimum.reduce(ratio, axis=1) * (1 - 1e-12) >= limit).any():
                 return None
+        support = np.add.reduce(pos, axis=1)
+        few = (support == np.minimum.reduce(support)).nonzero()[0]
+        if finite:
             # exact covers only of the rows to pick from and of those whose cover may
             # reach the limit: a candidate filling a row alone caps its cover
-            near = cost + np.where(Kc >= need[:, None], c, np.inf).min(axis=1) \
-                * (1 + 1e-9) >= limit
+            near = cost + np.minimum.reduce(np.where(Kc >= need[:, None], c, np.inf),
+                                            axis=1) * (1 + 1e-9) >= limit
             near[few] = True
             rows = near.nonzero()[0]
             bound = _cover_bounds(Kc[rows], need[rows], c, pos[rows], ratio[rows])
