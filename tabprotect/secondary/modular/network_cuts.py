@@ -201,7 +201,8 @@ def _crossing(prob: Problem, by_node: np.ndarray, edges: np.ndarray
     every cut's flags gathered once: rows are contiguous, where a cuts x nodes array
     would be gathered element by element)."""
     at_tail, at_head = by_node[prob.net.tail[edges]], by_node[prob.net.head[edges]]
-    return (at_tail & ~at_head).T, (at_head & ~at_tail).T
+    # (on flags, a > b is a & ~b in one pass)
+    return np.greater(at_tail, at_head).T, np.greater(at_head, at_tail).T
 
 
 def _split_crossing(prob: Problem, side: np.ndarray, edges: np.ndarray) -> tuple:
@@ -230,7 +231,7 @@ def _rows(prob: Problem, edges: np.ndarray, need: float, crossing: tuple,
     cand_edges = edges[~is_fixed]
     rows[:, prob.column[cand_edges]] = _coefficients(prob, fwd_cand[short],
                                                      bwd_cand[short], cand_edges)
-    rows = np.minimum(rows, deficit[:, None])
+    np.minimum(rows, deficit[:, None], out=rows)
     if (rows.sum(axis=1) < deficit - tol).any():
         raise InfeasibleRulesError("the sub-table's primaries cannot be protected with "
                                    "its candidate cells")
@@ -309,11 +310,12 @@ def _cut_sides(prob: Problem, s: int, kind: str, edges: np.ndarray, limits: Sear
     free = touched.nonzero()[0]
     if len(free) > limits.max_free_nodes:
         return None
-    bits = _subset_bits(len(free))
-    side = np.zeros((len(bits), net.n_nodes), bool)
-    side[:, src] = True
-    side[:, free] = bits
-    return side
+    # built as nodes x cuts, the layout :func:`_split_crossing` gathers from (its
+    # transpose is then no copy)
+    by_node = np.zeros((net.n_nodes, 2 ** len(free)), bool)
+    by_node[src] = True
+    by_node[free] = _subset_bits_by_node(len(free))
+    return by_node.T
 
 
 @functools.lru_cache(maxsize=None)
@@ -321,6 +323,15 @@ def _subset_bits(n: int) -> np.ndarray:
     """Every subset of ``n`` free nodes as a row of flags (row ``m``: the bits of ``m``),
     shared by the listings with as many free nodes (read-only)."""
     bits = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    bits.flags.writeable = False
+    return bits
+
+
+@functools.lru_cache(maxsize=None)
+def _subset_bits_by_node(n: int) -> np.ndarray:
+    """:func:`_subset_bits` transposed (row ``i``: free node ``i``'s flag in every
+    subset), contiguous and read-only."""
+    bits = np.ascontiguousarray(_subset_bits(n).T)
     bits.flags.writeable = False
     return bits
 
