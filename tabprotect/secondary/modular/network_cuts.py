@@ -73,14 +73,14 @@ class SearchLimits:
     #: optimum asks two MILPs whether its optimum is unique (then it is the search's
     #: pattern: :mod:`.network_unique`; with the kernel loaded only a search still going
     #: ``certify_compiled_after`` nodes later asks them, the same answer); None: never.
-    #: The MILPs (two solves of some 3 ms each, most often) take about as long as this
+    #: The MILPs (two or three solves of some 3 ms each) take about as long as this
     #: many nodes of a search over few rows (some 45 us each) on 24-27 candidates; a
     #: node over many rows counts as several (1 + rows/1,000, as for ``load_after``:
     #: its time grows with the rows, the MILPs' hardly, since they start from
     #: ``certify_rows``).  A search that passes the cap has spent what the MILPs cost,
     #: and those that do often go on several times as long (without the MILPs some
     #: searches take thousands of nodes, and the kernel's load, about 0.35 s CPU)
-    certify_after: int | None = 6
+    certify_after: int | None = 8
     #: with the kernel loaded, nodes searched past ``certify_after``'s cap before the
     #: uniqueness MILPs are asked (a node over many rows counts as several, as for
     #: ``load_after``): most compiled searches end within a few hundred nodes, cheaper
