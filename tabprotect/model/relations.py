@@ -98,7 +98,7 @@ def product_relation_arrays(hierarchies: Sequence[Hierarchy]
     >>> h = Hierarchy.flat(["a", "b"], total="T")
     >>> R, tot = product_relation_arrays([h, h])
     >>> R.shape, tot.tolist()
-    ((6, 9), [0, 3, 6, 0, 1, 2])
+    ((6, 9), [0, 1, 2, 0, 3, 6])
     """
     structure = tuple((len(h), tuple((p, tuple(ch)) for p, ch in h.edges()))
                       for h in hierarchies)
