@@ -58,6 +58,7 @@ class RelationArrays:
             self._matrix = sp.csr_matrix(arrays, shape=self.shape)
         return self._matrix
 
+
 #: the relations of product tables of at most this many cells are kept by the shape and
 #: parent-children edges of their hierarchies (a method's sub-tables repeat a few
 #: structures dozens of times; a look-up and a copy cost a fifth of a construction)
@@ -118,58 +119,44 @@ def _kept_relations(structure: tuple) -> tuple[RelationArrays, np.ndarray]:
 
 def _relations(structure: tuple) -> tuple[RelationArrays, np.ndarray]:
     """:func:`product_relations` of hierarchies given as (length, ((parent, children),
-    ...)) per dimension."""
+    ...)) per dimension.
+
+    The CSR arrays come out in order, with no sort of the entries: rows run dimension by
+    dimension, relation by relation, and over the combinations of the other dimensions'
+    codes; within a row the cells are in the order of their codes in its dimension (a
+    cell's index grows with its code when the other codes are fixed)."""
     shape = tuple(size for size, _ in structure)
     n = int(np.prod(shape)) if shape else 1
     cell_ids = np.arange(n, dtype=np.int64).reshape(shape)
-    rows_parts, cols_parts, data_parts, totals = [], [], [], []
-    next_row = 0
+    cols_parts, data_parts, lengths, totals = [], [], [], []
     for d, (_, edges) in enumerate(structure):
         if not edges:
             continue
         # ids[j] = the cells with code j in dimension d, one per combination of the others
         ids = np.moveaxis(cell_ids, d, 0).reshape(shape[d], -1)
         n_other = ids.shape[1]
-        codes, local_rel, coef = [], [], []
-        for r, (p, children) in enumerate(edges):
-            codes.append(p)
-            local_rel.append(r)
-            coef.append(1.0)
-            codes.extend(children)
-            local_rel.extend([r] * len(children))
-            coef.extend([-1.0] * len(children))
-        codes = np.asarray(codes, dtype=np.int64)
-        local_rel = np.asarray(local_rel, dtype=np.int64)
-        coef = np.asarray(coef)
-        # relation row = next_row + local_rel * n_other + other-combination
-        other = np.arange(n_other, dtype=np.int64)
-        rows_parts.append((next_row + local_rel[:, None] * n_other + other[None, :]).ravel())
-        cols_parts.append(ids[codes].ravel())
-        data_parts.append(np.repeat(coef, n_other))
-        parents = np.asarray([p for p, _ in edges], dtype=np.int64)
-        totals.append(ids[parents].ravel())
-        next_row += len(edges) * n_other
-    if next_row == 0:
+        for p, children in edges:
+            codes = np.asarray((p, *children), dtype=np.int64)
+            order = np.argsort(codes)
+            coef = np.where(codes[order] == p, 1.0, -1.0)
+            # one row per combination of the other codes: its cells, ascending
+            cols_parts.append(ids[codes[order]].T.ravel())
+            data_parts.append(np.tile(coef, n_other))
+            lengths.append(np.full(n_other, len(codes), dtype=np.int64))
+            totals.append(ids[p])
+    if not lengths:
         return (RelationArrays(np.zeros(0), np.zeros(0, dtype=np.int32),
                                np.zeros(1, dtype=np.int32), (0, n)),
                 np.zeros(0, dtype=np.int64))
-    return (_csr_arrays(np.concatenate(rows_parts), np.concatenate(cols_parts),
-                        np.concatenate(data_parts), (next_row, n)),
+    lengths = np.concatenate(lengths)
+    cols = np.concatenate(cols_parts)
+    m = len(lengths)
+    # 32-bit indices when they fit (scipy's choice for the same matrix)
+    index = np.int32 if max(len(cols), m, n) <= INT32_MAX else np.int64
+    indptr = np.zeros(m + 1, dtype=index)
+    np.cumsum(lengths, out=indptr[1:])
+    return (RelationArrays(np.concatenate(data_parts), cols.astype(index), indptr, (m, n)),
             np.concatenate(totals))
-
-
-def _csr_arrays(row: np.ndarray, col: np.ndarray, data: np.ndarray,
-                shape: tuple[int, int]) -> RelationArrays:
-    """CSR arrays of entries given as (row, column, value) without duplicates: rows in
-    order, columns sorted within each row; 32-bit indices when they fit (as scipy
-    chooses)."""
-    order = np.lexsort((col, row))
-    nnz = len(order)
-    index = np.int32 if max(nnz, *shape) <= INT32_MAX else np.int64
-    indptr = np.zeros(shape[0] + 1, dtype=index)
-    np.cumsum(np.bincount(row, minlength=shape[0]), out=indptr[1:])
-    return RelationArrays(np.ascontiguousarray(data[order], dtype=float),
-                          col[order].astype(index), indptr, shape)
 
 
 def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
