@@ -35,8 +35,16 @@ Progress = Callable[[str, float], None]
 #: what ``task`` may be; "auto" picks protect, round, compare or audit from the sections
 TASKS = ("auto", "primary", "protect", "audit", "round", "audit-rounded", "compare",
          "cellkey")
+#: the packages a task's step imports (``tabprotect.secondary`` is protect's entry to
+#: every method; the method's own package loads when the registry looks it up): a
+#: command that knows its task loads them with the pipeline (and scipy.sparse with them;
+#: a job of rules alone never does)
+STEP_PACKAGES = {"protect": ("tabprotect.secondary",), "audit": ("tabprotect.audit",),
+                 "round": ("tabprotect.rounding", "tabprotect.audit_rounded"),
+                 "audit-rounded": ("tabprotect.audit_rounded",),
+                 "compare": ("tabprotect.compare",), "cellkey": ("tabprotect.census",)}
 
-__all__ = ["Run", "run", "TASKS"]
+__all__ = ["Run", "run", "TASKS", "STEP_PACKAGES"]
 
 
 @dataclass

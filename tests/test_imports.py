@@ -247,3 +247,35 @@ def test_a_cold_count_job_with_the_attack_step_loads_no_optional_scipy_module(tm
     proc = _python(code, job, tmp_path / "out")
     assert proc.stdout.splitlines()[-1] == "[]"
     assert (tmp_path / "out" / "published.csv").exists()
+
+
+def test_a_primary_cli_job_imports_no_scipy(tmp_path):
+    # a job of rules alone (microdata tabulated, or cells whose totals are computed)
+    # never calls scipy: the table keeps its relations as CSR arrays and makes their
+    # scipy matrix on first read, so scipy.sparse (some 0.1 s of a cold run) is not
+    # imported; its files are written as usual
+    (tmp_path / "micro.csv").write_text("r,c,v\n" + "".join(
+        f"{r},{c},{(7 * r + 3 * c) % 11 + 1}\n" for r in range(1, 4) for c in range(1, 4)
+        for _ in range(r)))
+    (tmp_path / "cells.csv").write_text("r,c,v\n" + "".join(
+        f"{r},{c},{(7 * r + 3 * c) % 11 + 1}\n" for r in range(1, 4) for c in range(1, 4)))
+    hierarchies = '[hierarchies.r]\nflat = true\n[hierarchies.c]\nflat = true\n'
+    rules = '[rules.frequency]\nn = 3\n[[rules.p]]\np = 10\n'
+    (tmp_path / "micro.toml").write_text(
+        f'[microdata]\nfile = "{tmp_path / "micro.csv"}"\ndimensions = ["r", "c"]\n'
+        f'response = "v"\n{hierarchies}{rules}')
+    (tmp_path / "cells.toml").write_text(
+        f'[input]\ncells = "{tmp_path / "cells.csv"}"\ndimensions = ["r", "c"]\n'
+        f'value = "v"\nfreq = "v"\ncompute_totals = true\n{hierarchies}'
+        '[rules.frequency]\nn = 3\n')
+    code = (
+        "import sys\n"
+        "import tabprotect.cli as cli\n"
+        "for job, out in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+        "    assert cli.main(['primary', job, '-o', out, '--quiet']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n")
+    proc = _python(code, tmp_path / "micro.toml", tmp_path / "out-micro",
+                   tmp_path / "cells.toml", tmp_path / "out-cells")
+    assert proc.stdout.splitlines()[-1] == "[]"
+    for out in ("out-micro", "out-cells"):
+        assert (tmp_path / out / "primary.csv").exists()

@@ -172,6 +172,61 @@ def test_relations_of_one_structure_are_equal_and_each_tables_own():
         t.relation_total[:] = -1
 
 
+@pytest.mark.parametrize("shape", [(3,), (4, 3), (3, 5, 2), (120, 90)])
+def test_relation_arrays_are_scipys_csr_matrix_of_the_relations(shape):
+    """The relations built as CSR arrays in numpy (a kept structure, and one above
+    KEPT_CELLS) are, array for array and dtype for dtype, scipy's CSR matrix of the
+    same entries with sorted indices."""
+    import scipy.sparse as sp
+    from tabprotect.model.relations import KEPT_CELLS, product_relation_arrays
+    hierarchies = [Hierarchy.from_pairs([("T", f"g{k}") for k in range(2)] +
+                                        [(f"g{i % 2}", f"c{d}_{i}") for i in range(n - 3)])
+                   if n > 3 else Hierarchy.flat([f"c{d}_{i}" for i in range(n - 1)])
+                   for d, n in enumerate(shape)]
+    R, totals = product_relation_arrays(hierarchies)
+    coo = R.matrix().tocoo()
+    want = sp.csr_matrix((coo.data, (coo.row, coo.col)), shape=coo.shape)
+    want.sort_indices()
+    got = R.matrix()
+    assert (int(np.prod(shape)) > KEPT_CELLS) == (not R.shared)
+    assert got.shape == want.shape == (len(totals), int(np.prod(shape)))
+    for name in ("data", "indices", "indptr"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert {tuple(sorted(zip(got.indices[got.indptr[r]:got.indptr[r + 1]].tolist(),
+                             got.data[got.indptr[r]:got.indptr[r + 1]].tolist())))
+            for r in range(got.shape[0])} == _brute_force_relations(hierarchies)
+
+
+def test_a_structure_without_edges_has_scipys_empty_matrix():
+    import scipy.sparse as sp
+    from tabprotect.model.relations import _relations
+    R, totals = _relations(((1, ()), (3, ())))
+    got, want = R.matrix(), sp.csr_matrix((0, 3))
+    assert got.shape == want.shape and len(totals) == 0
+    for name in ("data", "indices", "indptr"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_a_tables_relations_are_made_once_and_kept_by_replace_and_pickle():
+    """The scipy matrix of a table's relations is made on first read and is the same
+    object on every read, and in a table made by replace() (as a field given as a
+    matrix is); a pickled table reads back the same matrix."""
+    import pickle
+    h = Hierarchy.flat(["a", "b"], total="T")
+    t = Table.from_arrays({"x": h, "y": h}, np.arange(9.0))
+    assert t.n_relations == 6 and t.relation_shape == (6, 9)
+    u = t.replace(status=np.full(9, "S"))          # before the matrix is made
+    A = t.relations
+    assert t.relations is A and u.relations is A
+    assert t.replace(upl=np.ones(9)).relations is A
+    back = pickle.loads(pickle.dumps(t))
+    assert (back.relations != A).nnz == 0 and back.relations.shape == A.shape
+    with pytest.raises(AttributeError):
+        Table.relations
+
+
 def _random_leaf_table(hierarchies, rng, names=None):
     names = names or [f"d{k}" for k in range(len(hierarchies))]
     leaves = [h.leaves for h in hierarchies]

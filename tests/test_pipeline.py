@@ -350,3 +350,25 @@ def test_a_refusal_within_a_step_names_the_job_and_its_section(tmp_path, capsys,
     assert main(["protect", str(job_path), "-o", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"job.toml [{section}]: " in err[0] and message in err[0]
+
+
+def test_step_packages_are_the_packages_the_steps_import():
+    # a command loads its task's step packages with the pipeline: each is a package the
+    # pipeline's steps import, and every task the pipeline runs that imports a package
+    # at its step is listed (a primary job loads none: it never needs scipy)
+    import ast
+    import importlib.util
+
+    from tabprotect import pipeline
+    tree = ast.parse(Path(pipeline.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module}
+    listed = {p for packages in pipeline.STEP_PACKAGES.values() for p in packages}
+    assert set(pipeline.STEP_PACKAGES) <= set(pipeline.TASKS)
+    assert "primary" not in pipeline.STEP_PACKAGES
+    for package in listed:
+        assert importlib.util.find_spec(package) is not None, package
+        assert package in imported, package
+    steps = {f"tabprotect.{name}" for name in ("secondary", "audit", "rounding",
+                                                "audit_rounded", "compare", "census")}
+    assert imported & steps == listed

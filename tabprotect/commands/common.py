@@ -79,13 +79,16 @@ def execute(args, command: str, *, task: str, overrides: dict | None = None,
             report: bool = False, job: Job | None = None, **write_options) -> tuple[Run, int]:
     """Run the job of ``args`` and write its outputs; returns the run and the exit code.
     The pipeline is imported here, not with the module: the command line's parser is
-    built without it."""
+    built without it; the packages of the task's step load with it (``task="auto"``: in
+    the run)."""
     profile = getattr(args, "run_profile", None)
     stage = profile.stage if profile is not None else _no_stage
     with stage("imports"), _collector_paused():
         from tabprotect.io.job import load_job
         from tabprotect.io.results import write_outputs
-        from tabprotect.pipeline import run
+        from tabprotect.pipeline import STEP_PACKAGES, run
+        for package in STEP_PACKAGES.get(task, ()):
+            __import__(package)
         # the modules' objects live as long as the command: the collector's full passes
         # during the run leave them out
         gc.freeze()

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.columns import Columns, parse_numbers, row_place, text_values
 from tabprotect.model.matrix import ModelMatrix
-from tabprotect.model.relations import product_relations
+from tabprotect.model.relations import RelationArrays, product_relation_arrays
 from tabprotect.model.status import parse_status
 
 
@@ -125,14 +124,14 @@ class FrameCells:
         return kw
 
     def totals(self, v: np.ndarray, f: np.ndarray | None, kw: dict, compute_totals: bool,
-               tolerance: float) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray,
+               tolerance: float) -> tuple[RelationArrays, np.ndarray, np.ndarray,
                                           np.ndarray | None]:
         """The relations and the values and counts with their totals: computed from the
         leaves (the totals given checked against them, ``kw["top"]`` aggregated), or the
         given ones checked for additivity."""
         dims, shape, source = self.dims, self.shape, self.source
         hierarchies = [d.hierarchy for d in dims]
-        A, rel_total = product_relations(hierarchies)
+        A, rel_total = product_relation_arrays(hierarchies)
         matrix = ModelMatrix(hierarchies)
         leaf_mask = matrix.leaf_cells
         # a sum beyond the largest float is reported below as one line, not as a warning
@@ -149,9 +148,11 @@ class FrameCells:
                 if kw.get("top") is not None:
                     kw["top"] = aggregate_top(kw["top"], hierarchies, leaf_mask)
             else:
-                check_additive(source, dims, shape, "value", A, rel_total, v, tolerance)
+                check_additive(source, dims, shape, "value", A.matrix(), rel_total, v,
+                               tolerance)
                 if f is not None:
-                    check_additive(source, dims, shape, "freq", A, rel_total, f, tolerance)
+                    check_additive(source, dims, shape, "freq", A.matrix(), rel_total, f,
+                                   tolerance)
         for what, arr in (("value", v), ("freq", f)):
             if arr is not None and not np.isfinite(arr).all():
                 i = int(np.flatnonzero(~np.isfinite(arr))[0])

@@ -1,13 +1,15 @@
 """Linked tables: several tables that share cells, as one general model."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.table import Table
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 TOTAL = "<total>"
 
@@ -73,6 +75,7 @@ def link_tables(tables: Sequence[Table], tolerance: float = 1e-6, name: str = "l
                              f"from the same cell in an earlier table")
         value[ids] = t.value
         freq[ids] = np.where(np.isnan(freq[ids]), t.freq, freq[ids])
+    import scipy.sparse as sp
     blocks, totals = [], []
     for k, t in enumerate(tables):
         ids = codes[offsets[k]:offsets[k + 1]]

@@ -12,12 +12,14 @@ rounding, interior-sum totals).  The relation matrix ``A`` (``A x = 0``) is the 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from tabprotect.model.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def leaf_matrix(h: Hierarchy) -> sp.csr_matrix:
@@ -40,6 +42,7 @@ def leaf_matrix(h: Hierarchy) -> sp.csr_matrix:
         up = h.parent[node]
         node, col = up[up >= 0], col[up >= 0]
     r, c = np.concatenate(rows), np.concatenate(cols)
+    import scipy.sparse as sp
     return sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(len(h), len(leaves)))
 
 
@@ -94,6 +97,7 @@ class ModelMatrix:
     def sparse(self) -> sp.csr_matrix:
         """K as a cells x leaf-cells sparse matrix (the Kronecker product of the factors;
         its columns are the leaf cells in cell order)."""
+        import scipy.sparse as sp
         K = self.factors[0]
         for f in self.factors[1:]:
             K = sp.kron(K, f, format="csr")

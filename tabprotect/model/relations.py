@@ -2,16 +2,62 @@
 
 Each row is one relation ``total - sum(parts) = 0``: coefficient +1 on the total and -1 on
 each part.  ``relation_total[r]`` is the column of relation ``r``'s total cell.
+
+A product table's relations are built as CSR arrays (:class:`RelationArrays`) in plain
+numpy; their scipy matrix is made when a caller first asks for it, so that a run that
+never calls scipy (a job of rules alone) does not import scipy.sparse (some 0.1 s of CPU:
+scipy's array-API layer loads most of numpy's optional submodules).
 """
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from tabprotect.model.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+#: the largest index a 32-bit CSR index array holds (scipy's choice of index type)
+INT32_MAX = np.iinfo(np.int32).max
+
+
+class RelationArrays:
+    """A relation matrix as its CSR arrays -- ``data``, ``indices`` (sorted within each
+    row), ``indptr`` -- and ``shape``; :meth:`matrix` is its scipy ``csr_matrix``, made
+    on the first call and then kept.  ``shared`` arrays (kept for a structure, see
+    :func:`product_relation_arrays`) are copied into the matrix, which its callers may
+    change in place.
+
+    Examples
+    --------
+    >>> R = RelationArrays(np.array([1.0, -1.0]), np.array([0, 1]), np.array([0, 2]),
+    ...                    (1, 2))
+    >>> R.shape, R.matrix().toarray().tolist()
+    ((1, 2), [[1.0, -1.0]])
+    """
+
+    __slots__ = ("data", "indices", "indptr", "shape", "shared", "_matrix")
+
+    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+                 shape: tuple[int, int], shared: bool = False) -> None:
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.shared = shared
+        self._matrix = None
+
+    def matrix(self) -> "sp.csr_matrix":
+        """The scipy matrix of the arrays (one per object: every caller gets the same)."""
+        if self._matrix is None:
+            import scipy.sparse as sp
+            arrays = (self.data, self.indices, self.indptr)
+            if self.shared:
+                arrays = tuple(a.copy() for a in arrays)
+            self._matrix = sp.csr_matrix(arrays, shape=self.shape)
+        return self._matrix
+
 
 #: the relations of product tables of at most this many cells are kept by the shape and
 #: parent-children edges of their hierarchies (a method's sub-tables repeat a few
@@ -20,7 +66,8 @@ KEPT_CELLS = 10_000
 
 
 def product_relations(hierarchies: Sequence[Hierarchy]) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Relations of the cartesian-product table of ``hierarchies`` (C order of cells).
+    """Relations of the cartesian-product table of ``hierarchies`` (C order of cells):
+    the scipy matrix of :func:`product_relation_arrays`.
 
     For every dimension, every non-leaf code and every combination of the other
     dimensions' codes: ``cell(parent, others) - sum(cell(child, others)) = 0``.
@@ -37,61 +84,79 @@ def product_relations(hierarchies: Sequence[Hierarchy]) -> tuple[sp.csr_matrix, 
     >>> A.toarray()
     array([[ 1., -1., -1.]])
     """
+    R, totals = product_relation_arrays(hierarchies)
+    return R.matrix(), totals
+
+
+def product_relation_arrays(hierarchies: Sequence[Hierarchy]
+                            ) -> tuple[RelationArrays, np.ndarray]:
+    """:func:`product_relations` as :class:`RelationArrays` (no scipy until its matrix is
+    asked for).  A small table's arrays are kept for its structure and shared: its
+    matrix, when made, is a copy.
+
+    Examples
+    --------
+    >>> h = Hierarchy.flat(["a", "b"], total="T")
+    >>> R, tot = product_relation_arrays([h, h])
+    >>> R.shape, tot.tolist()
+    ((6, 9), [0, 1, 2, 0, 3, 6])
+    """
     structure = tuple((len(h), tuple((p, tuple(ch)) for p, ch in h.edges()))
                       for h in hierarchies)
     n = int(np.prod([size for size, _ in structure])) if structure else 1
     if n > KEPT_CELLS:
         return _relations(structure)
-    A, totals = _kept_relations(structure)
-    return A.copy(), totals.copy()
+    R, totals = _kept_relations(structure)
+    return RelationArrays(R.data, R.indices, R.indptr, R.shape, shared=True), totals.copy()
 
 
 @functools.lru_cache(maxsize=64)
-def _kept_relations(structure: tuple) -> tuple[sp.csr_matrix, np.ndarray]:
-    """:func:`_relations` of a small table's structure, kept (callers get copies)."""
+def _kept_relations(structure: tuple) -> tuple[RelationArrays, np.ndarray]:
+    """:func:`_relations` of a small table's structure, kept (callers share the arrays
+    and get a copy of the totals)."""
     return _relations(structure)
 
 
-def _relations(structure: tuple) -> tuple[sp.csr_matrix, np.ndarray]:
+def _relations(structure: tuple) -> tuple[RelationArrays, np.ndarray]:
     """:func:`product_relations` of hierarchies given as (length, ((parent, children),
-    ...)) per dimension."""
+    ...)) per dimension.
+
+    The CSR arrays come out in order, with no sort of the entries: rows run dimension by
+    dimension, relation by relation, and over the combinations of the other dimensions'
+    codes; within a row the cells are in the order of their codes in its dimension (a
+    cell's index grows with its code when the other codes are fixed)."""
     shape = tuple(size for size, _ in structure)
     n = int(np.prod(shape)) if shape else 1
     cell_ids = np.arange(n, dtype=np.int64).reshape(shape)
-    rows_parts, cols_parts, data_parts, totals = [], [], [], []
-    next_row = 0
+    cols_parts, data_parts, lengths, totals = [], [], [], []
     for d, (_, edges) in enumerate(structure):
         if not edges:
             continue
         # ids[j] = the cells with code j in dimension d, one per combination of the others
         ids = np.moveaxis(cell_ids, d, 0).reshape(shape[d], -1)
         n_other = ids.shape[1]
-        codes, local_rel, coef = [], [], []
-        for r, (p, children) in enumerate(edges):
-            codes.append(p)
-            local_rel.append(r)
-            coef.append(1.0)
-            codes.extend(children)
-            local_rel.extend([r] * len(children))
-            coef.extend([-1.0] * len(children))
-        codes = np.asarray(codes, dtype=np.int64)
-        local_rel = np.asarray(local_rel, dtype=np.int64)
-        coef = np.asarray(coef)
-        # relation row = next_row + local_rel * n_other + other-combination
-        other = np.arange(n_other, dtype=np.int64)
-        rows_parts.append((next_row + local_rel[:, None] * n_other + other[None, :]).ravel())
-        cols_parts.append(ids[codes].ravel())
-        data_parts.append(np.repeat(coef, n_other))
-        parents = np.asarray([p for p, _ in edges], dtype=np.int64)
-        totals.append(ids[parents].ravel())
-        next_row += len(edges) * n_other
-    if next_row == 0:
-        return sp.csr_matrix((0, n)), np.zeros(0, dtype=np.int64)
-    A = sp.csr_matrix((np.concatenate(data_parts),
-                       (np.concatenate(rows_parts), np.concatenate(cols_parts))),
-                      shape=(next_row, n))
-    A.sort_indices()
-    return A, np.concatenate(totals)
+        for p, children in edges:
+            codes = np.asarray((p, *children), dtype=np.int64)
+            order = np.argsort(codes)
+            coef = np.where(codes[order] == p, 1.0, -1.0)
+            # one row per combination of the other codes: its cells, ascending
+            cols_parts.append(ids[codes[order]].T.ravel())
+            data_parts.append(np.tile(coef, n_other))
+            lengths.append(np.full(n_other, len(codes), dtype=np.int64))
+            totals.append(ids[p])
+    if not lengths:
+        return (RelationArrays(np.zeros(0), np.zeros(0, dtype=np.int32),
+                               np.zeros(1, dtype=np.int32), (0, n)),
+                np.zeros(0, dtype=np.int64))
+    lengths = np.concatenate(lengths)
+    cols = np.concatenate(cols_parts)
+    m = len(lengths)
+    # 32-bit indices when they fit (scipy's choice for the same matrix)
+    index = np.int32 if max(len(cols), m, n) <= INT32_MAX else np.int64
+    indptr = np.zeros(m + 1, dtype=index)
+    np.cumsum(lengths, out=indptr[1:])
+    return (RelationArrays(np.concatenate(data_parts), cols.astype(index), indptr, (m, n)),
+            np.concatenate(totals))
 
 
 def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
@@ -104,6 +169,7 @@ def relations_from_triplets(rel: np.ndarray, cell: np.ndarray, coef: np.ndarray,
     ``-total + parts``); failing that, the one cell of the other sign; -1 when ambiguous.
     Rows are renumbered 0..m-1 in the sorted order of ``rel``.
     """
+    import scipy.sparse as sp
     rel = np.asarray(rel)
     uniq, row = np.unique(rel, return_inverse=True)
     A = sp.csr_matrix((np.asarray(coef, dtype=float), (row, np.asarray(cell, dtype=np.int64))),
@@ -171,11 +237,13 @@ def connected_components(graph: sp.spmatrix, directed: bool = True) -> tuple[int
 
     Examples
     --------
+    >>> import scipy.sparse as sp
     >>> g = sp.csr_matrix(([1.0, 1.0], ([0, 3], [2, 1])), shape=(5, 5))
     >>> n, labels = connected_components(g, directed=False)
     >>> n, labels.tolist()
     (3, [0, 1, 0, 1, 2])
     """
+    import scipy.sparse as sp
     coo = sp.coo_matrix(graph)
     n = coo.shape[0]
     if coo.shape != (n, n):
@@ -204,6 +272,7 @@ def linked_components(A: sp.csr_matrix, mask: np.ndarray) -> list[np.ndarray]:
 
     Examples
     --------
+    >>> import scipy.sparse as sp
     >>> A = sp.csr_matrix([[1.0, -1.0, -1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
     >>> [c.tolist() for c in linked_components(A, np.array([True, True, False, True]))]
     [[0, 1], [3]]

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from tabprotect.errors import InputError
 from tabprotect.model.columns import Columns, as_columns, read_table_columns
@@ -23,13 +22,15 @@ from tabprotect.model.frame_cells import (FrameCells, cell_name_flat, check_addi
                                           check_columns, top_columns)
 from tabprotect.model.hierarchy import Hierarchy
 from tabprotect.model.matrix import ModelMatrix
-from tabprotect.model.relations import product_relations, relations_from_triplets
+from tabprotect.model.relations import (RelationArrays, product_relation_arrays,
+                                        relations_from_triplets)
 # parse_status: other modules read it from here
 from tabprotect.model.status import (EMPTY, SAFE, SUPPRESSED_LETTER, check_status,  # noqa: F401
                                      is_suppressed, parse_status)
 
 if TYPE_CHECKING:
     import pandas as pd
+    import scipy.sparse as sp
 
 Number = float | int
 
@@ -53,6 +54,22 @@ def _as_float(x, n: int, default: float, what: str) -> np.ndarray:
     return arr
 
 
+class _Relations:
+    """The ``relations`` field of :class:`Table`: a scipy matrix, or the
+    :class:`~tabprotect.model.relations.RelationArrays` of one, whose matrix is made when
+    the field is first read (a table built and checked by rules alone never imports
+    scipy.sparse).  No default: the class-level read is refused."""
+
+    def __get__(self, table, owner=None):
+        if table is None:
+            raise AttributeError("relations")
+        given = table.__dict__["relations"]
+        return given.matrix() if isinstance(given, RelationArrays) else given
+
+    def __set__(self, table, value):
+        table.__dict__["relations"] = value
+
+
 @dataclass(frozen=True, eq=False)
 class Table:
     """Cells as flat arrays plus the sparse relation matrix ``A`` (``A @ value == 0``).
@@ -61,7 +78,8 @@ class Table:
     ----------
     value : cell values (magnitude; the count for frequency tables)
     freq : number of contributors per cell
-    relations : csr_matrix (relations x cells), +1 on the total and -1 on each part
+    relations : csr_matrix (relations x cells), +1 on the total and -1 on each part (given
+        as a matrix or as its :class:`~tabprotect.model.relations.RelationArrays`)
     relation_total : the total cell of each relation (-1 if unknown)
     dimensions : the dimensions of a product table (empty for a general table)
     top : (cells x k) largest contributions, descending, or None
@@ -86,7 +104,7 @@ class Table:
 
     value: np.ndarray
     freq: np.ndarray
-    relations: sp.csr_matrix
+    relations: sp.csr_matrix = _Relations()
     relation_total: np.ndarray
     dimensions: tuple[Dimension, ...] = ()
     general_labels: "pd.DataFrame | None" = None
@@ -127,10 +145,13 @@ class Table:
             if top.ndim == 1:
                 top = top[:, None]
             set_("top", top)
-        if not sp.isspmatrix_csr(self.relations):
-            set_("relations", sp.csr_matrix(self.relations))
-        if self.relations.shape[1] != n:
-            raise InputError(f"relations have {self.relations.shape[1]} columns for {n} cells")
+        given = self.__dict__["relations"]
+        if not isinstance(given, RelationArrays):
+            import scipy.sparse as sp
+            if not sp.isspmatrix_csr(given):
+                set_("relations", sp.csr_matrix(given))
+        if self.relation_shape[1] != n:
+            raise InputError(f"relations have {self.relation_shape[1]} columns for {n} cells")
         set_("relation_total", np.asarray(self.relation_total, dtype=np.int64))
         if self.kind not in ("magnitude", "frequency"):
             raise InputError(f"table kind must be 'magnitude' or 'frequency', not {self.kind!r}")
@@ -248,7 +269,7 @@ class Table:
         3
         """
         dims = _as_dimensions(dimensions)
-        A, rel_total = product_relations([d.hierarchy for d in dims])
+        A, rel_total = product_relation_arrays([d.hierarchy for d in dims])
         value = np.asarray(value, dtype=float).ravel()
         if freq is None:
             freq = np.where(value != 0, np.nan, 0.0)
@@ -263,11 +284,13 @@ class Table:
 
         Examples
         --------
+        >>> import scipy.sparse as sp
         >>> A = sp.csr_matrix([[1.0, -1.0, -1.0]])
         >>> Table.from_relations([5.0, 2.0, 3.0], A).n_relations
         1
         """
         import pandas as pd
+        import scipy.sparse as sp
         value = np.asarray(value, dtype=float)
         A = sp.csr_matrix(relations, dtype=float)
         if relation_total is None:
@@ -289,7 +312,13 @@ class Table:
 
     @property
     def n_relations(self) -> int:
-        return self.relations.shape[0]
+        return self.relation_shape[0]
+
+    @property
+    def relation_shape(self) -> tuple[int, int]:
+        """(relations, cells): the shape of :attr:`relations`, read without making its
+        scipy matrix."""
+        return self.__dict__["relations"].shape
 
     @property
     def shape(self) -> tuple[int, ...] | None:
@@ -401,6 +430,7 @@ class Table:
         """A new Table with some fields replaced (the original is unchanged); ``lb`` is
         :attr:`given_lb` unless given, so the raised bounds follow the new fields."""
         changes.setdefault("lb", self.given_lb)
+        changes.setdefault("relations", self.__dict__["relations"])   # no matrix made
         new = dataclasses.replace(self, **changes)
         for attr in ("positions", "labels", "is_inner", "depth"):
             if attr in self.__dict__ and "dimensions" not in changes \

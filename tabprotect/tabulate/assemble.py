@@ -13,7 +13,7 @@ import numpy as np
 
 from tabprotect.errors import InputError
 from tabprotect.model.hierarchy import Hierarchy
-from tabprotect.model.relations import product_relations
+from tabprotect.model.relations import product_relation_arrays
 from tabprotect.model.table import Table, aggregate_leaves
 from tabprotect.tabulate.contributions import aggregate_candidates, holding_levels, \
     merge_sorted, unit_tops
@@ -90,7 +90,7 @@ def assemble(lv: Leaves, spec: MicrodataSpec, name: str) -> Table:
         extra["holding_freq"] = hfreq
         for j in range(spec.top_k):
             extra[f"holding_top{j + 1}"] = htop[:, j]
-    A, rel_total = product_relations(hierarchies)
+    A, rel_total = product_relation_arrays(hierarchies)
     table = Table(value=agg(lv.value), freq=agg(lv.freq), relations=A, relation_total=rel_total,
                   dimensions=tuple(spec.dims), top=top,
                   cost=agg(lv.cost) if lv.cost is not None else None, kind=spec.kind,
