@@ -81,12 +81,18 @@ class BranchAndCut:
 
     def _purge_root(self) -> None:
         """Slack cuts make every node LP slower: keep the ones near binding at the root
-        point; the others wait in the pool (checked at every node LP point)."""
+        point; the others wait in the pool (checked at every node LP point).  The rows
+        are deleted in place, so the root's first LP starts from the LP phase's final
+        basis (their slacks are basic there); a fresh model holds the rest when HiGHS
+        refuses the deletion."""
         s, master = self.s, self.s.master
         if s.options.purge_root and self.zlp is not None and len(master.in_model):
             lhs = master.pool_matrix @ self.zlp
             keep = np.flatnonzero(lhs <= 1.0 + s.options.purge_slack)
             s.stats["purged_rows"] = int(len(master.in_model) - len(keep))
+            if master.in_model.all() and master.purged_in_place(self.zlp,
+                                                                s.options.purge_slack):
+                return
             master.rebuild(keep)
 
     def _purge_now(self) -> bool:

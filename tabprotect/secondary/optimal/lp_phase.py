@@ -85,7 +85,9 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
         if lp_deadline is not None and time.perf_counter() > lp_deadline:
             break
         tm = time.perf_counter()
-        res = master.model.solve(time_limit=s.left())
+        # the row duals and reduced costs are read only by the MILP rounds (from the
+        # phase's last solve): the branch-and-cut re-solves the root itself
+        res = master.model.solve(time_limit=s.left(), duals=opt.search != "bc")
         s.stats["master_seconds"] += time.perf_counter() - tm
         if res.status != "optimal":
             break
