@@ -1,8 +1,9 @@
-"""The branch-and-cut's node order and its integral points: the plunge limit and the
-separation at a short integral point change the route, never the optimum (judged by
-brute force and the independent audit)."""
+"""The branch-and-cut's node order, its integral points and its root purge: the plunge
+limit, the separation at a short integral point and the purge in place change the route,
+never the optimum (judged by brute force and the independent audit)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tabprotect.audit import audit
@@ -10,6 +11,8 @@ from tabprotect.secondary import cost_vector
 from tabprotect.secondary.attack_requirements import Requirements
 from tabprotect.secondary.candidates import candidate_cells
 from tabprotect.secondary.optimal import OptimalOptions, benders
+from tabprotect.secondary.optimal.lp_phase import lp_phase
+from tabprotect.secondary.optimal.search import Search
 from test_secondary_optimal import brute_force, hier_table, secondary_cost
 
 #: tables whose root LP is fractional, so the tree decides the optimum
@@ -63,3 +66,45 @@ def test_integral_point_cuts_keep_the_brute_force_optimum(seed, cost_name, n_pri
     out = _search(seed, cost_name, n_primary, integral_separation=integral_separation)
     skipped = out.details.get("integral_sep_skipped", 0)
     assert (skipped == 0) if integral_separation else (skipped > 0)
+
+
+@pytest.mark.parametrize("seed,cost_name,n_primary", _TABLES)
+def test_root_purge_in_place_keeps_the_brute_force_optimum(seed, cost_name, n_primary):
+    # the root purge deletes the pool rows slack at the LP phase's point from the model
+    # in place (its basis stays warm); the tree still reaches the optimum (brute force,
+    # independent audit: both in _search)
+    out = _search(seed, cost_name, n_primary, purge_root=True)
+    assert out.details["root_purge"] == "in place"
+    assert out.details["purged_rows"] > 0
+    assert out.details["nodes"] > 1
+
+
+def test_purge_in_place_leaves_the_rows_a_rebuild_keeps():
+    # the master after the in-place purge holds exactly the rows a rebuilt model would
+    # (the static ones and the pool rows near binding at the point), its bookkeeping
+    # matches them, and the re-solve from the kept basis needs no simplex iteration
+    table = hier_table(7, n_primary=3)
+    cost = cost_vector(table, "value")
+    req = Requirements.from_table(table, singleton=True)
+    s = Search(table, cost, req, candidate_cells(table), time_limit=None, mip_gap=None,
+               progress=None, options=OptimalOptions())
+    s.build_master()
+    lp = lp_phase(s, False)
+    master = s.master
+    assert master.in_model.all()
+    before = master.model.solve().objective
+    lhs = master.pool_matrix @ lp.zlp
+    near = np.flatnonzero(lhs <= 1.0 + 0.05)
+    assert 0 < len(near) < len(lhs)   # something to purge, something kept
+    assert master.purged_in_place(lp.zlp, 0.05)
+    assert np.array_equal(np.flatnonzero(master.in_model), near)
+    assert sorted(master.model_rows) == near.tolist()
+    row_pool = np.asarray(master.row_pool)
+    assert sorted(row_pool[row_pool >= 0].tolist()) == near.tolist()
+    assert master.model.n_rows == int(master.static_in.sum()) + len(near)
+    res = master.model.solve()
+    assert res.objective == pytest.approx(before, rel=1e-9)
+    assert master.model.highs.getInfo().simplex_iteration_count == 0
+    # nothing slack left: nothing to delete, and the model is kept as it is
+    rows = master.model.n_rows
+    assert master.purged_in_place(lp.zlp, 0.05) and master.model.n_rows == rows

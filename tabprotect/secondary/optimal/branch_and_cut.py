@@ -92,7 +92,9 @@ class BranchAndCut:
             s.stats["purged_rows"] = int(len(master.in_model) - len(keep))
             if master.in_model.all() and master.purged_in_place(self.zlp,
                                                                 s.options.purge_slack):
+                s.stats["root_purge"] = "in place"
                 return
+            s.stats["root_purge"] = "rebuilt"
             master.rebuild(keep)
 
     def _purge_now(self) -> bool:
