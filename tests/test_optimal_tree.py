@@ -108,3 +108,4 @@ def test_purge_in_place_leaves_the_rows_a_rebuild_keeps():
     # nothing slack left: nothing to delete, and the model is kept as it is
     rows = master.model.n_rows
     assert master.purged_in_place(lp.zlp, 0.05) and master.model.n_rows == rows
+
