@@ -57,7 +57,7 @@ def benders(table, cost: np.ndarray, req: Requirements, cand: np.ndarray, *,
     heuristics.local_search(s, lp.lower_bound)
     if opt.search == "bc":
         s.stats["search"] = "branch-and-cut"
-        proven, lower_bound = BranchAndCut(s, lp.lower_bound, lp.zlp).run()
+        proven, lower_bound = BranchAndCut(s, lp.lower_bound, lp.zlp, lp.settled).run()
     else:
         s.stats["search"] = "milp-rounds"
         proven, lower_bound = milp_rounds(s, lp)

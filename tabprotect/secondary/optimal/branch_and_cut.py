@@ -38,12 +38,16 @@ class BranchAndCut:
     last_hit, sep_round : separation round of each primary's latest violated cut
     unsure : a node was dropped on a failed attacker LP, so no optimality is claimed
     gomory_left : root rounds of Gomory cuts still allowed
+    settled : the LP phase's last point when its complete capacity separation there
+        found no new cut (None otherwise): at that point the root's round skips it
     open_bound : the root node's bound (the bound when the tree closes on a failed LP)
     """
 
-    def __init__(self, s: Search, lower_bound: float, zlp: np.ndarray | None):
+    def __init__(self, s: Search, lower_bound: float, zlp: np.ndarray | None,
+                 settled: bool = False):
         opt = s.options
         self.s, self.lower_bound, self.zlp = s, lower_bound, zlp
+        self.settled = zlp if settled else None
         k = s.master.k
         self.all_cols = np.arange(k)
         self.glob_hi = np.ones(k)
@@ -81,12 +85,20 @@ class BranchAndCut:
 
     def _purge_root(self) -> None:
         """Slack cuts make every node LP slower: keep the ones near binding at the root
-        point; the others wait in the pool (checked at every node LP point)."""
+        point; the others wait in the pool (checked at every node LP point).  The rows
+        are deleted in place, so the root's first LP starts from the LP phase's final
+        basis (their slacks are basic there); a fresh model holds the rest when HiGHS
+        refuses the deletion."""
         s, master = self.s, self.s.master
         if s.options.purge_root and self.zlp is not None and len(master.in_model):
             lhs = master.pool_matrix @ self.zlp
             keep = np.flatnonzero(lhs <= 1.0 + s.options.purge_slack)
             s.stats["purged_rows"] = int(len(master.in_model) - len(keep))
+            if master.in_model.all() and master.purged_in_place(self.zlp,
+                                                                s.options.purge_slack):
+                s.stats["root_purge"] = "in place"
+                return
+            s.stats["root_purge"] = "rebuilt"
             master.rebuild(keep)
 
     def _purge_now(self) -> bool:
@@ -217,15 +229,24 @@ class BranchAndCut:
         """One separation round at a fractional node point: the number of new cuts.
         Below the root only the capped separation (at fractional points its cuts are
         the stronger ones); Gomory cuts at the root once the capacity separation is
-        done."""
+        done.  At the LP phase's settled point (:attr:`settled`, to 1e-9: the root's
+        first solve is the same vertex up to rounding) the root's capacity separation
+        is not run again: its LPs there have the same optima, so it would find no new
+        cut again (skipping a fractional point's separation only ever weakens a bound:
+        integral points are always checked)."""
         s, opt = self.s, self.s.options
         to = time.perf_counter()
-        chk = (s.oracle.check(s.full_z(zc), deadline=s.search_end())
-               if root and s.fractional_check else Check())
-        if root or not opt.restrict_separation:
-            sep = s.oracle.separate(s.full_z(zc), deadline=s.search_end())
+        chk = sep = Check()
+        if root and self.settled is not None and np.abs(zc - self.settled).max() <= 1e-9:
+            s.stats["root_separation_skipped"] = s.stats.get(
+                "root_separation_skipped", 0) + 1
         else:
-            sep = self._separate_binding(zc)
+            if root and s.fractional_check:
+                chk = s.oracle.check(s.full_z(zc), deadline=s.search_end())
+            if root or not opt.restrict_separation:
+                sep = s.oracle.separate(s.full_z(zc), deadline=s.search_end())
+            else:
+                sep = self._separate_binding(zc)
         s.stats["oracle_seconds"] += time.perf_counter() - to
         s.stats["lp_solves"] += chk.n_lp + sep.n_lp
         n_new = s.add_cuts(chk, zc) + s.add_cuts(sep, zc)

@@ -15,11 +15,14 @@ from tabprotect.secondary.attacker_oracle import Check
 
 @dataclass
 class LPPhase:
-    """What the LP phase leaves: its last master solve, the bound and the LP point."""
+    """What the LP phase leaves: its last master solve, the bound and the LP point;
+    ``settled``: whether the phase ended on a complete capacity separation at that
+    point that found no new cut."""
 
     result: object | None = None
     lower_bound: float = 0.0
     zlp: np.ndarray | None = None
+    settled: bool = False
 
 
 class _Chunks:
@@ -39,13 +42,14 @@ class _Chunks:
 
 
 def _separate(s: Search, zc: np.ndarray, chunks: _Chunks, lp_deadline: float | None,
-              fractional_check: bool) -> tuple[int, int]:
+              fractional_check: bool) -> tuple[int, int, bool]:
     """One round's separation: the primaries in chunks, round-robin from where the last
     round stopped; the round ends after the first chunk with a cut, and finds "no cut"
     only after a whole cycle of empty chunks at this point.  Returns (new cuts,
-    primaries swept)."""
+    primaries swept, whether every oracle call finished)."""
     oracle, req = s.oracle, s.req
     n_new = empty = 0
+    complete = True
     z = s.full_z(zc)
     while empty < chunks.n_prim:
         part = chunks.next()
@@ -59,11 +63,12 @@ def _separate(s: Search, zc: np.ndarray, chunks: _Chunks, lp_deadline: float | N
             sep = oracle.separate_some(z, part, deadline=s.deadline)
         s.stats["oracle_seconds"] += time.perf_counter() - to
         s.stats["lp_solves"] += chk.n_lp + sep.n_lp
+        complete = complete and chk.complete and sep.complete
         n_new = s.add_cuts(chk, zc) + s.add_cuts(sep, zc)
         if n_new or (lp_deadline is not None and time.perf_counter() > lp_deadline):
             break
         empty += chunks.size
-    return n_new, (chunks.size if n_new else empty)
+    return n_new, (chunks.size if n_new else empty), complete
 
 
 def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
@@ -85,7 +90,9 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
         if lp_deadline is not None and time.perf_counter() > lp_deadline:
             break
         tm = time.perf_counter()
-        res = master.model.solve(time_limit=s.left())
+        # the row duals and reduced costs are read only by the MILP rounds (from the
+        # phase's last solve): the branch-and-cut re-solves the root itself
+        res = master.model.solve(time_limit=s.left(), duals=opt.search != "bc")
         s.stats["master_seconds"] += time.perf_counter() - tm
         if res.status != "optimal":
             break
@@ -95,12 +102,13 @@ def lp_phase(s: Search, fractional_check: bool) -> LPPhase:
         zc = np.clip(res.x, 0.0, 1.0)
         if master.activate_static(zc):
             continue  # violated lazy static rows joined the model: solve again
-        n_new, n_swept = _separate(s, zc, chunks, lp_deadline, fractional_check)
+        n_new, n_swept, complete = _separate(s, zc, chunks, lp_deadline, fractional_check)
         swept += n_swept
         n_new += s.add_support(zc, opt.support_max_lps)
         if covers:
             n_new += s.add_covers(zc)
         if n_new == 0:
+            out.settled = complete and n_swept >= n_prim
             break
         if swept >= n_prim:
             swept = 0

@@ -240,22 +240,32 @@ class Master:
         point, so their slacks are basic) exceeds ``slack``; they stay in the pool.
         HiGHS deletes rows with basic slacks keeping the basis valid.  Returns the mask
         of the old model rows kept (None when nothing was deleted)."""
+        keep, _ = self._purged(zc, slack)
+        return keep
+
+    def purged_in_place(self, zc: np.ndarray, slack: float) -> bool:
+        """:meth:`purge`; False when HiGHS refused to delete the rows (the model is
+        unchanged then)."""
+        return self._purged(zc, slack)[1]
+
+    def _purged(self, zc: np.ndarray, slack: float) -> tuple[np.ndarray | None, bool]:
+        """(:meth:`purge`'s mask, False when HiGHS refused the deletion)."""
         rp = np.asarray(self.row_pool, dtype=np.int64)
         in_pool = np.flatnonzero(rp >= 0)
         if len(in_pool) == 0:
-            return None
+            return None, True
         lhs = self.pool_matrix[rp[in_pool]] @ zc
         drop = in_pool[lhs > 1.0 + slack]
         if len(drop) == 0:
-            return None
+            return None, True
         if not self.model.delete_rows(drop):
-            return None
+            return None, False
         keep = np.ones(len(rp), bool)
         keep[drop] = False
         self.in_model[rp[drop]] = False
         self.row_pool = rp[keep].tolist()
         self.model_rows = [i for i in self.model_rows if self.in_model[i]]
-        return keep
+        return keep, True
 
     def violated_pool_rows(self, zc: np.ndarray, tol: float = 1e-7) -> np.ndarray:
         """Pool cuts outside the model that ``zc`` violates."""
@@ -316,7 +326,7 @@ class Master:
     def add_general(self, R: sp.csr_matrix, rhs: np.ndarray) -> int:
         """Append rows ``R @ z >= rhs`` (Gomory cuts) to the model only: they are not
         pool cuts (not scaled to right-hand side 1) and a rebuilt model drops them, so
-        only the branch-and-cut, after its one rebuild, adds them."""
+        only the branch-and-cut, after its root purge, adds them."""
         if R.shape[0] == 0:
             return 0
         self.model.add_rows(R, np.asarray(rhs, float), np.full(R.shape[0], np.inf))

@@ -51,7 +51,9 @@ class LPCount:
 
 class DeadlineModel:
     """A :class:`~solvers.HighsModel` whose solves stop at a deadline (``None``: none),
-    each solve counted in ``count``."""
+    each solve counted in ``count``.  The repair reads only a solve's status and point,
+    so no duals or reduced costs are copied out of HiGHS (the model spans the whole
+    table)."""
 
     def __init__(self, model: HighsModel, count: LPCount | None = None):
         self._model = model
@@ -66,7 +68,7 @@ class DeadlineModel:
         if self.deadline is not None:
             left = max(1e-3, self.deadline - time.perf_counter())
             time_limit = left if time_limit is None else min(time_limit, left)
-        return self._model.solve(time_limit=time_limit)
+        return self._model.solve(time_limit=time_limit, duals=False)
 
 
 class DeadlineRepair(GreedyRepair):
