@@ -80,17 +80,22 @@ def test_root_purge_in_place_keeps_the_brute_force_optimum(seed, cost_name, n_pr
     assert out.details["nodes"] > 1
 
 
+def _after_lp_phase(table, cost, **fields):
+    """The optimal search of ``table`` (single-contributor attack, no time limit) after
+    its master's build and its LP phase: (search, LP phase)."""
+    s = Search(table, cost, Requirements.from_table(table, singleton=True),
+               candidate_cells(table), time_limit=None, mip_gap=None, progress=None,
+               options=OptimalOptions(**fields))
+    s.build_master()
+    return s, lp_phase(s, fractional_check=False)
+
+
 def test_purge_in_place_leaves_the_rows_a_rebuild_keeps():
     # the master after the in-place purge holds exactly the rows a rebuilt model would
     # (the static ones and the pool rows near binding at the point), its bookkeeping
     # matches them, and the re-solve from the kept basis needs no simplex iteration
     table = hier_table(7, n_primary=3)
-    cost = cost_vector(table, "value")
-    req = Requirements.from_table(table, singleton=True)
-    s = Search(table, cost, req, candidate_cells(table), time_limit=None, mip_gap=None,
-               progress=None, options=OptimalOptions())
-    s.build_master()
-    lp = lp_phase(s, False)
+    s, lp = _after_lp_phase(table, cost_vector(table, "value"))
     master = s.master
     assert master.in_model.all()
     before = master.model.solve().objective
@@ -111,7 +116,6 @@ def test_purge_in_place_leaves_the_rows_a_rebuild_keeps():
     assert master.purged_in_place(lp.zlp, 0.05) and master.model.n_rows == rows
 
 
-
 @pytest.mark.parametrize("seed,cost_name,n_primary", _TABLES)
 def test_root_skips_the_separation_the_lp_phase_settled(seed, cost_name, n_primary):
     # the LP phase ends where its capacity separation found no new cut; the root starts
@@ -127,11 +131,7 @@ def _tree_after_lp_phase(point_shift: float):
     seed, cost_name, n_primary = _TABLES[0]
     table = hier_table(seed, n_primary=n_primary)
     cost = cost_vector(table, cost_name)
-    s = Search(table, cost, Requirements.from_table(table, singleton=True),
-               candidate_cells(table), time_limit=None, mip_gap=None, progress=None,
-               options=OptimalOptions(gomory_rounds=0, cover_cuts=False))
-    s.build_master()
-    lp = lp_phase(s, fractional_check=False)
+    s, lp = _after_lp_phase(table, cost, gomory_rounds=0, cover_cuts=False)
     assert lp.settled
     point = lp.zlp.copy()
     point[int(np.argmax(point))] -= point_shift
